@@ -1,0 +1,346 @@
+//! Canonical JSON (`runtime-protocol.md` §17).
+//!
+//! The canonical form binds a decision to exact parameters: objects sorted by key (Unicode code
+//! point order, at every depth), no insignificant whitespace, strings in UTF-8 without ASCII
+//! escaping, and numbers written the way JavaScript's `JSON.stringify` writes the IEEE-754
+//! double, so that a peer in any language computes the same bytes.
+//!
+//! Two entry points: [`parse_json_strict`] reads JSON text and refuses what the canonical form
+//! cannot represent (duplicate keys, unpaired surrogate escapes); [`canonical_json`] writes a
+//! value. [`check_params`] applies the extra rules for tool-request params (an object, nesting
+//! depth, no integers beyond ±(2^53 − 1)).
+
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Number, Value};
+
+use crate::limits::{MAX_SAFE_INTEGER, PARAMS_DEPTH};
+
+/// Why a value has no canonical form (all map to `invalid_params` on the tool plane).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CanonicalError {
+    /// The text is not JSON (this includes unpaired surrogate escapes).
+    #[error("not valid JSON: {0}")]
+    Syntax(String),
+    /// An object holds the same key twice.
+    #[error("duplicate key {key:?} in an object")]
+    DuplicateKey { key: String },
+    /// A number with an integral value beyond ±(2^53 − 1), which peers cannot hash identically.
+    #[error("number at {path} is an integer beyond ±(2^53 − 1) and cannot be hashed portably")]
+    UnsafeInteger { path: String },
+    /// NaN or an infinity (cannot occur in parsed JSON, only in constructed values).
+    #[error("number at {path} is not finite")]
+    NonFinite { path: String },
+    /// Tool-request params must be a JSON object.
+    #[error("params must be a JSON object, got {found}")]
+    NotAnObject { found: &'static str },
+    /// Nesting deeper than the limit.
+    #[error("params nest deeper than {limit} levels")]
+    TooDeep { limit: usize },
+}
+
+/// Parses JSON text, rejecting duplicate object keys and unpaired surrogate escapes.
+pub fn parse_json_strict(text: &str) -> Result<Value, CanonicalError> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let value = StrictValue
+        .deserialize(&mut de)
+        .map_err(|e| classify(&e))?;
+    de.end().map_err(|e| classify(&e))?;
+    Ok(value)
+}
+
+fn classify(e: &serde_json::Error) -> CanonicalError {
+    let text = e.to_string();
+    if let Some(rest) = text.strip_prefix(DUPLICATE_PREFIX) {
+        let key = rest.split(DUPLICATE_SUFFIX).next().unwrap_or_default();
+        return CanonicalError::DuplicateKey {
+            key: key.to_owned(),
+        };
+    }
+    CanonicalError::Syntax(text)
+}
+
+const DUPLICATE_PREFIX: &str = "duplicate key \u{1}";
+const DUPLICATE_SUFFIX: &str = "\u{1}";
+
+/// Builds a `serde_json::Value`, failing on a repeated key in any object.
+struct StrictValue;
+
+impl<'de> DeserializeSeed<'de> for StrictValue {
+    type Value = Value;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(StrictVisitor)
+    }
+}
+
+struct StrictVisitor;
+
+impl<'de> Visitor<'de> for StrictVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::Number(v.into()))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::Number(v.into()))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
+        Number::from_f64(v)
+            .map(Value::Number)
+            .ok_or_else(|| E::custom("number is not finite"))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some(v) = seq.next_element_seed(StrictValue)? {
+            out.push(v);
+        }
+        Ok(Value::Array(out))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if out.contains_key(&key) {
+                return Err(de::Error::custom(format!(
+                    "{DUPLICATE_PREFIX}{key}{DUPLICATE_SUFFIX}"
+                )));
+            }
+            let value = map.next_value_seed(StrictValue)?;
+            out.insert(key, value);
+        }
+        Ok(Value::Object(out))
+    }
+}
+
+/// Writes the canonical JSON text of a value.
+///
+/// Fails only for non-finite numbers (which parsed JSON cannot contain). Integer range is not
+/// checked here; [`check_params`] does that for tool-request params.
+pub fn canonical_json(value: &Value) -> Result<String, CanonicalError> {
+    let mut out = String::new();
+    write_value(value, &mut out, &mut String::from("$"))?;
+    Ok(out)
+}
+
+fn write_value(value: &Value, out: &mut String, path: &mut String) -> Result<(), CanonicalError> {
+    match value {
+        Value::Null => out.push_str("null"),
+        Value::Bool(true) => out.push_str("true"),
+        Value::Bool(false) => out.push_str("false"),
+        Value::Number(n) => write_number(n, out, path)?,
+        Value::String(s) => write_string(s, out),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                let len = path.len();
+                path.push_str(&format!("[{i}]"));
+                write_value(item, out, path)?;
+                path.truncate(len);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            // Sorted explicitly: `Map` is only sorted when serde_json's `preserve_order` feature
+            // is off, and another crate in the build may turn it on.
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort_unstable();
+            out.push('{');
+            for (i, key) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_string(key, out);
+                out.push(':');
+                let len = path.len();
+                path.push('.');
+                path.push_str(key);
+                if let Some(v) = map.get(key) {
+                    write_value(v, out, path)?;
+                }
+                path.truncate(len);
+            }
+            out.push('}');
+        }
+    }
+    Ok(())
+}
+
+fn write_string(s: &str, out: &mut String) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\u{8}' => out.push_str("\\b"),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\u{c}' => out.push_str("\\f"),
+            '\r' => out.push_str("\\r"),
+            c if u32::from(c) < 0x20 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+fn write_number(n: &Number, out: &mut String, path: &str) -> Result<(), CanonicalError> {
+    if let Some(i) = n.as_i64() {
+        if i.unsigned_abs() <= MAX_SAFE_INTEGER as u64 {
+            out.push_str(&i.to_string());
+            return Ok(());
+        }
+    } else if let Some(u) = n.as_u64() {
+        if u <= MAX_SAFE_INTEGER as u64 {
+            out.push_str(&u.to_string());
+            return Ok(());
+        }
+    }
+    // Everything else is written as JavaScript would write the double it denotes.
+    let f = n.as_f64().ok_or_else(|| CanonicalError::NonFinite {
+        path: path.to_owned(),
+    })?;
+    out.push_str(&format_js_number(f).ok_or_else(|| CanonicalError::NonFinite {
+        path: path.to_owned(),
+    })?);
+    Ok(())
+}
+
+/// Formats a double as ECMAScript's Number-to-String does (`JSON.stringify`); `None` for NaN
+/// and infinities.
+pub fn format_js_number(value: f64) -> Option<String> {
+    if !value.is_finite() {
+        return None;
+    }
+    if value == 0.0 {
+        return Some("0".to_owned()); // also -0
+    }
+    // Rust's `{:e}` gives the shortest digit string that round-trips: "d[.ddd]e<exp>".
+    let sci = format!("{:e}", value.abs());
+    let (mantissa, exp) = sci.split_once('e')?;
+    let exp: i32 = exp.parse().ok()?;
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    let k = i32::try_from(digits.len()).ok()?;
+    let n = exp + 1; // the value is 0.<digits> × 10^n
+    let mut out = String::new();
+    if value < 0.0 {
+        out.push('-');
+    }
+    if k <= n && n <= 21 {
+        out.push_str(&digits);
+        out.extend(std::iter::repeat_n('0', (n - k) as usize));
+    } else if 0 < n && n <= 21 {
+        let (int, frac) = digits.split_at(n as usize);
+        out.push_str(int);
+        out.push('.');
+        out.push_str(frac);
+    } else if -6 < n && n <= 0 {
+        out.push_str("0.");
+        out.extend(std::iter::repeat_n('0', (-n) as usize));
+        out.push_str(&digits);
+    } else {
+        let (first, rest) = digits.split_at(1);
+        out.push_str(first);
+        if !rest.is_empty() {
+            out.push('.');
+            out.push_str(rest);
+        }
+        out.push('e');
+        out.push(if n - 1 >= 0 { '+' } else { '-' });
+        out.push_str(&(n - 1).abs().to_string());
+    }
+    Some(out)
+}
+
+/// The extra rules for tool-request params: an object, nested at most [`PARAMS_DEPTH`] deep,
+/// holding no number with an integral value beyond ±(2^53 − 1).
+///
+/// "Integer" follows JSON Schema: any number whose value is integral, so `1e300` counts too
+/// (every double of that magnitude is integral).
+pub fn check_params(params: &Value) -> Result<(), CanonicalError> {
+    if !params.is_object() {
+        return Err(CanonicalError::NotAnObject {
+            found: json_type_name(params),
+        });
+    }
+    check_depth_and_numbers(params, 1, &mut String::from("$"))
+}
+
+fn check_depth_and_numbers(
+    value: &Value,
+    depth: usize,
+    path: &mut String,
+) -> Result<(), CanonicalError> {
+    match value {
+        Value::Number(n) => {
+            let unsafe_int = match (n.as_i64(), n.as_u64(), n.as_f64()) {
+                (Some(i), _, _) => i.unsigned_abs() > MAX_SAFE_INTEGER as u64,
+                (None, Some(u), _) => u > MAX_SAFE_INTEGER as u64,
+                (None, None, Some(f)) => f.fract() == 0.0 && f.abs() > MAX_SAFE_INTEGER,
+                (None, None, None) => false,
+            };
+            if unsafe_int {
+                return Err(CanonicalError::UnsafeInteger {
+                    path: path.clone(),
+                });
+            }
+        }
+        Value::Array(items) => {
+            if depth > PARAMS_DEPTH {
+                return Err(CanonicalError::TooDeep { limit: PARAMS_DEPTH });
+            }
+            for (i, item) in items.iter().enumerate() {
+                let len = path.len();
+                path.push_str(&format!("[{i}]"));
+                check_depth_and_numbers(item, depth + 1, path)?;
+                path.truncate(len);
+            }
+        }
+        Value::Object(map) => {
+            if depth > PARAMS_DEPTH {
+                return Err(CanonicalError::TooDeep { limit: PARAMS_DEPTH });
+            }
+            for (key, item) in map {
+                let len = path.len();
+                path.push('.');
+                path.push_str(key);
+                check_depth_and_numbers(item, depth + 1, path)?;
+                path.truncate(len);
+            }
+        }
+        Value::Null | Value::Bool(_) | Value::String(_) => {}
+    }
+    Ok(())
+}
+
+/// The JSON type name of a value, for messages.
+pub fn json_type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}

@@ -1,0 +1,293 @@
+//! The closed catalogue of stable error codes (`runtime-protocol.md` §13).
+//!
+//! Codes are strings on the wire (`error.code` of a tool result, `error.data.code` on the
+//! endpoint); in code they are this enum, so adding a code makes the compiler list every
+//! exhaustive match that must decide what it means.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::tool_result::ToolStatus;
+
+macro_rules! error_codes {
+    ($( $(#[$doc:meta])* $variant:ident = $wire:literal ),* $(,)?) => {
+        /// A stable error code from the catalogue.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum ErrorCode {
+            $( $(#[$doc])* $variant, )*
+        }
+
+        impl ErrorCode {
+            /// Every code, in catalogue order.
+            pub const ALL: &'static [ErrorCode] = &[ $( ErrorCode::$variant, )* ];
+
+            /// The wire string.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $( ErrorCode::$variant => $wire, )*
+                }
+            }
+        }
+
+        impl FromStr for ErrorCode {
+            type Err = UnknownErrorCode;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                match s {
+                    $( $wire => Ok(ErrorCode::$variant), )*
+                    other => Err(UnknownErrorCode(other.to_owned())),
+                }
+            }
+        }
+    };
+}
+
+error_codes! {
+    // §13.1 tool bridge
+    /// Device backend / executor not available.
+    FrameworkUnavailable = "framework_unavailable",
+    /// A payload limit was exceeded.
+    PayloadTooLarge = "payload_too_large",
+    /// Message version outside the supported range.
+    UnsupportedVersion = "unsupported_version",
+    /// No `request_id`.
+    MissingRequestId = "missing_request_id",
+    /// Caller runtime, transport or principal missing.
+    MissingRuntimeIdentity = "missing_runtime_identity",
+    /// Payload runtime differs from the authenticated runtime (also a surface code).
+    RuntimeMismatch = "runtime_mismatch",
+    /// No `tool`.
+    MissingTool = "missing_tool",
+    /// No reason in the request or its params.
+    MissingReason = "missing_reason",
+    /// Manifests not loaded.
+    ToolRegistryUnavailable = "tool_registry_unavailable",
+    /// The tool name does not resolve.
+    UnknownTool = "unknown_tool",
+    /// Params not an object, schema violation, reserved `_` key, or unsafe number.
+    InvalidParams = "invalid_params",
+    /// Runtime authorisation or tool policy refused the command.
+    ToolNotGranted = "tool_not_granted",
+    /// The device backend lacks the command.
+    ToolNotSupportedByPhonePlatform = "tool_not_supported_by_phone_platform",
+    /// A mutating command under `observe_only`.
+    ObserveOnlyMutationDenied = "observe_only_mutation_denied",
+    /// A confirmation was created or is pending.
+    MutatingToolRequiresConfirmation = "mutating_tool_requires_confirmation",
+    /// The user denied the confirmation.
+    UserDeniedConfirmation = "user_denied_confirmation",
+    /// The confirmation expired.
+    Timeout = "timeout",
+    /// Resolve of an unknown, expired or already resolved confirmation.
+    PendingConfirmationNotFound = "pending_confirmation_not_found",
+    /// A request id reused for another tool or params.
+    IdempotencyConflict = "idempotency_conflict",
+    /// Too many pending confirmations, or an endpoint rate limit.
+    RateLimited = "rate_limited",
+    /// No execution context could be created.
+    TaskUnavailable = "task_unavailable",
+    /// The backend failed while executing.
+    ToolError = "tool_error",
+    /// A backend-level (OS or app) confirmation is pending.
+    ConfirmationRequired = "confirmation_required",
+    /// The backend refused.
+    Denied = "denied",
+    /// Confirming a backend-level action failed.
+    FrameworkConfirmationFailed = "framework_confirmation_failed",
+    /// The daemon stopped while an approved action ran; never replayed.
+    ExecutionResultUnknown = "execution_result_unknown",
+    /// The request was withdrawn before execution.
+    Cancelled = "cancelled",
+    /// Tool result inside a background run: the action was parked for review.
+    BackgroundConfirmationRequired = "background.confirmation_required",
+    // §13.2 adapters and transports
+    /// An invoke names a command the phone did not advertise.
+    UnknownCommand = "unknown_command",
+    /// `canvas.snapshot` produced no screenshot bytes.
+    SnapshotUnavailable = "snapshot_unavailable",
+    /// The target node is not an OpenPhone node.
+    UnsupportedNode = "unsupported_node",
+    /// A mutating command over ADB without the explicit opt-in.
+    StatefulToolRefused = "stateful_tool_refused",
+    /// Command not implemented over ADB.
+    UnsupportedAdbTool = "unsupported_adb_tool",
+    /// No UI element matches.
+    ElementNotFound = "element_not_found",
+    /// More than one UI element matches.
+    AmbiguousElement = "ambiguous_element",
+    /// The UI element is disabled.
+    ElementDisabled = "element_disabled",
+    /// The UI element has no usable bounds.
+    ElementBoundsUnavailable = "element_bounds_unavailable",
+    // §13.3 attention and sessions
+    /// No runtime named or routed.
+    MissingRuntime = "missing_runtime",
+    /// Attention text empty after trimming.
+    MissingText = "missing_text",
+    /// No adapter for the runtime.
+    RuntimeNotConfigured = "runtime_not_configured",
+    /// The runtime's adapter is not connected.
+    RuntimeNotConnected = "runtime_not_connected",
+    /// Handing the request to the runtime failed.
+    SendFailed = "send_failed",
+    // §13.4 adaptive surfaces
+    /// The event is not supported.
+    EventUnsupported = "event_unsupported",
+    /// The assistant output or surface is invalid.
+    OutputInvalid = "output_invalid",
+    /// The surface session does not match.
+    SessionMismatch = "session_mismatch",
+    /// The surface is not active.
+    SurfaceNotActive = "surface_not_active",
+    /// The revision is not the current one.
+    StaleRevision = "stale_revision",
+    // §13.6 background jobs
+    /// The background confirmation expired.
+    BackgroundConfirmationTimeout = "background.confirmation_timeout",
+    /// The background action was denied.
+    BackgroundActionDenied = "background.action_denied",
+    /// Reviewing the background action failed.
+    BackgroundReviewError = "background.review_error",
+    /// The review needs the phone unlocked.
+    BackgroundReviewUnlockRequired = "background.review_unlock_required",
+    /// The review window passed.
+    BackgroundReviewExpired = "background.review_expired",
+    /// The review was already resolved.
+    BackgroundReviewAlreadyResolved = "background.review_already_resolved",
+    /// The review is resolved.
+    BackgroundReviewResolved = "background.review_resolved",
+    /// Committing the review failed.
+    BackgroundReviewCommitFailed = "background.review_commit_failed",
+    /// The daemon stopped during an approved review; never replayed.
+    BackgroundReviewInterruptedResultUnknown = "background.review_interrupted_result_unknown",
+    /// The bound result of a review is missing.
+    BackgroundReviewResultMissing = "background.review_result_missing",
+}
+
+/// A string that is not in the catalogue.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown error code {0:?}")]
+pub struct UnknownErrorCode(pub String);
+
+impl ErrorCode {
+    /// The tool-result status a tool-bridge code is reported with (§13.1); `None` for codes
+    /// that are not tool-bridge outcomes.
+    pub fn tool_status(self) -> Option<ToolStatus> {
+        use ErrorCode as C;
+        match self {
+            C::FrameworkUnavailable
+            | C::PayloadTooLarge
+            | C::UnsupportedVersion
+            | C::MissingRequestId
+            | C::MissingRuntimeIdentity
+            | C::RuntimeMismatch
+            | C::MissingTool
+            | C::MissingReason
+            | C::UnknownTool
+            | C::InvalidParams
+            | C::PendingConfirmationNotFound
+            | C::IdempotencyConflict
+            | C::TaskUnavailable
+            | C::ToolError
+            | C::FrameworkConfirmationFailed
+            | C::ExecutionResultUnknown => Some(ToolStatus::Error),
+            C::ToolRegistryUnavailable
+            | C::ToolNotGranted
+            | C::ToolNotSupportedByPhonePlatform
+            | C::ObserveOnlyMutationDenied
+            | C::UserDeniedConfirmation
+            | C::RateLimited
+            | C::Denied
+            | C::UnknownCommand => Some(ToolStatus::Denied),
+            C::MutatingToolRequiresConfirmation | C::ConfirmationRequired => {
+                Some(ToolStatus::NeedsConfirmation)
+            }
+            C::Timeout => Some(ToolStatus::Timeout),
+            C::Cancelled => Some(ToolStatus::Cancelled),
+            C::BackgroundConfirmationRequired
+            | C::SnapshotUnavailable
+            | C::UnsupportedNode
+            | C::StatefulToolRefused
+            | C::UnsupportedAdbTool
+            | C::ElementNotFound
+            | C::AmbiguousElement
+            | C::ElementDisabled
+            | C::ElementBoundsUnavailable
+            | C::MissingRuntime
+            | C::MissingText
+            | C::RuntimeNotConfigured
+            | C::RuntimeNotConnected
+            | C::SendFailed
+            | C::EventUnsupported
+            | C::OutputInvalid
+            | C::SessionMismatch
+            | C::SurfaceNotActive
+            | C::StaleRevision
+            | C::BackgroundConfirmationTimeout
+            | C::BackgroundActionDenied
+            | C::BackgroundReviewError
+            | C::BackgroundReviewUnlockRequired
+            | C::BackgroundReviewExpired
+            | C::BackgroundReviewAlreadyResolved
+            | C::BackgroundReviewResolved
+            | C::BackgroundReviewCommitFailed
+            | C::BackgroundReviewInterruptedResultUnknown
+            | C::BackgroundReviewResultMissing => None,
+        }
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for ErrorCode {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for ErrorCode {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn wire_strings_round_trip_and_are_unique() {
+        let mut seen = HashSet::new();
+        for code in ErrorCode::ALL {
+            assert!(seen.insert(code.as_str()), "duplicate {code}");
+            assert_eq!(code.as_str().parse::<ErrorCode>().unwrap(), *code);
+            let json = serde_json::to_string(code).unwrap();
+            assert_eq!(serde_json::from_str::<ErrorCode>(&json).unwrap(), *code);
+        }
+    }
+
+    #[test]
+    fn unknown_code_is_refused() {
+        assert!("no_such_code".parse::<ErrorCode>().is_err());
+        assert!(serde_json::from_str::<ErrorCode>("\"no_such_code\"").is_err());
+    }
+
+    #[test]
+    fn bridge_codes_carry_the_catalogue_status() {
+        assert_eq!(ErrorCode::ToolNotGranted.tool_status(), Some(ToolStatus::Denied));
+        assert_eq!(ErrorCode::Timeout.tool_status(), Some(ToolStatus::Timeout));
+        assert_eq!(ErrorCode::InvalidParams.tool_status(), Some(ToolStatus::Error));
+        assert_eq!(
+            ErrorCode::MutatingToolRequiresConfirmation.tool_status(),
+            Some(ToolStatus::NeedsConfirmation)
+        );
+        assert_eq!(ErrorCode::Cancelled.tool_status(), Some(ToolStatus::Cancelled));
+    }
+}

@@ -1,0 +1,40 @@
+//! The OpenPhone runtime protocol, version 1: the single source of truth for what crosses a
+//! process boundary.
+//!
+//! This crate holds no I/O, no clock and no async code. It provides:
+//!
+//! - the four **manifests** (commands, events, capabilities, runtime schema), embedded at build
+//!   time from `runtime/protocol/`, parsed into a typed [`Registry`] and checked against every
+//!   load-time rule of the specification ([`validate`]). A broken manifest is rejected as a
+//!   whole, with one [`ManifestError`] per broken rule naming the rule and the command;
+//! - compiled **input validators** that report field-level errors ([`FieldError`]);
+//! - **canonical JSON** and the digests built on it ([`canonical`], [`digest`]): the bridge's
+//!   `params_hash` and the background-review `params_digest` / `binding_digest`;
+//! - the closed **error-code** catalogue ([`ErrorCode`]), the **tool result** wire type
+//!   ([`ToolResult`]) and the version advertisement ([`VersionAdvertisement`]).
+//!
+//! Design choice: manifests are parsed from `serde_json::Value` by hand rather than derived
+//! with serde, so that each broken rule produces its own error naming the command, instead of
+//! one opaque deserialisation error for the first bad field.
+
+pub mod canonical;
+pub mod digest;
+mod error_code;
+pub mod limits;
+mod manifest;
+mod registry;
+mod tool_result;
+pub mod validate;
+mod version;
+
+pub use canonical::{CanonicalError, canonical_json, parse_json_strict};
+pub use digest::{Binding, binding_digest, params_digest, params_hash, params_hash_hex, value_hash};
+pub use error_code::{ErrorCode, UnknownErrorCode};
+pub use manifest::{
+    Capability, CapabilityRisk, Command, Confirmation, Direction, EventSpec, Executor, Exposure,
+    Risk, TransportMapping, WireMapping,
+};
+pub use registry::{FieldError, ManifestSources, Registry};
+pub use tool_result::{ToolError, ToolResult, ToolStatus, audit_id};
+pub use validate::{ManifestError, ManifestErrors, ManifestFile, Rule};
+pub use version::{MAX_VERSION, MIN_VERSION, PROTOCOL_NAME, VersionAdvertisement};

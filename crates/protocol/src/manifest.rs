@@ -1,0 +1,174 @@
+//! Typed manifest entries. Built only by [`crate::validate`], after every rule has passed.
+
+use std::fmt;
+
+use serde::Serialize;
+use serde_json::Value;
+
+macro_rules! wire_enum {
+    ($(#[$doc:meta])* $name:ident { $( $(#[$vdoc:meta])* $variant:ident = $wire:literal ),* $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+        pub enum $name {
+            $( $(#[$vdoc])* #[serde(rename = $wire)] $variant, )*
+        }
+
+        impl $name {
+            /// Every value, in order.
+            pub const ALL: &'static [$name] = &[ $( $name::$variant, )* ];
+
+            /// The wire string.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $( $name::$variant => $wire, )*
+                }
+            }
+
+            /// Parses the wire string.
+            pub fn parse(s: &str) -> Option<Self> {
+                match s {
+                    $( $wire => Some($name::$variant), )*
+                    _ => None,
+                }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+wire_enum!(
+    /// Command risk; policy decisions use this scale.
+    Risk { Low = "low", Medium = "medium", High = "high" }
+);
+
+wire_enum!(
+    /// When a command asks the user.
+    Confirmation {
+        /// A read; never asks.
+        None = "none",
+        /// Asks unless the effective autonomy is `trusted_actions`.
+        AskBeforeAction = "ask_before_action",
+        /// Asks in every mode.
+        Always = "always",
+    }
+);
+
+wire_enum!(
+    /// Exposure class used for runtime authorisation.
+    Exposure { SafeRead = "safe_read", PrivateRead = "private_read", Dangerous = "dangerous" }
+);
+
+wire_enum!(
+    /// Who serves a command.
+    Executor {
+        /// The phone's device backend.
+        Device = "device",
+        /// A runtime-owned service of the daemon (memory, watchers, jobs).
+        Runtime = "runtime",
+    }
+);
+
+wire_enum!(
+    /// Capability risk: a coarser scale than command risk, used for disclosure and grants.
+    CapabilityRisk { Low = "low", Medium = "medium", High = "high", Critical = "critical" }
+);
+
+wire_enum!(
+    /// Direction of a protocol event.
+    Direction {
+        PhoneToRuntime = "phone_to_runtime",
+        RuntimeToPhone = "runtime_to_phone",
+        Bidirectional = "bidirectional",
+    }
+);
+
+/// One command of the commands manifest.
+#[derive(Debug, Clone, Serialize)]
+pub struct Command {
+    /// Canonical name, `openphone.<area>.<verb>`.
+    pub name: String,
+    /// Extra accepted names.
+    pub aliases: Vec<String>,
+    /// Model-tool (snake_case) name.
+    pub android_tool: String,
+    pub description: String,
+    pub category: String,
+    /// Whether the command changes device, account, communication or external state.
+    pub mutating: bool,
+    pub executor: Executor,
+    pub risk: Risk,
+    pub capability: String,
+    pub confirmation: Confirmation,
+    pub default_exposure: Exposure,
+    /// May be offered over MCP.
+    pub mcp: bool,
+    /// May be granted to a remote runtime.
+    pub remote_runtime: bool,
+    pub input_schema: Value,
+    pub output_schema: Value,
+    pub deprecated: bool,
+    pub superseded_by: Option<String>,
+}
+
+impl Command {
+    /// Every name the command answers to: canonical name, aliases, model-tool name.
+    pub fn all_names(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.name.as_str())
+            .chain(self.aliases.iter().map(String::as_str))
+            .chain(std::iter::once(self.android_tool.as_str()))
+    }
+
+    /// The input property names the schema declares, in schema order.
+    pub fn input_properties(&self) -> Vec<&str> {
+        self.input_schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|m| m.keys().map(String::as_str).collect())
+            .unwrap_or_default()
+    }
+
+    /// The required input names.
+    pub fn required_inputs(&self) -> Vec<&str> {
+        self.input_schema
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default()
+    }
+}
+
+/// One capability of the capabilities manifest.
+#[derive(Debug, Clone, Serialize)]
+pub struct Capability {
+    pub id: String,
+    pub risk: CapabilityRisk,
+    pub description: Option<String>,
+}
+
+/// One event of the events manifest.
+#[derive(Debug, Clone, Serialize)]
+pub struct EventSpec {
+    pub name: String,
+    pub direction: Direction,
+    pub description: Option<String>,
+}
+
+/// How a runtime's transport names protocol events.
+#[derive(Debug, Clone, Serialize)]
+pub struct TransportMapping {
+    pub runtime: String,
+    pub transport: String,
+    pub events: Vec<WireMapping>,
+}
+
+/// One protocol event → wire name pair.
+#[derive(Debug, Clone, Serialize)]
+pub struct WireMapping {
+    pub protocol: String,
+    pub wire: String,
+}

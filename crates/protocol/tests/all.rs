@@ -1,0 +1,3 @@
+//! Integration tests of the protocol crate (one binary; modules in `suite/`).
+
+mod suite;

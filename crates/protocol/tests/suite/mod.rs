@@ -1,0 +1,6 @@
+mod canonical;
+mod catalogue;
+mod params;
+mod rules;
+mod support;
+mod upstream;

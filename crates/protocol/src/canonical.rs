@@ -43,9 +43,7 @@ pub enum CanonicalError {
 /// Parses JSON text, rejecting duplicate object keys and unpaired surrogate escapes.
 pub fn parse_json_strict(text: &str) -> Result<Value, CanonicalError> {
     let mut de = serde_json::Deserializer::from_str(text);
-    let value = StrictValue
-        .deserialize(&mut de)
-        .map_err(|e| classify(&e))?;
+    let value = StrictValue.deserialize(&mut de).map_err(|e| classify(&e))?;
     de.end().map_err(|e| classify(&e))?;
     Ok(value)
 }
@@ -210,19 +208,21 @@ fn write_number(n: &Number, out: &mut String, path: &str) -> Result<(), Canonica
             out.push_str(&i.to_string());
             return Ok(());
         }
-    } else if let Some(u) = n.as_u64() {
-        if u <= MAX_SAFE_INTEGER as u64 {
-            out.push_str(&u.to_string());
-            return Ok(());
-        }
+    } else if let Some(u) = n.as_u64()
+        && u <= MAX_SAFE_INTEGER as u64
+    {
+        out.push_str(&u.to_string());
+        return Ok(());
     }
     // Everything else is written as JavaScript would write the double it denotes.
     let f = n.as_f64().ok_or_else(|| CanonicalError::NonFinite {
         path: path.to_owned(),
     })?;
-    out.push_str(&format_js_number(f).ok_or_else(|| CanonicalError::NonFinite {
-        path: path.to_owned(),
-    })?);
+    out.push_str(
+        &format_js_number(f).ok_or_else(|| CanonicalError::NonFinite {
+            path: path.to_owned(),
+        })?,
+    );
     Ok(())
 }
 
@@ -266,7 +266,7 @@ pub fn format_js_number(value: f64) -> Option<String> {
             out.push_str(rest);
         }
         out.push('e');
-        out.push(if n - 1 >= 0 { '+' } else { '-' });
+        out.push(if n > 0 { '+' } else { '-' });
         out.push_str(&(n - 1).abs().to_string());
     }
     Some(out)
@@ -300,14 +300,14 @@ fn check_depth_and_numbers(
                 (None, None, None) => false,
             };
             if unsafe_int {
-                return Err(CanonicalError::UnsafeInteger {
-                    path: path.clone(),
-                });
+                return Err(CanonicalError::UnsafeInteger { path: path.clone() });
             }
         }
         Value::Array(items) => {
             if depth > PARAMS_DEPTH {
-                return Err(CanonicalError::TooDeep { limit: PARAMS_DEPTH });
+                return Err(CanonicalError::TooDeep {
+                    limit: PARAMS_DEPTH,
+                });
             }
             for (i, item) in items.iter().enumerate() {
                 let len = path.len();
@@ -318,7 +318,9 @@ fn check_depth_and_numbers(
         }
         Value::Object(map) => {
             if depth > PARAMS_DEPTH {
-                return Err(CanonicalError::TooDeep { limit: PARAMS_DEPTH });
+                return Err(CanonicalError::TooDeep {
+                    limit: PARAMS_DEPTH,
+                });
             }
             for (key, item) in map {
                 let len = path.len();

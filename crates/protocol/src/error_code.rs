@@ -281,13 +281,22 @@ mod tests {
 
     #[test]
     fn bridge_codes_carry_the_catalogue_status() {
-        assert_eq!(ErrorCode::ToolNotGranted.tool_status(), Some(ToolStatus::Denied));
+        assert_eq!(
+            ErrorCode::ToolNotGranted.tool_status(),
+            Some(ToolStatus::Denied)
+        );
         assert_eq!(ErrorCode::Timeout.tool_status(), Some(ToolStatus::Timeout));
-        assert_eq!(ErrorCode::InvalidParams.tool_status(), Some(ToolStatus::Error));
+        assert_eq!(
+            ErrorCode::InvalidParams.tool_status(),
+            Some(ToolStatus::Error)
+        );
         assert_eq!(
             ErrorCode::MutatingToolRequiresConfirmation.tool_status(),
             Some(ToolStatus::NeedsConfirmation)
         );
-        assert_eq!(ErrorCode::Cancelled.tool_status(), Some(ToolStatus::Cancelled));
+        assert_eq!(
+            ErrorCode::Cancelled.tool_status(),
+            Some(ToolStatus::Cancelled)
+        );
     }
 }

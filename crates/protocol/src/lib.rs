@@ -28,7 +28,9 @@ pub mod validate;
 mod version;
 
 pub use canonical::{CanonicalError, canonical_json, parse_json_strict};
-pub use digest::{Binding, binding_digest, params_digest, params_hash, params_hash_hex, value_hash};
+pub use digest::{
+    Binding, binding_digest, params_digest, params_hash, params_hash_hex, value_hash,
+};
 pub use error_code::{ErrorCode, UnknownErrorCode};
 pub use manifest::{
     Capability, CapabilityRisk, Command, Confirmation, Direction, EventSpec, Executor, Exposure,

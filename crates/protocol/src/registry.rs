@@ -25,8 +25,12 @@ impl ManifestSources {
     /// The manifests shipped with this build (`runtime/protocol/`, embedded at compile time).
     pub fn embedded() -> Self {
         Self {
-            commands: Cow::Borrowed(include_str!("../../../runtime/protocol/openphone-commands.json")),
-            events: Cow::Borrowed(include_str!("../../../runtime/protocol/openphone-events.json")),
+            commands: Cow::Borrowed(include_str!(
+                "../../../runtime/protocol/openphone-commands.json"
+            )),
+            events: Cow::Borrowed(include_str!(
+                "../../../runtime/protocol/openphone-events.json"
+            )),
             capabilities: Cow::Borrowed(include_str!(
                 "../../../runtime/protocol/openphone-capabilities.json"
             )),
@@ -133,12 +137,19 @@ impl Registry {
     /// Validates tool params against the command's input schema, plus the protocol's own rules
     /// (an object; no `_`-prefixed key, which is reserved for the phone; nesting depth; no
     /// integer beyond ±(2^53 − 1)). Extra keys are allowed. Every problem is reported.
-    pub fn validate_params(&self, command: &Command, params: &Value) -> Result<(), Vec<FieldError>> {
+    pub fn validate_params(
+        &self,
+        command: &Command,
+        params: &Value,
+    ) -> Result<(), Vec<FieldError>> {
         let mut errors = Vec::new();
         let Some(obj) = params.as_object() else {
             return Err(vec![FieldError {
                 field: String::new(),
-                message: format!("params must be a JSON object, got {}", json_type_name(params)),
+                message: format!(
+                    "params must be a JSON object, got {}",
+                    json_type_name(params)
+                ),
             }]);
         };
         for key in obj.keys().filter(|k| k.starts_with('_')) {
@@ -163,7 +174,11 @@ impl Registry {
                 errors.push(field_error(&e));
             }
         }
-        if errors.is_empty() { Ok(()) } else { Err(errors) }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors)
+        }
     }
 
     fn validator_for(&self, command: &Command) -> Option<&jsonschema::Validator> {
@@ -221,9 +236,16 @@ fn field_error(e: &jsonschema::ValidationError<'_>) -> FieldError {
     let base = pointer_to_dotted(e.instance_path().as_str());
     match e.kind() {
         jsonschema::error::ValidationErrorKind::Required { property } => {
-            let prop = property.as_str().map(str::to_owned).unwrap_or_else(|| property.to_string());
+            let prop = property
+                .as_str()
+                .map(str::to_owned)
+                .unwrap_or_else(|| property.to_string());
             FieldError {
-                field: if base.is_empty() { prop } else { format!("{base}.{prop}") },
+                field: if base.is_empty() {
+                    prop
+                } else {
+                    format!("{base}.{prop}")
+                },
                 message: "required field is missing".to_owned(),
             }
         }
@@ -253,7 +275,9 @@ fn pointer_to_dotted(pointer: &str) -> String {
 
 /// `$.a.b[0]` → `a.b[0]`.
 fn dotted_from_dollar(path: &str) -> String {
-    path.trim_start_matches('$').trim_start_matches('.').to_owned()
+    path.trim_start_matches('$')
+        .trim_start_matches('.')
+        .to_owned()
 }
 
 #[cfg(test)]

@@ -319,35 +319,60 @@ fn check_capabilities(text: &str, r: &mut Report) -> Vec<Capability> {
     };
     version_exactly_one(&doc, Rule::CapabilitiesVersion, r);
     let Some(items) = doc.get("capabilities").and_then(Value::as_array) else {
-        r.err(Rule::CapabilitiesArray, None, "`capabilities` must be an array");
+        r.err(
+            Rule::CapabilitiesArray,
+            None,
+            "`capabilities` must be an array",
+        );
         return out;
     };
     let mut seen = HashSet::new();
     for (i, item) in items.iter().enumerate() {
         let Some(obj) = item.as_object() else {
-            r.err(Rule::CapabilitiesArray, Some(&format!("capabilities[{i}]")), "must be an object");
+            r.err(
+                Rule::CapabilitiesArray,
+                Some(&format!("capabilities[{i}]")),
+                "must be an object",
+            );
             continue;
         };
         let Some(id) = non_empty_str(obj, "id") else {
-            r.err(Rule::CapabilitiesArray, Some(&format!("capabilities[{i}]")), "needs a non-empty string `id`");
+            r.err(
+                Rule::CapabilitiesArray,
+                Some(&format!("capabilities[{i}]")),
+                "needs a non-empty string `id`",
+            );
             continue;
         };
         if !seen.insert(id.to_owned()) {
-            r.err(Rule::CapabilityUniqueIds, Some(id), "capability id listed more than once");
+            r.err(
+                Rule::CapabilityUniqueIds,
+                Some(id),
+                "capability id listed more than once",
+            );
         }
-        let risk = obj.get("risk").and_then(Value::as_str).and_then(CapabilityRisk::parse);
+        let risk = obj
+            .get("risk")
+            .and_then(Value::as_str)
+            .and_then(CapabilityRisk::parse);
         let Some(risk) = risk else {
             r.err(
                 Rule::CapabilityRiskValue,
                 Some(id),
-                format!("risk must be one of low, medium, high, critical; found {}", describe(obj.get("risk"))),
+                format!(
+                    "risk must be one of low, medium, high, critical; found {}",
+                    describe(obj.get("risk"))
+                ),
             );
             continue;
         };
         out.push(Capability {
             id: id.to_owned(),
             risk,
-            description: obj.get("description").and_then(Value::as_str).map(str::to_owned),
+            description: obj
+                .get("description")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
         });
     }
     out
@@ -367,13 +392,24 @@ fn check_events(text: &str, r: &mut Report) -> (Vec<EventSpec>, Vec<TransportMap
     let mut seen = HashSet::new();
     for (i, item) in items.iter().enumerate() {
         let Some(name) = item.as_object().and_then(|o| non_empty_str(o, "name")) else {
-            r.err(Rule::EventsArray, Some(&format!("events[{i}]")), "must be an object with a non-empty string `name`");
+            r.err(
+                Rule::EventsArray,
+                Some(&format!("events[{i}]")),
+                "must be an object with a non-empty string `name`",
+            );
             continue;
         };
         if !seen.insert(name.to_owned()) {
-            r.err(Rule::EventUniqueNames, Some(name), "event name listed more than once");
+            r.err(
+                Rule::EventUniqueNames,
+                Some(name),
+                "event name listed more than once",
+            );
         }
-        let direction = item.get("direction").and_then(Value::as_str).and_then(Direction::parse);
+        let direction = item
+            .get("direction")
+            .and_then(Value::as_str)
+            .and_then(Direction::parse);
         let Some(direction) = direction else {
             r.err(
                 Rule::EventDirection,
@@ -388,7 +424,10 @@ fn check_events(text: &str, r: &mut Report) -> (Vec<EventSpec>, Vec<TransportMap
         events.push(EventSpec {
             name: name.to_owned(),
             direction,
-            description: item.get("description").and_then(Value::as_str).map(str::to_owned),
+            description: item
+                .get("description")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
         });
     }
     match doc.get("transport_mappings") {
@@ -397,23 +436,39 @@ fn check_events(text: &str, r: &mut Report) -> (Vec<EventSpec>, Vec<TransportMap
             for (i, m) in list.iter().enumerate() {
                 let subject = format!("transport_mappings[{i}]");
                 let Some(obj) = m.as_object() else {
-                    r.err(Rule::EventTransportMapping, Some(&subject), "must be an object");
+                    r.err(
+                        Rule::EventTransportMapping,
+                        Some(&subject),
+                        "must be an object",
+                    );
                     continue;
                 };
-                let (Some(runtime), Some(transport)) =
-                    (non_empty_str(obj, "runtime"), non_empty_str(obj, "transport"))
-                else {
-                    r.err(Rule::EventTransportMapping, Some(&subject), "needs non-empty `runtime` and `transport`");
+                let (Some(runtime), Some(transport)) = (
+                    non_empty_str(obj, "runtime"),
+                    non_empty_str(obj, "transport"),
+                ) else {
+                    r.err(
+                        Rule::EventTransportMapping,
+                        Some(&subject),
+                        "needs non-empty `runtime` and `transport`",
+                    );
                     continue;
                 };
                 let Some(pairs) = obj.get("events").and_then(Value::as_array) else {
-                    r.err(Rule::EventTransportMapping, Some(&subject), "`events` must be an array");
+                    r.err(
+                        Rule::EventTransportMapping,
+                        Some(&subject),
+                        "`events` must be an array",
+                    );
                     continue;
                 };
                 let mut wires = HashSet::new();
                 let mut out = Vec::new();
                 for pair in pairs {
-                    let protocol = pair.get("protocol").and_then(Value::as_str).unwrap_or_default();
+                    let protocol = pair
+                        .get("protocol")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default();
                     let wire = pair.get("wire").and_then(Value::as_str).unwrap_or_default();
                     if !seen.contains(protocol) {
                         r.err(
@@ -423,7 +478,11 @@ fn check_events(text: &str, r: &mut Report) -> (Vec<EventSpec>, Vec<TransportMap
                         );
                     }
                     if wire.is_empty() {
-                        r.err(Rule::EventTransportMapping, Some(&format!("{runtime}/{transport}")), format!("`{protocol}` has an empty wire name"));
+                        r.err(
+                            Rule::EventTransportMapping,
+                            Some(&format!("{runtime}/{transport}")),
+                            format!("`{protocol}` has an empty wire name"),
+                        );
                     } else if !wires.insert(wire) {
                         r.err(
                             Rule::EventTransportMapping,
@@ -431,7 +490,10 @@ fn check_events(text: &str, r: &mut Report) -> (Vec<EventSpec>, Vec<TransportMap
                             format!("wire name `{wire}` is used more than once"),
                         );
                     }
-                    out.push(WireMapping { protocol: protocol.to_owned(), wire: wire.to_owned() });
+                    out.push(WireMapping {
+                        protocol: protocol.to_owned(),
+                        wire: wire.to_owned(),
+                    });
                 }
                 mappings.push(TransportMapping {
                     runtime: runtime.to_owned(),
@@ -440,7 +502,11 @@ fn check_events(text: &str, r: &mut Report) -> (Vec<EventSpec>, Vec<TransportMap
                 });
             }
         }
-        Some(_) => r.err(Rule::EventTransportMapping, None, "`transport_mappings` must be an array"),
+        Some(_) => r.err(
+            Rule::EventTransportMapping,
+            None,
+            "`transport_mappings` must be an array",
+        ),
     }
     (events, mappings)
 }
@@ -453,7 +519,10 @@ fn check_runtime_schema(text: &str, r: &mut Report) -> Value {
         r.err(
             Rule::RuntimeSchemaTitle,
             None,
-            format!("title must be {RUNTIME_SCHEMA_TITLE:?}, found {}", describe(doc.get("title"))),
+            format!(
+                "title must be {RUNTIME_SCHEMA_TITLE:?}, found {}",
+                describe(doc.get("title"))
+            ),
         );
     }
     match doc.get("$defs").and_then(Value::as_object) {
@@ -461,19 +530,32 @@ fn check_runtime_schema(text: &str, r: &mut Report) -> Value {
         Some(defs) => {
             for name in RUNTIME_SCHEMA_DEFS {
                 if !defs.get(name).is_some_and(Value::is_object) {
-                    r.err(Rule::RuntimeSchemaDefs, Some(name), "definition missing from `$defs`");
+                    r.err(
+                        Rule::RuntimeSchemaDefs,
+                        Some(name),
+                        "definition missing from `$defs`",
+                    );
                 }
             }
         }
     }
     let value = Value::Object(doc);
     if let Err(e) = jsonschema::draft202012::new(&value) {
-        r.err(Rule::RuntimeSchemaCompiles, None, format!("does not compile: {e}"));
+        r.err(
+            Rule::RuntimeSchemaCompiles,
+            None,
+            format!("does not compile: {e}"),
+        );
     }
     value
 }
 
-type CheckedCommands = (u32, ManifestDeprecation, Vec<Command>, Vec<jsonschema::Validator>);
+type CheckedCommands = (
+    u32,
+    ManifestDeprecation,
+    Vec<Command>,
+    Vec<jsonschema::Validator>,
+);
 
 fn check_commands(text: &str, cap_ids: &HashSet<&str>, r: &mut Report) -> Option<CheckedCommands> {
     let doc = parse_object(text, Rule::CommandsJson, r)?;
@@ -488,7 +570,10 @@ fn check_commands(text: &str, cap_ids: &HashSet<&str>, r: &mut Report) -> Option
             ),
         );
     }
-    let version = version.and_then(Value::as_f64).map(|v| v as u32).unwrap_or(0);
+    let version = version
+        .and_then(Value::as_f64)
+        .map(|v| v as u32)
+        .unwrap_or(0);
     let mut deprecation = ManifestDeprecation::default();
     match doc.get("deprecated") {
         None => {}
@@ -517,7 +602,11 @@ fn check_commands(text: &str, cap_ids: &HashSet<&str>, r: &mut Report) -> Option
     let mut validators = Vec::new();
     for (i, item) in items.iter().enumerate() {
         let Some(obj) = item.as_object() else {
-            r.err(Rule::CommandsArray, Some(&format!("commands[{i}]")), "must be an object");
+            r.err(
+                Rule::CommandsArray,
+                Some(&format!("commands[{i}]")),
+                "must be an object",
+            );
             continue;
         };
         if let Some((cmd, validator)) = check_command(i, obj, cap_ids, r) {
@@ -558,27 +647,52 @@ fn check_command(
     let s = Some(subject.as_str());
     let before = r.errors.len();
 
-    for key in ["name", "android_tool", "description", "category", "default_exposure", "capability"] {
+    for key in [
+        "name",
+        "android_tool",
+        "description",
+        "category",
+        "default_exposure",
+        "capability",
+    ] {
         if non_empty_str(obj, key).is_none() {
             r.err(
                 Rule::CommandRequiredFields,
                 s,
-                format!("`{key}` must be a non-empty string, found {}", describe(obj.get(key))),
+                format!(
+                    "`{key}` must be a non-empty string, found {}",
+                    describe(obj.get(key))
+                ),
             );
         }
     }
     for key in ["input_schema", "output_schema"] {
         if !obj.get(key).is_some_and(Value::is_object) {
-            r.err(Rule::CommandRequiredFields, s, format!("`{key}` must be an object"));
+            r.err(
+                Rule::CommandRequiredFields,
+                s,
+                format!("`{key}` must be an object"),
+            );
         }
     }
     let aliases: Vec<String> = match obj.get("aliases") {
         None => Vec::new(),
-        Some(Value::Array(list)) if list.iter().all(|a| a.as_str().is_some_and(|a| !a.trim().is_empty())) => {
-            list.iter().filter_map(Value::as_str).map(str::to_owned).collect()
+        Some(Value::Array(list))
+            if list
+                .iter()
+                .all(|a| a.as_str().is_some_and(|a| !a.trim().is_empty())) =>
+        {
+            list.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
         }
         Some(other) => {
-            r.err(Rule::CommandRequiredFields, s, format!("`aliases` must be an array of non-empty strings, found {other}"));
+            r.err(
+                Rule::CommandRequiredFields,
+                s,
+                format!("`aliases` must be an array of non-empty strings, found {other}"),
+            );
             Vec::new()
         }
     };
@@ -592,13 +706,31 @@ fn check_command(
     }
 
     let risk = parse_enum(obj, "risk", Risk::parse, "low, medium, high", s, r);
-    let confirmation = parse_enum(obj, "confirmation", Confirmation::parse, "none, ask_before_action, always", s, r);
-    let exposure = parse_enum(obj, "default_exposure", Exposure::parse, "safe_read, private_read, dangerous", s, r);
+    let confirmation = parse_enum(
+        obj,
+        "confirmation",
+        Confirmation::parse,
+        "none, ask_before_action, always",
+        s,
+        r,
+    );
+    let exposure = parse_enum(
+        obj,
+        "default_exposure",
+        Exposure::parse,
+        "safe_read, private_read, dangerous",
+        s,
+        r,
+    );
     let executor = parse_enum(obj, "executor", Executor::parse, "device, runtime", s, r);
     let mut flag = |key: &str| match obj.get(key) {
         Some(Value::Bool(b)) => Some(*b),
         other => {
-            r.err(Rule::CommandEnumValues, s, format!("`{key}` must be a boolean, found {}", describe(other)));
+            r.err(
+                Rule::CommandEnumValues,
+                s,
+                format!("`{key}` must be a boolean, found {}", describe(other)),
+            );
             None
         }
     };
@@ -619,35 +751,55 @@ fn check_command(
     let output_schema = obj.get("output_schema").cloned().unwrap_or(Value::Null);
     if input_schema.is_object() {
         if input_schema.get("type").and_then(Value::as_str) != Some("object") {
-            r.err(Rule::CommandInputSchemaShape, s, "input_schema must have \"type\": \"object\"");
+            r.err(
+                Rule::CommandInputSchemaShape,
+                s,
+                "input_schema must have \"type\": \"object\"",
+            );
         }
         let requires_reason = input_schema
             .get("required")
             .and_then(Value::as_array)
             .is_some_and(|req| req.iter().any(|v| v.as_str() == Some("reason")));
         if !requires_reason {
-            r.err(Rule::CommandInputSchemaShape, s, "input_schema.required must contain \"reason\"");
+            r.err(
+                Rule::CommandInputSchemaShape,
+                s,
+                "input_schema.required must contain \"reason\"",
+            );
         }
     }
     let validator = if input_schema.is_object() {
         match jsonschema::draft202012::new(&input_schema) {
             Ok(v) => Some(v),
             Err(e) => {
-                r.err(Rule::CommandSchemaCompiles, s, format!("input_schema does not compile: {e}"));
+                r.err(
+                    Rule::CommandSchemaCompiles,
+                    s,
+                    format!("input_schema does not compile: {e}"),
+                );
                 None
             }
         }
     } else {
         None
     };
-    if output_schema.is_object() {
-        if let Err(e) = jsonschema::draft202012::new(&output_schema) {
-            r.err(Rule::CommandSchemaCompiles, s, format!("output_schema does not compile: {e}"));
+    if output_schema.is_object()
+        && let Err(e) = jsonschema::draft202012::new(&output_schema)
+    {
+        {
+            r.err(
+                Rule::CommandSchemaCompiles,
+                s,
+                format!("output_schema does not compile: {e}"),
+            );
         }
     }
 
-    if let (Some(risk), Some(confirmation)) = (risk, confirmation) {
-        if (confirmation == Confirmation::Always) != (risk == Risk::High) {
+    if let (Some(risk), Some(confirmation)) = (risk, confirmation)
+        && (confirmation == Confirmation::Always) != (risk == Risk::High)
+    {
+        {
             r.err(
                 Rule::CommandHighRiskAlwaysConfirms,
                 s,
@@ -668,10 +820,18 @@ fn check_command(
     if let (Some(confirmation), Some(exposure)) = (confirmation, exposure) {
         let read = matches!(exposure, Exposure::SafeRead | Exposure::PrivateRead);
         if (confirmation == Confirmation::None) != read {
-            r.warn(Rule::WarnReadExposure, &subject, format!("confirmation {confirmation} with exposure {exposure}"));
+            r.warn(
+                Rule::WarnReadExposure,
+                &subject,
+                format!("confirmation {confirmation} with exposure {exposure}"),
+            );
         }
         if confirmation != Confirmation::None && exposure != Exposure::Dangerous {
-            r.warn(Rule::WarnConfirmingIsDangerous, &subject, format!("confirming command has exposure {exposure}"));
+            r.warn(
+                Rule::WarnConfirmingIsDangerous,
+                &subject,
+                format!("confirming command has exposure {exposure}"),
+            );
         }
     }
 
@@ -679,7 +839,11 @@ fn check_command(
         None => false,
         Some(Value::Bool(b)) => *b,
         Some(other) => {
-            r.err(Rule::CommandDeprecation, s, format!("`deprecated` must be a boolean, found {other}"));
+            r.err(
+                Rule::CommandDeprecation,
+                s,
+                format!("`deprecated` must be a boolean, found {other}"),
+            );
             false
         }
     };
@@ -687,12 +851,20 @@ fn check_command(
         None => None,
         Some(Value::String(t)) if !t.trim().is_empty() => {
             if !deprecated {
-                r.err(Rule::CommandDeprecation, s, "`superseded_by` requires \"deprecated\": true");
+                r.err(
+                    Rule::CommandDeprecation,
+                    s,
+                    "`superseded_by` requires \"deprecated\": true",
+                );
             }
             Some(t.trim().to_owned())
         }
         Some(other) => {
-            r.err(Rule::CommandDeprecation, s, format!("`superseded_by` must be a non-empty string, found {other}"));
+            r.err(
+                Rule::CommandDeprecation,
+                s,
+                format!("`superseded_by` must be a non-empty string, found {other}"),
+            );
             None
         }
     };
@@ -748,7 +920,10 @@ fn parse_enum<T>(
         r.err(
             Rule::CommandEnumValues,
             subject,
-            format!("`{key}` must be one of {allowed}; found {}", describe(obj.get(key))),
+            format!(
+                "`{key}` must be one of {allowed}; found {}",
+                describe(obj.get(key))
+            ),
         );
     }
     parsed
@@ -826,16 +1001,26 @@ fn check_deprecations(commands: &[Command], r: &mut Report) {
         let Some(target) = &cmd.superseded_by else {
             continue;
         };
-        let own = std::iter::once(&cmd.name).chain(cmd.aliases.iter()).any(|n| n == target);
+        let own = std::iter::once(&cmd.name)
+            .chain(cmd.aliases.iter())
+            .any(|n| n == target);
         if own {
-            r.err(Rule::CommandDeprecation, Some(&cmd.name), format!("superseded_by {target:?} names the command itself"));
+            r.err(
+                Rule::CommandDeprecation,
+                Some(&cmd.name),
+                format!("superseded_by {target:?} names the command itself"),
+            );
             continue;
         }
         let known = commands
             .iter()
             .any(|c| c.name == *target || c.aliases.iter().any(|a| a == target));
         if !known {
-            r.err(Rule::CommandDeprecation, Some(&cmd.name), format!("superseded_by {target:?} names no known command or alias"));
+            r.err(
+                Rule::CommandDeprecation,
+                Some(&cmd.name),
+                format!("superseded_by {target:?} names no known command or alias"),
+            );
         }
     }
 }

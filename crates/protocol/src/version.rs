@@ -47,8 +47,18 @@ mod tests {
     fn version_support_follows_the_spec_list() {
         assert!(is_supported_version(Some(&json!(1))));
         assert!(is_supported_version(Some(&json!(1.0))));
-        for bad in [json!(0), json!(2), json!("1"), json!(true), json!(null), json!(1.5)] {
-            assert!(!is_supported_version(Some(&bad)), "{bad} must be unsupported");
+        for bad in [
+            json!(0),
+            json!(2),
+            json!("1"),
+            json!(true),
+            json!(null),
+            json!(1.5),
+        ] {
+            assert!(
+                !is_supported_version(Some(&bad)),
+                "{bad} must be unsupported"
+            );
         }
         assert!(!is_supported_version(None));
     }

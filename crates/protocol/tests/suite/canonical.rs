@@ -1,6 +1,8 @@
 //! Canonical JSON and digests (`runtime-protocol.md` §17, `agent-jobs.md` §9.11).
 
-use openphone_protocol::canonical::{CanonicalError, canonical_json, format_js_number, parse_json_strict};
+use openphone_protocol::canonical::{
+    CanonicalError, canonical_json, format_js_number, parse_json_strict,
+};
 use openphone_protocol::{params_hash, value_hash};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
@@ -24,9 +26,14 @@ fn spec_reference_vector() {
 #[test]
 fn keys_sort_by_code_point_at_every_depth() {
     // U+1F600 (astral) sorts after U+FFFD by code point, though UTF-16 order would put it first.
-    assert_eq!(canon("{\"\u{1F600}\":1,\"\u{FFFD}\":2}"), "{\"\u{FFFD}\":2,\"\u{1F600}\":1}");
-    assert_eq!(canon(r#"{"b":{"d":1,"c":[{"z":0,"a":0}]},"a":null,"B":true}"#),
-        r#"{"B":true,"a":null,"b":{"c":[{"a":0,"z":0}],"d":1}}"#);
+    assert_eq!(
+        canon("{\"\u{1F600}\":1,\"\u{FFFD}\":2}"),
+        "{\"\u{FFFD}\":2,\"\u{1F600}\":1}"
+    );
+    assert_eq!(
+        canon(r#"{"b":{"d":1,"c":[{"z":0,"a":0}]},"a":null,"B":true}"#),
+        r#"{"B":true,"a":null,"b":{"c":[{"a":0,"z":0}],"d":1}}"#
+    );
     assert_eq!(canon(r#"{"é":1,"e":2,"z":3}"#), r#"{"e":2,"z":3,"é":1}"#);
 }
 
@@ -85,7 +92,16 @@ fn duplicate_keys_are_rejected_at_any_depth() {
 
 #[test]
 fn unpaired_surrogates_and_bad_text_are_rejected() {
-    for bad in [r#""\ud800""#, r#""\udc00x""#, r#""\ud83d\u0041""#, "{", "[1,]", "NaN", "1 2", ""] {
+    for bad in [
+        r#""\ud800""#,
+        r#""\udc00x""#,
+        r#""\ud83d\u0041""#,
+        "{",
+        "[1,]",
+        "NaN",
+        "1 2",
+        "",
+    ] {
         assert!(
             matches!(parse_json_strict(bad), Err(CanonicalError::Syntax(_))),
             "{bad:?} must be refused"
@@ -104,7 +120,10 @@ fn params_with_unsafe_integers_cannot_be_hashed() {
     ] {
         let params = parse_json_strict(text).unwrap();
         assert!(
-            matches!(params_hash(&params), Err(CanonicalError::UnsafeInteger { .. })),
+            matches!(
+                params_hash(&params),
+                Err(CanonicalError::UnsafeInteger { .. })
+            ),
             "{text}"
         );
     }
@@ -114,14 +133,20 @@ fn params_with_unsafe_integers_cannot_be_hashed() {
 
 #[test]
 fn params_must_be_an_object_of_bounded_depth() {
-    assert!(matches!(params_hash(&json!([1])), Err(CanonicalError::NotAnObject { found: "array" })));
+    assert!(matches!(
+        params_hash(&json!([1])),
+        Err(CanonicalError::NotAnObject { found: "array" })
+    ));
     let mut deep = json!({});
     for _ in 0..31 {
         deep = json!({ "d": deep });
     }
     assert!(params_hash(&deep).is_ok(), "32 levels are allowed");
     let deeper = json!({ "d": deep });
-    assert!(matches!(params_hash(&deeper), Err(CanonicalError::TooDeep { limit: 32 })));
+    assert!(matches!(
+        params_hash(&deeper),
+        Err(CanonicalError::TooDeep { limit: 32 })
+    ));
 }
 
 #[test]
@@ -138,9 +163,11 @@ fn numbers_as_f64(v: &Value) -> Value {
             json!(if f == 0.0 { 0.0 } else { f })
         }
         Value::Array(items) => Value::Array(items.iter().map(numbers_as_f64).collect()),
-        Value::Object(map) => {
-            Value::Object(map.iter().map(|(k, v)| (k.clone(), numbers_as_f64(v))).collect())
-        }
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (k.clone(), numbers_as_f64(v)))
+                .collect(),
+        ),
         other => other.clone(),
     }
 }

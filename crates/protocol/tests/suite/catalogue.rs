@@ -40,17 +40,32 @@ fn command_totals_match_the_upstream_compatible_set() {
             (Exposure::Dangerous, 24)
         ])
     );
-    let not_mcp: Vec<&str> = r.commands().filter(|c| !c.mcp).map(|c| c.name.as_str()).collect();
-    assert_eq!(not_mcp, ["openphone.messages.send", "openphone.calls.place"]);
+    let not_mcp: Vec<&str> = r
+        .commands()
+        .filter(|c| !c.mcp)
+        .map(|c| c.name.as_str())
+        .collect();
+    assert_eq!(
+        not_mcp,
+        ["openphone.messages.send", "openphone.calls.place"]
+    );
     assert!(r.commands().all(|c| c.remote_runtime));
-    assert!(r.commands().all(|c| c.required_inputs().contains(&"reason")));
+    assert!(
+        r.commands()
+            .all(|c| c.required_inputs().contains(&"reason"))
+    );
 }
 
 #[test]
 fn mutating_is_exactly_the_confirming_commands() {
     let r = registry();
     for c in r.commands() {
-        assert_eq!(c.mutating, c.confirmation != Confirmation::None, "{}", c.name);
+        assert_eq!(
+            c.mutating,
+            c.confirmation != Confirmation::None,
+            "{}",
+            c.name
+        );
     }
     assert_eq!(r.commands().filter(|c| c.mutating).count(), 24);
 }
@@ -64,7 +79,12 @@ fn runtime_owned_commands_are_memory_watchers_and_jobs() {
         .map(|c| c.category.as_str())
         .collect();
     assert_eq!(runtime, HashSet::from(["memory", "watchers", "background"]));
-    assert_eq!(r.commands().filter(|c| c.executor == Executor::Runtime).count(), 8);
+    assert_eq!(
+        r.commands()
+            .filter(|c| c.executor == Executor::Runtime)
+            .count(),
+        8
+    );
 }
 
 #[test]
@@ -77,10 +97,17 @@ fn names_aliases_and_model_tools_resolve_to_one_command() {
         ("  canvas.snapshot ", "openphone.screen.get"),
         ("get_screen", "openphone.screen.get"),
         ("callLog.search", "openphone.calls.search"),
-        ("openphone.local.screen_understanding", "openphone.screen.understand_local"),
+        (
+            "openphone.local.screen_understanding",
+            "openphone.screen.understand_local",
+        ),
         ("device.info", "openphone.device.status"),
     ] {
-        assert_eq!(r.resolve(input).map(|c| c.name.as_str()), Some(canonical), "{input}");
+        assert_eq!(
+            r.resolve(input).map(|c| c.name.as_str()),
+            Some(canonical),
+            "{input}"
+        );
     }
     for unknown in ["", "SMS.SEND", "openphone.teleport", "sms"] {
         assert!(r.resolve(unknown).is_none(), "{unknown:?} must not resolve");
@@ -107,7 +134,10 @@ fn events_and_capabilities_totals() {
         Some(Direction::RuntimeToPhone)
     );
     let openclaw = &r.transport_mappings()[0];
-    assert_eq!((openclaw.runtime.as_str(), openclaw.transport.as_str()), ("openclaw", "node.event"));
+    assert_eq!(
+        (openclaw.runtime.as_str(), openclaw.transport.as_str()),
+        ("openclaw", "node.event")
+    );
     let online: Vec<&str> = openclaw
         .events
         .iter()
@@ -115,7 +145,10 @@ fn events_and_capabilities_totals() {
         .map(|m| m.wire.as_str())
         .collect();
     assert_eq!(online, ["openphone.presence.online", "node.presence.alive"]);
-    assert_eq!(r.capability("messages.send").map(|c| c.risk.as_str()), Some("critical"));
+    assert_eq!(
+        r.capability("messages.send").map(|c| c.risk.as_str()),
+        Some("critical")
+    );
 }
 
 #[test]
@@ -123,7 +156,28 @@ fn every_command_has_its_own_description() {
     let r = registry();
     let mut seen = HashSet::new();
     for c in r.commands() {
-        assert!(c.description.len() > 20, "{} needs a real description", c.name);
-        assert!(seen.insert(c.description.as_str()), "{} repeats a description", c.name);
+        assert!(
+            c.description.len() > 20,
+            "{} needs a real description",
+            c.name
+        );
+        assert!(
+            seen.insert(c.description.as_str()),
+            "{} repeats a description",
+            c.name
+        );
+    }
+}
+
+#[test]
+fn docs_name_every_manifest_rule() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/protocol.md");
+    let doc = std::fs::read_to_string(path).unwrap();
+    for rule in openphone_protocol::Rule::ALL {
+        assert!(
+            doc.contains(&format!("`{}`", rule.id())),
+            "docs/protocol.md misses rule {}",
+            rule.id()
+        );
     }
 }

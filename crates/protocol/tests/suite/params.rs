@@ -16,8 +16,16 @@ fn fields(errors: &[FieldError]) -> Vec<&str> {
 
 #[test]
 fn valid_params_pass_and_extra_keys_are_allowed() {
-    check("openphone.ui.tap", json!({"x": 10, "y": 20.5, "reason": "press OK"})).unwrap();
-    check("sms.send", json!({"to": "+1555", "body": "hi", "reason": "r", "extra": [1]})).unwrap();
+    check(
+        "openphone.ui.tap",
+        json!({"x": 10, "y": 20.5, "reason": "press OK"}),
+    )
+    .unwrap();
+    check(
+        "sms.send",
+        json!({"to": "+1555", "body": "hi", "reason": "r", "extra": [1]}),
+    )
+    .unwrap();
 }
 
 #[test]
@@ -26,25 +34,45 @@ fn missing_required_fields_are_named() {
     let mut f = fields(&errors);
     f.sort_unstable();
     assert_eq!(f, ["reason", "y"]);
-    assert!(errors.iter().all(|e| e.message == "required field is missing"));
+    assert!(
+        errors
+            .iter()
+            .all(|e| e.message == "required field is missing")
+    );
 }
 
 #[test]
 fn wrong_types_name_the_field_without_echoing_the_value() {
-    let errors =
-        check("openphone.ui.tap", json!({"x": "secret-text", "y": 2, "reason": "r"})).unwrap_err();
+    let errors = check(
+        "openphone.ui.tap",
+        json!({"x": "secret-text", "y": 2, "reason": "r"}),
+    )
+    .unwrap_err();
     assert_eq!(fields(&errors), ["x"]);
-    assert!(errors[0].message.contains("number"), "{}", errors[0].message);
-    assert!(!errors[0].message.contains("secret-text"), "values must not be echoed");
-    let errors = check("openphone.calendar.delete", json!({"event_id": 1.5, "reason": "r"}))
-        .unwrap_err();
+    assert!(
+        errors[0].message.contains("number"),
+        "{}",
+        errors[0].message
+    );
+    assert!(
+        !errors[0].message.contains("secret-text"),
+        "values must not be echoed"
+    );
+    let errors = check(
+        "openphone.calendar.delete",
+        json!({"event_id": 1.5, "reason": "r"}),
+    )
+    .unwrap_err();
     assert_eq!(fields(&errors), ["event_id"]);
 }
 
 #[test]
 fn reserved_underscore_keys_are_refused() {
-    let errors =
-        check("openphone.screen.get", json!({"reason": "r", "_runtime": "builtin"})).unwrap_err();
+    let errors = check(
+        "openphone.screen.get",
+        json!({"reason": "r", "_runtime": "builtin"}),
+    )
+    .unwrap_err();
     assert_eq!(fields(&errors), ["_runtime"]);
 }
 
@@ -72,7 +100,9 @@ fn every_command_accepts_just_a_reason_plus_its_required_inputs() {
     for cmd in r.commands() {
         let mut params = serde_json::Map::new();
         for name in cmd.required_inputs() {
-            let ty = cmd.input_schema["properties"][name]["type"].as_str().unwrap_or("string");
+            let ty = cmd.input_schema["properties"][name]["type"]
+                .as_str()
+                .unwrap_or("string");
             let v = match ty {
                 "integer" => json!(1),
                 "number" => json!(1.5),
@@ -83,7 +113,8 @@ fn every_command_accepts_just_a_reason_plus_its_required_inputs() {
             };
             params.insert(name.to_owned(), v);
         }
-        r.validate_params(cmd, &params.into()).unwrap_or_else(|e| panic!("{}: {e:?}", cmd.name));
+        r.validate_params(cmd, &params.into())
+            .unwrap_or_else(|e| panic!("{}: {e:?}", cmd.name));
         let errors = r.validate_params(cmd, &json!({})).unwrap_err();
         assert!(fields(&errors).contains(&"reason"), "{}", cmd.name);
     }

@@ -33,7 +33,9 @@ fn read(rel: &str) -> Value {
 }
 
 fn read_ours(rel: &str) -> Value {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").join(rel);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(rel);
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
@@ -105,7 +107,10 @@ fn runtime_schema_matches_upstream() {
 
 #[test]
 fn job_schemas_match_upstream() {
-    for rel in ["schemas/agent-job.schema.json", "schemas/background-confirmation.schema.json"] {
+    for rel in [
+        "schemas/agent-job.schema.json",
+        "schemas/background-confirmation.schema.json",
+    ] {
         assert_same(read_ours(rel), read(rel), &[], rel);
     }
 }
@@ -116,14 +121,26 @@ fn descriptions_are_our_own_words() {
     // the same command.
     let ours = Docs::shipped().commands;
     let upstream = read("runtime/protocol/openphone-commands.json");
-    let words = |s: &str| -> Vec<String> {
-        s.split_whitespace().map(|w| w.to_lowercase()).collect()
-    };
-    for (a, b) in ours["commands"].as_array().unwrap().iter().zip(upstream["commands"].as_array().unwrap()) {
-        let (wa, wb) = (words(a["description"].as_str().unwrap()), words(b["description"].as_str().unwrap()));
+    let words =
+        |s: &str| -> Vec<String> { s.split_whitespace().map(|w| w.to_lowercase()).collect() };
+    for (a, b) in ours["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(upstream["commands"].as_array().unwrap())
+    {
+        let (wa, wb) = (
+            words(a["description"].as_str().unwrap()),
+            words(b["description"].as_str().unwrap()),
+        );
         for window in wa.windows(8) {
             let hit = wb.windows(8).any(|w| w == window);
-            assert!(!hit, "{}: description repeats upstream text: {:?}", a["name"], window.join(" "));
+            assert!(
+                !hit,
+                "{}: description repeats upstream text: {:?}",
+                a["name"],
+                window.join(" ")
+            );
         }
     }
 }

@@ -23,6 +23,8 @@ mod error_code;
 pub mod limits;
 mod manifest;
 mod registry;
+mod runtime_id;
+mod tool_request;
 mod tool_result;
 pub mod validate;
 mod version;
@@ -37,6 +39,8 @@ pub use manifest::{
     Risk, TransportMapping, WireMapping,
 };
 pub use registry::{FieldError, ManifestSources, Registry};
+pub use runtime_id::{RuntimeIdError, normalize_runtime_id};
+pub use tool_request::{DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, ToolRequest, effective_timeout_ms};
 pub use tool_result::{ToolError, ToolResult, ToolStatus, audit_id};
 pub use validate::{ManifestError, ManifestErrors, ManifestFile, Rule};
 pub use version::{MAX_VERSION, MIN_VERSION, PROTOCOL_NAME, VersionAdvertisement};

@@ -1,0 +1,209 @@
+//! The device error type and its stable wire codes.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+/// What kind of record a [`DeviceError::NotFound`] or [`DeviceError::Ambiguous`] is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EntityKind {
+    /// An installed app.
+    App,
+    /// A contact.
+    Contact,
+    /// A calendar.
+    Calendar,
+    /// A calendar event.
+    Event,
+    /// A message thread.
+    Thread,
+    /// A notification.
+    Notification,
+    /// A call-log entry.
+    Call,
+}
+
+impl EntityKind {
+    /// The stable name used in messages and error details.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EntityKind::App => "app",
+            EntityKind::Contact => "contact",
+            EntityKind::Calendar => "calendar",
+            EntityKind::Event => "event",
+            EntityKind::Thread => "thread",
+            EntityKind::Notification => "notification",
+            EntityKind::Call => "call",
+        }
+    }
+}
+
+impl fmt::Display for EntityKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why a device refused or failed a command.
+///
+/// Every variant carries the context a caller needs to act (the field, the element, the id);
+/// [`DeviceError::code`] gives the stable wire code and [`DeviceError::details`] the context
+/// as JSON for the tool result's `error.details`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DeviceError {
+    /// The device does not implement this command. It is never replaced by another action.
+    #[error("this device does not support `{tool}`")]
+    UnsupportedTool {
+        /// The command name as given.
+        tool: String,
+    },
+    /// The params are well-typed but semantically wrong (empty, out of range, missing one of
+    /// several identifiers, an unknown enum value, …).
+    #[error("invalid `{field}`: {message}")]
+    InvalidInput {
+        /// The offending params field.
+        field: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// No element with this id on the current screen (it may belong to an earlier screen).
+    #[error("no element `{element_id}` on the current screen")]
+    ElementNotFound {
+        /// The requested element id.
+        element_id: String,
+    },
+    /// An element reference matches several elements (backends that resolve elements by
+    /// text or description; the simulated phone's ids are unique per screen).
+    #[error("`{query}` matches several elements: {}", candidates.join(", "))]
+    AmbiguousElement {
+        /// The reference that was given.
+        query: String,
+        /// The ids it matched.
+        candidates: Vec<String>,
+    },
+    /// The element exists but is disabled.
+    #[error("element `{element_id}` is disabled")]
+    ElementDisabled {
+        /// The element id.
+        element_id: String,
+    },
+    /// The element exists but has no usable on-screen bounds.
+    #[error("element `{element_id}` has no on-screen bounds")]
+    ElementBoundsUnavailable {
+        /// The element id.
+        element_id: String,
+    },
+    /// No installed app matches.
+    #[error("no installed app matches `{query}`")]
+    AppNotFound {
+        /// The package or label that was asked for.
+        query: String,
+    },
+    /// No contact, event, thread, notification, … matches.
+    #[error("no {kind} matches `{id}`")]
+    NotFound {
+        /// What was looked up.
+        kind: EntityKind,
+        /// The id or query that found nothing.
+        id: String,
+    },
+    /// A query names several records where exactly one is needed (e.g. a contact to call).
+    #[error("`{query}` matches several {kind} records: {}", candidates.join(", "))]
+    Ambiguous {
+        /// What was looked up.
+        kind: EntityKind,
+        /// The query.
+        query: String,
+        /// Names of the matches, for the caller to choose from.
+        candidates: Vec<String>,
+    },
+    /// Typing or pasting needs a focused editable field and none has focus.
+    #[error("no editable field has focus; tap a text field first")]
+    NoFocusedField,
+    /// Paste with nothing on the clipboard.
+    #[error("the clipboard is empty")]
+    ClipboardEmpty,
+    /// The device cannot be reached.
+    #[error("the device is offline: {reason}")]
+    DeviceOffline {
+        /// Why.
+        reason: String,
+    },
+    /// A bug or broken invariant inside the device backend.
+    #[error("internal device error: {message}")]
+    Internal {
+        /// What went wrong.
+        message: String,
+    },
+}
+
+impl DeviceError {
+    /// Shorthand for [`DeviceError::InvalidInput`].
+    pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
+        DeviceError::InvalidInput {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+
+    /// Shorthand for [`DeviceError::NotFound`].
+    pub fn not_found(kind: EntityKind, id: impl fmt::Display) -> Self {
+        DeviceError::NotFound {
+            kind,
+            id: id.to_string(),
+        }
+    }
+
+    /// The stable wire code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            DeviceError::UnsupportedTool { .. } => "unsupported_tool",
+            DeviceError::InvalidInput { .. } => "invalid_input",
+            DeviceError::ElementNotFound { .. } => "element_not_found",
+            DeviceError::AmbiguousElement { .. } => "ambiguous_element",
+            DeviceError::ElementDisabled { .. } => "element_disabled",
+            DeviceError::ElementBoundsUnavailable { .. } => "element_bounds_unavailable",
+            DeviceError::AppNotFound { .. } => "app_not_found",
+            DeviceError::NotFound { .. } => "not_found",
+            DeviceError::Ambiguous { .. } => "ambiguous_match",
+            DeviceError::NoFocusedField => "no_focused_field",
+            DeviceError::ClipboardEmpty => "clipboard_empty",
+            DeviceError::DeviceOffline { .. } => "device_offline",
+            DeviceError::Internal { .. } => "internal_error",
+        }
+    }
+
+    /// The context of the error as a JSON object (always includes `code`).
+    pub fn details(&self) -> Value {
+        let mut details = match self {
+            DeviceError::UnsupportedTool { tool } => json!({ "tool": tool }),
+            DeviceError::InvalidInput { field, message } => {
+                json!({ "field": field, "message": message })
+            }
+            DeviceError::ElementNotFound { element_id }
+            | DeviceError::ElementDisabled { element_id }
+            | DeviceError::ElementBoundsUnavailable { element_id } => {
+                json!({ "element_id": element_id })
+            }
+            DeviceError::AmbiguousElement { query, candidates } => {
+                json!({ "query": query, "candidates": candidates })
+            }
+            DeviceError::AppNotFound { query } => json!({ "query": query }),
+            DeviceError::NotFound { kind, id } => json!({ "kind": kind, "id": id }),
+            DeviceError::Ambiguous {
+                kind,
+                query,
+                candidates,
+            } => json!({ "kind": kind, "query": query, "candidates": candidates }),
+            DeviceError::NoFocusedField | DeviceError::ClipboardEmpty => json!({}),
+            DeviceError::DeviceOffline { reason } => json!({ "reason": reason }),
+            DeviceError::Internal { message } => json!({ "message": message }),
+        };
+        if let Some(map) = details.as_object_mut() {
+            map.insert("code".into(), Value::from(self.code()));
+        }
+        details
+    }
+}

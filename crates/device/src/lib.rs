@@ -1,0 +1,85 @@
+//! The device layer of the OpenPhone runtime: the [`PhoneDevice`] trait every backend
+//! implements, and [`SimPhone`], the simulated phone that is the zero-setup default device.
+//!
+//! # The trait
+//!
+//! A device executes **device-owned** commands of the command manifest, named by their
+//! canonical names (`openphone.ui.tap`, …). Runtime-owned commands (memory, watchers, jobs)
+//! are served by the core, never by a device, and [`PhoneDevice::supports`] says no to them.
+//! A device never replaces a command it lacks by another action: it answers
+//! [`DeviceError::UnsupportedTool`]. The tool bridge has already checked the params against
+//! the manifest schema; a device still rejects what is *semantically* wrong (an empty query,
+//! coordinates off the screen, an unknown element, a missing "one of" identifier) with a
+//! typed [`DeviceError`] whose [`code`](DeviceError::code) is a stable wire string.
+//! Nothing here panics on bad input.
+//!
+//! # The simulated phone
+//!
+//! [`SimPhone`] is a small but real phone model, not an echo:
+//!
+//! - **State.** One serialisable [`SimState`] holds everything: installed apps (Settings,
+//!   Messages, Phone, Contacts, Calendar, Browser, Clock, Notes, Camera, plus apps declared
+//!   by a scenario with their own screens), contacts, calendars and events, SMS threads,
+//!   notifications, the call log, alarms, notes, web pages, the clipboard, shares, drafts,
+//!   photos, the navigation state (tasks with back stacks, overlays) and the action log.
+//!   A **scenario file** is this state in JSON (see `SCENARIO.md` and
+//!   `schemas/sim-scenario.schema.json`); [`SimPhone::snapshot`] returns it and
+//!   [`SimPhone::from_state`] restores it, so a daemon can persist the phone across
+//!   restarts.
+//! - **Screens are derived, never stored.** The screen is rebuilt from the state for every
+//!   observation and every input: status bar, the foreground app's top page (or the home
+//!   screen), an overlay (recent apps, a long-press menu, the share sheet) and the
+//!   navigation bar. Element ids are stable names (`send`, `thread_12`, `message_input`),
+//!   so an id read from `screen.get` means the same element until the screen changes. A tap
+//!   is a hit test on that tree followed by the element's action; typing goes to the
+//!   focused editable field; swipes scroll the list under the finger; a long press opens
+//!   the element's menu. The same tree is painted into the PNG screenshot.
+//! - **Time** comes from an injected [`openphone_clock::Clock`]; tests use a manual clock.
+//! - **Transactions.** A state-changing command runs on a copy that replaces the state only
+//!   on success, and is then appended to the action log; a failed command changes nothing.
+
+#![deny(missing_docs)]
+
+mod error;
+mod params;
+pub mod sim;
+
+use std::fmt::Debug;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use error::{DeviceError, EntityKind};
+pub use sim::{ScenarioError, SimPhone, SimState};
+
+/// What a device is and what it can do.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceProfile {
+    /// Backend platform, e.g. `simulated`, `android`.
+    pub platform: String,
+    /// Model name.
+    pub model: String,
+    /// OS version.
+    pub os_version: String,
+    /// Screen width in pixels.
+    pub screen_width: u32,
+    /// Screen height in pixels.
+    pub screen_height: u32,
+    /// Canonical names of the commands the device executes.
+    pub supported_tools: Vec<String>,
+}
+
+/// A phone that executes device-owned commands.
+#[async_trait]
+pub trait PhoneDevice: Send + Sync + Debug {
+    /// The device's profile.
+    fn profile(&self) -> DeviceProfile;
+
+    /// Whether the device executes `tool` (a canonical command name).
+    fn supports(&self, tool: &str) -> bool;
+
+    /// Executes `tool` (a canonical command name) with `params` (a JSON object) and returns
+    /// the result object.
+    async fn execute(&self, tool: &str, params: &Value) -> Result<Value, DeviceError>;
+}

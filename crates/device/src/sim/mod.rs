@@ -1,0 +1,272 @@
+//! The simulated phone.
+//!
+//! [`SimPhone`] keeps one [`SimState`] behind a mutex. Each command runs as one step:
+//! lock → build the current screen from the state if the command needs it → apply the
+//! command's effect → (mutating commands) append to the action log → unlock. A command that
+//! fails leaves the state exactly as it was (mutating commands run on a copy that is only
+//! kept on success).
+
+mod actions;
+mod commands;
+mod model;
+mod render;
+mod scenario;
+mod screens;
+mod state;
+mod time;
+mod view;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use async_trait::async_trait;
+use openphone_clock::{Clock, ManualClock};
+use serde_json::{Map, Value};
+
+use crate::params::Params;
+use crate::{DeviceError, DeviceProfile, PhoneDevice};
+
+pub use scenario::{DEFAULT_SCENARIO, ScenarioError, validate};
+pub use state::*;
+
+use commands::{Exec, Handler};
+
+/// Platform name reported in the profile.
+pub const PLATFORM: &str = "simulated";
+
+/// Most action-log entries kept (the oldest are dropped first).
+pub const ACTION_LOG_LIMIT: usize = 10_000;
+
+/// (canonical name, mutating, handler) for every command the simulated phone implements.
+/// Whether a command is mutating is the manifest's decision; a test checks this table
+/// against it.
+const COMMANDS: &[(&str, bool, Handler)] = &[
+    ("openphone.device.status", false, commands::device_status),
+    ("openphone.apps.search", false, commands::apps_search),
+    ("openphone.screen.get", false, commands::screen_get),
+    (
+        "openphone.screen.understand_local",
+        false,
+        commands::screen_understand,
+    ),
+    (
+        "openphone.notifications.list",
+        false,
+        commands::notifications_list,
+    ),
+    (
+        "openphone.notifications.search",
+        false,
+        commands::notifications_search,
+    ),
+    (
+        "openphone.notifications.open",
+        true,
+        commands::notifications_open,
+    ),
+    (
+        "openphone.contacts.search",
+        false,
+        commands::contacts_search,
+    ),
+    (
+        "openphone.calendar.search",
+        false,
+        commands::calendar_search,
+    ),
+    ("openphone.calendar.add", true, commands::calendar_add),
+    ("openphone.calendar.update", true, commands::calendar_update),
+    ("openphone.calendar.delete", true, commands::calendar_delete),
+    (
+        "openphone.messages.search",
+        false,
+        commands::messages_search,
+    ),
+    ("openphone.messages.draft", true, commands::messages_draft),
+    ("openphone.messages.send", true, commands::messages_send),
+    ("openphone.calls.search", false, commands::calls_search),
+    ("openphone.calls.place", true, commands::calls_place),
+    ("openphone.app.open", true, commands::app_open),
+    ("openphone.url.open", true, commands::url_open),
+    ("openphone.ui.tap", true, commands::ui_tap),
+    ("openphone.ui.tap_element", true, commands::ui_tap_element),
+    ("openphone.ui.long_press", true, commands::ui_long_press),
+    (
+        "openphone.ui.long_press_element",
+        true,
+        commands::ui_long_press_element,
+    ),
+    ("openphone.ui.swipe", true, commands::ui_swipe),
+    ("openphone.ui.type_text", true, commands::ui_type_text),
+    ("openphone.input.press_key", true, commands::press_key),
+    ("openphone.clipboard.set", true, commands::clipboard_set),
+    ("openphone.clipboard.paste", true, commands::clipboard_paste),
+    ("openphone.share.text", true, commands::share_text),
+];
+
+fn command(tool: &str) -> Option<&'static (&'static str, bool, Handler)> {
+    COMMANDS.iter().find(|(name, _, _)| *name == tool)
+}
+
+/// A simulated Android phone with real state: apps and screens, contacts, calendar,
+/// messages, calls, notifications, clipboard, share sheet and browser.
+#[derive(Debug)]
+pub struct SimPhone {
+    state: Mutex<SimState>,
+    clock: Arc<dyn Clock>,
+    online: AtomicBool,
+}
+
+impl SimPhone {
+    /// A phone in `state` (a scenario or an earlier [`SimPhone::snapshot`]), with time from
+    /// `clock`. The state is validated first.
+    pub fn new(mut state: SimState, clock: Arc<dyn Clock>) -> Result<Self, ScenarioError> {
+        validate(&state)?;
+        // Never hand out an id that is already taken.
+        let floor = {
+            let mut probe = state.clone();
+            probe.next_id = 0;
+            probe.fresh_id()
+        };
+        state.next_id = state.next_id.max(floor);
+        Ok(Self {
+            state: Mutex::new(state),
+            clock,
+            online: AtomicBool::new(true),
+        })
+    }
+
+    /// Restores a phone from a persisted snapshot (same as [`SimPhone::new`]).
+    pub fn from_state(state: SimState, clock: Arc<dyn Clock>) -> Result<Self, ScenarioError> {
+        Self::new(state, clock)
+    }
+
+    /// The built-in demo scenario on a [`ManualClock`] standing at the scenario's start.
+    /// Returns the clock too, so callers can move time.
+    pub fn demo() -> Result<(Self, ManualClock), ScenarioError> {
+        let state = SimState::default_scenario()?;
+        let clock = ManualClock::new(state.clock.start_ms);
+        let phone = Self::new(state, Arc::new(clock.clone()))?;
+        Ok((phone, clock))
+    }
+
+    /// A copy of the whole state (serialisable; restore with [`SimPhone::from_state`]).
+    pub fn snapshot(&self) -> SimState {
+        self.lock().clone()
+    }
+
+    /// Every executed mutating command so far, oldest first.
+    pub fn action_log(&self) -> Vec<ActionRecord> {
+        self.lock().action_log.clone()
+    }
+
+    /// The clock the phone reads.
+    pub fn clock(&self) -> Arc<dyn Clock> {
+        Arc::clone(&self.clock)
+    }
+
+    /// Simulates losing (or regaining) the connection: while offline every command fails
+    /// with `device_offline`.
+    pub fn set_online(&self, online: bool) {
+        self.online.store(online, Ordering::SeqCst);
+    }
+
+    /// The canonical names of the commands this phone implements.
+    pub fn tools() -> impl Iterator<Item = &'static str> {
+        COMMANDS.iter().map(|(name, _, _)| *name)
+    }
+
+    /// Whether the simulated phone treats `tool` as state-changing (logged, transactional).
+    pub fn is_mutating(tool: &str) -> Option<bool> {
+        command(tool).map(|(_, mutating, _)| *mutating)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, SimState> {
+        // A panic while holding the lock cannot leave a half-applied command (mutating
+        // commands work on a copy), so a poisoned lock is still consistent.
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Runs a command synchronously (what [`PhoneDevice::execute`] does).
+    pub fn execute_sync(&self, tool: &str, params: &Value) -> Result<Value, DeviceError> {
+        let Some((name, mutating, handler)) = command(tool) else {
+            return Err(DeviceError::UnsupportedTool {
+                tool: tool.to_string(),
+            });
+        };
+        if !self.online.load(Ordering::SeqCst) {
+            return Err(DeviceError::DeviceOffline {
+                reason: "the simulated phone was switched offline".into(),
+            });
+        }
+        let params_view = Params::new(params)?;
+        let now = self.clock.now_ms();
+        let mut guard = self.lock();
+        if !*mutating {
+            let mut exec = Exec {
+                st: &mut guard,
+                now,
+            };
+            return handler(&mut exec, params_view).map(|o| o.result);
+        }
+        let mut work = guard.clone();
+        let outcome = handler(&mut Exec { st: &mut work, now }, params_view)?;
+        let seq = work.action_log.last().map_or(1, |r| r.seq + 1);
+        work.action_log.push(ActionRecord {
+            seq,
+            at_ms: now,
+            tool: (*name).to_string(),
+            params: public_params(params),
+            summary: outcome.summary,
+        });
+        if work.action_log.len() > ACTION_LOG_LIMIT {
+            let excess = work.action_log.len() - ACTION_LOG_LIMIT;
+            work.action_log.drain(..excess);
+        }
+        *guard = work;
+        Ok(outcome.result)
+    }
+}
+
+/// Params without the bridge's reserved `_`-keys.
+fn public_params(params: &Value) -> Value {
+    match params {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(k, _)| !k.starts_with('_'))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect::<Map<String, Value>>(),
+        ),
+        other => other.clone(),
+    }
+}
+
+#[async_trait]
+impl PhoneDevice for SimPhone {
+    fn profile(&self) -> DeviceProfile {
+        let st = self.lock();
+        DeviceProfile {
+            platform: PLATFORM.to_string(),
+            model: st.device.model.clone(),
+            os_version: st.device.os_version.clone(),
+            screen_width: st.device.screen.width,
+            screen_height: st.device.screen.height,
+            supported_tools: Self::tools().map(str::to_string).collect(),
+        }
+    }
+
+    fn supports(&self, tool: &str) -> bool {
+        command(tool).is_some()
+    }
+
+    async fn execute(&self, tool: &str, params: &Value) -> Result<Value, DeviceError> {
+        self.execute_sync(tool, params)
+    }
+}
+
+/// The JSON Schema of scenario files (and snapshots), generated from the types.
+pub fn scenario_schema() -> Value {
+    serde_json::to_value(schemars::schema_for!(SimState)).unwrap_or(Value::Null)
+}

@@ -1,0 +1,7 @@
+mod catalogue;
+mod scenario;
+mod screenshot;
+mod state;
+mod support;
+mod tasks;
+mod ui;

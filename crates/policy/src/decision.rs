@@ -1,0 +1,298 @@
+//! Running the stack, merging the verdicts, and the digests stored with a decision.
+
+use openphone_protocol::digest::sha256_hex;
+use openphone_protocol::{ErrorCode, canonical_json, params_hash_hex};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::autonomy::Autonomy;
+use crate::input::{BackgroundRun, Context, PolicyInput, ToolList};
+use crate::verdict::{DecisionSource, Layer, PolicyDetail, Verdict, VerdictKind};
+
+/// Version of the inputs-digest preimage layout; bump when the object below changes.
+pub const INPUTS_DIGEST_VERSION: u32 = 1;
+
+/// What the bridge must do with the request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Requirement {
+    /// Execute.
+    Allow,
+    /// Ask the user first. `one_shot`: the risk floor — the answer covers this one request and
+    /// no session grant or standing approval satisfies it. `park_for_review`: background
+    /// context — answer `background.confirmation_required` and let the job or goal layer own the
+    /// request, instead of creating an interactive confirmation.
+    Confirm {
+        one_shot: bool,
+        park_for_review: bool,
+        reason: String,
+    },
+    /// Refuse at once with status `denied`.
+    Deny {
+        code: ErrorCode,
+        policy_detail: PolicyDetail,
+        reason: String,
+    },
+}
+
+impl Requirement {
+    /// The tool-result error code this requirement answers with, if it does not execute:
+    /// the denial code, `background.confirmation_required` for a park, or
+    /// `mutating_tool_requires_confirmation`.
+    pub fn code(&self) -> Option<ErrorCode> {
+        match self {
+            Requirement::Allow => None,
+            Requirement::Confirm {
+                park_for_review: true,
+                ..
+            } => Some(ErrorCode::BackgroundConfirmationRequired),
+            Requirement::Confirm {
+                park_for_review: false,
+                ..
+            } => Some(ErrorCode::MutatingToolRequiresConfirmation),
+            Requirement::Deny { code, .. } => Some(*code),
+        }
+    }
+
+    /// Whether the request is refused.
+    pub fn is_deny(&self) -> bool {
+        match self {
+            Requirement::Deny { .. } => true,
+            Requirement::Allow | Requirement::Confirm { .. } => false,
+        }
+    }
+}
+
+/// The outcome of the stack, with its proof.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Decision {
+    pub requirement: Requirement,
+    /// The effective autonomy the decision used (canonical).
+    pub effective_autonomy: Autonomy,
+    /// Every layer's verdict, in layer order (always seven entries).
+    pub proof: Vec<Verdict>,
+    /// Who decided: the deciding layer, or the standing approval that lowered a Confirm.
+    pub source: DecisionSource,
+    /// SHA-256 hex of the canonical JSON of the inputs (raw params never enter it).
+    pub inputs_digest: String,
+}
+
+impl Decision {
+    /// SHA-256 hex of the canonical JSON of the proof.
+    pub fn proof_digest(&self) -> String {
+        proof_digest(&self.proof)
+    }
+
+    /// The verdict of one layer.
+    pub fn verdict(&self, layer: Layer) -> Option<&Verdict> {
+        self.proof.iter().find(|v| v.layer == layer)
+    }
+}
+
+/// SHA-256 hex of the canonical JSON of a proof.
+pub fn proof_digest(proof: &[Verdict]) -> String {
+    digest_value(
+        &serde_json::to_value(proof).unwrap_or_else(|e| json!({ "unserializable": e.to_string() })),
+    )
+}
+
+/// Runs all seven layers, keeps every verdict as the proof, and merges them.
+pub fn decide(input: &PolicyInput<'_>) -> Decision {
+    let proof: Vec<Verdict> = Layer::ALL.iter().map(|layer| layer.check(input)).collect();
+    let (requirement, source) = merge(&proof);
+    Decision {
+        requirement,
+        effective_autonomy: input.effective_autonomy(),
+        proof,
+        source,
+        inputs_digest: inputs_digest(input),
+    }
+}
+
+/// The one merge rule: Deny > Park > Confirm > Allow over every verdict (the reported denial
+/// is the first denying layer in layer order); then a standing approval named by layer 7 lowers
+/// a Confirm or Park to Allow unless the risk floor (layer 5) asked for a one-shot confirmation.
+pub fn merge(proof: &[Verdict]) -> (Requirement, DecisionSource) {
+    let strongest = proof
+        .iter()
+        .map(|v| v.kind)
+        .max_by_key(|k| k.strictness())
+        .unwrap_or(VerdictKind::Allow);
+    let first = |kind: VerdictKind| proof.iter().find(|v| v.kind == kind);
+    match strongest {
+        VerdictKind::Deny => match first(VerdictKind::Deny) {
+            Some(Verdict {
+                layer,
+                reason,
+                code: Some(code),
+                policy_detail: Some(detail),
+                ..
+            }) => (
+                Requirement::Deny {
+                    code: *code,
+                    policy_detail: *detail,
+                    reason: reason.clone(),
+                },
+                DecisionSource::Policy { layer: *layer },
+            ),
+            // A Deny verdict is only built with a code and a detail; if one ever lacked them,
+            // still deny rather than fall through.
+            Some(v) => (
+                Requirement::Deny {
+                    code: ErrorCode::ToolNotGranted,
+                    policy_detail: PolicyDetail::RuntimeRegistryDeny,
+                    reason: v.reason.clone(),
+                },
+                DecisionSource::Policy { layer: v.layer },
+            ),
+            None => inconsistent_proof_deny(),
+        },
+        VerdictKind::Park | VerdictKind::Confirm => {
+            let one_shot = proof
+                .iter()
+                .any(|v| v.layer == Layer::RiskFloor && v.kind == VerdictKind::Confirm);
+            let park_for_review = strongest == VerdictKind::Park;
+            let rule = proof.iter().find_map(|v| match (&v.layer, &v.source) {
+                (Layer::StandingApprovals, DecisionSource::StandingApproval { rule_id }) => {
+                    Some(rule_id.clone())
+                }
+                _ => None,
+            });
+            match rule {
+                Some(rule_id) if !one_shot => (
+                    Requirement::Allow,
+                    DecisionSource::StandingApproval { rule_id },
+                ),
+                Some(_) | None => {
+                    let asking: Vec<&Verdict> = proof
+                        .iter()
+                        .filter(|v| matches!(v.kind, VerdictKind::Confirm | VerdictKind::Park))
+                        .collect();
+                    let reason = asking
+                        .iter()
+                        .map(|v| v.reason.as_str())
+                        .collect::<Vec<_>>()
+                        .join("; ");
+                    let layer = asking
+                        .iter()
+                        .find(|v| v.kind == strongest)
+                        .map_or(Layer::Autonomy, |v| v.layer);
+                    (
+                        Requirement::Confirm {
+                            one_shot,
+                            park_for_review,
+                            reason,
+                        },
+                        DecisionSource::Policy { layer },
+                    )
+                }
+            }
+        }
+        VerdictKind::Allow => (
+            Requirement::Allow,
+            DecisionSource::Policy {
+                layer: Layer::Autonomy,
+            },
+        ),
+    }
+}
+
+/// Fail-closed fallback for the impossible case "strongest is Deny but no Deny is found".
+fn inconsistent_proof_deny() -> (Requirement, DecisionSource) {
+    (
+        Requirement::Deny {
+            code: ErrorCode::ToolNotGranted,
+            policy_detail: PolicyDetail::RuntimeRegistryDeny,
+            reason: "inconsistent proof".to_owned(),
+        },
+        DecisionSource::Policy {
+            layer: Layer::RuntimeAuthorisation,
+        },
+    )
+}
+
+/// SHA-256 hex of the canonical JSON describing the decision's inputs. Params enter only as
+/// their `params_hash`; numbers are written as strings so the canonical form never fails.
+pub fn inputs_digest(input: &PolicyInput<'_>) -> String {
+    digest_value(&inputs_object(input))
+}
+
+/// The object [`inputs_digest`] hashes (exposed so the audit can show it).
+pub fn inputs_object(input: &PolicyInput<'_>) -> Value {
+    let cmd = input.command;
+    let caller = input.caller;
+    let params_hash = match params_hash_hex(input.params) {
+        Ok(hash) => hash,
+        Err(_) => format!("unhashable:{}", sha256_hex(&input.params.to_string())),
+    };
+    let context = match input.context {
+        Context::Interactive => json!({ "kind": "interactive" }),
+        Context::Background {
+            run: BackgroundRun::Job { job_id },
+        } => json!({ "kind": "background", "job_id": job_id.to_string() }),
+        Context::Background {
+            run: BackgroundRun::Goal { goal_id },
+        } => json!({ "kind": "background", "goal_id": goal_id }),
+    };
+    let mut rule_ids: Vec<&str> = input
+        .standing_approvals
+        .iter()
+        .filter(|r| r.runtime == caller.runtime)
+        .map(|r| r.id.as_str())
+        .collect();
+    rule_ids.sort_unstable();
+    json!({
+        "v": INPUTS_DIGEST_VERSION.to_string(),
+        "tool": cmd.name,
+        "command": {
+            "category": cmd.category,
+            "risk": cmd.risk.as_str(),
+            "confirmation": cmd.confirmation.as_str(),
+            "exposure": cmd.default_exposure.as_str(),
+            "executor": cmd.executor.as_str(),
+            "mutating": cmd.mutating,
+            "mcp": cmd.mcp,
+            "remote_runtime": cmd.remote_runtime,
+        },
+        "caller": {
+            "runtime": caller.runtime,
+            "transport": caller.transport.as_str(),
+            "principal": caller.principal,
+            "role": caller.role.as_str(),
+            "enabled": caller.enabled,
+            "grants": caller.grants.names(),
+            "max_autonomy": caller.max_autonomy.as_str(),
+        },
+        "autonomy": {
+            "request": input.request_autonomy.and_then(Autonomy::normalize).map(Autonomy::as_str),
+            "session": input.session_autonomy.map(Autonomy::as_str),
+            "effective": input.effective_autonomy().as_str(),
+        },
+        "tool_policy": {
+            "global": list_json(Some(&input.tool_policy.global)),
+            "runtime": list_json(input.tool_policy.for_runtime(&caller.runtime)),
+        },
+        "platform_supported": input.platform_supported,
+        "context": context,
+        "standing_approval_ids": rule_ids,
+        "params_hash": params_hash,
+        "now_ms": input.now_ms.to_string(),
+    })
+}
+
+fn list_json(list: Option<&ToolList>) -> Value {
+    match list {
+        None => Value::Null,
+        Some(l) => json!({
+            "allow": l.allow.as_ref().map(|a| a.iter().map(ToString::to_string).collect::<Vec<_>>()),
+            "deny": l.deny.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        }),
+    }
+}
+
+fn digest_value(value: &Value) -> String {
+    match canonical_json(value) {
+        Ok(text) => sha256_hex(&text),
+        Err(e) => sha256_hex(&format!("non-canonical:{e}:{value}")),
+    }
+}

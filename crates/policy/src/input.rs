@@ -1,0 +1,487 @@
+//! Everything a decision depends on: the command, the caller, the autonomies, the tool-policy
+//! configuration, platform support, the context, standing approvals, the params and the time.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use openphone_protocol::{Command, Exposure};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::autonomy::{Autonomy, effective_autonomy};
+use crate::error::PolicyError;
+
+/// The runtime id of the daemon's own runtime (goal runner, jobs, built-in agent).
+pub const BUILTIN_RUNTIME: &str = "builtin";
+
+/// The transport a request arrived on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Transport {
+    /// The runtime WebSocket endpoint.
+    Websocket,
+    /// MCP (streamable HTTP or stdio).
+    Mcp,
+    /// The `openphone` CLI.
+    Cli,
+    /// The OpenClaw node transport.
+    Openclaw,
+    /// In-process callers (goal runner, jobs, adaptive-surface actions).
+    Internal,
+}
+
+impl Transport {
+    /// Every transport.
+    pub const ALL: [Transport; 5] = [
+        Transport::Websocket,
+        Transport::Mcp,
+        Transport::Cli,
+        Transport::Openclaw,
+        Transport::Internal,
+    ];
+
+    /// The wire string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Transport::Websocket => "websocket",
+            Transport::Mcp => "mcp",
+            Transport::Cli => "cli",
+            Transport::Openclaw => "openclaw",
+            Transport::Internal => "internal",
+        }
+    }
+
+    /// Parses the wire string (trimmed, case-sensitive).
+    pub fn parse(raw: &str) -> Result<Transport, PolicyError> {
+        let raw = raw.trim();
+        Transport::ALL
+            .into_iter()
+            .find(|t| t.as_str() == raw)
+            .ok_or_else(|| PolicyError::UnknownTransport(raw.to_owned()))
+    }
+}
+
+impl fmt::Display for Transport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The caller's role.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// The user's own surfaces (CLI, dashboard, phone); no autonomy ceiling.
+    Operator,
+    /// An agent runtime (remote or `builtin`).
+    Runtime,
+}
+
+impl Role {
+    /// The wire string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Operator => "operator",
+            Role::Runtime => "runtime",
+        }
+    }
+}
+
+/// The exposure classes granted to a caller (`runtime-protocol.md` §4.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ExposureGrants {
+    pub safe_read: bool,
+    pub private_read: bool,
+    pub dangerous: bool,
+}
+
+impl ExposureGrants {
+    /// The default for a remote runtime: `safe_read` only.
+    pub const REMOTE_DEFAULT: ExposureGrants = ExposureGrants {
+        safe_read: true,
+        private_read: false,
+        dangerous: false,
+    };
+
+    /// All three classes (`builtin` and the operator).
+    pub const ALL: ExposureGrants = ExposureGrants {
+        safe_read: true,
+        private_read: true,
+        dangerous: true,
+    };
+
+    /// Nothing granted.
+    pub const NONE: ExposureGrants = ExposureGrants {
+        safe_read: false,
+        private_read: false,
+        dangerous: false,
+    };
+
+    /// Whether a class is granted.
+    pub fn contains(self, exposure: Exposure) -> bool {
+        match exposure {
+            Exposure::SafeRead => self.safe_read,
+            Exposure::PrivateRead => self.private_read,
+            Exposure::Dangerous => self.dangerous,
+        }
+    }
+
+    /// These grants plus one class.
+    pub fn with(mut self, exposure: Exposure) -> ExposureGrants {
+        match exposure {
+            Exposure::SafeRead => self.safe_read = true,
+            Exposure::PrivateRead => self.private_read = true,
+            Exposure::Dangerous => self.dangerous = true,
+        }
+        self
+    }
+
+    /// The granted classes' wire strings, in class order.
+    pub fn names(self) -> Vec<&'static str> {
+        Exposure::ALL
+            .iter()
+            .copied()
+            .filter(|e| self.contains(*e))
+            .map(Exposure::as_str)
+            .collect()
+    }
+}
+
+/// The authenticated caller of a tool request, with its configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Caller {
+    /// Runtime id (`builtin`, `openclaw`, `hermes`, …).
+    pub runtime: String,
+    pub transport: Transport,
+    /// Authenticated principal (token name, MCP client, OS user).
+    pub principal: String,
+    pub role: Role,
+    /// Whether the runtime is enabled in the configuration.
+    pub enabled: bool,
+    /// Granted exposure classes.
+    pub grants: ExposureGrants,
+    /// The runtime's autonomy ceiling (`max_autonomy`); ignored for the operator.
+    pub max_autonomy: Autonomy,
+}
+
+impl Caller {
+    /// A remote runtime with the defaults: enabled, `safe_read` only, ceiling
+    /// `ask_before_action`.
+    pub fn remote(runtime: &str, transport: Transport, principal: &str) -> Caller {
+        Caller {
+            runtime: runtime.to_owned(),
+            transport,
+            principal: principal.to_owned(),
+            role: Role::Runtime,
+            enabled: true,
+            grants: ExposureGrants::REMOTE_DEFAULT,
+            max_autonomy: Autonomy::AskBeforeAction,
+        }
+    }
+
+    /// The daemon's own runtime: all exposure classes, transport `internal`, ceiling
+    /// `ask_before_action` (jobs and goals get their mode from their session).
+    pub fn builtin(principal: &str) -> Caller {
+        Caller {
+            runtime: BUILTIN_RUNTIME.to_owned(),
+            transport: Transport::Internal,
+            principal: principal.to_owned(),
+            role: Role::Runtime,
+            enabled: true,
+            grants: ExposureGrants::ALL,
+            max_autonomy: Autonomy::AskBeforeAction,
+        }
+    }
+
+    /// The operator credential: all exposure classes, no autonomy ceiling.
+    pub fn operator(runtime: &str, transport: Transport, principal: &str) -> Caller {
+        Caller {
+            runtime: runtime.to_owned(),
+            transport,
+            principal: principal.to_owned(),
+            role: Role::Operator,
+            enabled: true,
+            grants: ExposureGrants::ALL,
+            max_autonomy: Autonomy::TrustedActions,
+        }
+    }
+
+    /// Whether this is the daemon's own runtime.
+    pub fn is_builtin(&self) -> bool {
+        self.runtime == BUILTIN_RUNTIME
+    }
+
+    /// Whether this caller holds the operator credential.
+    pub fn is_operator(&self) -> bool {
+        match self.role {
+            Role::Operator => true,
+            Role::Runtime => false,
+        }
+    }
+}
+
+/// One entry of a tool list: a command name (canonical, alias or model-tool name), a category
+/// group `group:<category>`, or `*`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub enum ToolSelector {
+    /// `*`: every command.
+    All,
+    /// `group:<category>`: every command of a manifest category.
+    Group(String),
+    /// One command by any of its names.
+    Name(String),
+}
+
+impl ToolSelector {
+    /// Parses an entry (trimmed). Empty entries and `group:` without a category are errors.
+    pub fn parse(raw: &str) -> Result<ToolSelector, PolicyError> {
+        let raw = raw.trim();
+        if raw.is_empty() {
+            return Err(PolicyError::EmptyToolSelector);
+        }
+        if raw == "*" {
+            return Ok(ToolSelector::All);
+        }
+        if let Some(category) = raw.strip_prefix("group:") {
+            let category = category.trim();
+            if category.is_empty() {
+                return Err(PolicyError::EmptyToolGroup);
+            }
+            return Ok(ToolSelector::Group(category.to_owned()));
+        }
+        Ok(ToolSelector::Name(raw.to_owned()))
+    }
+
+    /// Whether the entry selects the command.
+    pub fn matches(&self, command: &Command) -> bool {
+        match self {
+            ToolSelector::All => true,
+            ToolSelector::Group(category) => command.category == *category,
+            ToolSelector::Name(name) => command.all_names().any(|n| n == name),
+        }
+    }
+}
+
+impl TryFrom<String> for ToolSelector {
+    type Error = PolicyError;
+    fn try_from(value: String) -> Result<Self, Self::Error> {
+        ToolSelector::parse(&value)
+    }
+}
+
+impl From<ToolSelector> for String {
+    fn from(value: ToolSelector) -> String {
+        value.to_string()
+    }
+}
+
+impl fmt::Display for ToolSelector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ToolSelector::All => f.write_str("*"),
+            ToolSelector::Group(category) => write!(f, "group:{category}"),
+            ToolSelector::Name(name) => f.write_str(name),
+        }
+    }
+}
+
+/// An allow list and a deny list. Deny wins; an allow list, when present, restricts to its
+/// entries (an empty allow list allows nothing).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ToolList {
+    pub allow: Option<Vec<ToolSelector>>,
+    pub deny: Vec<ToolSelector>,
+}
+
+impl ToolList {
+    /// The first deny entry that selects the command.
+    pub fn denying_entry(&self, command: &Command) -> Option<&ToolSelector> {
+        self.deny.iter().find(|s| s.matches(command))
+    }
+
+    /// Whether the allow list (if any) admits the command.
+    pub fn allows(&self, command: &Command) -> bool {
+        match &self.allow {
+            None => true,
+            Some(entries) => entries.iter().any(|s| s.matches(command)),
+        }
+    }
+
+    /// Whether the list says nothing at all.
+    pub fn is_empty(&self) -> bool {
+        self.allow.is_none() && self.deny.is_empty()
+    }
+}
+
+/// Tool-policy configuration: a global list and one per runtime id.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ToolPolicy {
+    pub global: ToolList,
+    pub runtimes: BTreeMap<String, ToolList>,
+}
+
+impl ToolPolicy {
+    /// The per-runtime list for a runtime, if configured.
+    pub fn for_runtime(&self, runtime: &str) -> Option<&ToolList> {
+        self.runtimes.get(runtime)
+    }
+}
+
+/// A background run (no user present).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum BackgroundRun {
+    /// An agent job run (`agent-jobs.md`).
+    Job { job_id: u64 },
+    /// A goal run (`goals.md`).
+    Goal { goal_id: String },
+}
+
+/// Where the request comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Context {
+    /// A runtime calls a tool in a phone session; someone can answer a confirmation.
+    Interactive,
+    /// Inside a job or goal run with nobody present.
+    Background { run: BackgroundRun },
+}
+
+impl Context {
+    /// A background job run.
+    pub fn job(job_id: u64) -> Context {
+        Context::Background {
+            run: BackgroundRun::Job { job_id },
+        }
+    }
+
+    /// A background goal run.
+    pub fn goal(goal_id: &str) -> Context {
+        Context::Background {
+            run: BackgroundRun::Goal {
+                goal_id: goal_id.to_owned(),
+            },
+        }
+    }
+
+    /// Whether nobody is present.
+    pub fn is_background(&self) -> bool {
+        match self {
+            Context::Interactive => false,
+            Context::Background { .. } => true,
+        }
+    }
+}
+
+/// A user-made rule that may turn Confirm into Allow below the risk floor.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StandingApproval {
+    pub id: String,
+    /// The runtime it applies to (exact match).
+    pub runtime: String,
+    /// The command (any name form) or `group:<category>`. `*` never matches: a standing
+    /// approval names what it approves.
+    pub tool: ToolSelector,
+    /// Exact-match constraints on the request params: every key must be present with an equal
+    /// JSON value.
+    #[serde(default)]
+    pub constraints: BTreeMap<String, Value>,
+    /// The rule stops applying when `now_ms >= expires_at_ms`.
+    #[serde(default)]
+    pub expires_at_ms: Option<u64>,
+    /// Whether the rule also applies inside background runs.
+    #[serde(default)]
+    pub background: bool,
+    pub enabled: bool,
+}
+
+/// Why a standing approval does not apply to a request (or `Applies`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RuleMatch {
+    Applies,
+    Disabled,
+    Expired,
+    OtherRuntime,
+    OtherTool,
+    ParamsMismatch,
+    NotForBackground,
+}
+
+impl StandingApproval {
+    /// Whether this rule applies to the request (ignoring risk, which layer 7 checks).
+    pub fn check(
+        &self,
+        command: &Command,
+        runtime: &str,
+        params: &Value,
+        context: &Context,
+        now_ms: u64,
+    ) -> RuleMatch {
+        if !self.enabled {
+            return RuleMatch::Disabled;
+        }
+        if self.expires_at_ms.is_some_and(|at| now_ms >= at) {
+            return RuleMatch::Expired;
+        }
+        if self.runtime != runtime {
+            return RuleMatch::OtherRuntime;
+        }
+        let tool_matches = match &self.tool {
+            ToolSelector::All => false,
+            ToolSelector::Group(_) | ToolSelector::Name(_) => self.tool.matches(command),
+        };
+        if !tool_matches {
+            return RuleMatch::OtherTool;
+        }
+        let params_match = self
+            .constraints
+            .iter()
+            .all(|(key, expected)| params.get(key) == Some(expected));
+        if !params_match {
+            return RuleMatch::ParamsMismatch;
+        }
+        if context.is_background() && !self.background {
+            return RuleMatch::NotForBackground;
+        }
+        RuleMatch::Applies
+    }
+}
+
+/// The inputs of one decision. Borrowed: building it allocates nothing.
+#[derive(Debug, Clone, Copy)]
+pub struct PolicyInput<'a> {
+    /// The resolved command (from the registry).
+    pub command: &'a Command,
+    pub caller: &'a Caller,
+    /// The raw `autonomy` the request carried, if any.
+    pub request_autonomy: Option<&'a str>,
+    /// The phone session's autonomy, when a phone session is known.
+    pub session_autonomy: Option<Autonomy>,
+    pub tool_policy: &'a ToolPolicy,
+    /// Whether the device backend supports this command (ignored for runtime-executor
+    /// commands, which the daemon serves itself).
+    pub platform_supported: bool,
+    pub context: &'a Context,
+    pub standing_approvals: &'a [StandingApproval],
+    /// The request params as received (only read for standing-approval constraints and, as a
+    /// hash, for the inputs digest).
+    pub params: &'a Value,
+    /// The current time, supplied by the caller (the policy never reads a clock).
+    pub now_ms: u64,
+}
+
+impl PolicyInput<'_> {
+    /// The effective autonomy of this request (§9).
+    pub fn effective_autonomy(&self) -> Autonomy {
+        effective_autonomy(
+            self.request_autonomy,
+            self.session_autonomy,
+            self.caller.max_autonomy,
+            self.caller.is_operator(),
+        )
+    }
+}

@@ -1,0 +1,270 @@
+//! The seven layers. Each is a pure function of the [`PolicyInput`]; none looks at another's
+//! verdict.
+
+use openphone_protocol::{Command, Confirmation, ErrorCode, Executor, Risk};
+
+use crate::autonomy::Autonomy;
+use crate::input::{PolicyInput, RuleMatch, ToolList};
+use crate::verdict::{DecisionSource, Layer, PolicyDetail, Verdict};
+
+impl Layer {
+    /// Runs this layer on the input.
+    pub fn check(self, input: &PolicyInput<'_>) -> Verdict {
+        match self {
+            Layer::RuntimeAuthorisation => runtime_authorisation(input),
+            Layer::ToolPolicy => tool_policy(input),
+            Layer::PlatformSupport => platform_support(input),
+            Layer::Autonomy => autonomy(input),
+            Layer::RiskFloor => risk_floor(input),
+            Layer::BackgroundContext => background_context(input),
+            Layer::StandingApprovals => standing_approvals(input),
+        }
+    }
+}
+
+/// Whether a command changes state. The manifest's `confirmation` decides (`none` = read); the
+/// `mutating` flag is consulted as well so that an inconsistent entry fails safe.
+pub fn is_mutating(command: &Command) -> bool {
+    let by_confirmation = match command.confirmation {
+        Confirmation::None => false,
+        Confirmation::AskBeforeAction | Confirmation::Always => true,
+    };
+    by_confirmation || command.mutating
+}
+
+/// Whether a command sits on the risk floor (`confirmation: always` or risk high): it confirms
+/// in every mode, one-shot, and no standing approval lowers it.
+pub fn is_risk_floor(command: &Command) -> bool {
+    let by_confirmation = match command.confirmation {
+        Confirmation::Always => true,
+        Confirmation::None | Confirmation::AskBeforeAction => false,
+    };
+    let by_risk = match command.risk {
+        Risk::High => true,
+        Risk::Low | Risk::Medium => false,
+    };
+    by_confirmation || by_risk
+}
+
+/// L1 — runtime authorisation: enabled; `remote_runtime: false` only for `builtin`;
+/// `mcp: false` never over MCP; the exposure class granted.
+pub fn runtime_authorisation(input: &PolicyInput<'_>) -> Verdict {
+    let layer = Layer::RuntimeAuthorisation;
+    let (cmd, caller) = (input.command, input.caller);
+    if !caller.enabled {
+        return Verdict::deny(
+            layer,
+            ErrorCode::ToolNotGranted,
+            PolicyDetail::RuntimeRegistryDeny,
+            format!("runtime `{}` is disabled", caller.runtime),
+        );
+    }
+    if !cmd.remote_runtime && !caller.is_builtin() {
+        return Verdict::deny(
+            layer,
+            ErrorCode::ToolNotGranted,
+            PolicyDetail::TransportNotAllowed,
+            format!(
+                "`{}` is not available to remote runtimes (only `builtin`); caller is `{}`",
+                cmd.name, caller.runtime
+            ),
+        );
+    }
+    if !cmd.mcp && caller.transport == crate::input::Transport::Mcp {
+        return Verdict::deny(
+            layer,
+            ErrorCode::ToolNotGranted,
+            PolicyDetail::TransportNotAllowed,
+            format!("`{}` is never callable over MCP", cmd.name),
+        );
+    }
+    if !caller.grants.contains(cmd.default_exposure) {
+        return Verdict::deny(
+            layer,
+            ErrorCode::ToolNotGranted,
+            PolicyDetail::RuntimeRegistryDeny,
+            format!(
+                "runtime `{}` is not granted the `{}` exposure class of `{}`",
+                caller.runtime, cmd.default_exposure, cmd.name
+            ),
+        );
+    }
+    Verdict::allow(
+        layer,
+        format!(
+            "runtime `{}` over {} is granted `{}`",
+            caller.runtime, caller.transport, cmd.default_exposure
+        ),
+    )
+}
+
+/// L2 — tool policy: global and per-runtime allow/deny lists; any deny entry wins; each allow
+/// list that is present must admit the command.
+pub fn tool_policy(input: &PolicyInput<'_>) -> Verdict {
+    let layer = Layer::ToolPolicy;
+    let cmd = input.command;
+    let runtime = input.caller.runtime.as_str();
+    let per_runtime = input.tool_policy.for_runtime(runtime);
+    let lists: [(String, Option<&ToolList>); 2] = [
+        ("global".to_owned(), Some(&input.tool_policy.global)),
+        (format!("runtime `{runtime}`"), per_runtime),
+    ];
+    for (scope, list) in &lists {
+        if let Some(entry) = list.and_then(|l| l.denying_entry(cmd)) {
+            return Verdict::deny(
+                layer,
+                ErrorCode::ToolNotGranted,
+                PolicyDetail::ToolPolicyDeny,
+                format!("`{}` denied by {scope} deny entry `{entry}`", cmd.name),
+            );
+        }
+    }
+    for (scope, list) in &lists {
+        if list.is_some_and(|l| !l.allows(cmd)) {
+            return Verdict::deny(
+                layer,
+                ErrorCode::ToolNotGranted,
+                PolicyDetail::ToolPolicyDeny,
+                format!("`{}` is not in the {scope} allow list", cmd.name),
+            );
+        }
+    }
+    Verdict::allow(layer, "no tool-policy entry refuses the command")
+}
+
+/// L3 — platform support: device commands need the backend's support; an unsupported command is
+/// denied, never replaced by another action. Runtime-executor commands are served by the daemon.
+pub fn platform_support(input: &PolicyInput<'_>) -> Verdict {
+    let layer = Layer::PlatformSupport;
+    let cmd = input.command;
+    match cmd.executor {
+        Executor::Runtime => Verdict::allow(layer, "served by the daemon's runtime services"),
+        Executor::Device if input.platform_supported => {
+            Verdict::allow(layer, "the device backend supports the command")
+        }
+        Executor::Device => Verdict::deny(
+            layer,
+            ErrorCode::ToolNotSupportedByPhonePlatform,
+            PolicyDetail::PlatformUnsupported,
+            format!(
+                "the phone platform does not support `{}`; it is not replaced by another action",
+                cmd.name
+            ),
+        ),
+    }
+}
+
+/// L4 — autonomy: reads run in every mode; `observe_only` denies mutating commands;
+/// `ask_before_action` confirms them; `trusted_actions` runs them (the risk floor still asks).
+pub fn autonomy(input: &PolicyInput<'_>) -> Verdict {
+    let layer = Layer::Autonomy;
+    let mode = input.effective_autonomy();
+    if !is_mutating(input.command) {
+        return Verdict::allow(layer, format!("read: runs in every mode (mode {mode})"));
+    }
+    match mode {
+        Autonomy::ObserveOnly => Verdict::deny(
+            layer,
+            ErrorCode::ObserveOnlyMutationDenied,
+            PolicyDetail::ObserveOnlyBlocksMutation,
+            "observe_only: mutating commands are denied",
+        ),
+        Autonomy::AskBeforeAction => {
+            Verdict::confirm(layer, "ask_before_action: mutating commands ask first")
+        }
+        Autonomy::TrustedActions => Verdict::allow(
+            layer,
+            "trusted_actions: low/medium-risk mutating commands run without asking",
+        ),
+    }
+}
+
+/// L5 — risk floor: `confirmation: always` (high risk) confirms, one-shot, in every mode.
+pub fn risk_floor(input: &PolicyInput<'_>) -> Verdict {
+    let layer = Layer::RiskFloor;
+    if is_risk_floor(input.command) {
+        Verdict::confirm(
+            layer,
+            format!(
+                "risk floor: `{}` (risk {}) always asks, one-shot",
+                input.command.name, input.command.risk
+            ),
+        )
+    } else {
+        Verdict::allow(
+            layer,
+            format!("below the risk floor (risk {})", input.command.risk),
+        )
+    }
+}
+
+/// L6 — background context: inside a job or goal run a mutating command is parked for review,
+/// whatever the autonomy (a Deny elsewhere still wins).
+pub fn background_context(input: &PolicyInput<'_>) -> Verdict {
+    let layer = Layer::BackgroundContext;
+    match (input.context.is_background(), is_mutating(input.command)) {
+        (false, _) => Verdict::allow(layer, "interactive context"),
+        (true, false) => Verdict::allow(layer, "background context: reads run"),
+        (true, true) => Verdict::park(
+            layer,
+            "background context: a state-changing command is parked for review",
+        ),
+    }
+}
+
+/// L7 — standing approvals: names the first enabled, unexpired rule matching runtime, tool and
+/// param constraints (and marked `background: true` inside a background run). Such a verdict is
+/// still Allow — "no objection" — but carries the rule as its source; [`crate::decide`] uses it
+/// to lower a Confirm or Park to Allow. Never for mutating commands on the risk floor; reads have
+/// nothing to approve.
+pub fn standing_approvals(input: &PolicyInput<'_>) -> Verdict {
+    let layer = Layer::StandingApprovals;
+    let cmd = input.command;
+    if !is_mutating(cmd) {
+        return Verdict::allow(layer, "read: nothing to approve");
+    }
+    if is_risk_floor(cmd) {
+        return Verdict::allow(layer, "standing approvals never lower the risk floor");
+    }
+    let mut skipped: Vec<String> = Vec::new();
+    for rule in input.standing_approvals {
+        let outcome = rule.check(
+            cmd,
+            &input.caller.runtime,
+            input.params,
+            input.context,
+            input.now_ms,
+        );
+        match outcome {
+            RuleMatch::Applies => {
+                return Verdict {
+                    layer,
+                    kind: crate::verdict::VerdictKind::Allow,
+                    reason: format!("standing approval `{}` covers `{}`", rule.id, cmd.name),
+                    code: None,
+                    policy_detail: None,
+                    source: DecisionSource::StandingApproval {
+                        rule_id: rule.id.clone(),
+                    },
+                };
+            }
+            RuleMatch::OtherRuntime | RuleMatch::OtherTool => {}
+            RuleMatch::Disabled => skipped.push(format!("`{}` disabled", rule.id)),
+            RuleMatch::Expired => skipped.push(format!("`{}` expired", rule.id)),
+            RuleMatch::ParamsMismatch => {
+                skipped.push(format!("`{}` param constraints differ", rule.id));
+            }
+            RuleMatch::NotForBackground => {
+                skipped.push(format!("`{}` not marked for background work", rule.id));
+            }
+        }
+    }
+    if skipped.is_empty() {
+        Verdict::allow(layer, "no standing approval applies")
+    } else {
+        Verdict::allow(
+            layer,
+            format!("no standing approval applies ({})", skipped.join("; ")),
+        )
+    }
+}

@@ -1,0 +1,6 @@
+mod autonomy;
+mod digest;
+mod layers;
+mod matrix;
+mod standing;
+mod support;

@@ -296,3 +296,111 @@ fn digest_value(value: &Value) -> String {
         Err(e) => sha256_hex(&format!("non-canonical:{e}:{value}")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn proof(kinds: [VerdictKind; 7]) -> Vec<Verdict> {
+        Layer::ALL
+            .iter()
+            .zip(kinds)
+            .map(|(layer, kind)| match kind {
+                VerdictKind::Deny => Verdict::deny(
+                    *layer,
+                    ErrorCode::ToolNotGranted,
+                    PolicyDetail::ToolPolicyDeny,
+                    format!("deny {}", layer.as_str()),
+                ),
+                VerdictKind::Allow => Verdict::allow(*layer, "ok"),
+                VerdictKind::Confirm => Verdict::confirm(*layer, "ask"),
+                VerdictKind::Park => Verdict::park(*layer, "park"),
+            })
+            .collect()
+    }
+
+    use VerdictKind::{Allow as A, Confirm as C, Deny as D, Park as P};
+
+    #[test]
+    fn all_allow_is_allow() {
+        let (r, s) = merge(&proof([A; 7]));
+        assert_eq!(r, Requirement::Allow);
+        assert_eq!(
+            s,
+            DecisionSource::Policy {
+                layer: Layer::Autonomy
+            }
+        );
+    }
+
+    #[test]
+    fn first_deny_in_layer_order_is_reported() {
+        let (r, s) = merge(&proof([A, D, D, C, C, P, A]));
+        assert_eq!(
+            r,
+            Requirement::Deny {
+                code: ErrorCode::ToolNotGranted,
+                policy_detail: PolicyDetail::ToolPolicyDeny,
+                reason: "deny tool_policy".to_owned(),
+            }
+        );
+        assert_eq!(
+            s,
+            DecisionSource::Policy {
+                layer: Layer::ToolPolicy
+            }
+        );
+    }
+
+    #[test]
+    fn park_beats_confirm_and_one_shot_comes_from_the_risk_floor() {
+        let (r, s) = merge(&proof([A, A, A, C, C, P, A]));
+        assert_eq!(
+            r,
+            Requirement::Confirm {
+                one_shot: true,
+                park_for_review: true,
+                reason: "ask; ask; park".to_owned(),
+            }
+        );
+        assert_eq!(
+            s,
+            DecisionSource::Policy {
+                layer: Layer::BackgroundContext
+            }
+        );
+        let (r, _) = merge(&proof([A, A, A, C, A, A, A]));
+        assert_eq!(
+            r,
+            Requirement::Confirm {
+                one_shot: false,
+                park_for_review: false,
+                reason: "ask".to_owned(),
+            }
+        );
+    }
+
+    #[test]
+    fn a_named_rule_lowers_confirm_and_park_but_not_one_shot_or_deny() {
+        let with_rule = |kinds| {
+            let mut p = proof(kinds);
+            p[6].source = DecisionSource::StandingApproval {
+                rule_id: "sa".to_owned(),
+            };
+            merge(&p)
+        };
+        let lowered = (
+            Requirement::Allow,
+            DecisionSource::StandingApproval {
+                rule_id: "sa".to_owned(),
+            },
+        );
+        assert_eq!(with_rule([A, A, A, C, A, A, A]), lowered);
+        assert_eq!(with_rule([A, A, A, C, A, P, A]), lowered);
+        assert!(matches!(
+            with_rule([A, A, A, A, C, A, A]).0,
+            Requirement::Confirm { one_shot: true, .. }
+        ));
+        assert!(with_rule([A, A, A, D, A, A, A]).0.is_deny());
+    }
+}

@@ -485,3 +485,109 @@ impl PolicyInput<'_> {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use openphone_protocol::Registry;
+    use serde_json::json;
+
+    fn command(name: &str) -> Command {
+        Registry::embedded().unwrap().resolve(name).unwrap().clone()
+    }
+
+    #[test]
+    fn selectors_match_every_name_form_and_groups() {
+        let send = command("sms.send");
+        for entry in [
+            "openphone.messages.send",
+            "sms.send",
+            "messages_send",
+            "group:messages",
+            "*",
+        ] {
+            assert!(
+                ToolSelector::parse(entry).unwrap().matches(&send),
+                "{entry}"
+            );
+        }
+        for entry in [
+            "openphone.messages.search",
+            "group:calls",
+            "messages",
+            "group:message",
+        ] {
+            assert!(
+                !ToolSelector::parse(entry).unwrap().matches(&send),
+                "{entry}"
+            );
+        }
+        assert_eq!(
+            ToolSelector::parse("group: ui ").unwrap().to_string(),
+            "group:ui"
+        );
+        assert_eq!(
+            ToolSelector::parse("  "),
+            Err(PolicyError::EmptyToolSelector)
+        );
+        assert_eq!(
+            ToolSelector::parse("group:"),
+            Err(PolicyError::EmptyToolGroup)
+        );
+    }
+
+    #[test]
+    fn rule_check_reports_why() {
+        let tap = command("tap");
+        let mut rule = StandingApproval {
+            id: "sa".to_owned(),
+            runtime: "hermes".to_owned(),
+            tool: ToolSelector::parse("tap").unwrap(),
+            constraints: BTreeMap::from([("x".to_owned(), json!(1))]),
+            expires_at_ms: Some(100),
+            background: false,
+            enabled: true,
+        };
+        let p = json!({"x": 1});
+        let i = Context::Interactive;
+        let bg = Context::job(1);
+        assert_eq!(rule.check(&tap, "hermes", &p, &i, 99), RuleMatch::Applies);
+        assert_eq!(rule.check(&tap, "hermes", &p, &i, 100), RuleMatch::Expired);
+        assert_eq!(
+            rule.check(&tap, "other", &p, &i, 0),
+            RuleMatch::OtherRuntime
+        );
+        assert_eq!(
+            rule.check(&command("swipe"), "hermes", &p, &i, 0),
+            RuleMatch::OtherTool
+        );
+        assert_eq!(
+            rule.check(&tap, "hermes", &json!({"x": 2}), &i, 0),
+            RuleMatch::ParamsMismatch
+        );
+        assert_eq!(
+            rule.check(&tap, "hermes", &json!([1]), &i, 0),
+            RuleMatch::ParamsMismatch
+        );
+        assert_eq!(
+            rule.check(&tap, "hermes", &p, &bg, 0),
+            RuleMatch::NotForBackground
+        );
+        rule.background = true;
+        assert_eq!(rule.check(&tap, "hermes", &p, &bg, 0), RuleMatch::Applies);
+        rule.tool = ToolSelector::All;
+        assert_eq!(rule.check(&tap, "hermes", &p, &i, 0), RuleMatch::OtherTool);
+        rule.enabled = false;
+        assert_eq!(rule.check(&tap, "hermes", &p, &i, 0), RuleMatch::Disabled);
+    }
+
+    #[test]
+    fn transports_parse_strictly() {
+        for t in Transport::ALL {
+            assert_eq!(Transport::parse(t.as_str()), Ok(t));
+        }
+        assert_eq!(Transport::parse(" mcp "), Ok(Transport::Mcp));
+        assert!(Transport::parse("MCP").is_err());
+        assert!(Transport::parse("http").is_err());
+    }
+}

@@ -268,3 +268,53 @@ pub fn standing_approvals(input: &PolicyInput<'_>) -> Verdict {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use openphone_protocol::Registry;
+
+    #[test]
+    fn inconsistent_entries_fail_safe() {
+        let mut cmd = Registry::embedded()
+            .unwrap()
+            .resolve("openphone.screen.get")
+            .unwrap()
+            .clone();
+        assert!(!is_mutating(&cmd) && !is_risk_floor(&cmd));
+        cmd.mutating = true;
+        assert!(is_mutating(&cmd));
+        cmd.mutating = false;
+        cmd.confirmation = Confirmation::AskBeforeAction;
+        assert!(is_mutating(&cmd) && !is_risk_floor(&cmd));
+        cmd.risk = Risk::High;
+        assert!(is_risk_floor(&cmd));
+    }
+
+    #[test]
+    fn every_layer_names_itself_in_its_verdict() {
+        let registry = Registry::embedded().unwrap();
+        let cmd = registry.resolve("tap").unwrap();
+        let caller = crate::Caller::builtin("p");
+        let policy = crate::ToolPolicy::default();
+        let ctx = crate::Context::Interactive;
+        let params = serde_json::json!({});
+        let input = PolicyInput {
+            command: cmd,
+            caller: &caller,
+            request_autonomy: None,
+            session_autonomy: None,
+            tool_policy: &policy,
+            platform_supported: true,
+            context: &ctx,
+            standing_approvals: &[],
+            params: &params,
+            now_ms: 0,
+        };
+        for layer in Layer::ALL {
+            let v = layer.check(&input);
+            assert_eq!(v.layer, layer);
+            assert_eq!(v.source, DecisionSource::Policy { layer });
+        }
+    }
+}

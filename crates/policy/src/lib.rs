@@ -47,6 +47,41 @@
 //! platform flag, context, ids of the caller's standing approvals, `now_ms`, and the params only
 //! as their `params_hash`), so the audit log can store both without storing raw params.
 //!
+//! # Example
+//!
+//! ```
+//! use openphone_policy::{
+//!     Autonomy, Caller, Context, ExposureGrants, PolicyInput, Requirement, ToolPolicy,
+//!     Transport, decide,
+//! };
+//! use openphone_protocol::Registry;
+//!
+//! let registry = Registry::embedded().map_err(|e| e.to_string())?;
+//! let command = registry.resolve("sms.send").ok_or("unknown tool")?;
+//! let mut caller = Caller::remote("hermes", Transport::Websocket, "token:hermes");
+//! caller.grants = ExposureGrants::ALL;
+//! let params = serde_json::json!({"reason": "reply", "to": "+100", "body": "hi"});
+//! let decision = decide(&PolicyInput {
+//!     command,
+//!     caller: &caller,
+//!     request_autonomy: Some("yolo"),
+//!     session_autonomy: Some(Autonomy::TrustedActions),
+//!     tool_policy: &ToolPolicy::default(),
+//!     platform_supported: true,
+//!     context: &Context::Interactive,
+//!     standing_approvals: &[],
+//!     params: &params,
+//!     now_ms: 1_700_000_000_000,
+//! });
+//! // the risk floor asks even in trusted_actions, one-shot
+//! assert!(matches!(
+//!     decision.requirement,
+//!     Requirement::Confirm { one_shot: true, park_for_review: false, .. }
+//! ));
+//! assert_eq!(decision.proof.len(), 7);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! The ToolBridge calls [`decide`] at step 2 of `runtime-protocol.md` §8.2, and again on the
 //! stored request when a confirmation is approved (a Deny then wins; a Confirm counts as
 //! satisfied by the approval).
@@ -55,7 +90,7 @@ mod autonomy;
 mod decision;
 mod error;
 mod input;
-mod layers;
+pub mod layers;
 mod verdict;
 
 pub use autonomy::{Autonomy, effective_autonomy};
@@ -68,8 +103,5 @@ pub use input::{
     BUILTIN_RUNTIME, BackgroundRun, Caller, Context, ExposureGrants, PolicyInput, Role, RuleMatch,
     StandingApproval, ToolList, ToolPolicy, ToolSelector, Transport,
 };
-pub use layers::{
-    autonomy as autonomy_layer, background_context, is_mutating, is_risk_floor, platform_support,
-    risk_floor, runtime_authorisation, standing_approvals, tool_policy,
-};
+pub use layers::{is_mutating, is_risk_floor};
 pub use verdict::{DecisionSource, Layer, PolicyDetail, Verdict, VerdictKind};

@@ -9,6 +9,9 @@ use serde_json::{Map, Value};
 
 use crate::DeviceError;
 
+/// The latest accepted time, 9999-12-31T23:59:59.999Z.
+pub(crate) const MAX_TIME_MS: i64 = 253_402_300_799_999;
+
 /// A borrowed params object.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Params<'a> {
@@ -137,9 +140,9 @@ impl<'a> Params<'a> {
     pub(crate) fn time_bound(&self, field: &str) -> Result<Option<i64>, DeviceError> {
         match self.i64_opt(field)? {
             None | Some(0) => Ok(None),
-            Some(n) if n < 0 => Err(DeviceError::invalid(
+            Some(n) if !(0..=MAX_TIME_MS).contains(&n) => Err(DeviceError::invalid(
                 field,
-                "must be Unix milliseconds, or 0 for unbounded",
+                "must be Unix milliseconds (up to year 9999), or 0 for unbounded",
             )),
             Some(n) => Ok(Some(n)),
         }

@@ -322,7 +322,7 @@ pub(crate) fn end_call(st: &mut SimState, call_id: i64, now: i64) -> bool {
     }
     st.active_call = None;
     if let Some(call) = st.calls.iter_mut().find(|c| c.id == call_id) {
-        call.duration_s = ((now - call.at_ms) / 1000).max(0);
+        call.duration_s = (now.saturating_sub(call.at_ms) / 1000).max(0);
     }
     true
 }

@@ -983,9 +983,9 @@ fn event_end(
 fn positive_time(p: &Params<'_>, field: &str) -> Result<Option<i64>, DeviceError> {
     match p.i64_opt(field)? {
         None => Ok(None),
-        Some(t) if t <= 0 => Err(DeviceError::invalid(
+        Some(t) if !(1..=crate::params::MAX_TIME_MS).contains(&t) => Err(DeviceError::invalid(
             field,
-            "must be a positive Unix time in milliseconds",
+            "must be a positive Unix time in milliseconds (up to year 9999)",
         )),
         Some(t) => Ok(Some(t)),
     }

@@ -180,6 +180,20 @@ fn non_empty(text: &str, path: String) -> Result<(), ScenarioError> {
     }
 }
 
+/// Timestamps must lie between 1970 and 9999 so that time arithmetic cannot overflow.
+fn time_ok(ms: i64, path: impl FnOnce() -> String) -> Result<(), ScenarioError> {
+    if (0..=MAX_TIME_MS).contains(&ms) {
+        Ok(())
+    } else {
+        Err(ScenarioError::invalid(
+            path(),
+            "must be Unix milliseconds between 1970 and 9999",
+        ))
+    }
+}
+
+const MAX_TIME_MS: i64 = 253_402_300_799_999;
+
 fn http_url(url: &str) -> bool {
     (url.starts_with("https://") || url.starts_with("http://"))
         && url.len() > 8
@@ -217,6 +231,7 @@ pub fn validate(st: &SimState) -> Result<(), ScenarioError> {
             "must be between 0 and 100",
         ));
     }
+    time_ok(st.clock.start_ms, || "clock.start_ms".into())?;
     if !(-720..=840).contains(&st.clock.utc_offset_minutes) {
         return Err(ScenarioError::invalid(
             "clock.utc_offset_minutes",
@@ -316,6 +331,8 @@ pub fn validate(st: &SimState) -> Result<(), ScenarioError> {
                 format!("no calendar with id {}", e.calendar_id),
             ));
         }
+        time_ok(e.start_ms, || format!("events[{i}].start_ms"))?;
+        time_ok(e.end_ms, || format!("events[{i}].end_ms"))?;
         if e.end_ms <= e.start_ms {
             return Err(ScenarioError::invalid(
                 format!("events[{i}].end_ms"),
@@ -336,6 +353,7 @@ pub fn validate(st: &SimState) -> Result<(), ScenarioError> {
                 format!("threads[{i}].messages[{j}].id"),
                 "message id",
             )?;
+            time_ok(m.at_ms, || format!("threads[{i}].messages[{j}].at_ms"))?;
         }
     }
     let thread_ids = ids;
@@ -348,6 +366,7 @@ pub fn validate(st: &SimState) -> Result<(), ScenarioError> {
             format!("notifications[{i}].key"),
             "notification key",
         )?;
+        time_ok(n.posted_ms, || format!("notifications[{i}].posted_ms"))?;
         let Some(app) = st.app(&n.package) else {
             return Err(ScenarioError::invalid(
                 format!("notifications[{i}].package"),
@@ -400,10 +419,11 @@ pub fn validate(st: &SimState) -> Result<(), ScenarioError> {
                 "not a phone number",
             ));
         }
-        if c.duration_s < 0 {
+        time_ok(c.at_ms, || format!("calls[{i}].at_ms"))?;
+        if !(0..=31_536_000).contains(&c.duration_s) {
             return Err(ScenarioError::invalid(
                 format!("calls[{i}].duration_s"),
-                "must not be negative",
+                "must be between 0 and one year",
             ));
         }
     }

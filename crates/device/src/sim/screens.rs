@@ -1244,7 +1244,7 @@ fn app_page(ui: &mut Ui, root: usize, ctx: &Ctx<'_>) -> (String, String) {
                 );
                 col.text(ui, "call_number", &call.number);
                 let status = if active {
-                    let secs = ((ctx.now - call.at_ms) / 1000).max(0);
+                    let secs = (ctx.now.saturating_sub(call.at_ms) / 1000).max(0);
                     if secs < 5 {
                         "Calling…".to_string()
                     } else {

@@ -6,17 +6,21 @@ pub(crate) const DAY_MS: i64 = 86_400_000;
 
 /// The local day number (days since 1970-01-01) of `ms` at `offset_min`.
 pub(crate) fn local_day(ms: i64, offset_min: i32) -> i64 {
-    (ms + i64::from(offset_min) * 60_000).div_euclid(DAY_MS)
+    ms.saturating_add(i64::from(offset_min) * 60_000)
+        .div_euclid(DAY_MS)
 }
 
 /// Unix ms of local midnight starting `day`.
 pub(crate) fn day_start(day: i64, offset_min: i32) -> i64 {
-    day * DAY_MS - i64::from(offset_min) * 60_000
+    day.saturating_mul(DAY_MS)
+        .saturating_sub(i64::from(offset_min) * 60_000)
 }
 
 /// Local minutes since midnight of `ms`.
 pub(crate) fn minute_of_day(ms: i64, offset_min: i32) -> i64 {
-    (ms + i64::from(offset_min) * 60_000).rem_euclid(DAY_MS) / 60_000
+    ms.saturating_add(i64::from(offset_min) * 60_000)
+        .rem_euclid(DAY_MS)
+        / 60_000
 }
 
 /// (year, month 1-12, day 1-31) of a day number (proleptic Gregorian).

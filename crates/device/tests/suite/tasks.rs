@@ -816,3 +816,67 @@ fn reopening_an_app_resumes_its_task() {
     );
     assert_eq!(screen(&phone)["title"], "Dad");
 }
+
+#[test]
+fn edit_and_delete_an_event_in_the_calendar_app() {
+    let (phone, _clock) = phone();
+    run(
+        &phone,
+        "openphone.app.open",
+        json!({ "package_or_label": "Calendar" }),
+    );
+    tap(&phone, "event_102");
+    let detail = screen(&phone);
+    assert_eq!(detail["title"], "Lunch with Carla");
+    assert!(shows(&detail, "Thu 12 Mar 2026 · 12:30 - 13:30"));
+    tap(&phone, "edit_event");
+    let form = screen(&phone);
+    assert_eq!(element(&form, "event_start").unwrap()["text"], "12:30");
+    run(
+        &phone,
+        "openphone.ui.long_press_element",
+        json!({ "element_id": "event_end" }),
+    );
+    tap(&phone, "menu_clear");
+    type_text(&phone, "14:00");
+    tap(&phone, "save_event");
+    let updated = screen(&phone);
+    assert_eq!(
+        updated["screen"], "event_detail",
+        "saving an edit returns to the details"
+    );
+    assert!(shows(&updated, "Thu 12 Mar 2026 · 12:30 - 14:00"));
+    run(
+        &phone,
+        "openphone.input.press_key",
+        json!({ "key": "back" }),
+    );
+    assert!(shows(&screen(&phone), "12:30 - 14:00 · Trattoria Roma"));
+    let event = phone
+        .snapshot()
+        .events
+        .into_iter()
+        .find(|e| e.id == 102)
+        .unwrap();
+    assert_eq!(event.end_ms, demo_time(0, 14, 0));
+
+    tap(&phone, "event_103");
+    tap(&phone, "delete_event");
+    let agenda = screen(&phone);
+    assert_eq!(agenda["screen"], "agenda");
+    assert!(!shows(&agenda, "Dentist"));
+    assert!(phone.snapshot().events.iter().all(|e| e.id != 103));
+}
+
+#[test]
+fn times_beyond_year_9999_are_rejected() {
+    let (phone, _clock) = phone();
+    let err = super::support::fail(
+        &phone,
+        "openphone.calendar.add",
+        json!({ "title": "Far", "start_at": 9_000_000_000_000_000i64 }),
+    );
+    assert_eq!(err.details()["field"], "start_at");
+    let err = super::support::fail(&phone, "openphone.calls.search", json!({ "since": -1 }));
+    assert_eq!(err.details()["field"], "since");
+}

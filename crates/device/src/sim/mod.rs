@@ -150,6 +150,14 @@ impl SimPhone {
         Ok((phone, clock))
     }
 
+    /// The built-in demo scenario moved to the day of `clock`'s "now" (times of day kept),
+    /// on that clock: what a daemon running on the system clock starts with.
+    pub fn with_default_scenario(clock: Arc<dyn Clock>) -> Result<Self, ScenarioError> {
+        let mut state = SimState::default_scenario()?;
+        state.shift_to_day_of(clock.now_ms());
+        Self::new(state, clock)
+    }
+
     /// A copy of the whole state (serialisable; restore with [`SimPhone::from_state`]).
     pub fn snapshot(&self) -> SimState {
         self.lock().clone()

@@ -180,6 +180,29 @@ fn non_empty(text: &str, path: String) -> Result<(), ScenarioError> {
     }
 }
 
+/// Element ids the system frame uses on every screen.
+const RESERVED_IDS: &[&str] = &[
+    "root",
+    "status_bar",
+    "status_time",
+    "status_icons",
+    "content",
+    "app_bar",
+    "nav_up",
+    "title",
+    "notice",
+    "empty",
+    "nav_bar",
+    "nav_back",
+    "nav_home",
+    "nav_recents",
+    "menu",
+    "menu_scrim",
+    "menu_title",
+    "share_scrim",
+    "share_sheet",
+];
+
 /// Timestamps must lie between 1970 and 9999 so that time arithmetic cannot overflow.
 fn time_ok(ms: i64, path: impl FnOnce() -> String) -> Result<(), ScenarioError> {
     if (0..=MAX_TIME_MS).contains(&ms) {
@@ -273,7 +296,7 @@ pub fn validate(st: &SimState) -> Result<(), ScenarioError> {
                 format!("apps[{i}].screens[{j}].id"),
                 "screen id",
             )?;
-            let mut element_ids = HashSet::new();
+            let mut element_ids: HashSet<&str> = RESERVED_IDS.iter().copied().collect();
             for (k, el) in screen.elements.iter().enumerate() {
                 let path = format!("apps[{i}].screens[{j}].elements[{k}]");
                 non_empty(&el.id, format!("{path}.id"))?;
@@ -281,7 +304,7 @@ pub fn validate(st: &SimState) -> Result<(), ScenarioError> {
                     &mut element_ids,
                     el.id.as_str(),
                     format!("{path}.id"),
-                    "element id",
+                    "element id (it is taken or reserved by the system frame)",
                 )?;
                 if let Some(target) = &el.navigate
                     && !ids.contains(target.as_str())

@@ -154,3 +154,20 @@ fn shifting_a_scenario_to_today_keeps_times_of_day() {
     assert_eq!(state.clock.start_ms, start + 10 * 86_400_000);
     assert_eq!(state.events[0].start_ms, first + 10 * 86_400_000);
 }
+
+#[test]
+fn the_default_phone_follows_its_clock_to_today() {
+    let start = SimState::default_scenario().unwrap().clock.start_ms;
+    let later = start + 30 * 86_400_000 + 2 * 3_600_000;
+    let clock = Arc::new(ManualClock::new(later));
+    let phone = SimPhone::with_default_scenario(clock).unwrap();
+    let today = run(
+        &phone,
+        "openphone.calendar.search",
+        json!({ "start_at": start + 30 * 86_400_000 - 9 * 3_600_000, "end_at": start + 30 * 86_400_000 + 15 * 3_600_000 }),
+    );
+    assert!(
+        today["count"].as_u64().unwrap() >= 4,
+        "the demo day moved to the clock's day: {today}"
+    );
+}

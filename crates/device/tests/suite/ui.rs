@@ -444,3 +444,95 @@ fn tree_ids(node: &serde_json::Value) -> Vec<String> {
     }
     out
 }
+
+#[test]
+fn element_ids_are_unique_on_every_screen() {
+    let (phone, _clock) = phone();
+    let steps: Vec<(&str, serde_json::Value)> = vec![
+        ("openphone.input.press_key", json!({ "key": "home" })),
+        (
+            "openphone.ui.long_press_element",
+            json!({ "element_id": "app_icon_com.android.notes" }),
+        ),
+        (
+            "openphone.app.open",
+            json!({ "package_or_label": "Messages" }),
+        ),
+        (
+            "openphone.ui.tap_element",
+            json!({ "element_id": "thread_200" }),
+        ),
+        (
+            "openphone.messages.draft",
+            json!({ "to": "Ali", "body": "x" }),
+        ),
+        (
+            "openphone.ui.tap_element",
+            json!({ "element_id": "compose_to" }),
+        ),
+        ("openphone.app.open", json!({ "package_or_label": "Phone" })),
+        (
+            "openphone.ui.tap_element",
+            json!({ "element_id": "open_keypad" }),
+        ),
+        (
+            "openphone.app.open",
+            json!({ "package_or_label": "Contacts" }),
+        ),
+        (
+            "openphone.ui.tap_element",
+            json!({ "element_id": "contact_3" }),
+        ),
+        (
+            "openphone.app.open",
+            json!({ "package_or_label": "Calendar" }),
+        ),
+        (
+            "openphone.ui.tap_element",
+            json!({ "element_id": "new_event" }),
+        ),
+        (
+            "openphone.url.open",
+            json!({ "url": "https://news.example.com/" }),
+        ),
+        (
+            "openphone.app.open",
+            json!({ "package_or_label": "Settings" }),
+        ),
+        ("openphone.app.open", json!({ "package_or_label": "Clock" })),
+        ("openphone.app.open", json!({ "package_or_label": "Notes" })),
+        (
+            "openphone.app.open",
+            json!({ "package_or_label": "Camera" }),
+        ),
+        (
+            "openphone.ui.tap_element",
+            json!({ "element_id": "shutter" }),
+        ),
+        (
+            "openphone.app.open",
+            json!({ "package_or_label": "Parcel Tracker" }),
+        ),
+        (
+            "openphone.ui.tap_element",
+            json!({ "element_id": "shipment_1" }),
+        ),
+        ("openphone.share.text", json!({ "text": "hello" })),
+        ("openphone.input.press_key", json!({ "key": "recents" })),
+    ];
+    let mut screens = std::collections::HashSet::new();
+    for (tool, params) in steps {
+        run(&phone, tool, params);
+        let shown = screen(&phone);
+        screens.insert(shown["screen"].as_str().unwrap().to_string());
+        let ids = tree_ids(&shown["ui_tree"]);
+        let unique: std::collections::HashSet<_> = ids.iter().collect();
+        assert_eq!(
+            ids.len(),
+            unique.len(),
+            "duplicate ids on {}: {ids:?}",
+            shown["screen"]
+        );
+    }
+    assert!(screens.len() >= 15, "{screens:?}");
+}

@@ -1,0 +1,585 @@
+//! Durable confirmations (`runtime-protocol.md` §10.1).
+//!
+//! Every state change is one `UPDATE … WHERE state = '<from>'`; the affected-row count decides
+//! whether this caller won the transition. No transition ever executes anything.
+
+use openphone_protocol::Risk;
+use rusqlite::{Connection, Row, params};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::Store;
+use crate::error::{NotPending, Result, SqlContext, StoreError};
+use crate::replay::{IdentityKey, record_final_in};
+use crate::wire::{
+    col, parse_enum, parse_json, parse_risk, risk_serde, sql_limit, to_json, wire_enum,
+};
+
+wire_enum!(
+    /// Confirmation state.
+    ConfirmationState {
+        /// Waiting for the user.
+        Pending = "pending",
+        /// Approved; the stored request is executing.
+        Approved = "approved",
+        /// Approved and executed; the final result is recorded.
+        Completed = "completed",
+        /// Denied by the user.
+        Denied = "denied",
+        /// Expired while pending (or timed out by the caller).
+        Timeout = "timeout",
+        /// Was executing when the daemon stopped; never executed again.
+        ResultUnknown = "result_unknown",
+    }
+);
+
+impl ConfirmationState {
+    /// No further transition is possible.
+    pub fn is_terminal(self) -> bool {
+        match self {
+            ConfirmationState::Pending | ConfirmationState::Approved => false,
+            ConfirmationState::Completed
+            | ConfirmationState::Denied
+            | ConfirmationState::Timeout
+            | ConfirmationState::ResultUnknown => true,
+        }
+    }
+}
+
+/// A resolution decision for [`Store::resolve`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Resolution {
+    Approve,
+    Deny,
+    /// Time out now, whatever `expires_at_ms` says (e.g. the caller's timer fired).
+    Timeout,
+}
+
+impl Resolution {
+    /// The state the confirmation moves to.
+    pub fn target(self) -> ConfirmationState {
+        match self {
+            Resolution::Approve => ConfirmationState::Approved,
+            Resolution::Deny => ConfirmationState::Denied,
+            Resolution::Timeout => ConfirmationState::Timeout,
+        }
+    }
+}
+
+/// `resolved_by` written by [`Store::expire_due`], [`Store::recover_after_restart`] and the
+/// lazy expiry inside [`Store::resolve`].
+pub const RESOLVED_BY_EXPIRY: &str = "system:expiry";
+
+/// §8.2 step 4: at most this many pending confirmations per runtime.
+pub const MAX_PENDING_PER_RUNTIME: usize = 32;
+
+/// A stored confirmation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConfirmationRecord {
+    /// `runtime-confirm-<uuid>`.
+    pub confirmation_id: String,
+    pub identity: IdentityKey,
+    pub request_id: String,
+    /// The full normalised request, including the exact params that were digested. On
+    /// approval, this — never a re-sent body — is what executes.
+    pub request: Value,
+    pub phone_session_id: Option<String>,
+    pub summary: String,
+    #[serde(with = "risk_serde")]
+    pub risk: Risk,
+    pub created_at_ms: i64,
+    pub expires_at_ms: i64,
+    pub state: ConfirmationState,
+    pub resolved_at_ms: Option<i64>,
+    /// Operator principal (or [`RESOLVED_BY_EXPIRY`]).
+    pub resolved_by: Option<String>,
+    /// The final tool result, once recorded.
+    pub final_result: Option<Value>,
+}
+
+/// What the caller supplies for a new pending confirmation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NewConfirmation {
+    pub confirmation_id: String,
+    pub identity: IdentityKey,
+    pub request_id: String,
+    pub request: Value,
+    pub phone_session_id: Option<String>,
+    pub summary: String,
+    #[serde(with = "risk_serde")]
+    pub risk: Risk,
+    pub created_at_ms: i64,
+    /// `created_at_ms + timeout_ms`.
+    pub expires_at_ms: i64,
+}
+
+/// Outcome of [`Store::insert_pending`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum PendingInsert {
+    /// Stored as a new pending confirmation.
+    Created(ConfirmationRecord),
+    /// A pending, unexpired confirmation with the same identity key already exists; nothing
+    /// was stored. Answer `needs_confirmation` with its id (expiry not extended).
+    Existing(ConfirmationRecord),
+    /// The runtime already has `pending` unexpired confirmations, at or above the cap; nothing
+    /// was stored (`rate_limited`).
+    TooMany { pending: usize },
+}
+
+/// Filters for [`Store::list_confirmations`]: pending first, then newest first.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ConfirmationFilter {
+    pub state: Option<ConfirmationState>,
+    pub runtime: Option<String>,
+    /// `None` = no limit.
+    pub limit: Option<usize>,
+}
+
+/// What [`Store::recover_after_restart`] changed and found.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Recovery {
+    /// Were `approved` (executing) when the previous process stopped; now `result_unknown`.
+    /// The caller records their final result (`error` / `execution_result_unknown`) with
+    /// [`Store::attach_final_result`] and never executes them.
+    pub result_unknown: Vec<ConfirmationRecord>,
+    /// Were pending past their expiry; now `timeout`.
+    pub timed_out: Vec<ConfirmationRecord>,
+    /// Still pending within their time; they can be approved.
+    pub still_pending: Vec<ConfirmationRecord>,
+}
+
+const COLUMNS: &str = "confirmation_id, runtime, runtime_session_id, tool, params_digest, \
+    idempotency_key, request_id, request_json, phone_session_id, summary, risk, created_at_ms, \
+    expires_at_ms, state, resolved_at_ms, resolved_by, final_result_json";
+
+fn from_row(row: &Row<'_>) -> Result<ConfirmationRecord> {
+    const OP: &str = "confirmations.read";
+    let id: String = col(row, "confirmation_id", OP)?;
+    let request: String = col(row, "request_json", OP)?;
+    let risk: String = col(row, "risk", OP)?;
+    let state: String = col(row, "state", OP)?;
+    let final_result: Option<String> = col(row, "final_result_json", OP)?;
+    Ok(ConfirmationRecord {
+        identity: IdentityKey {
+            runtime: col(row, "runtime", OP)?,
+            runtime_session_id: col(row, "runtime_session_id", OP)?,
+            tool: col(row, "tool", OP)?,
+            params_digest: col(row, "params_digest", OP)?,
+            idempotency_key: col(row, "idempotency_key", OP)?,
+        },
+        request_id: col(row, "request_id", OP)?,
+        request: parse_json(&request, OP, &id)?,
+        phone_session_id: col(row, "phone_session_id", OP)?,
+        summary: col(row, "summary", OP)?,
+        risk: parse_risk(&risk, OP, &id)?,
+        created_at_ms: col(row, "created_at_ms", OP)?,
+        expires_at_ms: col(row, "expires_at_ms", OP)?,
+        state: parse_enum(ConfirmationState::parse, &state, OP, &id)?,
+        resolved_at_ms: col(row, "resolved_at_ms", OP)?,
+        resolved_by: col(row, "resolved_by", OP)?,
+        final_result: final_result
+            .map(|text| parse_json(&text, OP, &id))
+            .transpose()?,
+        confirmation_id: id,
+    })
+}
+
+fn query(
+    conn: &Connection,
+    op: &'static str,
+    where_sql: &str,
+    args: impl rusqlite::Params,
+) -> Result<Vec<ConfirmationRecord>> {
+    let sql = format!("SELECT {COLUMNS} FROM confirmations {where_sql}");
+    let mut stmt = conn.prepare(&sql).ctx(op, "")?;
+    let mut rows = stmt.query(args).ctx(op, "")?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next().ctx(op, "")? {
+        out.push(from_row(row)?);
+    }
+    Ok(out)
+}
+
+fn get_in(conn: &Connection, id: &str) -> Result<Option<ConfirmationRecord>> {
+    Ok(query(
+        conn,
+        "confirmations.get",
+        "WHERE confirmation_id = ?1",
+        [id],
+    )?
+    .into_iter()
+    .next())
+}
+
+fn require(conn: &Connection, id: &str) -> Result<ConfirmationRecord> {
+    get_in(conn, id)?.ok_or_else(|| StoreError::NotFound {
+        table: "confirmations",
+        id: id.to_owned(),
+    })
+}
+
+fn find_pending_in(
+    conn: &Connection,
+    identity: &IdentityKey,
+    now_ms: i64,
+) -> Result<Option<ConfirmationRecord>> {
+    Ok(query(
+        conn,
+        "confirmations.find_pending",
+        "WHERE runtime = ?1 AND runtime_session_id = ?2 AND tool = ?3 AND params_digest = ?4 \
+         AND idempotency_key = ?5 AND state = 'pending' AND expires_at_ms > ?6 \
+         ORDER BY created_at_ms LIMIT 1",
+        params![
+            identity.runtime,
+            identity.runtime_session_id,
+            identity.tool,
+            identity.params_digest,
+            identity.idempotency_key,
+            now_ms,
+        ],
+    )?
+    .into_iter()
+    .next())
+}
+
+fn count_pending_in(conn: &Connection, runtime: &str, now_ms: i64) -> Result<usize> {
+    conn.query_row(
+        "SELECT COUNT(*) FROM confirmations WHERE runtime = ?1 AND state = 'pending' \
+         AND expires_at_ms > ?2",
+        params![runtime, now_ms],
+        |row| row.get::<_, i64>(0),
+    )
+    .map(|n| usize::try_from(n).unwrap_or(0))
+    .ctx("confirmations.count_pending", runtime)
+}
+
+/// Moves every pending confirmation with `expires_at_ms <= now_ms` to `timeout`.
+fn expire_due_in(conn: &Connection, now_ms: i64) -> Result<Vec<ConfirmationRecord>> {
+    const OP: &str = "confirmations.expire_due";
+    let due = query(
+        conn,
+        OP,
+        "WHERE state = 'pending' AND expires_at_ms <= ?1 ORDER BY expires_at_ms, confirmation_id",
+        [now_ms],
+    )?;
+    let mut out = Vec::with_capacity(due.len());
+    for record in due {
+        let n = conn
+            .execute(
+                "UPDATE confirmations SET state = 'timeout', resolved_at_ms = ?2, \
+                 resolved_by = ?3 WHERE confirmation_id = ?1 AND state = 'pending'",
+                params![record.confirmation_id, now_ms, RESOLVED_BY_EXPIRY],
+            )
+            .ctx(OP, &record.confirmation_id)?;
+        if n == 1 {
+            out.push(require(conn, &record.confirmation_id)?);
+        }
+    }
+    Ok(out)
+}
+
+impl Store {
+    /// Stores a new pending confirmation, atomically with the duplicate and cap checks: a
+    /// pending unexpired confirmation with the same identity key wins
+    /// ([`PendingInsert::Existing`]); otherwise, if the runtime already has
+    /// `max_pending_per_runtime` pending ones, nothing is stored ([`PendingInsert::TooMany`]).
+    /// "Now" is `new.created_at_ms`. A duplicate `confirmation_id` is
+    /// [`StoreError::AlreadyExists`].
+    pub fn insert_pending(
+        &self,
+        new: &NewConfirmation,
+        max_pending_per_runtime: usize,
+    ) -> Result<PendingInsert> {
+        const OP: &str = "confirmations.insert_pending";
+        let id = new.confirmation_id.as_str();
+        new.identity.check()?;
+        if new.expires_at_ms < new.created_at_ms {
+            return Err(StoreError::Invalid {
+                what: "expires_at_ms",
+                detail: format!(
+                    "{} is before created_at_ms {}",
+                    new.expires_at_ms, new.created_at_ms
+                ),
+            });
+        }
+        let now_ms = new.created_at_ms;
+        self.write(OP, id, |tx| {
+            if let Some(existing) = find_pending_in(tx, &new.identity, now_ms)? {
+                return Ok(PendingInsert::Existing(existing));
+            }
+            let pending = count_pending_in(tx, &new.identity.runtime, now_ms)?;
+            if pending >= max_pending_per_runtime {
+                return Ok(PendingInsert::TooMany { pending });
+            }
+            if get_in(tx, id)?.is_some() {
+                return Err(StoreError::AlreadyExists {
+                    table: "confirmations",
+                    id: id.to_owned(),
+                });
+            }
+            tx.execute(
+                "INSERT INTO confirmations (confirmation_id, runtime, runtime_session_id, tool, \
+                 params_digest, idempotency_key, request_id, request_json, phone_session_id, \
+                 summary, risk, created_at_ms, expires_at_ms, state) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, 'pending')",
+                params![
+                    id,
+                    new.identity.runtime,
+                    new.identity.runtime_session_id,
+                    new.identity.tool,
+                    new.identity.params_digest,
+                    new.identity.idempotency_key,
+                    new.request_id,
+                    to_json(&new.request),
+                    new.phone_session_id,
+                    new.summary,
+                    new.risk.as_str(),
+                    new.created_at_ms,
+                    new.expires_at_ms,
+                ],
+            )
+            .ctx(OP, id)?;
+            Ok(PendingInsert::Created(require(tx, id)?))
+        })
+    }
+
+    /// One confirmation, in whatever state.
+    pub fn get_confirmation(&self, confirmation_id: &str) -> Result<Option<ConfirmationRecord>> {
+        get_in(&self.conn(), confirmation_id)
+    }
+
+    /// The pending, unexpired (`now_ms < expires_at_ms`) confirmation for an identity key.
+    /// An expired one still marked pending is not returned; run [`Store::expire_due`] first
+    /// to settle (and announce) those.
+    pub fn find_pending(
+        &self,
+        identity: &IdentityKey,
+        now_ms: i64,
+    ) -> Result<Option<ConfirmationRecord>> {
+        find_pending_in(&self.conn(), identity, now_ms)
+    }
+
+    /// Confirmations matching the filter: pending first, then newest first.
+    pub fn list_confirmations(
+        &self,
+        filter: &ConfirmationFilter,
+    ) -> Result<Vec<ConfirmationRecord>> {
+        query(
+            &self.conn(),
+            "confirmations.list",
+            "WHERE (?1 IS NULL OR state = ?1) AND (?2 IS NULL OR runtime = ?2) \
+             ORDER BY (state = 'pending') DESC, created_at_ms DESC, confirmation_id LIMIT ?3",
+            params![
+                filter.state.map(ConfirmationState::as_str),
+                filter.runtime,
+                filter.limit.map_or(-1, sql_limit),
+            ],
+        )
+    }
+
+    /// Pending, unexpired confirmations of one runtime (for the per-runtime cap).
+    pub fn count_pending(&self, runtime: &str, now_ms: i64) -> Result<usize> {
+        count_pending_in(&self.conn(), runtime, now_ms)
+    }
+
+    /// First resolution wins, atomically. Succeeds only from `pending`; `Approve` / `Deny`
+    /// additionally need `now_ms < expires_at_ms`. Returns the updated record.
+    ///
+    /// Losing is [`StoreError::ConfirmationNotPending`] (→ `pending_confirmation_not_found`):
+    /// unknown id, already resolved, or expired — in the last case this call has just moved
+    /// the confirmation to `timeout` and the error carries that record.
+    pub fn resolve(
+        &self,
+        confirmation_id: &str,
+        decision: Resolution,
+        resolved_by: &str,
+        now_ms: i64,
+    ) -> Result<ConfirmationRecord> {
+        const OP: &str = "confirmations.resolve";
+        let id = confirmation_id;
+        let target = decision.target();
+        self.write(OP, id, |tx| {
+            let won = match decision {
+                Resolution::Approve | Resolution::Deny => tx.execute(
+                    "UPDATE confirmations SET state = ?2, resolved_at_ms = ?3, resolved_by = ?4 \
+                     WHERE confirmation_id = ?1 AND state = 'pending' AND expires_at_ms > ?3",
+                    params![id, target.as_str(), now_ms, resolved_by],
+                ),
+                Resolution::Timeout => tx.execute(
+                    "UPDATE confirmations SET state = ?2, resolved_at_ms = ?3, resolved_by = ?4 \
+                     WHERE confirmation_id = ?1 AND state = 'pending'",
+                    params![id, target.as_str(), now_ms, resolved_by],
+                ),
+            }
+            .ctx(OP, id)?;
+            if won == 1 {
+                return Ok(Ok(require(tx, id)?));
+            }
+            let reason = match get_in(tx, id)? {
+                None => NotPending::Unknown,
+                Some(record) => match record.state {
+                    ConfirmationState::Pending => {
+                        // Pending but expired: settle it as a timeout now.
+                        let n = tx
+                            .execute(
+                                "UPDATE confirmations SET state = 'timeout', resolved_at_ms = ?2, \
+                                 resolved_by = ?3 WHERE confirmation_id = ?1 AND state = 'pending'",
+                                params![id, now_ms, RESOLVED_BY_EXPIRY],
+                            )
+                            .ctx(OP, id)?;
+                        if n == 1 {
+                            NotPending::Expired {
+                                timed_out: Box::new(require(tx, id)?),
+                            }
+                        } else {
+                            NotPending::AlreadyResolved {
+                                state: require(tx, id)?.state,
+                            }
+                        }
+                    }
+                    state @ (ConfirmationState::Approved
+                    | ConfirmationState::Completed
+                    | ConfirmationState::Denied
+                    | ConfirmationState::Timeout
+                    | ConfirmationState::ResultUnknown) => NotPending::AlreadyResolved { state },
+                },
+            };
+            Ok(Err(reason))
+        })
+        .and_then(
+            |outcome: std::result::Result<ConfirmationRecord, NotPending>| {
+                outcome.map_err(|reason| StoreError::ConfirmationNotPending {
+                    confirmation_id: id.to_owned(),
+                    reason,
+                })
+            },
+        )
+    }
+
+    /// `approved → completed`: stores the final result on the confirmation and records it for
+    /// replay under the confirmation's identity key (first final result wins), in one
+    /// transaction. Any other state is [`StoreError::WrongState`].
+    pub fn complete(
+        &self,
+        confirmation_id: &str,
+        final_result: &Value,
+        now_ms: i64,
+    ) -> Result<ConfirmationRecord> {
+        const OP: &str = "confirmations.complete";
+        let id = confirmation_id;
+        self.write(OP, id, |tx| {
+            let n = tx
+                .execute(
+                    "UPDATE confirmations SET state = 'completed', final_result_json = ?2 \
+                     WHERE confirmation_id = ?1 AND state = 'approved'",
+                    params![id, to_json(final_result)],
+                )
+                .ctx(OP, id)?;
+            let record = require(tx, id)?;
+            if n == 0 {
+                return Err(StoreError::WrongState {
+                    confirmation_id: id.to_owned(),
+                    state: record.state,
+                    expected: "approved",
+                });
+            }
+            record_final_in(
+                tx,
+                &record.identity,
+                &record.request_id,
+                final_result,
+                now_ms,
+            )?;
+            Ok(record)
+        })
+    }
+
+    /// Attaches the final result of a confirmation that ended without executing (`denied`,
+    /// `timeout`, `result_unknown`) and records it for replay under its identity key, in one
+    /// transaction. The first attached result wins; a confirmation that is `pending`,
+    /// `approved` or `completed` is [`StoreError::WrongState`].
+    pub fn attach_final_result(
+        &self,
+        confirmation_id: &str,
+        final_result: &Value,
+        now_ms: i64,
+    ) -> Result<ConfirmationRecord> {
+        const OP: &str = "confirmations.attach_final_result";
+        let id = confirmation_id;
+        self.write(OP, id, |tx| {
+            tx.execute(
+                "UPDATE confirmations SET final_result_json = ?2 WHERE confirmation_id = ?1 \
+                 AND state IN ('denied', 'timeout', 'result_unknown') \
+                 AND final_result_json IS NULL",
+                params![id, to_json(final_result)],
+            )
+            .ctx(OP, id)?;
+            let record = require(tx, id)?;
+            match record.state {
+                ConfirmationState::Denied
+                | ConfirmationState::Timeout
+                | ConfirmationState::ResultUnknown => {}
+                ConfirmationState::Pending
+                | ConfirmationState::Approved
+                | ConfirmationState::Completed => {
+                    return Err(StoreError::WrongState {
+                        confirmation_id: id.to_owned(),
+                        state: record.state,
+                        expected: "denied, timeout or result_unknown",
+                    });
+                }
+            }
+            let stored = record.final_result.as_ref().unwrap_or(final_result);
+            record_final_in(tx, &record.identity, &record.request_id, stored, now_ms)?;
+            Ok(record)
+        })
+    }
+
+    /// Moves every pending confirmation with `expires_at_ms <= now_ms` to `timeout` and returns
+    /// them (the caller records their final results and announces them).
+    pub fn expire_due(&self, now_ms: i64) -> Result<Vec<ConfirmationRecord>> {
+        self.write("confirmations.expire_due", "", |tx| {
+            expire_due_in(tx, now_ms)
+        })
+    }
+
+    /// Start-up repair after a daemon restart: `approved` (outcome unknown) → `result_unknown`,
+    /// pending past expiry → `timeout`; pending in time stay pending. Other states untouched.
+    pub fn recover_after_restart(&self, now_ms: i64) -> Result<Recovery> {
+        const OP: &str = "confirmations.recover";
+        self.write(OP, "", |tx| {
+            let approved = query(
+                tx,
+                OP,
+                "WHERE state = 'approved' ORDER BY created_at_ms, confirmation_id",
+                [],
+            )?;
+            let mut result_unknown = Vec::with_capacity(approved.len());
+            for record in approved {
+                let n = tx
+                    .execute(
+                        "UPDATE confirmations SET state = 'result_unknown' \
+                         WHERE confirmation_id = ?1 AND state = 'approved'",
+                        [&record.confirmation_id],
+                    )
+                    .ctx(OP, &record.confirmation_id)?;
+                if n == 1 {
+                    result_unknown.push(require(tx, &record.confirmation_id)?);
+                }
+            }
+            let timed_out = expire_due_in(tx, now_ms)?;
+            let still_pending = query(
+                tx,
+                OP,
+                "WHERE state = 'pending' ORDER BY created_at_ms, confirmation_id",
+                [],
+            )?;
+            Ok(Recovery {
+                result_unknown,
+                timed_out,
+                still_pending,
+            })
+        })
+    }
+}

@@ -1,0 +1,145 @@
+//! The store's error type.
+
+use std::path::PathBuf;
+
+use crate::confirmations::{ConfirmationRecord, ConfirmationState};
+
+/// Everything that can go wrong in the store. Each variant names the operation and the record it
+/// concerned, so a caller can log it as is and branch on the variant.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// Another opener holds the data directory lock.
+    #[error(
+        "data directory is locked by another OpenPhone process ({holder}); lock file {}",
+        path.display()
+    )]
+    Locked {
+        /// Who holds it, as written in the lock file (e.g. `pid 1234 since 1760000000000 ms`).
+        holder: String,
+        /// The lock file.
+        path: PathBuf,
+    },
+    /// A file-system operation on the data directory failed.
+    #[error("{op} {}: {source}", path.display())]
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// An SQLite call failed.
+    #[error("store {op}{}: {source}", describe_id(id))]
+    Sql {
+        /// `table.operation`, e.g. `confirmations.resolve`.
+        op: &'static str,
+        /// The record concerned, when there is one (empty otherwise).
+        id: String,
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// A stored JSON blob or enum string could not be decoded (the database was edited by
+    /// hand or written by a newer version).
+    #[error("store {op}{}: corrupt value: {detail}", describe_id(id))]
+    Corrupt {
+        op: &'static str,
+        id: String,
+        detail: String,
+    },
+    /// The database was written by a newer version of OpenPhone.
+    #[error("database schema version {found} is newer than this build understands ({supported})")]
+    SchemaTooNew { found: i64, supported: i64 },
+    /// A record that must exist does not.
+    #[error("{table} {id} not found")]
+    NotFound { table: &'static str, id: String },
+    /// An insert would duplicate an existing primary key.
+    #[error("{table} {id} already exists")]
+    AlreadyExists { table: &'static str, id: String },
+    /// An argument is malformed (e.g. a params digest that is not 64 lowercase hex digits).
+    #[error("invalid {what}: {detail}")]
+    Invalid { what: &'static str, detail: String },
+    /// A confirmation transition was asked of a record in the wrong state (e.g. `complete` on a
+    /// confirmation that is not `approved`).
+    #[error("confirmation {confirmation_id} is {state}, expected {expected}")]
+    WrongState {
+        confirmation_id: String,
+        state: ConfirmationState,
+        expected: &'static str,
+    },
+    /// `resolve` lost: the confirmation is unknown, already resolved, or expired. The bridge
+    /// answers `pending_confirmation_not_found`.
+    #[error("confirmation {confirmation_id} is not pending: {reason}")]
+    ConfirmationNotPending {
+        confirmation_id: String,
+        reason: NotPending,
+    },
+}
+
+/// Why a confirmation could not be resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NotPending {
+    /// No confirmation has this id.
+    Unknown,
+    /// Someone resolved it first (or it timed out earlier); the state it is in now.
+    AlreadyResolved { state: ConfirmationState },
+    /// It was still pending but its time had passed: this call moved it to `timeout`. The caller
+    /// owns the follow-up (final `timeout` result, `runtime.confirmation.resolved` event).
+    Expired { timed_out: Box<ConfirmationRecord> },
+}
+
+impl std::fmt::Display for NotPending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotPending::Unknown => f.write_str("unknown confirmation id"),
+            NotPending::AlreadyResolved { state } => write!(f, "already {state}"),
+            NotPending::Expired { timed_out } => {
+                write!(
+                    f,
+                    "expired at {} ms, now timed out",
+                    timed_out.expires_at_ms
+                )
+            }
+        }
+    }
+}
+
+fn describe_id(id: &str) -> String {
+    if id.is_empty() {
+        String::new()
+    } else {
+        format!(" ({id})")
+    }
+}
+
+/// Shorthand used throughout the crate.
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// Attaches an operation and record id to an SQLite error.
+pub(crate) trait SqlContext<T> {
+    fn ctx(self, op: &'static str, id: &str) -> Result<T>;
+}
+
+impl<T> SqlContext<T> for std::result::Result<T, rusqlite::Error> {
+    fn ctx(self, op: &'static str, id: &str) -> Result<T> {
+        self.map_err(|source| StoreError::Sql {
+            op,
+            id: id.to_owned(),
+            source,
+        })
+    }
+}
+
+impl StoreError {
+    pub(crate) fn corrupt(op: &'static str, id: &str, detail: impl std::fmt::Display) -> Self {
+        StoreError::Corrupt {
+            op,
+            id: id.to_owned(),
+            detail: detail.to_string(),
+        }
+    }
+
+    /// True when the error is a `resolve` that lost (unknown / already resolved / expired):
+    /// the wire answer is `pending_confirmation_not_found`.
+    pub fn is_pending_confirmation_not_found(&self) -> bool {
+        matches!(self, StoreError::ConfirmationNotPending { .. })
+    }
+}

@@ -1,0 +1,295 @@
+//! The durable store of the OpenPhone trusted core: one SQLite database in the data directory,
+//! and the only crate in the workspace that speaks SQL.
+//!
+//! # Files and the lock
+//!
+//! [`Store::open`] creates the data directory (mode 0700 on unix) and takes an exclusive,
+//! non-blocking lock on `<data_dir>/openphone.lock` (`std::fs::File::try_lock`, an `flock`
+//! on the open file), then writes the holder (`pid 1234 since 1760000000000 ms`) into it. A
+//! second opener — another process, or a second `open` in the same process — gets
+//! [`StoreError::Locked`] naming that holder. The kernel drops the lock when the holding
+//! process dies, so a crash never leaves a stale lock. The database is
+//! `<data_dir>/openphone.db`, in WAL mode with `synchronous = FULL` (a committed transaction
+//! survives a process kill and a power cut), foreign keys on and a 5 s busy timeout.
+//! [`Store::open_read_only`] opens the database without the lock and without migrating, for
+//! the offline `audit verify` / `audit export` while a daemon runs.
+//!
+//! # Time
+//!
+//! The store never reads the clock: every method that needs the time takes `now_ms` (Unix
+//! ms) from the caller's injectable clock. (The one exception is [`Holder::current`], a
+//! diagnostic stamp in the lock file.)
+//!
+//! # Tables
+//!
+//! | table | what | API |
+//! |---|---|---|
+//! | `phone_sessions` | §2.2 phone session records | [`Store::create_session`] … |
+//! | `confirmations` | §10.1 durable confirmations, keyed by id, indexed by identity key | [`Store::insert_pending`], [`Store::resolve`] … |
+//! | `final_results` | §10.3 final results for replay, keyed by the identity key | [`Store::record_final`], [`Store::find_final`] |
+//! | `request_ids` | per-scope request-id index for `idempotency_conflict` | [`Store::remember_request`] |
+//! | `audit_log`, `audit_head` | §15 hash-chained audit records | [`Store::append_audit`], [`Store::verify_audit`] |
+//! | `standing_approvals` | user-made rules (policy layer 7) | [`Store::create_approval`] … |
+//! | `runtime_settings` | key → JSON | [`Store::set_setting`] … |
+//! | `memories`, `memories_fts` | memory with FTS5 search | [`Store::save_memory`], [`Store::search_memory`] |
+//! | `watchers` | durable watcher records | [`Store::create_watcher`] … |
+//!
+//! States are closed enums stored as their wire strings; JSON blobs are `serde_json::Value`.
+//!
+//! # Confirmations
+//!
+//! Every transition is a single `UPDATE … WHERE state = '<expected>'` whose affected-row count
+//! decides the winner, so two resolvers (threads or processes) can never both win:
+//! [`Store::resolve`] succeeds only from `pending` and, for approve/deny, only while
+//! `now < expires_at_ms`; the loser gets [`StoreError::ConfirmationNotPending`], which the
+//! bridge answers as `pending_confirmation_not_found`. [`Store::recover_after_restart`] turns
+//! `approved` (execution outcome unknown) into `result_unknown` and expired `pending` into
+//! `timeout`; nothing is ever re-executed by the store.
+//!
+//! # The audit chain
+//!
+//! Each audit row stores `prev_hash` and
+//! `hash = sha256_hex(prev_hash + "\n" + canonical_json(row without hash))`, where the row
+//! includes its `seq` and `prev_hash`; the first row's `prev_hash` is 64 zeros. The append
+//! reads the head and writes the row and the new head in one transaction. `audit_head` keeps
+//! the last seq and hash, so deleting the newest rows is detected as well as editing or
+//! deleting any row in the middle. [`Store::verify_audit`] names the first broken record.
+//! Callers pass **digests only** (`params_hash`, `result_digest`, `proof_digest`) and a
+//! policy proof of verdicts and reasons: never raw params, results, tokens or screenshots.
+//!
+//! # Migrations
+//!
+//! Versioned migrations live in code (`migrations.rs`). `PRAGMA user_version` is the schema
+//! version and `schema_migrations` lists what was applied; each migration runs once in its own
+//! transaction that also bumps the version. Opening an older database upgrades it; opening a
+//! newer one fails with [`StoreError::SchemaTooNew`].
+
+mod approvals;
+mod audit;
+mod confirmations;
+mod error;
+mod lock;
+mod memory;
+mod migrations;
+mod replay;
+mod sessions;
+mod settings;
+mod watchers;
+mod wire;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags, TransactionBehavior};
+
+pub use approvals::{NewStandingApproval, StandingApproval};
+pub use audit::{
+    AuditConfirmation, AuditEntry, AuditIter, AuditKind, AuditProblem, AuditRecord, BrokenRecord,
+    Caller, GENESIS_HASH, PolicyDecision, VerifyReport,
+};
+pub use confirmations::{
+    ConfirmationFilter, ConfirmationRecord, ConfirmationState, MAX_PENDING_PER_RUNTIME,
+    NewConfirmation, PendingInsert, RESOLVED_BY_EXPIRY, Recovery, Resolution,
+};
+pub use error::{NotPending, Result, StoreError};
+pub use lock::Holder;
+pub use memory::{MemoryHit, MemoryRecord, NewMemory};
+pub use migrations::SCHEMA_VERSION;
+pub use replay::{
+    FinalResult, IdentityKey, PruneReport, RequestCheck, RequestEntry, Retention, Scope,
+};
+pub use sessions::{
+    MIN_SESSIONS_RETAINED, NewPhoneSession, PhoneSession, SessionFilter, SessionStatus,
+};
+pub use settings::Setting;
+pub use watchers::{NewWatcher, WatcherRecord, WatcherSelector, WatcherState};
+pub use wire::{Autonomy, risk_serde};
+
+/// The database file inside the data directory.
+pub const DB_FILE: &str = "openphone.db";
+/// The lock file inside the data directory.
+pub const LOCK_FILE: &str = "openphone.lock";
+
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The store. `Send + Sync`: share it behind an `Arc`. Methods are synchronous and short (one
+/// transaction each); a tokio caller may call them directly or via `spawn_blocking`.
+#[derive(Debug)]
+pub struct Store {
+    conn: Mutex<Connection>,
+    lock: Option<lock::DirLock>,
+    data_dir: PathBuf,
+}
+
+impl Store {
+    /// Opens (creating if needed) the data directory as its exclusive owner, stamping the lock
+    /// file with [`Holder::current`]. Migrates the database to [`SCHEMA_VERSION`].
+    pub fn open(data_dir: impl AsRef<Path>) -> Result<Store> {
+        Store::open_as(data_dir, &Holder::current())
+    }
+
+    /// [`Store::open`] with an explicit holder description (start time from the injected clock,
+    /// the daemon's `instance_id`).
+    pub fn open_as(data_dir: impl AsRef<Path>, holder: &Holder) -> Result<Store> {
+        let data_dir = data_dir.as_ref().to_path_buf();
+        lock::create_data_dir(&data_dir)?;
+        let dir_lock = lock::acquire(&data_dir, holder)?;
+        let db = data_dir.join(DB_FILE);
+        let mut conn = Connection::open(&db).ctx_open(&db)?;
+        configure(&conn, false)?;
+        migrations::migrate(&mut conn, SCHEMA_VERSION)?;
+        Ok(Store {
+            conn: Mutex::new(conn),
+            lock: Some(dir_lock),
+            data_dir,
+        })
+    }
+
+    /// Opens an existing database read-only, without the lock and without migrating (offline
+    /// `audit verify` / `export` next to a running daemon). Writes fail with an SQLite
+    /// read-only error.
+    pub fn open_read_only(data_dir: impl AsRef<Path>) -> Result<Store> {
+        let data_dir = data_dir.as_ref().to_path_buf();
+        let db = data_dir.join(DB_FILE);
+        if !db.exists() {
+            return Err(StoreError::NotFound {
+                table: "database",
+                id: db.display().to_string(),
+            });
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(&db, flags).ctx_open(&db)?;
+        configure(&conn, true)?;
+        let found = migrations::current_version(&conn)?;
+        if found > SCHEMA_VERSION {
+            return Err(StoreError::SchemaTooNew {
+                found,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        Ok(Store {
+            conn: Mutex::new(conn),
+            lock: None,
+            data_dir,
+        })
+    }
+
+    /// The data directory.
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
+    }
+
+    /// The database file.
+    pub fn db_path(&self) -> PathBuf {
+        self.data_dir.join(DB_FILE)
+    }
+
+    /// The lock file, when this store holds the lock (`None` for read-only stores).
+    pub fn lock_path(&self) -> Option<&Path> {
+        self.lock.as_ref().map(lock::DirLock::path)
+    }
+
+    /// True for a store opened with [`Store::open_read_only`].
+    pub fn is_read_only(&self) -> bool {
+        self.lock.is_none()
+    }
+
+    /// The database's schema version (`PRAGMA user_version`).
+    pub fn schema_version(&self) -> Result<i64> {
+        migrations::current_version(&self.conn())
+    }
+
+    /// Whether the linked SQLite was built with FTS5 (the bundled build is).
+    pub fn fts5_available(&self) -> Result<bool> {
+        self.conn()
+            .query_row(
+                "SELECT sqlite_compileoption_used('ENABLE_FTS5')",
+                [],
+                |row| row.get::<_, i64>(0),
+            )
+            .map(|v| v == 1)
+            .ctx("store.fts5_available", "")
+    }
+
+    /// The connection. A poisoned mutex is recovered: a panic inside a method can only have
+    /// dropped an open transaction, which SQLite rolls back.
+    pub(crate) fn conn(&self) -> MutexGuard<'_, Connection> {
+        self.conn.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Runs `f` in an `IMMEDIATE` transaction (takes the write lock up front, so read-then-write
+    /// sequences inside cannot interleave with another writer) and commits it.
+    pub(crate) fn write<T>(
+        &self,
+        op: &'static str,
+        id: &str,
+        f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T>,
+    ) -> Result<T> {
+        let mut conn = self.conn();
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .ctx(op, id)?;
+        let out = f(&tx)?;
+        tx.commit().ctx(op, id)?;
+        Ok(out)
+    }
+}
+
+fn configure(conn: &Connection, read_only: bool) -> Result<()> {
+    conn.busy_timeout(BUSY_TIMEOUT)
+        .ctx("store.configure", "busy_timeout")?;
+    if !read_only {
+        let mode: String = conn
+            .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
+            .ctx("store.configure", "journal_mode")?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(StoreError::corrupt(
+                "store.configure",
+                "journal_mode",
+                format!("SQLite refused WAL mode (got {mode})"),
+            ));
+        }
+        conn.pragma_update(None, "synchronous", "FULL")
+            .ctx("store.configure", "synchronous")?;
+    }
+    conn.pragma_update(None, "foreign_keys", "ON")
+        .ctx("store.configure", "foreign_keys")?;
+    Ok(())
+}
+
+trait OpenContext<T> {
+    fn ctx_open(self, db: &Path) -> Result<T>;
+}
+
+impl<T> OpenContext<T> for std::result::Result<T, rusqlite::Error> {
+    fn ctx_open(self, db: &Path) -> Result<T> {
+        self.map_err(|source| StoreError::Sql {
+            op: "store.open",
+            id: db.display().to_string(),
+            source,
+        })
+    }
+}
+
+use error::SqlContext;
+
+/// Test hooks: build databases at older schema versions. Not part of the stable API.
+#[doc(hidden)]
+pub mod testing {
+    use std::path::Path;
+
+    use rusqlite::Connection;
+
+    use crate::error::{Result, SqlContext};
+
+    /// Creates `<data_dir>/openphone.db` migrated only up to `version`.
+    pub fn create_db_at_version(data_dir: &Path, version: i64) -> Result<()> {
+        crate::lock::create_data_dir(data_dir)?;
+        let mut conn = Connection::open(data_dir.join(crate::DB_FILE)).ctx("testing.open", "")?;
+        crate::configure(&conn, false)?;
+        crate::migrations::migrate(&mut conn, version)
+    }
+}

@@ -1,0 +1,252 @@
+//! Versioned schema migrations, in code.
+//!
+//! `PRAGMA user_version` is the schema version; `schema_migrations` lists every migration applied
+//! (for people reading the file). Each migration runs once, in its own `IMMEDIATE` transaction
+//! that also bumps `user_version`, so a crash mid-migration leaves the previous version intact.
+//! Migrations are append-only: never edit one that has shipped, add a new one.
+
+use rusqlite::{Connection, TransactionBehavior};
+
+use crate::error::{Result, SqlContext, StoreError};
+
+/// One migration: its version (1-based, consecutive), a name, and its SQL.
+pub(crate) struct Migration {
+    pub version: i64,
+    pub name: &'static str,
+    pub sql: &'static str,
+}
+
+/// Every migration, in order.
+pub(crate) const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "sessions_confirmations_replay_audit",
+        sql: r#"
+CREATE TABLE schema_migrations (
+    version INTEGER PRIMARY KEY,
+    name    TEXT NOT NULL
+);
+
+CREATE TABLE phone_sessions (
+    phone_session_id   TEXT PRIMARY KEY,
+    created_at_ms      INTEGER NOT NULL,
+    updated_at_ms      INTEGER NOT NULL,
+    runtime_kind       TEXT NOT NULL,
+    runtime_session_id TEXT NOT NULL,
+    attention_id       TEXT NOT NULL,
+    source             TEXT NOT NULL,
+    autonomy           TEXT NOT NULL,
+    summary            TEXT NOT NULL,
+    status             TEXT NOT NULL CHECK (status IN ('created', 'waiting_for_runtime',
+                           'running', 'waiting_for_confirmation', 'completed', 'failed')),
+    audit_log_id       TEXT NOT NULL,
+    failure_reason     TEXT
+);
+CREATE INDEX phone_sessions_created ON phone_sessions (created_at_ms);
+CREATE INDEX phone_sessions_runtime ON phone_sessions (runtime_kind, status);
+
+CREATE TABLE confirmations (
+    confirmation_id    TEXT PRIMARY KEY,
+    runtime            TEXT NOT NULL,
+    runtime_session_id TEXT NOT NULL,
+    tool               TEXT NOT NULL,
+    params_digest      TEXT NOT NULL,
+    idempotency_key    TEXT NOT NULL,
+    request_id         TEXT NOT NULL,
+    request_json       TEXT NOT NULL,
+    phone_session_id   TEXT,
+    summary            TEXT NOT NULL,
+    risk               TEXT NOT NULL,
+    created_at_ms      INTEGER NOT NULL,
+    expires_at_ms      INTEGER NOT NULL,
+    state              TEXT NOT NULL CHECK (state IN ('pending', 'approved', 'completed',
+                           'denied', 'timeout', 'result_unknown')),
+    resolved_at_ms     INTEGER,
+    resolved_by        TEXT,
+    final_result_json  TEXT
+);
+CREATE INDEX confirmations_identity ON confirmations
+    (runtime, runtime_session_id, tool, params_digest, idempotency_key, state);
+CREATE INDEX confirmations_state ON confirmations (state, expires_at_ms);
+
+CREATE TABLE final_results (
+    runtime            TEXT NOT NULL,
+    runtime_session_id TEXT NOT NULL,
+    tool               TEXT NOT NULL,
+    params_digest      TEXT NOT NULL,
+    idempotency_key    TEXT NOT NULL,
+    request_id         TEXT NOT NULL,
+    result_json        TEXT NOT NULL,
+    recorded_at_ms     INTEGER NOT NULL,
+    PRIMARY KEY (runtime, runtime_session_id, tool, params_digest, idempotency_key)
+);
+CREATE INDEX final_results_recorded ON final_results (recorded_at_ms);
+
+CREATE TABLE request_ids (
+    runtime            TEXT NOT NULL,
+    runtime_session_id TEXT NOT NULL,
+    request_id         TEXT NOT NULL,
+    tool               TEXT NOT NULL,
+    params_digest      TEXT NOT NULL,
+    recorded_at_ms     INTEGER NOT NULL,
+    PRIMARY KEY (runtime, runtime_session_id, request_id)
+);
+CREATE INDEX request_ids_recorded ON request_ids (recorded_at_ms);
+
+CREATE TABLE audit_log (
+    seq                INTEGER PRIMARY KEY,
+    audit_id           TEXT NOT NULL,
+    kind               TEXT NOT NULL,
+    at_ms              INTEGER NOT NULL,
+    runtime            TEXT NOT NULL,
+    caller_runtime     TEXT NOT NULL,
+    caller_transport   TEXT NOT NULL,
+    caller_principal   TEXT NOT NULL,
+    phone_session_id   TEXT,
+    runtime_session_id TEXT,
+    request_id         TEXT NOT NULL,
+    idempotency_key    TEXT,
+    tool               TEXT,
+    risk               TEXT,
+    mutating           INTEGER,
+    autonomy           TEXT,
+    decision           TEXT,
+    proof_digest       TEXT,
+    policy_proof       TEXT,
+    confirmation_id    TEXT,
+    confirmation       TEXT,
+    status             TEXT,
+    error_code         TEXT,
+    duration_ms        INTEGER,
+    params_hash        TEXT,
+    result_digest      TEXT,
+    prev_hash          TEXT NOT NULL,
+    hash               TEXT NOT NULL
+);
+CREATE INDEX audit_log_request ON audit_log (runtime, request_id);
+
+CREATE TABLE audit_head (
+    id   INTEGER PRIMARY KEY CHECK (id = 1),
+    seq  INTEGER NOT NULL,
+    hash TEXT NOT NULL
+);
+"#,
+    },
+    Migration {
+        version: 2,
+        name: "standing_approvals_settings",
+        sql: r#"
+CREATE TABLE standing_approvals (
+    approval_id      INTEGER PRIMARY KEY AUTOINCREMENT,
+    runtime          TEXT NOT NULL,
+    tool             TEXT NOT NULL,
+    constraints_json TEXT NOT NULL,
+    expires_at_ms    INTEGER,
+    background       INTEGER NOT NULL,
+    enabled          INTEGER NOT NULL,
+    created_at_ms    INTEGER NOT NULL,
+    updated_at_ms    INTEGER NOT NULL
+);
+CREATE INDEX standing_approvals_lookup ON standing_approvals (runtime, tool);
+
+CREATE TABLE runtime_settings (
+    key           TEXT PRIMARY KEY,
+    value_json    TEXT NOT NULL,
+    updated_at_ms INTEGER NOT NULL
+);
+"#,
+    },
+    Migration {
+        version: 3,
+        name: "memory_fts5",
+        sql: r#"
+CREATE TABLE memories (
+    memory_id     INTEGER PRIMARY KEY AUTOINCREMENT,
+    text          TEXT NOT NULL,
+    kind          TEXT NOT NULL,
+    subject       TEXT NOT NULL,
+    confidence    REAL,
+    created_at_ms INTEGER NOT NULL
+);
+CREATE VIRTUAL TABLE memories_fts USING fts5 (
+    text, kind, subject, content = 'memories', content_rowid = 'memory_id'
+);
+CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
+    INSERT INTO memories_fts (rowid, text, kind, subject)
+    VALUES (new.memory_id, new.text, new.kind, new.subject);
+END;
+CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
+    INSERT INTO memories_fts (memories_fts, rowid, text, kind, subject)
+    VALUES ('delete', old.memory_id, old.text, old.kind, old.subject);
+END;
+CREATE TRIGGER memories_au AFTER UPDATE ON memories BEGIN
+    INSERT INTO memories_fts (memories_fts, rowid, text, kind, subject)
+    VALUES ('delete', old.memory_id, old.text, old.kind, old.subject);
+    INSERT INTO memories_fts (rowid, text, kind, subject)
+    VALUES (new.memory_id, new.text, new.kind, new.subject);
+END;
+"#,
+    },
+    Migration {
+        version: 4,
+        name: "watchers",
+        sql: r#"
+CREATE TABLE watchers (
+    watcher_id    INTEGER PRIMARY KEY AUTOINCREMENT,
+    runtime       TEXT NOT NULL,
+    title         TEXT NOT NULL,
+    source        TEXT NOT NULL,
+    params_json   TEXT NOT NULL,
+    state         TEXT NOT NULL CHECK (state IN ('active', 'stopped')),
+    created_at_ms INTEGER NOT NULL,
+    stopped_at_ms INTEGER
+);
+CREATE INDEX watchers_state ON watchers (state, watcher_id);
+"#,
+    },
+];
+
+/// The schema version this build writes.
+pub const SCHEMA_VERSION: i64 = 4;
+
+/// Reads `PRAGMA user_version`.
+pub(crate) fn current_version(conn: &Connection) -> Result<i64> {
+    conn.pragma_query_value(None, "user_version", |row| row.get(0))
+        .ctx("migrations.read_version", "")
+}
+
+/// Applies every migration above the database's version, up to `target`.
+pub(crate) fn migrate(conn: &mut Connection, target: i64) -> Result<()> {
+    let found = current_version(conn)?;
+    if found > SCHEMA_VERSION {
+        return Err(StoreError::SchemaTooNew {
+            found,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    for migration in MIGRATIONS
+        .iter()
+        .filter(|m| m.version > found && m.version <= target)
+    {
+        let id = migration.version.to_string();
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .ctx("migrations.begin", &id)?;
+        // Re-check under the write lock: a read-only opener never migrates, but be exact.
+        let now = current_version(&tx)?;
+        if now >= migration.version {
+            continue;
+        }
+        tx.execute_batch(migration.sql)
+            .ctx("migrations.apply", migration.name)?;
+        tx.execute(
+            "INSERT INTO schema_migrations (version, name) VALUES (?1, ?2)",
+            (migration.version, migration.name),
+        )
+        .ctx("migrations.record", migration.name)?;
+        tx.pragma_update(None, "user_version", migration.version)
+            .ctx("migrations.bump_version", migration.name)?;
+        tx.commit().ctx("migrations.commit", migration.name)?;
+    }
+    Ok(())
+}

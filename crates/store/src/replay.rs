@@ -1,0 +1,416 @@
+//! Final results for replay and the request-id index (`runtime-protocol.md` §10.2, §10.3).
+
+use rusqlite::{Connection, OptionalExtension, Row, params};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::Store;
+use crate::error::{Result, SqlContext, StoreError};
+use crate::wire::{col, is_hex64, parse_json, sql_limit, to_json};
+
+/// The runtime session of a request that has none.
+pub const GLOBAL_SESSION: &str = "global";
+
+/// A request scope: `<runtime>:<runtime_session_id | global>`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Scope {
+    pub runtime: String,
+    /// Never empty: an empty runtime session id is stored as `global`.
+    pub runtime_session_id: String,
+}
+
+impl Scope {
+    /// Builds a scope; an empty (or blank) runtime session id becomes `global`.
+    pub fn new(runtime: impl Into<String>, runtime_session_id: &str) -> Scope {
+        let session = runtime_session_id.trim();
+        Scope {
+            runtime: runtime.into(),
+            runtime_session_id: if session.is_empty() {
+                GLOBAL_SESSION.to_owned()
+            } else {
+                session.to_owned()
+            },
+        }
+    }
+
+    /// `<runtime>:<runtime_session_id>`.
+    pub fn key(&self) -> String {
+        format!("{}:{}", self.runtime, self.runtime_session_id)
+    }
+}
+
+/// The confirmation / replay identity key (§10.2).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct IdentityKey {
+    pub runtime: String,
+    /// Never empty: `global` when the request has no runtime session.
+    pub runtime_session_id: String,
+    /// Canonical command name.
+    pub tool: String,
+    /// 64 lowercase hex (the `params_hash` without its `sha256:` prefix).
+    pub params_digest: String,
+    /// The request's idempotency key, or its request id when it has none.
+    pub idempotency_key: String,
+}
+
+impl IdentityKey {
+    /// Builds a key; an empty runtime session id becomes `global`, an empty idempotency key
+    /// becomes `request_id`.
+    pub fn new(
+        runtime: impl Into<String>,
+        runtime_session_id: &str,
+        tool: impl Into<String>,
+        params_digest: impl Into<String>,
+        idempotency_key: &str,
+        request_id: &str,
+    ) -> IdentityKey {
+        let scope = Scope::new(runtime, runtime_session_id);
+        let key = idempotency_key.trim();
+        IdentityKey {
+            runtime: scope.runtime,
+            runtime_session_id: scope.runtime_session_id,
+            tool: tool.into(),
+            params_digest: params_digest.into(),
+            idempotency_key: if key.is_empty() {
+                request_id.to_owned()
+            } else {
+                key.to_owned()
+            },
+        }
+    }
+
+    /// The scope part of the key.
+    pub fn scope(&self) -> Scope {
+        Scope {
+            runtime: self.runtime.clone(),
+            runtime_session_id: self.runtime_session_id.clone(),
+        }
+    }
+
+    /// A readable form for logs and error messages.
+    pub fn describe(&self) -> String {
+        format!(
+            "{}:{} {} {} key={}",
+            self.runtime,
+            self.runtime_session_id,
+            self.tool,
+            self.params_digest,
+            self.idempotency_key
+        )
+    }
+
+    /// Rejects empty parts and a digest that is not 64 lowercase hex.
+    pub(crate) fn check(&self) -> Result<()> {
+        for (what, value) in [
+            ("identity runtime", &self.runtime),
+            ("identity runtime_session_id", &self.runtime_session_id),
+            ("identity tool", &self.tool),
+            ("identity idempotency_key", &self.idempotency_key),
+        ] {
+            if value.is_empty() {
+                return Err(StoreError::Invalid {
+                    what,
+                    detail: format!("empty in {}", self.describe()),
+                });
+            }
+        }
+        check_digest(&self.params_digest)
+    }
+}
+
+pub(crate) fn check_digest(digest: &str) -> Result<()> {
+    if is_hex64(digest) {
+        Ok(())
+    } else {
+        Err(StoreError::Invalid {
+            what: "params_digest",
+            detail: format!("{digest:?} is not 64 lowercase hex digits"),
+        })
+    }
+}
+
+/// A recorded final result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FinalResult {
+    pub identity: IdentityKey,
+    /// The request that produced it (a replay re-addresses the result to the new request id).
+    pub request_id: String,
+    /// The final tool result, wire shape.
+    pub result: Value,
+    pub recorded_at_ms: i64,
+}
+
+/// An entry of the request-id index.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestEntry {
+    pub scope: Scope,
+    pub request_id: String,
+    pub tool: String,
+    pub params_digest: String,
+    pub recorded_at_ms: i64,
+}
+
+/// What [`Store::remember_request`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RequestCheck {
+    /// First time this request id is seen in its scope; now remembered.
+    New,
+    /// The same request id with the same tool and params digest (a retry); untouched.
+    Repeat(RequestEntry),
+    /// The same request id with a different tool or params digest: `idempotency_conflict`.
+    /// The existing entry is untouched.
+    Conflict(RequestEntry),
+}
+
+/// Retention of replay data: rows younger than `min_age_ms` and the `keep_at_least` most
+/// recent rows are always kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention {
+    pub min_age_ms: i64,
+    pub keep_at_least: usize,
+}
+
+impl Default for Retention {
+    /// §10.3: at least 24 hours and at least the 128 most recent entries.
+    fn default() -> Retention {
+        Retention {
+            min_age_ms: 24 * 60 * 60 * 1000,
+            keep_at_least: 128,
+        }
+    }
+}
+
+impl Retention {
+    /// Never below the §10.3 minimum.
+    fn floor(self) -> Retention {
+        let min = Retention::default();
+        Retention {
+            min_age_ms: self.min_age_ms.max(min.min_age_ms),
+            keep_at_least: self.keep_at_least.max(min.keep_at_least),
+        }
+    }
+}
+
+/// What a prune removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PruneReport {
+    pub final_results: usize,
+    pub request_ids: usize,
+}
+
+fn final_from_row(row: &Row<'_>) -> Result<FinalResult> {
+    const OP: &str = "final_results.read";
+    let identity = IdentityKey {
+        runtime: col(row, "runtime", OP)?,
+        runtime_session_id: col(row, "runtime_session_id", OP)?,
+        tool: col(row, "tool", OP)?,
+        params_digest: col(row, "params_digest", OP)?,
+        idempotency_key: col(row, "idempotency_key", OP)?,
+    };
+    let text: String = col(row, "result_json", OP)?;
+    let result = parse_json(&text, OP, &identity.describe())?;
+    Ok(FinalResult {
+        request_id: col(row, "request_id", OP)?,
+        result,
+        recorded_at_ms: col(row, "recorded_at_ms", OP)?,
+        identity,
+    })
+}
+
+pub(crate) fn find_final_in(
+    conn: &Connection,
+    identity: &IdentityKey,
+) -> Result<Option<FinalResult>> {
+    const OP: &str = "final_results.find";
+    let mut stmt = conn
+        .prepare(
+            "SELECT runtime, runtime_session_id, tool, params_digest, idempotency_key, \
+             request_id, result_json, recorded_at_ms FROM final_results \
+             WHERE runtime = ?1 AND runtime_session_id = ?2 AND tool = ?3 \
+             AND params_digest = ?4 AND idempotency_key = ?5",
+        )
+        .ctx(OP, &identity.describe())?;
+    let mut rows = stmt
+        .query(params![
+            identity.runtime,
+            identity.runtime_session_id,
+            identity.tool,
+            identity.params_digest,
+            identity.idempotency_key,
+        ])
+        .ctx(OP, &identity.describe())?;
+    match rows.next().ctx(OP, &identity.describe())? {
+        Some(row) => Ok(Some(final_from_row(row)?)),
+        None => Ok(None),
+    }
+}
+
+/// Inserts a final result unless one is already recorded under the key (the first final
+/// result wins); returns the stored one.
+pub(crate) fn record_final_in(
+    conn: &Connection,
+    identity: &IdentityKey,
+    request_id: &str,
+    result: &Value,
+    now_ms: i64,
+) -> Result<FinalResult> {
+    const OP: &str = "final_results.record";
+    identity.check()?;
+    conn.execute(
+        "INSERT INTO final_results (runtime, runtime_session_id, tool, params_digest, \
+         idempotency_key, request_id, result_json, recorded_at_ms) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT DO NOTHING",
+        params![
+            identity.runtime,
+            identity.runtime_session_id,
+            identity.tool,
+            identity.params_digest,
+            identity.idempotency_key,
+            request_id,
+            to_json(result),
+            now_ms,
+        ],
+    )
+    .ctx(OP, &identity.describe())?;
+    find_final_in(conn, identity)?.ok_or_else(|| StoreError::NotFound {
+        table: "final_results",
+        id: identity.describe(),
+    })
+}
+
+fn request_from_row(row: &Row<'_>) -> Result<RequestEntry> {
+    const OP: &str = "request_ids.read";
+    Ok(RequestEntry {
+        scope: Scope {
+            runtime: col(row, "runtime", OP)?,
+            runtime_session_id: col(row, "runtime_session_id", OP)?,
+        },
+        request_id: col(row, "request_id", OP)?,
+        tool: col(row, "tool", OP)?,
+        params_digest: col(row, "params_digest", OP)?,
+        recorded_at_ms: col(row, "recorded_at_ms", OP)?,
+    })
+}
+
+fn find_request_in(
+    conn: &Connection,
+    scope: &Scope,
+    request_id: &str,
+) -> Result<Option<RequestEntry>> {
+    const OP: &str = "request_ids.find";
+    conn.query_row(
+        "SELECT runtime, runtime_session_id, request_id, tool, params_digest, recorded_at_ms \
+         FROM request_ids WHERE runtime = ?1 AND runtime_session_id = ?2 AND request_id = ?3",
+        params![scope.runtime, scope.runtime_session_id, request_id],
+        |row| Ok(request_from_row(row)),
+    )
+    .optional()
+    .ctx(OP, request_id)?
+    .transpose()
+}
+
+fn prune_table(conn: &Connection, table: &'static str, cutoff: i64, keep: i64) -> Result<usize> {
+    let sql = format!(
+        "DELETE FROM {table} WHERE recorded_at_ms < ?1 AND rowid NOT IN \
+         (SELECT rowid FROM {table} ORDER BY recorded_at_ms DESC, rowid DESC LIMIT ?2)"
+    );
+    conn.execute(&sql, params![cutoff, keep])
+        .ctx("replay.prune", table)
+}
+
+impl Store {
+    /// Records the final result of a mutating request under its identity key (§10.3). The first
+    /// final result recorded under a key wins; later calls return the stored one unchanged.
+    pub fn record_final(
+        &self,
+        identity: &IdentityKey,
+        request_id: &str,
+        result: &Value,
+        now_ms: i64,
+    ) -> Result<FinalResult> {
+        self.write("final_results.record", &identity.describe(), |tx| {
+            record_final_in(tx, identity, request_id, result, now_ms)
+        })
+    }
+
+    /// The final result recorded under the key, if any (step 3, replay).
+    pub fn find_final(&self, identity: &IdentityKey) -> Result<Option<FinalResult>> {
+        find_final_in(&self.conn(), identity)
+    }
+
+    /// Remembers that `request_id` named (`tool`, `params_digest`) in `scope`, atomically
+    /// reporting an earlier entry: the same pair is a [`RequestCheck::Repeat`], a different one
+    /// an [`RequestCheck::Conflict`] (`idempotency_conflict`; the entry is not changed).
+    pub fn remember_request(
+        &self,
+        scope: &Scope,
+        request_id: &str,
+        tool: &str,
+        params_digest: &str,
+        now_ms: i64,
+    ) -> Result<RequestCheck> {
+        const OP: &str = "request_ids.remember";
+        check_digest(params_digest)?;
+        if request_id.is_empty() {
+            return Err(StoreError::Invalid {
+                what: "request_id",
+                detail: "empty".to_owned(),
+            });
+        }
+        self.write(OP, request_id, |tx| {
+            if let Some(entry) = find_request_in(tx, scope, request_id)? {
+                return Ok(
+                    if entry.tool == tool && entry.params_digest == params_digest {
+                        RequestCheck::Repeat(entry)
+                    } else {
+                        RequestCheck::Conflict(entry)
+                    },
+                );
+            }
+            tx.execute(
+                "INSERT INTO request_ids (runtime, runtime_session_id, request_id, tool, \
+                 params_digest, recorded_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![
+                    scope.runtime,
+                    scope.runtime_session_id,
+                    request_id,
+                    tool,
+                    params_digest,
+                    now_ms
+                ],
+            )
+            .ctx(OP, request_id)?;
+            Ok(RequestCheck::New)
+        })
+    }
+
+    /// The request-id index entry, if any.
+    pub fn find_request(&self, scope: &Scope, request_id: &str) -> Result<Option<RequestEntry>> {
+        find_request_in(&self.conn(), scope, request_id)
+    }
+
+    /// Drops replay data older than the retention window beyond the most recent entries, in
+    /// both the final results and the request-id index. The policy is never weaker than
+    /// [`Retention::default`] (24 h, 128 entries).
+    pub fn prune_replay(&self, now_ms: i64, retention: Retention) -> Result<PruneReport> {
+        let retention = retention.floor();
+        let cutoff = now_ms.saturating_sub(retention.min_age_ms);
+        let keep = sql_limit(retention.keep_at_least);
+        self.write("replay.prune", "", |tx| {
+            Ok(PruneReport {
+                final_results: prune_table(tx, "final_results", cutoff, keep)?,
+                request_ids: prune_table(tx, "request_ids", cutoff, keep)?,
+            })
+        })
+    }
+
+    /// How many final results are stored (diagnostics, tests).
+    pub fn count_final_results(&self) -> Result<usize> {
+        self.conn()
+            .query_row("SELECT COUNT(*) FROM final_results", [], |row| {
+                row.get::<_, i64>(0)
+            })
+            .map(|n| usize::try_from(n).unwrap_or(0))
+            .ctx("final_results.count", "")
+    }
+}

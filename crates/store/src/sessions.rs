@@ -1,0 +1,303 @@
+//! Phone sessions (`runtime-protocol.md` §2.2).
+
+use rusqlite::{OptionalExtension, Row, params};
+use serde::{Deserialize, Serialize};
+
+use crate::Store;
+use crate::error::{Result, SqlContext, StoreError};
+use crate::wire::{Autonomy, col, parse_enum, sql_limit, wire_enum};
+
+wire_enum!(
+    /// Phone session status.
+    SessionStatus {
+        Created = "created",
+        WaitingForRuntime = "waiting_for_runtime",
+        Running = "running",
+        WaitingForConfirmation = "waiting_for_confirmation",
+        Completed = "completed",
+        Failed = "failed",
+    }
+);
+
+impl SessionStatus {
+    /// Not yet `completed` or `failed`.
+    pub fn is_active(self) -> bool {
+        match self {
+            SessionStatus::Created
+            | SessionStatus::WaitingForRuntime
+            | SessionStatus::Running
+            | SessionStatus::WaitingForConfirmation => true,
+            SessionStatus::Completed | SessionStatus::Failed => false,
+        }
+    }
+}
+
+/// At least this many of the most recent phone sessions survive [`Store::prune_sessions`].
+pub const MIN_SESSIONS_RETAINED: usize = 200;
+
+/// A stored phone session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PhoneSession {
+    /// `phone-sess-<uuid>`.
+    pub phone_session_id: String,
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
+    /// Normalised runtime id.
+    pub runtime_kind: String,
+    /// As returned by the adapter; empty until known.
+    pub runtime_session_id: String,
+    /// `attn-<uuid>`.
+    pub attention_id: String,
+    /// Normalised entry point (`chat`, `volume_voice`, …).
+    pub source: String,
+    pub autonomy: Autonomy,
+    pub summary: String,
+    pub status: SessionStatus,
+    /// `phone-session:<phone_session_id>`.
+    pub audit_log_id: String,
+    /// Why the session failed (e.g. the runtime disconnected), when it did.
+    pub failure_reason: Option<String>,
+}
+
+/// What the caller supplies to create a session; it starts in `created`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NewPhoneSession {
+    pub phone_session_id: String,
+    pub runtime_kind: String,
+    pub runtime_session_id: String,
+    pub attention_id: String,
+    pub source: String,
+    pub autonomy: Autonomy,
+    pub summary: String,
+}
+
+/// Filters for [`Store::list_sessions`]; newest first.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SessionFilter {
+    pub runtime: Option<String>,
+    pub status: Option<SessionStatus>,
+    /// `None` = no limit.
+    pub limit: Option<usize>,
+}
+
+const COLUMNS: &str = "phone_session_id, created_at_ms, updated_at_ms, runtime_kind, \
+    runtime_session_id, attention_id, source, autonomy, summary, status, audit_log_id, \
+    failure_reason";
+
+fn from_row(row: &Row<'_>) -> Result<PhoneSession> {
+    const OP: &str = "phone_sessions.read";
+    let id: String = col(row, "phone_session_id", OP)?;
+    let autonomy: String = col(row, "autonomy", OP)?;
+    let status: String = col(row, "status", OP)?;
+    Ok(PhoneSession {
+        created_at_ms: col(row, "created_at_ms", OP)?,
+        updated_at_ms: col(row, "updated_at_ms", OP)?,
+        runtime_kind: col(row, "runtime_kind", OP)?,
+        runtime_session_id: col(row, "runtime_session_id", OP)?,
+        attention_id: col(row, "attention_id", OP)?,
+        source: col(row, "source", OP)?,
+        autonomy: parse_enum(Autonomy::parse, &autonomy, OP, &id)?,
+        summary: col(row, "summary", OP)?,
+        status: parse_enum(SessionStatus::parse, &status, OP, &id)?,
+        audit_log_id: col(row, "audit_log_id", OP)?,
+        failure_reason: col(row, "failure_reason", OP)?,
+        phone_session_id: id,
+    })
+}
+
+fn get_in(conn: &rusqlite::Connection, id: &str) -> Result<Option<PhoneSession>> {
+    let sql = format!("SELECT {COLUMNS} FROM phone_sessions WHERE phone_session_id = ?1");
+    let mut stmt = conn.prepare(&sql).ctx("phone_sessions.get", id)?;
+    let mut rows = stmt.query([id]).ctx("phone_sessions.get", id)?;
+    match rows.next().ctx("phone_sessions.get", id)? {
+        Some(row) => Ok(Some(from_row(row)?)),
+        None => Ok(None),
+    }
+}
+
+fn require(conn: &rusqlite::Connection, id: &str) -> Result<PhoneSession> {
+    get_in(conn, id)?.ok_or_else(|| StoreError::NotFound {
+        table: "phone_sessions",
+        id: id.to_owned(),
+    })
+}
+
+impl Store {
+    /// Creates a phone session in status `created` with `audit_log_id =
+    /// phone-session:<phone_session_id>`. Fails with [`StoreError::AlreadyExists`] on a
+    /// duplicate id.
+    pub fn create_session(&self, new: &NewPhoneSession, now_ms: i64) -> Result<PhoneSession> {
+        let id = new.phone_session_id.as_str();
+        self.write("phone_sessions.create", id, |tx| {
+            let exists = tx
+                .query_row(
+                    "SELECT 1 FROM phone_sessions WHERE phone_session_id = ?1",
+                    [id],
+                    |_| Ok(()),
+                )
+                .optional()
+                .ctx("phone_sessions.create", id)?;
+            if exists.is_some() {
+                return Err(StoreError::AlreadyExists {
+                    table: "phone_sessions",
+                    id: id.to_owned(),
+                });
+            }
+            tx.execute(
+                "INSERT INTO phone_sessions (phone_session_id, created_at_ms, updated_at_ms, \
+                 runtime_kind, runtime_session_id, attention_id, source, autonomy, summary, \
+                 status, audit_log_id, failure_reason) \
+                 VALUES (?1, ?2, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, NULL)",
+                params![
+                    id,
+                    now_ms,
+                    new.runtime_kind,
+                    new.runtime_session_id,
+                    new.attention_id,
+                    new.source,
+                    new.autonomy.as_str(),
+                    new.summary,
+                    SessionStatus::Created.as_str(),
+                    format!("phone-session:{id}"),
+                ],
+            )
+            .ctx("phone_sessions.create", id)?;
+            require(tx, id)
+        })
+    }
+
+    /// One session, if it exists.
+    pub fn get_session(&self, phone_session_id: &str) -> Result<Option<PhoneSession>> {
+        get_in(&self.conn(), phone_session_id)
+    }
+
+    /// Sets the status (and the failure reason: `Some` sets it, `None` clears it).
+    pub fn update_session_status(
+        &self,
+        phone_session_id: &str,
+        status: SessionStatus,
+        failure_reason: Option<&str>,
+        now_ms: i64,
+    ) -> Result<PhoneSession> {
+        let id = phone_session_id;
+        self.write("phone_sessions.update_status", id, |tx| {
+            let n = tx
+                .execute(
+                    "UPDATE phone_sessions SET status = ?2, failure_reason = ?3, \
+                     updated_at_ms = ?4 WHERE phone_session_id = ?1",
+                    params![id, status.as_str(), failure_reason, now_ms],
+                )
+                .ctx("phone_sessions.update_status", id)?;
+            if n == 0 {
+                return Err(StoreError::NotFound {
+                    table: "phone_sessions",
+                    id: id.to_owned(),
+                });
+            }
+            require(tx, id)
+        })
+    }
+
+    /// Records the runtime session key once the adapter knows it.
+    pub fn set_session_runtime_session_id(
+        &self,
+        phone_session_id: &str,
+        runtime_session_id: &str,
+        now_ms: i64,
+    ) -> Result<PhoneSession> {
+        let id = phone_session_id;
+        self.write("phone_sessions.set_runtime_session_id", id, |tx| {
+            let n = tx
+                .execute(
+                    "UPDATE phone_sessions SET runtime_session_id = ?2, updated_at_ms = ?3 \
+                     WHERE phone_session_id = ?1",
+                    params![id, runtime_session_id, now_ms],
+                )
+                .ctx("phone_sessions.set_runtime_session_id", id)?;
+            if n == 0 {
+                return Err(StoreError::NotFound {
+                    table: "phone_sessions",
+                    id: id.to_owned(),
+                });
+            }
+            require(tx, id)
+        })
+    }
+
+    /// Sessions matching the filter, newest first (`created_at_ms` descending).
+    pub fn list_sessions(&self, filter: &SessionFilter) -> Result<Vec<PhoneSession>> {
+        const OP: &str = "phone_sessions.list";
+        let sql = format!(
+            "SELECT {COLUMNS} FROM phone_sessions \
+             WHERE (?1 IS NULL OR runtime_kind = ?1) AND (?2 IS NULL OR status = ?2) \
+             ORDER BY created_at_ms DESC, rowid DESC LIMIT ?3"
+        );
+        let conn = self.conn();
+        let mut stmt = conn.prepare(&sql).ctx(OP, "")?;
+        let mut rows = stmt
+            .query(params![
+                filter.runtime,
+                filter.status.map(SessionStatus::as_str),
+                filter.limit.map_or(-1, sql_limit),
+            ])
+            .ctx(OP, "")?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().ctx(OP, "")? {
+            out.push(from_row(row)?);
+        }
+        Ok(out)
+    }
+
+    /// Marks every active session of `runtime` as `failed` with `reason` (runtime disconnect,
+    /// §2.3) and returns them.
+    pub fn fail_active_sessions(
+        &self,
+        runtime: &str,
+        reason: &str,
+        now_ms: i64,
+    ) -> Result<Vec<PhoneSession>> {
+        const OP: &str = "phone_sessions.fail_active";
+        self.write(OP, runtime, |tx| {
+            let mut ids = Vec::new();
+            {
+                let mut stmt = tx
+                    .prepare(
+                        "SELECT phone_session_id FROM phone_sessions WHERE runtime_kind = ?1 \
+                         AND status NOT IN ('completed', 'failed') ORDER BY created_at_ms",
+                    )
+                    .ctx(OP, runtime)?;
+                let rows = stmt
+                    .query_map([runtime], |row| row.get::<_, String>(0))
+                    .ctx(OP, runtime)?;
+                for id in rows {
+                    ids.push(id.ctx(OP, runtime)?);
+                }
+            }
+            let mut out = Vec::with_capacity(ids.len());
+            for id in ids {
+                tx.execute(
+                    "UPDATE phone_sessions SET status = 'failed', failure_reason = ?2, \
+                     updated_at_ms = ?3 WHERE phone_session_id = ?1",
+                    params![id, reason, now_ms],
+                )
+                .ctx(OP, &id)?;
+                out.push(require(tx, &id)?);
+            }
+            Ok(out)
+        })
+    }
+
+    /// Drops the oldest sessions beyond the `keep` most recent; `keep` is raised to at least
+    /// [`MIN_SESSIONS_RETAINED`]. Returns how many were deleted.
+    pub fn prune_sessions(&self, keep: usize) -> Result<usize> {
+        let keep = keep.max(MIN_SESSIONS_RETAINED);
+        self.write("phone_sessions.prune", "", |tx| {
+            tx.execute(
+                "DELETE FROM phone_sessions WHERE rowid NOT IN (SELECT rowid FROM \
+                 phone_sessions ORDER BY created_at_ms DESC, rowid DESC LIMIT ?1)",
+                [sql_limit(keep)],
+            )
+            .ctx("phone_sessions.prune", "")
+        })
+    }
+}

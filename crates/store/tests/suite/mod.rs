@@ -1,0 +1,10 @@
+mod approvals_settings;
+mod audit;
+mod confirmations;
+mod lock;
+mod memory;
+mod migrations;
+mod replay;
+mod sessions;
+mod support;
+mod watchers;

@@ -5,6 +5,8 @@
 //! work; every command added here keeps the same conventions: `--json` where a machine reads
 //! the output, exit code 0 for success, 1 when the thing checked is bad, 2 for unusable input.
 
+mod audit_cmd;
+mod data_dir;
 mod protocol_cmd;
 
 use std::process::ExitCode;
@@ -24,6 +26,9 @@ enum Command {
     /// Inspect and check the protocol manifests, hash params, validate tool params (offline).
     #[command(subcommand)]
     Protocol(protocol_cmd::ProtocolCommand),
+    /// Verify or export the hash-chained audit log of a data directory (offline).
+    #[command(subcommand)]
+    Audit(audit_cmd::AuditCommand),
     /// Print version information, including the supported runtime-protocol range.
     Info {
         /// Print JSON instead of text.
@@ -36,6 +41,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Protocol(cmd) => protocol_cmd::run(cmd),
+        Command::Audit(cmd) => audit_cmd::run(cmd),
         Command::Info { json } => info(json),
     };
     match outcome {

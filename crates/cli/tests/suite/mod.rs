@@ -1,2 +1,3 @@
+mod audit;
 mod protocol;
 mod support;

@@ -1,0 +1,23 @@
+//! The trusted core of the OpenPhone runtime.
+//!
+//! [`ToolBridge`] is the one path by which any runtime touches the phone:
+//! validate → decide → replay → confirm → execute → record. Around it: request normalisation
+//! ([`request`]), the confirmation summary ([`summary`]), the runtime-owned services
+//! ([`services`]) and the [`EventBus`] that transports subscribe to.
+//!
+//! **Architecture Invariant:** nothing outside this crate calls a mutating device method; a
+//! confirmation can only be resolved with an [`Operator`], which only an operator credential
+//! yields.
+
+pub mod bridge;
+pub mod events;
+pub mod request;
+pub mod services;
+pub mod summary;
+
+pub use bridge::{
+    BridgeConfig, BridgeError, ConfirmDecision, MAX_PENDING_PER_RUNTIME, Operator, RecoveryReport,
+    ToolBridge, waiting_on,
+};
+pub use events::{Audience, Event, EventBus, UnknownEvent};
+pub use request::{NormalizedRequest, normalize};

@@ -1,0 +1,139 @@
+//! Runtime-owned commands: the ones the daemon serves itself (`executor: "runtime"` in the
+//! manifest). Memory and watchers are stored durably; background jobs arrive with their own
+//! layer, so until then the bridge reports them as unsupported (policy layer 3) rather than
+//! pretending to run them.
+
+use openphone_policy::Caller;
+use openphone_store::{NewMemory, NewWatcher, Store, WatcherSelector};
+use serde_json::{Value, json};
+
+use openphone_device::DeviceError;
+
+/// Whether this daemon serves the runtime-owned command `name`.
+pub fn serves(name: &str) -> bool {
+    matches!(
+        name,
+        "openphone.memory.search"
+            | "openphone.memory.save"
+            | "openphone.watchers.list"
+            | "openphone.watchers.create"
+            | "openphone.watchers.stop"
+    )
+}
+
+fn invalid(field: &str, message: &str) -> DeviceError {
+    DeviceError::InvalidInput {
+        field: field.to_owned(),
+        message: message.to_owned(),
+    }
+}
+
+fn internal(e: impl std::fmt::Display) -> DeviceError {
+    DeviceError::Internal {
+        message: e.to_string(),
+    }
+}
+
+fn limit(params: &Value, default: usize, max: usize) -> Result<usize, DeviceError> {
+    match params.get("limit").and_then(Value::as_i64) {
+        None => Ok(default),
+        Some(n) if n >= 1 => Ok(usize::try_from(n).unwrap_or(max).min(max)),
+        Some(_) => Err(invalid("limit", "must be at least 1")),
+    }
+}
+
+fn text<'a>(params: &'a Value, key: &str) -> Option<&'a str> {
+    params
+        .get(key)
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+}
+
+/// Executes a runtime-owned command (params already validated against the manifest).
+pub fn execute(
+    store: &Store,
+    caller: &Caller,
+    name: &str,
+    params: &Value,
+    now_ms: i64,
+) -> Result<Value, DeviceError> {
+    match name {
+        "openphone.memory.search" => {
+            let hits = store
+                .search_memory(text(params, "query"), limit(params, 10, 50)?)
+                .map_err(internal)?;
+            Ok(json!({ "memories": hits, "count": hits.len() }))
+        }
+        "openphone.memory.save" => {
+            let body = text(params, "text").ok_or_else(|| invalid("text", "must not be empty"))?;
+            let kind = text(params, "type").unwrap_or("fact");
+            if !matches!(kind, "fact" | "preference" | "standing_instruction") {
+                return Err(invalid(
+                    "type",
+                    "must be fact, preference or standing_instruction",
+                ));
+            }
+            let confidence = params.get("confidence").and_then(Value::as_f64);
+            if confidence.is_some_and(|c| !(0.0..=1.0).contains(&c)) {
+                return Err(invalid("confidence", "must be between 0 and 1"));
+            }
+            let saved = store
+                .save_memory(
+                    &NewMemory {
+                        text: body.to_owned(),
+                        kind: kind.to_owned(),
+                        subject: text(params, "subject").unwrap_or_default().to_owned(),
+                        confidence,
+                    },
+                    now_ms,
+                )
+                .map_err(internal)?;
+            Ok(json!({ "saved": true, "memory": saved }))
+        }
+        "openphone.watchers.list" => {
+            let watchers = store
+                .list_watchers(text(params, "query"), Some(limit(params, 20, 100)?))
+                .map_err(internal)?;
+            Ok(json!({ "watchers": watchers, "count": watchers.len() }))
+        }
+        "openphone.watchers.create" => {
+            text(params, "title").ok_or_else(|| invalid("title", "must not be empty"))?;
+            let mut stored = params.clone();
+            if let Value::Object(map) = &mut stored {
+                map.retain(|k, _| !k.starts_with('_'));
+            }
+            let watcher = store
+                .create_watcher(
+                    &NewWatcher {
+                        runtime: caller.runtime.clone(),
+                        params: stored,
+                    },
+                    now_ms,
+                )
+                .map_err(internal)?;
+            Ok(json!({ "created": true, "watcher": watcher }))
+        }
+        "openphone.watchers.stop" => {
+            let all = params.get("all").and_then(Value::as_bool) == Some(true)
+                || text(params, "scope") == Some("all");
+            let selector = if all {
+                WatcherSelector::All
+            } else if let Some(id) = params.get("watcher_id").and_then(Value::as_i64) {
+                WatcherSelector::Id(id)
+            } else if let Some(q) = text(params, "query") {
+                WatcherSelector::Query(q.to_owned())
+            } else {
+                return Err(invalid(
+                    "watcher_id",
+                    "name a watcher_id, a query, or all: true",
+                ));
+            };
+            let stopped = store.stop_watchers(&selector, now_ms).map_err(internal)?;
+            Ok(json!({ "stopped": stopped.len(), "watchers": stopped }))
+        }
+        other => Err(DeviceError::UnsupportedTool {
+            tool: other.to_owned(),
+        }),
+    }
+}

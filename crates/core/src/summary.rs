@@ -1,0 +1,90 @@
+//! The one-line confirmation summary (`runtime-protocol.md` §10.1):
+//! `<tool>: <reason> (<key>=<value>; …)`, params in key order without `reason` and `_`-keys,
+//! each value cut to 48 characters, the parameter part to about 180, the whole to 220.
+
+use openphone_protocol::limits::CONFIRMATION_SUMMARY_CHARS;
+use serde_json::Value;
+
+const VALUE_CHARS: usize = 48;
+const PARAMS_CHARS: usize = 180;
+
+/// Cuts `s` to at most `max` characters, ending with `…` when cut.
+pub fn cut(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_owned();
+    }
+    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// Builds the summary of a request to run `tool` with `params` for `reason`.
+pub fn summary(tool: &str, reason: &str, params: &Value) -> String {
+    let mut parts = Vec::new();
+    if let Value::Object(map) = params {
+        let mut keys: Vec<&String> = map
+            .keys()
+            .filter(|k| k.as_str() != "reason" && !k.starts_with('_'))
+            .collect();
+        keys.sort_unstable();
+        for key in keys {
+            let value = match &map[key] {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            parts.push(format!("{key}={}", cut(&value, VALUE_CHARS)));
+        }
+    }
+    let mut text = format!("{tool}: {}", reason.trim());
+    if !parts.is_empty() {
+        text.push_str(&format!(" ({})", cut(&parts.join("; "), PARAMS_CHARS)));
+    }
+    cut(&text, CONFIRMATION_SUMMARY_CHARS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn lists_params_in_key_order_skipping_reason_and_reserved_keys() {
+        let s = summary(
+            "openphone.messages.send",
+            "reply to Sam",
+            &json!({"to": "+1555", "body": "On my way — 5 min 🚗", "reason": "x", "_runtime": "y"}),
+        );
+        assert_eq!(
+            s,
+            "openphone.messages.send: reply to Sam (body=On my way — 5 min 🚗; to=+1555)"
+        );
+    }
+
+    #[test]
+    fn long_values_and_whole_summary_are_cut() {
+        let s = summary(
+            "openphone.ui.type_text",
+            "type",
+            &json!({"text": "é".repeat(100)}),
+        );
+        assert!(s.contains(&format!("text={}…", "é".repeat(47))), "{s}");
+        let many: serde_json::Map<String, Value> = (0..40)
+            .map(|i| (format!("k{i:02}"), json!("v".repeat(40))))
+            .collect();
+        let s = summary(
+            "openphone.watchers.create",
+            &"r".repeat(300),
+            &Value::Object(many),
+        );
+        assert_eq!(s.chars().count(), 220);
+        assert!(s.ends_with('…'));
+    }
+
+    #[test]
+    fn no_params_no_parentheses() {
+        assert_eq!(
+            summary("openphone.clipboard.paste", "paste it", &json!({})),
+            "openphone.clipboard.paste: paste it"
+        );
+    }
+}

@@ -1,0 +1,6 @@
+mod audit;
+mod autonomy;
+mod confirmations;
+mod crash;
+mod services;
+mod support;

@@ -12,6 +12,7 @@
 pub mod bridge;
 pub mod events;
 pub mod request;
+pub mod runtimes;
 pub mod services;
 pub mod summary;
 
@@ -21,3 +22,7 @@ pub use bridge::{
 };
 pub use events::{Audience, Event, EventBus, UnknownEvent};
 pub use request::{NormalizedRequest, normalize};
+pub use runtimes::{
+    AttentionAccepted, AttentionRequest, Presence, RuntimeConfigError, RuntimeEntry, RuntimeError,
+    RuntimeKind, RuntimeManager, RuntimeMessage, RuntimeStatus, RuntimesConfig, Source, Surface,
+};

@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 use openphone_clock::{Clock, ManualClock};
+use openphone_protocol::Registry;
 use serde_json::{Map, Value};
 
 use crate::params::Params;
@@ -37,75 +38,65 @@ pub const PLATFORM: &str = "simulated";
 /// Most action-log entries kept (the oldest are dropped first).
 pub const ACTION_LOG_LIMIT: usize = 10_000;
 
-/// (canonical name, mutating, handler) for every command the simulated phone implements.
-/// Whether a command is mutating is the manifest's decision; a test checks this table
-/// against it.
-const COMMANDS: &[(&str, bool, Handler)] = &[
-    ("openphone.device.status", false, commands::device_status),
-    ("openphone.apps.search", false, commands::apps_search),
-    ("openphone.screen.get", false, commands::screen_get),
+/// (canonical name, handler) for every command the simulated phone implements. Whether a
+/// command changes state is read from the manifest (`mutating`), never decided here.
+const COMMANDS: &[(&str, Handler)] = &[
+    ("openphone.device.status", commands::device_status),
+    ("openphone.apps.search", commands::apps_search),
+    ("openphone.screen.get", commands::screen_get),
     (
         "openphone.screen.understand_local",
-        false,
         commands::screen_understand,
     ),
-    (
-        "openphone.notifications.list",
-        false,
-        commands::notifications_list,
-    ),
+    ("openphone.notifications.list", commands::notifications_list),
     (
         "openphone.notifications.search",
-        false,
         commands::notifications_search,
     ),
-    (
-        "openphone.notifications.open",
-        true,
-        commands::notifications_open,
-    ),
-    (
-        "openphone.contacts.search",
-        false,
-        commands::contacts_search,
-    ),
-    (
-        "openphone.calendar.search",
-        false,
-        commands::calendar_search,
-    ),
-    ("openphone.calendar.add", true, commands::calendar_add),
-    ("openphone.calendar.update", true, commands::calendar_update),
-    ("openphone.calendar.delete", true, commands::calendar_delete),
-    (
-        "openphone.messages.search",
-        false,
-        commands::messages_search,
-    ),
-    ("openphone.messages.draft", true, commands::messages_draft),
-    ("openphone.messages.send", true, commands::messages_send),
-    ("openphone.calls.search", false, commands::calls_search),
-    ("openphone.calls.place", true, commands::calls_place),
-    ("openphone.app.open", true, commands::app_open),
-    ("openphone.url.open", true, commands::url_open),
-    ("openphone.ui.tap", true, commands::ui_tap),
-    ("openphone.ui.tap_element", true, commands::ui_tap_element),
-    ("openphone.ui.long_press", true, commands::ui_long_press),
+    ("openphone.notifications.open", commands::notifications_open),
+    ("openphone.contacts.search", commands::contacts_search),
+    ("openphone.calendar.search", commands::calendar_search),
+    ("openphone.calendar.add", commands::calendar_add),
+    ("openphone.calendar.update", commands::calendar_update),
+    ("openphone.calendar.delete", commands::calendar_delete),
+    ("openphone.messages.search", commands::messages_search),
+    ("openphone.messages.draft", commands::messages_draft),
+    ("openphone.messages.send", commands::messages_send),
+    ("openphone.calls.search", commands::calls_search),
+    ("openphone.calls.place", commands::calls_place),
+    ("openphone.app.open", commands::app_open),
+    ("openphone.url.open", commands::url_open),
+    ("openphone.ui.tap", commands::ui_tap),
+    ("openphone.ui.tap_element", commands::ui_tap_element),
+    ("openphone.ui.long_press", commands::ui_long_press),
     (
         "openphone.ui.long_press_element",
-        true,
         commands::ui_long_press_element,
     ),
-    ("openphone.ui.swipe", true, commands::ui_swipe),
-    ("openphone.ui.type_text", true, commands::ui_type_text),
-    ("openphone.input.press_key", true, commands::press_key),
-    ("openphone.clipboard.set", true, commands::clipboard_set),
-    ("openphone.clipboard.paste", true, commands::clipboard_paste),
-    ("openphone.share.text", true, commands::share_text),
+    ("openphone.ui.swipe", commands::ui_swipe),
+    ("openphone.ui.type_text", commands::ui_type_text),
+    ("openphone.input.press_key", commands::press_key),
+    ("openphone.clipboard.set", commands::clipboard_set),
+    ("openphone.clipboard.paste", commands::clipboard_paste),
+    ("openphone.share.text", commands::share_text),
 ];
 
-fn command(tool: &str) -> Option<&'static (&'static str, bool, Handler)> {
-    COMMANDS.iter().find(|(name, _, _)| *name == tool)
+fn command(tool: &str) -> Option<&'static (&'static str, Handler)> {
+    COMMANDS.iter().find(|(name, _)| *name == tool)
+}
+
+/// Whether a command changes state, as the command manifest says (the phone keeps no list of
+/// its own).
+fn manifest_mutating(tool: &str) -> Result<bool, DeviceError> {
+    let registry = Registry::embedded().map_err(|e| DeviceError::Internal {
+        message: format!("the command manifest did not load: {e}"),
+    })?;
+    registry
+        .resolve(tool)
+        .map(|c| c.mutating)
+        .ok_or_else(|| DeviceError::UnsupportedTool {
+            tool: tool.to_owned(),
+        })
 }
 
 /// A simulated Android phone with real state: apps and screens, contacts, calendar,
@@ -181,12 +172,13 @@ impl SimPhone {
 
     /// The canonical names of the commands this phone implements.
     pub fn tools() -> impl Iterator<Item = &'static str> {
-        COMMANDS.iter().map(|(name, _, _)| *name)
+        COMMANDS.iter().map(|(name, _)| *name)
     }
 
-    /// Whether the simulated phone treats `tool` as state-changing (logged, transactional).
+    /// Whether the simulated phone treats `tool` as state-changing (logged, transactional):
+    /// exactly the manifest's `mutating` flag.
     pub fn is_mutating(tool: &str) -> Option<bool> {
-        command(tool).map(|(_, mutating, _)| *mutating)
+        command(tool).and_then(|(name, _)| manifest_mutating(name).ok())
     }
 
     fn lock(&self) -> MutexGuard<'_, SimState> {
@@ -199,11 +191,12 @@ impl SimPhone {
 
     /// Runs a command synchronously (what [`PhoneDevice::execute`] does).
     pub fn execute_sync(&self, tool: &str, params: &Value) -> Result<Value, DeviceError> {
-        let Some((name, mutating, handler)) = command(tool) else {
+        let Some((name, handler)) = command(tool) else {
             return Err(DeviceError::UnsupportedTool {
                 tool: tool.to_string(),
             });
         };
+        let mutating = manifest_mutating(name)?;
         if !self.online.load(Ordering::SeqCst) {
             return Err(DeviceError::DeviceOffline {
                 reason: "the simulated phone was switched offline".into(),
@@ -212,7 +205,7 @@ impl SimPhone {
         let params_view = Params::new(params)?;
         let now = self.clock.now_ms();
         let mut guard = self.lock();
-        if !*mutating {
+        if !mutating {
             let mut exec = Exec {
                 st: &mut guard,
                 now,

@@ -142,6 +142,30 @@ pub struct ToolBridge {
     waiters: Mutex<HashMap<String, watch::Sender<Option<ToolResult>>>>,
     /// scope → execution-context (task) id.
     tasks: Mutex<HashMap<String, String>>,
+    /// identity key → the lock held while one request with that identity is replayed,
+    /// confirmed or executed, so two of them never both execute.
+    key_locks: Arc<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>>,
+    /// Serialises expiry, so a confirmation is timed out (and announced) once.
+    expiry: tokio::sync::Mutex<()>,
+}
+
+/// Holds an identity key's lock; drops the map entry when nobody else waits for it.
+struct KeyGuard {
+    guard: Option<tokio::sync::OwnedMutexGuard<()>>,
+    lock: Arc<tokio::sync::Mutex<()>>,
+    map: Arc<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>>,
+    key: String,
+}
+
+impl Drop for KeyGuard {
+    fn drop(&mut self) {
+        let mut map = lock(&self.map);
+        self.guard.take();
+        // Only the map and this guard hold the lock: nobody is waiting.
+        if Arc::strong_count(&self.lock) == 2 {
+            map.remove(&self.key);
+        }
+    }
 }
 
 impl std::fmt::Debug for ToolBridge {
@@ -173,7 +197,41 @@ impl ToolBridge {
             config: RwLock::new(config),
             waiters: Mutex::new(HashMap::new()),
             tasks: Mutex::new(HashMap::new()),
+            key_locks: Arc::new(Mutex::new(HashMap::new())),
+            expiry: tokio::sync::Mutex::new(()),
         }
+    }
+
+    async fn lock_identity(&self, identity: &IdentityKey) -> KeyGuard {
+        let key = identity.describe();
+        let lock = Arc::clone(
+            lock(&self.key_locks)
+                .entry(key.clone())
+                .or_insert_with(|| Arc::new(tokio::sync::Mutex::new(()))),
+        );
+        let guard = Arc::clone(&lock).lock_owned().await;
+        KeyGuard {
+            guard: Some(guard),
+            lock,
+            map: Arc::clone(&self.key_locks),
+            key,
+        }
+    }
+
+    /// A confirmation for this identity that is still waiting or executing.
+    fn live_confirmation(
+        &self,
+        identity: &IdentityKey,
+    ) -> Result<Option<ConfirmationRecord>, StoreError> {
+        if let Some(pending) = self.store.find_pending(identity, self.now())? {
+            return Ok(Some(pending));
+        }
+        let executing = self.store.list_confirmations(&store::ConfirmationFilter {
+            state: Some(store::ConfirmationState::Approved),
+            runtime: Some(identity.runtime.clone()),
+            limit: None,
+        })?;
+        Ok(executing.into_iter().find(|r| r.identity == *identity))
     }
 
     /// The store the bridge records into.
@@ -230,7 +288,9 @@ impl ToolBridge {
     }
 
     /// Waits until the confirmation has a final result (approval and execution, denial or
-    /// expiry) and returns it; `None` when the confirmation is unknown.
+    /// expiry) and returns it; `None` when the confirmation is unknown, or when one that is
+    /// already resolved gets no final result within ten minutes (which only a broken store
+    /// can cause).
     pub async fn wait_final(&self, confirmation_id: &str) -> Option<ToolResult> {
         // Subscribe before reading the store so a resolution in between is not missed.
         let mut rx = {
@@ -240,6 +300,26 @@ impl ToolBridge {
                 .or_insert_with(|| watch::channel(None).0)
                 .subscribe()
         };
+        let outcome = self.wait_loop(confirmation_id, &mut rx).await;
+        drop(rx);
+        let mut waiters = lock(&self.waiters);
+        if waiters
+            .get(confirmation_id)
+            .is_some_and(|tx| tx.receiver_count() == 0)
+        {
+            waiters.remove(confirmation_id);
+        }
+        outcome
+    }
+
+    async fn wait_loop(
+        &self,
+        confirmation_id: &str,
+        rx: &mut watch::Receiver<Option<ToolResult>>,
+    ) -> Option<ToolResult> {
+        const RESOLVED_GRACE: Duration = Duration::from_secs(600);
+        const POLL: Duration = Duration::from_secs(1);
+        let mut resolved_since: Option<std::time::Instant> = None;
         loop {
             let record = match self.store.get_confirmation(confirmation_id) {
                 Ok(Some(r)) => r,
@@ -255,18 +335,28 @@ impl ToolBridge {
             if let Some(result) = rx.borrow_and_update().clone() {
                 return Some(result);
             }
-            let remaining = (record.expires_at_ms - self.now()).max(0);
-            if record.state == store::ConfirmationState::Pending && remaining == 0 {
-                self.expire_due().await;
+            if record.state == store::ConfirmationState::Pending {
+                let remaining = record.expires_at_ms - self.now();
+                if remaining <= 0 {
+                    // Time it out ourselves; if that did not settle it, back off briefly
+                    // rather than spin.
+                    if self.expire_due().await == 0 {
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                    continue;
+                }
+                // Wake on resolution, or at expiry (re-checked at least every second, so a
+                // clock that jumps is noticed).
+                let wait = Duration::from_millis(u64::try_from(remaining).unwrap_or(1)).min(POLL);
+                let _ = tokio::time::timeout(wait, rx.changed()).await;
                 continue;
             }
-            // Wake on resolution, or at expiry to time it out ourselves.
-            let wait = Duration::from_millis(u64::try_from(remaining).unwrap_or(0).max(1));
-            if record.state == store::ConfirmationState::Pending {
-                let _ = tokio::time::timeout(wait, rx.changed()).await;
-            } else if rx.changed().await.is_err() {
+            // Approved and executing (or resolved, result being recorded): wait for it.
+            let since = *resolved_since.get_or_insert_with(std::time::Instant::now);
+            if since.elapsed() > RESOLVED_GRACE {
                 return None;
             }
+            let _ = tokio::time::timeout(POLL, rx.changed()).await;
         }
     }
 
@@ -291,7 +381,7 @@ impl ToolBridge {
         let params_digest = validated.params_digest.clone();
 
         // Step 2 — decide.
-        let session_autonomy = self.session_autonomy(req.phone_session_id.as_deref());
+        let session_autonomy = self.session_autonomy(caller, req.phone_session_id.as_deref());
         let decision = self.decide(caller, command, &req, session_autonomy, &context);
         if let Requirement::Deny {
             code,
@@ -325,6 +415,13 @@ impl ToolBridge {
             &req.idempotency_key,
             &req.request_id,
         );
+        // Held until this request is final, so a second request with the same identity
+        // waits and then finds the recorded result (or the live confirmation).
+        let _identity_guard = if command.mutating {
+            Some(self.lock_identity(&identity).await)
+        } else {
+            None
+        };
         if command.mutating {
             let scope = Scope::new(runtime.clone(), &req.runtime_session_id);
             match self.store.remember_request(
@@ -361,20 +458,50 @@ impl ToolBridge {
             }
             match self.store.find_final(&identity) {
                 Ok(Some(recorded)) => {
-                    if let Some(stored) = parse_result(&recorded.result) {
-                        let result = stored.readdressed(&runtime, &req.request_id);
-                        self.audit_request(
-                            caller,
-                            &req,
-                            Some(command),
-                            Some(&decision),
-                            Some((None, store::AuditConfirmation::Replayed)),
-                            &result,
-                            None,
-                            started,
-                        );
-                        return result;
-                    }
+                    let Some(stored) = parse_result(&recorded.result) else {
+                        let e = format!("unreadable recorded result for {}", identity.describe());
+                        return self.internal_error(caller, &req, command, &decision, e, started);
+                    };
+                    let result = stored.readdressed(&runtime, &req.request_id);
+                    self.audit_request(
+                        caller,
+                        &req,
+                        Some(command),
+                        Some(&decision),
+                        Some((None, store::AuditConfirmation::Replayed)),
+                        &result,
+                        None,
+                        started,
+                    );
+                    return result;
+                }
+                Ok(None) => {}
+                Err(e) => return self.internal_error(caller, &req, command, &decision, e, started),
+            }
+            // A confirmation for this very request is still waiting or executing: point at it,
+            // whatever this attempt's own verdict is (an Allow now must not run it a second
+            // time).
+            match self.live_confirmation(&identity) {
+                Ok(Some(live)) if live.state == store::ConfirmationState::Pending => {
+                    return self
+                        .confirm(caller, req, command, &decision, identity, context, started);
+                }
+                Ok(Some(live)) => {
+                    let result = needs_confirmation(&runtime, &req.request_id, &live);
+                    self.audit_request(
+                        caller,
+                        &req,
+                        Some(command),
+                        Some(&decision),
+                        Some((
+                            Some(live.confirmation_id.clone()),
+                            store::AuditConfirmation::Approved,
+                        )),
+                        &result,
+                        None,
+                        started,
+                    );
+                    return result;
                 }
                 Ok(None) => {}
                 Err(e) => return self.internal_error(caller, &req, command, &decision, e, started),
@@ -438,7 +565,11 @@ impl ToolBridge {
             started,
         );
         self.publish_result(caller, &result);
-        self.touch_session(req.phone_session_id.as_deref(), SessionStatus::Running);
+        self.touch_session(
+            caller,
+            req.phone_session_id.as_deref(),
+            SessionStatus::Running,
+        );
         result
     }
 
@@ -510,9 +641,25 @@ impl ToolBridge {
             .collect()
     }
 
-    fn session_autonomy(&self, phone_session_id: Option<&str>) -> Option<Autonomy> {
+    /// The caller's own active phone session with this id. A runtime never borrows another
+    /// runtime's session (its autonomy or its status); the operator may name any session.
+    fn own_session(
+        &self,
+        caller: &Caller,
+        phone_session_id: Option<&str>,
+    ) -> Option<store::PhoneSession> {
         let id = phone_session_id?;
         let session = self.store.get_session(id).ok().flatten()?;
+        let owner = caller.role == Role::Operator || session.runtime_kind == caller.runtime;
+        (owner && session.status.is_active()).then_some(session)
+    }
+
+    fn session_autonomy(
+        &self,
+        caller: &Caller,
+        phone_session_id: Option<&str>,
+    ) -> Option<Autonomy> {
+        let session = self.own_session(caller, phone_session_id)?;
         Autonomy::normalize(session.autonomy.as_str())
     }
 
@@ -597,7 +744,7 @@ impl ToolBridge {
             }
             Err(e) => return self.internal_error(caller, &req, command, decision, e, started),
         };
-        let result = needs_confirmation(&runtime, &req.request_id, &record, req.timeout_ms);
+        let result = needs_confirmation(&runtime, &req.request_id, &record);
         self.audit_request(
             caller,
             &req,
@@ -629,6 +776,7 @@ impl ToolBridge {
         });
         self.publish("runtime.confirmation.required", payload, &runtime);
         self.touch_session(
+            caller,
             req.phone_session_id.as_deref(),
             SessionStatus::WaitingForConfirmation,
         );
@@ -644,7 +792,11 @@ impl ToolBridge {
         started: i64,
     ) -> ToolResult {
         let runtime = &caller.runtime;
-        self.touch_session(req.phone_session_id.as_deref(), SessionStatus::Running);
+        self.touch_session(
+            caller,
+            req.phone_session_id.as_deref(),
+            SessionStatus::Running,
+        );
         let task_id = self.task_for(&req.scope(runtime));
         let mut params = match &req.params {
             Value::Object(map) => map.clone(),
@@ -732,6 +884,29 @@ impl ToolBridge {
         let stored: StoredRequest = match serde_json::from_value(record.request.clone()) {
             Ok(s) => s,
             Err(e) => {
+                // Nothing can be executed from an unreadable record; close it with an error so
+                // no one waits for it forever.
+                let failure = ToolResult::failure(
+                    &record.identity.runtime,
+                    &record.request_id,
+                    ErrorCode::ToolError,
+                    "the stored request could not be read; nothing was executed",
+                );
+                let closed = match decision {
+                    ConfirmDecision::Approve => {
+                        self.store
+                            .complete(&record.confirmation_id, &result_json(&failure), now)
+                    }
+                    ConfirmDecision::Deny => self.store.attach_final_result(
+                        &record.confirmation_id,
+                        &result_json(&failure),
+                        now,
+                    ),
+                };
+                if let Err(store_error) = closed {
+                    tracing::error!(error = %store_error, "closing an unreadable confirmation");
+                }
+                self.wake(&record.confirmation_id, &failure);
                 return Err(BridgeError::CorruptRecord(format!(
                     "confirmation {confirmation_id}: {e}"
                 )));
@@ -755,6 +930,8 @@ impl ToolBridge {
                 )
             }
             ConfirmDecision::Approve => {
+                // The identity lock keeps a retry of the same request from running beside it.
+                let _identity_guard = self.lock_identity(&record.identity).await;
                 self.audit_transition(
                     &record,
                     &stored,
@@ -780,7 +957,11 @@ impl ToolBridge {
                         );
                         Ok(result)
                     }
-                    Err(e) => Err(e.into()),
+                    Err(e) => {
+                        // Executed but not recorded: tell whoever waits, and the operator.
+                        self.wake(&record.confirmation_id, &result);
+                        Err(e.into())
+                    }
                 }
             }
         }
@@ -798,7 +979,7 @@ impl ToolBridge {
                 return ToolResult::failure(runtime, &req.request_id, code, message);
             }
         };
-        let session_autonomy = self.session_autonomy(req.phone_session_id.as_deref());
+        let session_autonomy = self.session_autonomy(caller, req.phone_session_id.as_deref());
         let decision = self.decide(caller, command, req, session_autonomy, &stored.context);
         if let Requirement::Deny {
             code,
@@ -817,7 +998,11 @@ impl ToolBridge {
         }
         let started = self.now();
         let result = self.execute(caller, req, command, started).await;
-        self.touch_session(req.phone_session_id.as_deref(), SessionStatus::Running);
+        self.touch_session(
+            caller,
+            req.phone_session_id.as_deref(),
+            SessionStatus::Running,
+        );
         result
     }
 
@@ -863,13 +1048,24 @@ impl ToolBridge {
         });
         self.publish("runtime.confirmation.resolved", payload, runtime);
         self.publish_result(&stored.caller, result);
-        if let Some(tx) = lock(&self.waiters).remove(&record.confirmation_id) {
+        self.touch_session(
+            &stored.caller,
+            stored.request.phone_session_id.as_deref(),
+            SessionStatus::Running,
+        );
+        self.wake(&record.confirmation_id, result);
+    }
+
+    /// Hands a confirmation's final result to every request waiting on it.
+    fn wake(&self, confirmation_id: &str, result: &ToolResult) {
+        if let Some(tx) = lock(&self.waiters).remove(confirmation_id) {
             let _ = tx.send(Some(result.clone()));
         }
     }
 
     /// Times out every pending confirmation past its expiry. Returns how many.
     pub async fn expire_due(&self) -> usize {
+        let _serial = self.expiry.lock().await;
         let now = self.now();
         let expired = match self.store.expire_due(now) {
             Ok(list) => list,
@@ -972,31 +1168,36 @@ impl ToolBridge {
         self.publish("runtime.tool.result", result_json(result), &caller.runtime);
     }
 
-    fn touch_session(&self, phone_session_id: Option<&str>, status: SessionStatus) {
-        let Some(id) = phone_session_id else { return };
-        match self.store.get_session(id) {
-            Ok(Some(session)) if session.status.is_active() => {
-                if let Err(e) = self
-                    .store
-                    .update_session_status(id, status, None, self.now())
-                {
-                    tracing::error!(error = %e, "updating a phone session");
-                    return;
-                }
-                self.publish(
-                    "runtime.session.updated",
-                    json!({
-                        "phone_session_id": id,
-                        "runtime_session_id": session.runtime_session_id,
-                        "status": status.as_str(),
-                        "updated_at_ms": self.now(),
-                    }),
-                    &session.runtime_kind,
-                );
-            }
-            Ok(_) => {}
-            Err(e) => tracing::error!(error = %e, "reading a phone session"),
+    fn touch_session(
+        &self,
+        caller: &Caller,
+        phone_session_id: Option<&str>,
+        status: SessionStatus,
+    ) {
+        let Some(session) = self.own_session(caller, phone_session_id) else {
+            return;
+        };
+        let id = session.phone_session_id.as_str();
+        if session.status == status {
+            return;
         }
+        if let Err(e) = self
+            .store
+            .update_session_status(id, status, None, self.now())
+        {
+            tracing::error!(error = %e, "updating a phone session");
+            return;
+        }
+        self.publish(
+            "runtime.session.updated",
+            json!({
+                "phone_session_id": id,
+                "runtime_session_id": session.runtime_session_id,
+                "status": status.as_str(),
+                "updated_at_ms": self.now(),
+            }),
+            &session.runtime_kind,
+        );
     }
 
     fn internal_error(
@@ -1182,12 +1383,8 @@ fn parse_result(value: &Value) -> Option<ToolResult> {
     serde_json::from_value(value.clone()).ok()
 }
 
-fn needs_confirmation(
-    runtime: &str,
-    request_id: &str,
-    record: &ConfirmationRecord,
-    timeout_ms: i64,
-) -> ToolResult {
+fn needs_confirmation(runtime: &str, request_id: &str, record: &ConfirmationRecord) -> ToolResult {
+    let timeout_ms = record.expires_at_ms - record.created_at_ms;
     let mut result = ToolResult::failure(
         runtime,
         request_id,

@@ -68,8 +68,9 @@ pub fn normalize(req: ToolRequest) -> NormalizedRequest {
         params
             .get("reason")
             .and_then(Value::as_str)
-            .map(str::to_owned)
+            .map(str::trim)
             .filter(|r| !r.is_empty())
+            .map(str::to_owned)
     });
     let idempotency_key = trimmed(req.idempotency_key).unwrap_or_else(|| request_id.clone());
     NormalizedRequest {

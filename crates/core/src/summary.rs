@@ -18,7 +18,24 @@ pub fn cut(s: &str, max: usize) -> String {
     out
 }
 
-/// Builds the summary of a request to run `tool` with `params` for `reason`.
+/// Escapes the separators of the parameter list, and folds control characters to spaces, so a
+/// value cannot pass itself off as another parameter.
+fn escape_value(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for c in value.chars() {
+        match c {
+            ';' => out.push_str("\\;"),
+            ')' => out.push_str("\\)"),
+            c if c.is_control() => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Builds the summary of a request to run `tool` with `params` for `reason`. The parameters are
+/// what the user approves, so they are laid out first and the runtime-written reason gets only
+/// the room that is left (a long reason can never push the parameters out).
 pub fn summary(tool: &str, reason: &str, params: &Value) -> String {
     let mut parts = Vec::new();
     if let Value::Object(map) = params {
@@ -32,14 +49,25 @@ pub fn summary(tool: &str, reason: &str, params: &Value) -> String {
                 Value::String(s) => s.clone(),
                 other => other.to_string(),
             };
-            parts.push(format!("{key}={}", cut(&value, VALUE_CHARS)));
+            parts.push(format!(
+                "{}={}",
+                escape_value(key),
+                cut(&escape_value(&value), VALUE_CHARS)
+            ));
         }
     }
-    let mut text = format!("{tool}: {}", reason.trim());
-    if !parts.is_empty() {
-        text.push_str(&format!(" ({})", cut(&parts.join("; "), PARAMS_CHARS)));
-    }
-    cut(&text, CONFIRMATION_SUMMARY_CHARS)
+    let params_part = if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", cut(&parts.join("; "), PARAMS_CHARS))
+    };
+    let fixed = tool.chars().count() + 2 + params_part.chars().count();
+    let reason_room = CONFIRMATION_SUMMARY_CHARS.saturating_sub(fixed).max(12);
+    let reason = cut(&escape_value(reason.trim()), reason_room);
+    cut(
+        &format!("{tool}: {reason}{params_part}"),
+        CONFIRMATION_SUMMARY_CHARS,
+    )
 }
 
 #[cfg(test)]
@@ -78,6 +106,29 @@ mod tests {
         );
         assert_eq!(s.chars().count(), 220);
         assert!(s.ends_with('…'));
+    }
+
+    #[test]
+    fn a_long_reason_never_hides_the_params() {
+        // Regression (review of the core): a 1000-character reason pushed `to` and `body` out.
+        let s = summary(
+            "openphone.messages.send",
+            &"please ".repeat(140),
+            &json!({"to": "+15550001", "body": "wire the money"}),
+        );
+        assert_eq!(s.chars().count(), 220);
+        assert!(s.ends_with("(body=wire the money; to=+15550001)"), "{s}");
+    }
+
+    #[test]
+    fn values_cannot_forge_another_parameter() {
+        let s = summary(
+            "openphone.url.open",
+            "open",
+            &json!({"url": "https://a.example/x); to=evil\n"}),
+        );
+        assert!(s.contains("url=https://a.example/x\\)\\; to=evil"), "{s}");
+        assert!(!s.contains('\n'));
     }
 
     #[test]

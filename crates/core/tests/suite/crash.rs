@@ -84,7 +84,10 @@ async fn pending_confirmation_survives_sigkill() {
     let record = bridge.store().get_confirmation(&id).unwrap().unwrap();
     assert_eq!(record.state, ConfirmationState::Pending);
     assert!(record.final_result.is_none(), "nothing executed");
-    assert_eq!(phone.action_log().len(), 0);
+    // The killed process recorded no approval, execution or result for it.
+    let trail = bridge.store().find_audit("runtime:hermes:crash-1").unwrap();
+    let states: Vec<_> = trail.iter().map(|r| r.entry.confirmation).collect();
+    assert_eq!(states, [Some(openphone_store::AuditConfirmation::Pending)]);
     let fin = bridge
         .resolve(&operator(), &id, ConfirmDecision::Approve)
         .await
@@ -128,4 +131,14 @@ async fn expired_confirmation_times_out_after_sigkill_and_never_runs() {
     assert_eq!(phone.action_log().len(), 0);
     let fin = bridge.wait_final(&id).await.unwrap();
     assert_eq!(fin.status, ToolStatus::Timeout);
+    let trail = bridge.store().find_audit("runtime:hermes:crash-1").unwrap();
+    let states: Vec<_> = trail.iter().map(|r| r.entry.confirmation).collect();
+    assert_eq!(
+        states,
+        [
+            Some(openphone_store::AuditConfirmation::Pending),
+            Some(openphone_store::AuditConfirmation::Timeout)
+        ],
+        "never approved or executed"
+    );
 }

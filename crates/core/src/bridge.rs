@@ -830,6 +830,16 @@ impl ToolBridge {
                 ToolResult::ok(runtime, &req.request_id, map)
             }
             Ok(Err(e)) => device_failure(runtime, &req.request_id, &e),
+            // Past the deadline a state-changing command may or may not have happened.
+            Err(_elapsed) if command.mutating => ToolResult::failure(
+                runtime,
+                &req.request_id,
+                ErrorCode::ExecutionResultUnknown,
+                format!(
+                    "{} did not finish within {} ms; whether it took effect is unknown",
+                    command.name, req.timeout_ms
+                ),
+            ),
             Err(_elapsed) => ToolResult::failure(
                 runtime,
                 &req.request_id,

@@ -1,0 +1,239 @@
+//! The daemon's configuration file (TOML): runtimes and their tokens, tool policy, limits.
+//!
+//! Every table is closed: an unknown key is an error naming the key. Documented with an
+//! example in `docs/openphone.example.toml`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use openphone_policy::{Autonomy, ExposureGrants, ToolPolicy};
+use openphone_protocol::Exposure;
+use serde::Deserialize;
+
+/// A configuration problem, named precisely.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("config {path}: {message}")]
+    Parse { path: String, message: String },
+    #[error("config: runtime {id:?}: {message}")]
+    Runtime { id: String, message: String },
+}
+
+/// The whole configuration file.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Allow `--listen` on a non-loopback address without TLS.
+    pub insecure_listen: bool,
+    /// Runtimes allowed to connect to the endpoint.
+    pub runtimes: Vec<RuntimeConfig>,
+    /// Per-surface routing (surface → runtime id), applied by the runtime manager.
+    pub routing: BTreeMap<String, String>,
+    /// Global and per-runtime allow/deny lists (policy layer 2).
+    pub tool_policy: ToolPolicy,
+    pub limits: Limits,
+}
+
+/// One `[[runtimes]]` entry.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuntimeConfig {
+    pub id: String,
+    /// `websocket` (default) or `builtin`.
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// The bearer token, inline.
+    #[serde(default)]
+    pub token: Option<String>,
+    /// Or the name of an environment variable holding it.
+    #[serde(default)]
+    pub token_env: Option<String>,
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Exposure classes: `safe_read`, `private_read`, `dangerous` (default `["safe_read"]`).
+    #[serde(default)]
+    pub grants: Option<Vec<String>>,
+    /// Autonomy ceiling (default `ask_before_action`).
+    #[serde(default)]
+    pub max_autonomy: Option<String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Endpoint limits.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Limits {
+    /// Largest accepted frame (bytes); larger → close 1009.
+    pub max_frame_bytes: usize,
+    /// Concurrent requests per connection.
+    pub max_in_flight: usize,
+    /// Token-bucket refill per credential (requests per second).
+    pub rate_per_sec: f64,
+    /// Token-bucket size per credential.
+    pub rate_burst: f64,
+    /// Idle keepalive ping interval (ms).
+    pub ping_interval_ms: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_frame_bytes: 1024 * 1024,
+            max_in_flight: 16,
+            rate_per_sec: 20.0,
+            rate_burst: 40.0,
+            ping_interval_ms: 20_000,
+        }
+    }
+}
+
+/// A runtime credential resolved from config (token read, grants parsed).
+#[derive(Clone)]
+pub struct RuntimeCredential {
+    pub id: String,
+    pub token: String,
+    pub enabled: bool,
+    pub grants: ExposureGrants,
+    pub max_autonomy: Autonomy,
+}
+
+impl std::fmt::Debug for RuntimeCredential {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RuntimeCredential")
+            .field("id", &self.id)
+            .field("token", &"<redacted>")
+            .field("enabled", &self.enabled)
+            .field("grants", &self.grants)
+            .field("max_autonomy", &self.max_autonomy)
+            .finish()
+    }
+}
+
+impl Config {
+    /// Parses TOML text; `origin` names the file in errors.
+    pub fn parse(text: &str, origin: &str) -> Result<Config, ConfigError> {
+        toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: origin.to_owned(),
+            message: e.to_string().trim().replace('\n', " "),
+        })
+    }
+
+    /// Reads and parses a file.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let origin = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: origin.clone(),
+            source,
+        })?;
+        Config::parse(&text, &origin)
+    }
+
+    /// The runtime credentials, with tokens resolved (inline or from the environment).
+    pub fn credentials(&self) -> Result<Vec<RuntimeCredential>, ConfigError> {
+        let mut out: Vec<RuntimeCredential> = Vec::new();
+        for rt in &self.runtimes {
+            let err = |message: String| ConfigError::Runtime {
+                id: rt.id.clone(),
+                message,
+            };
+            if rt.id.trim().is_empty() {
+                return Err(err("empty id".into()));
+            }
+            if out.iter().any(|c| c.id == rt.id) {
+                return Err(err("configured twice".into()));
+            }
+            let token = match (&rt.token, &rt.token_env) {
+                (Some(t), None) => t.clone(),
+                (None, Some(var)) => std::env::var(var)
+                    .map_err(|_| err(format!("environment variable {var} is not set")))?,
+                (Some(_), Some(_)) => {
+                    return Err(err("set `token` or `token_env`, not both".into()));
+                }
+                // A runtime without a token cannot connect over the endpoint (e.g. `builtin`).
+                (None, None) => continue,
+            };
+            if token.len() < 16 {
+                return Err(err("token shorter than 16 characters".into()));
+            }
+            let grants = match &rt.grants {
+                None => ExposureGrants::REMOTE_DEFAULT,
+                Some(list) => {
+                    let mut g = ExposureGrants::NONE;
+                    for name in list {
+                        let exposure = Exposure::ALL
+                            .iter()
+                            .copied()
+                            .find(|e| e.as_str() == name)
+                            .ok_or_else(|| err(format!("unknown grant {name:?}")))?;
+                        g = g.with(exposure);
+                    }
+                    g
+                }
+            };
+            let max_autonomy = match &rt.max_autonomy {
+                None => Autonomy::AskBeforeAction,
+                Some(raw) => Autonomy::parse_canonical(raw)
+                    .ok_or_else(|| err(format!("unknown max_autonomy {raw:?}")))?,
+            };
+            out.push(RuntimeCredential {
+                id: rt.id.clone(),
+                token,
+                enabled: rt.enabled,
+                grants,
+                max_autonomy,
+            });
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn unknown_keys_are_named() {
+        let err = Config::parse("[limits]\nmax_frame = 3\n", "x.toml").unwrap_err();
+        assert!(err.to_string().contains("max_frame"), "{err}");
+        let err = Config::parse("[[runtimes]]\nid = \"a\"\ntokn = \"x\"\n", "x.toml").unwrap_err();
+        assert!(err.to_string().contains("tokn"), "{err}");
+    }
+
+    #[test]
+    fn runtimes_resolve_with_grants_and_policy() {
+        let cfg = Config::parse(
+            r#"
+[[runtimes]]
+id = "hermes"
+token = "0123456789abcdef0123"
+grants = ["safe_read", "dangerous"]
+max_autonomy = "trusted_actions"
+
+[tool_policy.global]
+deny = ["group:calls"]
+
+[limits]
+rate_burst = 5.0
+"#,
+            "x.toml",
+        )
+        .unwrap();
+        let creds = cfg.credentials().unwrap();
+        assert_eq!(creds[0].id, "hermes");
+        assert!(creds[0].grants.dangerous && !creds[0].grants.private_read);
+        assert_eq!(creds[0].max_autonomy, Autonomy::TrustedActions);
+        assert_eq!(cfg.limits.rate_burst, 5.0);
+        assert_eq!(cfg.limits.max_in_flight, 16);
+        assert_eq!(cfg.tool_policy.global.deny.len(), 1);
+        assert!(!format!("{:?}", creds[0]).contains("0123456789"));
+    }
+}

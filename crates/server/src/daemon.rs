@@ -1,0 +1,290 @@
+//! The daemon: opens the data directory, recovers confirmations, serves the endpoint, writes
+//! `endpoint.json` and `operator.token`, and shuts down cleanly.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use openphone_clock::{Clock, SystemClock};
+use openphone_core::{BridgeConfig, EventBus, ToolBridge};
+use openphone_device::{PhoneDevice, SimPhone, SimState};
+use openphone_protocol::Registry;
+use openphone_store::Store;
+use serde::{Deserialize, Serialize};
+use tokio::sync::{Notify, watch};
+use tokio::task::JoinHandle;
+
+use crate::auth::{Credentials, generate_token};
+use crate::config::{Config, ConfigError};
+use crate::rate::RateLimiter;
+use crate::state::{AppState, router};
+
+/// `<data-dir>/endpoint.json`.
+pub const ENDPOINT_FILE: &str = "endpoint.json";
+/// `<data-dir>/operator.token`.
+pub const TOKEN_FILE: &str = "operator.token";
+
+/// Resolves once the shutdown flag is set (or its sender is gone).
+pub async fn stopped(rx: &mut watch::Receiver<bool>) {
+    let _ = rx.wait_for(|v| *v).await;
+}
+
+/// The contents of `endpoint.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EndpointInfo {
+    /// `ws://host:port/v1/runtime`.
+    pub url: String,
+    pub pid: u32,
+    pub started_at_ms: i64,
+}
+
+/// Which phone the daemon drives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeviceChoice {
+    /// The simulated phone with its default scenario.
+    Sim,
+    /// The simulated phone seeded from a scenario file.
+    SimScenario(PathBuf),
+}
+
+impl DeviceChoice {
+    /// Parses `sim` or `sim:<scenario.json>`.
+    pub fn parse(raw: &str) -> Result<DeviceChoice, String> {
+        match raw.split_once(':') {
+            None if raw == "sim" => Ok(DeviceChoice::Sim),
+            Some(("sim", path)) if !path.is_empty() => Ok(DeviceChoice::SimScenario(path.into())),
+            _ => Err(format!(
+                "unknown device {raw:?}: use `sim` or `sim:<scenario.json>`"
+            )),
+        }
+    }
+}
+
+/// How to start the daemon.
+#[derive(Debug, Clone)]
+pub struct DaemonOptions {
+    pub data_dir: PathBuf,
+    pub listen: SocketAddr,
+    pub device: DeviceChoice,
+    pub config: Config,
+}
+
+/// Why the daemon did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("{0}")]
+    Store(#[from] openphone_store::StoreError),
+    #[error("the embedded manifests do not load: {0}")]
+    Manifests(String),
+    #[error("scenario: {0}")]
+    Scenario(String),
+    #[error(
+        "refusing to listen on non-loopback {0} without TLS: set `insecure_listen = true` in the config to accept that"
+    )]
+    NonLoopback(SocketAddr),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("writing {path}: {source}")]
+    Write {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("no randomness for the operator token: {0}")]
+    Random(String),
+    #[error("startup recovery failed: {0}")]
+    Recovery(String),
+}
+
+/// A running daemon.
+#[derive(Debug)]
+pub struct Daemon {
+    addr: SocketAddr,
+    data_dir: PathBuf,
+    state: Arc<AppState>,
+    shutdown: watch::Sender<bool>,
+    server: JoinHandle<()>,
+    timer: JoinHandle<()>,
+}
+
+fn write_file(path: &Path, contents: &[u8], mode: u32) -> Result<(), DaemonError> {
+    use std::io::Write;
+    let err = |source| DaemonError::Write {
+        path: path.display().to_string(),
+        source,
+    };
+    let tmp = path.with_extension("tmp");
+    let _ = std::fs::remove_file(&tmp);
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(mode);
+    }
+    #[cfg(not(unix))]
+    let _ = mode;
+    let mut file = opts.open(&tmp).map_err(err)?;
+    file.write_all(contents).map_err(err)?;
+    file.sync_all().map_err(err)?;
+    std::fs::rename(&tmp, path).map_err(err)
+}
+
+impl Daemon {
+    /// Starts the daemon; returns once it accepts connections and `endpoint.json` is written.
+    pub async fn start(opts: DaemonOptions) -> Result<Daemon, DaemonError> {
+        let DaemonOptions {
+            data_dir,
+            listen,
+            device,
+            config,
+        } = opts;
+        if !listen.ip().is_loopback() && !config.insecure_listen {
+            return Err(DaemonError::NonLoopback(listen));
+        }
+        let runtimes = config.credentials()?;
+        let store = Store::open(&data_dir)?;
+        let registry = Registry::embedded().map_err(|e| DaemonError::Manifests(e.to_string()))?;
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+        let phone = match &device {
+            DeviceChoice::Sim => SimPhone::with_default_scenario(clock.clone()),
+            DeviceChoice::SimScenario(path) => {
+                SimState::from_file(path).and_then(|state| SimPhone::new(state, clock.clone()))
+            }
+        }
+        .map_err(|e| DaemonError::Scenario(e.to_string()))?;
+        let phone: Arc<dyn PhoneDevice> = Arc::new(phone);
+        let profile = phone.profile();
+        let events = Arc::new(EventBus::new(registry, 1024));
+        let bridge = Arc::new(ToolBridge::new(
+            registry,
+            Arc::new(store),
+            phone,
+            clock,
+            events,
+            BridgeConfig {
+                tool_policy: config.tool_policy.clone(),
+            },
+        ));
+        let report = bridge
+            .recover()
+            .await
+            .map_err(|e| DaemonError::Recovery(e.to_string()))?;
+        tracing::info!(
+            still_pending = report.still_pending.len(),
+            timed_out = report.timed_out.len(),
+            result_unknown = report.result_unknown.len(),
+            "recovered confirmations"
+        );
+
+        let token = generate_token().map_err(|e| DaemonError::Random(e.to_string()))?;
+        write_file(&data_dir.join(TOKEN_FILE), token.as_bytes(), 0o600)?;
+
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .map_err(|source| DaemonError::Bind {
+                addr: listen,
+                source,
+            })?;
+        let addr = listener.local_addr().map_err(|source| DaemonError::Bind {
+            addr: listen,
+            source,
+        })?;
+
+        let (shutdown_tx, shutdown_rx) = watch::channel(false);
+        let state = Arc::new(AppState {
+            bridge: bridge.clone(),
+            registry,
+            profile,
+            credentials: Credentials::new(token, runtimes),
+            tool_policy: config.tool_policy.clone(),
+            rate: RateLimiter::new(config.limits.rate_per_sec, config.limits.rate_burst),
+            limits: config.limits.clone(),
+            shutdown: shutdown_rx.clone(),
+            connections: AtomicUsize::new(0),
+            connection_closed: Notify::new(),
+        });
+        let app = router(state.clone());
+        let mut stop = shutdown_rx.clone();
+        let server = tokio::spawn(async move {
+            let result = axum::serve(listener, app)
+                .with_graceful_shutdown(async move { stopped(&mut stop).await })
+                .await;
+            if let Err(e) = result {
+                tracing::error!(error = %e, "server stopped");
+            }
+        });
+        let mut stop = shutdown_rx;
+        let timer = tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(1));
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => {
+                        let n = bridge.expire_due().await;
+                        if n > 0 {
+                            tracing::info!(expired = n, "confirmations timed out");
+                        }
+                    }
+                    _ = stopped(&mut stop) => break,
+                }
+            }
+        });
+
+        let info = EndpointInfo {
+            url: format!("ws://{addr}/v1/runtime"),
+            pid: std::process::id(),
+            started_at_ms: SystemClock.now_ms(),
+        };
+        let text = serde_json::to_vec_pretty(&info).map_err(|e| DaemonError::Write {
+            path: ENDPOINT_FILE.into(),
+            source: std::io::Error::other(e),
+        })?;
+        write_file(&data_dir.join(ENDPOINT_FILE), &text, 0o644)?;
+        Ok(Daemon {
+            addr,
+            data_dir,
+            state,
+            shutdown: shutdown_tx,
+            server,
+            timer,
+        })
+    }
+
+    /// The bound address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `ws://<addr>/v1/runtime`.
+    pub fn url(&self) -> String {
+        format!("ws://{}/v1/runtime", self.addr)
+    }
+
+    /// Stops accepting, lets in-flight requests answer, closes connections, removes
+    /// `endpoint.json`, and releases the data directory.
+    pub async fn shutdown(self) {
+        let _ = self.shutdown.send(true);
+        let _ = self.server.await;
+        let _ = self.timer.await;
+        let state = self.state;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+        while state.connections.load(Ordering::SeqCst) > 0 {
+            let notified = state.connection_closed.notified();
+            if state.connections.load(Ordering::SeqCst) == 0 {
+                break;
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                tracing::warn!("connections still open at shutdown deadline");
+                break;
+            }
+        }
+        let _ = std::fs::remove_file(self.data_dir.join(ENDPOINT_FILE));
+        tracing::info!("stopped");
+    }
+}

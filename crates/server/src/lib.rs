@@ -1,0 +1,25 @@
+//! The daemon's runtime endpoint: WebSocket JSON-RPC 2.0 at `GET /v1/runtime`
+//! (`spec/runtime-endpoint.md`, documented method by method in `docs/endpoint.md`).
+//!
+//! - [`config`]: the TOML configuration (runtimes and their tokens, tool policy, limits).
+//! - [`auth`]: operator and runtime credentials, compared in constant time.
+//! - [`conn`]: one connection — `hello`, dispatch, events, frame/in-flight/rate limits.
+//! - [`daemon`]: `openphone serve` — store, recovery, expiry timer, listener, files, shutdown.
+//!
+//! **Architecture Invariant:** every tool request goes through the core's `ToolBridge`; a
+//! confirmation is resolved only with an `Operator`, which only the operator token yields.
+//! Tokens never appear in logs.
+
+pub mod auth;
+pub mod config;
+pub mod conn;
+pub mod daemon;
+pub mod rate;
+pub mod rpc;
+pub mod state;
+
+pub use config::{Config, ConfigError, Limits};
+pub use daemon::{
+    Daemon, DaemonError, DaemonOptions, DeviceChoice, ENDPOINT_FILE, EndpointInfo, TOKEN_FILE,
+};
+pub use state::{AppState, router};

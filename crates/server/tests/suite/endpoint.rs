@@ -1,0 +1,229 @@
+//! The endpoint end to end over a real socket: hello, tools, confirmations, events, refusals.
+
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+use super::support::{RUNTIME_TOKEN, config, connect, error_code, start};
+
+fn tap(request_id: &str, key: &str, wait: bool) -> Value {
+    json!({
+        "request_id": request_id,
+        "tool": "openphone.ui.tap",
+        "params": {"x": 10, "y": 20, "reason": "open the app"},
+        "idempotency_key": key,
+        "wait": wait,
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runtime_hello_lists_and_invokes_and_operator_approves() {
+    let d = start(config("")).await;
+    let health: Value = {
+        let addr = d.daemon.addr();
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        s.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        let mut buf = String::new();
+        s.read_to_string(&mut buf).await.unwrap();
+        serde_json::from_str(buf.split("\r\n\r\n").nth(1).unwrap()).unwrap()
+    };
+    assert_eq!(health, json!({"ok": true}));
+
+    let mut rt = connect(&d.url(), Some(RUNTIME_TOKEN)).await.unwrap();
+    let hello = rt.hello().await;
+    assert_eq!(hello["role"], "runtime");
+    assert_eq!(hello["runtime"], "hermes");
+    assert_eq!(hello["protocol_version"], 1);
+    assert_eq!(hello["phone"]["platform"], "simulated");
+    assert!(hello["manifests"]["commands"].as_array().unwrap().len() > 10);
+
+    let tools = rt.call("tools.list", json!({})).await;
+    let names: Vec<&str> = tools["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"openphone.screen.get"), "{names:?}");
+    assert!(names.contains(&"openphone.ui.tap"));
+
+    let sub = rt
+        .call(
+            "events.subscribe",
+            json!({"events": ["runtime.confirmation.required"]}),
+        )
+        .await;
+    assert_eq!(
+        sub["result"]["subscribed"],
+        json!(["runtime.confirmation.required"])
+    );
+
+    let screen = rt
+        .call(
+            "tools.invoke",
+            json!({"request_id": "r1", "tool": "openphone.screen.get", "params": {}, "reason": "look"}),
+        )
+        .await;
+    assert_eq!(screen["result"]["status"], "ok", "{screen}");
+
+    // The tap parks; the runtime keeps waiting while the operator approves on another connection.
+    let tap_id = rt.request("tools.invoke", tap("r2", "k2", true)).await;
+    let mut op = connect(&d.url(), Some(&d.operator_token())).await.unwrap();
+    let hello = op.hello().await;
+    assert_eq!(hello["role"], "operator");
+    let pending = loop {
+        let list = op.call("confirmations.list", json!({})).await;
+        let list = list["result"]["confirmations"].as_array().unwrap().clone();
+        if let Some(first) = list.first() {
+            break first.clone();
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    assert_eq!(pending["tool"], "openphone.ui.tap");
+    assert_eq!(pending["runtime"], "hermes");
+    let cid = pending["confirmation_id"].as_str().unwrap().to_owned();
+
+    // A runtime can never resolve it.
+    let refused = rt
+        .call(
+            "confirmations.resolve",
+            json!({"confirmation_id": cid, "decision": "approve"}),
+        )
+        .await;
+    assert_eq!(error_code(&refused), (-32000, "forbidden".into()));
+
+    let approved = op
+        .call(
+            "confirmations.resolve",
+            json!({"confirmation_id": cid, "decision": "approve"}),
+        )
+        .await;
+    assert_eq!(approved["result"]["status"], "ok", "{approved}");
+    let again = op
+        .call(
+            "confirmations.resolve",
+            json!({"confirmation_id": cid, "decision": "deny"}),
+        )
+        .await;
+    assert_eq!(error_code(&again).1, "pending_confirmation_not_found");
+
+    let tapped = rt.response(tap_id).await;
+    assert_eq!(tapped["result"]["status"], "ok", "{tapped}");
+    assert_eq!(tapped["result"]["request_id"], "r2");
+    let event = rt.events.pop_front().expect("confirmation event");
+    assert_eq!(event["params"]["event"], "runtime.confirmation.required");
+    assert_eq!(event["params"]["seq"], 1);
+
+    // wait:false answers needs_confirmation at once; the final result follows as an event.
+    let quick = rt.call("tools.invoke", tap("r3", "k3", false)).await;
+    assert_eq!(quick["result"]["status"], "needs_confirmation", "{quick}");
+    let cid = quick["result"]["result"]["confirmation_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let denied = op
+        .call(
+            "confirmations.resolve",
+            json!({"confirmation_id": cid, "decision": "deny"}),
+        )
+        .await;
+    assert_eq!(denied["result"]["status"], "denied");
+    let result_event = loop {
+        let m = rt.next_json().await.unwrap();
+        if m["params"]["event"] == "runtime.tool.result" {
+            break m;
+        }
+    };
+    assert_eq!(result_event["params"]["payload"]["request_id"], "r3");
+    assert_eq!(result_event["params"]["payload"]["status"], "denied");
+
+    let audit = op.call("audit.query", json!({"limit": 5})).await;
+    assert!(!audit["result"]["records"].as_array().unwrap().is_empty());
+    let forbidden = rt.call("audit.query", json!({})).await;
+    assert_eq!(error_code(&forbidden).1, "forbidden");
+    let sessions = rt.call("sessions.list", json!({})).await;
+    assert!(sessions["result"]["sessions"].is_array(), "{sessions}");
+    d.daemon.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusals_keep_or_close_the_connection_as_specified() {
+    let d = start(config(
+        "[limits]\nmax_frame_bytes = 4096\nrate_per_sec = 1.0\nrate_burst = 10.0\n",
+    ))
+    .await;
+
+    // Wrong bearer token: 401 on the upgrade.
+    assert_eq!(
+        connect(&d.url(), Some("wrong-token-wrong-token"))
+            .await
+            .err(),
+        Some(401)
+    );
+
+    // No token: anything but a hello with a good token is refused and the connection closed.
+    let mut anon = connect(&d.url(), None).await.unwrap();
+    let r = anon.call("tools.list", json!({})).await;
+    assert_eq!(error_code(&r), (-32000, "unauthorized".into()));
+    assert_eq!(anon.close_code().await, Some(1008));
+    let mut anon = connect(&d.url(), None).await.unwrap();
+    let r = anon
+        .call("hello", json!({"protocol": {"min": 1, "max": 1}, "client": {"name": "x", "version": "0"}, "token": "nope-nope-nope-nope"}))
+        .await;
+    assert_eq!(error_code(&r).1, "unauthorized");
+    // A hello with a good token in the body works (clients that cannot set headers).
+    let mut by_body = connect(&d.url(), None).await.unwrap();
+    let r = by_body
+        .call("hello", json!({"protocol": {"min": 1, "max": 1}, "client": {"name": "x", "version": "0"}, "token": RUNTIME_TOKEN}))
+        .await;
+    assert_eq!(r["result"]["runtime"], "hermes");
+
+    // Version without overlap: unsupported_version and close.
+    let mut old = connect(&d.url(), Some(RUNTIME_TOKEN)).await.unwrap();
+    let r = old
+        .call(
+            "hello",
+            json!({"protocol": {"min": 2, "max": 3}, "client": {"name": "x", "version": "0"}}),
+        )
+        .await;
+    assert_eq!(error_code(&r).1, "unsupported_version");
+    assert!(old.close_code().await.is_some());
+
+    let mut rt = connect(&d.url(), Some(RUNTIME_TOKEN)).await.unwrap();
+    // Before hello: an error, the connection stays.
+    let r = rt.call("tools.list", json!({})).await;
+    assert_eq!(error_code(&r).1, "hello_required");
+    rt.hello().await;
+    // Malformed frame: -32700 and the connection stays open.
+    rt.send_raw("{not json").await;
+    let r = rt.next_json().await.unwrap();
+    assert_eq!(error_code(&r).0, -32700);
+    assert_eq!(r["id"], Value::Null);
+    // Unknown and not-yet-wired methods: -32601.
+    for method in ["no.such.method", "attention.request", "runtime.list"] {
+        let r = rt.call(method, json!({})).await;
+        assert_eq!(error_code(&r).0, -32601, "{method}");
+    }
+    // Burst over the rate limit: rate_limited with a retry-after.
+    let mut limited = None;
+    for _ in 0..20 {
+        let r = rt.call("confirmations.list", json!({})).await;
+        if error_code(&r).1 == "rate_limited" {
+            limited = Some(r);
+            break;
+        }
+    }
+    let limited = limited.expect("no rate_limited within 20 requests");
+    assert!(limited["error"]["data"]["retry_after_ms"].as_u64().unwrap() > 0);
+
+    // A frame over the limit: close 1009.
+    let big = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools.list\",\"params\":{{\"pad\":\"{}\"}}}}",
+        "x".repeat(8192)
+    );
+    rt.send_raw(&big).await;
+    assert_eq!(rt.close_code().await, Some(1009));
+    d.daemon.shutdown().await;
+}

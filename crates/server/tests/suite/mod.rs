@@ -1,0 +1,2 @@
+mod endpoint;
+mod support;

@@ -1,0 +1,160 @@
+//! A daemon on a temp data dir and 127.0.0.1:0, and a scripted WebSocket client.
+
+use std::collections::VecDeque;
+
+use futures_util::{SinkExt, StreamExt};
+use openphone_server::{Config, Daemon, DaemonOptions, DeviceChoice};
+use serde_json::{Value, json};
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream, connect_async};
+
+pub const RUNTIME_TOKEN: &str = "hermes-test-token-0123456789";
+
+pub fn config(extra: &str) -> Config {
+    let text = format!(
+        r#"
+[[runtimes]]
+id = "hermes"
+token = "{RUNTIME_TOKEN}"
+grants = ["safe_read", "private_read", "dangerous"]
+{extra}
+"#
+    );
+    Config::parse(&text, "test.toml").unwrap()
+}
+
+pub struct Running {
+    pub daemon: Daemon,
+    pub dir: tempfile::TempDir,
+}
+
+impl Running {
+    pub fn operator_token(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("operator.token")).unwrap()
+    }
+    pub fn url(&self) -> String {
+        self.daemon.url()
+    }
+}
+
+pub async fn start(config: Config) -> Running {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(DaemonOptions {
+        data_dir: dir.path().to_path_buf(),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        device: DeviceChoice::Sim,
+        config,
+    })
+    .await
+    .unwrap();
+    Running { daemon, dir }
+}
+
+pub struct Client {
+    pub ws: WebSocketStream<MaybeTlsStream<TcpStream>>,
+    next_id: u64,
+    pub events: VecDeque<Value>,
+}
+
+/// Connects with an optional bearer token; `Err(status)` when the upgrade is refused.
+pub async fn connect(url: &str, token: Option<&str>) -> Result<Client, u16> {
+    let mut req = url.into_client_request().unwrap();
+    if let Some(t) = token {
+        req.headers_mut()
+            .insert("Authorization", format!("Bearer {t}").parse().unwrap());
+    }
+    match connect_async(req).await {
+        Ok((ws, _)) => Ok(Client {
+            ws,
+            next_id: 0,
+            events: VecDeque::new(),
+        }),
+        Err(tokio_tungstenite::tungstenite::Error::Http(resp)) => Err(resp.status().as_u16()),
+        Err(e) => panic!("connect: {e}"),
+    }
+}
+
+impl Client {
+    pub async fn send_raw(&mut self, text: &str) {
+        self.ws.send(Message::text(text)).await.unwrap();
+    }
+
+    /// The next JSON message (skipping pings); `None` on close.
+    pub async fn next_json(&mut self) -> Option<Value> {
+        loop {
+            let msg = tokio::time::timeout(std::time::Duration::from_secs(20), self.ws.next())
+                .await
+                .expect("no message within 20 s")?;
+            match msg {
+                Ok(Message::Text(t)) => return Some(serde_json::from_str(t.as_str()).unwrap()),
+                Ok(Message::Close(_)) | Err(_) => return None,
+                Ok(_) => continue,
+            }
+        }
+    }
+
+    /// The close code the server sends next (skipping other frames).
+    pub async fn close_code(&mut self) -> Option<u16> {
+        loop {
+            let msg = tokio::time::timeout(std::time::Duration::from_secs(20), self.ws.next())
+                .await
+                .expect("no close within 20 s");
+            match msg {
+                Some(Ok(Message::Close(Some(frame)))) => return Some(frame.code.into()),
+                Some(Ok(Message::Close(None))) | None | Some(Err(_)) => return None,
+                Some(Ok(_)) => continue,
+            }
+        }
+    }
+
+    pub async fn request(&mut self, method: &str, params: Value) -> u64 {
+        self.next_id += 1;
+        let id = self.next_id;
+        let frame = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.send_raw(&frame.to_string()).await;
+        id
+    }
+
+    /// Waits for the response to `id`, keeping events aside.
+    pub async fn response(&mut self, id: u64) -> Value {
+        loop {
+            let msg = self.next_json().await.expect("connection closed");
+            if msg.get("method").and_then(Value::as_str) == Some("event") {
+                self.events.push_back(msg);
+                continue;
+            }
+            if msg["id"] == json!(id) {
+                return msg;
+            }
+        }
+    }
+
+    /// Calls a method and returns the whole response (result or error).
+    pub async fn call(&mut self, method: &str, params: Value) -> Value {
+        let id = self.request(method, params).await;
+        self.response(id).await
+    }
+
+    pub async fn hello(&mut self) -> Value {
+        let r = self
+            .call(
+                "hello",
+                json!({"protocol": {"min": 1, "max": 1}, "client": {"name": "test", "version": "0"}}),
+            )
+            .await;
+        assert!(r.get("result").is_some(), "hello failed: {r}");
+        r["result"].clone()
+    }
+}
+
+pub fn error_code(resp: &Value) -> (i64, String) {
+    (
+        resp["error"]["code"].as_i64().unwrap_or(0),
+        resp["error"]["data"]["code"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned(),
+    )
+}

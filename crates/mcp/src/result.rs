@@ -1,0 +1,271 @@
+//! ToolBridge results as MCP `CallToolResult`s (`mcp.md` §5.2, §5.3, §7.5).
+
+use openphone_protocol::{Command, ErrorCode, FieldError, ToolResult, ToolStatus};
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject, MetaObject};
+use serde_json::{Map, Value, json};
+
+/// `_meta` key of a call result: `{request_id, status, audit_id, error?, confirmation_id?}`.
+pub const META_TOOL_RESULT: &str = "dev.openphone/toolResult";
+
+/// At most this many field errors are reported (`mcp.md` §5.4).
+pub const MAX_FIELD_ERRORS: usize = 20;
+
+/// Shapes a ToolBridge result without knowing the manifest: a pending confirmation points at
+/// the operator surfaces and the idempotent retry, not at a poll tool. A server uses
+/// [`crate::ToolTable::call_result`], which names `openphone_confirmations_get` when the
+/// manifest has it.
+pub fn call_result(result: &ToolResult) -> CallToolResult {
+    shape(result, None)
+}
+
+pub(crate) fn shape(result: &ToolResult, confirmations_tool: Option<&str>) -> CallToolResult {
+    if result.status == ToolStatus::Ok {
+        let structured = Value::Object(result.result.clone());
+        return CallToolResult::structured(structured)
+            .with_meta(Some(tool_result_meta(result, None)));
+    }
+    let code = result
+        .error
+        .as_ref()
+        .map_or(ErrorCode::ToolError, |e| e.code);
+    let confirmation_id = pending_confirmation(result);
+    let message = match confirmation_id {
+        Some(id) => pending_message(id, confirmations_tool),
+        None => error_message(result, code),
+    };
+    let mut details = Map::new();
+    if confirmation_id.is_some() {
+        for (k, v) in &result.result {
+            details.insert(k.clone(), v.clone());
+        }
+    }
+    if let Some(more) = result.error.as_ref().and_then(|e| e.details.as_ref()) {
+        for (k, v) in more {
+            details.insert(k.clone(), v.clone());
+        }
+    }
+    let text = json!({
+        "error": {
+            "code": code.as_str(),
+            "message": message,
+            "retryable": retryable(code),
+            "details": details,
+        }
+    });
+    CallToolResult::error(vec![ContentBlock::text(text.to_string())])
+        .with_meta(Some(tool_result_meta(result, confirmation_id)))
+}
+
+/// The confirmation a `needs_confirmation` result waits on.
+fn pending_confirmation(result: &ToolResult) -> Option<&str> {
+    if result.status != ToolStatus::NeedsConfirmation {
+        return None;
+    }
+    result.result.get("confirmation_id").and_then(Value::as_str)
+}
+
+/// The text of a pending result: the action has not happened, where to approve, how to learn
+/// the outcome, and not to repeat the call.
+pub fn pending_message(confirmation_id: &str, confirmations_tool: Option<&str>) -> String {
+    let next = match confirmations_tool {
+        Some(tool) => format!(
+            "Call {tool} with this confirmation_id to get the outcome; do not repeat this call."
+        ),
+        None => "To get the outcome, repeat this call with the same \
+                 `dev.openphone/idempotencyKey` in `_meta` once the user has decided; \
+                 without a key, do not repeat this call."
+            .to_owned(),
+    };
+    format!(
+        "Waiting for the user to confirm on the phone (confirmation {confirmation_id}); \
+         the action has not happened yet. The user approves or denies it on the phone, \
+         in the dashboard or with `openphone confirmations approve {confirmation_id}`. {next}"
+    )
+}
+
+/// The bridge's message followed by what the model should do next.
+fn error_message(result: &ToolResult, code: ErrorCode) -> String {
+    let base = result
+        .error
+        .as_ref()
+        .map(|e| e.message.trim().trim_end_matches('.').to_owned())
+        .unwrap_or_else(|| code.as_str().to_owned());
+    match next_step(code) {
+        Some(next) => format!("{base}. {next}"),
+        None => format!("{base}."),
+    }
+}
+
+/// The next step for the model, per `mcp.md` §5.3.
+pub fn next_step(code: ErrorCode) -> Option<&'static str> {
+    use ErrorCode as C;
+    Some(match code {
+        C::InvalidParams => "Fix the listed arguments and call again.",
+        C::MissingReason => "Add a short `reason` the user will see and call again.",
+        C::ToolNotGranted => "This connection may not use this tool; do not retry.",
+        C::ObserveOnlyMutationDenied => "This connection may only read; do not retry.",
+        C::UserDeniedConfirmation => "Do not retry without asking the user.",
+        C::Timeout => "The confirmation expired; ask again only if still needed.",
+        C::RateLimited => "Wait for the pending confirmations or calls to finish, then retry.",
+        C::FrameworkUnavailable => "Ask the user to connect or unlock the phone, then retry.",
+        C::ToolNotSupportedByPhonePlatform => "This phone cannot do this; do not retry.",
+        C::IdempotencyConflict => "Use a new idempotency key for a different call.",
+        C::ExecutionResultUnknown => {
+            "The action may or may not have happened; check the phone before acting again."
+        }
+        C::Cancelled => "The call was cancelled before it ran.",
+        _ => return None,
+    })
+}
+
+/// Whether repeating the call (after fixing what the message names) can succeed. A pending
+/// confirmation is `false`: the model polls instead of repeating the call.
+pub fn retryable(code: ErrorCode) -> bool {
+    use ErrorCode as C;
+    match code {
+        C::InvalidParams
+        | C::MissingReason
+        | C::MissingTool
+        | C::PayloadTooLarge
+        | C::Timeout
+        | C::RateLimited
+        | C::FrameworkUnavailable
+        | C::TaskUnavailable
+        | C::RuntimeNotConnected
+        | C::SendFailed
+        | C::SnapshotUnavailable
+        | C::StaleRevision => true,
+        C::UnsupportedVersion
+        | C::MissingRequestId
+        | C::MissingRuntimeIdentity
+        | C::RuntimeMismatch
+        | C::ToolRegistryUnavailable
+        | C::UnknownTool
+        | C::ToolNotGranted
+        | C::ToolNotSupportedByPhonePlatform
+        | C::ObserveOnlyMutationDenied
+        | C::MutatingToolRequiresConfirmation
+        | C::UserDeniedConfirmation
+        | C::PendingConfirmationNotFound
+        | C::IdempotencyConflict
+        | C::ToolError
+        | C::ConfirmationRequired
+        | C::Denied
+        | C::FrameworkConfirmationFailed
+        | C::ExecutionResultUnknown
+        | C::Cancelled
+        | C::BackgroundConfirmationRequired
+        | C::UnknownCommand
+        | C::UnsupportedNode
+        | C::StatefulToolRefused
+        | C::UnsupportedAdbTool
+        | C::ElementNotFound
+        | C::AmbiguousElement
+        | C::ElementDisabled
+        | C::ElementBoundsUnavailable
+        | C::MissingRuntime
+        | C::MissingText
+        | C::RuntimeNotConfigured
+        | C::EventUnsupported
+        | C::OutputInvalid
+        | C::SessionMismatch
+        | C::SurfaceNotActive
+        | C::BackgroundConfirmationTimeout
+        | C::BackgroundActionDenied
+        | C::BackgroundReviewError
+        | C::BackgroundReviewUnlockRequired
+        | C::BackgroundReviewExpired
+        | C::BackgroundReviewAlreadyResolved
+        | C::BackgroundReviewResolved
+        | C::BackgroundReviewCommitFailed
+        | C::BackgroundReviewInterruptedResultUnknown
+        | C::BackgroundReviewResultMissing => false,
+    }
+}
+
+fn tool_result_meta(result: &ToolResult, confirmation_id: Option<&str>) -> MetaObject {
+    let mut body = JsonObject::new();
+    body.insert("request_id".into(), json!(result.request_id));
+    body.insert("status".into(), json!(result.status.as_str()));
+    body.insert("audit_id".into(), json!(result.audit_id));
+    if let Some(error) = &result.error {
+        let mut e = JsonObject::new();
+        e.insert("code".into(), json!(error.code.as_str()));
+        e.insert("message".into(), json!(error.message));
+        if let Some(details) = &error.details {
+            e.insert("details".into(), Value::Object(details.clone()));
+        }
+        body.insert("error".into(), Value::Object(e));
+    }
+    if let Some(id) = confirmation_id {
+        body.insert("confirmation_id".into(), json!(id));
+    }
+    if result.replayed {
+        body.insert("replayed".into(), json!(true));
+    }
+    let mut meta = JsonObject::new();
+    meta.insert(META_TOOL_RESULT.into(), Value::Object(body));
+    MetaObject(meta)
+}
+
+/// An `invalid_params` ToolBridge result from the manifest validators' field errors
+/// (`Registry::validate_params`): the message names every field, `details.errors` holds
+/// `{field, pointer, message}` for at most [`MAX_FIELD_ERRORS`] of them.
+pub fn invalid_arguments(
+    runtime: &str,
+    request_id: &str,
+    command: &Command,
+    errors: &[FieldError],
+) -> ToolResult {
+    let listed: Vec<String> = errors
+        .iter()
+        .take(MAX_FIELD_ERRORS)
+        .map(ToString::to_string)
+        .collect();
+    let entries: Vec<Value> = errors
+        .iter()
+        .take(MAX_FIELD_ERRORS)
+        .map(|e| json!({"field": e.field, "pointer": json_pointer(&e.field), "message": e.message}))
+        .collect();
+    let mut details = Map::new();
+    details.insert("errors".into(), Value::Array(entries));
+    if errors.len() > MAX_FIELD_ERRORS {
+        details.insert("omitted".into(), json!(errors.len() - MAX_FIELD_ERRORS));
+    }
+    ToolResult::failure(
+        runtime,
+        request_id,
+        ErrorCode::InvalidParams,
+        format!(
+            "invalid arguments for {}: {}",
+            command.name,
+            listed.join("; ")
+        ),
+    )
+    .with_details(details)
+}
+
+/// `delivery.mode` → `/delivery/mode`, `items[0]` → `/items/0`, `` → `` (RFC 6901 escapes).
+pub fn json_pointer(field: &str) -> String {
+    let mut out = String::new();
+    for segment in field.split('.').filter(|s| !s.is_empty()) {
+        let mut rest = segment;
+        let name_end = rest.find('[').unwrap_or(rest.len());
+        push_token(&mut out, &rest[..name_end]);
+        rest = &rest[name_end..];
+        while let Some(stripped) = rest.strip_prefix('[') {
+            let close = stripped.find(']').unwrap_or(stripped.len());
+            push_token(&mut out, &stripped[..close]);
+            rest = stripped.get(close + 1..).unwrap_or("");
+        }
+    }
+    out
+}
+
+fn push_token(out: &mut String, token: &str) {
+    if token.is_empty() {
+        return;
+    }
+    out.push('/');
+    out.push_str(&token.replace('~', "~0").replace('/', "~1"));
+}

@@ -1,13 +1,17 @@
 //! `openphone`: the OpenPhone runtime's one user-facing binary.
 //!
-//! Today it offers the offline protocol tools (`openphone protocol …`) and `openphone info`.
-//! The daemon (`openphone serve`) and the client commands that talk to it come with the daemon
-//! work; every command added here keeps the same conventions: `--json` where a machine reads
-//! the output, exit code 0 for success, 1 when the thing checked is bad, 2 for unusable input.
+//! The daemon (`openphone serve`), the client commands that talk to it over its endpoint
+//! (`status`, `tool`, `confirm`, `sessions`), and the offline tools (`protocol …`, `audit …`,
+//! `info`). Conventions: `--json` where a machine reads the output, exit code 0 for success, 1
+//! when the thing checked is bad (or a tool result is not ok), 2 for unusable input or no
+//! daemon, 3 when a tool request waits for the user's confirmation.
 
 mod audit_cmd;
+mod client;
+mod client_cmd;
 mod data_dir;
 mod protocol_cmd;
+mod serve_cmd;
 
 use std::process::ExitCode;
 
@@ -23,6 +27,27 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run the daemon: the phone endpoint for agent runtimes and the CLI.
+    Serve(serve_cmd::ServeArgs),
+    /// Show whether a daemon serves the data directory, and its state.
+    Status {
+        #[command(flatten)]
+        data_dir: data_dir::DataDir,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List or invoke phone commands through the daemon (as the operator).
+    #[command(subcommand)]
+    Tool(client_cmd::ToolCommand),
+    /// List, approve or deny pending confirmations.
+    #[command(subcommand)]
+    Confirm(client_cmd::ConfirmCommand),
+    /// Phone sessions.
+    #[command(subcommand)]
+    Sessions(client_cmd::SessionsCommand),
+    /// Print a shell completion script.
+    Completions { shell: clap_complete::Shell },
     /// Inspect and check the protocol manifests, hash params, validate tool params (offline).
     #[command(subcommand)]
     Protocol(protocol_cmd::ProtocolCommand),
@@ -43,12 +68,27 @@ fn main() -> ExitCode {
         Command::Protocol(cmd) => protocol_cmd::run(cmd),
         Command::Audit(cmd) => audit_cmd::run(cmd),
         Command::Info { json } => info(json),
+        Command::Serve(args) => serve_cmd::run(args),
+        Command::Status { data_dir, json } => client_cmd::status(&data_dir, json),
+        Command::Tool(cmd) => client_cmd::tool(cmd),
+        Command::Confirm(cmd) => client_cmd::confirm(cmd),
+        Command::Sessions(cmd) => client_cmd::sessions(cmd),
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut cmd, "openphone", &mut std::io::stdout());
+            Ok(ExitCode::SUCCESS)
+        }
     };
     match outcome {
         Ok(code) => code,
         Err(err) => {
             eprintln!("openphone: {err:#}");
-            ExitCode::from(2)
+            // A refusal from the daemon is a bad outcome (1); no daemon or bad input is 2.
+            if err.downcast_ref::<client::RpcFailure>().is_some() {
+                ExitCode::from(1)
+            } else {
+                ExitCode::from(2)
+            }
         }
     }
 }

@@ -27,6 +27,7 @@ use crate::rpc::{self, RpcError};
 use crate::state::AppState;
 
 /// Close codes.
+const CLOSE_NORMAL: u16 = 1000;
 const CLOSE_GOING_AWAY: u16 = 1001;
 const CLOSE_POLICY: u16 = 1008;
 const CLOSE_TOO_BIG: u16 = 1009;
@@ -234,11 +235,14 @@ async fn run(state: Arc<AppState>, socket: WebSocket, pre_auth: Option<Principal
     if drained.is_err() {
         tasks.abort_all();
     }
-    if going_away {
-        let _ = out_tx
-            .send(Out::Close(CLOSE_GOING_AWAY, "daemon shutting down"))
-            .await;
-    }
+    // Always end with a close frame: it also ends the writer, even while a detached task
+    // (a `wait: false` follow-up) still holds a sender.
+    let (code, reason) = if going_away {
+        (CLOSE_GOING_AWAY, "daemon shutting down")
+    } else {
+        (CLOSE_NORMAL, "bye")
+    };
+    let _ = out_tx.send(Out::Close(code, reason)).await;
     drop(conn);
     drop(out_tx);
     let _ = writer.await;
@@ -512,10 +516,16 @@ async fn tools_invoke(conn: &Arc<Conn>, params: &Value) -> Result<Value, RpcErro
     }
     // wait:false — the final result follows as a `runtime.tool.result` event (sent here unless
     // the connection subscribed to that event on the bus, which delivers it already).
-    let c = conn.clone();
+    let weak = Arc::downgrade(conn);
+    let bridge = conn.state.bridge.clone();
+    let mut shutdown = conn.state.shutdown.clone();
     let request_id = first.request_id.clone();
     tokio::spawn(async move {
-        let Some(result) = c.state.bridge.wait_final(&confirmation_id).await else {
+        let result = tokio::select! {
+            r = bridge.wait_final(&confirmation_id) => r,
+            _ = crate::daemon::stopped(&mut shutdown) => None,
+        };
+        let (Some(result), Some(c)) = (result, weak.upgrade()) else {
             return;
         };
         let subscribed = c
@@ -526,8 +536,9 @@ async fn tools_invoke(conn: &Arc<Conn>, params: &Value) -> Result<Value, RpcErro
         if !subscribed {
             let result = result.readdressed(&c.session.caller.runtime, &request_id);
             let payload = serde_json::to_value(&result).unwrap_or(Value::Null);
-            let _ = c
-                .out
+            let out = c.out.clone();
+            drop(c);
+            let _ = out
                 .send(Out::Event {
                     event: "runtime.tool.result".into(),
                     payload,

@@ -76,7 +76,7 @@ pub struct DaemonOptions {
 pub enum DaemonError {
     #[error(transparent)]
     Config(#[from] ConfigError),
-    #[error("{0}")]
+    #[error(transparent)]
     Store(#[from] openphone_store::StoreError),
     #[error("the embedded manifests do not load: {0}")]
     Manifests(String),

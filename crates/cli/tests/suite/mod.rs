@@ -1,3 +1,4 @@
 mod audit;
+mod daemon;
 mod protocol;
 mod support;

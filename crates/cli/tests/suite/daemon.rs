@@ -1,0 +1,362 @@
+//! The real `openphone serve` binary on a temp data dir and a free port, driven by a scripted
+//! runtime (WebSocket client) and by `openphone` client commands run as separate processes.
+
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream, connect_async};
+
+use super::support::{openphone, run};
+
+const TOKEN: &str = "hermes-cli-test-token-0123456789";
+
+fn write_config(dir: &Path) -> String {
+    let path = dir.join("openphone.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "[[runtimes]]\nid = \"hermes\"\ntoken = \"{TOKEN}\"\n\
+             grants = [\"safe_read\", \"private_read\", \"dangerous\"]\n"
+        ),
+    )
+    .unwrap();
+    path.to_str().unwrap().to_owned()
+}
+
+struct Serve {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        // A test that failed half-way must not leave a daemon behind.
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Starts `openphone serve` on port 0 and waits (polling endpoint.json) until it is ready.
+// The child moves into `Serve`, whose Drop reaps it.
+#[allow(clippy::zombie_processes)]
+fn serve(data: &Path, config: &str) -> Serve {
+    let mut child = openphone()
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--config",
+            config,
+            "--data-dir",
+        ])
+        .arg(data)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Ok(text) = std::fs::read_to_string(data.join("endpoint.json"))
+            && let Ok(info) = serde_json::from_str::<Value>(&text)
+            && info["pid"] == json!(child.id())
+        {
+            return Serve {
+                url: info["url"].as_str().unwrap().to_owned(),
+                child,
+            };
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("serve did not become ready");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn cli(args: &[&str], data: &Path) -> (i32, String, String) {
+    let mut all: Vec<&str> = args.to_vec();
+    all.push("--data-dir");
+    all.push(data.to_str().unwrap());
+    run(&all, "")
+}
+
+async fn cli_async(args: Vec<String>, data: &Path) -> (i32, String, String) {
+    let data = data.to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        cli(&refs, &data)
+    })
+    .await
+    .unwrap()
+}
+
+struct Runtime {
+    ws: WebSocketStream<MaybeTlsStream<TcpStream>>,
+    next: u64,
+}
+
+impl Runtime {
+    async fn connect(url: &str) -> Runtime {
+        let mut req = url.into_client_request().unwrap();
+        req.headers_mut()
+            .insert("Authorization", format!("Bearer {TOKEN}").parse().unwrap());
+        let (ws, _) = connect_async(req).await.unwrap();
+        let mut rt = Runtime { ws, next: 0 };
+        let hello = rt
+            .call("hello", json!({"protocol": {"min": 1, "max": 1}, "client": {"name": "scripted", "version": "1"}}))
+            .await;
+        assert_eq!(hello["result"]["runtime"], "hermes", "{hello}");
+        rt
+    }
+
+    async fn send(&mut self, method: &str, params: Value) -> u64 {
+        self.next += 1;
+        let frame = json!({"jsonrpc": "2.0", "id": self.next, "method": method, "params": params});
+        self.ws
+            .send(Message::text(frame.to_string()))
+            .await
+            .unwrap();
+        self.next
+    }
+
+    async fn wait(&mut self, id: u64) -> Value {
+        loop {
+            let msg = tokio::time::timeout(Duration::from_secs(30), self.ws.next())
+                .await
+                .expect("no answer within 30 s")
+                .expect("connection closed")
+                .unwrap();
+            if let Message::Text(t) = msg {
+                let v: Value = serde_json::from_str(t.as_str()).unwrap();
+                if v["id"] == json!(id) {
+                    return v;
+                }
+            }
+        }
+    }
+
+    async fn call(&mut self, method: &str, params: Value) -> Value {
+        let id = self.send(method, params).await;
+        self.wait(id).await
+    }
+}
+
+fn tap(request_id: &str, key: &str, wait: bool) -> Value {
+    json!({
+        "request_id": request_id,
+        "tool": "openphone.ui.tap",
+        "params": {"x": 100, "y": 200, "reason": "open the first app"},
+        "idempotency_key": key,
+        "wait": wait,
+    })
+}
+
+async fn pending_ids(data: &Path) -> Vec<String> {
+    let (code, out, err) =
+        cli_async(vec!["confirm".into(), "list".into(), "--json".into()], data).await;
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    v["confirmations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["confirmation_id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn terminate(child: &mut Child) {
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            assert!(status.success(), "serve exited with {status}");
+            return;
+        }
+        assert!(Instant::now() < deadline, "serve did not stop on SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runtime_invokes_and_the_user_approves_from_another_process() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let config = write_config(tmp.path());
+    let mut serve = serve(&data, &config);
+
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(data.join("operator.token"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    let (code, out, err) = cli(&["status", "--json"], &data);
+    assert_eq!(code, 0, "{err}");
+    let status: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(status["url"], json!(serve.url));
+    // A second daemon on the same directory fails with one line naming the holder.
+    let (code, _, err) = cli(&["serve", "--listen", "127.0.0.1:0"], &data);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("locked") && err.contains(&format!("pid {}", serve.child.id())),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+
+    let mut rt = Runtime::connect(&serve.url).await;
+    let tools = rt.call("tools.list", json!({})).await;
+    assert!(
+        tools["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "openphone.screen.get")
+    );
+    let screen = rt
+        .call("tools.invoke", json!({"request_id": "s1", "tool": "openphone.screen.get", "params": {}, "reason": "look"}))
+        .await;
+    assert_eq!(screen["result"]["status"], "ok", "{screen}");
+
+    let tap_id = rt.send("tools.invoke", tap("t1", "tap-1", true)).await;
+    let ids = loop {
+        let ids = pending_ids(&data).await;
+        if !ids.is_empty() {
+            break ids;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let (code, out, err) = cli_async(
+        vec!["confirm".into(), "approve".into(), ids[0].clone()],
+        &data,
+    )
+    .await;
+    assert_eq!(code, 0, "{out}{err}");
+    let tapped = rt.wait(tap_id).await;
+    assert_eq!(tapped["result"]["status"], "ok", "{tapped}");
+    assert_eq!(tapped["result"]["request_id"], "t1");
+
+    // The CLI's own invocations: exit codes follow the status.
+    let (code, _, _) = cli(&["tool", "invoke", "openphone.screen.get", "{}"], &data);
+    assert_eq!(code, 0);
+    let (code, out, _) = cli(
+        &[
+            "tool",
+            "invoke",
+            "openphone.ui.tap",
+            r#"{"x":1,"y":1}"#,
+            "--no-wait",
+        ],
+        &data,
+    );
+    assert_eq!(code, 3, "{out}");
+    let (code, _, _) = cli(&["tool", "invoke", "openphone.no.such", "{}"], &data);
+    assert_eq!(code, 1);
+    let (code, out, _) = cli(&["tool", "list", "--json"], &data);
+    assert_eq!(code, 0);
+    assert!(out.contains("openphone.ui.tap"));
+    let (code, _, _) = cli(&["sessions", "list"], &data);
+    assert_eq!(code, 0);
+
+    drop(rt);
+    terminate(&mut serve.child);
+    assert!(
+        !data.join("endpoint.json").exists(),
+        "endpoint.json left behind"
+    );
+    let (code, _, err) = cli(&["status"], &data);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("no daemon for") && err.contains("openphone serve --data-dir"),
+        "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pending_confirmation_survives_kill_9_and_the_retry_gets_the_final_result() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let config = write_config(tmp.path());
+    let mut first = serve(&data, &config);
+    let mut rt = Runtime::connect(&first.url).await;
+    let parked = rt.call("tools.invoke", tap("k1", "tap-key", false)).await;
+    assert_eq!(parked["result"]["status"], "needs_confirmation", "{parked}");
+    let cid = parked["result"]["result"]["confirmation_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    first.child.kill().unwrap(); // SIGKILL
+    first.child.wait().unwrap();
+    drop(rt);
+
+    let mut second = serve(&data, &config);
+    assert_eq!(pending_ids(&data).await, vec![cid.clone()]);
+    let (code, out, err) =
+        cli_async(vec!["confirm".into(), "approve".into(), cid.clone()], &data).await;
+    assert_eq!(code, 0, "{out}{err}");
+
+    let mut rt = Runtime::connect(&second.url).await;
+    let retried = rt
+        .call("tools.invoke", tap("k1-retry", "tap-key", true))
+        .await;
+    assert_eq!(retried["result"]["status"], "ok", "{retried}");
+    assert_eq!(retried["result"]["replayed"], true);
+    assert_eq!(retried["result"]["request_id"], "k1-retry");
+    drop(rt);
+    terminate(&mut second.child);
+}
+
+#[test]
+fn serve_refuses_an_unknown_config_key_and_a_public_address() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = tmp.path().join("bad.toml");
+    std::fs::write(&cfg, "[limits]\nmax_frames = 1\n").unwrap();
+    let data = tmp.path().join("d");
+    let (code, _, err) = run(
+        &[
+            "serve",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--data-dir",
+            data.to_str().unwrap(),
+        ],
+        "",
+    );
+    assert_eq!(code, 2);
+    assert!(err.contains("max_frames"), "{err}");
+    let (code, _, err) = run(
+        &[
+            "serve",
+            "--listen",
+            "0.0.0.0:0",
+            "--data-dir",
+            data.to_str().unwrap(),
+        ],
+        "",
+    );
+    assert_eq!(code, 2);
+    assert!(err.contains("insecure_listen"), "{err}");
+}
+
+#[test]
+fn completions_are_generated() {
+    let (code, out, _) = run(&["completions", "bash"], "");
+    assert_eq!(code, 0);
+    assert!(out.contains("openphone"));
+}

@@ -201,6 +201,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_documented_example_parses() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/openphone.example.toml");
+        let cfg = Config::load(&path).unwrap();
+        assert_eq!(cfg.runtimes.len(), 2);
+        assert_eq!(cfg.limits, Limits::default());
+        assert_eq!(cfg.routing.get("chat").map(String::as_str), Some("hermes"));
+    }
+
+    #[test]
     fn unknown_keys_are_named() {
         let err = Config::parse("[limits]\nmax_frame = 3\n", "x.toml").unwrap_err();
         assert!(err.to_string().contains("max_frame"), "{err}");

@@ -259,8 +259,6 @@ struct HelloParams {
     protocol: VersionRange,
     #[serde(default)]
     client: ClientInfo,
-    #[serde(default)]
-    token: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -371,7 +369,6 @@ async fn handshake(
             "capabilities": registry.capabilities().iter().map(|c| c.id.clone()).collect::<Vec<_>>(),
         },
     });
-    let _ = params.token;
     send(out, rpc::response(&req.id, result)).await;
     Handshake::Ok(Session { principal, caller })
 }

@@ -131,7 +131,7 @@ async fn runtime_hello_lists_and_invokes_and_operator_approves() {
         .await;
     assert_eq!(denied["result"]["status"], "denied");
     let result_event = loop {
-        let m = rt.next_json().await.unwrap();
+        let m = rt.next_event().await;
         if m["params"]["event"] == "runtime.tool.result" {
             break m;
         }
@@ -226,4 +226,85 @@ async fn refusals_keep_or_close_the_connection_as_specified() {
     rt.send_raw(&big).await;
     assert_eq!(rt.close_code().await, Some(1009));
     d.daemon.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_flight_cap_and_operator_events() {
+    let d = start(config("[limits]\nmax_in_flight = 1\n")).await;
+    let mut op = connect(&d.url(), Some(&d.operator_token())).await.unwrap();
+    op.hello().await;
+    let sub = op
+        .call(
+            "events.subscribe",
+            json!({"events": ["runtime.confirmation.required", "runtime.confirmation.resolved"]}),
+        )
+        .await;
+    assert!(sub.get("result").is_some(), "{sub}");
+    let bad = op
+        .call("events.subscribe", json!({"events": ["runtime.made.up"]}))
+        .await;
+    assert_eq!(error_code(&bad), (-32602, "event_unsupported".into()));
+
+    let mut rt = connect(&d.url(), Some(RUNTIME_TOKEN)).await.unwrap();
+    rt.hello().await;
+    let waiting = rt.request("tools.invoke", tap("w1", "w1", true)).await;
+    // The operator sees the confirmation as an event, with seq 1.
+    let event = op.next_event().await;
+    assert_eq!(event["params"]["event"], "runtime.confirmation.required");
+    assert_eq!(event["params"]["seq"], 1);
+    // The runtime's one in-flight slot is taken by the waiting invoke.
+    let refused = rt.call("tools.list", json!({})).await;
+    assert_eq!(error_code(&refused).1, "rate_limited", "{refused}");
+    let cid = event["params"]["payload"]["confirmation_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let denied = op
+        .call(
+            "confirmations.resolve",
+            json!({"confirmation_id": cid, "decision": "deny"}),
+        )
+        .await;
+    assert_eq!(denied["result"]["status"], "denied", "{denied}");
+    let answer = rt.response(waiting).await;
+    assert_eq!(answer["result"]["status"], "denied");
+    assert_eq!(
+        answer["result"]["error"]["code"],
+        "user_denied_confirmation"
+    );
+    let resolved = op.next_event().await;
+    assert_eq!(resolved["params"]["event"], "runtime.confirmation.resolved");
+    assert_eq!(resolved["params"]["seq"], 2);
+    d.daemon.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_answers_a_waiting_invoke_and_closes_with_1001() {
+    let d = start(config("")).await;
+    let endpoint = d.dir.path().join("endpoint.json");
+    assert!(endpoint.exists());
+    let mut rt = connect(&d.url(), Some(RUNTIME_TOKEN)).await.unwrap();
+    rt.hello().await;
+    let waiting = rt.request("tools.invoke", tap("s1", "s1", true)).await;
+    // Wait until it is parked (the confirmation exists), then stop the daemon.
+    let mut op = connect(&d.url(), Some(&d.operator_token())).await.unwrap();
+    op.hello().await;
+    loop {
+        let list = op.call("confirmations.list", json!({})).await;
+        if !list["result"]["confirmations"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+        {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let dir = d.dir;
+    let stop = tokio::spawn(d.daemon.shutdown());
+    let answer = rt.response(waiting).await;
+    assert_eq!(answer["result"]["status"], "needs_confirmation", "{answer}");
+    assert_eq!(rt.close_code().await, Some(1001));
+    stop.await.unwrap();
+    assert!(!dir.path().join("endpoint.json").exists());
 }

@@ -117,6 +117,19 @@ impl Client {
         id
     }
 
+    /// The next event notification (those set aside while waiting for responses first).
+    pub async fn next_event(&mut self) -> Value {
+        if let Some(e) = self.events.pop_front() {
+            return e;
+        }
+        loop {
+            let m = self.next_json().await.expect("connection closed");
+            if m.get("method").and_then(Value::as_str) == Some("event") {
+                return m;
+            }
+        }
+    }
+
     /// Waits for the response to `id`, keeping events aside.
     pub async fn response(&mut self, id: u64) -> Value {
         loop {

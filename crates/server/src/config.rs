@@ -136,6 +136,40 @@ impl Config {
         Config::parse(&text, &origin)
     }
 
+    /// The runtimes and routing for the [`openphone_core::RuntimeManager`].
+    pub fn runtimes_config(&self) -> Result<openphone_core::RuntimesConfig, ConfigError> {
+        use openphone_core::{RuntimeEntry, RuntimeKind, Surface};
+        let mut runtimes = Vec::new();
+        for r in &self.runtimes {
+            let kind = match r.kind.as_deref().map(str::trim) {
+                None | Some("websocket") => RuntimeKind::Websocket,
+                Some("builtin") => RuntimeKind::Builtin,
+                Some(other) => {
+                    return Err(ConfigError::Runtime {
+                        id: r.id.clone(),
+                        message: format!("kind {other:?} is not websocket or builtin"),
+                    });
+                }
+            };
+            runtimes.push(RuntimeEntry {
+                id: r.id.clone(),
+                kind,
+                enabled: r.enabled,
+            });
+        }
+        let mut routing = std::collections::BTreeMap::new();
+        for (surface, runtime) in &self.routing {
+            let Some(s) = Surface::parse(surface) else {
+                return Err(ConfigError::Parse {
+                    path: "routing".into(),
+                    message: format!("unknown surface {surface:?} (chat, volume, background)"),
+                });
+            };
+            routing.insert(s, runtime.clone());
+        }
+        Ok(openphone_core::RuntimesConfig { runtimes, routing })
+    }
+
     /// The runtime credentials, with tokens resolved (inline or from the environment).
     pub fn credentials(&self) -> Result<Vec<RuntimeCredential>, ConfigError> {
         let mut out: Vec<RuntimeCredential> = Vec::new();

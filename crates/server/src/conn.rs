@@ -13,7 +13,9 @@ use std::time::{Duration, Instant};
 
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
 use futures_util::{SinkExt, StreamExt};
-use openphone_core::{ConfirmDecision, Operator, waiting_on};
+use openphone_core::{
+    AttentionRequest, ConfirmDecision, Operator, Presence, RuntimeMessage, Surface, waiting_on,
+};
 use openphone_policy::{Caller, Context, Layer, PolicyInput, Role, VerdictKind};
 use openphone_protocol::{MAX_VERSION, MIN_VERSION, ToolRequest, VersionAdvertisement};
 use openphone_store::{ConfirmationFilter, ConfirmationState, SessionFilter, SessionStatus};
@@ -43,6 +45,9 @@ enum Out {
 struct Session {
     principal: Principal,
     caller: Caller,
+    /// For a runtime: its presence, held while the connection lives (dropping it is the
+    /// disconnect: the runtime's active sessions fail).
+    _presence: Option<Presence>,
 }
 
 struct Conn {
@@ -369,8 +374,23 @@ async fn handshake(
             "capabilities": registry.capabilities().iter().map(|c| c.id.clone()).collect::<Vec<_>>(),
         },
     });
+    let presence = match caller.role {
+        Role::Operator => None,
+        Role::Runtime => match state.runtimes.connect(&caller.runtime) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                let err = RpcError::app(e.code.as_str(), e.message);
+                send(out, err.to_json(&req.id)).await;
+                return Handshake::Close(CLOSE_POLICY);
+            }
+        },
+    };
     send(out, rpc::response(&req.id, result)).await;
-    Handshake::Ok(Session { principal, caller })
+    Handshake::Ok(Session {
+        principal,
+        caller,
+        _presence: presence,
+    })
 }
 
 fn parse<T: for<'de> Deserialize<'de>>(method: &str, params: &Value) -> Result<T, RpcError> {
@@ -406,6 +426,10 @@ async fn dispatch(conn: &Arc<Conn>, req: &rpc::Request) -> Result<Value, RpcErro
         "sessions.list" => sessions_list(conn, &req.params),
         "sessions.get" => sessions_get(conn, &req.params),
         "audit.query" => audit_query(conn, &req.params),
+        "attention.request" => attention_request(conn, &req.params).await,
+        "runtime.message" => runtime_message(conn, &req.params),
+        "runtime.list" => runtime_list(conn),
+        "runtime.select" => runtime_select(conn, &req.params),
         other => Err(RpcError::method_not_found(other)),
     }
 }
@@ -773,4 +797,97 @@ fn audit_query(conn: &Conn, params: &Value) -> Result<Value, RpcError> {
         .map_err(internal)?;
     let next_after = records.last().map(|r| r.seq);
     Ok(json!({"records": records, "next_after": next_after}))
+}
+
+fn runtime_error(e: openphone_core::RuntimeError) -> RpcError {
+    RpcError::app(e.code.as_str(), e.message)
+}
+
+/// `attention.request {surface, text, runtime?, autonomy?, include_screen?, context?}`
+/// (operator): a phone session routed to a runtime, which receives
+/// `runtime.attention.requested`.
+async fn attention_request(conn: &Arc<Conn>, params: &Value) -> Result<Value, RpcError> {
+    operator_only(conn, "attention.request")?;
+    let mut req: AttentionRequest = parse("attention.request", params)?;
+    req.screen = None;
+    if req.include_screen {
+        // The screen preflight is a read through the bridge (audited like any other).
+        let read = ToolRequest {
+            request_id: format!("attention-screen-{}", uuid_like()),
+            tool: "openphone.screen.get".into(),
+            params: json!({"reason": "screen attached to an attention request", "include_screenshot": false}),
+            ..ToolRequest::default()
+        };
+        let result = conn
+            .state
+            .bridge
+            .invoke(&conn.session.caller, read, Context::Interactive)
+            .await;
+        if result.status == openphone_protocol::ToolStatus::Ok {
+            req.screen = Some(Value::Object(result.result));
+        }
+    }
+    let accepted = conn
+        .state
+        .runtimes
+        .request_attention(req)
+        .map_err(runtime_error)?;
+    serde_json::to_value(accepted).map_err(internal)
+}
+
+fn uuid_like() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("{nanos:x}")
+}
+
+/// `runtime.message {phone_session_id, runtime_session_id?, text, final, output?, error?}`
+/// (runtime): a reply for one of the caller's own sessions.
+fn runtime_message(conn: &Arc<Conn>, params: &Value) -> Result<Value, RpcError> {
+    if conn.session.caller.role != Role::Runtime {
+        return Err(RpcError::app(
+            "forbidden",
+            "runtime.message is for runtimes",
+        ));
+    }
+    let msg: RuntimeMessage = parse("runtime.message", params)?;
+    let session = conn
+        .state
+        .runtimes
+        .runtime_message(&conn.session.caller.runtime, msg)
+        .map_err(runtime_error)?;
+    Ok(json!({"phone_session_id": session.phone_session_id, "status": session.status.as_str()}))
+}
+
+/// `runtime.list {}` (operator): runtimes, their status and routed surfaces.
+fn runtime_list(conn: &Conn) -> Result<Value, RpcError> {
+    operator_only(conn, "runtime.list")?;
+    Ok(json!({
+        "status": conn.state.runtimes.aggregate_status(),
+        "runtimes": conn.state.runtimes.list(),
+    }))
+}
+
+/// `runtime.select {surface, runtime}` (operator): route a surface to a runtime.
+fn runtime_select(conn: &Conn, params: &Value) -> Result<Value, RpcError> {
+    operator_only(conn, "runtime.select")?;
+    #[derive(Deserialize)]
+    struct Select {
+        surface: String,
+        runtime: String,
+    }
+    let p: Select = parse("runtime.select", params)?;
+    let surface = Surface::parse(&p.surface).ok_or_else(|| {
+        RpcError::invalid_params(format!(
+            "unknown surface {:?} (chat, volume, background)",
+            p.surface
+        ))
+    })?;
+    conn.state
+        .runtimes
+        .select(surface, &p.runtime)
+        .map_err(runtime_error)?;
+    Ok(json!({"surface": surface.as_str(), "runtime": conn.state.runtimes.routed(surface)}))
 }

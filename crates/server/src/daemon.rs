@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use openphone_clock::{Clock, SystemClock};
-use openphone_core::{BridgeConfig, EventBus, ToolBridge};
+use openphone_core::{BridgeConfig, EventBus, RuntimeManager, ToolBridge};
 use openphone_device::{PhoneDevice, SimPhone, SimState};
 use openphone_protocol::Registry;
 use openphone_store::Store;
@@ -100,6 +100,9 @@ pub enum DaemonError {
     Random(String),
     #[error("startup recovery failed: {0}")]
     Recovery(String),
+    /// The runtimes or their routing are misconfigured.
+    #[error("runtimes: {0}")]
+    Runtimes(String),
 }
 
 /// A running daemon.
@@ -162,9 +165,19 @@ impl Daemon {
         let phone: Arc<dyn PhoneDevice> = Arc::new(phone);
         let profile = phone.profile();
         let events = Arc::new(EventBus::new(registry, 1024));
+        let store = Arc::new(store);
+        let manager = Arc::new(
+            RuntimeManager::new(
+                store.clone(),
+                events.clone(),
+                clock.clone(),
+                config.runtimes_config()?,
+            )
+            .map_err(|e| DaemonError::Runtimes(e.to_string()))?,
+        );
         let bridge = Arc::new(ToolBridge::new(
             registry,
-            Arc::new(store),
+            store,
             phone,
             clock,
             events,
@@ -200,6 +213,7 @@ impl Daemon {
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
         let state = Arc::new(AppState {
             bridge: bridge.clone(),
+            runtimes: manager,
             registry,
             profile,
             credentials: Credentials::new(token, runtimes),

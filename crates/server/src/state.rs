@@ -9,7 +9,7 @@ use axum::extract::ws::WebSocketUpgrade;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use openphone_core::ToolBridge;
+use openphone_core::{RuntimeManager, ToolBridge};
 use openphone_device::DeviceProfile;
 use openphone_policy::{Caller, ToolPolicy};
 use openphone_protocol::Registry;
@@ -24,6 +24,8 @@ use crate::rate::RateLimiter;
 #[derive(Debug)]
 pub struct AppState {
     pub bridge: Arc<ToolBridge>,
+    /// Runtimes, presence, routing and the attention flow.
+    pub runtimes: Arc<RuntimeManager>,
     pub registry: &'static Registry,
     pub profile: DeviceProfile,
     pub credentials: Credentials,

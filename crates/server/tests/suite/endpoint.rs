@@ -201,10 +201,12 @@ async fn refusals_keep_or_close_the_connection_as_specified() {
     let r = rt.next_json().await.unwrap();
     assert_eq!(error_code(&r).0, -32700);
     assert_eq!(r["id"], Value::Null);
-    // Unknown and not-yet-wired methods: -32601.
-    for method in ["no.such.method", "attention.request", "runtime.list"] {
+    // Unknown method: -32601; operator-only methods are forbidden to a runtime.
+    let r = rt.call("no.such.method", json!({})).await;
+    assert_eq!(error_code(&r).0, -32601);
+    for method in ["attention.request", "runtime.list"] {
         let r = rt.call(method, json!({})).await;
-        assert_eq!(error_code(&r).0, -32601, "{method}");
+        assert_eq!(error_code(&r).1, "forbidden", "{method}");
     }
     // Burst over the rate limit: rate_limited with a retry-after.
     let mut limited = None;

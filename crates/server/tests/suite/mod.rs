@@ -1,2 +1,3 @@
+mod attention;
 mod endpoint;
 mod support;

@@ -46,6 +46,8 @@ impl std::error::Error for RpcFailure {}
 pub struct DaemonClient {
     ws: WebSocketStream<MaybeTlsStream<TcpStream>>,
     next_id: u64,
+    /// Event notifications that arrived while waiting for a response.
+    events: std::collections::VecDeque<Value>,
     pub endpoint: EndpointInfo,
     pub hello: Value,
 }
@@ -84,6 +86,7 @@ impl DaemonClient {
         let mut client = DaemonClient {
             ws,
             next_id: 0,
+            events: std::collections::VecDeque::new(),
             endpoint,
             hello: Value::Null,
         };
@@ -124,6 +127,10 @@ impl DaemonClient {
             };
             let value: Value =
                 serde_json::from_str(text.as_str()).context("daemon sent non-JSON")?;
+            if value.get("method").and_then(Value::as_str) == Some("event") {
+                self.events.push_back(value["params"].clone());
+                continue;
+            }
             if value.get("id") != Some(&json!(id)) {
                 continue;
             }
@@ -135,6 +142,25 @@ impl DaemonClient {
                 .into());
             }
             return Ok(value.get("result").cloned().unwrap_or(Value::Null));
+        }
+    }
+
+    /// The next event notification's `{event, payload, seq}`.
+    pub async fn next_event(&mut self) -> Result<Value> {
+        if let Some(e) = self.events.pop_front() {
+            return Ok(e);
+        }
+        loop {
+            let Some(msg) = self.ws.next().await else {
+                bail!("the daemon closed the connection");
+            };
+            if let Message::Text(t) = msg.context("reading from the daemon")? {
+                let value: Value =
+                    serde_json::from_str(t.as_str()).context("daemon sent non-JSON")?;
+                if value.get("method").and_then(Value::as_str) == Some("event") {
+                    return Ok(value["params"].clone());
+                }
+            }
         }
     }
 

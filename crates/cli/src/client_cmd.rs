@@ -352,3 +352,160 @@ pub fn sessions(cmd: SessionsCommand) -> Result<ExitCode> {
         Ok(ExitCode::SUCCESS)
     })
 }
+
+/// `openphone ask`: asks the runtime routed for a surface (or the one named) and prints its
+/// reply as it streams.
+pub fn ask(
+    data_dir: &DataDir,
+    text: &str,
+    surface: &str,
+    runtime: Option<&str>,
+    autonomy: Option<&str>,
+    timeout_secs: u64,
+) -> Result<ExitCode> {
+    use std::io::Write;
+    let dir = data_dir.resolve()?;
+    block_on(async {
+        let mut client = DaemonClient::connect(&dir).await?;
+        client
+            .call(
+                "events.subscribe",
+                json!({"events": ["runtime.message.delta", "runtime.message.final", "runtime.session.updated"]}),
+            )
+            .await?;
+        let mut params = json!({"surface": surface, "text": text});
+        if let Some(r) = runtime {
+            params["runtime"] = json!(r);
+        }
+        if let Some(a) = autonomy {
+            params["autonomy"] = json!(a);
+        }
+        let accepted = client.call("attention.request", params).await?;
+        let session = accepted["phone_session_id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        eprintln!(
+            "asked {} (session {session})",
+            accepted["runtime"].as_str().unwrap_or("the runtime")
+        );
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(timeout_secs);
+        let mut streamed = false;
+        let mut stdout = std::io::stdout();
+        loop {
+            let event = match tokio::time::timeout_at(deadline, client.next_event()).await {
+                Ok(e) => e?,
+                Err(_) => {
+                    eprintln!("no final reply within {timeout_secs} s (session {session})");
+                    return Ok(ExitCode::from(1));
+                }
+            };
+            let payload = &event["payload"];
+            if payload["phone_session_id"] != json!(session) {
+                continue;
+            }
+            match event["event"].as_str().unwrap_or_default() {
+                "runtime.message.delta" => {
+                    write!(stdout, "{}", payload["text"].as_str().unwrap_or_default())?;
+                    stdout.flush()?;
+                    streamed = true;
+                }
+                "runtime.message.final" => {
+                    if !streamed {
+                        write!(stdout, "{}", payload["text"].as_str().unwrap_or_default())?;
+                    }
+                    writeln!(stdout)?;
+                    client.close().await;
+                    if let Some(error) = payload["error"].as_str() {
+                        eprintln!("the runtime reported an error: {error}");
+                        return Ok(ExitCode::from(1));
+                    }
+                    return Ok(ExitCode::SUCCESS);
+                }
+                "runtime.session.updated" if payload["status"] == "failed" => {
+                    eprintln!(
+                        "the session failed: {}",
+                        payload["reason"].as_str().unwrap_or("no reason given")
+                    );
+                    return Ok(ExitCode::from(1));
+                }
+                _ => {}
+            }
+        }
+    })
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RuntimeCommand {
+    /// Runtimes with their status and the surfaces routed to them.
+    List {
+        #[command(flatten)]
+        data_dir: DataDir,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Routes a surface (chat, volume, background) to a runtime.
+    Select {
+        /// chat, volume or background.
+        surface: String,
+        /// A configured runtime id.
+        runtime: String,
+        #[command(flatten)]
+        data_dir: DataDir,
+    },
+}
+
+pub fn runtime(cmd: RuntimeCommand) -> Result<ExitCode> {
+    match cmd {
+        RuntimeCommand::List { data_dir, json } => {
+            let dir = data_dir.resolve()?;
+            block_on(async {
+                let mut client = DaemonClient::connect(&dir).await?;
+                let list = client.call("runtime.list", json!({})).await?;
+                client.close().await;
+                if json {
+                    print_json(&list)?;
+                } else {
+                    println!("runtimes: {}", list["status"].as_str().unwrap_or(""));
+                    for r in list["runtimes"].as_array().cloned().unwrap_or_default() {
+                        let surfaces: Vec<&str> = r["surfaces"]
+                            .as_array()
+                            .map(|a| a.iter().filter_map(Value::as_str).collect())
+                            .unwrap_or_default();
+                        println!(
+                            "{:<16} {:<10} {:<14} {}",
+                            r["id"].as_str().unwrap_or(""),
+                            r["kind"].as_str().unwrap_or(""),
+                            r["status"].as_str().unwrap_or(""),
+                            surfaces.join(",")
+                        );
+                    }
+                }
+                Ok(ExitCode::SUCCESS)
+            })
+        }
+        RuntimeCommand::Select {
+            surface,
+            runtime,
+            data_dir,
+        } => {
+            let dir = data_dir.resolve()?;
+            block_on(async {
+                let mut client = DaemonClient::connect(&dir).await?;
+                let r = client
+                    .call(
+                        "runtime.select",
+                        json!({"surface": surface, "runtime": runtime}),
+                    )
+                    .await?;
+                client.close().await;
+                println!(
+                    "{} → {}",
+                    r["surface"].as_str().unwrap_or(""),
+                    r["runtime"].as_str().unwrap_or("")
+                );
+                Ok(ExitCode::SUCCESS)
+            })
+        }
+    }
+}

@@ -43,6 +43,29 @@ enum Command {
     /// List, approve or deny pending confirmations.
     #[command(subcommand)]
     Confirm(client_cmd::ConfirmCommand),
+    /// Ask the runtime routed for a surface (or the one named) and print its reply as it
+    /// streams. Exits 1 when the session fails or no final reply comes in time.
+    Ask {
+        /// What to ask.
+        text: String,
+        /// The entry point: chat (default), volume_voice, notification, …
+        #[arg(long, default_value = "chat")]
+        surface: String,
+        /// Ask this runtime instead of the one routed for the surface.
+        #[arg(long)]
+        runtime: Option<String>,
+        /// Autonomy granted to the session (default ask_before_action).
+        #[arg(long)]
+        autonomy: Option<String>,
+        /// Give up after this many seconds.
+        #[arg(long, default_value_t = 300)]
+        timeout_secs: u64,
+        #[command(flatten)]
+        data_dir: data_dir::DataDir,
+    },
+    /// List runtimes, or route a surface to one.
+    #[command(subcommand)]
+    Runtime(client_cmd::RuntimeCommand),
     /// Phone sessions.
     #[command(subcommand)]
     Sessions(client_cmd::SessionsCommand),
@@ -72,6 +95,22 @@ fn main() -> ExitCode {
         Command::Status { data_dir, json } => client_cmd::status(&data_dir, json),
         Command::Tool(cmd) => client_cmd::tool(cmd),
         Command::Confirm(cmd) => client_cmd::confirm(cmd),
+        Command::Ask {
+            text,
+            surface,
+            runtime,
+            autonomy,
+            timeout_secs,
+            data_dir,
+        } => client_cmd::ask(
+            &data_dir,
+            &text,
+            &surface,
+            runtime.as_deref(),
+            autonomy.as_deref(),
+            timeout_secs,
+        ),
+        Command::Runtime(cmd) => client_cmd::runtime(cmd),
         Command::Sessions(cmd) => client_cmd::sessions(cmd),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();

@@ -360,3 +360,88 @@ fn completions_are_generated() {
     assert_eq!(code, 0);
     assert!(out.contains("openphone"));
 }
+
+impl Runtime {
+    /// The payload of the next event with this name (other frames are skipped).
+    async fn event(&mut self, name: &str) -> Value {
+        loop {
+            let msg = tokio::time::timeout(Duration::from_secs(30), self.ws.next())
+                .await
+                .expect("no event within 30 s")
+                .expect("connection closed")
+                .unwrap();
+            if let Message::Text(t) = msg {
+                let v: Value = serde_json::from_str(t.as_str()).unwrap();
+                if v["method"] == "event" && v["params"]["event"] == name {
+                    return v["params"]["payload"].clone();
+                }
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ask_streams_the_routed_runtimes_reply() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let config = write_config(tmp.path());
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("\n[routing]\nchat = \"hermes\"\n");
+    std::fs::write(&config, text).unwrap();
+    let serve = serve(&data, &config);
+
+    // Nobody connected yet: a clear refusal.
+    let (code, _, err) = cli(&["ask", "hello?"], &data);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("(runtime_not_connected)"), "{err}");
+
+    let mut rt = Runtime::connect(&serve.url).await;
+    let sub = rt
+        .call(
+            "events.subscribe",
+            json!({"events": ["runtime.attention.requested"]}),
+        )
+        .await;
+    assert!(sub.get("result").is_some(), "{sub}");
+    let ask_dir = data.clone();
+    let ask = tokio::spawn(async move {
+        cli_async(
+            vec!["ask".into(), "Where is my next meeting?".into()],
+            &ask_dir,
+        )
+        .await
+    });
+    let attention = rt.event("runtime.attention.requested").await;
+    assert_eq!(attention["text"], "Where is my next meeting?");
+    let session = attention["phone_session_id"].clone();
+    for (text, fin) in [
+        ("Room 4B, ", false),
+        ("at 14:00.", false),
+        ("Room 4B, at 14:00.", true),
+    ] {
+        let r = rt
+            .call(
+                "runtime.message",
+                json!({"phone_session_id": session, "text": text, "final": fin}),
+            )
+            .await;
+        assert!(r.get("result").is_some(), "{r}");
+    }
+    let (code, out, err) = ask.await.unwrap();
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "Room 4B, at 14:00.\n");
+
+    let (code, out, _) = cli(&["runtime", "list", "--json"], &data);
+    assert_eq!(code, 0);
+    let list: Value = serde_json::from_str(&out).unwrap();
+    let hermes = list["runtimes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == "hermes")
+        .unwrap()
+        .clone();
+    assert_eq!(hermes["status"], "connected");
+    let (code, out, _) = cli(&["runtime", "select", "volume", "hermes"], &data);
+    assert_eq!((code, out.trim()), (0, "volume → hermes"));
+}

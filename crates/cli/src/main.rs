@@ -7,6 +7,7 @@
 //! daemon, 3 when a tool request waits for the user's confirmation.
 
 mod audit_cmd;
+mod bench_cmd;
 mod client;
 mod client_cmd;
 mod data_dir;
@@ -63,6 +64,9 @@ enum Command {
         #[command(flatten)]
         data_dir: data_dir::DataDir,
     },
+    /// Load tools for a running daemon.
+    #[command(subcommand)]
+    Bench(BenchCommand),
     /// List runtimes, or route a surface to one.
     #[command(subcommand)]
     Runtime(client_cmd::RuntimeCommand),
@@ -83,6 +87,12 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(Debug, Subcommand)]
+enum BenchCommand {
+    /// Concurrent connections invoking a tool; prints calls/s, p50, p99 and the daemon's RSS.
+    Invoke(bench_cmd::InvokeBench),
 }
 
 fn main() -> ExitCode {
@@ -111,6 +121,7 @@ fn main() -> ExitCode {
             timeout_secs,
         ),
         Command::Runtime(cmd) => client_cmd::runtime(cmd),
+        Command::Bench(BenchCommand::Invoke(opts)) => bench_cmd::invoke(opts),
         Command::Sessions(cmd) => client_cmd::sessions(cmd),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();

@@ -445,3 +445,42 @@ async fn ask_streams_the_routed_runtimes_reply() {
     let (code, out, _) = cli(&["runtime", "select", "volume", "hermes"], &data);
     assert_eq!((code, out.trim()), (0, "volume → hermes"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bench_invoke_reports_throughput_latency_and_daemon_memory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let config = tmp.path().join("bench.toml");
+    std::fs::write(
+        &config,
+        "[limits]\nrate_per_sec = 10000.0\nrate_burst = 10000.0\n",
+    )
+    .unwrap();
+    let _serve = serve(&data, config.to_str().unwrap());
+    let (code, out, err) = cli(
+        &[
+            "bench",
+            "invoke",
+            "--connections",
+            "3",
+            "--calls",
+            "7",
+            "--json",
+        ],
+        &data,
+    );
+    assert_eq!(code, 0, "{err}");
+    let r: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (r["calls"].clone(), r["ok"].clone(), r["other"].clone()),
+        (json!(21), json!(21), json!(0))
+    );
+    assert!(r["calls_per_sec"].as_f64().unwrap() > 0.0);
+    assert!(r["p99_ms"].as_f64().unwrap() >= r["p50_ms"].as_f64().unwrap());
+    if cfg!(target_os = "linux") {
+        assert!(r["daemon_peak_rss_kib"].as_u64().unwrap() > 1000, "{r}");
+    }
+    let (code, _, err) = cli(&["bench", "invoke", "--calls", "0"], &data);
+    assert_eq!(code, 2);
+    assert!(err.contains("at least 1"), "{err}");
+}

@@ -232,8 +232,25 @@ async fn runtime_invokes_and_the_user_approves_from_another_process() {
         .call("tools.invoke", json!({"request_id": "s1", "tool": "openphone.screen.get", "params": {}, "reason": "look"}))
         .await;
     assert_eq!(screen["result"]["status"], "ok", "{screen}");
-
-    let tap_id = rt.send("tools.invoke", tap("t1", "tap-1", true)).await;
+    assert_eq!(
+        screen["result"]["result"]["package"],
+        "com.android.launcher"
+    );
+    // Tap the Settings icon where the screen says it is.
+    let settings = screen["result"]["result"]["interactive_elements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["label"] == "Settings")
+        .expect("a Settings icon on the home screen")
+        .clone();
+    let tap_settings = json!({
+        "request_id": "t1",
+        "tool": "openphone.ui.tap",
+        "params": {"x": settings["center"]["x"], "y": settings["center"]["y"], "reason": "open Settings"},
+        "idempotency_key": "tap-1",
+    });
+    let tap_id = rt.send("tools.invoke", tap_settings).await;
     let ids = loop {
         let ids = pending_ids(&data).await;
         if !ids.is_empty() {
@@ -250,6 +267,14 @@ async fn runtime_invokes_and_the_user_approves_from_another_process() {
     let tapped = rt.wait(tap_id).await;
     assert_eq!(tapped["result"]["status"], "ok", "{tapped}");
     assert_eq!(tapped["result"]["request_id"], "t1");
+    // The approved tap changed the phone: Settings is now in the foreground.
+    let after = rt
+        .call("tools.invoke", json!({"request_id": "s2", "tool": "openphone.screen.get", "params": {}, "reason": "check"}))
+        .await;
+    assert_eq!(
+        after["result"]["result"]["package"], "com.android.settings",
+        "{after}"
+    );
 
     // The CLI's own invocations: exit codes follow the status.
     let (code, _, _) = cli(&["tool", "invoke", "openphone.screen.get", "{}"], &data);

@@ -86,7 +86,7 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Self {
-            max_frame_bytes: 1024 * 1024,
+            max_frame_bytes: openphone_protocol::limits::ENDPOINT_FRAME_BYTES,
             max_in_flight: 16,
             rate_per_sec: 20.0,
             rate_burst: 40.0,

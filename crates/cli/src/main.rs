@@ -1,7 +1,7 @@
 //! `openphone`: the OpenPhone runtime's one user-facing binary.
 //!
 //! The daemon (`openphone serve`), the client commands that talk to it over its endpoint
-//! (`status`, `tool`, `confirm`, `sessions`), and the offline tools (`protocol …`, `audit …`,
+//! (`status`, `tool`, `confirm`, `sessions`, `mcp serve`), and the offline tools (`protocol …`, `audit …`,
 //! `info`). Conventions: `--json` where a machine reads the output, exit code 0 for success, 1
 //! when the thing checked is bad (or a tool result is not ok), 2 for unusable input or no
 //! daemon, 3 when a tool request waits for the user's confirmation.
@@ -11,6 +11,7 @@ mod bench_cmd;
 mod client;
 mod client_cmd;
 mod data_dir;
+mod mcp_cmd;
 mod protocol_cmd;
 mod serve_cmd;
 
@@ -64,6 +65,9 @@ enum Command {
         #[command(flatten)]
         data_dir: data_dir::DataDir,
     },
+    /// MCP: the stdio server for hosts (`mcp serve`), the default token, host configuration.
+    #[command(subcommand)]
+    Mcp(mcp_cmd::McpCommand),
     /// Load tools for a running daemon.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -122,6 +126,7 @@ fn main() -> ExitCode {
         ),
         Command::Runtime(cmd) => client_cmd::runtime(cmd),
         Command::Bench(BenchCommand::Invoke(opts)) => bench_cmd::invoke(opts),
+        Command::Mcp(cmd) => mcp_cmd::run(cmd),
         Command::Sessions(cmd) => client_cmd::sessions(cmd),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();

@@ -78,6 +78,31 @@ impl Operator {
     }
 }
 
+/// A host the user designated as a confirming host for one runtime (`mcp.md` §7.1, config
+/// `trust_client_confirmation`): its own confirmation dialog may approve that runtime's
+/// requests below the risk floor. Made by the daemon from its configuration only; the label
+/// (`<source>:<runtime>`) is recorded as `resolved_by`, so audit tells these resolutions apart.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfirmingHost {
+    runtime: String,
+    source: String,
+}
+
+impl ConfirmingHost {
+    /// `runtime`'s host, resolving through `source` (`mcp_elicitation`, `mcp_input_response`).
+    pub fn new(runtime: &str, source: &str) -> ConfirmingHost {
+        ConfirmingHost {
+            runtime: runtime.to_owned(),
+            source: source.to_owned(),
+        }
+    }
+
+    /// `<source>:<runtime>`, recorded as `resolved_by`.
+    pub fn label(&self) -> String {
+        format!("{}:{}", self.source, self.runtime)
+    }
+}
+
 /// The operator's answer to a confirmation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -95,6 +120,9 @@ pub enum BridgeError {
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// A confirming host tried to resolve a confirmation of the risk floor.
+    #[error("confirmation {0:?} needs the user's approval on the phone (confirmation: always)")]
+    RiskFloor(String),
     /// A stored confirmation could not be read back.
     #[error("unreadable stored request: {0}")]
     CorruptRecord(String),
@@ -105,6 +133,7 @@ impl BridgeError {
     pub fn code(&self) -> ErrorCode {
         match self {
             BridgeError::PendingConfirmationNotFound(_) => ErrorCode::PendingConfirmationNotFound,
+            BridgeError::RiskFloor(_) => ErrorCode::ConfirmationRequired,
             BridgeError::Store(_) | BridgeError::CorruptRecord(_) => ErrorCode::ToolError,
         }
     }
@@ -870,15 +899,86 @@ impl ToolBridge {
         confirmation_id: &str,
         decision: ConfirmDecision,
     ) -> Result<ToolResult, BridgeError> {
+        let denial = (
+            ErrorCode::UserDeniedConfirmation,
+            "the user denied this request",
+        );
+        self.resolve_as(&operator.label(), confirmation_id, decision, denial)
+            .await
+    }
+
+    /// Resolves a pending confirmation through a host the user designated as a confirming
+    /// host for `host.runtime` (`mcp.md` §7.1): only that runtime's own confirmations, and
+    /// never one of the risk floor (`confirmation: "always"`), which only an [`Operator`] can
+    /// approve. A denial records `denial` as the code (`user_denied_confirmation` for a
+    /// decline, `confirmation_cancelled` for a dismissed prompt).
+    pub async fn resolve_as_host(
+        &self,
+        host: &ConfirmingHost,
+        confirmation_id: &str,
+        decision: ConfirmDecision,
+        denial: ErrorCode,
+    ) -> Result<ToolResult, BridgeError> {
+        let record = self
+            .store
+            .get_confirmation(confirmation_id)?
+            .filter(|r| r.identity.runtime == host.runtime)
+            .ok_or_else(|| BridgeError::PendingConfirmationNotFound(confirmation_id.to_owned()))?;
+        let below_floor = self
+            .registry
+            .resolve(&record.identity.tool)
+            .is_some_and(|c| c.confirmation != openphone_protocol::Confirmation::Always);
+        if !below_floor {
+            return Err(BridgeError::RiskFloor(confirmation_id.to_owned()));
+        }
+        let message = match denial {
+            ErrorCode::ConfirmationCancelled => "the user dismissed the confirmation prompt",
+            _ => "the user denied this request",
+        };
+        self.resolve_as(&host.label(), confirmation_id, decision, (denial, message))
+            .await
+    }
+
+    /// Withdraws a runtime's own pending confirmation (its call was cancelled): the request
+    /// never executes and its final result is `cancelled`. Only the runtime that made the
+    /// request can withdraw it, and only while it is still pending; withdrawing can never
+    /// approve anything.
+    pub async fn withdraw(
+        &self,
+        caller: &Caller,
+        confirmation_id: &str,
+    ) -> Result<ToolResult, BridgeError> {
+        let owned = self
+            .store
+            .get_confirmation(confirmation_id)?
+            .is_some_and(|r| r.identity.runtime == caller.runtime);
+        if !owned {
+            return Err(BridgeError::PendingConfirmationNotFound(
+                confirmation_id.to_owned(),
+            ));
+        }
+        let label = format!("{}:{}:withdrawn", caller.transport.as_str(), caller.runtime);
+        let denial = (
+            ErrorCode::Cancelled,
+            "the request was cancelled by its caller before it ran",
+        );
+        self.resolve_as(&label, confirmation_id, ConfirmDecision::Deny, denial)
+            .await
+    }
+
+    async fn resolve_as(
+        &self,
+        label: &str,
+        confirmation_id: &str,
+        decision: ConfirmDecision,
+        denial: (ErrorCode, &str),
+    ) -> Result<ToolResult, BridgeError> {
         let now = self.now();
         let resolution = match decision {
             ConfirmDecision::Approve => Resolution::Approve,
             ConfirmDecision::Deny => Resolution::Deny,
         };
-        let record = match self
-            .store
-            .resolve(confirmation_id, resolution, &operator.label(), now)
-        {
+        let record = match self.store.resolve(confirmation_id, resolution, label, now) {
             Ok(r) => r,
             Err(e) if e.is_pending_confirmation_not_found() => {
                 // An expired one was just moved to `timeout`: give it its final result.
@@ -927,8 +1027,8 @@ impl ToolBridge {
                 let result = ToolResult::failure(
                     &stored.caller.runtime,
                     &record.request_id,
-                    ErrorCode::UserDeniedConfirmation,
-                    "the user denied this request",
+                    denial.0,
+                    denial.1,
                 );
                 self.finish(
                     &record,

@@ -17,8 +17,8 @@ pub mod services;
 pub mod summary;
 
 pub use bridge::{
-    BridgeConfig, BridgeError, ConfirmDecision, MAX_PENDING_PER_RUNTIME, Operator, RecoveryReport,
-    ToolBridge, waiting_on,
+    BridgeConfig, BridgeError, ConfirmDecision, ConfirmingHost, MAX_PENDING_PER_RUNTIME, Operator,
+    RecoveryReport, ToolBridge, waiting_on,
 };
 pub use events::{Audience, Event, EventBus, UnknownEvent};
 pub use request::{NormalizedRequest, normalize};

@@ -67,6 +67,8 @@ mod catalogue;
 mod identity;
 mod names;
 mod result;
+mod server;
+mod transport;
 
 pub use call::CallError;
 pub use catalogue::{
@@ -84,6 +86,16 @@ pub use names::{MAX_TOOL_NAME_LEN, derived_title, is_portable_tool_name, tool_na
 pub use result::{
     MAX_FIELD_ERRORS, META_TOOL_RESULT, call_result, invalid_arguments, json_pointer, next_step,
     pending_message, retryable,
+};
+
+pub use server::{
+    CONFIRM_INPUT, LIST_TTL_MS, MAX_IDEMPOTENCY_KEY_LEN, META_AUTONOMY, META_IDEMPOTENCY_KEY,
+    McpBackend, McpPrincipal, McpSettings, PhoneMcp, SOURCE_ELICITATION, SOURCE_INPUT_RESPONSE,
+    StateSeal,
+};
+pub use transport::{
+    CancellationToken, HttpOptions, LOOPBACK_ORIGINS, MAX_HTTP_BODY_BYTES, http_service,
+    serve_stream, serve_unavailable,
 };
 
 /// Re-exported so transports use the exact pinned `rmcp` this crate builds against.

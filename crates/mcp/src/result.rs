@@ -114,6 +114,11 @@ pub fn next_step(code: ErrorCode) -> Option<&'static str> {
             "The action may or may not have happened; check the phone before acting again."
         }
         C::Cancelled => "The call was cancelled before it ran.",
+        C::ConfirmationCancelled => {
+            "The user dismissed the prompt; do not retry without asking the user."
+        }
+        C::DaemonUnavailable => "Start the daemon with `openphone serve`, then retry.",
+        C::ConfirmationInvalid => "Call the tool again without `requestState` to start over.",
         _ => return None,
     })
 }
@@ -134,7 +139,9 @@ pub fn retryable(code: ErrorCode) -> bool {
         | C::RuntimeNotConnected
         | C::SendFailed
         | C::SnapshotUnavailable
-        | C::StaleRevision => true,
+        | C::StaleRevision
+        | C::DaemonUnavailable
+        | C::ConfirmationInvalid => true,
         C::UnsupportedVersion
         | C::MissingRequestId
         | C::MissingRuntimeIdentity
@@ -179,7 +186,8 @@ pub fn retryable(code: ErrorCode) -> bool {
         | C::BackgroundReviewResolved
         | C::BackgroundReviewCommitFailed
         | C::BackgroundReviewInterruptedResultUnknown
-        | C::BackgroundReviewResultMissing => false,
+        | C::BackgroundReviewResultMissing
+        | C::ConfirmationCancelled => false,
     }
 }
 

@@ -120,6 +120,12 @@ error_codes! {
     ElementDisabled = "element_disabled",
     /// The UI element has no usable bounds.
     ElementBoundsUnavailable = "element_bounds_unavailable",
+    /// MCP front end: the daemon is not reachable (`mcp.md` §5.3).
+    DaemonUnavailable = "daemon_unavailable",
+    /// MCP: the user dismissed the host's confirmation prompt (`mcp.md` §5.3).
+    ConfirmationCancelled = "confirmation_cancelled",
+    /// MCP: a sealed `requestState` is invalid or does not match the call (`mcp.md` §7.4).
+    ConfirmationInvalid = "confirmation_invalid",
     // §13.3 attention and sessions
     /// No runtime named or routed.
     MissingRuntime = "missing_runtime",
@@ -191,12 +197,15 @@ impl ErrorCode {
             | C::TaskUnavailable
             | C::ToolError
             | C::FrameworkConfirmationFailed
-            | C::ExecutionResultUnknown => Some(ToolStatus::Error),
+            | C::ExecutionResultUnknown
+            | C::DaemonUnavailable
+            | C::ConfirmationInvalid => Some(ToolStatus::Error),
             C::ToolRegistryUnavailable
             | C::ToolNotGranted
             | C::ToolNotSupportedByPhonePlatform
             | C::ObserveOnlyMutationDenied
             | C::UserDeniedConfirmation
+            | C::ConfirmationCancelled
             | C::RateLimited
             | C::Denied
             | C::UnknownCommand => Some(ToolStatus::Denied),

@@ -39,6 +39,24 @@ impl Principal {
         }
     }
 
+    /// The MCP principal of a runtime credential (`None` for the operator: MCP callers are
+    /// always runtimes). `client` is what the connection says it is, recorded only.
+    pub fn mcp_principal(&self) -> Option<openphone_mcp::McpPrincipal> {
+        match self {
+            Principal::Operator => None,
+            Principal::Runtime(c) => {
+                let mut caller = Caller::remote(&c.id, Transport::Mcp, &format!("token:{}", c.id));
+                caller.enabled = c.enabled;
+                caller.grants = c.grants;
+                caller.max_autonomy = c.max_autonomy;
+                Some(openphone_mcp::McpPrincipal {
+                    caller,
+                    confirming_host: c.trust_client_confirmation,
+                })
+            }
+        }
+    }
+
     /// The policy caller for requests made with this credential. `client_name` picks the
     /// operator's surface (`openphone-cli` → `cli`).
     pub fn caller(&self, client_name: &str) -> Caller {
@@ -131,6 +149,7 @@ mod tests {
                 enabled: true,
                 grants: openphone_policy::ExposureGrants::REMOTE_DEFAULT,
                 max_autonomy: openphone_policy::Autonomy::AskBeforeAction,
+                trust_client_confirmation: false,
             }],
         );
         assert!(matches!(creds.authenticate(&op), Some(Principal::Operator)));

@@ -37,6 +37,49 @@ pub struct Config {
     /// Global and per-runtime allow/deny lists (policy layer 2).
     pub tool_policy: ToolPolicy,
     pub limits: Limits,
+    /// The MCP server (`docs/mcp.md`).
+    pub mcp: McpConfig,
+}
+
+/// The `[mcp]` table.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct McpConfig {
+    /// Serve MCP at all (`/mcp` and `mcp.sock`).
+    pub enabled: bool,
+    /// How long a call waits inline for the user's decision before answering with the pending
+    /// result (ms).
+    pub local_confirmation_wait_ms: u64,
+    /// Lifetime of the confirmations MCP calls create (ms, at most 600 000).
+    pub confirmation_timeout_ms: i64,
+    /// How long a confirming host's prompt may take (ms).
+    pub elicitation_timeout_ms: u64,
+    /// Runtime id of the default MCP credential (`mcp.token` in the data directory), used
+    /// unless a `[[runtimes]]` entry with this id configures it.
+    pub default_runtime: String,
+    pub http: McpHttpConfig,
+}
+
+impl Default for McpConfig {
+    fn default() -> Self {
+        McpConfig {
+            enabled: true,
+            local_confirmation_wait_ms: 20_000,
+            confirmation_timeout_ms: 120_000,
+            elicitation_timeout_ms: 60_000,
+            default_runtime: "mcp".into(),
+            http: McpHttpConfig::default(),
+        }
+    }
+}
+
+/// The `[mcp.http]` table.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct McpHttpConfig {
+    /// Browser origins accepted besides the loopback ones, e.g. `"https://app.example:443"`
+    /// (`:*` = any port).
+    pub extra_allowed_origins: Vec<String>,
 }
 
 /// One `[[runtimes]]` entry.
@@ -61,6 +104,10 @@ pub struct RuntimeConfig {
     /// Autonomy ceiling (default `ask_before_action`).
     #[serde(default)]
     pub max_autonomy: Option<String>,
+    /// MCP only: the host's own confirmation prompt may approve this runtime's requests below
+    /// the risk floor (`confirmation: "always"` still needs the phone). Default false.
+    #[serde(default)]
+    pub trust_client_confirmation: bool,
 }
 
 fn yes() -> bool {
@@ -103,6 +150,8 @@ pub struct RuntimeCredential {
     pub enabled: bool,
     pub grants: ExposureGrants,
     pub max_autonomy: Autonomy,
+    /// MCP: the host's prompt may approve below the risk floor.
+    pub trust_client_confirmation: bool,
 }
 
 impl std::fmt::Debug for RuntimeCredential {
@@ -113,6 +162,7 @@ impl std::fmt::Debug for RuntimeCredential {
             .field("enabled", &self.enabled)
             .field("grants", &self.grants)
             .field("max_autonomy", &self.max_autonomy)
+            .field("trust_client_confirmation", &self.trust_client_confirmation)
             .finish()
     }
 }
@@ -134,6 +184,38 @@ impl Config {
             source,
         })?;
         Config::parse(&text, &origin)
+    }
+
+    /// Checks the `[mcp]` table.
+    pub fn check_mcp(&self) -> Result<(), ConfigError> {
+        let err = |message: String| ConfigError::Parse {
+            path: "mcp".into(),
+            message,
+        };
+        let m = &self.mcp;
+        if !(1_000..=600_000).contains(&m.confirmation_timeout_ms) {
+            return Err(err(format!(
+                "confirmation_timeout_ms {} is outside 1000..=600000",
+                m.confirmation_timeout_ms
+            )));
+        }
+        if m.local_confirmation_wait_ms > 600_000 || m.elicitation_timeout_ms > 600_000 {
+            return Err(err("waits are at most 600000 ms".into()));
+        }
+        if m.default_runtime.trim().is_empty() {
+            return Err(err("default_runtime is empty".into()));
+        }
+        for origin in &m.http.extra_allowed_origins {
+            if !(origin.starts_with("http://")
+                || origin.starts_with("https://")
+                || origin == "null")
+            {
+                return Err(err(format!(
+                    "extra_allowed_origins entry {origin:?} needs a scheme (http:// or https://)"
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// The runtimes and routing for the [`openphone_core::RuntimeManager`].
@@ -223,6 +305,7 @@ impl Config {
                 enabled: rt.enabled,
                 grants,
                 max_autonomy,
+                trust_client_confirmation: rt.trust_client_confirmation,
             });
         }
         Ok(out)

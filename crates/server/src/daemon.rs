@@ -38,6 +38,12 @@ pub struct EndpointInfo {
     pub url: String,
     pub pid: u32,
     pub started_at_ms: i64,
+    /// `http://host:port/mcp`, unless MCP is disabled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_url: Option<String>,
+    /// The local MCP socket behind `openphone mcp serve`, unless MCP is disabled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_socket: Option<PathBuf>,
 }
 
 /// Which phone the daemon drives.
@@ -98,6 +104,8 @@ pub enum DaemonError {
     },
     #[error("no randomness for the operator token: {0}")]
     Random(String),
+    #[error("mcp: {0}")]
+    Mcp(String),
     #[error("startup recovery failed: {0}")]
     Recovery(String),
     /// The runtimes or their routing are misconfigured.
@@ -151,7 +159,8 @@ impl Daemon {
         if !listen.ip().is_loopback() && !config.insecure_listen {
             return Err(DaemonError::NonLoopback(listen));
         }
-        let runtimes = config.credentials()?;
+        config.check_mcp()?;
+        let mut runtimes = config.credentials()?;
         let store = Store::open(&data_dir)?;
         let registry = Registry::embedded().map_err(|e| DaemonError::Manifests(e.to_string()))?;
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
@@ -210,6 +219,21 @@ impl Daemon {
             source,
         })?;
 
+        let mcp_shutdown = openphone_mcp::CancellationToken::new();
+        let mcp = if config.mcp.enabled {
+            Some(mcp_state(
+                &data_dir,
+                &config,
+                &mut runtimes,
+                &bridge,
+                registry,
+                &profile.supported_tools,
+                addr,
+                mcp_shutdown.clone(),
+            )?)
+        } else {
+            None
+        };
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
         let state = Arc::new(AppState {
             bridge: bridge.clone(),
@@ -223,7 +247,17 @@ impl Daemon {
             shutdown: shutdown_rx.clone(),
             connections: AtomicUsize::new(0),
             connection_closed: Notify::new(),
+            mcp,
         });
+        let mcp_socket = if state.mcp.is_some() {
+            let listener = crate::mcp::bind_socket(&data_dir).map_err(|e| {
+                DaemonError::Mcp(format!("cannot bind {}: {e}", crate::mcp::SOCKET_FILE))
+            })?;
+            tokio::spawn(crate::mcp::serve_socket(state.clone(), listener));
+            Some(data_dir.join(crate::mcp::SOCKET_FILE))
+        } else {
+            None
+        };
         let app = router(state.clone());
         let mut stop = shutdown_rx.clone();
         let server = tokio::spawn(async move {
@@ -254,6 +288,8 @@ impl Daemon {
             url: format!("ws://{addr}/v1/runtime"),
             pid: std::process::id(),
             started_at_ms: SystemClock.now_ms(),
+            mcp_url: state.mcp.as_ref().map(|_| format!("http://{addr}/mcp")),
+            mcp_socket,
         };
         let text = serde_json::to_vec_pretty(&info).map_err(|e| DaemonError::Write {
             path: ENDPOINT_FILE.into(),
@@ -283,6 +319,11 @@ impl Daemon {
     /// Stops accepting, lets in-flight requests answer, closes connections, removes
     /// `endpoint.json`, and releases the data directory.
     pub async fn shutdown(self) {
+        if let Some(mcp) = &self.state.mcp {
+            // Interrupted MCP calls keep their confirmations pending for after a restart.
+            mcp.backend.begin_shutdown();
+            mcp.shutdown.cancel();
+        }
         let _ = self.shutdown.send(true);
         let _ = self.server.await;
         let _ = self.timer.await;
@@ -299,6 +340,107 @@ impl Daemon {
             }
         }
         let _ = std::fs::remove_file(self.data_dir.join(ENDPOINT_FILE));
+        let _ = std::fs::remove_file(self.data_dir.join(crate::mcp::SOCKET_FILE));
         tracing::info!("stopped");
     }
+}
+
+/// Reads a secret file of the data directory, or creates it with `make` (mode 0600). Kept
+/// across restarts, so hosts configured with it keep working.
+fn persistent_secret(
+    path: &Path,
+    make: impl FnOnce() -> Result<Vec<u8>, DaemonError>,
+) -> Result<Vec<u8>, DaemonError> {
+    match std::fs::read(path) {
+        Ok(bytes) if !bytes.is_empty() => return Ok(bytes),
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(source) => {
+            return Err(DaemonError::Write {
+                path: path.display().to_string(),
+                source,
+            });
+        }
+    }
+    let bytes = make()?;
+    write_file(path, &bytes, 0o600)?;
+    Ok(bytes)
+}
+
+/// The MCP backend and its files: the default MCP runtime (unless configured) with its token in
+/// `mcp.token`, and the key sealing `requestState`s in `mcp-state.key`.
+#[allow(clippy::too_many_arguments)]
+fn mcp_state(
+    data_dir: &Path,
+    config: &Config,
+    runtimes: &mut Vec<crate::config::RuntimeCredential>,
+    bridge: &Arc<ToolBridge>,
+    registry: &'static Registry,
+    supported: &[String],
+    addr: SocketAddr,
+    shutdown: openphone_mcp::CancellationToken,
+) -> Result<crate::mcp::McpState, DaemonError> {
+    let random = |n: usize| -> Result<Vec<u8>, DaemonError> {
+        let mut bytes = vec![0u8; n];
+        getrandom::fill(&mut bytes).map_err(|e| DaemonError::Random(e.to_string()))?;
+        Ok(bytes)
+    };
+    let default_id = config.mcp.default_runtime.clone();
+    if !runtimes.iter().any(|r| r.id == default_id) {
+        let token = persistent_secret(&data_dir.join(crate::mcp::MCP_TOKEN_FILE), || {
+            generate_token()
+                .map(String::into_bytes)
+                .map_err(|e| DaemonError::Random(e.to_string()))
+        })?;
+        let token = String::from_utf8(token)
+            .map_err(|_| DaemonError::Mcp("mcp.token is not text".into()))?
+            .trim()
+            .to_owned();
+        runtimes.push(crate::config::RuntimeCredential {
+            id: default_id,
+            token,
+            enabled: true,
+            // The user's own desktop host: every class, every mutation confirmed.
+            grants: openphone_policy::ExposureGrants::ALL,
+            max_autonomy: openphone_policy::Autonomy::AskBeforeAction,
+            trust_client_confirmation: false,
+        });
+    }
+    let key = persistent_secret(&data_dir.join(crate::mcp::STATE_KEY_FILE), || random(32))?;
+    let seal = openphone_mcp::StateSeal::new(&key).map_err(DaemonError::Mcp)?;
+    let table =
+        openphone_mcp::ToolTable::new(registry).map_err(|e| DaemonError::Mcp(e.to_string()))?;
+    let page_addr = if addr.ip().is_unspecified() {
+        SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), addr.port())
+    } else {
+        addr
+    };
+    let settings = openphone_mcp::McpSettings {
+        local_confirmation_wait: Duration::from_millis(config.mcp.local_confirmation_wait_ms),
+        progress_interval: Duration::from_secs(5),
+        elicitation_timeout: Duration::from_millis(config.mcp.elicitation_timeout_ms),
+        confirmation_timeout_ms: config.mcp.confirmation_timeout_ms,
+        approval_url_base: Some(format!("http://{page_addr}/confirmations/")),
+    };
+    // What this daemon can run: the device's commands and the runtime-owned services'.
+    let served = registry
+        .commands()
+        .filter(|c| {
+            c.executor == openphone_protocol::Executor::Runtime
+                && openphone_core::services::serves(&c.name)
+        })
+        .map(|c| c.name.clone());
+    let backend = openphone_mcp::McpBackend::new(
+        bridge.clone(),
+        table,
+        config.tool_policy.clone(),
+        supported.iter().cloned().chain(served),
+        settings,
+        Some(seal),
+    );
+    Ok(crate::mcp::McpState {
+        backend: Arc::new(backend),
+        extra_origins: config.mcp.http.extra_allowed_origins.clone(),
+        shutdown,
+    })
 }

@@ -5,6 +5,8 @@
 //! - [`auth`]: operator and runtime credentials, compared in constant time.
 //! - [`conn`]: one connection — `hello`, dispatch, events, frame/in-flight/rate limits.
 //! - [`daemon`]: `openphone serve` — store, recovery, expiry timer, listener, files, shutdown.
+//! - [`mcp`]: the MCP front doors — `/mcp` behind its Host/Origin/token/size/rate guard, the
+//!   approval page, and the `mcp.sock` socket behind `openphone mcp serve`.
 //!
 //! **Architecture Invariant:** every tool request goes through the core's `ToolBridge`; a
 //! confirmation is resolved only with an `Operator`, which only the operator token yields.
@@ -14,12 +16,14 @@ pub mod auth;
 pub mod config;
 pub mod conn;
 pub mod daemon;
+pub mod mcp;
 pub mod rate;
 pub mod rpc;
 pub mod state;
 
-pub use config::{Config, ConfigError, Limits};
+pub use config::{Config, ConfigError, Limits, McpConfig};
 pub use daemon::{
     Daemon, DaemonError, DaemonOptions, DeviceChoice, ENDPOINT_FILE, EndpointInfo, TOKEN_FILE,
 };
+pub use mcp::{HELLO_KEY, MCP_TOKEN_FILE, SOCKET_FILE, STATE_KEY_FILE};
 pub use state::{AppState, router};

@@ -37,6 +37,8 @@ pub struct AppState {
     /// Open WebSocket connections.
     pub connections: AtomicUsize,
     pub connection_closed: Notify,
+    /// The MCP server, unless disabled in config.
+    pub mcp: Option<crate::mcp::McpState>,
 }
 
 impl AppState {
@@ -84,12 +86,29 @@ impl AppState {
     }
 }
 
-/// The endpoint's routes: `GET /v1/runtime` (WebSocket) and `GET /healthz`.
+/// The endpoint's routes: `GET /v1/runtime` (WebSocket), `GET /healthz`, and unless MCP is
+/// disabled `/mcp` (Streamable HTTP behind the guard of `mcp.rs`) and
+/// `GET /confirmations/{id}` (the read-only approval page).
 pub fn router(state: Arc<AppState>) -> Router {
-    Router::new()
+    let mut router = Router::new()
         .route("/v1/runtime", get(upgrade))
-        .route("/healthz", get(healthz))
-        .with_state(state)
+        .route("/healthz", get(healthz));
+    if let Some(mcp) = &state.mcp {
+        let service = openphone_mcp::http_service(
+            mcp.backend.clone(),
+            openphone_mcp::HttpOptions {
+                extra_allowed_origins: mcp.extra_origins.clone(),
+                shutdown: mcp.shutdown.clone(),
+            },
+        );
+        let guarded = Router::new().route_service("/mcp", service).layer(
+            axum::middleware::from_fn_with_state(state.clone(), crate::mcp::guard),
+        );
+        router = router
+            .merge(guarded)
+            .route("/confirmations/{id}", get(crate::mcp::approval_page));
+    }
+    router.with_state(state)
 }
 
 async fn healthz() -> impl IntoResponse {

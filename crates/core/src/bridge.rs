@@ -400,8 +400,15 @@ impl ToolBridge {
         // Step 1 — validate.
         let validated = match validate(self.registry, caller, &req, true) {
             Ok(v) => v,
-            Err(Rejection { code, message }) => {
-                let result = ToolResult::failure(&runtime, &req.request_id, code, message);
+            Err(Rejection {
+                code,
+                message,
+                details,
+            }) => {
+                let mut result = ToolResult::failure(&runtime, &req.request_id, code, message);
+                if let Some(details) = details {
+                    result = result.with_details(details);
+                }
                 self.audit_request(caller, &req, None, None, None, &result, None, started);
                 return result;
             }
@@ -1085,7 +1092,7 @@ impl ToolBridge {
         let runtime = &caller.runtime;
         let command = match validate(self.registry, caller, req, true) {
             Ok(v) => v.command,
-            Err(Rejection { code, message }) => {
+            Err(Rejection { code, message, .. }) => {
                 return ToolResult::failure(runtime, &req.request_id, code, message);
             }
         };

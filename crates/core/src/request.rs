@@ -10,7 +10,10 @@ use openphone_protocol::{
     normalize_runtime_id, params_hash_hex,
 };
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value, json};
+
+/// At most this many field errors are listed in `details.errors`.
+pub const MAX_FIELD_ERRORS: usize = 20;
 
 /// A request after §8.1: strings trimmed, defaults applied. The params are kept exactly as the
 /// runtime sent them; they are what the identity digest covers.
@@ -101,10 +104,13 @@ pub struct Validated<'r> {
 pub struct Rejection {
     pub code: ErrorCode,
     pub message: String,
+    /// `{"errors": [{field, pointer, message}], "omitted"?}` for invalid params.
+    pub details: Option<Map<String, Value>>,
 }
 
 fn reject(code: ErrorCode, message: impl Into<String>) -> Rejection {
     Rejection {
+        details: None,
         code,
         message: message.into(),
     }
@@ -180,10 +186,22 @@ pub fn validate<'r>(
     }
     if let Err(errors) = registry.validate_params(command, &executed) {
         let text: Vec<String> = errors.iter().map(ToString::to_string).collect();
-        return Err(reject(
+        let entries: Vec<Value> = errors
+            .iter()
+            .take(MAX_FIELD_ERRORS)
+            .map(|e| json!({"field": e.field, "pointer": e.pointer(), "message": e.message}))
+            .collect();
+        let mut details = Map::new();
+        details.insert("errors".into(), Value::Array(entries));
+        if errors.len() > MAX_FIELD_ERRORS {
+            details.insert("omitted".into(), json!(errors.len() - MAX_FIELD_ERRORS));
+        }
+        let mut rejection = reject(
             ErrorCode::InvalidParams,
             format!("invalid params for {}: {}", command.name, text.join("; ")),
-        ));
+        );
+        rejection.details = Some(details);
+        return Err(rejection);
     }
     let params_digest = params_hash_hex(&req.params)
         .map_err(|e| reject(ErrorCode::InvalidParams, e.to_string()))?;

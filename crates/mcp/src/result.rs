@@ -7,8 +7,8 @@ use serde_json::{Map, Value, json};
 /// `_meta` key of a call result: `{request_id, status, audit_id, error?, confirmation_id?}`.
 pub const META_TOOL_RESULT: &str = "dev.openphone/toolResult";
 
-/// At most this many field errors are reported (`mcp.md` §5.4).
-pub const MAX_FIELD_ERRORS: usize = 20;
+/// At most this many field errors are reported (`mcp.md` §5.4); the bridge's own cap.
+pub use openphone_core::request::MAX_FIELD_ERRORS;
 
 /// Shapes a ToolBridge result without knowing the manifest: a pending confirmation points at
 /// the operator surfaces and the idempotent retry, not at a poll tool. A server uses
@@ -255,25 +255,9 @@ pub fn invalid_arguments(
 
 /// `delivery.mode` → `/delivery/mode`, `items[0]` → `/items/0`, `` → `` (RFC 6901 escapes).
 pub fn json_pointer(field: &str) -> String {
-    let mut out = String::new();
-    for segment in field.split('.').filter(|s| !s.is_empty()) {
-        let mut rest = segment;
-        let name_end = rest.find('[').unwrap_or(rest.len());
-        push_token(&mut out, &rest[..name_end]);
-        rest = &rest[name_end..];
-        while let Some(stripped) = rest.strip_prefix('[') {
-            let close = stripped.find(']').unwrap_or(stripped.len());
-            push_token(&mut out, &stripped[..close]);
-            rest = stripped.get(close + 1..).unwrap_or("");
-        }
+    FieldError {
+        field: field.to_owned(),
+        message: String::new(),
     }
-    out
-}
-
-fn push_token(out: &mut String, token: &str) {
-    if token.is_empty() {
-        return;
-    }
-    out.push('/');
-    out.push_str(&token.replace('~', "~0").replace('/', "~1"));
+    .pointer()
 }

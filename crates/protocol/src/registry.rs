@@ -50,6 +50,31 @@ pub struct FieldError {
     pub message: String,
 }
 
+impl FieldError {
+    /// The field as a JSON pointer (RFC 6901): `delivery.mode` → `/delivery/mode`,
+    /// `items[0]` → `/items/0`; empty for the params object itself.
+    pub fn pointer(&self) -> String {
+        fn push(out: &mut String, token: &str) {
+            if !token.is_empty() {
+                out.push('/');
+                out.push_str(&token.replace('~', "~0").replace('/', "~1"));
+            }
+        }
+        let mut out = String::new();
+        for segment in self.field.split('.').filter(|s| !s.is_empty()) {
+            let name_end = segment.find('[').unwrap_or(segment.len());
+            push(&mut out, &segment[..name_end]);
+            let mut rest = &segment[name_end..];
+            while let Some(stripped) = rest.strip_prefix('[') {
+                let close = stripped.find(']').unwrap_or(stripped.len());
+                push(&mut out, &stripped[..close]);
+                rest = stripped.get(close + 1..).unwrap_or("");
+            }
+        }
+        out
+    }
+}
+
 impl fmt::Display for FieldError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.field.is_empty() {

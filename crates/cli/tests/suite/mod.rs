@@ -1,4 +1,5 @@
 mod audit;
 mod daemon;
+mod mcp_clients;
 mod protocol;
 mod support;

@@ -1,0 +1,806 @@
+//! The MCP server driven by a real third-party client: the Python `mcp` SDK (pinned 2.3.0,
+//! installed into `.cache/mcp-py` by `tests/clients/py/install.sh`, which `.ci/run` runs and
+//! these tests run too when the venv is missing). The daemon is the real `openphone serve`;
+//! stdio goes through the real `openphone mcp serve` front end; approvals come from separate
+//! `openphone confirm` processes; the phone's state is read back through the operator CLI.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use openphone_clock::SystemClock;
+use openphone_device::{PhoneDevice, SimPhone};
+use openphone_protocol::{Executor, Registry};
+use serde_json::{Value, json};
+
+use super::support::{openphone, run};
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The venv's python, installing the pinned SDK first if needed (once per test process).
+fn python() -> PathBuf {
+    static READY: OnceLock<PathBuf> = OnceLock::new();
+    READY
+        .get_or_init(|| {
+            let root = repo_root();
+            let status = Command::new("bash")
+                .arg(root.join("tests/clients/py/install.sh"))
+                .stdout(Stdio::null())
+                .status()
+                .expect("running tests/clients/py/install.sh");
+            assert!(status.success(), "installing the Python mcp SDK failed");
+            root.join(".cache/mcp-py/bin/python")
+        })
+        .clone()
+}
+
+struct Daemon {
+    child: Child,
+    _tmp: tempfile::TempDir,
+    data: PathBuf,
+    mcp_url: String,
+    token: String,
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `openphone serve` on a fresh data dir and a free port, with `config` as its config file.
+#[allow(clippy::zombie_processes)] // reaped by Daemon's Drop
+fn daemon(config: &str) -> Daemon {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let config_path = tmp.path().join("openphone.toml");
+    std::fs::write(&config_path, config).unwrap();
+    let child = openphone()
+        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(&config_path)
+        .arg("--data-dir")
+        .arg(&data)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Ok(text) = std::fs::read_to_string(data.join("endpoint.json"))
+            && let Ok(info) = serde_json::from_str::<Value>(&text)
+            && info["pid"] == json!(child.id())
+        {
+            let token = std::fs::read_to_string(data.join("mcp.token")).unwrap();
+            return Daemon {
+                child,
+                _tmp: tmp,
+                mcp_url: info["mcp_url"].as_str().unwrap().to_owned(),
+                token: token.trim().to_owned(),
+                data,
+            };
+        }
+        assert!(Instant::now() < deadline, "serve did not become ready");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// How a client reaches the daemon.
+#[derive(Clone, Copy, Debug)]
+enum Via {
+    Stdio,
+    Http,
+}
+
+impl Daemon {
+    fn cli(&self, args: &[&str]) -> (i32, String, String) {
+        let mut all = args.to_vec();
+        all.extend(["--data-dir", self.data.to_str().unwrap()]);
+        run(&all, "")
+    }
+
+    /// The driver's command line for `via` in `mode`, then `extra`.
+    fn driver(&self, via: Via, mode: &str, extra: &[&str]) -> Command {
+        let mut cmd = Command::new(python());
+        cmd.arg(repo_root().join("tests/clients/py/mcp_drive.py"));
+        match via {
+            Via::Stdio => {
+                let server = format!(
+                    "{} mcp serve --data-dir {}",
+                    env!("CARGO_BIN_EXE_openphone"),
+                    self.data.display()
+                );
+                cmd.args(["--transport", "stdio", "--server", &server]);
+            }
+            Via::Http => {
+                cmd.args(["--transport", "http", "--url", &self.mcp_url]);
+                if !extra.contains(&"--no-token") {
+                    cmd.args(["--token", &self.token]);
+                }
+            }
+        }
+        cmd.args(["--mode", mode, "--overall-timeout-s", "120"]);
+        cmd.args(extra.iter().filter(|a| **a != "--no-token"));
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd
+    }
+
+    /// Runs the driver to the end; returns its JSON answer.
+    fn drive(&self, via: Via, mode: &str, extra: &[&str]) -> Value {
+        finish(self.driver(via, mode, extra).spawn().unwrap())
+    }
+
+    fn spawn(&self, via: Via, mode: &str, extra: &[&str]) -> Child {
+        self.driver(via, mode, extra).spawn().unwrap()
+    }
+
+    /// Pending confirmations as (id, runtime, tool).
+    fn pending(&self) -> Vec<(String, String, String)> {
+        let (code, out, err) = self.cli(&["confirm", "list", "--json"]);
+        assert_eq!(code, 0, "{err}");
+        let v: Value = serde_json::from_str(&out).unwrap();
+        v["confirmations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                (
+                    c["confirmation_id"].as_str().unwrap().to_owned(),
+                    c["runtime"].as_str().unwrap().to_owned(),
+                    c["tool"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    }
+
+    /// Waits until exactly `n` confirmations are pending; returns their ids.
+    fn wait_pending(&self, n: usize) -> Vec<String> {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let pending = self.pending();
+            if pending.len() == n {
+                return pending.into_iter().map(|p| p.0).collect();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "expected {n} pending, have {pending:?}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn resolve(&self, verb: &str, id: &str) -> i32 {
+        self.cli(&["confirm", verb, id]).0
+    }
+
+    /// How many memories match `text`, read by the operator.
+    fn memories(&self, text: &str) -> usize {
+        let params = json!({"query": text, "reason": "test check"}).to_string();
+        let (code, out, err) = self.cli(&[
+            "tool",
+            "invoke",
+            "openphone.memory.search",
+            &params,
+            "--json",
+        ]);
+        assert_eq!(code, 0, "{out}{err}");
+        let v: Value = serde_json::from_str(&out).unwrap();
+        let found = v["result"]["memories"]
+            .as_array()
+            .or_else(|| v["result"]["results"].as_array())
+            .unwrap_or_else(|| panic!("no memory list in {v}"));
+        found
+            .iter()
+            .filter(|m| m.to_string().contains(text))
+            .count()
+    }
+}
+
+fn finish(child: Child) -> Value {
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let last = stdout.lines().last().unwrap_or_default();
+    serde_json::from_str(last).unwrap_or_else(|_| {
+        panic!(
+            "driver printed no JSON (exit {:?})\nstdout: {stdout}\nstderr: {}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// The error object of an `isError` result's text block.
+fn error_of(answer: &Value) -> Value {
+    assert_eq!(
+        answer["is_error"], true,
+        "expected an error result: {answer}"
+    );
+    let text = answer["texts"][0].as_str().unwrap();
+    serde_json::from_str::<Value>(text).unwrap()["error"].clone()
+}
+
+fn tool_result_meta(answer: &Value) -> &Value {
+    &answer["meta"]["dev.openphone/toolResult"]
+}
+
+fn save_args(text: &str) -> String {
+    json!({"text": text, "reason": "remember this for the test"}).to_string()
+}
+
+/// The tools a default MCP principal sees with the simulated phone: every `mcp: true`
+/// command this daemon can run (the phone's commands and the runtime-owned services').
+fn expected_tools() -> Vec<String> {
+    let registry = Registry::embedded().unwrap();
+    let phone = SimPhone::with_default_scenario(Arc::new(SystemClock)).unwrap();
+    let supported = phone.profile().supported_tools;
+    let mut names: Vec<String> = registry
+        .commands()
+        .filter(|c| c.mcp)
+        .filter(|c| match c.executor {
+            Executor::Device => supported.contains(&c.name),
+            Executor::Runtime => openphone_core::services::serves(&c.name),
+        })
+        .map(|c| c.name.replace('.', "_"))
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn python_client_lists_every_runnable_mcp_tool_over_stdio_and_http_in_every_mode() {
+    let d = daemon("");
+    let expected = expected_tools();
+    let mcp_true = Registry::embedded()
+        .unwrap()
+        .commands()
+        .filter(|c| c.mcp)
+        .count();
+    // Only the background-job commands are missing: this daemon has no job runner yet.
+    assert_eq!(expected.len(), mcp_true - 3, "{expected:?}");
+    for via in [Via::Stdio, Via::Http] {
+        for mode in ["legacy", "auto", "modern"] {
+            let answer = d.drive(via, mode, &["--list"]);
+            let mut names: Vec<String> = answer["tools"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{via:?} {mode}: {answer}"))
+                .iter()
+                .map(|t| t["name"].as_str().unwrap().to_owned())
+                .collect();
+            let listed_order = names.clone();
+            names.sort();
+            assert_eq!(names, expected, "{via:?} {mode}");
+            assert_eq!(listed_order, expected, "{via:?} {mode}: not sorted");
+            let tap = answer["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|t| t["name"] == "openphone_ui_tap")
+                .unwrap();
+            assert_eq!(tap["annotations"]["readOnlyHint"], false, "{tap}");
+            assert_eq!(tap["annotations"]["destructiveHint"], true, "{tap}");
+            assert_eq!(tap["meta"]["dev.openphone/command"], "openphone.ui.tap");
+            if mode != "modern" {
+                assert_eq!(answer["server_name"], "openphone", "{answer}");
+            }
+        }
+    }
+}
+
+#[test]
+fn python_client_reads_the_screen_in_both_eras() {
+    let d = daemon("");
+    let args = json!({"reason": "look at the screen", "include_ui_tree": true}).to_string();
+    for via in [Via::Stdio, Via::Http] {
+        for mode in ["legacy", "modern"] {
+            let answer = d.drive(
+                via,
+                mode,
+                &["--call", "openphone_screen_get", "--args", &args],
+            );
+            assert_eq!(answer["is_error"], false, "{via:?} {mode}: {answer}");
+            let structured = &answer["structured"];
+            assert!(structured.is_object(), "{answer}");
+            let mirror: Value = serde_json::from_str(answer["texts"][0].as_str().unwrap()).unwrap();
+            assert_eq!(
+                &mirror, structured,
+                "the text block mirrors the structured result"
+            );
+            assert_eq!(tool_result_meta(&answer)["status"], "ok");
+        }
+    }
+}
+
+#[test]
+fn python_client_waits_while_the_user_approves_with_the_cli_and_the_action_runs_once() {
+    let d = daemon("");
+    for (via, mode) in [(Via::Stdio, "legacy"), (Via::Http, "modern")] {
+        let text = format!("approved note {via:?} {mode}");
+        let child = d.spawn(
+            via,
+            mode,
+            &[
+                "--call",
+                "openphone_memory_save",
+                "--args",
+                &save_args(&text),
+                "--progress",
+            ],
+        );
+        let ids = d.wait_pending(1);
+        assert_eq!(d.pending()[0].1, "mcp");
+        assert_eq!(d.memories(&text), 0, "nothing runs before the approval");
+        assert_eq!(d.resolve("approve", &ids[0]), 0);
+        let answer = finish(child);
+        assert_eq!(answer["is_error"], false, "{via:?} {mode}: {answer}");
+        assert_eq!(d.memories(&text), 1, "{via:?} {mode}: saved exactly once");
+        let progress = answer["progress"].as_array().unwrap();
+        assert!(
+            progress.iter().any(|p| p["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("confirmation"))),
+            "{via:?} {mode}: progress tells the client it waits: {answer}"
+        );
+        assert!(d.pending().is_empty());
+    }
+}
+
+#[test]
+fn python_client_gets_the_denial_and_nothing_changes() {
+    let d = daemon("");
+    for (via, mode) in [(Via::Http, "legacy"), (Via::Stdio, "modern")] {
+        let text = format!("denied note {via:?} {mode}");
+        let child = d.spawn(
+            via,
+            mode,
+            &[
+                "--call",
+                "openphone_memory_save",
+                "--args",
+                &save_args(&text),
+            ],
+        );
+        let ids = d.wait_pending(1);
+        assert_eq!(d.resolve("deny", &ids[0]), 0);
+        let answer = finish(child);
+        let error = error_of(&answer);
+        assert_eq!(error["code"], "user_denied_confirmation", "{answer}");
+        assert_eq!(error["retryable"], false);
+        assert_eq!(tool_result_meta(&answer)["status"], "denied");
+        assert_eq!(d.memories(&text), 0);
+    }
+}
+
+#[test]
+fn an_undecided_call_returns_pending_and_the_keyed_retry_returns_the_stored_result() {
+    let d = daemon("[mcp]\nlocal_confirmation_wait_ms = 1500\n");
+    let text = "note decided after the wait";
+    let args = save_args(text);
+    let first = d.drive(
+        Via::Stdio,
+        "legacy",
+        &[
+            "--call",
+            "openphone_memory_save",
+            "--args",
+            &args,
+            "--key",
+            "retry-1",
+        ],
+    );
+    let error = error_of(&first);
+    assert_eq!(
+        error["code"], "mutating_tool_requires_confirmation",
+        "{first}"
+    );
+    let meta = tool_result_meta(&first);
+    assert_eq!(meta["status"], "needs_confirmation");
+    let id = meta["confirmation_id"].as_str().unwrap().to_owned();
+    assert!(error["message"].as_str().unwrap().contains(&id), "{error}");
+    assert_eq!(d.wait_pending(1), vec![id.clone()]);
+
+    // The same call again (a new front-end process, over the other transport too) while
+    // still pending: the same confirmation, no second prompt.
+    let again = d.drive(
+        Via::Http,
+        "modern",
+        &[
+            "--call",
+            "openphone_memory_save",
+            "--args",
+            &args,
+            "--key",
+            "retry-1",
+        ],
+    );
+    assert_eq!(
+        tool_result_meta(&again)["confirmation_id"],
+        json!(id),
+        "{again}"
+    );
+    assert_eq!(d.pending().len(), 1);
+
+    assert_eq!(d.resolve("approve", &id), 0);
+    assert_eq!(d.memories(text), 1);
+    for via in [Via::Stdio, Via::Http] {
+        let retry = d.drive(
+            via,
+            "legacy",
+            &[
+                "--call",
+                "openphone_memory_save",
+                "--args",
+                &args,
+                "--key",
+                "retry-1",
+            ],
+        );
+        assert_eq!(retry["is_error"], false, "{via:?}: {retry}");
+        assert_eq!(
+            retry["structured"]["memory"]["text"],
+            json!(text),
+            "{retry}"
+        );
+    }
+    assert_eq!(d.memories(text), 1, "the retries replayed, never ran again");
+}
+
+#[test]
+fn killing_the_stdio_front_end_keeps_the_confirmation_for_the_respawned_one() {
+    let d = daemon("");
+    let text = "note across a respawn";
+    let args = save_args(text);
+    let mut child = d.spawn(
+        Via::Stdio,
+        "legacy",
+        &[
+            "--call",
+            "openphone_memory_save",
+            "--args",
+            &args,
+            "--key",
+            "respawn-1",
+        ],
+    );
+    let ids = d.wait_pending(1);
+    child.kill().unwrap();
+    let _ = child.wait();
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(d.pending().len(), 1, "a closed connection is no cancel");
+    assert_eq!(d.resolve("approve", &ids[0]), 0);
+    let retry = d.drive(
+        Via::Stdio,
+        "legacy",
+        &[
+            "--call",
+            "openphone_memory_save",
+            "--args",
+            &args,
+            "--key",
+            "respawn-1",
+        ],
+    );
+    assert_eq!(retry["is_error"], false, "{retry}");
+    assert_eq!(d.memories(text), 1);
+}
+
+#[test]
+fn a_cancelled_call_that_has_not_run_never_runs() {
+    let d = daemon("");
+    let text = "note that was cancelled";
+    // The client gives up after 2 s and sends notifications/cancelled.
+    let child = d.spawn(
+        Via::Stdio,
+        "legacy",
+        &[
+            "--call",
+            "openphone_memory_save",
+            "--args",
+            &save_args(text),
+            "--timeout-s",
+            "2",
+        ],
+    );
+    let ids = d.wait_pending(1);
+    let answer = finish(child);
+    assert!(
+        answer.get("exception").is_some(),
+        "the client timed out: {answer}"
+    );
+    d.wait_pending(0);
+    assert_ne!(
+        d.resolve("approve", &ids[0]),
+        0,
+        "a withdrawn request cannot be approved"
+    );
+    assert_eq!(d.memories(text), 0);
+}
+
+#[test]
+fn invalid_arguments_are_a_tool_error_naming_the_field_and_unknown_tools_a_protocol_error() {
+    let d = daemon("");
+    for via in [Via::Stdio, Via::Http] {
+        let args = json!({"x": "ten", "y": 20, "reason": "tap"}).to_string();
+        let answer = d.drive(
+            via,
+            "legacy",
+            &["--call", "openphone_ui_tap", "--args", &args],
+        );
+        let error = error_of(&answer);
+        assert_eq!(error["code"], "invalid_params", "{answer}");
+        assert!(error.to_string().contains("/x"), "names the field: {error}");
+        assert!(d.pending().is_empty(), "nothing was asked");
+
+        let answer = d.drive(
+            via,
+            "legacy",
+            &["--call", "openphone_no_such_tool", "--args", "{}"],
+        );
+        assert_eq!(answer["code"], -32602, "{answer}");
+        assert_eq!(answer["data"]["code"], "unknown_tool", "{answer}");
+    }
+}
+
+#[test]
+fn http_refuses_a_foreign_origin_with_403_and_a_missing_token_with_401() {
+    let d = daemon("");
+    let answer = d.drive(
+        Via::Http,
+        "legacy",
+        &["--list", "--header", "Origin: http://evil.example.com"],
+    );
+    assert!(answer.get("exception").is_some(), "{answer}");
+    assert_eq!(answer["http_errors"][0]["status"], 403, "{answer}");
+
+    let answer = d.drive(Via::Http, "legacy", &["--list", "--no-token"]);
+    assert!(answer.get("exception").is_some(), "{answer}");
+    assert_eq!(answer["http_errors"][0]["status"], 401, "{answer}");
+    assert_eq!(
+        answer["http_errors"][0]["www_authenticate"], "Bearer",
+        "{answer}"
+    );
+
+    // A loopback origin passes.
+    let answer = d.drive(
+        Via::Http,
+        "legacy",
+        &["--list", "--header", "Origin: http://localhost:3000"],
+    );
+    assert!(answer["tools"].is_array(), "{answer}");
+}
+
+const DESK_TOKEN: &str = "desk-host-token-0123456789abcdef";
+
+fn confirming_host_config(wait_ms: u64) -> String {
+    format!(
+        "[mcp]\nlocal_confirmation_wait_ms = {wait_ms}\n\n[[runtimes]]\nid = \"desk\"\n\
+         token = \"{DESK_TOKEN}\"\ngrants = [\"safe_read\", \"private_read\", \"dangerous\"]\n\
+         trust_client_confirmation = true\n"
+    )
+}
+
+#[test]
+fn a_confirming_host_decides_below_the_risk_floor_in_both_eras() {
+    let d = daemon(&confirming_host_config(1500));
+    let run_desk = |via: Via, mode: &str, answer: &str, text: &str| {
+        let mut cmd = d.driver(
+            via,
+            mode,
+            &[
+                "--answer",
+                answer,
+                "--call",
+                "openphone_memory_save",
+                "--args",
+                &save_args(text),
+            ],
+        );
+        match via {
+            Via::Stdio => {
+                cmd.env("OPENPHONE_MCP_TOKEN", DESK_TOKEN);
+                cmd.args(["--env", &format!("OPENPHONE_MCP_TOKEN={DESK_TOKEN}")]);
+            }
+            Via::Http => {
+                cmd.args(["--token", DESK_TOKEN]);
+            }
+        }
+        finish(cmd.spawn().unwrap())
+    };
+    // Handshake era: elicitation/create mid-call; 2026-07-28: input_required + requestState.
+    for (via, mode) in [(Via::Stdio, "legacy"), (Via::Http, "modern")] {
+        let text = format!("host approved {via:?} {mode}");
+        let answer = run_desk(via, mode, "accept", &text);
+        assert_eq!(answer["is_error"], false, "{via:?} {mode}: {answer}");
+        let asked = answer["elicitations"].as_array().unwrap();
+        assert_eq!(asked.len(), 1, "{answer}");
+        assert!(
+            asked[0]["message"].as_str().unwrap().contains("OpenPhone"),
+            "{answer}"
+        );
+        assert_eq!(d.memories(&text), 1);
+
+        let text = format!("host declined {via:?} {mode}");
+        let answer = run_desk(via, mode, "decline", &text);
+        assert_eq!(
+            error_of(&answer)["code"],
+            "user_denied_confirmation",
+            "{answer}"
+        );
+        let text = format!("host dismissed {via:?} {mode}");
+        let answer = run_desk(via, mode, "cancel", &text);
+        assert_eq!(
+            error_of(&answer)["code"],
+            "confirmation_cancelled",
+            "{answer}"
+        );
+        assert_eq!(d.memories(&text), 0);
+        assert!(d.pending().is_empty());
+    }
+}
+
+#[test]
+fn a_confirming_host_never_approves_the_risk_floor() {
+    let d = daemon(&confirming_host_config(1500));
+    let args = json!({"event_id": 1, "reason": "clean up"}).to_string();
+    let mut cmd = d.driver(
+        Via::Stdio,
+        "legacy",
+        &[
+            "--answer",
+            "accept",
+            "--call",
+            "openphone_calendar_delete",
+            "--args",
+            &args,
+        ],
+    );
+    cmd.args(["--env", &format!("OPENPHONE_MCP_TOKEN={DESK_TOKEN}")]);
+    let answer = finish(cmd.spawn().unwrap());
+    let form_prompts = answer["elicitations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["mode"] != "url")
+        .count();
+    assert_eq!(
+        form_prompts, 0,
+        "no host prompt for the risk floor: {answer}"
+    );
+    assert_eq!(
+        tool_result_meta(&answer)["status"],
+        "needs_confirmation",
+        "{answer}"
+    );
+    let pending = d.pending();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].1, "desk");
+    assert_eq!(pending[0].2, "openphone.calendar.delete");
+}
+
+fn http_get(url: &str) -> (u16, String) {
+    let rest = url.strip_prefix("http://").unwrap();
+    let (authority, path) = rest.split_once('/').unwrap();
+    let mut stream = std::net::TcpStream::connect(authority).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    write!(
+        stream,
+        "GET /{path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let status = response[9..12].parse().unwrap();
+    (status, response)
+}
+
+#[test]
+fn a_url_capable_client_is_pointed_at_the_approval_page() {
+    let d = daemon("");
+    let text = "note approved after opening the page";
+    let seen: Arc<Mutex<Option<String>>> = Arc::default();
+    let child = d.spawn(
+        Via::Stdio,
+        "legacy",
+        &[
+            "--answer",
+            "accept",
+            "--call",
+            "openphone_memory_save",
+            "--args",
+            &save_args(text),
+        ],
+    );
+    let ids = d.wait_pending(1);
+    let page = format!(
+        "{}confirmations/{}",
+        d.mcp_url.strip_suffix("mcp").unwrap(),
+        ids[0]
+    );
+    let (status, body) = http_get(&page);
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body.contains(&ids[0]) && body.contains("openphone.memory.save"),
+        "{body}"
+    );
+    *seen.lock().unwrap() = Some(page.clone());
+    assert_eq!(d.resolve("approve", &ids[0]), 0);
+    let answer = finish(child);
+    assert_eq!(answer["is_error"], false, "{answer}");
+    let urls: Vec<&Value> = answer["elicitations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["mode"] == "url")
+        .collect();
+    assert_eq!(urls.len(), 1, "{answer}");
+    assert_eq!(urls[0]["url"], json!(page), "{answer}");
+    assert_eq!(d.memories(text), 1);
+}
+
+#[test]
+fn mcp_serve_without_a_daemon_lists_tools_and_explains_every_call() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = format!(
+        "{} mcp serve --data-dir {}",
+        env!("CARGO_BIN_EXE_openphone"),
+        tmp.path().display()
+    );
+    let drive = |extra: &[&str]| {
+        let mut cmd = Command::new(python());
+        cmd.arg(repo_root().join("tests/clients/py/mcp_drive.py"))
+            .args([
+                "--transport",
+                "stdio",
+                "--server",
+                &server,
+                "--mode",
+                "legacy",
+            ])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        finish(cmd.spawn().unwrap())
+    };
+    let listed = drive(&["--list"]);
+    assert!(listed["tools"].as_array().unwrap().len() >= 30, "{listed}");
+    let args = json!({"reason": "look"}).to_string();
+    let answer = drive(&["--call", "openphone_screen_get", "--args", &args]);
+    let error = error_of(&answer);
+    assert_eq!(error["code"], "daemon_unavailable", "{answer}");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("openphone serve"),
+        "{error}"
+    );
+}
+
+/// `openphone mcp token` prints the token the daemon accepts; `mcp config` prints JSON hosts
+/// can paste.
+#[test]
+fn mcp_token_and_config_print_what_hosts_need() {
+    let d = daemon("");
+    let (code, out, err) = d.cli(&["mcp", "token"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.trim(), d.token);
+    let (code, out, err) = d.cli(&["mcp", "config", "claude-desktop"]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let args = v["mcpServers"]["openphone"]["args"].as_array().unwrap();
+    assert_eq!(args[0], "mcp");
+    assert_eq!(args[1], "serve");
+    let (code, out, _) = d.cli(&["mcp", "config", "http"]);
+    assert_eq!(code, 0);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["mcpServers"]["openphone"]["url"], json!(d.mcp_url));
+    assert!(
+        !out.contains(&d.token),
+        "the token is not printed into config"
+    );
+}

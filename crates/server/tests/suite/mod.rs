@@ -1,3 +1,4 @@
 mod attention;
 mod endpoint;
+mod mcp_http;
 mod support;

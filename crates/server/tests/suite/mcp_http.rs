@@ -1,0 +1,462 @@
+//! `/mcp` over a real socket with hand-written HTTP requests: the security checks in their
+//! order (Host, Origin, token, size, rate), per-request version negotiation, the handshake-era
+//! regression of a `logging/setLevel` sent before `initialized`, and the sealed `requestState`
+//! of the 2026-07-28 confirmation round against tampering and replay.
+
+use std::net::SocketAddr;
+
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use super::support::{RUNTIME_TOKEN, config, start};
+
+struct Reply {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Reply {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The JSON-RPC message of the body: plain JSON, or the last `data:` line of an SSE body.
+    fn json(&self) -> Value {
+        if let Ok(v) = serde_json::from_str(&self.body) {
+            return v;
+        }
+        self.body
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+            .rfind(|v| v.get("id").is_some())
+            .unwrap_or_else(|| panic!("no JSON-RPC message in {:?}", self.body))
+    }
+}
+
+fn dechunk(raw: &str) -> String {
+    let mut out = String::new();
+    let mut rest = raw;
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let Ok(n) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
+        if n == 0 || after.len() < n {
+            break;
+        }
+        out.push_str(&after[..n]);
+        rest = after[n..].strip_prefix("\r\n").unwrap_or(&after[n..]);
+    }
+    out
+}
+
+/// One request on a fresh connection (`Connection: close`).
+async fn send(addr: SocketAddr, method: &str, headers: &[(&str, &str)], body: &[u8]) -> Reply {
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut head = format!("{method} /mcp HTTP/1.1\r\nConnection: close\r\n");
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        head.push_str(&format!("Host: {addr}\r\n"));
+    }
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    if !headers
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case("transfer-encoding"))
+    {
+        head.push_str(&format!("Content-Length: {}\r\n", body.len()));
+    }
+    head.push_str("\r\n");
+    s.write_all(head.as_bytes()).await.unwrap();
+    // The server may answer (413) before reading the whole body; a reset then is fine.
+    let _ = s.write_all(body).await;
+    let mut raw = Vec::new();
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(30), s.read_to_end(&mut raw)).await;
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|l| l.split(' ').nth(1))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status line in {text:?}"));
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+        .collect();
+    let chunked = headers
+        .iter()
+        .any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
+    let body = if chunked {
+        dechunk(body)
+    } else {
+        body.to_owned()
+    };
+    Reply {
+        status,
+        headers,
+        body,
+    }
+}
+
+const MODERN: &str = "2026-07-28";
+
+/// A 2026-07-28 request: `_meta` plus the standard headers.
+async fn modern(
+    addr: SocketAddr,
+    token: &str,
+    method: &str,
+    name: Option<&str>,
+    mut params: Value,
+) -> Reply {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+        "io.modelcontextprotocol/clientInfo": {"name": "raw-test", "version": "1"},
+    });
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
+    let auth = format!("Bearer {token}");
+    let mut headers = vec![
+        ("Authorization", auth.as_str()),
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("MCP-Protocol-Version", MODERN),
+        ("Mcp-Method", method),
+    ];
+    if let Some(n) = name {
+        headers.push(("Mcp-Name", n));
+    }
+    send(addr, "POST", &headers, body.as_bytes()).await
+}
+
+async fn call(addr: SocketAddr, token: &str, name: &str, params: Value) -> Value {
+    let mut p = params;
+    p["name"] = json!(name);
+    let reply = modern(addr, token, "tools/call", Some(name), p).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    reply.json()
+}
+
+fn error_code_of(result: &Value) -> String {
+    assert_eq!(result["result"]["isError"], true, "{result}");
+    let text = result["result"]["content"][0]["text"].as_str().unwrap();
+    let v: Value = serde_json::from_str(text).unwrap();
+    v["error"]["code"].as_str().unwrap().to_owned()
+}
+
+fn mcp_token(dir: &std::path::Path) -> String {
+    std::fs::read_to_string(dir.join("mcp.token"))
+        .unwrap()
+        .trim()
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_http_checks_host_then_origin_then_token_then_size() {
+    let d = start(config("")).await;
+    let addr = d.daemon.addr();
+    let token = mcp_token(d.dir.path());
+    let auth = format!("Bearer {token}");
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string();
+    let base = [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+    ];
+    let with = |extra: &[(&'static str, &'static str)]| -> Vec<(&str, &str)> {
+        base.iter().chain(extra.iter()).copied().collect()
+    };
+
+    // Host first: a rebinding attack's Host is refused even with a good token.
+    let mut h = with(&[("Host", "evil.example.com")]);
+    h.push(("Authorization", &auth));
+    let r = send(addr, "POST", &h, list.as_bytes()).await;
+    assert_eq!(r.status, 403, "{}", r.body);
+
+    // Origin before the token: a foreign page learns nothing about tokens.
+    let r = send(
+        addr,
+        "POST",
+        &with(&[("Origin", "http://evil.example.com")]),
+        list.as_bytes(),
+    )
+    .await;
+    assert_eq!(r.status, 403, "{}", r.body);
+
+    // No token, a wrong one, the operator's (MCP callers are runtimes): 401 with the challenge.
+    let operator = format!("Bearer {}", d.operator_token());
+    for value in [
+        None,
+        Some("Bearer wrong-token-0123456789"),
+        Some(operator.as_str()),
+    ] {
+        let mut h = with(&[]);
+        if let Some(v) = value {
+            h.push(("Authorization", v));
+        }
+        let r = send(addr, "POST", &h, list.as_bytes()).await;
+        assert_eq!(r.status, 401, "{value:?}: {}", r.body);
+        assert_eq!(r.header("www-authenticate"), Some("Bearer"));
+        assert!(!r.body.contains(&token));
+    }
+
+    // A body over 1 MiB: refused whether declared or streamed in chunks.
+    let big = vec![b' '; 1024 * 1024 + 1];
+    let mut h = with(&[]);
+    h.push(("Authorization", &auth));
+    let r = send(addr, "POST", &h, &big).await;
+    assert_eq!(r.status, 413, "{}", r.body);
+    let mut chunked = format!("{:x}\r\n", big.len()).into_bytes();
+    chunked.extend_from_slice(&big);
+    chunked.extend_from_slice(b"\r\n0\r\n\r\n");
+    let mut h = with(&[("Transfer-Encoding", "chunked")]);
+    h.push(("Authorization", &auth));
+    let r = send(addr, "POST", &h, &chunked).await;
+    assert_eq!(r.status, 413, "{}", r.body);
+
+    // A loopback Origin and the right token pass.
+    let r = modern(addr, &token, "tools/list", None, json!({})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let tools = r.json()["result"]["tools"].as_array().unwrap().len();
+    assert!(tools >= 30, "{tools}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_http_rate_limits_each_token() {
+    let d = start(config("[limits]\nrate_per_sec = 0.5\nrate_burst = 2.0\n")).await;
+    let addr = d.daemon.addr();
+    let token = mcp_token(d.dir.path());
+    let mut statuses = Vec::new();
+    for _ in 0..4 {
+        let r = modern(addr, &token, "tools/list", None, json!({})).await;
+        statuses.push(r.status);
+        if r.status == 429 {
+            assert!(r.header("retry-after").is_some());
+        }
+    }
+    assert_eq!(statuses, vec![200, 200, 429, 429]);
+    // Another credential has its own bucket.
+    let r = modern(addr, RUNTIME_TOKEN, "tools/list", None, json!({})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_http_refuses_an_unsupported_modern_version_with_32022() {
+    let d = start(config("")).await;
+    let addr = d.daemon.addr();
+    let token = mcp_token(d.dir.path());
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2099-01-01",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }}})
+    .to_string();
+    let auth = format!("Bearer {token}");
+    let r = send(
+        addr,
+        "POST",
+        &[
+            ("Authorization", &auth),
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("MCP-Protocol-Version", "2099-01-01"),
+            ("Mcp-Method", "tools/list"),
+        ],
+        body.as_bytes(),
+    )
+    .await;
+    assert_eq!(r.status, 400, "{}", r.body);
+    let v = r.json();
+    assert_eq!(v["error"]["code"], -32022, "{v}");
+    let supported = v["error"]["data"]["supported"].as_array().unwrap();
+    assert_eq!(
+        supported,
+        &vec![
+            json!("2025-06-18"),
+            json!("2025-11-25"),
+            json!("2026-07-28")
+        ]
+    );
+}
+
+/// VS Code Copilot sent `logging/setLevel` before `notifications/initialized`; an error there
+/// ended its connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn regression_logging_set_level_before_initialized_gets_an_empty_result() {
+    let d = start(config("")).await;
+    let addr = d.daemon.addr();
+    let auth = format!("Bearer {}", mcp_token(d.dir.path()));
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "copilot-like", "version": "1"}}})
+    .to_string();
+    let headers = [
+        ("Authorization", auth.as_str()),
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+    ];
+    let r = send(addr, "POST", &headers, init.as_bytes()).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["result"]["protocolVersion"], "2025-06-18");
+    assert_eq!(r.json()["result"]["serverInfo"]["name"], "openphone");
+    let session = r.header("mcp-session-id").unwrap().to_owned();
+
+    let set_level = json!({"jsonrpc": "2.0", "id": 2, "method": "logging/setLevel",
+        "params": {"level": "info"}})
+    .to_string();
+    let mut h: Vec<(&str, &str)> = headers.to_vec();
+    h.push(("Mcp-Session-Id", &session));
+    h.push(("MCP-Protocol-Version", "2025-06-18"));
+    let r = send(addr, "POST", &h, set_level.as_bytes()).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["result"], json!({}), "{}", r.body);
+}
+
+const DESK_TOKEN: &str = "desk-host-token-0123456789abcdef";
+
+fn save(text: &str) -> Value {
+    json!({"arguments": {"text": text, "reason": "remember it"}})
+}
+
+async fn count(addr: SocketAddr, text: &str) -> usize {
+    let r = call(
+        addr,
+        DESK_TOKEN,
+        "openphone_memory_search",
+        json!({"arguments": {"query": text, "reason": "check"}}),
+    )
+    .await;
+    r["result"]["structuredContent"]["memories"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{r}"))
+        .iter()
+        .filter(|m| m["text"] == json!(text))
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sealed_request_state_refuses_tampering_and_a_replay_never_runs_twice() {
+    let d = start(config(&format!(
+        "\n[[runtimes]]\nid = \"desk\"\ntoken = \"{DESK_TOKEN}\"\n\
+         grants = [\"safe_read\", \"private_read\", \"dangerous\"]\ntrust_client_confirmation = true\n"
+    )))
+    .await;
+    let addr = d.daemon.addr();
+    let text = "sealed state note";
+    let first = call(addr, DESK_TOKEN, "openphone_memory_save", save(text)).await;
+    let result = &first["result"];
+    assert_eq!(result["resultType"], "input_required", "{first}");
+    let confirm = &result["inputRequests"]["confirm"];
+    assert_eq!(confirm["method"], "elicitation/create", "{first}");
+    assert!(
+        confirm["params"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("remember it")
+    );
+    let state = result["requestState"].as_str().unwrap().to_owned();
+    let accept = json!({"confirm": {"action": "accept", "content": {}}});
+
+    let retry = |state: &str, args: Value, responses: Option<Value>| {
+        let mut p = args;
+        p["requestState"] = json!(state);
+        if let Some(r) = responses {
+            p["inputResponses"] = r;
+        }
+        p
+    };
+
+    // One byte flipped: the seal does not open.
+    let mut bytes = state.clone().into_bytes();
+    let mid = bytes.len() / 2;
+    bytes[mid] = if bytes[mid] == b'A' { b'B' } else { b'A' };
+    let flipped = String::from_utf8(bytes).unwrap();
+    let r = call(
+        addr,
+        DESK_TOKEN,
+        "openphone_memory_save",
+        retry(&flipped, save(text), Some(accept.clone())),
+    )
+    .await;
+    assert_eq!(error_code_of(&r), "confirmation_invalid", "{r}");
+
+    // A valid seal with other arguments.
+    let r = call(
+        addr,
+        DESK_TOKEN,
+        "openphone_memory_save",
+        retry(&state, save("something else"), Some(accept.clone())),
+    )
+    .await;
+    assert_eq!(error_code_of(&r), "confirmation_invalid", "{r}");
+
+    // Another principal presenting it.
+    let other = mcp_token(d.dir.path());
+    let r = call(
+        addr,
+        &other,
+        "openphone_memory_save",
+        retry(&state, save(text), Some(accept.clone())),
+    )
+    .await;
+    assert_eq!(error_code_of(&r), "confirmation_invalid", "{r}");
+
+    // No answer yet: asked again for the same record, never an error.
+    let r = call(
+        addr,
+        DESK_TOKEN,
+        "openphone_memory_save",
+        retry(&state, save(text), None),
+    )
+    .await;
+    assert_eq!(r["result"]["resultType"], "input_required", "{r}");
+    assert_eq!(r["result"]["requestState"], json!(state));
+    assert_eq!(count(addr, text).await, 0, "nothing ran yet");
+
+    // The answer: runs once.
+    let r = call(
+        addr,
+        DESK_TOKEN,
+        "openphone_memory_save",
+        retry(&state, save(text), Some(accept.clone())),
+    )
+    .await;
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    assert_eq!(count(addr, text).await, 1);
+
+    // Replayed, even with another answer: the recorded outcome, never a second run.
+    let decline = json!({"confirm": {"action": "decline"}});
+    for responses in [accept, decline] {
+        let r = call(
+            addr,
+            DESK_TOKEN,
+            "openphone_memory_save",
+            retry(&state, save(text), Some(responses)),
+        )
+        .await;
+        assert_eq!(r["result"]["isError"], false, "{r}");
+        assert_eq!(
+            r["result"]["structuredContent"]["memory"]["text"],
+            json!(text)
+        );
+    }
+    assert_eq!(count(addr, text).await, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_can_be_disabled() {
+    let d = start(config("[mcp]\nenabled = false\n")).await;
+    let r = modern(
+        d.daemon.addr(),
+        RUNTIME_TOKEN,
+        "tools/list",
+        None,
+        json!({}),
+    )
+    .await;
+    assert_eq!(r.status, 404, "{}", r.body);
+    assert!(!d.dir.path().join("mcp.sock").exists());
+}

@@ -97,6 +97,9 @@ enum Command {
 enum BenchCommand {
     /// Concurrent connections invoking a tool; prints calls/s, p50, p99 and the daemon's RSS.
     Invoke(bench_cmd::InvokeBench),
+    /// Concurrent MCP clients calling a tool over Streamable HTTP (`/mcp`, 2026-07-28 era);
+    /// prints calls/s, p50, p99 and the daemon's RSS.
+    Mcp(bench_cmd::McpBench),
 }
 
 fn main() -> ExitCode {
@@ -126,6 +129,7 @@ fn main() -> ExitCode {
         ),
         Command::Runtime(cmd) => client_cmd::runtime(cmd),
         Command::Bench(BenchCommand::Invoke(opts)) => bench_cmd::invoke(opts),
+        Command::Bench(BenchCommand::Mcp(opts)) => bench_cmd::mcp(opts),
         Command::Mcp(cmd) => mcp_cmd::run(cmd),
         Command::Sessions(cmd) => client_cmd::sessions(cmd),
         Command::Completions { shell } => {

@@ -104,7 +104,7 @@ fn host_config(host: Host, data_dir: &Path) -> Result<String> {
     let exe = std::env::current_exe().context("locating the openphone binary")?;
     let exe = exe.display().to_string();
     let dir = data_dir.display().to_string();
-    let args = json!(["mcp", "serve", "--data-dir", dir]);
+    let args = json!(["mcp", "serve", "--autostart", "--data-dir", dir]);
     Ok(match host {
         Host::ClaudeDesktop | Host::Cursor => {
             serde_json::to_string_pretty(&json!({"mcpServers": {"openphone": {

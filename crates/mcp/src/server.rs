@@ -58,6 +58,10 @@ pub const SOURCE_ELICITATION: &str = "mcp_elicitation";
 pub const SOURCE_INPUT_RESPONSE: &str = "mcp_input_response";
 /// `ttlMs` of list and discovery results (`mcp.md` §4.6).
 pub const LIST_TTL_MS: u64 = 60_000;
+/// MCP calls one runtime may have in flight at once (`mcp.md` §10).
+pub const MAX_IN_FLIGHT_PER_RUNTIME: usize = 8;
+/// The longest any wait for an already-decided confirmation's final result may take.
+const DECIDED_WAIT: Duration = Duration::from_secs(30);
 /// The longest idempotency key accepted.
 pub const MAX_IDEMPOTENCY_KEY_LEN: usize = 128;
 
@@ -77,7 +81,8 @@ pub struct McpSettings {
     pub local_confirmation_wait: Duration,
     /// Progress notification period while waiting (5 s).
     pub progress_interval: Duration,
-    /// How long a confirming host's prompt may take (60 s).
+    /// How long a confirming host's prompt may take (45 s: under the 60 s request timeout
+    /// common clients use).
     pub elicitation_timeout: Duration,
     /// Lifetime of the confirmations MCP calls create (`[mcp] confirmation_timeout_ms`,
     /// default 120 000, the request's `timeout_ms`).
@@ -92,7 +97,7 @@ impl Default for McpSettings {
         McpSettings {
             local_confirmation_wait: Duration::from_secs(20),
             progress_interval: Duration::from_secs(5),
-            elicitation_timeout: Duration::from_secs(60),
+            elicitation_timeout: Duration::from_secs(45),
             confirmation_timeout_ms: 120_000,
             approval_url_base: None,
         }
@@ -144,6 +149,8 @@ pub struct McpBackend {
     settings: McpSettings,
     seal: Option<StateSeal>,
     shutting_down: std::sync::atomic::AtomicBool,
+    /// Per-runtime limits of calls in flight.
+    slots: Mutex<std::collections::HashMap<String, Arc<tokio::sync::Semaphore>>>,
 }
 
 impl std::fmt::Debug for McpBackend {
@@ -175,7 +182,23 @@ impl McpBackend {
             settings,
             seal,
             shutting_down: std::sync::atomic::AtomicBool::new(false),
+            slots: Mutex::default(),
         }
+    }
+
+    /// A place for one more call of `runtime`, or `None` when it has
+    /// [`MAX_IN_FLIGHT_PER_RUNTIME`] in flight.
+    fn slot(&self, runtime: &str) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        let semaphore = {
+            let mut slots = self
+                .slots
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            Arc::clone(slots.entry(runtime.to_owned()).or_insert_with(|| {
+                Arc::new(tokio::sync::Semaphore::new(MAX_IN_FLIGHT_PER_RUNTIME))
+            }))
+        };
+        semaphore.try_acquire_owned().ok()
     }
 
     /// Marks the daemon as stopping: requests interrupted from now on keep their pending
@@ -247,8 +270,32 @@ pub struct PhoneMcp {
     /// Fixed for a socket connection; `None` for HTTP, where the principal travels with each
     /// request (an `Arc<McpPrincipal>` in the request's `http::request::Parts` extensions).
     principal: Option<Arc<McpPrincipal>>,
-    /// Requests the client cancelled explicitly (`notifications/cancelled`).
-    cancelled: Arc<Mutex<HashSet<RequestId>>>,
+    /// Calls in flight on this connection, and those of them the client cancelled explicitly
+    /// (`notifications/cancelled`).
+    calls: Arc<Mutex<Calls>>,
+}
+
+#[derive(Default)]
+struct Calls {
+    inflight: HashSet<RequestId>,
+    cancelled: HashSet<RequestId>,
+}
+
+/// Removes a call from the connection's bookkeeping when it ends.
+struct InFlight {
+    calls: Arc<Mutex<Calls>>,
+    id: RequestId,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let mut calls = self
+            .calls
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        calls.inflight.remove(&self.id);
+        calls.cancelled.remove(&self.id);
+    }
 }
 
 impl std::fmt::Debug for PhoneMcp {
@@ -264,7 +311,7 @@ impl PhoneMcp {
         PhoneMcp {
             backend: Backend::Daemon(backend),
             principal,
-            cancelled: Arc::new(Mutex::new(HashSet::new())),
+            calls: Arc::default(),
         }
     }
 
@@ -277,7 +324,7 @@ impl PhoneMcp {
                 reason: reason.into(),
             },
             principal: None,
-            cancelled: Arc::new(Mutex::new(HashSet::new())),
+            calls: Arc::default(),
         }
     }
 
@@ -298,11 +345,22 @@ impl PhoneMcp {
             .cloned()
     }
 
-    fn was_cancelled(&self, id: &RequestId) -> bool {
-        self.cancelled
+    fn lock_calls(&self) -> std::sync::MutexGuard<'_, Calls> {
+        self.calls
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(id)
+    }
+
+    fn was_cancelled(&self, id: &RequestId) -> bool {
+        self.lock_calls().cancelled.contains(id)
+    }
+
+    fn track(&self, id: &RequestId) -> InFlight {
+        self.lock_calls().inflight.insert(id.clone());
+        InFlight {
+            calls: Arc::clone(&self.calls),
+            id: id.clone(),
+        }
     }
 }
 
@@ -437,10 +495,11 @@ impl ServerHandler for PhoneMcp {
         _context: NotificationContext<RoleServer>,
     ) {
         if let Some(id) = notification.request_id {
-            self.cancelled
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .insert(id);
+            let mut calls = self.lock_calls();
+            // Only calls still running matter; anything else is forgotten at once.
+            if calls.inflight.contains(&id) {
+                calls.cancelled.insert(id);
+            }
         }
     }
 
@@ -461,14 +520,23 @@ impl ServerHandler for PhoneMcp {
             }
             Backend::Daemon(backend) => {
                 let principal = self.principal(&context).ok_or_else(no_principal)?;
-                Call {
+                let _tracked = self.track(&context.id);
+                let call = Call {
                     handler: self,
                     backend,
                     principal: &principal,
                     context: &context,
-                }
-                .run(request)
-                .await
+                    started_ms: now_ms(),
+                };
+                let Some(_slot) = backend.slot(&principal.caller.runtime) else {
+                    return Ok(call.refuse(
+                        ErrorCode::RateLimited,
+                        &format!(
+                            "at most {MAX_IN_FLIGHT_PER_RUNTIME} MCP calls may be in flight per runtime"
+                        ),
+                    ));
+                };
+                call.run(request).await
             }
         }
     }
@@ -484,6 +552,14 @@ struct Call<'a> {
     backend: &'a McpBackend,
     principal: &'a McpPrincipal,
     context: &'a RequestContext<RoleServer>,
+    /// Wall-clock start of the call (ms): a confirmation created since is this call's own.
+    started_ms: i64,
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 /// How waiting for a pending confirmation ended.
@@ -615,10 +691,12 @@ impl Call<'_> {
         let below_floor = command.confirmation != Confirmation::Always;
         let host_may_decide = self.principal.confirming_host && below_floor;
         if host_may_decide && is_modern(self.context) {
+            // Form mode: declared, or no mode named at all (the older shape).
             let form = self
                 .context
                 .client_capabilities()
-                .is_some_and(|c| c.elicitation.is_some());
+                .and_then(|c| c.elicitation)
+                .is_some_and(|e| e.form.is_some() || e.url.is_none());
             if let (true, Some(seal)) = (form, &self.backend.seal) {
                 return Ok(self.input_required(
                     seal,
@@ -671,6 +749,11 @@ impl Call<'_> {
             Waited::Final(result) => self.shape(&readdress(result, first)),
             Waited::StillPending => self.shape(first),
             Waited::Cancelled => {
+                if !self.created_here(confirmation_id) {
+                    // A keyed retry joined a confirmation an earlier call made: cancelling the
+                    // retry does not take the request away from the user.
+                    return self.shape(first);
+                }
                 let result = match self
                     .backend
                     .bridge
@@ -679,16 +762,32 @@ impl Call<'_> {
                 {
                     Ok(r) => r,
                     // Already decided: the decision stands (an approval may have run).
-                    Err(_) => self
-                        .backend
-                        .bridge
-                        .wait_final(confirmation_id)
-                        .await
-                        .unwrap_or_else(|| first.clone()),
+                    Err(_) => self.decided(confirmation_id, first).await,
                 };
                 tracing::info!(confirmation_id, "mcp call cancelled while waiting");
                 self.shape(&readdress(result, first))
             }
+        }
+    }
+
+    /// Whether the confirmation was created during this call (not joined by a keyed retry).
+    fn created_here(&self, confirmation_id: &str) -> bool {
+        self.backend
+            .bridge
+            .store()
+            .get_confirmation(confirmation_id)
+            .ok()
+            .flatten()
+            .is_some_and(|r| r.created_at_ms >= self.started_ms)
+    }
+
+    /// The final result of a confirmation that is decided (or about to be), within
+    /// [`DECIDED_WAIT`]; `first` if none comes.
+    async fn decided(&self, confirmation_id: &str, first: &ToolResult) -> ToolResult {
+        let wait = self.backend.bridge.wait_final(confirmation_id);
+        match tokio::time::timeout(DECIDED_WAIT, wait).await {
+            Ok(Some(r)) => readdress(r, first),
+            _ => first.clone(),
         }
     }
 
@@ -739,21 +838,24 @@ impl Call<'_> {
             // A daemon stopping is no cancel: the confirmation stays for after the restart.
             return false;
         }
-        if is_modern(self.context) && self.handler.principal.is_none() {
-            // 2026-07-28 over HTTP: the client dropping the request is the cancel.
-            return true;
-        }
-        // `notifications/cancelled` trips the token just before the handler records it.
-        for _ in 0..20 {
+        // `notifications/cancelled` trips the token just before the handler records it; a
+        // closing connection trips it too, and then the transport closes.
+        for _ in 0..50 {
             if self.handler.was_cancelled(&self.context.id) {
                 return true;
             }
             if self.context.peer.is_transport_closed() {
-                break;
+                return false;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        self.handler.was_cancelled(&self.context.id)
+        if self.handler.was_cancelled(&self.context.id) {
+            return true;
+        }
+        // On a socket connection that is still open only a cancel trips the token. Over HTTP a
+        // dropped response stream (how a 2026-07-28 client gives up) may just be a lost
+        // connection: the confirmation stays for the user and the keyed retry.
+        self.handler.principal.is_some() && !self.context.peer.is_transport_closed()
     }
 
     async fn notify(&self, progress: &Option<ProgressToken>, step: f64, message: &str) {
@@ -890,10 +992,10 @@ impl Call<'_> {
         {
             Ok(result) => self.shape(&readdress(result, first)),
             // Someone else decided first (or it expired): that outcome stands.
-            Err(_) => match bridge.wait_final(confirmation_id).await {
-                Some(r) => self.shape(&readdress(r, first)),
-                None => self.shape(first),
-            },
+            Err(_) => {
+                let result = self.decided(confirmation_id, first).await;
+                self.shape(&result)
+            }
         }
     }
 
@@ -964,6 +1066,11 @@ impl Call<'_> {
         {
             return invalid("it was issued for another caller, tool or arguments");
         }
+        // Re-checked now, not only when the state was issued: the user may have withdrawn the
+        // host's trust since, and the risk floor is never the host's to decide.
+        if !self.principal.confirming_host || command.confirmation == Confirmation::Always {
+            return invalid("this caller may not answer confirmations");
+        }
         let bridge = &self.backend.bridge;
         let record = bridge
             .store()
@@ -989,6 +1096,16 @@ impl Call<'_> {
             ),
             ("summary".to_owned(), Value::String(record.summary.clone())),
         ]);
+        if record.state != openphone_store::ConfirmationState::Pending {
+            // Decided already: the recorded outcome, never a second prompt or run.
+            let result = self.decided(&record.confirmation_id, &first).await;
+            return self.shape(&result);
+        }
+        if now_ms() >= sealed.expires_at_ms.min(record.expires_at_ms) {
+            bridge.expire_due().await;
+            let result = self.decided(&record.confirmation_id, &first).await;
+            return self.shape(&result);
+        }
         let answer = responses.and_then(|r| r.get(CONFIRM_INPUT));
         let Some(answer) = answer else {
             // Still no answer: ask again for the same record (never an error).

@@ -109,9 +109,18 @@ impl Credentials {
         }
     }
 
-    /// The credential a presented token belongs to. Every candidate is compared, so the time
-    /// taken does not reveal which one matched.
+    /// The credential a presented token belongs to on the WebSocket endpoint (MCP-only
+    /// credentials are not accepted there).
     pub fn authenticate(&self, presented: &str) -> Option<Principal> {
+        self.authenticate_any(presented).filter(|p| match p {
+            Principal::Runtime(c) => !c.mcp_only,
+            Principal::Operator => true,
+        })
+    }
+
+    /// The credential a presented token belongs to, MCP-only ones included. Every candidate is
+    /// compared, so the time taken does not reveal which one matched.
+    pub fn authenticate_any(&self, presented: &str) -> Option<Principal> {
         let mut found = None;
         if token_eq(presented, &self.operator_token) {
             found = Some(Principal::Operator);
@@ -150,6 +159,7 @@ mod tests {
                 grants: openphone_policy::ExposureGrants::REMOTE_DEFAULT,
                 max_autonomy: openphone_policy::Autonomy::AskBeforeAction,
                 trust_client_confirmation: false,
+                mcp_only: false,
             }],
         );
         assert!(matches!(creds.authenticate(&op), Some(Principal::Operator)));

@@ -66,7 +66,7 @@ impl Default for McpConfig {
             enabled: true,
             local_confirmation_wait_ms: 20_000,
             confirmation_timeout_ms: 120_000,
-            elicitation_timeout_ms: 60_000,
+            elicitation_timeout_ms: 45_000,
             default_runtime: "mcp".into(),
             http: McpHttpConfig::default(),
         }
@@ -152,6 +152,8 @@ pub struct RuntimeCredential {
     pub max_autonomy: Autonomy,
     /// MCP: the host's prompt may approve below the risk floor.
     pub trust_client_confirmation: bool,
+    /// Accepted on MCP only, never on the WebSocket endpoint (the default MCP runtime).
+    pub mcp_only: bool,
 }
 
 impl std::fmt::Debug for RuntimeCredential {
@@ -206,10 +208,9 @@ impl Config {
             return Err(err("default_runtime is empty".into()));
         }
         for origin in &m.http.extra_allowed_origins {
-            if !(origin.starts_with("http://")
-                || origin.starts_with("https://")
-                || origin == "null")
-            {
+            // `null` is what sandboxed frames and file: pages send: allowing it would let any
+            // web page through.
+            if !(origin.starts_with("http://") || origin.starts_with("https://")) {
                 return Err(err(format!(
                     "extra_allowed_origins entry {origin:?} needs a scheme (http:// or https://)"
                 )));
@@ -306,6 +307,7 @@ impl Config {
                 grants,
                 max_autonomy,
                 trust_client_confirmation: rt.trust_client_confirmation,
+                mcp_only: false,
             });
         }
         Ok(out)
@@ -321,9 +323,32 @@ mod tests {
     fn the_documented_example_parses() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/openphone.example.toml");
         let cfg = Config::load(&path).unwrap();
-        assert_eq!(cfg.runtimes.len(), 2);
+        assert_eq!(cfg.runtimes.len(), 3);
         assert_eq!(cfg.limits, Limits::default());
+        assert_eq!(cfg.mcp, McpConfig::default());
+        cfg.check_mcp().unwrap();
         assert_eq!(cfg.routing.get("chat").map(String::as_str), Some("hermes"));
+    }
+
+    #[test]
+    fn bad_mcp_settings_are_named() {
+        for (text, needle) in [
+            (
+                "[mcp]\nconfirmation_timeout_ms = 700000\n",
+                "confirmation_timeout_ms",
+            ),
+            (
+                "[mcp.http]\nextra_allowed_origins = [\"app.example\"]\n",
+                "scheme",
+            ),
+            ("[mcp]\nwait = 3\n", "wait"),
+            ("[mcp.http]\nextra_allowed_origins = [\"null\"]\n", "scheme"),
+        ] {
+            let err = Config::parse(text, "x.toml")
+                .and_then(|c| c.check_mcp().map(|()| c))
+                .unwrap_err();
+            assert!(err.to_string().contains(needle), "{text}: {err}");
+        }
     }
 
     #[test]

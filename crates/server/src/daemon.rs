@@ -220,7 +220,10 @@ impl Daemon {
         })?;
 
         let mcp_shutdown = openphone_mcp::CancellationToken::new();
-        let mcp = if config.mcp.enabled {
+        let mcp = if config.mcp.enabled && !addr.ip().is_loopback() {
+            tracing::warn!(%addr, "MCP is served on loopback only: not on this address");
+            None
+        } else if config.mcp.enabled {
             Some(mcp_state(
                 &data_dir,
                 &config,
@@ -404,6 +407,8 @@ fn mcp_state(
             grants: openphone_policy::ExposureGrants::ALL,
             max_autonomy: openphone_policy::Autonomy::AskBeforeAction,
             trust_client_confirmation: false,
+            // Never a WebSocket runtime: over MCP `mcp: false` commands stay out of reach.
+            mcp_only: true,
         });
     }
     let key = persistent_secret(&data_dir.join(crate::mcp::STATE_KEY_FILE), || random(32))?;

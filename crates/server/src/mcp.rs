@@ -98,13 +98,14 @@ pub fn origin_allowed(origin: &str, extra: &[String]) -> bool {
     false
 }
 
+/// The token of an `Authorization: Bearer <token>` header (the scheme in any case).
 fn bearer(headers: &HeaderMap) -> Option<&str> {
-    headers
-        .get(header::AUTHORIZATION)?
-        .to_str()
-        .ok()?
-        .strip_prefix("Bearer ")
-        .map(str::trim)
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?.trim();
+    let (scheme, token) = value.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim())
+        .filter(|t| !t.is_empty())
 }
 
 /// The `/mcp` guard: Host → Origin → token → size → rate, then the principal is attached to
@@ -141,7 +142,7 @@ pub async fn guard(State(state): State<Arc<AppState>>, mut req: Request, next: N
         }
     }
     let principal = bearer(headers)
-        .and_then(|t| state.credentials.authenticate(t))
+        .and_then(|t| state.credentials.authenticate_any(t))
         .and_then(|p| {
             let key = p.bucket_key();
             p.mcp_principal().map(|m| (m, key))
@@ -273,7 +274,7 @@ async fn socket_connection(state: Arc<AppState>, stream: tokio::net::UnixStream)
     };
     let principal = token
         .as_deref()
-        .and_then(|t| state.credentials.authenticate(t))
+        .and_then(|t| state.credentials.authenticate_any(t))
         .and_then(|p| match &p {
             Principal::Runtime(_) => p.mcp_principal(),
             Principal::Operator => None,
@@ -322,7 +323,24 @@ pub fn bind_socket(data_dir: &Path) -> std::io::Result<tokio::net::UnixListener>
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn the_bearer_scheme_is_case_insensitive_and_the_token_required() {
+        let mut h = HeaderMap::new();
+        for (value, expected) in [
+            ("Bearer abc", Some("abc")),
+            ("bearer  abc ", Some("abc")),
+            ("BEARER abc", Some("abc")),
+            ("Basic abc", None),
+            ("Bearer", None),
+            ("Bearer ", None),
+        ] {
+            h.insert(header::AUTHORIZATION, HeaderValue::from_str(value).unwrap());
+            assert_eq!(bearer(&h), expected, "{value:?}");
+        }
+    }
 
     #[test]
     fn hosts_must_be_loopback_names() {
@@ -369,6 +387,7 @@ mod tests {
             "http://x.test:8081",
             "null",
             "http://127.0.0.1.evil:80",
+            "file://",
         ] {
             assert!(!origin_allowed(bad, &extra), "{bad}");
         }

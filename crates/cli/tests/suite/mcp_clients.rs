@@ -423,6 +423,25 @@ fn an_undecided_call_returns_pending_and_the_keyed_retry_returns_the_stored_resu
     );
     assert_eq!(d.pending().len(), 1);
 
+    // A keyed retry that the client cancels does not take the confirmation from the user.
+    let cancelled = d.drive(
+        Via::Stdio,
+        "legacy",
+        &[
+            "--call",
+            "openphone_memory_save",
+            "--args",
+            &args,
+            "--key",
+            "retry-1",
+            "--timeout-s",
+            "1",
+        ],
+    );
+    assert!(cancelled.get("exception").is_some(), "{cancelled}");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(d.wait_pending(1), vec![id.clone()]);
+
     assert_eq!(d.resolve("approve", &id), 0);
     assert_eq!(d.memories(text), 1);
     for via in [Via::Stdio, Via::Http] {
@@ -803,4 +822,47 @@ fn mcp_token_and_config_print_what_hosts_need() {
         !out.contains(&d.token),
         "the token is not printed into config"
     );
+}
+
+#[test]
+fn bench_mcp_reports_throughput_latency_and_counts_the_limiter() {
+    let d = daemon("[limits]\nrate_per_sec = 10000.0\nrate_burst = 10000.0\n");
+    let (code, out, err) = d.cli(&[
+        "bench",
+        "mcp",
+        "--connections",
+        "3",
+        "--calls",
+        "7",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let r: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (r["calls"].clone(), r["ok"].clone(), r["other"].clone()),
+        (json!(21), json!(21), json!(0)),
+        "{r}"
+    );
+    assert!(r["p99_ms"].as_f64().unwrap() >= r["p50_ms"].as_f64().unwrap());
+    assert!(r["calls_per_sec"].as_f64().unwrap() > 0.0);
+
+    // With the default limits the token bucket refuses most of a burst: counted, not failed.
+    let limited = daemon("[limits]\nrate_per_sec = 1.0\nrate_burst = 2.0\n");
+    let (code, out, err) = limited.cli(&[
+        "bench",
+        "mcp",
+        "--connections",
+        "1",
+        "--calls",
+        "6",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let r: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(r["ok"], 2, "{r}");
+    assert_eq!(r["rate_limited"], 4, "{r}");
+
+    let (code, _, err) = d.cli(&["bench", "mcp", "--calls", "0"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("at least 1"), "{err}");
 }

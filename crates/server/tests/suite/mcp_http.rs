@@ -460,3 +460,100 @@ async fn mcp_can_be_disabled() {
     assert_eq!(r.status, 404, "{}", r.body);
     assert!(!d.dir.path().join("mcp.sock").exists());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_default_mcp_token_is_refused_on_the_websocket_endpoint() {
+    let d = start(config("")).await;
+    let token = mcp_token(d.dir.path());
+    let refused = super::support::connect(&d.url(), Some(&token)).await;
+    assert_eq!(refused.err(), Some(401), "mcp.token is for MCP only");
+    // The configured runtime token works on both.
+    assert!(
+        super::support::connect(&d.url(), Some(RUNTIME_TOKEN))
+            .await
+            .is_ok()
+    );
+    let r = modern(
+        d.daemon.addr(),
+        RUNTIME_TOKEN,
+        "tools/list",
+        None,
+        json!({}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_is_never_served_on_a_non_loopback_address() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = openphone_server::Daemon::start(openphone_server::DaemonOptions {
+        data_dir: dir.path().to_path_buf(),
+        listen: "0.0.0.0:0".parse().unwrap(),
+        device: openphone_server::DeviceChoice::Sim,
+        config: openphone_server::Config::parse(
+            &format!(
+                "insecure_listen = true\n[[runtimes]]\nid = \"hermes\"\ntoken = \"{RUNTIME_TOKEN}\"\n"
+            ),
+            "test.toml",
+        )
+        .unwrap(),
+    })
+    .await
+    .unwrap();
+    let info: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("endpoint.json")).unwrap())
+            .unwrap();
+    assert!(info.get("mcp_url").is_none(), "{info}");
+    assert!(!dir.path().join("mcp.sock").exists());
+    let local: SocketAddr = format!("127.0.0.1:{}", daemon.addr().port())
+        .parse()
+        .unwrap();
+    let r = modern(local, RUNTIME_TOKEN, "tools/list", None, json!({})).await;
+    assert_eq!(r.status, 404, "{}", r.body);
+    daemon.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_state_stops_working_once_the_host_is_no_longer_trusted() {
+    let dir = tempfile::tempdir().unwrap();
+    let desk = |trusted: bool| {
+        config(&format!(
+            "\n[[runtimes]]\nid = \"desk\"\ntoken = \"{DESK_TOKEN}\"\n\
+             grants = [\"safe_read\", \"private_read\", \"dangerous\"]\ntrust_client_confirmation = {trusted}\n"
+        ))
+    };
+    let boot = |config| {
+        openphone_server::Daemon::start(openphone_server::DaemonOptions {
+            data_dir: dir.path().to_path_buf(),
+            listen: "127.0.0.1:0".parse().unwrap(),
+            device: openphone_server::DeviceChoice::Sim,
+            config,
+        })
+    };
+    let daemon = boot(desk(true)).await.unwrap();
+    let text = "note of a revoked host";
+    let first = call(
+        daemon.addr(),
+        DESK_TOKEN,
+        "openphone_memory_save",
+        save(text),
+    )
+    .await;
+    let state = first["result"]["requestState"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{first}"))
+        .to_owned();
+    daemon.shutdown().await;
+
+    // The user turns the trust off; the confirmation survives the restart, the state does not
+    // decide it any more.
+    let daemon = boot(desk(false)).await.unwrap();
+    let mut p = save(text);
+    p["requestState"] = json!(state);
+    p["inputResponses"] = json!({"confirm": {"action": "accept", "content": {}}});
+    let r = call(daemon.addr(), DESK_TOKEN, "openphone_memory_save", p).await;
+    assert_eq!(error_code_of(&r), "confirmation_invalid", "{r}");
+    assert_eq!(count(daemon.addr(), text).await, 0);
+    daemon.shutdown().await;
+}

@@ -273,6 +273,8 @@ pub struct PhoneMcp {
     /// Calls in flight on this connection, and those of them the client cancelled explicitly
     /// (`notifications/cancelled`).
     calls: Arc<Mutex<Calls>>,
+    /// The runtime whose token opened this HTTP session.
+    session_owner: Arc<std::sync::OnceLock<String>>,
 }
 
 #[derive(Default)]
@@ -312,6 +314,7 @@ impl PhoneMcp {
             backend: Backend::Daemon(backend),
             principal,
             calls: Arc::default(),
+            session_owner: Arc::default(),
         }
     }
 
@@ -325,6 +328,7 @@ impl PhoneMcp {
             },
             principal: None,
             calls: Arc::default(),
+            session_owner: Arc::default(),
         }
     }
 
@@ -335,14 +339,26 @@ impl PhoneMcp {
         }
     }
 
-    fn principal(&self, ctx: &RequestContext<RoleServer>) -> Option<Arc<McpPrincipal>> {
+    /// The caller: fixed on a socket; over HTTP the request's, and a handshake-era session
+    /// (one handler per session) stays with the runtime that opened it.
+    fn principal(&self, ctx: &RequestContext<RoleServer>) -> Result<Arc<McpPrincipal>, McpError> {
         if let Some(p) = &self.principal {
-            return Some(Arc::clone(p));
+            return Ok(Arc::clone(p));
         }
-        ctx.extensions
+        let p = ctx
+            .extensions
             .get::<http::request::Parts>()
             .and_then(|parts| parts.extensions.get::<Arc<McpPrincipal>>())
             .cloned()
+            .ok_or_else(no_principal)?;
+        let owner = self.session_owner.get_or_init(|| p.caller.runtime.clone());
+        if *owner != p.caller.runtime {
+            return Err(McpError::invalid_request(
+                "this MCP session belongs to another runtime's token",
+                None,
+            ));
+        }
+        Ok(p)
     }
 
     fn lock_calls(&self) -> std::sync::MutexGuard<'_, Calls> {
@@ -394,6 +410,10 @@ impl ServerHandler for PhoneMcp {
             protocol = %request.protocol_version,
             "mcp client initialized"
         );
+        if self.principal.is_none() && matches!(self.backend, Backend::Daemon(_)) {
+            // Over HTTP this handler serves one session: it belongs to this token's runtime.
+            self.principal(&context)?;
+        }
         context.peer.set_peer_info(request.clone());
         self.negotiate_initialize(&request)
     }
@@ -467,7 +487,7 @@ impl ServerHandler for PhoneMcp {
     ) -> Result<ListToolsResult, McpError> {
         let tools = match &self.backend {
             Backend::Daemon(backend) => {
-                let principal = self.principal(&context).ok_or_else(no_principal)?;
+                let principal = self.principal(&context)?;
                 backend.tools_for(&principal.caller)
             }
             Backend::Unavailable { table, .. } => table.tools(),
@@ -519,7 +539,7 @@ impl ServerHandler for PhoneMcp {
                 Ok(CallToolResponse::Complete(table.call_result(&result)))
             }
             Backend::Daemon(backend) => {
-                let principal = self.principal(&context).ok_or_else(no_principal)?;
+                let principal = self.principal(&context)?;
                 let _tracked = self.track(&context.id);
                 let call = Call {
                     handler: self,

@@ -557,3 +557,44 @@ async fn a_request_state_stops_working_once_the_host_is_no_longer_trusted() {
     assert_eq!(count(daemon.addr(), text).await, 0);
     daemon.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handshake_session_stays_with_the_token_that_opened_it() {
+    let d = start(config("")).await;
+    let addr = d.daemon.addr();
+    let mine = format!("Bearer {}", mcp_token(d.dir.path()));
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "owner", "version": "1"}}})
+    .to_string();
+    let base = [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+    ];
+    let mut h: Vec<(&str, &str)> = base.to_vec();
+    h.push(("Authorization", &mine));
+    let r = send(addr, "POST", &h, init.as_bytes()).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let session = r.header("mcp-session-id").unwrap().to_owned();
+
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).to_string();
+    let other = format!("Bearer {RUNTIME_TOKEN}");
+    for (auth, ok) in [(other.as_str(), false), (mine.as_str(), true)] {
+        let mut h: Vec<(&str, &str)> = base.to_vec();
+        h.push(("Authorization", auth));
+        h.push(("Mcp-Session-Id", &session));
+        h.push(("MCP-Protocol-Version", "2025-11-25"));
+        let r = send(addr, "POST", &h, list.as_bytes()).await;
+        let v = r.json();
+        assert_eq!(v["result"]["tools"].is_array(), ok, "{v}");
+        if !ok {
+            assert!(
+                v["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("another runtime"),
+                "{v}"
+            );
+        }
+    }
+}

@@ -51,6 +51,19 @@ struct Tally {
     other: usize,
 }
 
+/// Waits for every load task and adds up their tallies.
+async fn gather(mut tasks: tokio::task::JoinSet<Tally>) -> Result<Tally> {
+    let mut all = Tally::default();
+    while let Some(done) = tasks.join_next().await {
+        let t = done.context("a load task failed")?;
+        all.latencies.extend(t.latencies);
+        all.ok += t.ok;
+        all.rate_limited += t.rate_limited;
+        all.other += t.other;
+    }
+    Ok(all)
+}
+
 /// Resident set size now and at its peak (KiB), from `/proc/<pid>/status`.
 fn rss_kib(pid: u32) -> Option<(u64, u64)> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
@@ -110,14 +123,7 @@ pub fn invoke(opts: InvokeBench) -> Result<ExitCode> {
                 tally
             });
         }
-        let mut all = Tally::default();
-        while let Some(done) = tasks.join_next().await {
-            let t = done.context("a load connection failed")?;
-            all.latencies.extend(t.latencies);
-            all.ok += t.ok;
-            all.rate_limited += t.rate_limited;
-            all.other += t.other;
-        }
+        let all = gather(tasks).await?;
         let code = report(&opts.tool, opts.connections, all, started, pid, rss_before, opts.json)?;
         Ok(code)
     })
@@ -377,14 +383,7 @@ pub fn mcp(opts: McpBench) -> Result<ExitCode> {
                 tally
             });
         }
-        let mut all = Tally::default();
-        while let Some(done) = tasks.join_next().await {
-            let t = done.context("a load client failed")?;
-            all.latencies.extend(t.latencies);
-            all.ok += t.ok;
-            all.rate_limited += t.rate_limited;
-            all.other += t.other;
-        }
+        let all = gather(tasks).await?;
         report(
             &opts.tool,
             opts.connections,

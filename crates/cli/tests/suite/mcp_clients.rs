@@ -866,3 +866,43 @@ fn bench_mcp_reports_throughput_latency_and_counts_the_limiter() {
     assert_eq!(code, 2);
     assert!(err.contains("at least 1"), "{err}");
 }
+
+#[test]
+fn a_confirmation_nobody_decides_times_out_and_never_runs() {
+    let d = daemon("[mcp]\nlocal_confirmation_wait_ms = 8000\nconfirmation_timeout_ms = 1000\n");
+    let text = "note nobody confirmed";
+    for via in [Via::Stdio, Via::Http] {
+        let answer = d.drive(
+            via,
+            "legacy",
+            &[
+                "--call",
+                "openphone_memory_save",
+                "--args",
+                &save_args(text),
+                "--key",
+                &format!("t-{via:?}"),
+            ],
+        );
+        let error = error_of(&answer);
+        assert_eq!(error["code"], "timeout", "{via:?}: {answer}");
+        assert_eq!(tool_result_meta(&answer)["status"], "timeout");
+        assert!(d.pending().is_empty());
+        // The keyed retry replays the timeout; it does not ask again.
+        let retry = d.drive(
+            via,
+            "legacy",
+            &[
+                "--call",
+                "openphone_memory_save",
+                "--args",
+                &save_args(text),
+                "--key",
+                &format!("t-{via:?}"),
+            ],
+        );
+        assert_eq!(error_of(&retry)["code"], "timeout", "{retry}");
+        assert!(d.pending().is_empty());
+    }
+    assert_eq!(d.memories(text), 0);
+}

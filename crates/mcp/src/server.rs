@@ -544,7 +544,8 @@ impl ServerHandler for PhoneMcp {
                 let call = Call {
                     handler: self,
                     backend,
-                    principal: &principal,
+                    caller: audited_caller(&principal.caller, context.client_info()),
+                    confirming_host: principal.confirming_host,
                     context: &context,
                     started_ms: now_ms(),
                 };
@@ -570,10 +571,32 @@ fn fresh_request_id() -> String {
 struct Call<'a> {
     handler: &'a PhoneMcp,
     backend: &'a McpBackend,
-    principal: &'a McpPrincipal,
+    /// The principal's caller, its audit label naming the client (`clientInfo`, never used
+    /// for authorisation).
+    caller: Caller,
+    /// `trust_client_confirmation` of the runtime.
+    confirming_host: bool,
     context: &'a RequestContext<RoleServer>,
     /// Wall-clock start of the call (ms): a confirmation created since is this call's own.
     started_ms: i64,
+}
+
+/// `caller` with the client's self-declared name in its audit label: `token:mcp client:Claude`.
+/// The name is the client's word, so it is trimmed to 64 printable characters.
+fn audited_caller(caller: &Caller, client: Option<rmcp::model::Implementation>) -> Caller {
+    let mut caller = caller.clone();
+    if let Some(info) = client {
+        let name: String = info
+            .name
+            .chars()
+            .filter(|c| !c.is_control())
+            .take(64)
+            .collect();
+        if !name.trim().is_empty() {
+            caller.principal = format!("{} client:{}", caller.principal, name.trim());
+        }
+    }
+    caller
 }
 
 fn now_ms() -> i64 {
@@ -591,7 +614,7 @@ enum Waited {
 
 impl Call<'_> {
     fn caller(&self) -> &Caller {
-        &self.principal.caller
+        &self.caller
     }
 
     fn shape(&self, result: &ToolResult) -> CallToolResponse {
@@ -709,7 +732,7 @@ impl Call<'_> {
         .await;
 
         let below_floor = command.confirmation != Confirmation::Always;
-        let host_may_decide = self.principal.confirming_host && below_floor;
+        let host_may_decide = self.confirming_host && below_floor;
         if host_may_decide && is_modern(self.context) {
             // Form mode: declared, or no mode named at all (the older shape).
             let form = self
@@ -1088,7 +1111,7 @@ impl Call<'_> {
         }
         // Re-checked now, not only when the state was issued: the user may have withdrawn the
         // host's trust since, and the risk floor is never the host's to decide.
-        if !self.principal.confirming_host || command.confirmation == Confirmation::Always {
+        if !self.confirming_host || command.confirmation == Confirmation::Always {
             return invalid("this caller may not answer confirmations");
         }
         let bridge = &self.backend.bridge;

@@ -906,3 +906,40 @@ fn a_confirmation_nobody_decides_times_out_and_never_runs() {
     }
     assert_eq!(d.memories(text), 0);
 }
+
+#[test]
+fn the_audit_log_names_the_mcp_client_beside_its_runtime() {
+    let d = daemon("");
+    let args = json!({"reason": "look"}).to_string();
+    for (via, name) in [(Via::Stdio, "stdio-probe"), (Via::Http, "http-probe")] {
+        let answer = d.drive(
+            via,
+            "legacy",
+            &[
+                "--client-name",
+                name,
+                "--call",
+                "openphone_screen_get",
+                "--args",
+                &args,
+            ],
+        );
+        assert_eq!(answer["is_error"], false, "{answer}");
+    }
+    let (code, out, err) = d.cli(&["audit", "export", "--format", "jsonl"]);
+    assert_eq!(code, 0, "{err}");
+    for name in ["stdio-probe", "http-probe"] {
+        let record = out
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .find(|r| r.to_string().contains(name))
+            .unwrap_or_else(|| panic!("no audit record names {name}:\n{out}"));
+        assert_eq!(record["runtime"], "mcp", "{record}");
+        assert_eq!(
+            record["caller"]["principal"],
+            json!(format!("token:mcp client:{name}")),
+            "{record}"
+        );
+        assert_eq!(record["caller"]["transport"], "mcp", "{record}");
+    }
+}

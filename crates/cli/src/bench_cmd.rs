@@ -220,12 +220,17 @@ pub struct McpBench {
     pub data_dir: DataDir,
 }
 
+const CLOSED: &str = "the daemon closed the connection before answering";
+
 /// One keep-alive HTTP/1.1 connection to `/mcp` speaking the 2026-07-28 era (stateless: every
 /// request carries its `_meta`, no session).
 struct McpHttp {
     stream: tokio::io::BufReader<tokio::net::TcpStream>,
     authority: String,
     token: String,
+    /// The server said `Connection: close` (it may, e.g. after refusing a request without
+    /// reading its body): the next call opens a new connection.
+    closed: bool,
 }
 
 impl McpHttp {
@@ -238,11 +243,27 @@ impl McpHttp {
             stream: tokio::io::BufReader::new(stream),
             authority: authority.to_owned(),
             token: token.to_owned(),
+            closed: false,
         })
     }
 
-    /// `tools/call`; returns the HTTP status and the JSON-RPC message.
+    /// `tools/call`, on a fresh connection when the server closed the last one before
+    /// answering (a closed keep-alive connection is normal HTTP, not a failed call).
     async fn call(&mut self, id: usize, tool: &str, args: &Value) -> Result<(u16, Value)> {
+        if self.closed {
+            *self = McpHttp::connect(&self.authority, &self.token).await?;
+        }
+        match self.exchange(id, tool, args).await {
+            Err(e) if e.to_string() == CLOSED => {
+                *self = McpHttp::connect(&self.authority, &self.token).await?;
+                self.exchange(id, tool, args).await
+            }
+            other => other,
+        }
+    }
+
+    /// `tools/call`; returns the HTTP status and the JSON-RPC message.
+    async fn exchange(&mut self, id: usize, tool: &str, args: &Value) -> Result<(u16, Value)> {
         use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
         let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
             "name": tool, "arguments": args, "_meta": {
@@ -260,11 +281,20 @@ impl McpHttp {
             self.token,
             body.len()
         );
+        // A write that fails, or an end before any answer byte, means the server never took
+        // this request: only those are retried on a new connection.
         let w = self.stream.get_mut();
-        w.write_all(head.as_bytes()).await?;
-        w.write_all(body.as_bytes()).await?;
+        let sent = async {
+            w.write_all(head.as_bytes()).await?;
+            w.write_all(body.as_bytes()).await
+        };
+        if sent.await.is_err() {
+            bail!("{CLOSED}");
+        }
         let mut line = String::new();
-        self.stream.read_line(&mut line).await?;
+        if self.stream.read_line(&mut line).await? == 0 {
+            bail!("{CLOSED}");
+        }
         let status: u16 = line
             .split(' ')
             .nth(1)
@@ -275,7 +305,7 @@ impl McpHttp {
         loop {
             line.clear();
             if self.stream.read_line(&mut line).await? == 0 {
-                bail!("the daemon closed the connection");
+                bail!("the daemon closed the connection mid-response");
             }
             let l = line.trim_end();
             if l.is_empty() {
@@ -287,6 +317,8 @@ impl McpHttp {
                     length = v.parse::<usize>().ok();
                 } else if k == "transfer-encoding" && v.contains("chunked") {
                     chunked = true;
+                } else if k == "connection" && v.eq_ignore_ascii_case("close") {
+                    self.closed = true;
                 }
             }
         }

@@ -16,10 +16,11 @@
 //!   floor, the client's own prompt may decide — `elicitation/create` mid-call in the handshake
 //!   era, `input_required` with a sealed `requestState` in the 2026-07-28 era.
 //!
-//! Cancellation: an explicit `notifications/cancelled` (or, in the 2026-07-28 era, the client
-//! dropping the request) withdraws a pending confirmation, so a cancelled call that has not run
-//! never runs. A connection that merely closes (a host respawning its stdio server) leaves the
-//! confirmation pending, as after a runtime disconnect.
+//! Cancellation: an explicit `notifications/cancelled` withdraws the pending confirmation the
+//! call created, so a cancelled call that has not run never runs. A connection that merely
+//! closes (a host respawning its stdio server, a dropped HTTP response stream), a daemon
+//! shutdown, or the cancel of a keyed retry that joined an earlier call's confirmation leaves
+//! it pending, as after a runtime disconnect.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashSet};
@@ -27,7 +28,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use openphone_core::{ConfirmDecision, ConfirmingHost, ToolBridge, waiting_on};
-use openphone_policy::{Caller, Context, Layer, PolicyInput, ToolPolicy, VerdictKind};
+use openphone_policy::{Caller, Context, ToolPolicy};
 use openphone_protocol::{Command, Confirmation, ErrorCode, ToolRequest, ToolResult, ToolStatus};
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, DiscoverResult, ElicitRequest,
@@ -222,7 +223,7 @@ impl McpBackend {
                 let canonical = self.table.canonical_from_tool_name(exposed)?;
                 let command = registry.resolve(canonical)?;
                 let visible = self.supported.contains(canonical)
-                    && listed_for(command, caller, &self.tool_policy);
+                    && openphone_policy::visible(command, caller, &self.tool_policy);
                 if visible {
                     self.table.tool(exposed).cloned()
                 } else {
@@ -231,24 +232,6 @@ impl McpBackend {
             })
             .collect()
     }
-}
-
-fn listed_for(command: &Command, caller: &Caller, policy: &ToolPolicy) -> bool {
-    let input = PolicyInput {
-        command,
-        caller,
-        request_autonomy: None,
-        session_autonomy: None,
-        tool_policy: policy,
-        platform_supported: true,
-        context: &Context::Interactive,
-        standing_approvals: &[],
-        params: &Value::Null,
-        now_ms: 0,
-    };
-    [Layer::RuntimeAuthorisation, Layer::ToolPolicy]
-        .into_iter()
-        .all(|layer| layer.check(&input).kind != VerdictKind::Deny)
 }
 
 /// What answers calls: the daemon's bridge, or nothing (the stdio front end's fallback when
@@ -1004,15 +987,18 @@ impl Call<'_> {
         let decision = match answer {
             Ok(result) => decision_of(&result),
             Err(e) => {
-                // No answer (timeout, transport): not a denial; the operator surfaces decide.
+                // No answer (timeout, transport): not a denial; the operator surfaces decide
+                // within what is left of the local wait, so the call stays under the request
+                // timeouts hosts use.
                 tracing::info!(error = %e, "confirming host gave no answer; waiting locally");
-                let waited = self
-                    .wait(
-                        confirmation_id,
-                        progress,
-                        self.backend.settings.local_confirmation_wait,
-                    )
-                    .await;
+                let spent =
+                    Duration::from_millis(u64::try_from(now_ms() - self.started_ms).unwrap_or(0));
+                let left = self
+                    .backend
+                    .settings
+                    .local_confirmation_wait
+                    .saturating_sub(spent);
+                let waited = self.wait(confirmation_id, progress, left).await;
                 return self.after_wait(first, confirmation_id, waited).await;
             }
         };

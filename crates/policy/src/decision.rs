@@ -1,12 +1,12 @@
 //! Running the stack, merging the verdicts, and the digests stored with a decision.
 
 use openphone_protocol::digest::sha256_hex;
-use openphone_protocol::{ErrorCode, canonical_json, params_hash_hex};
+use openphone_protocol::{Command, ErrorCode, canonical_json, params_hash_hex};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::autonomy::Autonomy;
-use crate::input::{BackgroundRun, Context, PolicyInput, ToolList};
+use crate::input::{BackgroundRun, Caller, Context, PolicyInput, ToolList, ToolPolicy};
 use crate::verdict::{DecisionSource, Layer, PolicyDetail, Verdict, VerdictKind};
 
 /// Version of the inputs-digest preimage layout; bump when the object below changes.
@@ -94,6 +94,27 @@ pub fn proof_digest(proof: &[Verdict]) -> String {
     digest_value(
         &serde_json::to_value(proof).unwrap_or_else(|e| json!({ "unserializable": e.to_string() })),
     )
+}
+
+/// Whether a tool list shows `command` to `caller`: layers 1 (runtime authorisation, transport)
+/// and 2 (tool policy) do not deny it. Autonomy and the risk floor do not hide a tool; they
+/// decide at call time, so the list stays the same for the same authorisation.
+pub fn visible(command: &Command, caller: &Caller, tool_policy: &ToolPolicy) -> bool {
+    let input = PolicyInput {
+        command,
+        caller,
+        request_autonomy: None,
+        session_autonomy: None,
+        tool_policy,
+        platform_supported: true,
+        context: &Context::Interactive,
+        standing_approvals: &[],
+        params: &Value::Null,
+        now_ms: 0,
+    };
+    [Layer::RuntimeAuthorisation, Layer::ToolPolicy]
+        .into_iter()
+        .all(|layer| layer.check(&input).kind != VerdictKind::Deny)
 }
 
 /// Runs all seven layers, keeps every verdict as the proof, and merges them.

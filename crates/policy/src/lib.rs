@@ -96,7 +96,7 @@ mod verdict;
 pub use autonomy::{Autonomy, effective_autonomy};
 pub use decision::{
     Decision, INPUTS_DIGEST_VERSION, Requirement, decide, inputs_digest, inputs_object, merge,
-    proof_digest,
+    proof_digest, visible,
 };
 pub use error::PolicyError;
 pub use input::{

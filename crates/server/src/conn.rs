@@ -16,7 +16,7 @@ use futures_util::{SinkExt, StreamExt};
 use openphone_core::{
     AttentionRequest, ConfirmDecision, Operator, Presence, RuntimeMessage, Surface, waiting_on,
 };
-use openphone_policy::{Caller, Context, Layer, PolicyInput, Role, VerdictKind};
+use openphone_policy::{Caller, Context, Role};
 use openphone_protocol::{MAX_VERSION, MIN_VERSION, ToolRequest, VersionAdvertisement};
 use openphone_store::{ConfirmationFilter, ConfirmationState, SessionFilter, SessionStatus};
 use serde::Deserialize;
@@ -440,25 +440,7 @@ fn tools_list(conn: &Conn) -> Result<Value, RpcError> {
     let policy = state.tool_policy.clone();
     let mut tools = Vec::new();
     for command in state.registry.commands() {
-        let input = PolicyInput {
-            command,
-            caller,
-            request_autonomy: None,
-            session_autonomy: None,
-            tool_policy: &policy,
-            platform_supported: true,
-            context: &Context::Interactive,
-            standing_approvals: &[],
-            params: &Value::Null,
-            now_ms: 0,
-        };
-        let denied = [Layer::RuntimeAuthorisation, Layer::ToolPolicy]
-            .into_iter()
-            .any(|layer| match layer.check(&input).kind {
-                VerdictKind::Deny => true,
-                VerdictKind::Allow | VerdictKind::Confirm | VerdictKind::Park => false,
-            });
-        if denied {
+        if !openphone_policy::visible(command, caller, &policy) {
             continue;
         }
         tools.push(json!({

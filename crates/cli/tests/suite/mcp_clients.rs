@@ -376,7 +376,7 @@ fn python_client_gets_the_denial_and_nothing_changes() {
 
 #[test]
 fn an_undecided_call_returns_pending_and_the_keyed_retry_returns_the_stored_result() {
-    let d = daemon("[mcp]\nlocal_confirmation_wait_ms = 1500\n");
+    let d = daemon("[mcp]\nlocal_confirmation_wait_ms = 3000\n");
     let text = "note decided after the wait";
     let args = save_args(text);
     let first = d.drive(
@@ -847,7 +847,7 @@ fn bench_mcp_reports_throughput_latency_and_counts_the_limiter() {
     assert!(r["calls_per_sec"].as_f64().unwrap() > 0.0);
 
     // With the default limits the token bucket refuses most of a burst: counted, not failed.
-    let limited = daemon("[limits]\nrate_per_sec = 1.0\nrate_burst = 2.0\n");
+    let limited = daemon("[limits]\nrate_per_sec = 0.01\nrate_burst = 2.0\n");
     let (code, out, err) = limited.cli(&[
         "bench",
         "mcp",

@@ -447,3 +447,30 @@ fn l6_background_parks_every_mutation_whatever_the_autonomy() {
         None
     );
 }
+
+#[test]
+fn visible_hides_only_what_layers_1_and_2_deny() {
+    use openphone_policy::{ToolPolicy, visible};
+    let open = ToolPolicy::default();
+    let mut mcp = Caller::remote("desk", Transport::Mcp, "token:desk");
+    mcp.grants = openphone_policy::ExposureGrants::ALL;
+    // L1: mcp: false never shows over MCP, whatever the grants; it does over the WebSocket.
+    assert!(!visible(&cmd("openphone.messages.send"), &mcp, &open));
+    let mut ws = mcp.clone();
+    ws.transport = Transport::Websocket;
+    assert!(visible(&cmd("openphone.messages.send"), &ws, &open));
+    // L1: exposure grants.
+    let reader = Caller::remote("r", Transport::Mcp, "token:r");
+    assert!(visible(&cmd("openphone.screen.get"), &reader, &open));
+    assert!(!visible(&cmd("openphone.ui.tap"), &reader, &open));
+    // L2: tool policy.
+    let deny_ui = Case::new("openphone.ui.tap")
+        .policy(r#"{"global": {"deny": ["group:ui"]}}"#)
+        .tool_policy;
+    assert!(!visible(&cmd("openphone.ui.tap"), &mcp, &deny_ui));
+    assert!(visible(&cmd("openphone.screen.get"), &mcp, &deny_ui));
+    // Autonomy and the risk floor never hide a tool: they decide at call time.
+    let mut observer = mcp.clone();
+    observer.max_autonomy = openphone_policy::Autonomy::ObserveOnly;
+    assert!(visible(&cmd("openphone.calendar.delete"), &observer, &open));
+}

@@ -227,7 +227,7 @@ async fn mcp_http_checks_host_then_origin_then_token_then_size() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mcp_http_rate_limits_each_token() {
-    let d = start(config("[limits]\nrate_per_sec = 0.5\nrate_burst = 2.0\n")).await;
+    let d = start(config("[limits]\nrate_per_sec = 0.01\nrate_burst = 2.0\n")).await;
     let addr = d.daemon.addr();
     let token = mcp_token(d.dir.path());
     let mut statuses = Vec::new();

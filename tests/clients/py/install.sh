@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the pinned Python MCP client SDK into .cache/mcp-py (repo root).
-# Idempotent; works from any cwd. See docs: shared/spec/mcp.md §12.3.
+# Idempotent; works from any cwd. See docs: docs/spec/mcp.md §12.3.
 set -euo pipefail
 
 MCP_VERSION="2.3.0"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Drive an MCP server with the real Python `mcp` client SDK (pinned 2.3.0).
 
-Used by the Rust integration tests (shared/spec/mcp.md §12.3). Install the SDK
+Used by the Rust integration tests (docs/spec/mcp.md §12.3). Install the SDK
 with `tests/clients/py/install.sh` and run this file with `.cache/mcp-py/bin/python`.
 
 Contract:

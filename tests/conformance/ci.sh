@@ -10,7 +10,7 @@ cd "$root"
 out="${1:-target/conformance}"
 
 bash "$here/install.sh"
-cargo build --quiet -p openphone-cli
+cargo build --locked --quiet -p openphone-cli
 bin="$root/target/debug/openphone"
 
 data="$(mktemp -d)"

@@ -10,12 +10,17 @@
 //! an MCP tool M times in the 2026-07-28 era (no session), with the default MCP token.
 
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
+use openphone_clock::Stopwatch;
+use openphone_protocol::endpoint::{EndpointErrorCode, ToolsInvoke, ToolsInvokeParams};
+use openphone_protocol::{ErrorCode, ToolStatus};
+use openphone_server::EndpointInfo;
+use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::client::DaemonClient;
+use crate::client::{DaemonClient, RpcFailure};
 use crate::data_dir::DataDir;
 
 /// Options of `bench invoke`.
@@ -64,6 +69,12 @@ async fn gather(mut tasks: tokio::task::JoinSet<Tally>) -> Result<Tally> {
     Ok(all)
 }
 
+/// Whether the daemon refused a call with `rate_limited`.
+fn is_rate_limited(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<RpcFailure>()
+        .is_some_and(|f| f.code == EndpointErrorCode::Catalogue(ErrorCode::RateLimited))
+}
+
 /// Resident set size now and at its peak (KiB), from `/proc/<pid>/status`.
 fn rss_kib(pid: u32) -> Option<(u64, u64)> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
@@ -95,7 +106,7 @@ pub fn invoke(opts: InvokeBench) -> Result<ExitCode> {
         }
         let pid = clients.first().map_or(0, |c| c.endpoint.pid);
         let rss_before = rss_kib(pid);
-        let started = Instant::now();
+        let started = Stopwatch::start();
         let mut tasks = tokio::task::JoinSet::new();
         for (n, mut client) in clients.into_iter().enumerate() {
             let tool = opts.tool.clone();
@@ -104,18 +115,20 @@ pub fn invoke(opts: InvokeBench) -> Result<ExitCode> {
             tasks.spawn(async move {
                 let mut tally = Tally::default();
                 for i in 0..calls {
-                    let t = Instant::now();
+                    let t = Stopwatch::start();
                     let answer = client
-                        .call(
-                            "tools.invoke",
-                            json!({"request_id": format!("bench-{n}-{i}"), "tool": tool, "params": params}),
-                        )
+                        .call::<ToolsInvoke>(ToolsInvokeParams {
+                            request_id: format!("bench-{n}-{i}"),
+                            tool: tool.clone(),
+                            params: Some(params.clone()),
+                            ..ToolsInvokeParams::default()
+                        })
                         .await;
                     tally.latencies.push(t.elapsed());
                     match answer {
-                        Ok(r) if r["status"] == "ok" => tally.ok += 1,
+                        Ok(r) if r.status == ToolStatus::Ok => tally.ok += 1,
                         Ok(_) => tally.other += 1,
-                        Err(e) if e.to_string().contains("rate_limited") => tally.rate_limited += 1,
+                        Err(e) if is_rate_limited(&e) => tally.rate_limited += 1,
                         Err(_) => tally.other += 1,
                     }
                 }
@@ -124,7 +137,15 @@ pub fn invoke(opts: InvokeBench) -> Result<ExitCode> {
             });
         }
         let all = gather(tasks).await?;
-        let code = report(&opts.tool, opts.connections, all, started, pid, rss_before, opts.json)?;
+        let code = report(
+            &opts.tool,
+            opts.connections,
+            all,
+            started,
+            pid,
+            rss_before,
+            opts.json,
+        )?;
         Ok(code)
     })
 }
@@ -135,7 +156,7 @@ fn report(
     tool: &str,
     connections: usize,
     mut all: Tally,
-    started: Instant,
+    started: Stopwatch,
     pid: u32,
     rss_before: Option<(u64, u64)>,
     json_out: bool,
@@ -220,6 +241,31 @@ pub struct McpBench {
     pub data_dir: DataDir,
 }
 
+/// The part of an MCP JSON-RPC message the benchmark reads.
+#[derive(Debug, Default, Deserialize)]
+struct McpAnswer {
+    /// Present on a response (absent on a notification).
+    #[serde(default)]
+    id: Option<Value>,
+    /// Present on a success.
+    #[serde(default)]
+    result: Option<McpCallResult>,
+}
+
+/// A `tools/call` result, as far as the benchmark looks.
+#[derive(Debug, Deserialize)]
+struct McpCallResult {
+    #[serde(rename = "isError", default)]
+    is_error: Option<bool>,
+}
+
+impl McpAnswer {
+    /// A `tools/call` result that says it is not an error.
+    fn is_success(&self) -> bool {
+        self.result.as_ref().and_then(|r| r.is_error) == Some(false)
+    }
+}
+
 const CLOSED: &str = "the daemon closed the connection before answering";
 
 /// One keep-alive HTTP/1.1 connection to `/mcp` speaking the 2026-07-28 era (stateless: every
@@ -249,7 +295,7 @@ impl McpHttp {
 
     /// `tools/call`, on a fresh connection when the server closed the last one before
     /// answering (a closed keep-alive connection is normal HTTP, not a failed call).
-    async fn call(&mut self, id: usize, tool: &str, args: &Value) -> Result<(u16, Value)> {
+    async fn call(&mut self, id: usize, tool: &str, args: &Value) -> Result<(u16, McpAnswer)> {
         if self.closed {
             *self = McpHttp::connect(&self.authority, &self.token).await?;
         }
@@ -263,7 +309,7 @@ impl McpHttp {
     }
 
     /// `tools/call`; returns the HTTP status and the JSON-RPC message.
-    async fn exchange(&mut self, id: usize, tool: &str, args: &Value) -> Result<(u16, Value)> {
+    async fn exchange(&mut self, id: usize, tool: &str, args: &Value) -> Result<(u16, McpAnswer)> {
         use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
         let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
             "name": tool, "arguments": args, "_meta": {
@@ -346,9 +392,9 @@ impl McpHttp {
             // An SSE body: the last data line carrying the response.
             text.lines()
                 .filter_map(|l| l.strip_prefix("data:"))
-                .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
-                .rfind(|v| v.get("id").is_some())
-                .unwrap_or(Value::Null)
+                .filter_map(|d| serde_json::from_str::<McpAnswer>(d.trim()).ok())
+                .rfind(|m| m.id.is_some())
+                .unwrap_or_default()
         });
         Ok((status, message))
     }
@@ -361,19 +407,20 @@ pub fn mcp(opts: McpBench) -> Result<ExitCode> {
     }
     let args: Value = serde_json::from_str(&opts.args).context("--args is not JSON")?;
     let dir = opts.data_dir.resolve()?;
-    let endpoint: Value = serde_json::from_str(
+    let endpoint: EndpointInfo = serde_json::from_str(
         &std::fs::read_to_string(dir.join(openphone_server::ENDPOINT_FILE))
             .context("no daemon serves this data directory (no endpoint.json)")?,
     )?;
-    let url = endpoint["mcp_url"]
-        .as_str()
+    let url = endpoint
+        .mcp_url
+        .as_deref()
         .context("the daemon serves no MCP (disabled in its config)")?;
     let authority = url
         .strip_prefix("http://")
         .and_then(|r| r.strip_suffix("/mcp"))
         .context("unexpected mcp_url")?
         .to_owned();
-    let pid = endpoint["pid"].as_u64().unwrap_or(0) as u32;
+    let pid = endpoint.pid;
     let token = std::fs::read_to_string(dir.join(openphone_server::MCP_TOKEN_FILE))
         .context("no mcp.token in the data directory")?
         .trim()
@@ -389,7 +436,7 @@ pub fn mcp(opts: McpBench) -> Result<ExitCode> {
             clients.push(McpHttp::connect(&authority, &token).await?);
         }
         let rss_before = rss_kib(pid);
-        let started = Instant::now();
+        let started = Stopwatch::start();
         let mut tasks = tokio::task::JoinSet::new();
         for (n, mut client) in clients.into_iter().enumerate() {
             let tool = opts.tool.clone();
@@ -398,11 +445,11 @@ pub fn mcp(opts: McpBench) -> Result<ExitCode> {
             tasks.spawn(async move {
                 let mut tally = Tally::default();
                 for i in 0..calls {
-                    let t = Instant::now();
+                    let t = Stopwatch::start();
                     let answer = client.call(n * calls + i, &tool, &args).await;
                     tally.latencies.push(t.elapsed());
                     match answer {
-                        Ok((200, m)) if m["result"]["isError"] == false => tally.ok += 1,
+                        Ok((200, m)) if m.is_success() => tally.ok += 1,
                         Ok((429, _)) => tally.rate_limited += 1,
                         Ok(_) => tally.other += 1,
                         Err(e) => {

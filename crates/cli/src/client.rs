@@ -1,12 +1,18 @@
 //! The CLI as a client of the daemon: finds it via `<data-dir>/endpoint.json` and
-//! `operator.token`, says `hello` as the operator, and calls methods.
+//! `operator.token`, says `hello` as the operator, and calls methods. Requests are built from
+//! and answers parsed into the endpoint's types (`openphone_protocol::endpoint`), so the CLI
+//! reads the same shapes the daemon writes.
 
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use futures_util::{SinkExt, StreamExt};
+use openphone_protocol::endpoint::{
+    ClientInfo, EndpointErrorCode, Event, Hello, HelloParams, HelloResult, Method, Request,
+    RequestId, ServerMessage, VersionRange,
+};
 use openphone_server::{ENDPOINT_FILE, EndpointInfo, TOKEN_FILE};
-use serde_json::{Value, json};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
@@ -31,25 +37,29 @@ impl std::error::Error for NoDaemon {}
 /// A JSON-RPC error answered by the daemon.
 #[derive(Debug)]
 pub struct RpcFailure {
-    pub code: String,
+    /// The stable code of `error.data.code`.
+    pub code: EndpointErrorCode,
     pub message: String,
 }
 
 impl std::fmt::Display for RpcFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} ({})", self.message, self.code)
+        write!(f, "{} ({})", self.message, self.code.as_str())
     }
 }
 
 impl std::error::Error for RpcFailure {}
 
+/// One operator connection to the daemon's endpoint.
 pub struct DaemonClient {
     ws: WebSocketStream<MaybeTlsStream<TcpStream>>,
     next_id: u64,
-    /// Event notifications that arrived while waiting for a response.
-    events: std::collections::VecDeque<Value>,
+    /// Events that arrived while waiting for a response.
+    events: VecDeque<Event>,
+    /// What `endpoint.json` says about the daemon.
     pub endpoint: EndpointInfo,
-    pub hello: Value,
+    /// The daemon's answer to `hello`.
+    pub hello: HelloResult,
 }
 
 fn read_endpoint(dir: &Path) -> Result<(EndpointInfo, String)> {
@@ -59,6 +69,30 @@ fn read_endpoint(dir: &Path) -> Result<(EndpointInfo, String)> {
     let token = std::fs::read_to_string(dir.join(TOKEN_FILE))
         .with_context(|| format!("reading {}", dir.join(TOKEN_FILE).display()))?;
     Ok((info, token.trim().to_owned()))
+}
+
+/// Reads the next frame the daemon sends, skipping non-text frames.
+async fn next_message(
+    ws: &mut WebSocketStream<MaybeTlsStream<TcpStream>>,
+) -> Result<ServerMessage> {
+    loop {
+        let Some(msg) = ws.next().await else {
+            bail!("the daemon closed the connection");
+        };
+        let text = match msg.context("reading from the daemon")? {
+            Message::Text(t) => t,
+            Message::Close(frame) => {
+                bail!(
+                    "the daemon closed the connection{}",
+                    frame.map(|f| format!(": {}", f.reason)).unwrap_or_default()
+                )
+            }
+            Message::Binary(_) | Message::Ping(_) | Message::Pong(_) | Message::Frame(_) => {
+                continue;
+            }
+        };
+        return ServerMessage::parse(text.as_str()).context("the daemon sent an unexpected frame");
+    }
 }
 
 impl DaemonClient {
@@ -76,95 +110,95 @@ impl DaemonClient {
                 .parse()
                 .context("bad operator token")?,
         );
-        let (ws, _) = match connect_async(req).await {
+        let (mut ws, _) = match connect_async(req).await {
             Ok(ok) => ok,
             Err(tokio_tungstenite::tungstenite::Error::Io(_)) => {
                 return Err(NoDaemon(dir.to_path_buf()).into());
             }
             Err(e) => return Err(e).context("connecting to the daemon"),
         };
-        let mut client = DaemonClient {
+        let mut events = VecDeque::new();
+        let hello = exchange::<Hello>(
+            &mut ws,
+            &mut events,
+            1,
+            HelloParams {
+                protocol: VersionRange {
+                    min: openphone_protocol::MIN_VERSION,
+                    max: openphone_protocol::MAX_VERSION,
+                },
+                client: ClientInfo {
+                    name: "openphone-cli".into(),
+                    version: env!("CARGO_PKG_VERSION").into(),
+                },
+                token: None,
+            },
+        )
+        .await?;
+        Ok(DaemonClient {
             ws,
-            next_id: 0,
-            events: std::collections::VecDeque::new(),
+            next_id: 1,
+            events,
             endpoint,
-            hello: Value::Null,
-        };
-        client.hello = client
-            .call(
-                "hello",
-                json!({
-                    "protocol": {"min": openphone_protocol::MIN_VERSION, "max": openphone_protocol::MAX_VERSION},
-                    "client": {"name": "openphone-cli", "version": env!("CARGO_PKG_VERSION")},
-                }),
-            )
-            .await?;
-        Ok(client)
+            hello,
+        })
     }
 
-    /// Calls a method; a JSON-RPC error becomes an [`RpcFailure`].
-    pub async fn call(&mut self, method: &str, params: Value) -> Result<Value> {
+    /// Calls method `M`; a JSON-RPC error becomes an [`RpcFailure`].
+    pub async fn call<M: Method>(&mut self, params: M::Params) -> Result<M::Result> {
         self.next_id += 1;
-        let id = self.next_id;
-        let frame = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        self.ws
-            .send(Message::text(frame.to_string()))
-            .await
-            .context("sending to the daemon")?;
-        loop {
-            let Some(msg) = self.ws.next().await else {
-                bail!("the daemon closed the connection");
-            };
-            let text = match msg.context("reading from the daemon")? {
-                Message::Text(t) => t,
-                Message::Close(frame) => {
-                    bail!(
-                        "the daemon closed the connection{}",
-                        frame.map(|f| format!(": {}", f.reason)).unwrap_or_default()
-                    )
-                }
-                _ => continue,
-            };
-            let value: Value =
-                serde_json::from_str(text.as_str()).context("daemon sent non-JSON")?;
-            if value.get("method").and_then(Value::as_str) == Some("event") {
-                self.events.push_back(value["params"].clone());
-                continue;
-            }
-            if value.get("id") != Some(&json!(id)) {
-                continue;
-            }
-            if let Some(err) = value.get("error") {
-                return Err(RpcFailure {
-                    code: err["data"]["code"].as_str().unwrap_or("error").to_owned(),
-                    message: err["message"].as_str().unwrap_or("").to_owned(),
-                }
-                .into());
-            }
-            return Ok(value.get("result").cloned().unwrap_or(Value::Null));
-        }
+        exchange::<M>(&mut self.ws, &mut self.events, self.next_id, params).await
     }
 
-    /// The next event notification's `{event, payload, seq}`.
-    pub async fn next_event(&mut self) -> Result<Value> {
+    /// The next event notification.
+    pub async fn next_event(&mut self) -> Result<Event> {
         if let Some(e) = self.events.pop_front() {
             return Ok(e);
         }
         loop {
-            let Some(msg) = self.ws.next().await else {
-                bail!("the daemon closed the connection");
-            };
-            if let Message::Text(t) = msg.context("reading from the daemon")? {
-                let value: Value =
-                    serde_json::from_str(t.as_str()).context("daemon sent non-JSON")?;
-                if value.get("method").and_then(Value::as_str) == Some("event") {
-                    return Ok(value["params"].clone());
-                }
+            match next_message(&mut self.ws).await? {
+                ServerMessage::Event(n) => return Ok(n.params.event),
+                ServerMessage::Response(_) | ServerMessage::Error(_) => {}
             }
         }
     }
 
+    /// Closes the connection politely.
     pub async fn close(mut self) {
         let _ = self.ws.close(None).await;
+    }
+}
+
+/// Sends request `id` for method `M` and waits for its answer, keeping the events that arrive
+/// meanwhile in `events`.
+async fn exchange<M: Method>(
+    ws: &mut WebSocketStream<MaybeTlsStream<TcpStream>>,
+    events: &mut VecDeque<Event>,
+    id: u64,
+    params: M::Params,
+) -> Result<M::Result> {
+    let frame = serde_json::to_string(&Request::new::<M>(id, params))
+        .with_context(|| format!("writing a {} request", M::NAME))?;
+    ws.send(Message::text(frame))
+        .await
+        .context("sending to the daemon")?;
+    let ours = RequestId::from(id);
+    loop {
+        match next_message(ws).await? {
+            ServerMessage::Event(n) => events.push_back(n.params.event),
+            ServerMessage::Response(r) if r.id == ours => {
+                return r
+                    .result_as::<M>()
+                    .with_context(|| format!("the daemon's answer to {} is malformed", M::NAME));
+            }
+            ServerMessage::Error(e) if e.id.as_ref() == Some(&ours) => {
+                return Err(RpcFailure {
+                    code: e.error.data.code,
+                    message: e.error.message,
+                }
+                .into());
+            }
+            ServerMessage::Response(_) | ServerMessage::Error(_) => {}
+        }
     }
 }

@@ -1,21 +1,32 @@
-//! Client commands: `status`, `tool list|invoke`, `confirm list|approve|deny`, `sessions list`.
-//! Each finds its daemon through the data directory and acts with the operator credential.
+//! Client commands: `status`, `tools list|invoke`, `confirmations list|approve|deny`,
+//! `runtimes list|select`, `sessions list` and `ask`. Each finds its daemon through the data
+//! directory and acts with the operator credential.
 
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Subcommand;
-use serde_json::{Value, json};
+use openphone_protocol::endpoint::{
+    AttentionRequest, AttentionRequestParams, ConfirmDecision, ConfirmationsList,
+    ConfirmationsListParams, ConfirmationsResolve, ConfirmationsResolveParams, Event,
+    EventsSubscribe, EventsSubscribeParams, RuntimeList, RuntimeListParams, RuntimeSelect,
+    RuntimeSelectParams, SessionStatus, SessionsList, SessionsListParams, ToolsInvoke,
+    ToolsInvokeParams, ToolsList, ToolsListParams,
+};
+use openphone_protocol::{ToolResult, ToolStatus};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::client::DaemonClient;
 use crate::data_dir::DataDir;
 
 #[derive(Debug, Subcommand)]
-pub enum ToolCommand {
+pub enum ToolsCommand {
     /// The commands the operator may use.
     List {
         #[command(flatten)]
         data_dir: DataDir,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -31,9 +42,16 @@ pub enum ToolCommand {
         /// Autonomy for this request (the operator may name any mode).
         #[arg(long)]
         autonomy: Option<String>,
+        /// Retries with the same key, tool and params join the first request (its
+        /// confirmation or its recorded result) instead of running again.
         #[arg(long)]
         idempotency_key: Option<String>,
-        #[arg(long)]
+        /// The request's timeout in seconds: how long a confirmation waits for the user
+        /// (the daemon's default, 30 s, when absent; at most 600).
+        #[arg(long, value_name = "SECS")]
+        timeout_secs: Option<u64>,
+        /// The same in milliseconds: the older spelling, kept for existing scripts.
+        #[arg(long, hide = true, conflicts_with = "timeout_secs")]
         timeout_ms: Option<i64>,
         /// Why (recorded in the audit); defaults to a CLI note.
         #[arg(long)]
@@ -41,17 +59,19 @@ pub enum ToolCommand {
         /// Answer at once with `needs_confirmation` instead of waiting for the user.
         #[arg(long)]
         no_wait: bool,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
 }
 
 #[derive(Debug, Subcommand)]
-pub enum ConfirmCommand {
+pub enum ConfirmationsCommand {
     /// Pending confirmations.
     List {
         #[command(flatten)]
         data_dir: DataDir,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -60,6 +80,7 @@ pub enum ConfirmCommand {
         confirmation_id: String,
         #[command(flatten)]
         data_dir: DataDir,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -68,6 +89,7 @@ pub enum ConfirmCommand {
         confirmation_id: String,
         #[command(flatten)]
         data_dir: DataDir,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -79,11 +101,19 @@ pub enum SessionsCommand {
     List {
         #[command(flatten)]
         data_dir: DataDir,
+        /// At most this many (the daemon's default is 50, its maximum 500).
         #[arg(long)]
         limit: Option<usize>,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
+}
+
+/// A fresh request id for one CLI invocation: `cli-<uuid v4>` (random, so two invocations in
+/// the same millisecond still differ, and no clock is read).
+fn request_id() -> String {
+    format!("cli-{}", uuid::Uuid::new_v4())
 }
 
 fn block_on<T>(f: impl std::future::Future<Output = Result<T>>) -> Result<T> {
@@ -94,120 +124,156 @@ fn block_on<T>(f: impl std::future::Future<Output = Result<T>>) -> Result<T> {
         .block_on(f)
 }
 
-fn print_json(v: &Value) -> Result<()> {
-    println!("{}", serde_json::to_string_pretty(v)?);
+/// Prints `v` as pretty JSON with its object keys sorted (through [`Value`]), the form every
+/// `--json` output of the client commands has.
+fn print_json<T: Serialize>(v: &T) -> Result<()> {
+    let value = serde_json::to_value(v)?;
+    println!("{}", serde_json::to_string_pretty(&value)?);
     Ok(())
 }
 
 /// Exit code of a tool result: 0 ok, 3 needs_confirmation, 1 anything else.
-fn result_exit(result: &Value) -> ExitCode {
-    match result["status"].as_str() {
-        Some("ok") => ExitCode::SUCCESS,
-        Some("needs_confirmation") => ExitCode::from(3),
-        _ => ExitCode::from(1),
+fn result_exit(result: &ToolResult) -> ExitCode {
+    match result.status {
+        ToolStatus::Ok => ExitCode::SUCCESS,
+        ToolStatus::NeedsConfirmation => ExitCode::from(3),
+        ToolStatus::Denied | ToolStatus::Error | ToolStatus::Timeout | ToolStatus::Cancelled => {
+            ExitCode::from(1)
+        }
     }
 }
 
-fn print_result(result: &Value, json: bool) -> Result<ExitCode> {
+/// The part of a `needs_confirmation` result's body the CLI shows: which confirmation to
+/// approve, and what it asks.
+#[derive(Debug, Deserialize)]
+struct PendingBody {
+    confirmation_id: String,
+    summary: String,
+}
+
+fn print_result(result: &ToolResult, json: bool) -> Result<ExitCode> {
     if json {
         print_json(result)?;
     } else {
-        let status = result["status"].as_str().unwrap_or("?");
-        println!("status: {status}");
-        if let Some(err) = result.get("error").filter(|e| !e.is_null()) {
-            println!(
-                "error: {} — {}",
-                err["code"].as_str().unwrap_or(""),
-                err["message"].as_str().unwrap_or("")
-            );
+        println!("status: {}", result.status.as_str());
+        if let Some(err) = &result.error {
+            println!("error: {} — {}", err.code.as_str(), err.message);
         }
-        if status == "needs_confirmation" {
-            let r = &result["result"];
-            println!(
-                "confirmation: {}  ({})",
-                r["confirmation_id"].as_str().unwrap_or(""),
-                r["summary"].as_str().unwrap_or("")
-            );
-            println!(
-                "approve with `openphone confirm approve {}`",
-                r["confirmation_id"].as_str().unwrap_or("")
-            );
-        } else if let Some(r) = result
-            .get("result")
-            .filter(|r| r.as_object().is_some_and(|o| !o.is_empty()))
-        {
-            println!("{}", serde_json::to_string_pretty(r)?);
+        match result.status {
+            ToolStatus::NeedsConfirmation => {
+                let pending: PendingBody =
+                    serde_json::from_value(Value::Object(result.result.clone()))
+                        .context("a needs_confirmation result without its confirmation")?;
+                println!(
+                    "confirmation: {}  ({})",
+                    pending.confirmation_id, pending.summary
+                );
+                println!(
+                    "approve with `openphone confirmations approve {}`",
+                    pending.confirmation_id
+                );
+            }
+            ToolStatus::Ok
+            | ToolStatus::Denied
+            | ToolStatus::Error
+            | ToolStatus::Timeout
+            | ToolStatus::Cancelled => {
+                if !result.result.is_empty() {
+                    println!("{}", serde_json::to_string_pretty(&result.result)?);
+                }
+            }
         }
     }
     Ok(result_exit(result))
+}
+
+/// What `openphone status` reports.
+#[derive(Debug, Serialize)]
+struct StatusReport {
+    url: String,
+    pid: u32,
+    started_at_ms: i64,
+    data_dir: std::path::PathBuf,
+    protocol_version: u32,
+    phone: PhoneLine,
+    commands_version: u32,
+    pending_confirmations: usize,
+}
+
+/// The phone as `openphone status` names it.
+#[derive(Debug, Serialize)]
+struct PhoneLine {
+    platform: String,
+    model: String,
 }
 
 pub fn status(data_dir: &DataDir, json: bool) -> Result<ExitCode> {
     let dir = data_dir.resolve()?;
     block_on(async {
         let mut client = DaemonClient::connect(&dir).await?;
-        let pending = client.call("confirmations.list", json!({})).await?;
-        let count = pending["confirmations"].as_array().map_or(0, Vec::len);
+        let pending = client
+            .call::<ConfirmationsList>(ConfirmationsListParams::default())
+            .await?;
         let hello = client.hello.clone();
         let endpoint = client.endpoint.clone();
         client.close().await;
-        let status = json!({
-            "url": endpoint.url,
-            "pid": endpoint.pid,
-            "started_at_ms": endpoint.started_at_ms,
-            "data_dir": dir,
-            "protocol_version": hello["protocol_version"],
-            "phone": {"platform": hello["phone"]["platform"], "model": hello["phone"]["model"]},
-            "commands_version": hello["manifests"]["commands_version"],
-            "pending_confirmations": count,
-        });
+        let status = StatusReport {
+            url: endpoint.url,
+            pid: endpoint.pid,
+            started_at_ms: endpoint.started_at_ms,
+            data_dir: dir,
+            protocol_version: hello.protocol_version,
+            phone: PhoneLine {
+                platform: hello.phone.platform,
+                model: hello.phone.model,
+            },
+            commands_version: hello.manifests.commands_version,
+            pending_confirmations: pending.confirmations.len(),
+        };
         if json {
             print_json(&status)?;
         } else {
-            println!("daemon: running at {} (pid {})", endpoint.url, endpoint.pid);
-            println!("data dir: {}", dir.display());
-            println!(
-                "phone: {} {}",
-                hello["phone"]["platform"].as_str().unwrap_or("?"),
-                hello["phone"]["model"].as_str().unwrap_or("")
-            );
-            println!("protocol version: {}", hello["protocol_version"]);
-            println!("pending confirmations: {count}");
+            println!("daemon: running at {} (pid {})", status.url, status.pid);
+            println!("data dir: {}", status.data_dir.display());
+            println!("phone: {} {}", status.phone.platform, status.phone.model);
+            println!("protocol version: {}", status.protocol_version);
+            println!("pending confirmations: {}", status.pending_confirmations);
         }
         Ok(ExitCode::SUCCESS)
     })
 }
 
-pub fn tool(cmd: ToolCommand) -> Result<ExitCode> {
+pub fn tools(cmd: ToolsCommand) -> Result<ExitCode> {
     match cmd {
-        ToolCommand::List { data_dir, json } => {
+        ToolsCommand::List { data_dir, json } => {
             let dir = data_dir.resolve()?;
             block_on(async {
                 let mut client = DaemonClient::connect(&dir).await?;
-                let list = client.call("tools.list", json!({})).await?;
+                let list = client.call::<ToolsList>(ToolsListParams::default()).await?;
                 client.close().await;
                 if json {
                     print_json(&list)?;
                 } else {
-                    for t in list["tools"].as_array().into_iter().flatten() {
+                    for t in &list.tools {
                         println!(
                             "{:<36} {:<7} {:<18} {}",
-                            t["name"].as_str().unwrap_or(""),
-                            t["risk"].as_str().unwrap_or(""),
-                            t["confirmation"].as_str().unwrap_or(""),
-                            t["default_exposure"].as_str().unwrap_or("")
+                            t.name,
+                            t.risk.as_str(),
+                            t.confirmation.as_str(),
+                            t.default_exposure.as_str()
                         );
                     }
                 }
                 Ok(ExitCode::SUCCESS)
             })
         }
-        ToolCommand::Invoke {
+        ToolsCommand::Invoke {
             command,
             params,
             data_dir,
             autonomy,
             idempotency_key,
+            timeout_secs,
             timeout_ms,
             reason,
             no_wait,
@@ -215,35 +281,29 @@ pub fn tool(cmd: ToolCommand) -> Result<ExitCode> {
         } => {
             let dir = data_dir.resolve()?;
             let params: Value = serde_json::from_str(&params).context("params must be JSON")?;
-            let millis = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_millis())
-                .unwrap_or(0);
-            let request_id = format!("cli-{millis}-{}", std::process::id());
-            let mut req = json!({
-                "request_id": request_id,
-                "tool": command,
-                "params": params,
-                "wait": !no_wait,
-            });
-            let has_reason = params.get("reason").is_some();
-            if let Some(r) = reason {
-                req["reason"] = json!(r);
-            } else if !has_reason {
-                req["reason"] = json!("requested by the user from the openphone CLI");
-            }
-            if let Some(a) = autonomy {
-                req["autonomy"] = json!(a);
-            }
-            if let Some(k) = idempotency_key {
-                req["idempotency_key"] = json!(k);
-            }
-            if let Some(t) = timeout_ms {
-                req["timeout_ms"] = json!(t);
-            }
+            // The params' own `reason` stands when no `--reason` is given.
+            let reason = match reason {
+                Some(r) => Some(r),
+                None if params.get("reason").is_some() => None,
+                None => Some("requested by the user from the openphone CLI".to_owned()),
+            };
+            let timeout_ms = timeout_secs
+                .map(|s| i64::try_from(s.saturating_mul(1000)).unwrap_or(i64::MAX))
+                .or(timeout_ms);
+            let request = ToolsInvokeParams {
+                request_id: request_id(),
+                tool: command,
+                params: Some(params),
+                reason,
+                autonomy,
+                idempotency_key,
+                timeout_ms,
+                wait: Some(!no_wait),
+                ..ToolsInvokeParams::default()
+            };
             block_on(async {
                 let mut client = DaemonClient::connect(&dir).await?;
-                let result = client.call("tools.invoke", req).await?;
+                let result = client.call::<ToolsInvoke>(request).await?;
                 client.close().await;
                 print_result(&result, json)
             })
@@ -251,43 +311,46 @@ pub fn tool(cmd: ToolCommand) -> Result<ExitCode> {
     }
 }
 
-pub fn confirm(cmd: ConfirmCommand) -> Result<ExitCode> {
+pub fn confirmations(cmd: ConfirmationsCommand) -> Result<ExitCode> {
     let (data_dir, json, action) = match cmd {
-        ConfirmCommand::List { data_dir, json } => (data_dir, json, None),
-        ConfirmCommand::Approve {
+        ConfirmationsCommand::List { data_dir, json } => (data_dir, json, None),
+        ConfirmationsCommand::Approve {
             confirmation_id,
             data_dir,
             json,
-        } => (data_dir, json, Some((confirmation_id, "approve"))),
-        ConfirmCommand::Deny {
+        } => (
+            data_dir,
+            json,
+            Some((confirmation_id, ConfirmDecision::Approve)),
+        ),
+        ConfirmationsCommand::Deny {
             confirmation_id,
             data_dir,
             json,
-        } => (data_dir, json, Some((confirmation_id, "deny"))),
+        } => (
+            data_dir,
+            json,
+            Some((confirmation_id, ConfirmDecision::Deny)),
+        ),
     };
     let dir = data_dir.resolve()?;
     block_on(async {
         let mut client = DaemonClient::connect(&dir).await?;
         let code = match action {
             None => {
-                let list = client.call("confirmations.list", json!({})).await?;
+                let list = client
+                    .call::<ConfirmationsList>(ConfirmationsListParams::default())
+                    .await?;
                 if json {
                     print_json(&list)?;
                 } else {
-                    let items = list["confirmations"]
-                        .as_array()
-                        .cloned()
-                        .unwrap_or_default();
-                    if items.is_empty() {
+                    if list.confirmations.is_empty() {
                         println!("no pending confirmations");
                     }
-                    for c in items {
+                    for c in &list.confirmations {
                         println!(
                             "{}  {}  {}  {}",
-                            c["confirmation_id"].as_str().unwrap_or(""),
-                            c["runtime"].as_str().unwrap_or(""),
-                            c["tool"].as_str().unwrap_or(""),
-                            c["summary"].as_str().unwrap_or("")
+                            c.confirmation_id, c.runtime, c.tool, c.summary
                         );
                     }
                 }
@@ -295,17 +358,21 @@ pub fn confirm(cmd: ConfirmCommand) -> Result<ExitCode> {
             }
             Some((id, decision)) => {
                 let result = client
-                    .call(
-                        "confirmations.resolve",
-                        json!({"confirmation_id": id, "decision": decision}),
-                    )
+                    .call::<ConfirmationsResolve>(ConfirmationsResolveParams {
+                        confirmation_id: id.clone(),
+                        decision,
+                    })
                     .await?;
                 if json {
                     print_json(&result)?;
                 } else {
+                    let done = match decision {
+                        ConfirmDecision::Approve => "approved",
+                        ConfirmDecision::Deny => "denied",
+                    };
                     println!(
-                        "{decision}d {id}: the request finished with status {}",
-                        result["status"].as_str().unwrap_or("?")
+                        "{done} {id}: the request finished with status {}",
+                        result.status.as_str()
                     );
                 }
                 ExitCode::SUCCESS
@@ -325,27 +392,27 @@ pub fn sessions(cmd: SessionsCommand) -> Result<ExitCode> {
     let dir = data_dir.resolve()?;
     block_on(async {
         let mut client = DaemonClient::connect(&dir).await?;
-        let mut params = json!({});
-        if let Some(l) = limit {
-            params["limit"] = json!(l);
-        }
-        let list = client.call("sessions.list", params).await?;
+        let list = client
+            .call::<SessionsList>(SessionsListParams {
+                limit,
+                ..SessionsListParams::default()
+            })
+            .await?;
         client.close().await;
         if json {
             print_json(&list)?;
         } else {
-            let items = list["sessions"].as_array().cloned().unwrap_or_default();
-            if items.is_empty() {
+            if list.sessions.is_empty() {
                 println!("no phone sessions");
             }
-            for s in items {
+            for s in &list.sessions {
                 println!(
                     "{}  {}  {}  {}  {}",
-                    s["phone_session_id"].as_str().unwrap_or(""),
-                    s["runtime_kind"].as_str().unwrap_or(""),
-                    s["source"].as_str().unwrap_or(""),
-                    s["status"].as_str().unwrap_or(""),
-                    s["summary"].as_str().unwrap_or("")
+                    s.phone_session_id,
+                    s.runtime_kind,
+                    s.source,
+                    s.status.as_str(),
+                    s.summary
                 );
             }
         }
@@ -363,84 +430,97 @@ pub fn ask(
     autonomy: Option<&str>,
     timeout_secs: u64,
 ) -> Result<ExitCode> {
-    use std::io::Write;
     let dir = data_dir.resolve()?;
     block_on(async {
         let mut client = DaemonClient::connect(&dir).await?;
+        let events = [
+            "runtime.message.delta",
+            "runtime.message.final",
+            "runtime.session.updated",
+        ];
         client
-            .call(
-                "events.subscribe",
-                json!({"events": ["runtime.message.delta", "runtime.message.final", "runtime.session.updated"]}),
-            )
+            .call::<EventsSubscribe>(EventsSubscribeParams {
+                events: events.map(str::to_owned).to_vec(),
+            })
             .await?;
-        let mut params = json!({"surface": surface, "text": text});
-        if let Some(r) = runtime {
-            params["runtime"] = json!(r);
-        }
-        if let Some(a) = autonomy {
-            params["autonomy"] = json!(a);
-        }
-        let accepted = client.call("attention.request", params).await?;
-        let session = accepted["phone_session_id"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
-        eprintln!(
-            "asked {} (session {session})",
-            accepted["runtime"].as_str().unwrap_or("the runtime")
-        );
-        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(timeout_secs);
-        let mut streamed = false;
-        let mut stdout = std::io::stdout();
-        loop {
-            let event = match tokio::time::timeout_at(deadline, client.next_event()).await {
-                Ok(e) => e?,
-                Err(_) => {
-                    eprintln!("no final reply within {timeout_secs} s (session {session})");
-                    return Ok(ExitCode::from(1));
-                }
-            };
-            let payload = &event["payload"];
-            if payload["phone_session_id"] != json!(session) {
-                continue;
+        let accepted = client
+            .call::<AttentionRequest>(AttentionRequestParams {
+                surface: surface.to_owned(),
+                text: text.to_owned(),
+                runtime: runtime.map(str::to_owned),
+                autonomy: autonomy.map(str::to_owned),
+                ..AttentionRequestParams::default()
+            })
+            .await?;
+        let session = accepted.phone_session_id;
+        eprintln!("asked {} (session {session})", accepted.runtime);
+        let limit = std::time::Duration::from_secs(timeout_secs);
+        let code = match tokio::time::timeout(limit, follow_reply(&mut client, &session)).await {
+            Ok(code) => code?,
+            Err(_) => {
+                eprintln!("no final reply within {timeout_secs} s (session {session})");
+                ExitCode::from(1)
             }
-            match event["event"].as_str().unwrap_or_default() {
-                "runtime.message.delta" => {
-                    write!(stdout, "{}", payload["text"].as_str().unwrap_or_default())?;
-                    stdout.flush()?;
-                    streamed = true;
-                }
-                "runtime.message.final" => {
-                    if !streamed {
-                        write!(stdout, "{}", payload["text"].as_str().unwrap_or_default())?;
-                    }
-                    writeln!(stdout)?;
-                    client.close().await;
-                    if let Some(error) = payload["error"].as_str() {
-                        eprintln!("the runtime reported an error: {error}");
-                        return Ok(ExitCode::from(1));
-                    }
-                    return Ok(ExitCode::SUCCESS);
-                }
-                "runtime.session.updated" if payload["status"] == "failed" => {
-                    eprintln!(
-                        "the session failed: {}",
-                        payload["reason"].as_str().unwrap_or("no reason given")
-                    );
-                    return Ok(ExitCode::from(1));
-                }
-                _ => {}
-            }
-        }
+        };
+        client.close().await;
+        Ok(code)
     })
 }
 
+/// Prints the reply of phone session `session` as it streams, until its final message (exit 0,
+/// or 1 when the runtime reports an error) or its failure (exit 1).
+async fn follow_reply(client: &mut DaemonClient, session: &str) -> Result<ExitCode> {
+    use std::io::Write;
+    let mut streamed = false;
+    let mut stdout = std::io::stdout();
+    loop {
+        match client.next_event().await? {
+            Event::MessageDelta(m) if m.phone_session_id == session => {
+                write!(stdout, "{}", m.text)?;
+                stdout.flush()?;
+                streamed = true;
+            }
+            Event::MessageFinal(m) if m.phone_session_id == session => {
+                if !streamed {
+                    write!(stdout, "{}", m.text)?;
+                }
+                writeln!(stdout)?;
+                if let Some(error) = m.error {
+                    eprintln!("the runtime reported an error: {error}");
+                    return Ok(ExitCode::from(1));
+                }
+                return Ok(ExitCode::SUCCESS);
+            }
+            Event::SessionUpdated(u)
+                if u.phone_session_id == session && u.status == SessionStatus::Failed =>
+            {
+                eprintln!(
+                    "the session failed: {}",
+                    u.reason.as_deref().unwrap_or("no reason given")
+                );
+                return Ok(ExitCode::from(1));
+            }
+            // Another session's messages, other statuses, and events not asked for.
+            Event::MessageDelta(_)
+            | Event::MessageFinal(_)
+            | Event::SessionUpdated(_)
+            | Event::PresenceOnline(_)
+            | Event::PresenceOffline(_)
+            | Event::AttentionRequested(_)
+            | Event::ToolResult(_)
+            | Event::ConfirmationRequired(_)
+            | Event::ConfirmationResolved(_) => {}
+        }
+    }
+}
+
 #[derive(Debug, Subcommand)]
-pub enum RuntimeCommand {
+pub enum RuntimesCommand {
     /// Runtimes with their status and the surfaces routed to them.
     List {
         #[command(flatten)]
         data_dir: DataDir,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -455,28 +535,27 @@ pub enum RuntimeCommand {
     },
 }
 
-pub fn runtime(cmd: RuntimeCommand) -> Result<ExitCode> {
+pub fn runtimes(cmd: RuntimesCommand) -> Result<ExitCode> {
     match cmd {
-        RuntimeCommand::List { data_dir, json } => {
+        RuntimesCommand::List { data_dir, json } => {
             let dir = data_dir.resolve()?;
             block_on(async {
                 let mut client = DaemonClient::connect(&dir).await?;
-                let list = client.call("runtime.list", json!({})).await?;
+                let list = client
+                    .call::<RuntimeList>(RuntimeListParams::default())
+                    .await?;
                 client.close().await;
                 if json {
                     print_json(&list)?;
                 } else {
-                    println!("runtimes: {}", list["status"].as_str().unwrap_or(""));
-                    for r in list["runtimes"].as_array().cloned().unwrap_or_default() {
-                        let surfaces: Vec<&str> = r["surfaces"]
-                            .as_array()
-                            .map(|a| a.iter().filter_map(Value::as_str).collect())
-                            .unwrap_or_default();
+                    println!("runtimes: {}", list.status.as_str());
+                    for r in &list.runtimes {
+                        let surfaces: Vec<&str> = r.surfaces.iter().map(|s| s.as_str()).collect();
                         println!(
                             "{:<16} {:<10} {:<14} {}",
-                            r["id"].as_str().unwrap_or(""),
-                            r["kind"].as_str().unwrap_or(""),
-                            r["status"].as_str().unwrap_or(""),
+                            r.id,
+                            r.kind.as_str(),
+                            r.status.as_str(),
                             surfaces.join(",")
                         );
                     }
@@ -484,7 +563,7 @@ pub fn runtime(cmd: RuntimeCommand) -> Result<ExitCode> {
                 Ok(ExitCode::SUCCESS)
             })
         }
-        RuntimeCommand::Select {
+        RuntimesCommand::Select {
             surface,
             runtime,
             data_dir,
@@ -493,17 +572,10 @@ pub fn runtime(cmd: RuntimeCommand) -> Result<ExitCode> {
             block_on(async {
                 let mut client = DaemonClient::connect(&dir).await?;
                 let r = client
-                    .call(
-                        "runtime.select",
-                        json!({"surface": surface, "runtime": runtime}),
-                    )
+                    .call::<RuntimeSelect>(RuntimeSelectParams { surface, runtime })
                     .await?;
                 client.close().await;
-                println!(
-                    "{} → {}",
-                    r["surface"].as_str().unwrap_or(""),
-                    r["runtime"].as_str().unwrap_or("")
-                );
+                println!("{} → {}", r.surface.as_str(), r.runtime);
                 Ok(ExitCode::SUCCESS)
             })
         }

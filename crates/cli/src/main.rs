@@ -1,10 +1,13 @@
 //! `openphone`: the OpenPhone runtime's one user-facing binary.
 //!
 //! The daemon (`openphone serve`), the client commands that talk to it over its endpoint
-//! (`status`, `tool`, `confirm`, `sessions`, `mcp serve`), and the offline tools (`protocol …`, `audit …`,
-//! `info`). Conventions: `--json` where a machine reads the output, exit code 0 for success, 1
-//! when the thing checked is bad (or a tool result is not ok), 2 for unusable input or no
-//! daemon, 3 when a tool request waits for the user's confirmation.
+//! (`status`, `tools`, `confirmations`, `runtimes`, `sessions`, `ask`, `mcp serve`), and the
+//! offline tools (`protocol …`, `audit …`, `info`). The client nouns follow the endpoint's
+//! method names (`tools.*`, `confirmations.*`, `runtime.*`, `sessions.*`); the older spellings
+//! `tool`, `confirm` and `runtime` remain as aliases. Conventions: `--json` where a machine
+//! reads the output, exit code 0 for success, 1 when the thing checked is bad (or a tool result
+//! is not ok), 2 for unusable input or no daemon, 3 when a tool request waits for the user's
+//! confirmation.
 
 mod audit_cmd;
 mod bench_cmd;
@@ -40,11 +43,17 @@ enum Command {
         json: bool,
     },
     /// List or invoke phone commands through the daemon (as the operator).
-    #[command(subcommand)]
-    Tool(client_cmd::ToolCommand),
+    #[command(subcommand, visible_alias = "tool")]
+    Tools(client_cmd::ToolsCommand),
     /// List, approve or deny pending confirmations.
+    #[command(subcommand, visible_alias = "confirm")]
+    Confirmations(client_cmd::ConfirmationsCommand),
+    /// List runtimes, or route a surface to one.
+    #[command(subcommand, visible_alias = "runtime")]
+    Runtimes(client_cmd::RuntimesCommand),
+    /// Phone sessions.
     #[command(subcommand)]
-    Confirm(client_cmd::ConfirmCommand),
+    Sessions(client_cmd::SessionsCommand),
     /// Ask the runtime routed for a surface (or the one named) and print its reply as it
     /// streams. Exits 1 when the session fails or no final reply comes in time.
     Ask {
@@ -71,12 +80,6 @@ enum Command {
     /// Load tools for a running daemon.
     #[command(subcommand)]
     Bench(BenchCommand),
-    /// List runtimes, or route a surface to one.
-    #[command(subcommand)]
-    Runtime(client_cmd::RuntimeCommand),
-    /// Phone sessions.
-    #[command(subcommand)]
-    Sessions(client_cmd::SessionsCommand),
     /// Print a shell completion script.
     Completions { shell: clap_complete::Shell },
     /// Inspect and check the protocol manifests, hash params, validate tool params (offline).
@@ -110,8 +113,8 @@ fn main() -> ExitCode {
         Command::Info { json } => info(json),
         Command::Serve(args) => serve_cmd::run(args),
         Command::Status { data_dir, json } => client_cmd::status(&data_dir, json),
-        Command::Tool(cmd) => client_cmd::tool(cmd),
-        Command::Confirm(cmd) => client_cmd::confirm(cmd),
+        Command::Tools(cmd) => client_cmd::tools(cmd),
+        Command::Confirmations(cmd) => client_cmd::confirmations(cmd),
         Command::Ask {
             text,
             surface,
@@ -127,7 +130,7 @@ fn main() -> ExitCode {
             autonomy.as_deref(),
             timeout_secs,
         ),
-        Command::Runtime(cmd) => client_cmd::runtime(cmd),
+        Command::Runtimes(cmd) => client_cmd::runtimes(cmd),
         Command::Bench(BenchCommand::Invoke(opts)) => bench_cmd::invoke(opts),
         Command::Bench(BenchCommand::Mcp(opts)) => bench_cmd::mcp(opts),
         Command::Mcp(cmd) => mcp_cmd::run(cmd),

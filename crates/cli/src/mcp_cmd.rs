@@ -118,8 +118,8 @@ fn host_config(host: Host, data_dir: &Path) -> Result<String> {
         Host::Http => {
             let endpoint = std::fs::read_to_string(data_dir.join(openphone_server::ENDPOINT_FILE))
                 .ok()
-                .and_then(|t| serde_json::from_str::<Value>(&t).ok())
-                .and_then(|v| v.get("mcp_url")?.as_str().map(str::to_owned))
+                .and_then(|t| serde_json::from_str::<openphone_server::EndpointInfo>(&t).ok())
+                .and_then(|info| info.mcp_url)
                 .unwrap_or_else(|| "http://127.0.0.1:7788/mcp".into());
             serde_json::to_string_pretty(&json!({"mcpServers": {"openphone": {
                 "type": "http", "url": endpoint,
@@ -159,15 +159,27 @@ async fn connect(
 ) -> Result<BufReader<UnixStream>, Unavailable> {
     let token = read_token(data_dir, token_file).map_err(|e| Unavailable(format!("{e:#}")));
     let socket = data_dir.join(SOCKET_FILE);
-    let mut stream = UnixStream::connect(&socket).await;
-    if stream.is_err() && autostart {
-        start_daemon(data_dir).map_err(|e| Unavailable(format!("{e:#}")))?;
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-        while stream.is_err() && tokio::time::Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            stream = UnixStream::connect(&socket).await;
+    let stream = match UnixStream::connect(&socket).await {
+        Err(first) if autostart => {
+            start_daemon(data_dir).map_err(|e| Unavailable(format!("{e:#}")))?;
+            // Retry every 100 ms for up to 5 s; the last refusal is the one reported.
+            let mut last = first;
+            let retry = async {
+                loop {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    match UnixStream::connect(&socket).await {
+                        Ok(s) => return s,
+                        Err(e) => last = e,
+                    }
+                }
+            };
+            match tokio::time::timeout(Duration::from_secs(5), retry).await {
+                Ok(s) => Ok(s),
+                Err(_) => Err(last),
+            }
         }
-    }
+        other => other,
+    };
     let stream = stream.map_err(|e| {
         Unavailable(format!(
             "no daemon answers at {} ({e}); start it with `openphone serve --data-dir {}`",

@@ -64,7 +64,7 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
         .build()
         .context("starting the async runtime")?;
     runtime.block_on(async move {
-        let started = std::time::Instant::now();
+        let started = openphone_clock::Stopwatch::start();
         let daemon = Daemon::start(DaemonOptions {
             data_dir: data_dir.clone(),
             listen: args.listen,

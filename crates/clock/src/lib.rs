@@ -11,6 +11,11 @@
 //!
 //! Time is Unix milliseconds as `i64`, the unit of the wire protocol.
 //!
+//! This crate is the only place that reads the operating system's clocks: clippy's
+//! `disallowed-methods` (see `clippy.toml` at the workspace root) refuses `SystemTime::now` and
+//! `Instant::now` everywhere else. Code that only measures how long something took, for a
+//! benchmark or a metric, uses a [`Stopwatch`], which never stands in for "now".
+//!
 //! [`Arc<dyn Clock>`]: std::sync::Arc
 
 #![deny(missing_docs)]
@@ -18,7 +23,7 @@
 use std::fmt::Debug;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// A source of the current time in Unix milliseconds.
 pub trait Clock: Send + Sync + Debug {
@@ -31,12 +36,35 @@ pub trait Clock: Send + Sync + Debug {
 pub struct SystemClock;
 
 impl Clock for SystemClock {
+    #[allow(clippy::disallowed_methods)] // reason: the one wall-clock read of the runtime
     fn now_ms(&self) -> i64 {
         match SystemTime::now().duration_since(UNIX_EPOCH) {
             Ok(since) => i64::try_from(since.as_millis()).unwrap_or(i64::MAX),
             // A clock set before 1970: report negative milliseconds rather than panicking.
             Err(before) => i64::try_from(before.duration().as_millis()).map_or(i64::MIN, |ms| -ms),
         }
+    }
+}
+
+/// Measures elapsed time on the monotonic clock, for benchmarks and metrics only: it answers
+/// "how long did this take", never "what time is it", so it is not injected.
+#[derive(Debug, Clone, Copy)]
+pub struct Stopwatch {
+    started: Instant,
+}
+
+impl Stopwatch {
+    /// A stopwatch running from now.
+    #[allow(clippy::disallowed_methods)] // reason: elapsed-time measurement, not a time of day
+    pub fn start() -> Stopwatch {
+        Stopwatch {
+            started: Instant::now(),
+        }
+    }
+
+    /// The time since [`Stopwatch::start`].
+    pub fn elapsed(&self) -> Duration {
+        self.started.elapsed()
     }
 }
 

@@ -9,9 +9,10 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use openphone_clock::Stopwatch;
 use openphone_core::{BridgeConfig, EventBus, ToolBridge};
 use openphone_device::SimPhone;
 use openphone_policy::{Caller, Context, Transport};
@@ -70,9 +71,9 @@ impl Fixture {
 fn percentiles(fixture: &Fixture, name: &str, f: impl Fn(&Fixture)) {
     const N: usize = 2000;
     let mut samples = Vec::with_capacity(N);
-    let start = Instant::now();
+    let start = Stopwatch::start();
     for _ in 0..N {
-        let t = Instant::now();
+        let t = Stopwatch::start();
         f(fixture);
         samples.push(t.elapsed());
     }

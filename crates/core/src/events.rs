@@ -1,10 +1,14 @@
 //! The event bus: manifest events fanned out to transports.
 //!
 //! Every event has a manifest name, a payload and an audience (the runtime it concerns, and
-//! whether operators see it). Transports subscribe and filter by audience; the bus never blocks
-//! a publisher (a subscriber that falls behind loses the oldest events and is told how many).
+//! whether operators see it). Publishers hand in a typed [`endpoint::Event`], so each payload
+//! has the one wire shape `openphone_protocol::endpoint` defines; subscribers receive the name
+//! and the payload as JSON, ready for the wire. Transports subscribe and filter by audience;
+//! the bus never blocks a publisher (a subscriber that falls behind loses the oldest events and
+//! is told how many).
 
 use openphone_protocol::Registry;
+use openphone_protocol::endpoint;
 use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::broadcast;
@@ -29,10 +33,19 @@ pub struct Event {
     pub audience: Audience,
 }
 
-/// Publishing an event whose name is not in the events manifest.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0:?} is not an event of the events manifest")]
-pub struct UnknownEvent(pub String);
+/// Why an event was not published.
+#[derive(Debug, thiserror::Error)]
+pub enum PublishError {
+    /// Its name is not in the events manifest.
+    #[error("{0:?} is not an event of the events manifest")]
+    UnknownEvent(String),
+    /// Its payload could not be turned into JSON.
+    #[error("the payload of {name} could not be serialised: {source}")]
+    Payload {
+        name: &'static str,
+        source: serde_json::Error,
+    },
+}
 
 /// A broadcast bus of manifest events.
 #[derive(Debug)]
@@ -53,15 +66,29 @@ impl EventBus {
         }
     }
 
-    /// Publishes an event; the name must be a manifest event. Returns its sequence number.
+    /// Publishes an event to `audience`; its name must be a manifest event. Returns its
+    /// sequence number.
     pub fn publish(
+        &self,
+        event: &endpoint::Event,
+        audience: Audience,
+    ) -> Result<u64, PublishError> {
+        let name = event.name();
+        let payload = event
+            .payload()
+            .map_err(|source| PublishError::Payload { name, source })?;
+        self.publish_json(name, payload, audience)
+    }
+
+    /// Publishes a payload already in JSON under a name checked against the manifest.
+    fn publish_json(
         &self,
         name: &str,
         payload: Value,
         audience: Audience,
-    ) -> Result<u64, UnknownEvent> {
+    ) -> Result<u64, PublishError> {
         if self.registry.event(name).is_none() {
-            return Err(UnknownEvent(name.to_owned()));
+            return Err(PublishError::UnknownEvent(name.to_owned()));
         }
         let seq = self.seq.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
         // No subscriber is not an error: events are notifications, the durable state is in the
@@ -84,6 +111,8 @@ impl EventBus {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use openphone_protocol::ToolResult;
+    use openphone_protocol::endpoint::{SessionStatus, SessionUpdated};
     use serde_json::json;
 
     #[tokio::test]
@@ -94,20 +123,41 @@ mod tests {
             runtime: Some("hermes".into()),
             operators: true,
         };
-        bus.publish("runtime.tool.result", json!({"a": 1}), audience.clone())
+        let result = ToolResult::ok("hermes", "r1", serde_json::Map::new());
+        bus.publish(
+            &endpoint::Event::ToolResult(result.clone()),
+            audience.clone(),
+        )
+        .unwrap();
+        let update = SessionUpdated {
+            phone_session_id: "phone-sess-1".into(),
+            runtime_session_id: "rs".into(),
+            status: SessionStatus::Running,
+            updated_at_ms: 7,
+            reason: None,
+        };
+        bus.publish(&endpoint::Event::SessionUpdated(update), audience.clone())
             .unwrap();
-        bus.publish("runtime.session.updated", json!({"b": 2}), audience.clone())
-            .unwrap();
-        assert_eq!(
-            bus.publish("runtime.made.up", json!({}), audience),
-            Err(UnknownEvent("runtime.made.up".into()))
-        );
+        assert!(matches!(
+            bus.publish_json("runtime.made.up", json!({}), audience),
+            Err(PublishError::UnknownEvent(name)) if name == "runtime.made.up"
+        ));
         let first = rx.recv().await.unwrap();
         let second = rx.recv().await.unwrap();
         assert_eq!((first.name.as_str(), first.seq), ("runtime.tool.result", 1));
+        assert_eq!(first.payload, serde_json::to_value(&result).unwrap());
         assert_eq!(
             (second.name.as_str(), second.seq),
             ("runtime.session.updated", 2)
+        );
+        assert_eq!(
+            second.payload,
+            json!({
+                "phone_session_id": "phone-sess-1",
+                "runtime_session_id": "rs",
+                "status": "running",
+                "updated_at_ms": 7,
+            })
         );
     }
 }

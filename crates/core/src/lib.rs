@@ -5,22 +5,28 @@
 //! ([`request`]), the confirmation summary ([`summary`]), the runtime-owned services
 //! ([`services`]) and the [`EventBus`] that transports subscribe to.
 //!
+//! A request that needs confirmation is answered at once; [`ToolBridge::wait_for_final`] is
+//! the one way to wait for its final result, whatever the front end. Time is read only through
+//! the injected clock ([`ToolBridge::now_ms`]).
+//!
 //! **Architecture Invariant:** nothing outside this crate calls a mutating device method; a
 //! confirmation can only be resolved with an [`Operator`], which only an operator credential
 //! yields.
 
-pub mod bridge;
+mod bridge;
 pub mod events;
 pub mod request;
 pub mod runtimes;
 pub mod services;
 pub mod summary;
 
+mod locks;
+
 pub use bridge::{
-    BridgeConfig, BridgeError, ConfirmDecision, ConfirmingHost, MAX_PENDING_PER_RUNTIME, Operator,
-    RecoveryReport, ToolBridge, waiting_on,
+    BridgeConfig, BridgeError, ConfirmDecision, ConfirmingHost, Operator, RecoveryReport,
+    ToolBridge, Waited, waiting_on,
 };
-pub use events::{Audience, Event, EventBus, UnknownEvent};
+pub use events::{Audience, Event, EventBus, PublishError};
 pub use request::{NormalizedRequest, normalize};
 pub use runtimes::{
     AttentionAccepted, AttentionRequest, Presence, RuntimeConfigError, RuntimeEntry, RuntimeError,

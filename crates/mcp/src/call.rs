@@ -41,7 +41,7 @@ impl CallError {
     }
 
     /// The JSON-RPC error for refusals that are protocol errors: an unknown tool is -32602
-    /// "Unknown tool: <name>" with `data.code: "unknown_tool"`. `None` for refusals that are
+    /// `"Unknown tool: <name>"` with `data.code: "unknown_tool"`. `None` for refusals that are
     /// tool results ([`CallError::tool_result`]).
     pub fn protocol_error(&self) -> Option<ErrorData> {
         match self {

@@ -68,6 +68,7 @@ mod identity;
 mod names;
 mod result;
 mod server;
+mod sync;
 mod transport;
 
 pub use call::CallError;

@@ -67,25 +67,7 @@ impl fmt::Display for Transport {
     }
 }
 
-/// The caller's role.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Role {
-    /// The user's own surfaces (CLI, dashboard, phone); no autonomy ceiling.
-    Operator,
-    /// An agent runtime (remote or `builtin`).
-    Runtime,
-}
-
-impl Role {
-    /// The wire string.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Operator => "operator",
-            Role::Runtime => "runtime",
-        }
-    }
-}
+pub use openphone_protocol::Role;
 
 /// The exposure classes granted to a caller (`runtime-protocol.md` §4.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

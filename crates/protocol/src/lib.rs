@@ -11,14 +11,20 @@
 //! - **canonical JSON** and the digests built on it ([`canonical`], [`digest`]): the bridge's
 //!   `params_hash` and the background-review `params_digest` / `binding_digest`;
 //! - the closed **error-code** catalogue ([`ErrorCode`]), the **tool result** wire type
-//!   ([`ToolResult`]) and the version advertisement ([`VersionAdvertisement`]).
+//!   ([`ToolResult`]) and the version advertisement ([`VersionAdvertisement`]);
+//! - the daemon's **endpoint** API ([`endpoint`]): one params and one result type per
+//!   JSON-RPC method, the event payloads, the envelope and the closed `error.data.code` set;
+//! - the **wire enums** other crates share ([`Autonomy`], [`Role`], [`Risk`], …), each defined
+//!   once with [`wire_enum!`].
 //!
 //! Design choice: manifests are parsed from `serde_json::Value` by hand rather than derived
 //! with serde, so that each broken rule produces its own error naming the command, instead of
 //! one opaque deserialisation error for the first bad field.
 
+mod autonomy;
 pub mod canonical;
 pub mod digest;
+pub mod endpoint;
 mod error_code;
 pub mod limits;
 mod manifest;
@@ -29,11 +35,14 @@ mod tool_result;
 pub mod transport;
 pub mod validate;
 mod version;
+mod wire_enum;
 
+pub use autonomy::Autonomy;
 pub use canonical::{CanonicalError, canonical_json, parse_json_strict};
 pub use digest::{
     Binding, binding_digest, params_digest, params_hash, params_hash_hex, value_hash,
 };
+pub use endpoint::Role;
 pub use error_code::{ErrorCode, UnknownErrorCode};
 pub use manifest::{
     Capability, CapabilityRisk, Command, Confirmation, Direction, EventSpec, Executor, Exposure,

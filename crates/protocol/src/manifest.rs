@@ -1,53 +1,17 @@
 //! Typed manifest entries. Built only by [`crate::validate`], after every rule has passed.
 
-use std::fmt;
-
 use serde::Serialize;
 use serde_json::Value;
 
-macro_rules! wire_enum {
-    ($(#[$doc:meta])* $name:ident { $( $(#[$vdoc:meta])* $variant:ident = $wire:literal ),* $(,)? }) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-        pub enum $name {
-            $( $(#[$vdoc])* #[serde(rename = $wire)] $variant, )*
-        }
-
-        impl $name {
-            /// Every value, in order.
-            pub const ALL: &'static [$name] = &[ $( $name::$variant, )* ];
-
-            /// The wire string.
-            pub fn as_str(self) -> &'static str {
-                match self {
-                    $( $name::$variant => $wire, )*
-                }
-            }
-
-            /// Parses the wire string.
-            pub fn parse(s: &str) -> Option<Self> {
-                match s {
-                    $( $wire => Some($name::$variant), )*
-                    _ => None,
-                }
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-    };
-}
-
-wire_enum!(
+crate::wire_enum!(
     /// Command risk; policy decisions use this scale.
+    #[derive(PartialOrd, Ord)]
     Risk { Low = "low", Medium = "medium", High = "high" }
 );
 
-wire_enum!(
+crate::wire_enum!(
     /// When a command asks the user.
+    #[derive(PartialOrd, Ord)]
     Confirmation {
         /// A read; never asks.
         None = "none",
@@ -58,13 +22,15 @@ wire_enum!(
     }
 );
 
-wire_enum!(
+crate::wire_enum!(
     /// Exposure class used for runtime authorisation.
+    #[derive(PartialOrd, Ord)]
     Exposure { SafeRead = "safe_read", PrivateRead = "private_read", Dangerous = "dangerous" }
 );
 
-wire_enum!(
+crate::wire_enum!(
     /// Who serves a command.
+    #[derive(PartialOrd, Ord)]
     Executor {
         /// The phone's device backend.
         Device = "device",
@@ -73,13 +39,15 @@ wire_enum!(
     }
 );
 
-wire_enum!(
+crate::wire_enum!(
     /// Capability risk: a coarser scale than command risk, used for disclosure and grants.
+    #[derive(PartialOrd, Ord)]
     CapabilityRisk { Low = "low", Medium = "medium", High = "high", Critical = "critical" }
 );
 
-wire_enum!(
+crate::wire_enum!(
     /// Direction of a protocol event.
+    #[derive(PartialOrd, Ord)]
     Direction {
         PhoneToRuntime = "phone_to_runtime",
         RuntimeToPhone = "runtime_to_phone",

@@ -124,12 +124,27 @@ impl ToolResult {
         self
     }
 
-    /// The same result, answering another request id (a replay).
+    /// The same result answering request `request_id` of `runtime`, which it was recorded for
+    /// before that request arrived (a keyed retry answered from the stored final result): a
+    /// replay, so `replayed` is true.
     pub fn readdressed(&self, runtime: &str, request_id: &str) -> Self {
+        self.addressed(request_id, audit_id(runtime, request_id), true)
+    }
+
+    /// The same result answering `first`, the earlier answer of a request that then waited for
+    /// this final result (after a confirmation was approved, denied, expired or withdrawn): it
+    /// takes `first`'s `request_id` and `audit_id`, and `replayed` is false, because the result
+    /// came about after that request arrived.
+    pub fn answering(&self, first: &ToolResult) -> Self {
+        self.addressed(&first.request_id, first.audit_id.clone(), false)
+    }
+
+    /// Re-addressing, written once: the address and `replayed` change, nothing else does.
+    fn addressed(&self, request_id: &str, audit_id: String, replayed: bool) -> Self {
         Self {
             request_id: request_id.to_owned(),
-            audit_id: audit_id(runtime, request_id),
-            replayed: true,
+            audit_id,
+            replayed,
             ..self.clone()
         }
     }
@@ -216,6 +231,28 @@ mod tests {
         assert_eq!(r.request_id, "r2");
         assert_eq!(r.audit_id, "runtime:hermes:r2");
         assert!(r.replayed);
+    }
+
+    #[test]
+    fn a_result_answering_the_request_that_waited_for_it_is_not_a_replay() {
+        let first = ToolResult::failure(
+            "hermes",
+            "r2",
+            ErrorCode::MutatingToolRequiresConfirmation,
+            "waiting",
+        );
+        let mut recorded = ToolResult::ok("hermes", "r1", Map::new());
+        recorded.replayed = true;
+        let answer = recorded.answering(&first);
+        assert_eq!(
+            answer,
+            ToolResult {
+                request_id: "r2".into(),
+                audit_id: "runtime:hermes:r2".into(),
+                replayed: false,
+                ..recorded
+            }
+        );
     }
 
     #[test]

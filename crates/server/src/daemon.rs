@@ -245,7 +245,11 @@ impl Daemon {
             profile,
             credentials: Credentials::new(token, runtimes),
             tool_policy: config.tool_policy.clone(),
-            rate: RateLimiter::new(config.limits.rate_per_sec, config.limits.rate_burst),
+            rate: RateLimiter::new(
+                config.limits.rate_per_sec,
+                config.limits.rate_burst,
+                bridge.clock(),
+            ),
             limits: config.limits.clone(),
             shutdown: shutdown_rx.clone(),
             connections: AtomicUsize::new(0),
@@ -290,7 +294,7 @@ impl Daemon {
         let info = EndpointInfo {
             url: format!("ws://{addr}/v1/runtime"),
             pid: std::process::id(),
-            started_at_ms: SystemClock.now_ms(),
+            started_at_ms: state.bridge.now_ms(),
             mcp_url: state.mcp.as_ref().map(|_| format!("http://{addr}/mcp")),
             mcp_socket,
         };
@@ -331,16 +335,20 @@ impl Daemon {
         let _ = self.server.await;
         let _ = self.timer.await;
         let state = self.state;
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
-        while state.connections.load(Ordering::SeqCst) > 0 {
-            let notified = state.connection_closed.notified();
-            if state.connections.load(Ordering::SeqCst) == 0 {
-                break;
+        let all_closed = async {
+            while state.connections.load(Ordering::SeqCst) > 0 {
+                let notified = state.connection_closed.notified();
+                if state.connections.load(Ordering::SeqCst) == 0 {
+                    break;
+                }
+                notified.await;
             }
-            if tokio::time::timeout_at(deadline, notified).await.is_err() {
-                tracing::warn!("connections still open at shutdown deadline");
-                break;
-            }
+        };
+        if tokio::time::timeout(Duration::from_secs(15), all_closed)
+            .await
+            .is_err()
+        {
+            tracing::warn!("connections still open at shutdown deadline");
         }
         let _ = std::fs::remove_file(self.data_dir.join(ENDPOINT_FILE));
         let _ = std::fs::remove_file(self.data_dir.join(crate::mcp::SOCKET_FILE));

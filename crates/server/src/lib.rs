@@ -1,9 +1,10 @@
 //! The daemon's runtime endpoint: WebSocket JSON-RPC 2.0 at `GET /v1/runtime`
-//! (`spec/runtime-endpoint.md`, documented method by method in `docs/endpoint.md`).
+//! (`docs/spec/runtime-endpoint.md`, documented method by method in `docs/endpoint.md`).
 //!
 //! - [`config`]: the TOML configuration (runtimes and their tokens, tool policy, limits).
 //! - [`auth`]: operator and runtime credentials, compared in constant time.
-//! - [`conn`]: one connection — `hello`, dispatch, events, frame/in-flight/rate limits.
+//! - `conn`: one connection — `hello`, dispatch, events, frame/in-flight/rate limits. Every
+//!   params, result, event and error travels as its type from `openphone_protocol::endpoint`.
 //! - [`daemon`]: `openphone serve` — store, recovery, expiry timer, listener, files, shutdown.
 //! - [`mcp`]: the MCP front doors — `/mcp` behind its Host/Origin/token/size/rate guard, the
 //!   approval page, and the `mcp.sock` socket behind `openphone mcp serve`.
@@ -14,11 +15,11 @@
 
 pub mod auth;
 pub mod config;
-pub mod conn;
+mod conn;
 pub mod daemon;
+mod lock;
 pub mod mcp;
 pub mod rate;
-pub mod rpc;
 pub mod state;
 
 pub use config::{Config, ConfigError, Limits, McpConfig};

@@ -2,11 +2,11 @@
 //! `mcp.sock` that `openphone mcp serve` pipes stdio into. The MCP logic itself is
 //! `openphone-mcp`; this module authenticates, limits and routes.
 //!
-//! HTTP checks run in this order, before any MCP processing (`mcp.md` §10): `Host` must be a
-//! loopback name (else 403), a present `Origin` must be loopback or configured (else 403), the
-//! bearer token must be a runtime credential (else 401 with `WWW-Authenticate: Bearer`), a
-//! declared body over 1 MiB is refused (413; rmcp also caps the streamed body), and the
-//! credential's token bucket must have room (429 with `Retry-After`).
+//! HTTP checks run in this order, before any MCP processing (`docs/spec/mcp.md` §10): `Host`
+//! must be a loopback name (else 403), a present `Origin` must be loopback or configured (else
+//! 403), the bearer token must be a runtime credential (else 401 with `WWW-Authenticate:
+//! Bearer`), a declared body over 1 MiB is refused (413; rmcp also caps the streamed body), and
+//! the credential's token bucket must have room (429 with `Retry-After`).
 //!
 //! Socket connections (file mode 0600, same OS user) start with one hello line,
 //! `{"openphone_mcp_hello": {"token": "<runtime token>"}}`, answered by
@@ -208,7 +208,7 @@ pub async fn approval_page(
          <p><b>{runtime}</b> asks to run <code>{tool}</code>.</p><p>{summary}</p>\
          <p>State: <b>{state_name}</b></p>\
          <p>Approve or deny it on the phone, or in a terminal:</p>\
-         <pre>openphone confirm approve {id}\nopenphone confirm deny {id}</pre>\
+         <pre>openphone confirmations approve {id}\nopenphone confirmations deny {id}</pre>\
          </body></html>",
         runtime = escape(&record.identity.runtime),
         tool = escape(&record.identity.tool),

@@ -44,7 +44,7 @@ pub struct AppState {
 impl AppState {
     /// Records a frame refused for its size in the audit log (no content, only the fact).
     pub fn audit_oversize(&self, caller: Option<&Caller>) {
-        let now = self.bridge_now();
+        let now = self.bridge.now_ms();
         let (runtime, transport, principal) = match caller {
             Some(c) => (
                 c.runtime.clone(),
@@ -77,13 +77,6 @@ impl AppState {
             tracing::error!(error = %e, "recording an oversize frame");
         }
     }
-
-    fn bridge_now(&self) -> i64 {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-            .unwrap_or(0)
-    }
 }
 
 /// The endpoint's routes: `GET /v1/runtime` (WebSocket), `GET /healthz`, and unless MCP is
@@ -111,8 +104,14 @@ pub fn router(state: Arc<AppState>) -> Router {
     router.with_state(state)
 }
 
+/// The body of `GET /healthz`.
+#[derive(serde::Serialize)]
+struct Health {
+    ok: bool,
+}
+
 async fn healthz() -> impl IntoResponse {
-    axum::Json(serde_json::json!({"ok": true}))
+    axum::Json(Health { ok: true })
 }
 
 async fn upgrade(

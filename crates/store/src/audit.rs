@@ -18,100 +18,16 @@ use serde_json::Value;
 
 use crate::Store;
 use crate::error::{Result, SqlContext, StoreError};
-use crate::wire::{Autonomy, col, is_hex64, parse_risk, risk_serde, sql_limit, wire_enum};
+use crate::wire::{Autonomy, col, is_hex64, parse_risk, sql_limit};
 
 /// `prev_hash` of the first record.
 pub const GENESIS_HASH: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
-wire_enum!(
-    /// What an audit record is about.
-    #[derive(Default)]
-    AuditKind {
-        /// One tool request (including denials and replays).
-        #[default]
-        ToolRequest = "tool_request",
-        /// A confirmation changed state (approved, denied, timeout, result unknown, …).
-        ConfirmationTransition = "confirmation_transition",
-    }
-);
-
-wire_enum!(
-    /// The merged policy verdict.
-    PolicyDecision {
-        Allow = "allow",
-        Confirm = "confirm",
-        Deny = "deny",
-    }
-);
-
-wire_enum!(
-    /// The `confirmation` field of an audit record (§15).
-    AuditConfirmation {
-        NotRequired = "not_required",
-        Pending = "pending",
-        Approved = "approved",
-        Completed = "completed",
-        Denied = "denied",
-        Timeout = "timeout",
-        ResultUnknown = "result_unknown",
-        Replayed = "replayed",
-    }
-);
-
-/// The authenticated caller.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Caller {
-    pub runtime: String,
-    pub transport: String,
-    pub principal: String,
-}
-
-/// One audit record as the caller supplies it. Only digests, never raw params or results.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct AuditEntry {
-    /// `runtime:<runtime>:<request_id>` (not unique: a request and its confirmation
-    /// transitions share it).
-    pub audit_id: String,
-    pub kind: AuditKind,
-    pub at_ms: i64,
-    pub runtime: String,
-    pub caller: Caller,
-    pub phone_session_id: Option<String>,
-    pub runtime_session_id: Option<String>,
-    pub request_id: String,
-    pub idempotency_key: Option<String>,
-    /// Canonical command name.
-    pub tool: Option<String>,
-    #[serde(with = "risk_serde::option")]
-    pub risk: Option<Risk>,
-    pub mutating: Option<bool>,
-    /// Effective autonomy.
-    pub autonomy: Option<Autonomy>,
-    pub decision: Option<PolicyDecision>,
-    /// Digest of the policy inputs / proof.
-    pub proof_digest: Option<String>,
-    /// Each layer's verdict and reason — no raw params.
-    pub policy_proof: Option<Value>,
-    pub confirmation_id: Option<String>,
-    pub confirmation: Option<AuditConfirmation>,
-    pub status: Option<ToolStatus>,
-    pub error_code: Option<String>,
-    pub duration_ms: Option<i64>,
-    /// `sha256:<hex>` of the canonical params (§17).
-    pub params_hash: Option<String>,
-    /// Digest of the result, never the result.
-    pub result_digest: Option<String>,
-}
-
-/// A stored audit record: the entry plus its place in the chain.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AuditRecord {
-    pub seq: i64,
-    #[serde(flatten)]
-    pub entry: AuditEntry,
-    pub prev_hash: String,
-    pub hash: String,
-}
+/// The audit record types are the endpoint's wire types (`audit.query` sends them as stored);
+/// the chain hashes exactly their serialisation.
+pub use openphone_protocol::endpoint::{
+    AuditCaller as Caller, AuditConfirmation, AuditEntry, AuditKind, AuditRecord, PolicyDecision,
+};
 
 /// The hashed form: everything but `hash`.
 #[derive(Serialize)]

@@ -11,9 +11,7 @@ use serde_json::Value;
 use crate::Store;
 use crate::error::{NotPending, Result, SqlContext, StoreError};
 use crate::replay::{IdentityKey, record_final_in};
-use crate::wire::{
-    col, parse_enum, parse_json, parse_risk, risk_serde, sql_limit, to_json, wire_enum,
-};
+use crate::wire::{col, parse_enum, parse_json, parse_risk, sql_limit, to_json, wire_enum};
 
 wire_enum!(
     /// Confirmation state.
@@ -86,7 +84,6 @@ pub struct ConfirmationRecord {
     pub request: Value,
     pub phone_session_id: Option<String>,
     pub summary: String,
-    #[serde(with = "risk_serde")]
     pub risk: Risk,
     pub created_at_ms: i64,
     pub expires_at_ms: i64,
@@ -107,7 +104,6 @@ pub struct NewConfirmation {
     pub request: Value,
     pub phone_session_id: Option<String>,
     pub summary: String,
-    #[serde(with = "risk_serde")]
     pub risk: Risk,
     pub created_at_ms: i64,
     /// `created_at_ms + timeout_ms`.

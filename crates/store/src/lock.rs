@@ -23,11 +23,8 @@ impl Holder {
     /// reads a clock, and only to write a human-readable diagnostic into the lock file; callers
     /// with an injected clock use [`Holder::new`].
     pub fn current() -> Holder {
-        let started_at_ms = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-            .unwrap_or(0);
-        Holder::new(started_at_ms, None)
+        use openphone_clock::Clock as _;
+        Holder::new(openphone_clock::SystemClock.now_ms(), None)
     }
 
     /// The current process with a start time (and instance id) supplied by the caller.

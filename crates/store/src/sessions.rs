@@ -5,59 +5,15 @@ use serde::{Deserialize, Serialize};
 
 use crate::Store;
 use crate::error::{Result, SqlContext, StoreError};
-use crate::wire::{Autonomy, col, parse_enum, sql_limit, wire_enum};
+use crate::wire::{Autonomy, col, parse_enum, sql_limit};
 
-wire_enum!(
-    /// Phone session status.
-    SessionStatus {
-        Created = "created",
-        WaitingForRuntime = "waiting_for_runtime",
-        Running = "running",
-        WaitingForConfirmation = "waiting_for_confirmation",
-        Completed = "completed",
-        Failed = "failed",
-    }
-);
-
-impl SessionStatus {
-    /// Not yet `completed` or `failed`.
-    pub fn is_active(self) -> bool {
-        match self {
-            SessionStatus::Created
-            | SessionStatus::WaitingForRuntime
-            | SessionStatus::Running
-            | SessionStatus::WaitingForConfirmation => true,
-            SessionStatus::Completed | SessionStatus::Failed => false,
-        }
-    }
-}
+pub use openphone_protocol::endpoint::SessionStatus;
 
 /// At least this many of the most recent phone sessions survive [`Store::prune_sessions`].
 pub const MIN_SESSIONS_RETAINED: usize = 200;
 
-/// A stored phone session.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PhoneSession {
-    /// `phone-sess-<uuid>`.
-    pub phone_session_id: String,
-    pub created_at_ms: i64,
-    pub updated_at_ms: i64,
-    /// Normalised runtime id.
-    pub runtime_kind: String,
-    /// As returned by the adapter; empty until known.
-    pub runtime_session_id: String,
-    /// `attn-<uuid>`.
-    pub attention_id: String,
-    /// Normalised entry point (`chat`, `volume_voice`, …).
-    pub source: String,
-    pub autonomy: Autonomy,
-    pub summary: String,
-    pub status: SessionStatus,
-    /// `phone-session:<phone_session_id>`.
-    pub audit_log_id: String,
-    /// Why the session failed (e.g. the runtime disconnected), when it did.
-    pub failure_reason: Option<String>,
-}
+/// A stored phone session: the endpoint's wire type, stored as it is sent.
+pub use openphone_protocol::endpoint::PhoneSession;
 
 /// What the caller supplies to create a session; it starts in `created`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -5,52 +5,10 @@ use serde_json::Value;
 
 use crate::error::{Result, SqlContext, StoreError};
 
-macro_rules! wire_enum {
-    ($(#[$doc:meta])* $name:ident { $( $(#[$vdoc:meta])* $variant:ident = $wire:literal ),* $(,)? }) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-        pub enum $name {
-            $( $(#[$vdoc])* #[serde(rename = $wire)] $variant, )*
-        }
+pub(crate) use openphone_protocol::wire_enum;
 
-        impl $name {
-            /// Every value, in order.
-            pub const ALL: &'static [$name] = &[ $( $name::$variant, )* ];
-
-            /// The wire string (also the stored value).
-            pub fn as_str(self) -> &'static str {
-                match self {
-                    $( $name::$variant => $wire, )*
-                }
-            }
-
-            /// Parses the wire string.
-            pub fn parse(s: &str) -> Option<Self> {
-                match s {
-                    $( $wire => Some($name::$variant), )*
-                    _ => None,
-                }
-            }
-        }
-
-        impl std::fmt::Display for $name {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-    };
-}
-pub(crate) use wire_enum;
-
-wire_enum!(
-    /// The three canonical autonomy modes (`runtime-protocol.md` §9). Legacy synonyms are
-    /// normalised by the caller before anything is stored.
-    Autonomy {
-        ObserveOnly = "observe_only",
-        AskBeforeAction = "ask_before_action",
-        TrustedActions = "trusted_actions",
-    }
-);
+/// The three canonical autonomy modes, defined once in `openphone_protocol`.
+pub use openphone_protocol::Autonomy;
 
 /// Decodes a stored wire string into a closed enum.
 pub(crate) fn parse_enum<T>(
@@ -91,7 +49,8 @@ pub(crate) fn parse_risk(
     parse_enum(openphone_protocol::Risk::parse, text, op, id)
 }
 
-/// serde for `openphone_protocol::Risk`, which only derives `Serialize`.
+/// serde for `openphone_protocol::Risk` as its wire string. `Risk` now derives serde itself
+/// (with the same strings); this module stays for code that names it in `#[serde(with)]`.
 pub mod risk_serde {
     use openphone_protocol::Risk;
     use serde::{Deserialize, Deserializer, Serializer};

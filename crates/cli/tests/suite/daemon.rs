@@ -1,154 +1,12 @@
 //! The real `openphone serve` binary on a temp data dir and a free port, driven by a scripted
 //! runtime (WebSocket client) and by `openphone` client commands run as separate processes.
 
-use std::path::Path;
-use std::process::{Child, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
-use tokio::net::TcpStream;
-use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream, connect_async};
 
-use super::support::{openphone, run};
-
-const TOKEN: &str = "hermes-cli-test-token-0123456789";
-
-fn write_config(dir: &Path) -> String {
-    let path = dir.join("openphone.toml");
-    std::fs::write(
-        &path,
-        format!(
-            "[[runtimes]]\nid = \"hermes\"\ntoken = \"{TOKEN}\"\n\
-             grants = [\"safe_read\", \"private_read\", \"dangerous\"]\n"
-        ),
-    )
-    .unwrap();
-    path.to_str().unwrap().to_owned()
-}
-
-struct Serve {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        // A test that failed half-way must not leave a daemon behind.
-        if self.child.try_wait().ok().flatten().is_none() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
-}
-
-/// Starts `openphone serve` on port 0 and waits (polling endpoint.json) until it is ready.
-// The child moves into `Serve`, whose Drop reaps it.
-#[allow(clippy::zombie_processes)]
-fn serve(data: &Path, config: &str) -> Serve {
-    let mut child = openphone()
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--config",
-            config,
-            "--data-dir",
-        ])
-        .arg(data)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Ok(text) = std::fs::read_to_string(data.join("endpoint.json"))
-            && let Ok(info) = serde_json::from_str::<Value>(&text)
-            && info["pid"] == json!(child.id())
-        {
-            return Serve {
-                url: info["url"].as_str().unwrap().to_owned(),
-                child,
-            };
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("serve did not become ready");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn cli(args: &[&str], data: &Path) -> (i32, String, String) {
-    let mut all: Vec<&str> = args.to_vec();
-    all.push("--data-dir");
-    all.push(data.to_str().unwrap());
-    run(&all, "")
-}
-
-async fn cli_async(args: Vec<String>, data: &Path) -> (i32, String, String) {
-    let data = data.to_path_buf();
-    tokio::task::spawn_blocking(move || {
-        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-        cli(&refs, &data)
-    })
-    .await
-    .unwrap()
-}
-
-struct Runtime {
-    ws: WebSocketStream<MaybeTlsStream<TcpStream>>,
-    next: u64,
-}
-
-impl Runtime {
-    async fn connect(url: &str) -> Runtime {
-        let mut req = url.into_client_request().unwrap();
-        req.headers_mut()
-            .insert("Authorization", format!("Bearer {TOKEN}").parse().unwrap());
-        let (ws, _) = connect_async(req).await.unwrap();
-        let mut rt = Runtime { ws, next: 0 };
-        let hello = rt
-            .call("hello", json!({"protocol": {"min": 1, "max": 1}, "client": {"name": "scripted", "version": "1"}}))
-            .await;
-        assert_eq!(hello["result"]["runtime"], "hermes", "{hello}");
-        rt
-    }
-
-    async fn send(&mut self, method: &str, params: Value) -> u64 {
-        self.next += 1;
-        let frame = json!({"jsonrpc": "2.0", "id": self.next, "method": method, "params": params});
-        self.ws
-            .send(Message::text(frame.to_string()))
-            .await
-            .unwrap();
-        self.next
-    }
-
-    async fn wait(&mut self, id: u64) -> Value {
-        loop {
-            let msg = tokio::time::timeout(Duration::from_secs(30), self.ws.next())
-                .await
-                .expect("no answer within 30 s")
-                .expect("connection closed")
-                .unwrap();
-            if let Message::Text(t) = msg {
-                let v: Value = serde_json::from_str(t.as_str()).unwrap();
-                if v["id"] == json!(id) {
-                    return v;
-                }
-            }
-        }
-    }
-
-    async fn call(&mut self, method: &str, params: Value) -> Value {
-        let id = self.send(method, params).await;
-        self.wait(id).await
-    }
-}
+use super::harness::{Runtime, cli, cli_async, pending_ids, serve, terminate, write_config};
+use super::support::run;
 
 fn tap(request_id: &str, key: &str, wait: bool) -> Value {
     json!({
@@ -158,36 +16,6 @@ fn tap(request_id: &str, key: &str, wait: bool) -> Value {
         "idempotency_key": key,
         "wait": wait,
     })
-}
-
-async fn pending_ids(data: &Path) -> Vec<String> {
-    let (code, out, err) =
-        cli_async(vec!["confirm".into(), "list".into(), "--json".into()], data).await;
-    assert_eq!(code, 0, "{err}");
-    let v: Value = serde_json::from_str(&out).unwrap();
-    v["confirmations"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["confirmation_id"].as_str().unwrap().to_owned())
-        .collect()
-}
-
-fn terminate(child: &mut Child) {
-    let status = std::process::Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            assert!(status.success(), "serve exited with {status}");
-            return;
-        }
-        assert!(Instant::now() < deadline, "serve did not stop on SIGTERM");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -384,25 +212,6 @@ fn completions_are_generated() {
     let (code, out, _) = run(&["completions", "bash"], "");
     assert_eq!(code, 0);
     assert!(out.contains("openphone"));
-}
-
-impl Runtime {
-    /// The payload of the next event with this name (other frames are skipped).
-    async fn event(&mut self, name: &str) -> Value {
-        loop {
-            let msg = tokio::time::timeout(Duration::from_secs(30), self.ws.next())
-                .await
-                .expect("no event within 30 s")
-                .expect("connection closed")
-                .unwrap();
-            if let Message::Text(t) = msg {
-                let v: Value = serde_json::from_str(t.as_str()).unwrap();
-                if v["method"] == "event" && v["params"]["event"] == name {
-                    return v["params"]["payload"].clone();
-                }
-            }
-        }
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,5 +1,8 @@
 mod audit;
+mod client;
 mod daemon;
+mod harness;
 mod mcp_clients;
+mod mcp_harness;
 mod protocol;
 mod support;

@@ -312,6 +312,10 @@ async fn invoke_and_wait_answers_after_the_operator_approves() {
     let result = waiter.await.unwrap();
     assert_eq!(result.status, ToolStatus::Ok);
     assert_eq!(result.request_id, "w1");
+    assert!(
+        !result.replayed,
+        "obtained by waiting, not recorded before the call"
+    );
     assert_eq!(h.actions(), 1);
 }
 

@@ -33,10 +33,10 @@ pub use state::*;
 use commands::{Exec, Handler};
 
 /// Platform name reported in the profile.
-pub const PLATFORM: &str = "simulated";
+pub(crate) const PLATFORM: &str = "simulated";
 
 /// Most action-log entries kept (the oldest are dropped first).
-pub const ACTION_LOG_LIMIT: usize = 10_000;
+pub(crate) const ACTION_LOG_LIMIT: usize = 10_000;
 
 /// (canonical name, handler) for every command the simulated phone implements. Whether a
 /// command changes state is read from the manifest (`mutating`), never decided here.

@@ -31,6 +31,13 @@ pub(crate) fn numbers_match(a: &str, b: &str) -> bool {
     short.len() >= 7 && long.ends_with(short)
 }
 
+/// Whether `number` contains the digits of `q` (both normalised; a lone `+` matches nothing).
+pub(crate) fn normalize_contains(number: &str, q: &str) -> bool {
+    let n = normalize_number(number);
+    let q = normalize_number(q);
+    !q.trim_start_matches('+').is_empty() && n.contains(q.trim_start_matches('+'))
+}
+
 /// Whether `text` looks like a phone number (digits, spaces, `+-()`, at least 3 digits).
 pub(crate) fn looks_like_number(text: &str) -> bool {
     let digits = text.chars().filter(char::is_ascii_digit).count();

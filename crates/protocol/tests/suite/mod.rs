@@ -1,5 +1,8 @@
 mod canonical;
 mod catalogue;
+mod endpoint;
+mod endpoint_docs;
+mod endpoint_envelope;
 mod params;
 mod rules;
 mod support;

@@ -310,3 +310,41 @@ async fn shutdown_answers_a_waiting_invoke_and_closes_with_1001() {
     stop.await.unwrap();
     assert!(!dir.path().join("endpoint.json").exists());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operators_see_a_runtime_come_and_go() {
+    let d = start(config("")).await;
+    let mut op = connect(&d.url(), Some(&d.operator_token())).await.unwrap();
+    op.hello().await;
+    let sub = op
+        .call(
+            "events.subscribe",
+            json!({"events": ["runtime.presence.online", "runtime.presence.offline"]}),
+        )
+        .await;
+    assert!(sub.get("result").is_some(), "{sub}");
+
+    let mut rt = connect(&d.url(), Some(RUNTIME_TOKEN)).await.unwrap();
+    rt.hello().await;
+    let mut online = op.next_event().await;
+    assert!(online["params"]["payload"]["sentAtMs"].as_i64().unwrap() > 0);
+    online["params"]["payload"]["sentAtMs"] = json!(0);
+    assert_eq!(
+        online,
+        json!({"jsonrpc": "2.0", "method": "event", "params": {
+            "event": "runtime.presence.online", "seq": 1,
+            "payload": {"trigger": "connect", "runtime": "hermes", "sentAtMs": 0}}})
+    );
+
+    drop(rt);
+    let mut offline = op.next_event().await;
+    offline["params"]["payload"]["sentAtMs"] = json!(0);
+    assert_eq!(
+        offline,
+        json!({"jsonrpc": "2.0", "method": "event", "params": {
+            "event": "runtime.presence.offline", "seq": 2,
+            "payload": {"trigger": "disconnect", "runtime": "hermes", "sentAtMs": 0,
+                        "runtime_manager_status": "offline"}}})
+    );
+    d.daemon.shutdown().await;
+}

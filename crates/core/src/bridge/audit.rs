@@ -1,0 +1,244 @@
+//! Recording: the audit record of every tool request ([`Attempt`]) and of every confirmation
+//! transition, and the log line beside each.
+//!
+//! The audit log never holds raw params or results, only their digests (`params_hash`, a
+//! digest of the result object).
+
+use openphone_policy::{Caller, Decision, Requirement};
+use openphone_protocol::{Command, ErrorCode, ToolResult, ToolStatus, params_hash};
+use openphone_store as store;
+use openphone_store::ConfirmationRecord;
+use serde_json::{Value, json};
+
+use super::ToolBridge;
+use super::confirm::StoredRequest;
+use crate::request::NormalizedRequest;
+
+/// One tool request on its way through [`ToolBridge::invoke`]: what its audit record needs,
+/// gathered as the steps learn it, so each way out of the pipeline records its outcome with
+/// one call (`finish`, `finish_confirmation`, `finish_executed`, `internal_error`).
+#[derive(Clone, Copy)]
+pub(super) struct Attempt<'a> {
+    bridge: &'a ToolBridge,
+    pub(super) caller: &'a Caller,
+    pub(super) req: &'a NormalizedRequest,
+    /// When the request arrived (bridge clock); the audit record's time.
+    pub(super) started: i64,
+    /// Known once step 1 passed.
+    command: Option<&'a Command>,
+    /// Known once step 2 ran.
+    decision: Option<&'a Decision>,
+}
+
+impl<'a> Attempt<'a> {
+    /// A request that has just arrived.
+    pub(super) fn new(
+        bridge: &'a ToolBridge,
+        caller: &'a Caller,
+        req: &'a NormalizedRequest,
+        started: i64,
+    ) -> Attempt<'a> {
+        Attempt {
+            bridge,
+            caller,
+            req,
+            started,
+            command: None,
+            decision: None,
+        }
+    }
+
+    /// The same request, validated as `command` and decided as `decision`.
+    pub(super) fn decided<'b>(&self, command: &'b Command, decision: &'b Decision) -> Attempt<'b>
+    where
+        'a: 'b,
+    {
+        Attempt {
+            command: Some(command),
+            decision: Some(decision),
+            ..*self
+        }
+    }
+
+    /// Records `result` as the request's outcome and returns it.
+    pub(super) fn finish(&self, result: ToolResult) -> ToolResult {
+        self.record(&result, None, None);
+        result
+    }
+
+    /// Records `result`, an outcome tied to a confirmation (`confirmation_id`, when known, in
+    /// `state`), and returns it.
+    pub(super) fn finish_confirmation(
+        &self,
+        result: ToolResult,
+        confirmation_id: Option<String>,
+        state: store::AuditConfirmation,
+    ) -> ToolResult {
+        self.record(&result, Some((confirmation_id, state)), None);
+        result
+    }
+
+    /// Records `result`, the outcome of executing the request, which took `duration_ms`, and
+    /// returns it.
+    pub(super) fn finish_executed(&self, result: ToolResult, duration_ms: i64) -> ToolResult {
+        self.record(&result, None, Some(duration_ms));
+        result
+    }
+
+    /// The store failed before anything ran: logs `error`, records and returns a `tool_error`.
+    pub(super) fn internal_error(&self, error: impl std::fmt::Display) -> ToolResult {
+        let tool = self
+            .command
+            .map_or(self.req.tool.as_str(), |c| c.name.as_str());
+        tracing::error!(error = %error, tool = %tool, "tool bridge storage failure");
+        self.finish(ToolResult::failure(
+            &self.caller.runtime,
+            &self.req.request_id,
+            ErrorCode::ToolError,
+            "the phone could not record this request; nothing was executed",
+        ))
+    }
+
+    fn record(
+        &self,
+        result: &ToolResult,
+        confirmation: Option<(Option<String>, store::AuditConfirmation)>,
+        duration_ms: Option<i64>,
+    ) {
+        let (caller, req, command, decision) = (self.caller, self.req, self.command, self.decision);
+        let (confirmation_id, confirmation_state) = match confirmation {
+            Some((id, state)) => (id, Some(state)),
+            None => (
+                None,
+                decision.map(|_| {
+                    if result.status == ToolStatus::NeedsConfirmation {
+                        store::AuditConfirmation::Pending
+                    } else {
+                        store::AuditConfirmation::NotRequired
+                    }
+                }),
+            ),
+        };
+        let entry = store::AuditEntry {
+            audit_id: result.audit_id.clone(),
+            kind: store::AuditKind::ToolRequest,
+            at_ms: self.started,
+            runtime: caller.runtime.clone(),
+            caller: audit_caller(caller),
+            phone_session_id: req.phone_session_id.clone(),
+            runtime_session_id: Some(req.session_scope().to_owned()),
+            request_id: req.request_id.clone(),
+            idempotency_key: Some(req.idempotency_key.clone()),
+            tool: Some(command.map_or_else(|| req.tool.clone(), |c| c.name.clone())),
+            risk: command.map(|c| c.risk),
+            mutating: command.map(|c| c.mutating),
+            autonomy: decision.and_then(|d| store::Autonomy::parse(d.effective_autonomy.as_str())),
+            decision: decision.map(|d| policy_decision(&d.requirement)),
+            proof_digest: decision.map(Decision::proof_digest),
+            policy_proof: decision.and_then(|d| serde_json::to_value(&d.proof).ok()),
+            confirmation_id,
+            confirmation: confirmation_state,
+            status: Some(result.status),
+            error_code: result.error.as_ref().map(|e| e.code.as_str().to_owned()),
+            duration_ms,
+            params_hash: params_hash(&req.params).ok(),
+            result_digest: result_digest(result),
+        };
+        self.bridge.append_audit(&entry);
+    }
+}
+
+impl ToolBridge {
+    /// Records a confirmation's move to `state` (with its final `result`, once there is one).
+    pub(super) fn audit_transition(
+        &self,
+        record: &ConfirmationRecord,
+        stored: &StoredRequest,
+        state: store::AuditConfirmation,
+        result: Option<&ToolResult>,
+        duration_ms: Option<i64>,
+    ) {
+        let caller = &stored.caller;
+        let command = self.registry.resolve(&record.identity.tool);
+        let entry = store::AuditEntry {
+            audit_id: openphone_protocol::audit_id(&caller.runtime, &record.request_id),
+            kind: store::AuditKind::ConfirmationTransition,
+            at_ms: self.now_ms(),
+            runtime: caller.runtime.clone(),
+            caller: audit_caller(caller),
+            phone_session_id: record.phone_session_id.clone(),
+            runtime_session_id: Some(record.identity.runtime_session_id.clone()),
+            request_id: record.request_id.clone(),
+            idempotency_key: Some(record.identity.idempotency_key.clone()),
+            tool: Some(record.identity.tool.clone()),
+            risk: Some(record.risk),
+            mutating: command.map(|c| c.mutating),
+            autonomy: None,
+            decision: None,
+            proof_digest: None,
+            policy_proof: record
+                .resolved_by
+                .as_ref()
+                .map(|by| json!({"resolved_by": by})),
+            confirmation_id: Some(record.confirmation_id.clone()),
+            confirmation: Some(state),
+            status: result.map(|r| r.status),
+            error_code: result.and_then(|r| r.error.as_ref().map(|e| e.code.as_str().to_owned())),
+            duration_ms,
+            params_hash: Some(format!("sha256:{}", record.identity.params_digest)),
+            result_digest: result.and_then(result_digest),
+        };
+        self.append_audit(&entry);
+    }
+
+    fn append_audit(&self, entry: &store::AuditEntry) {
+        if let Err(e) = self.store.append_audit(entry) {
+            tracing::error!(error = %e, audit_id = %entry.audit_id, "writing the audit log");
+        }
+        tracing::info!(
+            event = "runtime_tool",
+            runtime = %cut_log(&entry.runtime),
+            session = %cut_log(entry.runtime_session_id.as_deref().unwrap_or("")),
+            request = %cut_log(&entry.request_id),
+            tool = %cut_log(entry.tool.as_deref().unwrap_or("")),
+            risk = %entry.risk.map_or("", |r| r.as_str()),
+            mutating = entry.mutating.unwrap_or(false),
+            autonomy = %entry.autonomy.map_or("", |a| a.as_str()),
+            status = %entry.status.map_or("", |s| s.as_str()),
+            caller = %cut_log(&entry.caller.principal),
+        );
+    }
+}
+
+/// §15 log-line values: at most 160 characters, spaces replaced by `_`.
+fn cut_log(value: &str) -> String {
+    value
+        .chars()
+        .take(160)
+        .map(|c| if c == ' ' { '_' } else { c })
+        .collect()
+}
+
+fn audit_caller(caller: &Caller) -> store::Caller {
+    store::Caller {
+        runtime: caller.runtime.clone(),
+        transport: caller.transport.as_str().to_owned(),
+        principal: caller.principal.clone(),
+    }
+}
+
+fn policy_decision(requirement: &Requirement) -> store::PolicyDecision {
+    match requirement {
+        Requirement::Allow => store::PolicyDecision::Allow,
+        Requirement::Confirm { .. } => store::PolicyDecision::Confirm,
+        Requirement::Deny { .. } => store::PolicyDecision::Deny,
+    }
+}
+
+/// A digest of a result, for the audit (never the result itself).
+fn result_digest(result: &ToolResult) -> Option<String> {
+    if result.result.is_empty() {
+        return None;
+    }
+    openphone_protocol::value_hash(&Value::Object(result.result.clone())).ok()
+}

@@ -1,0 +1,499 @@
+//! The ToolBridge: the one path by which any runtime touches the phone.
+//!
+//! validate → decide → replay → confirm → execute → record (`runtime-protocol.md` §8.2).
+//!
+//! - **validate** (`request.rs`): sizes, identity, tool, reason, params schema.
+//! - **decide**: the pure policy stack (`openphone-policy`) returns Allow / Confirm / Deny with
+//!   a proof.
+//! - **replay**: for mutating commands, a request id reused for another body is
+//!   `idempotency_conflict`; a final result recorded under the identity key is returned again,
+//!   re-addressed, and nothing executes.
+//! - **confirm** (`confirm.rs`): a durable pending confirmation bound to the exact request
+//!   (identity key = runtime + runtime session + tool + params digest + idempotency key). Only
+//!   an operator can resolve it; on approval the **stored** request runs, re-checked against
+//!   policy then. `wait.rs` is the one way to wait for its final result.
+//! - **execute** (`execute.rs`): on the device, or on a runtime-owned service (memory,
+//!   watchers).
+//! - **record** (`audit.rs`): the final result of every mutating request (for replay), a
+//!   hash-chained audit record per request and per confirmation transition, events, the phone
+//!   session's status.
+//!
+//! Requests with the same identity key are serialised by the per-identity lock
+//! (`identity.rs`).
+
+mod audit;
+mod confirm;
+mod execute;
+mod identity;
+mod wait;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+
+use openphone_clock::Clock;
+use openphone_device::PhoneDevice;
+use openphone_policy::{
+    Autonomy, Caller, Context, Decision, Requirement, Role, StandingApproval, ToolPolicy,
+    ToolSelector,
+};
+use openphone_protocol::endpoint::{Event, SessionUpdated};
+use openphone_protocol::{
+    Command, ErrorCode, Executor, Registry, ToolRequest, ToolResult, ToolStatus,
+};
+use openphone_store as store;
+use openphone_store::{ConfirmationRecord, IdentityKey, RequestCheck, Scope, SessionStatus, Store};
+use serde_json::{Map, Value, json};
+use tokio::sync::watch;
+
+use crate::events::{Audience, EventBus};
+use crate::locks::{read, write};
+use crate::request::{NormalizedRequest, Rejection, normalize, validate};
+use crate::services;
+
+use audit::Attempt;
+pub use confirm::{BridgeError, ConfirmDecision, ConfirmingHost, Operator, RecoveryReport};
+use identity::IdentityLocks;
+pub use wait::{Waited, waiting_on};
+
+/// Configuration the bridge applies to every request.
+#[derive(Debug, Clone, Default)]
+pub struct BridgeConfig {
+    /// Global and per-runtime allow/deny lists (policy layer 2).
+    pub tool_policy: ToolPolicy,
+}
+
+/// The ToolBridge.
+pub struct ToolBridge {
+    registry: &'static Registry,
+    store: Arc<Store>,
+    device: Arc<dyn PhoneDevice>,
+    clock: Arc<dyn Clock>,
+    events: Arc<EventBus>,
+    config: RwLock<BridgeConfig>,
+    /// confirmation id → the final result, once known (requests waiting on it subscribe).
+    waiters: Mutex<HashMap<String, watch::Sender<Option<ToolResult>>>>,
+    /// scope → execution-context (task) id.
+    tasks: Mutex<HashMap<String, String>>,
+    /// identity key → the lock held while one request with that identity is replayed,
+    /// confirmed or executed, so two of them never both execute.
+    identity_locks: IdentityLocks,
+    /// Serialises expiry, so a confirmation is timed out (and announced) once.
+    expiry: tokio::sync::Mutex<()>,
+}
+
+impl std::fmt::Debug for ToolBridge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolBridge").finish_non_exhaustive()
+    }
+}
+
+impl ToolBridge {
+    /// A bridge over the given store, device, clock and event bus.
+    pub fn new(
+        registry: &'static Registry,
+        store: Arc<Store>,
+        device: Arc<dyn PhoneDevice>,
+        clock: Arc<dyn Clock>,
+        events: Arc<EventBus>,
+        config: BridgeConfig,
+    ) -> Self {
+        Self {
+            registry,
+            store,
+            device,
+            clock,
+            events,
+            config: RwLock::new(config),
+            waiters: Mutex::new(HashMap::new()),
+            tasks: Mutex::new(HashMap::new()),
+            identity_locks: IdentityLocks::default(),
+            expiry: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// The store the bridge records into.
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
+    /// The event bus the bridge publishes on.
+    pub fn events(&self) -> &Arc<EventBus> {
+        &self.events
+    }
+
+    /// The bridge's clock: the one clock that confirmation expiry, recorded times and every
+    /// caller's comparison with them read.
+    pub fn clock(&self) -> Arc<dyn Clock> {
+        Arc::clone(&self.clock)
+    }
+
+    /// The bridge's clock reading, in Unix milliseconds.
+    pub fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
+    /// Replaces the configuration (e.g. after a config reload).
+    pub fn set_config(&self, config: BridgeConfig) {
+        *write(&self.config) = config;
+    }
+
+    /// Handles one tool request; a request that needs confirmation is answered at once with
+    /// `needs_confirmation` and its `confirmation_id` (see [`ToolBridge::wait_for_final`]).
+    pub async fn invoke(
+        &self,
+        caller: &Caller,
+        request: ToolRequest,
+        context: Context,
+    ) -> ToolResult {
+        let started = self.now_ms();
+        let req = normalize(request);
+        self.process(caller, req, context, started).await
+    }
+
+    async fn process(
+        &self,
+        caller: &Caller,
+        req: NormalizedRequest,
+        context: Context,
+        started: i64,
+    ) -> ToolResult {
+        let runtime = caller.runtime.clone();
+        let attempt = Attempt::new(self, caller, &req, started);
+        // Step 1 — validate.
+        let validated = match validate(self.registry, caller, &req, true) {
+            Ok(v) => v,
+            Err(Rejection {
+                code,
+                message,
+                details,
+            }) => {
+                let mut result = ToolResult::failure(&runtime, &req.request_id, code, message);
+                if let Some(details) = details {
+                    result = result.with_details(details);
+                }
+                return attempt.finish(result);
+            }
+        };
+        let command = validated.command;
+        let params_digest = validated.params_digest.clone();
+
+        // Step 2 — decide.
+        let session_autonomy = self.session_autonomy(caller, req.phone_session_id.as_deref());
+        let decision = self.decide(caller, command, &req, session_autonomy, &context);
+        let attempt = attempt.decided(command, &decision);
+        if let Requirement::Deny {
+            code,
+            policy_detail,
+            reason,
+        } = &decision.requirement
+        {
+            let details = self.denial_details(caller, command, &decision, policy_detail.as_str());
+            let result = ToolResult::failure(&runtime, &req.request_id, *code, reason.clone())
+                .with_details(details);
+            let result = attempt.finish(result);
+            self.publish_result(caller, &result);
+            return result;
+        }
+
+        // Step 3 — replay (mutating commands only: reads are never recorded).
+        let identity = IdentityKey::new(
+            runtime.clone(),
+            &req.runtime_session_id,
+            command.name.clone(),
+            params_digest.clone(),
+            &req.idempotency_key,
+            &req.request_id,
+        );
+        // Held until this request is final, so a second request with the same identity
+        // waits and then finds the recorded result (or the live confirmation).
+        let _identity_guard = if command.mutating {
+            Some(self.lock_identity(&identity).await)
+        } else {
+            None
+        };
+        if command.mutating {
+            let scope = Scope::new(runtime.clone(), &req.runtime_session_id);
+            match self.store.remember_request(
+                &scope,
+                &req.request_id,
+                &command.name,
+                &params_digest,
+                started,
+            ) {
+                Ok(RequestCheck::New | RequestCheck::Repeat(_)) => {}
+                Ok(RequestCheck::Conflict(entry)) => {
+                    return attempt.finish(ToolResult::failure(
+                        &runtime,
+                        &req.request_id,
+                        ErrorCode::IdempotencyConflict,
+                        format!(
+                            "request id {:?} already names a request for {} with other params",
+                            req.request_id, entry.tool
+                        ),
+                    ));
+                }
+                Err(e) => return attempt.internal_error(e),
+            }
+            match self.store.find_final(&identity) {
+                Ok(Some(recorded)) => {
+                    let Some(stored) = parse_result(&recorded.result) else {
+                        let e = format!("unreadable recorded result for {}", identity.describe());
+                        return attempt.internal_error(e);
+                    };
+                    // Recorded before this request arrived: a replay.
+                    let result = stored.readdressed(&runtime, &req.request_id);
+                    return attempt.finish_confirmation(
+                        result,
+                        None,
+                        store::AuditConfirmation::Replayed,
+                    );
+                }
+                Ok(None) => {}
+                Err(e) => return attempt.internal_error(e),
+            }
+            // A confirmation for this very request is still waiting or executing: point at it,
+            // whatever this attempt's own verdict is (an Allow now must not run it a second
+            // time).
+            match self.live_confirmation(&identity) {
+                Ok(Some(live)) if live.state == store::ConfirmationState::Pending => {
+                    return self.confirm(&attempt, command, &decision, identity, context);
+                }
+                Ok(Some(live)) => {
+                    let result = needs_confirmation(&runtime, &req.request_id, &live);
+                    return attempt.finish_confirmation(
+                        result,
+                        Some(live.confirmation_id.clone()),
+                        store::AuditConfirmation::Approved,
+                    );
+                }
+                Ok(None) => {}
+                Err(e) => return attempt.internal_error(e),
+            }
+        }
+
+        // Step 4 — confirm.
+        if let Requirement::Confirm {
+            park_for_review,
+            reason,
+            ..
+        } = &decision.requirement
+        {
+            if *park_for_review {
+                let result = ToolResult::failure(
+                    &runtime,
+                    &req.request_id,
+                    ErrorCode::BackgroundConfirmationRequired,
+                    format!("parked for the user's review: {reason}"),
+                );
+                return attempt.finish(ToolResult {
+                    status: ToolStatus::NeedsConfirmation,
+                    requires_confirmation: true,
+                    ..result
+                });
+            }
+            return self.confirm(&attempt, command, &decision, identity, context);
+        }
+
+        // Step 5 — execute; step 6 — record.
+        let result = self.execute(caller, &req, command, started).await;
+        if command.mutating
+            && let Err(e) = self.store.record_final(
+                &identity,
+                &req.request_id,
+                &result_json(&result),
+                self.now_ms(),
+            )
+        {
+            tracing::error!(error = %e, "recording final result");
+        }
+        let result = attempt.finish_executed(result, self.now_ms() - started);
+        self.publish_result(caller, &result);
+        self.touch_session(
+            caller,
+            req.phone_session_id.as_deref(),
+            SessionStatus::Running,
+        );
+        result
+    }
+
+    fn decide(
+        &self,
+        caller: &Caller,
+        command: &Command,
+        req: &NormalizedRequest,
+        session_autonomy: Option<Autonomy>,
+        context: &Context,
+    ) -> Decision {
+        let config = read(&self.config);
+        let approvals = self.standing_approvals(&caller.runtime);
+        let now = u64::try_from(self.now_ms()).unwrap_or(0);
+        let input = openphone_policy::PolicyInput {
+            command,
+            caller,
+            request_autonomy: req.autonomy.as_deref(),
+            session_autonomy,
+            tool_policy: &config.tool_policy,
+            platform_supported: self.platform_supports(command),
+            context,
+            standing_approvals: &approvals,
+            params: &req.params,
+            now_ms: now,
+        };
+        openphone_policy::decide(&input)
+    }
+
+    fn platform_supports(&self, command: &Command) -> bool {
+        match command.executor {
+            Executor::Device => self.device.supports(&command.name),
+            Executor::Runtime => services::serves(&command.name),
+        }
+    }
+
+    fn standing_approvals(&self, runtime: &str) -> Vec<StandingApproval> {
+        let now = self.now_ms();
+        let rows = match self.store.list_approvals(Some(runtime)) {
+            Ok(rows) => rows
+                .into_iter()
+                .filter(|r| r.is_active(now))
+                .collect::<Vec<_>>(),
+            Err(e) => {
+                tracing::error!(error = %e, "reading standing approvals");
+                return Vec::new();
+            }
+        };
+        rows.into_iter()
+            .filter_map(|row| {
+                let tool = ToolSelector::parse(&row.tool).ok()?;
+                let constraints = match row.constraints {
+                    Value::Object(map) => map.into_iter().collect(),
+                    _ => Default::default(),
+                };
+                Some(StandingApproval {
+                    id: row.approval_id.to_string(),
+                    runtime: row.runtime,
+                    tool,
+                    constraints,
+                    expires_at_ms: row.expires_at_ms.and_then(|t| u64::try_from(t).ok()),
+                    background: row.background,
+                    enabled: row.enabled,
+                })
+            })
+            .collect()
+    }
+
+    /// The caller's own active phone session with this id. A runtime never borrows another
+    /// runtime's session (its autonomy or its status); the operator may name any session.
+    fn own_session(
+        &self,
+        caller: &Caller,
+        phone_session_id: Option<&str>,
+    ) -> Option<store::PhoneSession> {
+        let id = phone_session_id?;
+        let session = self.store.get_session(id).ok().flatten()?;
+        let owner = caller.role == Role::Operator || session.runtime_kind == caller.runtime;
+        (owner && session.status.is_active()).then_some(session)
+    }
+
+    fn session_autonomy(
+        &self,
+        caller: &Caller,
+        phone_session_id: Option<&str>,
+    ) -> Option<Autonomy> {
+        let session = self.own_session(caller, phone_session_id)?;
+        Autonomy::normalize(session.autonomy.as_str())
+    }
+
+    fn denial_details(
+        &self,
+        caller: &Caller,
+        command: &Command,
+        decision: &Decision,
+        policy: &str,
+    ) -> Map<String, Value> {
+        let mut d = Map::new();
+        d.insert("policy".into(), json!(policy));
+        d.insert("tool".into(), json!(command.name));
+        d.insert("runtime".into(), json!(caller.runtime));
+        d.insert(
+            "autonomy".into(),
+            json!(decision.effective_autonomy.as_str()),
+        );
+        d.insert("risk".into(), json!(command.risk.as_str()));
+        d.insert(
+            "phone_platform".into(),
+            json!(self.device.profile().platform),
+        );
+        d
+    }
+
+    /// Publishes `event` to `runtime` and to operators.
+    fn publish(&self, event: &Event, runtime: &str) {
+        let audience = Audience {
+            runtime: Some(runtime.to_owned()),
+            operators: true,
+        };
+        if let Err(e) = self.events.publish(event, audience) {
+            tracing::error!(error = %e, "publishing an event");
+        }
+    }
+
+    fn publish_result(&self, caller: &Caller, result: &ToolResult) {
+        self.publish(&Event::ToolResult(result.clone()), &caller.runtime);
+    }
+
+    fn touch_session(
+        &self,
+        caller: &Caller,
+        phone_session_id: Option<&str>,
+        status: SessionStatus,
+    ) {
+        let Some(session) = self.own_session(caller, phone_session_id) else {
+            return;
+        };
+        let id = session.phone_session_id.as_str();
+        if session.status == status {
+            return;
+        }
+        if let Err(e) = self
+            .store
+            .update_session_status(id, status, None, self.now_ms())
+        {
+            tracing::error!(error = %e, "updating a phone session");
+            return;
+        }
+        let update = SessionUpdated {
+            phone_session_id: id.to_owned(),
+            runtime_session_id: session.runtime_session_id.clone(),
+            status,
+            updated_at_ms: self.now_ms(),
+            reason: None,
+        };
+        self.publish(&Event::SessionUpdated(update), &session.runtime_kind);
+    }
+}
+
+fn result_json(result: &ToolResult) -> Value {
+    serde_json::to_value(result).unwrap_or(Value::Null)
+}
+
+fn parse_result(value: &Value) -> Option<ToolResult> {
+    serde_json::from_value(value.clone()).ok()
+}
+
+/// The `needs_confirmation` answer pointing at `record`.
+fn needs_confirmation(runtime: &str, request_id: &str, record: &ConfirmationRecord) -> ToolResult {
+    let timeout_ms = record.expires_at_ms - record.created_at_ms;
+    let mut result = ToolResult::failure(
+        runtime,
+        request_id,
+        ErrorCode::MutatingToolRequiresConfirmation,
+        "waiting for the user to approve this request on the phone",
+    );
+    let mut body = Map::new();
+    body.insert("confirmation_id".into(), json!(record.confirmation_id));
+    body.insert("summary".into(), json!(record.summary));
+    body.insert("timeout_ms".into(), json!(timeout_ms));
+    body.insert("expires_at_ms".into(), json!(record.expires_at_ms));
+    result.result = body;
+    result
+}

@@ -1,0 +1,94 @@
+//! The device-owned commands of the manifest, one function each, over the simulated state.
+//!
+//! One module per area: `apps` (device status, apps, URLs), `screen`, `notifications`,
+//! `contacts`, `calendar`, `messaging` (messages and calls), `ui` (input on the screen) and
+//! `clipboard` (clipboard and share sheet); `records` holds the JSON views of records they
+//! share. Every handler has the [`Handler`] signature.
+
+mod apps;
+mod calendar;
+mod clipboard;
+mod contacts;
+mod messaging;
+mod notifications;
+mod records;
+mod screen;
+mod ui;
+
+pub(crate) use apps::{app_open, apps_search, device_status, open_url, url_open};
+pub(crate) use calendar::{calendar_add, calendar_delete, calendar_search, calendar_update};
+pub(crate) use clipboard::{clipboard_paste, clipboard_set, share_text};
+pub(crate) use contacts::contacts_search;
+pub(crate) use messaging::{
+    calls_place, calls_search, messages_draft, messages_search, messages_send,
+};
+pub(crate) use notifications::{notifications_list, notifications_open, notifications_search};
+pub(crate) use screen::{screen_get, screen_understand};
+pub(crate) use ui::{
+    press_key, ui_long_press, ui_long_press_element, ui_swipe, ui_tap, ui_tap_element, ui_type_text,
+};
+
+use serde_json::{Value, json};
+
+use crate::DeviceError;
+use crate::params::Params;
+
+use super::screens::{self, current_page, route_name};
+use super::state::{Overlay, SimState};
+
+/// A command's result plus a one-line summary for the action log.
+pub(crate) struct Outcome {
+    pub result: Value,
+    pub summary: String,
+}
+
+impl Outcome {
+    fn read(result: Value) -> Self {
+        Self {
+            result,
+            summary: String::new(),
+        }
+    }
+
+    fn act(result: Value, summary: impl Into<String>) -> Self {
+        Self {
+            result,
+            summary: summary.into(),
+        }
+    }
+}
+
+/// The state a command runs against.
+pub(crate) struct Exec<'a> {
+    pub st: &'a mut SimState,
+    pub now: i64,
+}
+
+/// A command handler.
+pub(crate) type Handler = fn(&mut Exec<'_>, Params<'_>) -> Result<Outcome, DeviceError>;
+
+/// Longest text accepted for typing, clipboard and share (characters).
+const MAX_TEXT: usize = 100_000;
+
+fn check_len(field: &str, text: &str) -> Result<(), DeviceError> {
+    if text.chars().count() > MAX_TEXT {
+        return Err(DeviceError::invalid(
+            field,
+            format!("longer than {MAX_TEXT} characters"),
+        ));
+    }
+    Ok(())
+}
+
+fn screen_brief(st: &SimState, now: i64) -> Value {
+    let view = screens::build(st, now);
+    let screen =
+        current_page(st).map_or_else(|| "home".to_string(), |(_, p, _)| route_name(&p.route));
+    let screen = match &st.nav.overlay {
+        Some(Overlay::Recents) => "recents".to_string(),
+        Some(Overlay::ShareSheet { .. }) => "share_sheet".to_string(),
+        Some(Overlay::Menu { .. }) => format!("{screen}+menu"),
+        None => screen,
+    };
+    json!({ "package": view.package, "activity": view.activity, "title": view.title, "screen": screen })
+}

@@ -1,0 +1,135 @@
+//! Reading the screen: the element tree, an optional screenshot, and a local summary.
+
+use serde_json::{Map, Value, json};
+
+use crate::DeviceError;
+use crate::params::Params;
+use crate::sim::render;
+use crate::sim::screens;
+use crate::sim::view::Node;
+
+use super::records::app_label;
+use super::{Exec, Outcome, screen_brief};
+
+pub(crate) fn screen_get(x: &mut Exec<'_>, p: Params<'_>) -> Result<Outcome, DeviceError> {
+    let include_screenshot = p.bool_opt("include_screenshot")?.unwrap_or(false);
+    let include_activity = p.bool_opt("include_activity")?.unwrap_or(true);
+    let include_tree = p.bool_opt("include_ui_tree")?.unwrap_or(true);
+    let view = screens::build(x.st, x.now);
+    let brief = screen_brief(x.st, x.now);
+    let mut out = Map::new();
+    if include_activity {
+        for key in ["package", "activity", "title", "screen"] {
+            out.insert(key.into(), brief.get(key).cloned().unwrap_or(Value::Null));
+        }
+    }
+    out.insert("width".into(), json!(view.width));
+    out.insert("height".into(), json!(view.height));
+    out.insert("captured_at".into(), json!(x.now));
+    out.insert(
+        "focused_element".into(),
+        json!(view.focused_field().map(|n| n.id.clone())),
+    );
+    out.insert("visible_text".into(), json!(view.visible_text()));
+    out.insert(
+        "interactive_elements".into(),
+        Value::Array(view.interactive()),
+    );
+    if include_tree {
+        out.insert("ui_tree".into(), view.tree());
+    }
+    if include_screenshot {
+        out.insert(
+            "screenshot".into(),
+            render::screenshot(&view, x.st.settings.dark_theme)?,
+        );
+    }
+    Ok(Outcome::read(Value::Object(out)))
+}
+
+pub(crate) fn screen_understand(x: &mut Exec<'_>, p: Params<'_>) -> Result<Outcome, DeviceError> {
+    let max_text = p.limit("max_visible_text", 40, 200)?;
+    let max_elements = p.limit("max_interactive_elements", 30, 100)?;
+    let timeout = match p.i64_opt("timeout_ms")? {
+        None => 2_000,
+        Some(t) if t < 0 => return Err(DeviceError::invalid("timeout_ms", "must not be negative")),
+        Some(t) => t.min(5_000),
+    };
+    let view = screens::build(x.st, x.now);
+    let brief = screen_brief(x.st, x.now);
+    let texts = view.visible_text();
+    let elements: Vec<Value> = view
+        .nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| n.clickable || n.editable || n.long_clickable)
+        .map(|(i, n)| {
+            let (cx, cy) = n.bounds.center();
+            let mut e = json!({ "element_id": n.id, "label": view.label(i), "role": role_of(n), "enabled": n.enabled, "center": {"x": cx, "y": cy} });
+            if let Some(map) = e.as_object_mut() {
+                if n.editable {
+                    map.insert("value".into(), json!(n.text.clone().unwrap_or_default()));
+                    map.insert("focused".into(), json!(n.focused));
+                }
+                if let Some(c) = n.checked {
+                    map.insert("checked".into(), json!(c));
+                }
+            }
+            e
+        })
+        .collect();
+    let app = if view.package == screens::LAUNCHER {
+        "Home screen".to_string()
+    } else {
+        app_label(x.st, &view.package)
+    };
+    let disabled: Vec<String> = view
+        .nodes
+        .iter()
+        .filter(|n| (n.clickable || n.editable) && !n.enabled)
+        .map(|n| n.id.clone())
+        .collect();
+    let mut summary = format!(
+        "{app} — {} ({}). {} text items, {} interactive elements.",
+        view.title,
+        brief["screen"].as_str().unwrap_or(""),
+        texts.len(),
+        elements.len()
+    );
+    if let Some(f) = view.focused_field() {
+        summary.push_str(&format!(" Focused field: {}.", f.id));
+    }
+    if !disabled.is_empty() {
+        summary.push_str(&format!(" Disabled: {}.", disabled.join(", ")));
+    }
+    if let Some(notice) = view.find("notice").and_then(|n| n.text.clone()) {
+        summary.push_str(&format!(" Notice: {notice}."));
+    }
+    Ok(Outcome::read(json!({
+        "summary": summary,
+        "app": app,
+        "package": view.package,
+        "activity": view.activity,
+        "title": view.title,
+        "screen": brief["screen"],
+        "visible_text": texts.iter().take(max_text).collect::<Vec<_>>(),
+        "interactive_elements": elements.iter().take(max_elements).collect::<Vec<_>>(),
+        "truncated": { "visible_text": texts.len() > max_text, "interactive_elements": elements.len() > max_elements },
+        "limits": { "max_visible_text": max_text, "max_interactive_elements": max_elements, "timeout_ms": timeout },
+        "engine": "simulated-accessibility-tree",
+    })))
+}
+
+fn role_of(n: &Node) -> &'static str {
+    if n.editable {
+        "text_field"
+    } else if n.checked.is_some() {
+        "switch"
+    } else if n.class.ends_with("Button") || n.class.ends_with("ImageButton") {
+        "button"
+    } else if n.clickable {
+        "item"
+    } else {
+        "other"
+    }
+}

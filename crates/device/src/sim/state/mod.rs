@@ -1,0 +1,127 @@
+//! The simulated phone's whole state. A scenario file is this structure in JSON; a
+//! [`SimState`] snapshot round-trips through the same format.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+mod apps;
+mod device;
+mod nav;
+mod records;
+
+pub use apps::*;
+pub use device::*;
+pub use nav::*;
+pub use records::*;
+
+use records::default_calendars;
+
+/// The current scenario/state format version.
+pub(crate) const SCENARIO_VERSION: u32 = 1;
+
+/// The full state of a simulated phone: what a scenario seeds and what a snapshot captures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "OpenPhone simulated-phone scenario")]
+pub struct SimState {
+    /// Optional link to this schema, ignored by the loader.
+    #[serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<String>,
+    /// Format version; must be 1.
+    pub version: u32,
+    /// The device itself.
+    #[serde(default)]
+    pub device: DeviceInfo,
+    /// The clock the scenario was written for.
+    #[serde(default)]
+    pub clock: ClockInfo,
+    /// Quick settings toggled in the Settings app.
+    #[serde(default)]
+    pub settings: Settings,
+    /// Installed apps. Absent → the standard set (Settings, Messages, Phone, Contacts,
+    /// Calendar, Browser, Clock, Notes, Camera).
+    #[serde(default = "default_apps")]
+    pub apps: Vec<App>,
+    /// The address book.
+    #[serde(default)]
+    pub contacts: Vec<Contact>,
+    /// Calendars events belong to. Absent → one calendar, id 1, "Personal".
+    #[serde(default = "default_calendars")]
+    pub calendars: Vec<Calendar>,
+    /// Calendar events.
+    #[serde(default)]
+    pub events: Vec<Event>,
+    /// SMS conversations.
+    #[serde(default)]
+    pub threads: Vec<Thread>,
+    /// Notifications in the shade.
+    #[serde(default)]
+    pub notifications: Vec<Notification>,
+    /// The call log, any order.
+    #[serde(default)]
+    pub calls: Vec<Call>,
+    /// Alarms in the Clock app.
+    #[serde(default)]
+    pub alarms: Vec<Alarm>,
+    /// Notes in the Notes app.
+    #[serde(default)]
+    pub notes: Vec<Note>,
+    /// Web pages the Browser can show; other http(s) URLs show a generic page.
+    #[serde(default)]
+    pub web_pages: Vec<WebPage>,
+    /// Clipboard text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clipboard: Option<String>,
+    /// Texts handed to the share sheet.
+    #[serde(default)]
+    pub shares: Vec<Share>,
+    /// Message drafts prepared for the user.
+    #[serde(default)]
+    pub drafts: Vec<Draft>,
+    /// Photos taken with the Camera app.
+    #[serde(default)]
+    pub photos: Vec<Photo>,
+    /// Browser history.
+    #[serde(default)]
+    pub browser: BrowserState,
+    /// The call in progress (a call-log id), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_call: Option<i64>,
+    /// Which camera the Camera app uses.
+    #[serde(default)]
+    pub camera_facing: CameraFacing,
+    /// What is on screen: tasks, their page stacks, overlays.
+    #[serde(default)]
+    pub nav: NavState,
+    /// Every executed mutating command, oldest first.
+    #[serde(default)]
+    pub action_log: Vec<ActionRecord>,
+    /// The next id handed out for new records; 0 → one above the largest id in the state.
+    #[serde(default)]
+    pub next_id: i64,
+}
+
+/// One executed mutating command.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ActionRecord {
+    /// 1-based sequence number.
+    pub seq: u64,
+    /// When, Unix ms.
+    pub at_ms: i64,
+    /// Canonical command name.
+    pub tool: String,
+    /// The params as executed, without `_`-prefixed keys.
+    pub params: Value,
+    /// What happened, in a sentence.
+    pub summary: String,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn one() -> i64 {
+    1
+}

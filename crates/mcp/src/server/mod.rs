@@ -1,0 +1,524 @@
+//! The MCP server handler (`mcp.md` §2, §4, §5, §7, §8): one [`PhoneMcp`] per stdio/socket
+//! connection or HTTP session, all sharing one [`McpBackend`] in front of the `ToolBridge`.
+//!
+//! The handler owns no policy and no durable state: every call is a tool request to the bridge
+//! under the connection's [`McpPrincipal`], and every confirmation is the bridge's durable
+//! record. What this module adds is the MCP side of a confirmation:
+//!
+//! - **local path** (the default): the call waits up to `local_confirmation_wait` for an
+//!   operator (phone, CLI, dashboard) to decide, telling the client where to approve — a
+//!   URL-mode elicitation when the handshake-era client declared URL mode and the daemon has an
+//!   approval page, `notifications/progress` every `progress_interval` when the request carried
+//!   a progress token, and the text of the pending result. Undecided at the end of the wait →
+//!   the pending result (`needs_confirmation`, the confirmation id); the same call again with
+//!   the same `dev.openphone/idempotencyKey` returns the final result once decided.
+//! - **confirming host** (opt-in per runtime, `trust_client_confirmation`): below the risk
+//!   floor, the client's own prompt may decide — `elicitation/create` mid-call in the handshake
+//!   era, `input_required` with a sealed `requestState` in the 2026-07-28 era.
+//!
+//! Cancellation: an explicit `notifications/cancelled` withdraws the pending confirmation the
+//! call created, so a cancelled call that has not run never runs. A connection that merely
+//! closes (a host respawning its stdio server, a dropped HTTP response stream), a daemon
+//! shutdown, or the cancel of a keyed retry that joined an earlier call's confirmation leaves
+//! it pending, as after a runtime disconnect.
+//!
+//! Modules: this one holds the handler and the shared backend; [`tool_call`] runs one
+//! `tools/call` (resolve → invoke → wait for the confirmation the chosen way), [`strategy`]
+//! chooses that way as a pure function, [`host`] holds the confirming-host paths and [`seal`]
+//! the `requestState` seal.
+
+mod host;
+mod seal;
+mod strategy;
+mod tool_call;
+
+use std::borrow::Cow;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use openphone_core::ToolBridge;
+use openphone_policy::{Caller, ToolPolicy};
+use openphone_protocol::{ErrorCode, ToolResult};
+use rmcp::model::{
+    CacheScope, CallToolRequestParams, CallToolResponse, DiscoverResult, InitializeRequestParams,
+    InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, RequestId, ServerConfig,
+    SubscriptionFilter, Tool,
+};
+use rmcp::model::{CancelledNotificationParam, ReadResourceRequestParams, ReadResourceResponse};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer};
+use rmcp::{ErrorData as McpError, ServerHandler};
+
+use crate::catalogue::ToolTable;
+use crate::identity::{SUPPORTED_PROTOCOL_VERSIONS, server_config};
+use crate::sync::lock;
+
+pub use seal::StateSeal;
+use tool_call::{Call, audited_caller, fresh_request_id};
+
+/// `_meta` key of a `tools/call` carrying the caller's idempotency key.
+pub const META_IDEMPOTENCY_KEY: &str = "dev.openphone/idempotencyKey";
+/// `_meta` key of a `tools/call` asking for a stricter autonomy mode.
+pub const META_AUTONOMY: &str = "dev.openphone/autonomy";
+/// The key of the confirmation input request in an `input_required` result.
+pub const CONFIRM_INPUT: &str = "confirm";
+/// `resolved_by` source of a confirmation decided through a legacy elicitation.
+pub const SOURCE_ELICITATION: &str = "mcp_elicitation";
+/// `resolved_by` source of a confirmation decided through `inputResponses`.
+pub const SOURCE_INPUT_RESPONSE: &str = "mcp_input_response";
+/// `ttlMs` of list and discovery results (`mcp.md` §4.6).
+pub const LIST_TTL_MS: u64 = 60_000;
+/// MCP calls one runtime may have in flight at once (`mcp.md` §10).
+pub const MAX_IN_FLIGHT_PER_RUNTIME: usize = 8;
+/// The longest idempotency key accepted.
+pub const MAX_IDEMPOTENCY_KEY_LEN: usize = 128;
+
+/// Who is calling: the policy caller and whether the user made its host a confirming host.
+#[derive(Debug, Clone)]
+pub struct McpPrincipal {
+    pub caller: Caller,
+    /// `trust_client_confirmation` of the runtime's config (`mcp.md` §7.1).
+    pub confirming_host: bool,
+}
+
+/// Timing of the MCP side of confirmations.
+#[derive(Debug, Clone)]
+pub struct McpSettings {
+    /// How long a call waits inline for an operator's decision (`[mcp]
+    /// local_confirmation_wait_ms`, default 20 s).
+    pub local_confirmation_wait: Duration,
+    /// Progress notification period while waiting (5 s).
+    pub progress_interval: Duration,
+    /// How long a confirming host's prompt may take (45 s: under the 60 s request timeout
+    /// common clients use).
+    pub elicitation_timeout: Duration,
+    /// Lifetime of the confirmations MCP calls create (`[mcp] confirmation_timeout_ms`,
+    /// default 120 000, the request's `timeout_ms`).
+    pub confirmation_timeout_ms: i64,
+    /// Base of the approval page URL (`<base><confirmation_id>`) offered through URL-mode
+    /// elicitation; `None` offers none.
+    pub approval_url_base: Option<String>,
+}
+
+impl Default for McpSettings {
+    fn default() -> Self {
+        McpSettings {
+            local_confirmation_wait: Duration::from_secs(20),
+            progress_interval: Duration::from_secs(5),
+            elicitation_timeout: Duration::from_secs(45),
+            confirmation_timeout_ms: 120_000,
+            approval_url_base: None,
+        }
+    }
+}
+
+/// Everything the handlers of one daemon share.
+pub struct McpBackend {
+    bridge: Arc<ToolBridge>,
+    table: ToolTable<'static>,
+    tool_policy: ToolPolicy,
+    supported: HashSet<String>,
+    settings: McpSettings,
+    seal: Option<StateSeal>,
+    shutting_down: std::sync::atomic::AtomicBool,
+    /// Per-runtime limits of calls in flight.
+    slots: Mutex<std::collections::HashMap<String, Arc<tokio::sync::Semaphore>>>,
+}
+
+impl std::fmt::Debug for McpBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpBackend")
+            .field("tools", &self.table.len())
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpBackend {
+    /// A backend in front of `bridge`. `supported` lists the device's supported commands
+    /// (unsupported ones are left out of `tools/list`); `seal` keys `requestState` (without it,
+    /// no modern-era host confirmation is offered).
+    pub fn new(
+        bridge: Arc<ToolBridge>,
+        table: ToolTable<'static>,
+        tool_policy: ToolPolicy,
+        supported: impl IntoIterator<Item = String>,
+        settings: McpSettings,
+        seal: Option<StateSeal>,
+    ) -> McpBackend {
+        McpBackend {
+            bridge,
+            table,
+            tool_policy,
+            supported: supported.into_iter().collect(),
+            settings,
+            seal,
+            shutting_down: std::sync::atomic::AtomicBool::new(false),
+            slots: Mutex::default(),
+        }
+    }
+
+    /// A place for one more call of `runtime`, or `None` when it has
+    /// [`MAX_IN_FLIGHT_PER_RUNTIME`] in flight.
+    fn slot(&self, runtime: &str) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        let semaphore = {
+            let mut slots = lock(&self.slots);
+            Arc::clone(slots.entry(runtime.to_owned()).or_insert_with(|| {
+                Arc::new(tokio::sync::Semaphore::new(MAX_IN_FLIGHT_PER_RUNTIME))
+            }))
+        };
+        semaphore.try_acquire_owned().ok()
+    }
+
+    /// Marks the daemon as stopping: requests interrupted from now on keep their pending
+    /// confirmations instead of withdrawing them.
+    pub fn begin_shutdown(&self) {
+        self.shutting_down
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn is_shutting_down(&self) -> bool {
+        self.shutting_down.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// The time in Unix milliseconds on the bridge's clock: the one every confirmation
+    /// timestamp this module compares against was read from.
+    fn now_ms(&self) -> i64 {
+        self.bridge.now_ms()
+    }
+
+    /// The tools `caller` may see (`mcp.md` §4.1): `mcp: true`, runtime authorisation and
+    /// tool policy allow them, and the device supports them. Sorted by exposed name.
+    pub fn tools_for(&self, caller: &Caller) -> Vec<Tool> {
+        let registry = self.table.registry();
+        self.table
+            .tool_names()
+            .filter_map(|exposed| {
+                let canonical = self.table.canonical_from_tool_name(exposed)?;
+                let command = registry.resolve(canonical)?;
+                let visible = self.supported.contains(canonical)
+                    && openphone_policy::visible(command, caller, &self.tool_policy);
+                if visible {
+                    self.table.tool(exposed).cloned()
+                } else {
+                    None
+                }
+            })
+            .collect()
+    }
+}
+
+/// What answers calls: the daemon's bridge, or nothing (the stdio front end's fallback when
+/// the daemon is unreachable: the catalogue is listed, every call answers
+/// `daemon_unavailable`).
+#[derive(Clone)]
+enum Backend {
+    Daemon(Arc<McpBackend>),
+    Unavailable {
+        table: Arc<ToolTable<'static>>,
+        reason: String,
+    },
+}
+
+/// The MCP server handler of one connection or HTTP session.
+#[derive(Clone)]
+pub struct PhoneMcp {
+    backend: Backend,
+    /// Fixed for a socket connection; `None` for HTTP, where the principal travels with each
+    /// request (an `Arc<McpPrincipal>` in the request's `http::request::Parts` extensions).
+    principal: Option<Arc<McpPrincipal>>,
+    /// Calls in flight on this connection, and those of them the client cancelled explicitly
+    /// (`notifications/cancelled`).
+    calls: Arc<Mutex<Calls>>,
+    /// The runtime whose token opened this HTTP session.
+    session_owner: Arc<std::sync::OnceLock<String>>,
+}
+
+#[derive(Default)]
+struct Calls {
+    inflight: HashSet<RequestId>,
+    cancelled: HashSet<RequestId>,
+}
+
+/// Removes a call from the connection's bookkeeping when it ends.
+struct InFlight {
+    calls: Arc<Mutex<Calls>>,
+    id: RequestId,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let mut calls = lock(&self.calls);
+        calls.inflight.remove(&self.id);
+        calls.cancelled.remove(&self.id);
+    }
+}
+
+impl std::fmt::Debug for PhoneMcp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PhoneMcp").finish_non_exhaustive()
+    }
+}
+
+impl PhoneMcp {
+    /// A handler for the daemon. `principal` is fixed for socket connections and `None` for
+    /// HTTP.
+    pub fn new(backend: Arc<McpBackend>, principal: Option<Arc<McpPrincipal>>) -> PhoneMcp {
+        PhoneMcp {
+            backend: Backend::Daemon(backend),
+            principal,
+            calls: Arc::default(),
+            session_owner: Arc::default(),
+        }
+    }
+
+    /// The front end's fallback: lists the manifest's tools and answers every call with
+    /// `daemon_unavailable` and `reason` (`mcp.md` §1).
+    pub fn unavailable(table: ToolTable<'static>, reason: impl Into<String>) -> PhoneMcp {
+        PhoneMcp {
+            backend: Backend::Unavailable {
+                table: Arc::new(table),
+                reason: reason.into(),
+            },
+            principal: None,
+            calls: Arc::default(),
+            session_owner: Arc::default(),
+        }
+    }
+
+    fn table(&self) -> &ToolTable<'static> {
+        match &self.backend {
+            Backend::Daemon(b) => &b.table,
+            Backend::Unavailable { table, .. } => table,
+        }
+    }
+
+    /// The caller: fixed on a socket; over HTTP the request's, and a handshake-era session
+    /// (one handler per session) stays with the runtime that opened it.
+    fn principal(&self, ctx: &RequestContext<RoleServer>) -> Result<Arc<McpPrincipal>, McpError> {
+        if let Some(p) = &self.principal {
+            return Ok(Arc::clone(p));
+        }
+        let p = ctx
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Arc<McpPrincipal>>())
+            .cloned()
+            .ok_or_else(no_principal)?;
+        let owner = self.session_owner.get_or_init(|| p.caller.runtime.clone());
+        if *owner != p.caller.runtime {
+            return Err(McpError::invalid_request(
+                "this MCP session belongs to another runtime's token",
+                None,
+            ));
+        }
+        Ok(p)
+    }
+
+    fn lock_calls(&self) -> std::sync::MutexGuard<'_, Calls> {
+        lock(&self.calls)
+    }
+
+    fn was_cancelled(&self, id: &RequestId) -> bool {
+        self.lock_calls().cancelled.contains(id)
+    }
+
+    fn track(&self, id: &RequestId) -> InFlight {
+        self.lock_calls().inflight.insert(id.clone());
+        InFlight {
+            calls: Arc::clone(&self.calls),
+            id: id.clone(),
+        }
+    }
+}
+
+/// The protocol era of a request: 2026-07-28 and later carry their version in `_meta`.
+fn era(ctx: &RequestContext<RoleServer>) -> strategy::Era {
+    let modern = ctx
+        .meta
+        .protocol_version()
+        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+    if modern {
+        strategy::Era::Stateless
+    } else {
+        strategy::Era::Handshake
+    }
+}
+
+fn no_principal() -> McpError {
+    McpError::internal_error("the request carries no authenticated principal", None)
+}
+
+impl ServerHandler for PhoneMcp {
+    fn get_info(&self) -> ServerConfig {
+        server_config(self.table())
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(&SUPPORTED_PROTOCOL_VERSIONS)
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        tracing::info!(
+            client = %request.client_info.name,
+            version = %request.client_info.version,
+            protocol = %request.protocol_version,
+            "mcp client initialized"
+        );
+        if self.principal.is_none() && matches!(self.backend, Backend::Daemon(_)) {
+            // Over HTTP this handler serves one session: it belongs to this token's runtime.
+            self.principal(&context)?;
+        }
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
+    async fn discover(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, McpError> {
+        Ok(
+            DiscoverResult::from_server_info(SUPPORTED_PROTOCOL_VERSIONS.to_vec(), self.get_info())
+                .with_ttl_ms(LIST_TTL_MS)
+                .with_cache_scope(CacheScope::Public),
+        )
+    }
+
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        _request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        // Accepted and ignored: some hosts send it before `initialized` whatever the
+        // capabilities say, and an error there ends their connection (`mcp.md` §11).
+        Ok(())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        Err(McpError::method_not_found::<
+            rmcp::model::ListPromptsRequestMethod,
+        >())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        Err(McpError::method_not_found::<
+            rmcp::model::ListResourcesRequestMethod,
+        >())
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        Err(McpError::method_not_found::<
+            rmcp::model::ListResourceTemplatesRequestMethod,
+        >())
+    }
+
+    async fn read_resource(
+        &self,
+        _request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        Err(McpError::method_not_found::<
+            rmcp::model::ReadResourceRequestMethod,
+        >())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let tools = match &self.backend {
+            Backend::Daemon(backend) => {
+                let principal = self.principal(&context)?;
+                backend.tools_for(&principal.caller)
+            }
+            Backend::Unavailable { table, .. } => table.tools(),
+        };
+        Ok(ListToolsResult::with_all_items(tools)
+            .with_ttl_ms(LIST_TTL_MS)
+            .with_cache_scope(CacheScope::Private))
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        // Only tool-list changes exist here; the list changes only with the configuration.
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.table().tool(name).cloned()
+    }
+
+    async fn on_cancelled(
+        &self,
+        notification: CancelledNotificationParam,
+        _context: NotificationContext<RoleServer>,
+    ) {
+        if let Some(id) = notification.request_id {
+            let mut calls = self.lock_calls();
+            // Only calls still running matter; anything else is forgotten at once.
+            if calls.inflight.contains(&id) {
+                calls.cancelled.insert(id);
+            }
+        }
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        match &self.backend {
+            Backend::Unavailable { table, reason } => {
+                let result = ToolResult::failure(
+                    "mcp",
+                    &fresh_request_id(),
+                    ErrorCode::DaemonUnavailable,
+                    format!("the OpenPhone daemon is not reachable ({reason})"),
+                );
+                Ok(CallToolResponse::Complete(table.call_result(&result)))
+            }
+            Backend::Daemon(backend) => {
+                let principal = self.principal(&context)?;
+                let _tracked = self.track(&context.id);
+                let call = Call {
+                    handler: self,
+                    backend,
+                    caller: audited_caller(&principal.caller, context.client_info()),
+                    confirming_host: principal.confirming_host,
+                    context: &context,
+                    started_ms: backend.now_ms(),
+                };
+                let Some(_slot) = backend.slot(&principal.caller.runtime) else {
+                    return Ok(call.refuse(
+                        ErrorCode::RateLimited,
+                        &format!(
+                            "at most {MAX_IN_FLIGHT_PER_RUNTIME} MCP calls may be in flight per runtime"
+                        ),
+                    ));
+                };
+                call.run(request).await
+            }
+        }
+    }
+}

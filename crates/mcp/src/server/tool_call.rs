@@ -1,0 +1,461 @@
+//! One `tools/call` in flight: resolve the name, read the `_meta` keys, invoke the bridge, and
+//! when the answer waits on a confirmation, wait for it the way [`choose`] picks — locally
+//! with progress (this module) or through the confirming host ([`super::host`]).
+
+use std::time::Duration;
+
+use openphone_core::{Waited, waiting_on};
+use openphone_policy::{Caller, Context};
+use openphone_protocol::{Confirmation, ErrorCode, ToolRequest, ToolResult};
+use rmcp::ErrorData as McpError;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, ElicitRequestParams, ProgressNotificationParam,
+    ProgressToken,
+};
+use rmcp::service::{ElicitationMode, RequestContext, RoleServer};
+use serde_json::Value;
+
+use super::strategy::{ElicitationModes, Era, Strategy, StrategyInputs, choose};
+use super::{
+    MAX_IDEMPOTENCY_KEY_LEN, META_AUTONOMY, META_IDEMPOTENCY_KEY, McpBackend, PhoneMcp, era,
+};
+
+/// The longest any wait for an already-decided confirmation's final result may take.
+const DECIDED_WAIT: Duration = Duration::from_secs(30);
+
+/// A request id for a call without an idempotency key (or a refusal before the bridge).
+pub(super) fn fresh_request_id() -> String {
+    format!("mcp-{}", uuid::Uuid::new_v4())
+}
+
+/// One `tools/call` in flight.
+pub(super) struct Call<'a> {
+    /// The connection's handler (its explicit cancels, its fixed principal).
+    pub(super) handler: &'a PhoneMcp,
+    /// The daemon's shared backend.
+    pub(super) backend: &'a McpBackend,
+    /// The principal's caller, its audit label naming the client (`clientInfo`, never used
+    /// for authorisation).
+    pub(super) caller: Caller,
+    /// `trust_client_confirmation` of the runtime.
+    pub(super) confirming_host: bool,
+    /// The request: its `_meta`, cancellation token and peer.
+    pub(super) context: &'a RequestContext<RoleServer>,
+    /// Start of the call on the bridge's clock (ms): a confirmation created since is this
+    /// call's own.
+    pub(super) started_ms: i64,
+}
+
+/// `caller` with the client's self-declared name in its audit label: `token:mcp client:Claude`.
+/// The name is the client's word, so it is trimmed to 64 printable characters.
+pub(super) fn audited_caller(
+    caller: &Caller,
+    client: Option<rmcp::model::Implementation>,
+) -> Caller {
+    let mut caller = caller.clone();
+    if let Some(info) = client {
+        let name: String = info
+            .name
+            .chars()
+            .filter(|c| !c.is_control())
+            .take(64)
+            .collect();
+        if !name.trim().is_empty() {
+            caller.principal = format!("{} client:{}", caller.principal, name.trim());
+        }
+    }
+    caller
+}
+
+/// How this call's wait for a pending confirmation ended.
+pub(super) enum WaitEnd {
+    /// The final result, addressed to this call.
+    Final(ToolResult),
+    /// Still undecided: the local deadline passed, or the connection closed.
+    StillPending,
+    /// The client cancelled the call explicitly.
+    Cancelled,
+}
+
+impl Call<'_> {
+    /// The caller every request of this call is made as.
+    pub(super) fn caller(&self) -> &Caller {
+        &self.caller
+    }
+
+    /// The MCP answer for a ToolBridge result.
+    pub(super) fn shape(&self, result: &ToolResult) -> CallToolResponse {
+        CallToolResponse::Complete(self.backend.table.call_result(result))
+    }
+
+    /// A refusal before the bridge, under a fresh request id.
+    pub(super) fn refuse(&self, code: ErrorCode, message: &str) -> CallToolResponse {
+        let result =
+            ToolResult::failure(&self.caller().runtime, &fresh_request_id(), code, message);
+        self.shape(&result)
+    }
+
+    /// Runs the call to its answer.
+    pub(super) async fn run(
+        self,
+        request: CallToolRequestParams,
+    ) -> Result<CallToolResponse, McpError> {
+        let name = request.name.trim();
+        let command = match self.backend.table.resolve_call(name) {
+            Ok(c) => c,
+            Err(e) => {
+                if let Some(err) = e.protocol_error() {
+                    return Err(err);
+                }
+                let result = e
+                    .tool_result(&self.caller().runtime, &fresh_request_id())
+                    .unwrap_or_else(|| {
+                        ToolResult::failure(
+                            &self.caller().runtime,
+                            &fresh_request_id(),
+                            e.code(),
+                            e.to_string(),
+                        )
+                    });
+                return Ok(self.shape(&result));
+            }
+        };
+        let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
+        // rmcp moves the request's `_meta` into the context before the handler runs.
+        let meta = &self.context.meta;
+        let meta_str = |key: &str| -> Result<Option<String>, String> {
+            match meta
+                .0
+                .get(key)
+                .or_else(|| request.meta.as_ref().and_then(|m| m.0.get(key)))
+            {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::String(s)) => Ok(Some(s.clone())),
+                Some(_) => Err(format!("`_meta[\"{key}\"]` must be a string")),
+            }
+        };
+        let key = match meta_str(META_IDEMPOTENCY_KEY) {
+            Ok(k) => k,
+            Err(m) => return Ok(self.refuse(ErrorCode::InvalidParams, &m)),
+        };
+        if let Some(k) = &key
+            && (k.is_empty() || k.len() > MAX_IDEMPOTENCY_KEY_LEN)
+        {
+            return Ok(self.refuse(
+                ErrorCode::InvalidParams,
+                &format!(
+                    "`_meta[\"{META_IDEMPOTENCY_KEY}\"]` must be 1 to {MAX_IDEMPOTENCY_KEY_LEN} characters"
+                ),
+            ));
+        }
+        let autonomy = match meta_str(META_AUTONOMY) {
+            Ok(a) => a,
+            Err(m) => return Ok(self.refuse(ErrorCode::InvalidParams, &m)),
+        };
+
+        // A retry of the modern confirmation round: resolve the sealed record, never re-invoke.
+        if let Some(state) = request.request_state.as_deref() {
+            return Ok(self
+                .answer_input(command, &arguments, state, request.input_responses.as_ref())
+                .await);
+        }
+
+        let request_id = key
+            .as_ref()
+            .map_or_else(fresh_request_id, |k| format!("mcp:{k}"));
+        let reason = arguments
+            .get("reason")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let tool_request = ToolRequest {
+            request_id,
+            runtime: Some(self.caller().runtime.clone()),
+            runtime_session_id: String::new(),
+            phone_session_id: None,
+            tool: command.name.clone(),
+            params: arguments.clone(),
+            reason,
+            autonomy,
+            idempotency_key: key,
+            timeout_ms: Some(self.backend.settings.confirmation_timeout_ms),
+        };
+        let progress = self.context.meta.get_progress_token();
+        let bridge = &self.backend.bridge;
+        if self.context.ct.is_cancelled() {
+            return Ok(self.shape(&cancelled_result(&self.caller().runtime)));
+        }
+        // The whole local wait, counted from the invoke: what a confirming host's prompt
+        // leaves of it is still the operator's.
+        let local_deadline = tokio::time::sleep(self.backend.settings.local_confirmation_wait);
+        tokio::pin!(local_deadline);
+        // Never dropped half-way: a device action that started is allowed to finish.
+        let first = bridge
+            .invoke(self.caller(), tool_request, Context::Interactive)
+            .await;
+        let Some(confirmation_id) = waiting_on(&first) else {
+            return Ok(self.shape(&first));
+        };
+        if self.context.ct.is_cancelled() && self.explicitly_cancelled().await {
+            return Ok(self
+                .after_wait(&first, &confirmation_id, WaitEnd::Cancelled)
+                .await);
+        }
+        self.notify(
+            &progress,
+            1.0,
+            "waiting for the user's confirmation on the phone",
+        )
+        .await;
+
+        match choose(&self.strategy_inputs(command)) {
+            Strategy::InputRequired => {
+                Ok(self.input_required(command, &arguments, &first, &confirmation_id))
+            }
+            Strategy::ElicitForm => Ok(self
+                .elicit_inline(&first, &confirmation_id, &progress, local_deadline)
+                .await),
+            Strategy::Local { approval_url } => Ok(self
+                .local(&first, &confirmation_id, &progress, approval_url)
+                .await),
+        }
+    }
+
+    /// What the choice of confirmation strategy depends on, read from the request, the
+    /// connection, the runtime's trust and the daemon's settings.
+    fn strategy_inputs(&self, command: &openphone_protocol::Command) -> StrategyInputs {
+        let era = era(self.context);
+        let elicitation = match era {
+            // Form mode: declared, or no mode named at all (the older shape).
+            Era::Stateless => self
+                .context
+                .client_capabilities()
+                .and_then(|c| c.elicitation)
+                .map_or_else(ElicitationModes::default, |e| ElicitationModes {
+                    form: e.form.is_some() || e.url.is_none(),
+                    url: e.url.is_some(),
+                }),
+            Era::Handshake => {
+                let modes = self.context.peer.supported_elicitation_modes();
+                ElicitationModes {
+                    form: modes.contains(&ElicitationMode::Form),
+                    url: modes.contains(&ElicitationMode::Url),
+                }
+            }
+        };
+        StrategyInputs {
+            era,
+            elicitation,
+            confirming_host: self.confirming_host,
+            risk_floor: command.confirmation == Confirmation::Always,
+            can_seal: self.backend.seal.is_some(),
+            approval_page: self.backend.settings.approval_url_base.is_some(),
+        }
+    }
+
+    /// The local path: wait for an operator up to the configured time.
+    async fn local(
+        &self,
+        first: &ToolResult,
+        confirmation_id: &str,
+        progress: &Option<ProgressToken>,
+        approval_url: bool,
+    ) -> CallToolResponse {
+        let url_elicitation = if approval_url {
+            self.offer_approval_url(first, confirmation_id)
+        } else {
+            None
+        };
+        let deadline = tokio::time::sleep(self.backend.settings.local_confirmation_wait);
+        let ended = self.wait(first, progress, deadline).await;
+        if let Some(task) = url_elicitation {
+            task.abort();
+        }
+        self.after_wait(first, confirmation_id, ended).await
+    }
+
+    /// The answer after a wait: the final result, the pending one, or — for an explicit
+    /// cancel of the call that created the confirmation — the withdrawn request's result.
+    pub(super) async fn after_wait(
+        &self,
+        first: &ToolResult,
+        confirmation_id: &str,
+        ended: WaitEnd,
+    ) -> CallToolResponse {
+        match ended {
+            WaitEnd::Final(result) => self.shape(&result),
+            WaitEnd::StillPending => self.shape(first),
+            WaitEnd::Cancelled => {
+                if !self.created_here(confirmation_id) {
+                    // A keyed retry joined a confirmation an earlier call made: cancelling the
+                    // retry does not take the request away from the user.
+                    return self.shape(first);
+                }
+                let result = match self
+                    .backend
+                    .bridge
+                    .withdraw(self.caller(), confirmation_id)
+                    .await
+                {
+                    Ok(withdrawn) => withdrawn.answering(first),
+                    // Already decided: the decision stands (an approval may have run).
+                    Err(_) => self.decided(first).await,
+                };
+                tracing::info!(confirmation_id, "mcp call cancelled while waiting");
+                self.shape(&result)
+            }
+        }
+    }
+
+    /// Whether the confirmation was created during this call (not joined by a keyed retry):
+    /// both times are read from the bridge's clock.
+    fn created_here(&self, confirmation_id: &str) -> bool {
+        self.backend
+            .bridge
+            .store()
+            .get_confirmation(confirmation_id)
+            .ok()
+            .flatten()
+            .is_some_and(|r| r.created_at_ms >= self.started_ms)
+    }
+
+    /// The final result of the confirmation `first` waits on, once it is decided (or about to
+    /// be), within [`DECIDED_WAIT`]; `first` if none comes.
+    pub(super) async fn decided(&self, first: &ToolResult) -> ToolResult {
+        self.backend
+            .bridge
+            .wait_for_final(first, tokio::time::sleep(DECIDED_WAIT))
+            .await
+            .into_result()
+    }
+
+    /// Waits until `deadline` for the final result of the confirmation `first` waits on,
+    /// sending progress beside the wait; distinguishes an explicit cancel from a connection
+    /// that merely closed.
+    pub(super) async fn wait(
+        &self,
+        first: &ToolResult,
+        progress: &Option<ProgressToken>,
+        deadline: impl Future<Output = ()>,
+    ) -> WaitEnd {
+        let ct = &self.context.ct;
+        // What ends the local wait: its deadline, or the request's cancellation token (an
+        // explicit cancel, a closed connection, a shutdown).
+        let stop = async {
+            tokio::select! {
+                () = deadline => {}
+                () = ct.cancelled() => {}
+            }
+        };
+        let waiting = self.backend.bridge.wait_for_final(first, stop);
+        tokio::pin!(waiting);
+        let period = self.backend.settings.progress_interval;
+        let mut ticker = tokio::time::interval(period);
+        // The first tick is one period from now, not at once.
+        ticker.reset();
+        let mut step = 1.0;
+        loop {
+            tokio::select! {
+                waited = &mut waiting => return self.wait_end(waited).await,
+                _ = ticker.tick(), if progress.is_some() => {
+                    step += 1.0;
+                    self.notify(progress, step, "still waiting for the user's confirmation on the phone").await;
+                }
+            }
+        }
+    }
+
+    /// What a finished [`ToolBridge::wait_for_final`](openphone_core::ToolBridge::wait_for_final)
+    /// means for this call: stopped by the cancellation token, it is a cancel only if the
+    /// client asked for one.
+    pub(super) async fn wait_end(&self, waited: Waited) -> WaitEnd {
+        match waited {
+            Waited::Final(result) => WaitEnd::Final(result),
+            Waited::Stopped(_) => {
+                if self.context.ct.is_cancelled() && self.explicitly_cancelled().await {
+                    WaitEnd::Cancelled
+                } else {
+                    WaitEnd::StillPending
+                }
+            }
+        }
+    }
+
+    /// Whether the request's cancellation token fired for a cancel (withdraw the request)
+    /// rather than for a connection that closed (keep it pending for a respawned client).
+    pub(super) async fn explicitly_cancelled(&self) -> bool {
+        if self.backend.is_shutting_down() {
+            // A daemon stopping is no cancel: the confirmation stays for after the restart.
+            return false;
+        }
+        // `notifications/cancelled` trips the token just before the handler records it; a
+        // closing connection trips it too, and then the transport closes.
+        for _ in 0..50 {
+            if self.handler.was_cancelled(&self.context.id) {
+                return true;
+            }
+            if self.context.peer.is_transport_closed() {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        if self.handler.was_cancelled(&self.context.id) {
+            return true;
+        }
+        // On a socket connection that is still open only a cancel trips the token. Over HTTP a
+        // dropped response stream (how a 2026-07-28 client gives up) may just be a lost
+        // connection: the confirmation stays for the user and the keyed retry.
+        self.handler.principal.is_some() && !self.context.peer.is_transport_closed()
+    }
+
+    pub(super) async fn notify(&self, progress: &Option<ProgressToken>, step: f64, message: &str) {
+        let Some(token) = progress else { return };
+        let param = ProgressNotificationParam::new(token.clone(), step).with_message(message);
+        if let Err(e) = self.context.peer.notify_progress(param).await {
+            tracing::debug!(error = %e, "progress notification not delivered");
+        }
+    }
+
+    /// Sends a URL-mode elicitation pointing at the approval page (the strategy chose to offer
+    /// it: a handshake-era client that declared URL mode, a daemon with a page); the answer
+    /// only says whether the user opened it, so it is not awaited.
+    fn offer_approval_url(
+        &self,
+        first: &ToolResult,
+        confirmation_id: &str,
+    ) -> Option<tokio::task::JoinHandle<()>> {
+        let base = self.backend.settings.approval_url_base.as_ref()?;
+        let summary = first
+            .result
+            .get("summary")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let params = ElicitRequestParams::UrlElicitationParams {
+            meta: None,
+            message: format!(
+                "OpenPhone needs your confirmation on the phone: {summary}. \
+                 Open the page to see the request and where to approve or deny it."
+            ),
+            url: format!("{base}{confirmation_id}"),
+            elicitation_id: confirmation_id.to_owned(),
+        };
+        let peer = self.context.peer.clone();
+        let timeout = self.backend.settings.local_confirmation_wait;
+        Some(tokio::spawn(async move {
+            if let Err(e) = peer
+                .create_elicitation_with_timeout(params, Some(timeout))
+                .await
+            {
+                tracing::debug!(error = %e, "url elicitation not answered");
+            }
+        }))
+    }
+}
+
+fn cancelled_result(runtime: &str) -> ToolResult {
+    ToolResult::failure(
+        runtime,
+        &fresh_request_id(),
+        ErrorCode::Cancelled,
+        "the call was cancelled before it ran",
+    )
+}

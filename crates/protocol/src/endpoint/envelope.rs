@@ -1,0 +1,491 @@
+//! JSON-RPC 2.0 framing of the endpoint: one message per WebSocket text frame.
+//!
+//! - A request is `{"jsonrpc":"2.0","id":<string|integer>,"method":…,"params":{…}}`
+//!   ([`Request`]); `params` must be an object (absent or `null` means `{}`); batches are not
+//!   supported. [`parse_request`] checks a frame exactly as the daemon does.
+//! - A success is `{"jsonrpc":"2.0","id":…,"result":…}` ([`Response`]); a failure is
+//!   `{"jsonrpc":"2.0","id":…|null,"error":{"code":<int>,"message":…,"data":{"code":…}}}`
+//!   ([`ErrorResponse`], [`ErrorObject`]), with the stable string code in `error.data.code`.
+//! - A notification is `{"jsonrpc":"2.0","method":"event","params":{"event":…,"payload":…,
+//!   "seq":<n>}}` ([`EventNotification`]); `seq` counts the notifications of one connection
+//!   from 1.
+//!
+//! A client reads any frame from the daemon as a [`ServerMessage`].
+
+use std::fmt;
+
+use serde::de::{self, DeserializeOwned, Deserializer, Visitor};
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::{Map, Value};
+
+use super::error::EndpointErrorCode;
+use super::events::Event;
+use super::{Method, MethodName};
+use crate::version::VersionAdvertisement;
+
+/// `error.code` of a frame that is not JSON.
+pub const PARSE_ERROR: i64 = -32700;
+/// `error.code` of a frame that is not a valid request object.
+pub const INVALID_REQUEST: i64 = -32600;
+/// `error.code` of an unknown method.
+pub const METHOD_NOT_FOUND: i64 = -32601;
+/// `error.code` of params of the wrong shape (and of unknown event names).
+pub const INVALID_PARAMS: i64 = -32602;
+/// `error.code` of every application error.
+pub const APPLICATION_ERROR: i64 = -32000;
+
+/// Declares a unit type that stands for one fixed string on the wire.
+macro_rules! fixed_string {
+    ($(#[$doc:meta])* $name:ident = $wire:literal) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+        pub struct $name;
+
+        impl $name {
+            /// The wire string.
+            pub const WIRE: &'static str = $wire;
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str($wire)
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let text = String::deserialize(d)?;
+                if text == $wire {
+                    Ok($name)
+                } else {
+                    Err(de::Error::custom(format!(
+                        "expected {:?}, found {text:?}",
+                        $wire
+                    )))
+                }
+            }
+        }
+    };
+}
+
+fixed_string!(
+    /// The `"jsonrpc": "2.0"` member of every frame.
+    JsonRpcVersion = "2.0"
+);
+
+fixed_string!(
+    /// The `"method": "event"` member of an event notification.
+    EventMethodName = "event"
+);
+
+/// A request id: a string or an integer (any JSON integer from `-2^63` to `2^64 - 1`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RequestId {
+    /// A string id.
+    String(String),
+    /// An integer id.
+    Integer(i128),
+}
+
+impl RequestId {
+    /// The id of a JSON value, if it is a string or an integer.
+    pub fn from_value(value: &Value) -> Option<RequestId> {
+        match value {
+            Value::String(s) => Some(RequestId::String(s.clone())),
+            Value::Number(n) => n
+                .as_i64()
+                .map(i128::from)
+                .or_else(|| n.as_u64().map(i128::from))
+                .map(RequestId::Integer),
+            Value::Null | Value::Bool(_) | Value::Array(_) | Value::Object(_) => None,
+        }
+    }
+}
+
+impl fmt::Display for RequestId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RequestId::String(s) => write!(f, "{s:?}"),
+            RequestId::Integer(n) => write!(f, "{n}"),
+        }
+    }
+}
+
+impl From<&str> for RequestId {
+    fn from(s: &str) -> Self {
+        RequestId::String(s.to_owned())
+    }
+}
+
+impl From<String> for RequestId {
+    fn from(s: String) -> Self {
+        RequestId::String(s)
+    }
+}
+
+macro_rules! integer_ids {
+    ($($t:ty),*) => {
+        $(impl From<$t> for RequestId {
+            fn from(n: $t) -> Self {
+                RequestId::Integer(i128::from(n))
+            }
+        })*
+    };
+}
+integer_ids!(i32, i64, u32, u64);
+
+impl Serialize for RequestId {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            RequestId::String(text) => s.serialize_str(text),
+            RequestId::Integer(n) => {
+                if let Ok(small) = i64::try_from(*n) {
+                    s.serialize_i64(small)
+                } else if let Ok(big) = u64::try_from(*n) {
+                    s.serialize_u64(big)
+                } else {
+                    Err(serde::ser::Error::custom(format!(
+                        "request id {n} is outside the JSON integer range"
+                    )))
+                }
+            }
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for RequestId {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct IdVisitor;
+
+        impl Visitor<'_> for IdVisitor {
+            type Value = RequestId;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string or an integer")
+            }
+
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<RequestId, E> {
+                Ok(RequestId::String(v.to_owned()))
+            }
+
+            fn visit_string<E: de::Error>(self, v: String) -> Result<RequestId, E> {
+                Ok(RequestId::String(v))
+            }
+
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<RequestId, E> {
+                Ok(RequestId::Integer(i128::from(v)))
+            }
+
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<RequestId, E> {
+                Ok(RequestId::Integer(i128::from(v)))
+            }
+        }
+
+        d.deserialize_any(IdVisitor)
+    }
+}
+
+/// A request frame. `P` is the params type: a method's [`Method::Params`], or the raw object
+/// ([`Map`], the default) before dispatch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Request<P = Map<String, Value>> {
+    pub jsonrpc: JsonRpcVersion,
+    pub id: RequestId,
+    pub method: String,
+    pub params: P,
+}
+
+impl<P> Request<P> {
+    /// A request for method `M`.
+    pub fn new<M: Method<Params = P>>(id: impl Into<RequestId>, params: P) -> Self {
+        Request {
+            jsonrpc: JsonRpcVersion,
+            id: id.into(),
+            method: M::NAME.to_owned(),
+            params,
+        }
+    }
+}
+
+impl Request {
+    /// The method, if the endpoint has it.
+    pub fn method_name(&self) -> Option<MethodName> {
+        MethodName::parse(&self.method)
+    }
+
+    /// The params as method `M`'s params type; on failure the `invalid_params` error the
+    /// daemon answers with (`"<method>: <serde error>"`).
+    pub fn params_as<M: Method>(&self) -> Result<M::Params, ErrorObject> {
+        serde_json::from_value(Value::Object(self.params.clone()))
+            .map_err(|e| ErrorObject::invalid_params(format!("{}: {e}", M::NAME)))
+    }
+}
+
+/// A success frame. `R` is the result type: a method's [`Method::Result`], or the raw value
+/// (the default) before the caller knows which method it answers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Response<R = Value> {
+    pub jsonrpc: JsonRpcVersion,
+    pub id: RequestId,
+    pub result: R,
+}
+
+impl<R> Response<R> {
+    /// A success answering `id`.
+    pub fn new(id: RequestId, result: R) -> Self {
+        Response {
+            jsonrpc: JsonRpcVersion,
+            id,
+            result,
+        }
+    }
+}
+
+impl Response {
+    /// The result as method `M`'s result type.
+    pub fn result_as<M: Method>(&self) -> Result<M::Result, serde_json::Error> {
+        M::Result::deserialize(&self.result)
+    }
+}
+
+/// `error.data`: the stable string code, plus the extra members some errors carry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorData {
+    pub code: EndpointErrorCode,
+    /// With `rate_limited`: when to try again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_ms: Option<u64>,
+    /// With `unsupported_version`: the daemon's supported range.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime_protocol: Option<Box<VersionAdvertisement>>,
+}
+
+/// The `error` member of a failure frame.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorObject {
+    /// The JSON-RPC code ([`PARSE_ERROR`], …, [`APPLICATION_ERROR`]).
+    pub code: i64,
+    pub message: String,
+    pub data: ErrorData,
+}
+
+impl ErrorObject {
+    /// An error with `code`, and the JSON-RPC code the endpoint gives it
+    /// ([`EndpointErrorCode::rpc_code`]).
+    pub fn new(code: impl Into<EndpointErrorCode>, message: impl Into<String>) -> Self {
+        let code = code.into();
+        ErrorObject {
+            code: code.rpc_code(),
+            message: message.into(),
+            data: ErrorData {
+                code,
+                retry_after_ms: None,
+                runtime_protocol: None,
+            },
+        }
+    }
+
+    /// `parse_error`: the frame is not JSON.
+    pub fn parse_error(message: impl Into<String>) -> Self {
+        ErrorObject::new(EndpointErrorCode::ParseError, message)
+    }
+
+    /// `invalid_request`: not a request object, or not allowed now.
+    pub fn invalid_request(message: impl Into<String>) -> Self {
+        ErrorObject::new(EndpointErrorCode::InvalidRequest, message)
+    }
+
+    /// `method_not_found`, naming the method.
+    pub fn method_not_found(method: &str) -> Self {
+        ErrorObject::new(
+            EndpointErrorCode::MethodNotFound,
+            format!("no method {method:?} on this endpoint"),
+        )
+    }
+
+    /// `invalid_params`: params of the wrong shape.
+    pub fn invalid_params(message: impl Into<String>) -> Self {
+        ErrorObject::new(crate::ErrorCode::InvalidParams, message)
+    }
+
+    /// Adds `data.retry_after_ms`.
+    pub fn with_retry_after_ms(mut self, ms: u64) -> Self {
+        self.data.retry_after_ms = Some(ms);
+        self
+    }
+
+    /// Adds `data.runtime_protocol`.
+    pub fn with_runtime_protocol(mut self, advertisement: VersionAdvertisement) -> Self {
+        self.data.runtime_protocol = Some(Box::new(advertisement));
+        self
+    }
+
+    /// The failure frame answering `id` (`None`: the request's id is unknown, sent as `null`).
+    pub fn into_response(self, id: Option<RequestId>) -> ErrorResponse {
+        ErrorResponse {
+            jsonrpc: JsonRpcVersion,
+            id,
+            error: self,
+        }
+    }
+}
+
+impl fmt::Display for ErrorObject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.data.code, self.message)
+    }
+}
+
+impl std::error::Error for ErrorObject {}
+
+/// A failure frame.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorResponse {
+    pub jsonrpc: JsonRpcVersion,
+    /// The request's id; `null` when the frame could not be read far enough to know it.
+    pub id: Option<RequestId>,
+    pub error: ErrorObject,
+}
+
+/// `params` of an event notification: the event (its name and payload) and its sequence
+/// number on the connection.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventParams {
+    #[serde(flatten)]
+    pub event: Event,
+    pub seq: u64,
+}
+
+/// An event notification pushed by the daemon.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventNotification {
+    pub jsonrpc: JsonRpcVersion,
+    pub method: EventMethodName,
+    pub params: EventParams,
+}
+
+impl EventNotification {
+    /// The notification carrying `event` as the connection's `seq`-th.
+    pub fn new(event: Event, seq: u64) -> Self {
+        EventNotification {
+            jsonrpc: JsonRpcVersion,
+            method: EventMethodName,
+            params: EventParams { event, seq },
+        }
+    }
+}
+
+/// Any frame the daemon sends: a success, a failure or an event notification (boxed: the
+/// largest payloads are events).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum ServerMessage {
+    Response(Response),
+    Error(ErrorResponse),
+    Event(Box<EventNotification>),
+}
+
+impl ServerMessage {
+    /// Reads one text frame.
+    pub fn parse(text: &str) -> Result<ServerMessage, serde_json::Error> {
+        serde_json::from_str(text)
+    }
+}
+
+impl<'de> Deserialize<'de> for ServerMessage {
+    /// Chooses the variant by its members (`method` → event, `error` → failure, else
+    /// success), so a malformed frame is reported against the shape it claims to have.
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(d)?;
+        let frame = value
+            .as_object()
+            .ok_or_else(|| de::Error::custom("a frame must be a JSON object"))?;
+        let message = if frame.contains_key("method") {
+            from_frame(value).map(|event| ServerMessage::Event(Box::new(event)))
+        } else if frame.contains_key("error") {
+            from_frame(value).map(ServerMessage::Error)
+        } else {
+            from_frame(value).map(ServerMessage::Response)
+        };
+        message.map_err(de::Error::custom)
+    }
+}
+
+fn from_frame<T: DeserializeOwned>(value: Value) -> Result<T, serde_json::Error> {
+    serde_json::from_value(value)
+}
+
+/// A request frame the daemon refuses before dispatch: the error and the id to answer with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RejectedRequest {
+    /// `None` when the frame has no usable id (answered with `"id": null`).
+    pub id: Option<RequestId>,
+    pub error: ErrorObject,
+}
+
+impl RejectedRequest {
+    /// The failure frame to send.
+    pub fn into_response(self) -> ErrorResponse {
+        self.error.into_response(self.id)
+    }
+}
+
+/// Checks one text frame as the daemon does, in this order: JSON (`parse_error`), an object
+/// (`invalid_request`), a string or integer `id` (`invalid_request`), `"jsonrpc": "2.0"`,
+/// a string `method` (both `invalid_request`, answered with the id), and `params` an object
+/// (`invalid_params`; absent or `null` becomes `{}`). Other members are ignored.
+pub fn parse_request(text: &str) -> Result<Request, RejectedRequest> {
+    let refuse = |id: Option<RequestId>, error: ErrorObject| RejectedRequest { id, error };
+    let value: Value = serde_json::from_str(text)
+        .map_err(|e| refuse(None, ErrorObject::parse_error(format!("not JSON: {e}"))))?;
+    let Value::Object(mut frame) = value else {
+        return Err(refuse(
+            None,
+            ErrorObject::invalid_request(
+                "a request must be a JSON object (batches are not supported)",
+            ),
+        ));
+    };
+    let id = frame
+        .remove("id")
+        .as_ref()
+        .and_then(RequestId::from_value)
+        .ok_or_else(|| {
+            refuse(
+                None,
+                ErrorObject::invalid_request("`id` must be a string or an integer"),
+            )
+        })?;
+    if frame.get("jsonrpc").and_then(Value::as_str) != Some(JsonRpcVersion::WIRE) {
+        return Err(refuse(
+            Some(id),
+            ErrorObject::invalid_request("`jsonrpc` must be \"2.0\""),
+        ));
+    }
+    let Some(method) = frame
+        .get("method")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+    else {
+        return Err(refuse(
+            Some(id),
+            ErrorObject::invalid_request("`method` must be a string"),
+        ));
+    };
+    let params = match frame.remove("params") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(params)) => params,
+        Some(_) => {
+            return Err(refuse(
+                Some(id),
+                ErrorObject::invalid_params("`params` must be an object"),
+            ));
+        }
+    };
+    Ok(Request {
+        jsonrpc: JsonRpcVersion,
+        id,
+        method,
+        params,
+    })
+}

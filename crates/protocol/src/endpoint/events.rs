@@ -1,0 +1,272 @@
+//! `events.subscribe` and the events the daemon pushes (names from the events manifest).
+//!
+//! A runtime receives only the events addressed to its own runtime id; operators receive the
+//! events meant for operators.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::runtimes::{AttentionRequested, ManagerStatus};
+use super::sessions::SessionStatus;
+use crate::autonomy::Autonomy;
+use crate::manifest::Risk;
+use crate::tool_result::ToolResult;
+
+/// `events.subscribe` params: manifest event names to add to the connection's set. Unknown
+/// fields are refused; a name that is not a manifest event is `event_unsupported`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventsSubscribeParams {
+    pub events: Vec<String>,
+}
+
+/// `events.subscribe` result: every event the connection is now subscribed to, sorted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventsSubscribeResult {
+    pub subscribed: Vec<String>,
+}
+
+/// An event the daemon pushes: its manifest name (`event`) and its payload (`payload`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", content = "payload")]
+pub enum Event {
+    /// A runtime connected.
+    #[serde(rename = "runtime.presence.online")]
+    PresenceOnline(PresenceOnline),
+    /// A runtime's last connection closed.
+    #[serde(rename = "runtime.presence.offline")]
+    PresenceOffline(PresenceOffline),
+    /// An attention request for the runtime.
+    #[serde(rename = "runtime.attention.requested")]
+    AttentionRequested(AttentionRequested),
+    /// A streamed fragment of a runtime's reply (to operators).
+    #[serde(rename = "runtime.message.delta")]
+    MessageDelta(MessagePayload),
+    /// A runtime's finished reply (to operators).
+    #[serde(rename = "runtime.message.final")]
+    MessageFinal(MessagePayload),
+    /// A tool request's result (the final result of a `wait: false` invoke included).
+    #[serde(rename = "runtime.tool.result")]
+    ToolResult(ToolResult),
+    /// A tool request is waiting for the user.
+    #[serde(rename = "runtime.confirmation.required")]
+    ConfirmationRequired(ConfirmationRequired),
+    /// A confirmation reached its final result.
+    #[serde(rename = "runtime.confirmation.resolved")]
+    ConfirmationResolved(ConfirmationResolved),
+    /// A phone session changed status.
+    #[serde(rename = "runtime.session.updated")]
+    SessionUpdated(SessionUpdated),
+}
+
+impl Event {
+    /// Every event name the daemon sends, in declaration order.
+    pub const NAMES: [&'static str; 9] = [
+        "runtime.presence.online",
+        "runtime.presence.offline",
+        "runtime.attention.requested",
+        "runtime.message.delta",
+        "runtime.message.final",
+        "runtime.tool.result",
+        "runtime.confirmation.required",
+        "runtime.confirmation.resolved",
+        "runtime.session.updated",
+    ];
+
+    /// The manifest event name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Event::PresenceOnline(_) => "runtime.presence.online",
+            Event::PresenceOffline(_) => "runtime.presence.offline",
+            Event::AttentionRequested(_) => "runtime.attention.requested",
+            Event::MessageDelta(_) => "runtime.message.delta",
+            Event::MessageFinal(_) => "runtime.message.final",
+            Event::ToolResult(_) => "runtime.tool.result",
+            Event::ConfirmationRequired(_) => "runtime.confirmation.required",
+            Event::ConfirmationResolved(_) => "runtime.confirmation.resolved",
+            Event::SessionUpdated(_) => "runtime.session.updated",
+        }
+    }
+
+    /// The payload alone, as JSON.
+    pub fn payload(&self) -> Result<Value, serde_json::Error> {
+        match self {
+            Event::PresenceOnline(p) => serde_json::to_value(p),
+            Event::PresenceOffline(p) => serde_json::to_value(p),
+            Event::AttentionRequested(p) => serde_json::to_value(p),
+            Event::MessageDelta(p) | Event::MessageFinal(p) => serde_json::to_value(p),
+            Event::ToolResult(p) => serde_json::to_value(p),
+            Event::ConfirmationRequired(p) => serde_json::to_value(p),
+            Event::ConfirmationResolved(p) => serde_json::to_value(p),
+            Event::SessionUpdated(p) => serde_json::to_value(p),
+        }
+    }
+
+    /// The event named `name` with a JSON payload (what a bus carries), checked against the
+    /// payload type.
+    pub fn from_parts(name: &str, payload: Value) -> Result<Event, serde_json::Error> {
+        serde_json::from_value(serde_json::json!({"event": name, "payload": payload}))
+    }
+}
+
+crate::wire_enum!(
+    /// What changed a runtime's presence.
+    PresenceTrigger {
+        Connect = "connect",
+        Disconnect = "disconnect",
+    }
+);
+
+/// `runtime.presence.online` payload.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PresenceOnline {
+    pub trigger: PresenceTrigger,
+    /// When the daemon sent it (Unix ms; camelCase on the wire, as upstream names it).
+    #[serde(rename = "sentAtMs")]
+    pub sent_at_ms: i64,
+    pub runtime: String,
+}
+
+/// `runtime.presence.offline` payload.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PresenceOffline {
+    pub trigger: PresenceTrigger,
+    /// When the daemon sent it (Unix ms; camelCase on the wire, as upstream names it).
+    #[serde(rename = "sentAtMs")]
+    pub sent_at_ms: i64,
+    pub runtime: String,
+    /// The manager's aggregate status after the disconnect.
+    pub runtime_manager_status: ManagerStatus,
+}
+
+/// `runtime.message.delta` and `runtime.message.final` payload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MessagePayload {
+    pub phone_session_id: String,
+    pub runtime_session_id: String,
+    pub text: String,
+    /// Final messages only: the assistant output envelope, when the runtime sent one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<Value>,
+    /// Final messages only: the runtime reports that the turn failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// `runtime.confirmation.required` payload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConfirmationRequired {
+    pub confirmation_id: String,
+    pub request_id: String,
+    pub runtime: String,
+    pub runtime_session_id: String,
+    /// Canonical command name.
+    pub tool: String,
+    /// What the user is asked to approve.
+    pub summary: String,
+    /// The request's reason (empty when it gave none).
+    pub reason: String,
+    /// The effective autonomy of the request.
+    pub autonomy: Autonomy,
+    pub timeout_ms: i64,
+    pub expires_at_ms: i64,
+    pub risk: Risk,
+    /// Always present; `null` outside a phone session.
+    pub phone_session_id: Option<String>,
+    /// `false` when this request joined a confirmation that was already pending.
+    pub created: bool,
+    /// The `needs_confirmation` tool result.
+    pub result: ToolResult,
+}
+
+crate::wire_enum!(
+    /// How a confirmation ended.
+    ConfirmationResolution {
+        /// Approved and executed.
+        Approved = "approved",
+        /// Denied (by the user, a confirming host, or withdrawn by its caller).
+        Denied = "denied",
+        /// Expired before anyone answered.
+        Timeout = "timeout",
+        /// Was executing when the daemon stopped; never run again.
+        ResultUnknown = "result_unknown",
+    }
+);
+
+/// `runtime.confirmation.resolved` payload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConfirmationResolved {
+    pub confirmation_id: String,
+    pub request_id: String,
+    pub runtime: String,
+    pub runtime_session_id: String,
+    /// Canonical command name.
+    pub tool: String,
+    pub resolution: ConfirmationResolution,
+    /// The final tool result.
+    pub result: ToolResult,
+}
+
+/// `runtime.session.updated` payload.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionUpdated {
+    pub phone_session_id: String,
+    pub runtime_session_id: String,
+    pub status: SessionStatus,
+    pub updated_at_ms: i64,
+    /// Why the session failed, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+crate::wire_enum!(
+    /// The trust label of content from the phone or the user.
+    Trust {
+        /// Content to reason about, never instructions.
+        UntrustedData = "untrusted_data",
+    }
+);
+
+/// Device or user content wrapped as data: `{"trust": "untrusted_data", "note": …, "data": …}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UntrustedData {
+    pub trust: Trust,
+    /// A reminder for the model reading it.
+    pub note: String,
+    /// The content (a JSON string holding the cut text when it was too long).
+    pub data: Value,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn events_carry_their_name_beside_the_payload() {
+        let event = Event::SessionUpdated(SessionUpdated {
+            phone_session_id: "p".into(),
+            runtime_session_id: "r".into(),
+            status: SessionStatus::Failed,
+            updated_at_ms: 5,
+            reason: Some("gone".into()),
+        });
+        let v = serde_json::to_value(&event).unwrap();
+        assert_eq!(v["event"], "runtime.session.updated");
+        assert_eq!(v["payload"], event.payload().unwrap());
+        let back = Event::from_parts(event.name(), event.payload().unwrap()).unwrap();
+        assert_eq!(back, event);
+    }
+
+    #[test]
+    fn names_list_every_variant() {
+        let one = |name: &str| Event::NAMES.iter().filter(|n| **n == name).count();
+        let online = Event::PresenceOnline(PresenceOnline {
+            trigger: PresenceTrigger::Connect,
+            sent_at_ms: 1,
+            runtime: "hermes".into(),
+        });
+        assert_eq!(one(online.name()), 1);
+        assert!(Event::from_parts("runtime.made.up", json!({})).is_err());
+    }
+}

@@ -1,0 +1,195 @@
+//! The daemon's WebSocket JSON-RPC endpoint (`/v1/runtime`, `docs/endpoint.md`), as types.
+//!
+//! Every method has one zero-sized marker type implementing [`Method`], which names the wire
+//! method and its params and result types; the server answers with these types and every Rust
+//! client (the CLI, tests, adapters) parses them, so the wire shape is written once. The
+//! framing (requests, responses, error objects, event notifications) is in [`envelope`]; the
+//! closed set of `error.data.code` values is [`EndpointErrorCode`]; the event payloads the
+//! daemon pushes are the variants of [`Event`].
+//!
+//! A client builds a request from a marker and parses the answer with it:
+//!
+//! ```
+//! use openphone_protocol::endpoint::{
+//!     EventsSubscribe, EventsSubscribeParams, Method, Request, ServerMessage,
+//! };
+//!
+//! let request = Request::new::<EventsSubscribe>(
+//!     7,
+//!     EventsSubscribeParams { events: vec!["runtime.tool.result".into()] },
+//! );
+//! let frame = serde_json::to_string(&request).unwrap();
+//! assert!(frame.contains(r#""method":"events.subscribe""#));
+//!
+//! let answer = r#"{"jsonrpc":"2.0","id":7,"result":{"subscribed":["runtime.tool.result"]}}"#;
+//! let ServerMessage::Response(response) = ServerMessage::parse(answer).unwrap() else {
+//!     panic!("not a response");
+//! };
+//! let result = response.result_as::<EventsSubscribe>().unwrap();
+//! assert_eq!(result.subscribed, ["runtime.tool.result"]);
+//! ```
+//!
+//! Params types keep the daemon's validation: the methods that refuse unknown fields
+//! (`tools.invoke`, `confirmations.resolve`, `events.subscribe`, `sessions.*`, `audit.query`)
+//! are `deny_unknown_fields`; the others ignore fields they do not know.
+
+pub mod envelope;
+
+mod audit;
+mod confirmations;
+mod error;
+mod events;
+mod hello;
+mod runtimes;
+mod sessions;
+mod tools;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+pub use audit::{
+    AuditCaller, AuditConfirmation, AuditEntry, AuditKind, AuditQueryParams, AuditQueryResult,
+    AuditRecord, PolicyDecision,
+};
+pub use confirmations::{
+    ConfirmDecision, ConfirmationsListParams, ConfirmationsListResult, ConfirmationsResolveParams,
+    ConfirmationsResolveResult, PendingConfirmation,
+};
+pub use envelope::{
+    APPLICATION_ERROR, ErrorData, ErrorObject, ErrorResponse, EventMethodName, EventNotification,
+    EventParams, INVALID_PARAMS, INVALID_REQUEST, JsonRpcVersion, METHOD_NOT_FOUND, PARSE_ERROR,
+    RejectedRequest, Request, RequestId, Response, ServerMessage, parse_request,
+};
+pub use error::{EndpointErrorCode, UnknownEndpointErrorCode};
+pub use events::{
+    ConfirmationRequired, ConfirmationResolution, ConfirmationResolved, Event,
+    EventsSubscribeParams, EventsSubscribeResult, MessagePayload, PresenceOffline, PresenceOnline,
+    PresenceTrigger, SessionUpdated, Trust, UntrustedData,
+};
+pub use hello::{
+    ClientInfo, HelloParams, HelloResult, ManifestSummary, PhoneProfile, Role, VersionRange,
+};
+pub use runtimes::{
+    AttentionAccepted, AttentionRequestParams, AttentionRequested, AttentionStatus, ManagerStatus,
+    RuntimeInfo, RuntimeKind, RuntimeListParams, RuntimeListResult, RuntimeMessageParams,
+    RuntimeMessageResult, RuntimeSelectParams, RuntimeSelectResult, RuntimeState, Source, Surface,
+};
+pub use sessions::{
+    PhoneSession, SessionStatus, SessionsGetParams, SessionsGetResult, SessionsListParams,
+    SessionsListResult,
+};
+pub use tools::{ToolInfo, ToolsInvokeParams, ToolsInvokeResult, ToolsListParams, ToolsListResult};
+
+/// One method of the endpoint: its wire name and the types of its params and result.
+///
+/// Implemented only by the zero-sized markers of this module ([`Hello`], [`ToolsList`], …),
+/// one per entry of [`MethodName`].
+pub trait Method {
+    /// The wire method name, e.g. `tools.invoke`.
+    const NAME: &'static str;
+    /// The same method as a [`MethodName`] (for exhaustive dispatch).
+    const METHOD: MethodName;
+    /// What `params` holds.
+    type Params: Serialize + DeserializeOwned;
+    /// What `result` holds on success.
+    type Result: Serialize + DeserializeOwned;
+}
+
+/// Params of the methods that take none. Any object is accepted and its fields are ignored,
+/// as the daemon does; it serialises as `{}`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct NoParams {}
+
+macro_rules! methods {
+    ($( $(#[$doc:meta])* $marker:ident = $wire:literal => $params:ty, $result:ty; )*) => {
+        crate::wire_enum!(
+            /// Every method of the endpoint, by wire name. A server matches on it exhaustively,
+            /// so adding a method makes the compiler list the dispatch that must handle it.
+            MethodName { $( $(#[$doc])* $marker = $wire, )* }
+        );
+
+        $(
+            $(#[$doc])*
+            #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+            pub struct $marker;
+
+            impl Method for $marker {
+                const NAME: &'static str = $wire;
+                const METHOD: MethodName = MethodName::$marker;
+                type Params = $params;
+                type Result = $result;
+            }
+        )*
+    };
+}
+
+methods! {
+    /// `hello` (both roles; the first message of a connection): version negotiation and
+    /// authentication.
+    Hello = "hello" => HelloParams, HelloResult;
+    /// `tools.list` (both): the commands this caller may use.
+    ToolsList = "tools.list" => ToolsListParams, ToolsListResult;
+    /// `tools.invoke` (both): one tool request through the tool bridge.
+    ToolsInvoke = "tools.invoke" => ToolsInvokeParams, ToolsInvokeResult;
+    /// `confirmations.list` (operator): the pending confirmations.
+    ConfirmationsList = "confirmations.list" => ConfirmationsListParams, ConfirmationsListResult;
+    /// `confirmations.resolve` (operator): approve or deny one confirmation.
+    ConfirmationsResolve = "confirmations.resolve"
+        => ConfirmationsResolveParams, ConfirmationsResolveResult;
+    /// `events.subscribe` (both): add manifest events to this connection's subscriptions.
+    EventsSubscribe = "events.subscribe" => EventsSubscribeParams, EventsSubscribeResult;
+    /// `sessions.list` (operator; a runtime sees only its own sessions).
+    SessionsList = "sessions.list" => SessionsListParams, SessionsListResult;
+    /// `sessions.get` (operator; a runtime sees only its own sessions).
+    SessionsGet = "sessions.get" => SessionsGetParams, SessionsGetResult;
+    /// `audit.query` (operator): a page of audit records.
+    AuditQuery = "audit.query" => AuditQueryParams, AuditQueryResult;
+    /// `attention.request` (operator): a phone session routed to a runtime.
+    AttentionRequest = "attention.request" => AttentionRequestParams, AttentionAccepted;
+    /// `runtime.message` (runtime): a reply for one of the caller's own sessions.
+    RuntimeMessage = "runtime.message" => RuntimeMessageParams, RuntimeMessageResult;
+    /// `runtime.list` (operator): the runtimes, their status and routed surfaces.
+    RuntimeList = "runtime.list" => RuntimeListParams, RuntimeListResult;
+    /// `runtime.select` (operator): route a surface to a runtime.
+    RuntimeSelect = "runtime.select" => RuntimeSelectParams, RuntimeSelectResult;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn name_of<M: Method>() -> (&'static str, MethodName) {
+        (M::NAME, M::METHOD)
+    }
+
+    #[test]
+    fn every_marker_names_its_method() {
+        let markers = [
+            name_of::<Hello>(),
+            name_of::<ToolsList>(),
+            name_of::<ToolsInvoke>(),
+            name_of::<ConfirmationsList>(),
+            name_of::<ConfirmationsResolve>(),
+            name_of::<EventsSubscribe>(),
+            name_of::<SessionsList>(),
+            name_of::<SessionsGet>(),
+            name_of::<AuditQuery>(),
+            name_of::<AttentionRequest>(),
+            name_of::<RuntimeMessage>(),
+            name_of::<RuntimeList>(),
+            name_of::<RuntimeSelect>(),
+        ];
+        assert_eq!(markers.len(), MethodName::ALL.len());
+        for ((name, method), listed) in markers.into_iter().zip(MethodName::ALL) {
+            assert_eq!(method, listed);
+            assert_eq!(name, method.as_str());
+            assert_eq!(MethodName::parse(name), Some(method));
+        }
+    }
+
+    #[test]
+    fn no_params_accepts_any_object_and_writes_an_empty_one() {
+        let p: NoParams = serde_json::from_str(r#"{"anything": [1, 2]}"#).unwrap();
+        assert_eq!(serde_json::to_string(&p).unwrap(), "{}");
+    }
+}

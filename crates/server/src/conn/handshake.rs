@@ -1,0 +1,157 @@
+//! The first message of a connection: authentication (the upgrade's bearer token or `token`
+//! in `hello`), the rate limit, version negotiation, and for a runtime its presence.
+
+use std::sync::Arc;
+
+use openphone_policy::Role;
+use openphone_protocol::endpoint::{
+    EndpointErrorCode, ErrorObject, Hello, HelloResult, ManifestSummary, MethodName, PhoneProfile,
+    Request,
+};
+use openphone_protocol::{ErrorCode, MAX_VERSION, MIN_VERSION, VersionAdvertisement};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::{CLOSE_POLICY, Out, Session, internal, rate_limited, send_error, send_result};
+use crate::auth::Principal;
+use crate::state::AppState;
+
+/// How the first message ended.
+pub(super) enum Handshake {
+    /// `hello` succeeded: the connection serves methods from now on.
+    Ok(Session),
+    /// Refused; the connection stays open for another try.
+    Refused,
+    /// Refused; the connection closes with this code.
+    Close(u16),
+}
+
+/// Handles a message of a connection that has not said `hello` yet (answering it on `out`).
+pub(super) async fn handshake(
+    state: &Arc<AppState>,
+    req: &Request,
+    pre_auth: Option<&Principal>,
+    out: &mpsc::Sender<Out>,
+) -> Handshake {
+    let id = Some(req.id.clone());
+    if req.method_name() != Some(MethodName::Hello) {
+        return match pre_auth {
+            None => {
+                let e = ErrorObject::new(
+                    EndpointErrorCode::Unauthorized,
+                    "authenticate first: a bearer token on the upgrade or `token` in `hello`",
+                );
+                send_error(out, id, e).await;
+                Handshake::Close(CLOSE_POLICY)
+            }
+            Some(_) => {
+                let e = ErrorObject::new(EndpointErrorCode::HelloRequired, "say `hello` first");
+                send_error(out, id, e).await;
+                Handshake::Refused
+            }
+        };
+    }
+    // The token is read before the rest of the params are checked: without a credential
+    // every other answer is `unauthorized`.
+    let token = req.params.get("token").and_then(Value::as_str);
+    let principal = match (pre_auth, token) {
+        (Some(p), _) => p.clone(),
+        (None, Some(t)) => match state.credentials.authenticate(t) {
+            Some(p) => p,
+            None => {
+                tracing::warn!("hello with an unknown token refused");
+                let e = ErrorObject::new(EndpointErrorCode::Unauthorized, "unknown token");
+                send_error(out, id, e).await;
+                return Handshake::Close(CLOSE_POLICY);
+            }
+        },
+        (None, None) => {
+            let e = ErrorObject::new(
+                EndpointErrorCode::Unauthorized,
+                "no token: send a bearer token on the upgrade or `token` in `hello`",
+            );
+            send_error(out, id, e).await;
+            return Handshake::Close(CLOSE_POLICY);
+        }
+    };
+    if let Err(retry) = state.rate.take(&principal.bucket_key()) {
+        let e = rate_limited("too many requests; slow down", retry);
+        send_error(out, id, e).await;
+        return Handshake::Refused;
+    }
+    let params = match req.params_as::<Hello>() {
+        Ok(p) => p,
+        Err(e) => {
+            send_error(out, id, e).await;
+            return Handshake::Refused;
+        }
+    };
+    if params.protocol.max < MIN_VERSION
+        || params.protocol.min > MAX_VERSION
+        || params.protocol.min > params.protocol.max
+    {
+        let e = ErrorObject::new(
+            ErrorCode::UnsupportedVersion,
+            format!(
+                "no common protocol version: client {}..{}, daemon {MIN_VERSION}..{MAX_VERSION}",
+                params.protocol.min, params.protocol.max
+            ),
+        )
+        .with_runtime_protocol(VersionAdvertisement::current());
+        send_error(out, id, e).await;
+        return Handshake::Close(CLOSE_POLICY);
+    }
+    let chosen = params.protocol.max.min(MAX_VERSION);
+    let caller = principal.caller(&params.client.name);
+    tracing::info!(role = principal.role().as_str(), runtime = principal.runtime_id(),
+        client = %params.client.name, client_version = %params.client.version, "hello");
+    let registry = state.registry;
+    let profile = &state.profile;
+    let result = HelloResult {
+        protocol_version: chosen,
+        role: principal.role(),
+        runtime: principal.runtime_id().to_owned(),
+        runtime_protocol: VersionAdvertisement::current(),
+        phone: PhoneProfile {
+            platform: profile.platform.clone(),
+            model: profile.model.clone(),
+            os_version: profile.os_version.clone(),
+            screen_width: profile.screen_width,
+            screen_height: profile.screen_height,
+            supported_tools: profile.supported_tools.clone(),
+        },
+        manifests: ManifestSummary {
+            commands_version: registry.commands_version(),
+            commands: registry.commands().map(|c| c.name.clone()).collect(),
+            events: registry.events().iter().map(|e| e.name.clone()).collect(),
+            capabilities: registry
+                .capabilities()
+                .iter()
+                .map(|c| c.id.clone())
+                .collect(),
+        },
+    };
+    let result = match serde_json::to_value(result) {
+        Ok(v) => v,
+        Err(e) => {
+            send_error(out, id, internal(e)).await;
+            return Handshake::Refused;
+        }
+    };
+    let presence = match caller.role {
+        Role::Operator => None,
+        Role::Runtime => match state.runtimes.connect(&caller.runtime) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                send_error(out, id, ErrorObject::new(e.code, e.message)).await;
+                return Handshake::Close(CLOSE_POLICY);
+            }
+        },
+    };
+    send_result(out, req.id.clone(), result).await;
+    Handshake::Ok(Session {
+        principal,
+        caller,
+        _presence: presence,
+    })
+}

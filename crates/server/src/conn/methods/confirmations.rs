@@ -1,0 +1,65 @@
+//! `confirmations.list` and `confirmations.resolve` (operator only).
+
+use openphone_core::Operator;
+use openphone_protocol::endpoint::{
+    ConfirmDecision, ConfirmationsListResult, ConfirmationsResolveParams,
+    ConfirmationsResolveResult, ErrorObject, PendingConfirmation,
+};
+use openphone_store::{ConfirmationFilter, ConfirmationState};
+
+use super::forbidden;
+use crate::conn::{Conn, internal};
+
+/// `confirmations.list {}` (operator): the pending confirmations.
+pub(super) fn list(conn: &Conn) -> Result<ConfirmationsListResult, ErrorObject> {
+    let records = conn
+        .state
+        .bridge
+        .store()
+        .list_confirmations(&ConfirmationFilter {
+            state: Some(ConfirmationState::Pending),
+            ..Default::default()
+        })
+        .map_err(internal)?;
+    let confirmations = records
+        .into_iter()
+        .map(|r| PendingConfirmation {
+            confirmation_id: r.confirmation_id,
+            tool: r.identity.tool,
+            runtime: r.identity.runtime,
+            request_id: r.request_id,
+            phone_session_id: r.phone_session_id,
+            summary: r.summary,
+            risk: r.risk,
+            created_at_ms: r.created_at_ms,
+            expires_at_ms: r.expires_at_ms,
+        })
+        .collect();
+    Ok(ConfirmationsListResult { confirmations })
+}
+
+/// The operator capability of the connection; a runtime gets `forbidden` — a runtime can
+/// never resolve a confirmation.
+pub(super) fn operator(conn: &Conn) -> Result<Operator, ErrorObject> {
+    Operator::from_caller(&conn.session.caller).ok_or_else(|| {
+        forbidden("a runtime can never resolve a confirmation; only the user (operator) can")
+    })
+}
+
+/// `confirmations.resolve {confirmation_id, decision}` (operator only): the final tool result
+/// (approve: the stored request re-checked and run once; deny: `denied`).
+pub(super) async fn resolve(
+    conn: &Conn,
+    operator: &Operator,
+    p: ConfirmationsResolveParams,
+) -> Result<ConfirmationsResolveResult, ErrorObject> {
+    let decision = match p.decision {
+        ConfirmDecision::Approve => openphone_core::ConfirmDecision::Approve,
+        ConfirmDecision::Deny => openphone_core::ConfirmDecision::Deny,
+    };
+    conn.state
+        .bridge
+        .resolve(operator, &p.confirmation_id, decision)
+        .await
+        .map_err(|e| ErrorObject::new(e.code(), e.to_string()))
+}

@@ -1,0 +1,99 @@
+//! The methods of a connection after `hello`, one module per family, behind [`dispatch`].
+//!
+//! Each method takes its params type and returns its result type from
+//! `openphone_protocol::endpoint`; [`dispatch`] parses the params and writes the result, so
+//! the wire shapes live only in the protocol crate.
+
+mod audit;
+mod confirmations;
+mod events;
+mod runtime;
+mod sessions;
+mod tools;
+
+use std::sync::Arc;
+
+use openphone_policy::Role;
+use openphone_protocol::endpoint::{
+    AttentionRequest, AuditQuery, ConfirmationsResolve, EndpointErrorCode, ErrorObject,
+    EventsSubscribe, MethodName, Request, RuntimeMessage, RuntimeSelect, SessionsGet, SessionsList,
+    ToolsInvoke,
+};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{Conn, internal};
+
+/// `forbidden` for a runtime calling an operator method.
+fn operator_only(conn: &Conn, method: MethodName) -> Result<(), ErrorObject> {
+    match conn.session.caller.role {
+        Role::Operator => Ok(()),
+        Role::Runtime => Err(forbidden(format!(
+            "{method} is for operators; runtime credentials cannot call it"
+        ))),
+    }
+}
+
+/// A `forbidden` error.
+fn forbidden(message: impl Into<String>) -> ErrorObject {
+    ErrorObject::new(EndpointErrorCode::Forbidden, message)
+}
+
+/// A method's typed result as the `result` member of the response.
+fn written<R: Serialize>(result: Result<R, ErrorObject>) -> Result<Value, ErrorObject> {
+    serde_json::to_value(result?).map_err(internal)
+}
+
+/// Answers one request of a connection that said `hello`.
+pub(super) async fn dispatch(conn: &Arc<Conn>, req: &Request) -> Result<Value, ErrorObject> {
+    let Some(method) = req.method_name() else {
+        return Err(ErrorObject::method_not_found(&req.method));
+    };
+    match method {
+        MethodName::Hello => Err(ErrorObject::invalid_request(
+            "hello was already said on this connection",
+        )),
+        MethodName::ToolsList => written(Ok(tools::list(conn))),
+        MethodName::ToolsInvoke => {
+            written(Ok(
+                tools::invoke(conn, req.params_as::<ToolsInvoke>()?).await
+            ))
+        }
+        MethodName::ConfirmationsList => {
+            operator_only(conn, method)?;
+            written(confirmations::list(conn))
+        }
+        MethodName::ConfirmationsResolve => {
+            // The role is checked before the params: a runtime is refused whatever it sends.
+            let operator = confirmations::operator(conn)?;
+            let params = req.params_as::<ConfirmationsResolve>()?;
+            written(confirmations::resolve(conn, &operator, params).await)
+        }
+        MethodName::EventsSubscribe => {
+            written(events::subscribe(conn, req.params_as::<EventsSubscribe>()?))
+        }
+        MethodName::SessionsList => written(sessions::list(conn, req.params_as::<SessionsList>()?)),
+        MethodName::SessionsGet => written(sessions::get(conn, req.params_as::<SessionsGet>()?)),
+        MethodName::AuditQuery => {
+            operator_only(conn, method)?;
+            written(audit::query(conn, req.params_as::<AuditQuery>()?))
+        }
+        MethodName::AttentionRequest => {
+            operator_only(conn, method)?;
+            let params = req.params_as::<AttentionRequest>()?;
+            written(runtime::attention_request(conn, params).await)
+        }
+        MethodName::RuntimeMessage => {
+            runtime::runtime_only(conn)?;
+            written(runtime::message(conn, req.params_as::<RuntimeMessage>()?))
+        }
+        MethodName::RuntimeList => {
+            operator_only(conn, method)?;
+            written(runtime::list(conn))
+        }
+        MethodName::RuntimeSelect => {
+            operator_only(conn, method)?;
+            written(runtime::select(conn, req.params_as::<RuntimeSelect>()?))
+        }
+    }
+}

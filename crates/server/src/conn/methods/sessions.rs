@@ -1,0 +1,59 @@
+//! `sessions.list` and `sessions.get` (an operator sees every session, a runtime its own).
+
+use openphone_policy::Role;
+use openphone_protocol::endpoint::{
+    EndpointErrorCode, ErrorObject, SessionsGetParams, SessionsGetResult, SessionsListParams,
+    SessionsListResult,
+};
+use openphone_store::SessionFilter;
+
+use super::forbidden;
+use crate::conn::{Conn, internal};
+
+/// `sessions.list {runtime?, status?, limit?}`: phone sessions, newest first (`limit` default
+/// 50, at most 500); a runtime naming another runtime gets `forbidden`.
+pub(super) fn list(conn: &Conn, p: SessionsListParams) -> Result<SessionsListResult, ErrorObject> {
+    let runtime = match conn.session.caller.role {
+        Role::Operator => p.runtime,
+        Role::Runtime => {
+            let own = conn.session.caller.runtime.clone();
+            if p.runtime.as_ref().is_some_and(|r| *r != own) {
+                return Err(forbidden("a runtime sees only its own sessions"));
+            }
+            Some(own)
+        }
+    };
+    let sessions = conn
+        .state
+        .bridge
+        .store()
+        .list_sessions(&SessionFilter {
+            runtime,
+            status: p.status,
+            limit: Some(p.limit.unwrap_or(50).min(500)),
+        })
+        .map_err(internal)?;
+    Ok(SessionsListResult { sessions })
+}
+
+/// `sessions.get {phone_session_id}`: one phone session; `not_found` also for another
+/// runtime's session.
+pub(super) fn get(conn: &Conn, p: SessionsGetParams) -> Result<SessionsGetResult, ErrorObject> {
+    let found = conn
+        .state
+        .bridge
+        .store()
+        .get_session(&p.phone_session_id)
+        .map_err(internal)?;
+    let visible = found.filter(|s| match conn.session.caller.role {
+        Role::Operator => true,
+        Role::Runtime => s.runtime_kind == conn.session.caller.runtime,
+    });
+    match visible {
+        Some(session) => Ok(SessionsGetResult { session }),
+        None => Err(ErrorObject::new(
+            EndpointErrorCode::NotFound,
+            format!("no phone session {:?}", p.phone_session_id),
+        )),
+    }
+}

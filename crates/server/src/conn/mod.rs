@@ -1,0 +1,324 @@
+//! One WebSocket connection: authentication, `hello`, dispatch, events, limits.
+//!
+//! A reader loop parses frames and spawns one task per request (capped per connection); a
+//! single writer task owns the socket's sink and numbers event notifications (`seq`). On
+//! shutdown the reader stops, in-flight requests are answered (a request still waiting for a
+//! confirmation is answered with its `needs_confirmation` result: the confirmation stays
+//! durable), then the connection closes with 1001.
+//!
+//! - `handshake`: the first message — authentication, `hello`, version negotiation.
+//! - `methods`: one module per method family, behind one `dispatch`.
+
+mod handshake;
+mod methods;
+
+use std::collections::HashSet;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
+use futures_util::{SinkExt, StreamExt};
+use openphone_core::Presence;
+use openphone_policy::Caller;
+use openphone_protocol::ErrorCode;
+use openphone_protocol::endpoint::{
+    ErrorObject, Event, EventNotification, RequestId, Response, parse_request,
+};
+use serde_json::Value;
+use tokio::sync::{Semaphore, mpsc};
+use tokio::task::{JoinHandle, JoinSet};
+use tokio::time::MissedTickBehavior;
+use tokio_tungstenite::tungstenite;
+
+use crate::auth::Principal;
+use crate::lock::lock;
+use crate::state::AppState;
+use handshake::{Handshake, handshake};
+
+/// Close codes.
+const CLOSE_NORMAL: u16 = 1000;
+const CLOSE_GOING_AWAY: u16 = 1001;
+const CLOSE_POLICY: u16 = 1008;
+const CLOSE_TOO_BIG: u16 = 1009;
+
+/// What the writer task sends.
+enum Out {
+    /// A response or an error, already serialised.
+    Frame(String),
+    /// An event; the writer numbers it (`seq`).
+    Event(Box<Event>),
+    Ping,
+    Close(u16, &'static str),
+}
+
+/// What a connection knows after `hello`.
+struct Session {
+    principal: Principal,
+    caller: Caller,
+    /// For a runtime: its presence, held while the connection lives (dropping it is the
+    /// disconnect: the runtime's active sessions fail).
+    _presence: Option<Presence>,
+}
+
+/// A connection after `hello`, shared by its request tasks.
+struct Conn {
+    state: Arc<AppState>,
+    session: Session,
+    out: mpsc::Sender<Out>,
+    subscriptions: Mutex<HashSet<String>>,
+    forwarder: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        if let Some(h) = lock(&self.forwarder).take() {
+            h.abort();
+        }
+    }
+}
+
+/// Sends the success answering `id`.
+async fn send_result(out: &mpsc::Sender<Out>, id: RequestId, result: Value) {
+    match serde_json::to_string(&Response::new(id.clone(), result)) {
+        Ok(text) => {
+            let _ = out.send(Out::Frame(text)).await;
+        }
+        Err(e) => send_error(out, Some(id), internal(e)).await,
+    }
+}
+
+/// Sends the failure answering `id` (`None`: the request's id is unknown, sent as `null`).
+async fn send_error(out: &mpsc::Sender<Out>, id: Option<RequestId>, error: ErrorObject) {
+    match serde_json::to_string(&error.into_response(id)) {
+        Ok(text) => {
+            let _ = out.send(Out::Frame(text)).await;
+        }
+        Err(e) => tracing::error!(error = %e, "an error answer could not be written"),
+    }
+}
+
+/// An unexpected failure inside the daemon (logged), answered as `tool_error`.
+fn internal(e: impl std::fmt::Display) -> ErrorObject {
+    tracing::error!(error = %e, "request failed");
+    ErrorObject::new(ErrorCode::ToolError, format!("internal error: {e}"))
+}
+
+/// `rate_limited` with the time to wait.
+fn rate_limited(message: impl Into<String>, retry_after_ms: u64) -> ErrorObject {
+    ErrorObject::new(ErrorCode::RateLimited, message).with_retry_after_ms(retry_after_ms)
+}
+
+/// Whether the read error is the frame/message size limit (tungstenite's capacity error).
+fn is_too_big(err: &axum::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(e) = source {
+        if let Some(ws) = e.downcast_ref::<tungstenite::Error>() {
+            return matches!(
+                ws,
+                tungstenite::Error::Capacity(
+                    tungstenite::error::CapacityError::MessageTooLong { .. }
+                )
+            );
+        }
+        source = e.source();
+    }
+    false
+}
+
+/// Serves one upgraded socket. `pre_auth` is the credential of the upgrade's bearer token.
+pub(crate) async fn serve_socket(
+    state: Arc<AppState>,
+    socket: WebSocket,
+    pre_auth: Option<Principal>,
+) {
+    state.connections.fetch_add(1, Ordering::SeqCst);
+    run(state.clone(), socket, pre_auth).await;
+    state.connections.fetch_sub(1, Ordering::SeqCst);
+    state.connection_closed.notify_waiters();
+}
+
+async fn run(state: Arc<AppState>, socket: WebSocket, pre_auth: Option<Principal>) {
+    let (mut sink, mut stream) = socket.split();
+    let (out_tx, mut out_rx) = mpsc::channel::<Out>(256);
+    let writer = tokio::spawn(async move {
+        let mut seq: u64 = 0;
+        while let Some(out) = out_rx.recv().await {
+            let msg = match out {
+                Out::Frame(text) => Message::Text(Utf8Bytes::from(text)),
+                Out::Event(event) => {
+                    let name = event.name();
+                    match serde_json::to_string(&EventNotification::new(*event, seq + 1)) {
+                        Ok(text) => {
+                            seq += 1;
+                            Message::Text(Utf8Bytes::from(text))
+                        }
+                        Err(e) => {
+                            tracing::error!(event = name, error = %e, "an event could not be written");
+                            continue;
+                        }
+                    }
+                }
+                Out::Ping => Message::Ping(Default::default()),
+                Out::Close(code, reason) => {
+                    let _ = sink
+                        .send(Message::Close(Some(CloseFrame {
+                            code,
+                            reason: Utf8Bytes::from_static(reason),
+                        })))
+                        .await;
+                    break;
+                }
+            };
+            if sink.send(msg).await.is_err() {
+                break;
+            }
+        }
+        let _ = sink.close().await;
+    });
+
+    let limits = state.limits.clone();
+    let inflight = Arc::new(Semaphore::new(limits.max_in_flight.max(1)));
+    let mut tasks: JoinSet<()> = JoinSet::new();
+    let mut conn: Option<Arc<Conn>> = None;
+    let mut shutdown = state.shutdown.clone();
+    let ping_every = Duration::from_millis(limits.ping_interval_ms.max(10));
+    let mut ping = tokio::time::interval(ping_every);
+    ping.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    // The first tick is one interval from now, not at once.
+    ping.reset();
+    // Keepalive ticks since the peer last sent anything (pongs included).
+    let mut silent_ticks: u32 = 0;
+    let mut going_away = *shutdown.borrow();
+
+    while !going_away {
+        tokio::select! {
+            msg = stream.next() => {
+                let msg = match msg {
+                    None => break,
+                    Some(Err(e)) => {
+                        if is_too_big(&e) {
+                            tracing::warn!(limit = limits.max_frame_bytes, "frame over the size limit; closing with 1009");
+                            state.audit_oversize(conn.as_ref().map(|c| &c.session.caller));
+                            let _ = out_tx.send(Out::Close(CLOSE_TOO_BIG, "frame too large")).await;
+                        } else {
+                            tracing::debug!(error = %e, "websocket read failed");
+                        }
+                        break;
+                    }
+                    Some(Ok(m)) => m,
+                };
+                silent_ticks = 0;
+                let text = match msg {
+                    Message::Text(t) => t,
+                    Message::Binary(_) => {
+                        send_error(&out_tx, None, ErrorObject::invalid_request("binary frames are not accepted; send JSON text")).await;
+                        continue;
+                    }
+                    Message::Ping(_) | Message::Pong(_) => continue,
+                    Message::Close(_) => break,
+                };
+                let req = match parse_request(text.as_str()) {
+                    Ok(r) => r,
+                    Err(rejected) => {
+                        send_error(&out_tx, rejected.id, rejected.error).await;
+                        continue;
+                    }
+                };
+                match &conn {
+                    None => {
+                        match handshake(&state, &req, pre_auth.as_ref(), &out_tx).await {
+                            Handshake::Ok(session) => {
+                                conn = Some(Arc::new(Conn {
+                                    state: state.clone(),
+                                    session,
+                                    out: out_tx.clone(),
+                                    subscriptions: Mutex::new(HashSet::new()),
+                                    forwarder: Mutex::new(None),
+                                }));
+                            }
+                            Handshake::Refused => {}
+                            Handshake::Close(code) => {
+                                let _ = out_tx.send(Out::Close(code, "refused")).await;
+                                break;
+                            }
+                        }
+                    }
+                    Some(c) => {
+                        if let Err(retry) = state.rate.take(&c.session.principal.bucket_key()) {
+                            send_error(&out_tx, Some(req.id), rate_limited("too many requests; slow down", retry)).await;
+                            continue;
+                        }
+                        let Ok(permit) = inflight.clone().try_acquire_owned() else {
+                            let message = format!("more than {} requests in flight on this connection", limits.max_in_flight);
+                            send_error(&out_tx, Some(req.id), rate_limited(message, 100)).await;
+                            continue;
+                        };
+                        let c = c.clone();
+                        tasks.spawn(async move {
+                            match methods::dispatch(&c, &req).await {
+                                Ok(result) => send_result(&c.out, req.id, result).await,
+                                Err(e) => send_error(&c.out, Some(req.id), e).await,
+                            }
+                            drop(permit);
+                        });
+                    }
+                }
+            }
+            _ = ping.tick() => {
+                silent_ticks += 1;
+                if silent_ticks > 3 {
+                    tracing::debug!("peer silent for three keepalive intervals; closing");
+                    let _ = out_tx.send(Out::Close(CLOSE_GOING_AWAY, "keepalive timeout")).await;
+                    break;
+                }
+                let _ = out_tx.send(Out::Ping).await;
+            }
+            changed = shutdown.changed() => {
+                if changed.is_err() || *shutdown.borrow() {
+                    going_away = true;
+                }
+            }
+            Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+        }
+    }
+    // Answer what is in flight (waiting invokes answer at once on shutdown), then close.
+    let drained = tokio::time::timeout(Duration::from_secs(10), async {
+        while tasks.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        tasks.abort_all();
+    }
+    // Always end with a close frame: it also ends the writer, even while a detached task
+    // (a `wait: false` follow-up) still holds a sender.
+    let (code, reason) = if going_away {
+        (CLOSE_GOING_AWAY, "daemon shutting down")
+    } else {
+        (CLOSE_NORMAL, "bye")
+    };
+    let _ = out_tx.send(Out::Close(code, reason)).await;
+    drop(conn);
+    drop(out_tx);
+    let _ = writer.await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_capacity_error_is_too_big() {
+        let too_long = tungstenite::error::CapacityError::MessageTooLong {
+            size: 10,
+            max_size: 5,
+        };
+        let big = axum::Error::new(tungstenite::Error::Capacity(too_long));
+        assert!(is_too_big(&big));
+        let closed = axum::Error::new(tungstenite::Error::ConnectionClosed);
+        assert!(!is_too_big(&closed));
+        // The type decides, not the text.
+        let lookalike = axum::Error::new(std::io::Error::other("Space limit exceeded: too long"));
+        assert!(!is_too_big(&lookalike));
+    }
+}

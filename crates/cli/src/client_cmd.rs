@@ -14,7 +14,7 @@ use openphone_protocol::endpoint::{
     ToolsInvokeParams, ToolsList, ToolsListParams,
 };
 use openphone_protocol::{ToolResult, ToolStatus};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::client::DaemonClient;
@@ -143,14 +143,6 @@ fn result_exit(result: &ToolResult) -> ExitCode {
     }
 }
 
-/// The part of a `needs_confirmation` result's body the CLI shows: which confirmation to
-/// approve, and what it asks.
-#[derive(Debug, Deserialize)]
-struct PendingBody {
-    confirmation_id: String,
-    summary: String,
-}
-
 fn print_result(result: &ToolResult, json: bool) -> Result<ExitCode> {
     if json {
         print_json(result)?;
@@ -161,9 +153,9 @@ fn print_result(result: &ToolResult, json: bool) -> Result<ExitCode> {
         }
         match result.status {
             ToolStatus::NeedsConfirmation => {
-                let pending: PendingBody =
-                    serde_json::from_value(Value::Object(result.result.clone()))
-                        .context("a needs_confirmation result without its confirmation")?;
+                let pending = result
+                    .pending_confirmation()
+                    .context("a needs_confirmation result without its confirmation")?;
                 println!(
                     "confirmation: {}  ({})",
                     pending.confirmation_id, pending.summary

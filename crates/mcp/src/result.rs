@@ -29,6 +29,7 @@ pub(crate) fn shape(result: &ToolResult, confirmations_tool: Option<&str>) -> Ca
         .as_ref()
         .map_or(ErrorCode::ToolError, |e| e.code);
     let confirmation_id = pending_confirmation(result);
+    let confirmation_id = confirmation_id.as_deref();
     let message = match confirmation_id {
         Some(id) => pending_message(id, confirmations_tool),
         None => error_message(result, code),
@@ -57,11 +58,10 @@ pub(crate) fn shape(result: &ToolResult, confirmations_tool: Option<&str>) -> Ca
 }
 
 /// The confirmation a `needs_confirmation` result waits on.
-fn pending_confirmation(result: &ToolResult) -> Option<&str> {
-    if result.status != ToolStatus::NeedsConfirmation {
-        return None;
-    }
-    result.result.get("confirmation_id").and_then(Value::as_str)
+fn pending_confirmation(result: &ToolResult) -> Option<String> {
+    result
+        .pending_confirmation()
+        .map(|pending| pending.confirmation_id)
 }
 
 /// The text of a pending result: the action has not happened, where to approve, how to learn

@@ -51,7 +51,9 @@ pub use manifest::{
 pub use registry::{FieldError, ManifestSources, Registry};
 pub use runtime_id::{RuntimeIdError, normalize_runtime_id};
 pub use tool_request::{DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, ToolRequest, effective_timeout_ms};
-pub use tool_result::{ToolError, ToolResult, ToolStatus, audit_id};
+pub use tool_result::{
+    DenialDetails, PendingConfirmation, ToolError, ToolResult, ToolStatus, audit_id,
+};
 pub use transport::{TransportError, check_outbound_url};
 pub use validate::{ManifestError, ManifestErrors, ManifestFile, Rule};
 pub use version::{MAX_VERSION, MIN_VERSION, PROTOCOL_NAME, VersionAdvertisement};

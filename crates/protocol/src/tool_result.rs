@@ -67,6 +67,47 @@ pub struct ToolResult {
     pub error: Option<ToolError>,
 }
 
+/// The `result` body of a `needs_confirmation` answer: which confirmation waits, what the user
+/// is shown, and until when it waits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingConfirmation {
+    pub confirmation_id: String,
+    pub summary: String,
+    /// How long the confirmation waits from its creation, ms (absent in a host's re-answer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<i64>,
+    /// When it expires, Unix ms (absent in a host's re-answer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at_ms: Option<i64>,
+}
+
+/// The `error.details` of a policy denial: the layer that denied and what it looked at.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DenialDetails {
+    /// The denying policy layer (`runtime-protocol.md` §8.2).
+    pub policy: String,
+    pub tool: String,
+    pub runtime: String,
+    pub autonomy: String,
+    pub risk: String,
+    pub phone_platform: String,
+}
+
+impl DenialDetails {
+    /// As the map `ToolError::details` holds.
+    pub fn to_map(&self) -> Map<String, Value> {
+        to_map(self)
+    }
+}
+
+/// A struct with named fields as a JSON object (empty if it were ever not one).
+fn to_map<T: Serialize>(value: &T) -> Map<String, Value> {
+    match serde_json::to_value(value) {
+        Ok(Value::Object(map)) => map,
+        _ => Map::new(),
+    }
+}
+
 fn is_false(b: &bool) -> bool {
     !*b
 }
@@ -114,6 +155,34 @@ impl ToolResult {
                 details: None,
             }),
         }
+    }
+
+    /// A `needs_confirmation` answer pointing at `pending`.
+    pub fn needs_confirmation(
+        runtime: &str,
+        request_id: &str,
+        message: impl Into<String>,
+        pending: &PendingConfirmation,
+    ) -> Self {
+        let mut result = Self::failure(
+            runtime,
+            request_id,
+            ErrorCode::MutatingToolRequiresConfirmation,
+            message,
+        );
+        result.result = to_map(pending);
+        result
+    }
+
+    /// The confirmation this answer waits on, when it is a `needs_confirmation` answer.
+    pub fn pending_confirmation(&self) -> Option<PendingConfirmation> {
+        if self.status != ToolStatus::NeedsConfirmation
+            || self.error.as_ref().map(|e| e.code)
+                != Some(ErrorCode::MutatingToolRequiresConfirmation)
+        {
+            return None;
+        }
+        serde_json::from_value(Value::Object(self.result.clone())).ok()
     }
 
     /// Adds `details` to the error (no effect on an ok result).
@@ -174,6 +243,29 @@ mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
     use serde_json::json;
+
+    #[test]
+    fn a_needs_confirmation_answer_names_its_confirmation() {
+        let pending = PendingConfirmation {
+            confirmation_id: "c-1".into(),
+            summary: "tap at (1, 2)".into(),
+            timeout_ms: Some(30_000),
+            expires_at_ms: Some(1_030_000),
+        };
+        let r = ToolResult::needs_confirmation("rt", "q", "waiting", &pending);
+        assert!(r.check().is_ok());
+        assert_eq!(
+            serde_json::to_value(&r).unwrap()["result"],
+            json!({"confirmation_id": "c-1", "summary": "tap at (1, 2)",
+                   "timeout_ms": 30000, "expires_at_ms": 1030000})
+        );
+        assert_eq!(r.pending_confirmation(), Some(pending));
+        // Any other answer waits on nothing, even with a look-alike body.
+        let mut ok = ToolResult::ok("rt", "q", r.result.clone());
+        assert_eq!(ok.pending_confirmation(), None);
+        ok.status = ToolStatus::Denied;
+        assert_eq!(ok.pending_confirmation(), None);
+    }
 
     #[test]
     fn denied_result_wire_shape() {

@@ -40,9 +40,10 @@ use openphone_protocol::endpoint::{Event, SessionUpdated};
 use openphone_protocol::{
     Command, ErrorCode, Executor, Registry, ToolRequest, ToolResult, ToolStatus,
 };
+use openphone_protocol::{DenialDetails, PendingConfirmation};
 use openphone_store as store;
 use openphone_store::{ConfirmationRecord, IdentityKey, RequestCheck, Scope, SessionStatus, Store};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use tokio::sync::watch;
 
 use crate::events::{Audience, EventBus};
@@ -410,20 +411,15 @@ impl ToolBridge {
         decision: &Decision,
         policy: &str,
     ) -> Map<String, Value> {
-        let mut d = Map::new();
-        d.insert("policy".into(), json!(policy));
-        d.insert("tool".into(), json!(command.name));
-        d.insert("runtime".into(), json!(caller.runtime));
-        d.insert(
-            "autonomy".into(),
-            json!(decision.effective_autonomy.as_str()),
-        );
-        d.insert("risk".into(), json!(command.risk.as_str()));
-        d.insert(
-            "phone_platform".into(),
-            json!(self.device.profile().platform),
-        );
-        d
+        DenialDetails {
+            policy: policy.to_owned(),
+            tool: command.name.clone(),
+            runtime: caller.runtime.clone(),
+            autonomy: decision.effective_autonomy.as_str().to_owned(),
+            risk: command.risk.as_str().to_owned(),
+            phone_platform: self.device.profile().platform.clone(),
+        }
+        .to_map()
     }
 
     /// Publishes `event` to `runtime` and to operators.
@@ -482,18 +478,15 @@ fn parse_result(value: &Value) -> Option<ToolResult> {
 
 /// The `needs_confirmation` answer pointing at `record`.
 fn needs_confirmation(runtime: &str, request_id: &str, record: &ConfirmationRecord) -> ToolResult {
-    let timeout_ms = record.expires_at_ms - record.created_at_ms;
-    let mut result = ToolResult::failure(
+    ToolResult::needs_confirmation(
         runtime,
         request_id,
-        ErrorCode::MutatingToolRequiresConfirmation,
         "waiting for the user to approve this request on the phone",
-    );
-    let mut body = Map::new();
-    body.insert("confirmation_id".into(), json!(record.confirmation_id));
-    body.insert("summary".into(), json!(record.summary));
-    body.insert("timeout_ms".into(), json!(timeout_ms));
-    body.insert("expires_at_ms".into(), json!(record.expires_at_ms));
-    result.result = body;
-    result
+        &PendingConfirmation {
+            confirmation_id: record.confirmation_id.clone(),
+            summary: record.summary.clone(),
+            timeout_ms: Some(record.expires_at_ms - record.created_at_ms),
+            expires_at_ms: Some(record.expires_at_ms),
+        },
+    )
 }

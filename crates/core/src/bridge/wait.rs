@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use openphone_clock::Stopwatch;
 use openphone_policy::{Caller, Context};
-use openphone_protocol::{ErrorCode, ToolRequest, ToolResult, ToolStatus};
+use openphone_protocol::{ToolRequest, ToolResult};
 use openphone_store as store;
 use tokio::sync::watch;
 
@@ -47,17 +47,9 @@ impl Waited {
 
 /// The confirmation a `needs_confirmation` answer waits on (not a background park).
 pub fn waiting_on(result: &ToolResult) -> Option<String> {
-    let code = result.error.as_ref()?.code;
-    if result.status != ToolStatus::NeedsConfirmation
-        || code != ErrorCode::MutatingToolRequiresConfirmation
-    {
-        return None;
-    }
     result
-        .result
-        .get("confirmation_id")?
-        .as_str()
-        .map(str::to_owned)
+        .pending_confirmation()
+        .map(|pending| pending.confirmation_id)
 }
 
 /// A subscription to one confirmation's final result; leaving removes the map entry when no

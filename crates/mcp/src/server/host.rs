@@ -7,12 +7,12 @@ use std::collections::BTreeMap;
 use std::pin::Pin;
 
 use openphone_core::{ConfirmDecision, ConfirmingHost};
-use openphone_protocol::{Command, Confirmation, ErrorCode, ToolResult, ToolStatus};
+use openphone_protocol::{Command, Confirmation, ErrorCode, PendingConfirmation, ToolResult};
 use rmcp::model::{
     CallToolResponse, ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction,
     ElicitationSchema, InputRequest, InputRequiredResult, ProgressToken,
 };
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tokio::time::Sleep;
 
 use super::seal::SealedConfirmation;
@@ -195,21 +195,17 @@ impl Call<'_> {
             return invalid("the confirmation it refers to does not exist");
         };
         let runtime = &self.caller().runtime;
-        let mut first = ToolResult::failure(
+        let first = ToolResult::needs_confirmation(
             runtime,
             &record.request_id,
-            ErrorCode::MutatingToolRequiresConfirmation,
             "waiting for the user's confirmation",
+            &PendingConfirmation {
+                confirmation_id: record.confirmation_id.clone(),
+                summary: record.summary.clone(),
+                timeout_ms: None,
+                expires_at_ms: None,
+            },
         );
-        first.status = ToolStatus::NeedsConfirmation;
-        first.requires_confirmation = true;
-        first.result = Map::from_iter([
-            (
-                "confirmation_id".to_owned(),
-                Value::String(record.confirmation_id.clone()),
-            ),
-            ("summary".to_owned(), Value::String(record.summary.clone())),
-        ]);
         if record.state != openphone_store::ConfirmationState::Pending {
             // Decided already: the recorded outcome, never a second prompt or run.
             let result = self.decided(&first).await;

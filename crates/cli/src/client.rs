@@ -2,6 +2,10 @@
 //! `operator.token`, says `hello` as the operator, and calls methods. Requests are built from
 //! and answers parsed into the endpoint's types (`openphone_protocol::endpoint`), so the CLI
 //! reads the same shapes the daemon writes.
+//!
+//! It connects over `endpoint.sock` when `endpoint.json` names it and it accepts (the user's
+//! own way in, outside the TCP port's connection caps, so a flood of strangers cannot lock the
+//! operator out), and over TCP otherwise.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -13,10 +17,11 @@ use openphone_protocol::endpoint::{
     RequestId, ServerMessage, VersionRange,
 };
 use openphone_server::{ENDPOINT_FILE, EndpointInfo, TOKEN_FILE};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpStream, UnixStream};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream, connect_async};
+use tokio_tungstenite::{WebSocketStream, client_async};
 
 /// No daemon serves the data directory (exit 2 with one line).
 #[derive(Debug)]
@@ -50,9 +55,19 @@ impl std::fmt::Display for RpcFailure {
 
 impl std::error::Error for RpcFailure {}
 
+/// A byte stream to the daemon: `endpoint.sock` or TCP.
+trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
+
+/// The WebSocket to the daemon, over either stream.
+type Ws = WebSocketStream<Box<dyn Io>>;
+
+/// The URL the upgrade names on `endpoint.sock` (the socket itself is the address).
+const SOCKET_URL: &str = "ws://localhost/v1/runtime";
+
 /// One operator connection to the daemon's endpoint.
 pub struct DaemonClient {
-    ws: WebSocketStream<MaybeTlsStream<TcpStream>>,
+    ws: Ws,
     next_id: u64,
     /// Events that arrived while waiting for a response.
     events: VecDeque<Event>,
@@ -62,19 +77,54 @@ pub struct DaemonClient {
     pub hello: HelloResult,
 }
 
-fn read_endpoint(dir: &Path) -> Result<(EndpointInfo, String)> {
+fn read_endpoint(dir: &Path) -> Result<EndpointInfo> {
     let no_daemon = || NoDaemon(dir.to_path_buf());
     let text = std::fs::read_to_string(dir.join(ENDPOINT_FILE)).map_err(|_| no_daemon())?;
     let info: EndpointInfo = serde_json::from_str(&text).map_err(|_| no_daemon())?;
-    let token = std::fs::read_to_string(dir.join(TOKEN_FILE))
-        .with_context(|| format!("reading {}", dir.join(TOKEN_FILE).display()))?;
-    Ok((info, token.trim().to_owned()))
+    Ok(info)
+}
+
+/// The operator token of `dir`.
+fn read_token(dir: &Path) -> Result<String> {
+    let path = dir.join(TOKEN_FILE);
+    let token =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    Ok(token.trim().to_owned())
+}
+
+/// Opens the stream to the daemon and the upgrade request for it: `endpoint.sock` when
+/// `endpoint.json` names one that accepts (its file mode authenticates the user's account;
+/// the operator token is sent too when readable), else the TCP URL with the operator token.
+async fn open(dir: &Path, endpoint: &EndpointInfo) -> Result<(Box<dyn Io>, String, String)> {
+    if let Some(path) = &endpoint.socket
+        && let Ok(stream) = UnixStream::connect(path).await
+    {
+        let token = read_token(dir).unwrap_or_default();
+        return Ok((Box::new(stream), SOCKET_URL.to_owned(), token));
+    }
+    let token = read_token(dir)?;
+    let url = endpoint.url.clone();
+    let req = url
+        .as_str()
+        .into_client_request()
+        .context("bad endpoint url")?;
+    let authority = req
+        .uri()
+        .authority()
+        .context("the endpoint url names no host")?;
+    let addr = match authority.port_u16() {
+        Some(_) => authority.as_str().to_owned(),
+        None => format!("{}:80", authority.host()),
+    };
+    let stream = TcpStream::connect(addr.as_str())
+        .await
+        .map_err(|_| NoDaemon(dir.to_path_buf()))?;
+    let _ = stream.set_nodelay(true);
+    Ok((Box::new(stream), url, token))
 }
 
 /// Reads the next frame the daemon sends, skipping non-text frames.
-async fn next_message(
-    ws: &mut WebSocketStream<MaybeTlsStream<TcpStream>>,
-) -> Result<ServerMessage> {
+async fn next_message(ws: &mut Ws) -> Result<ServerMessage> {
     loop {
         let Some(msg) = ws.next().await else {
             bail!("the daemon closed the connection");
@@ -98,19 +148,21 @@ async fn next_message(
 impl DaemonClient {
     /// Connects to the daemon serving `dir` and says hello as the operator.
     pub async fn connect(dir: &Path) -> Result<DaemonClient> {
-        let (endpoint, token) = read_endpoint(dir)?;
-        let mut req = endpoint
-            .url
+        let endpoint = read_endpoint(dir)?;
+        let (stream, url, token) = open(dir, &endpoint).await?;
+        let mut req = url
             .as_str()
             .into_client_request()
             .context("bad endpoint url")?;
-        req.headers_mut().insert(
-            "Authorization",
-            format!("Bearer {token}")
-                .parse()
-                .context("bad operator token")?,
-        );
-        let (mut ws, _) = match connect_async(req).await {
+        if !token.is_empty() {
+            req.headers_mut().insert(
+                "Authorization",
+                format!("Bearer {token}")
+                    .parse()
+                    .context("bad operator token")?,
+            );
+        }
+        let (mut ws, _) = match client_async(req, stream).await {
             Ok(ok) => ok,
             Err(tokio_tungstenite::tungstenite::Error::Io(_)) => {
                 return Err(NoDaemon(dir.to_path_buf()).into());
@@ -172,7 +224,7 @@ impl DaemonClient {
 /// Sends request `id` for method `M` and waits for its answer, keeping the events that arrive
 /// meanwhile in `events`.
 async fn exchange<M: Method>(
-    ws: &mut WebSocketStream<MaybeTlsStream<TcpStream>>,
+    ws: &mut Ws,
     events: &mut VecDeque<Event>,
     id: u64,
     params: M::Params,

@@ -2,6 +2,7 @@
 //! `runtimes list|select`, `sessions list` and `ask`. Each finds its daemon through the data
 //! directory and acts with the operator credential.
 
+use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
@@ -13,7 +14,9 @@ use openphone_protocol::endpoint::{
     RuntimeSelectParams, SessionStatus, SessionsList, SessionsListParams, ToolsInvoke,
     ToolsInvokeParams, ToolsList, ToolsListParams,
 };
-use openphone_protocol::{ToolResult, ToolStatus};
+use openphone_protocol::{
+    CanonicalError, PendingConfirmation, ToolResult, ToolStatus, parse_json_strict,
+};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -272,7 +275,15 @@ pub fn tools(cmd: ToolsCommand) -> Result<ExitCode> {
             json,
         } => {
             let dir = data_dir.resolve()?;
-            let params: Value = serde_json::from_str(&params).context("params must be JSON")?;
+            // Strict, as the daemon reads a frame: a key given twice is refused, not "last wins".
+            let params: Value = parse_json_strict(&params).map_err(|e| match e {
+                CanonicalError::DuplicateKey { key } => anyhow::anyhow!(
+                    "params hold the key {key:?} more than once; give each key once"
+                ),
+                other => anyhow::Error::new(other).context(format!(
+                    "params must be a JSON object, e.g. '{{\"reason\":\"look\"}}', not {params}"
+                )),
+            })?;
             // The params' own `reason` stands when no `--reason` is given.
             let reason = match reason {
                 Some(r) => Some(r),
@@ -290,15 +301,91 @@ pub fn tools(cmd: ToolsCommand) -> Result<ExitCode> {
                 autonomy,
                 idempotency_key,
                 timeout_ms,
-                wait: Some(!no_wait),
+                // Answered at once, so a request that waits for the user can say so (below);
+                // the final result then follows as a `runtime.tool.result` event.
+                wait: Some(false),
                 ..ToolsInvokeParams::default()
             };
             block_on(async {
                 let mut client = DaemonClient::connect(&dir).await?;
-                let result = client.call::<ToolsInvoke>(request).await?;
+                let first = client.call::<ToolsInvoke>(request).await?;
+                let result = match first.pending_confirmation() {
+                    Some(pending) if !no_wait => {
+                        announce_wait(&pending, &dir);
+                        wait_for_final(&mut client, first).await
+                    }
+                    Some(_) | None => first,
+                };
                 client.close().await;
                 print_result(&result, json)
             })
+        }
+    }
+}
+
+/// Tells the person at the terminal, on stderr and at once, that the request waits for their
+/// confirmation: its id, its summary, and the commands that approve or deny it from another
+/// terminal (issue 12). stdout stays for the result.
+fn announce_wait(pending: &PendingConfirmation, dir: &Path) {
+    let program = std::env::args()
+        .next()
+        .unwrap_or_else(|| "openphone".into());
+    // Another terminal may be in another directory.
+    let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let command = |verb: &str| {
+        format!(
+            "{} confirmations {verb} {} --data-dir {}",
+            shell_word(&program),
+            shell_word(&pending.confirmation_id),
+            shell_word(&dir.display().to_string())
+        )
+    };
+    let expires = pending
+        .timeout_ms
+        .map(|ms| format!(" (expires in {} s)", ms.saturating_add(999) / 1000))
+        .unwrap_or_default();
+    eprintln!(
+        "waiting for your confirmation: {}\n  \
+         id: {}{expires}\n  \
+         approve it from another terminal: {}\n  \
+         deny it:                          {}",
+        pending.summary,
+        pending.confirmation_id,
+        command("approve"),
+        command("deny"),
+    );
+}
+
+/// `word` as one shell word: as it is when that is safe, else single-quoted.
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:@%+=,".contains(c));
+    if plain {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// The final result of `first`, a request waiting for a confirmation: the
+/// `runtime.tool.result` event addressed to it. When the daemon goes away first, `first`
+/// itself (the confirmation stays pending in the daemon; exit 3).
+async fn wait_for_final(client: &mut DaemonClient, first: ToolResult) -> ToolResult {
+    loop {
+        match client.next_event().await {
+            Ok(Event::ToolResult(result)) if result.request_id == first.request_id => {
+                return result;
+            }
+            Ok(_) => {}
+            Err(e) => {
+                eprintln!(
+                    "openphone: stopped waiting ({e:#}); the confirmation stays pending in the \
+                     daemon"
+                );
+                return first;
+            }
         }
     }
 }

@@ -19,12 +19,20 @@ impl DataDir {
         if let Some(dir) = &self.data_dir {
             return Ok(dir.clone());
         }
-        if let Some(xdg) = std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
-            return Ok(PathBuf::from(xdg).join("openphone"));
-        }
-        match std::env::var_os("HOME").filter(|v| !v.is_empty()) {
-            Some(home) => Ok(PathBuf::from(home).join(".local/share/openphone")),
+        match default_location() {
+            Some(dir) => Ok(dir),
             None => bail!("no data directory: pass --data-dir or set OPENPHONE_DATA_DIR"),
         }
     }
+}
+
+/// The data directory when neither `--data-dir` nor `OPENPHONE_DATA_DIR` names one:
+/// `$XDG_DATA_HOME/openphone`, else `~/.local/share/openphone` (none without `HOME`).
+pub fn default_location() -> Option<PathBuf> {
+    if let Some(xdg) = std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
+        return Some(PathBuf::from(xdg).join("openphone"));
+    }
+    std::env::var_os("HOME")
+        .filter(|v| !v.is_empty())
+        .map(|home| PathBuf::from(home).join(".local/share/openphone"))
 }

@@ -13,6 +13,7 @@ mod audit_cmd;
 mod bench_cmd;
 mod client;
 mod client_cmd;
+mod crash_cmd;
 mod data_dir;
 mod mcp_cmd;
 mod protocol_cmd;
@@ -85,15 +86,27 @@ enum Command {
     /// Inspect and check the protocol manifests, hash params, validate tool params (offline).
     #[command(subcommand)]
     Protocol(protocol_cmd::ProtocolCommand),
-    /// Verify or export the hash-chained audit log of a data directory (offline).
+    /// Verify, export or anchor the hash-chained audit log of a data directory (offline).
     #[command(subcommand)]
     Audit(audit_cmd::AuditCommand),
+    /// Developer tools: the crash-safety test (`dev crash-test`).
+    #[command(subcommand)]
+    Dev(DevCommand),
     /// Print version information, including the supported runtime-protocol range.
     Info {
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(Debug, Subcommand)]
+enum DevCommand {
+    /// Kill the daemon with SIGKILL at random moments under load (direct mutations,
+    /// confirmations, approvals), restart it, retry every unanswered call with its key, and
+    /// check: no acknowledged result lost, nothing run twice, nothing run unapproved or
+    /// unaudited, the audit chain intact. Exits 1 when an invariant fails.
+    CrashTest(crash_cmd::CrashTestArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -105,7 +118,31 @@ enum BenchCommand {
     Mcp(bench_cmd::McpBench),
 }
 
+/// The exit code of a command whose reader went away (`openphone … | head`): the code a shell
+/// reports for a process stopped by SIGPIPE, as other tools are.
+const BROKEN_PIPE_EXIT: u8 = 141;
+
+/// A reader that closes stdout early (`openphone protocol commands | head`) ends the command
+/// quietly instead of with a panic: `println!` (and clap_complete) panic when stdout is a
+/// closed pipe, and Rust ignores SIGPIPE, which would otherwise have stopped the process.
+fn quiet_on_broken_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if message.contains("Broken pipe") || message.contains("BrokenPipe") {
+            std::process::exit(i32::from(BROKEN_PIPE_EXIT));
+        }
+        default(info);
+    }));
+}
+
 fn main() -> ExitCode {
+    quiet_on_broken_pipe();
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Protocol(cmd) => protocol_cmd::run(cmd),
@@ -131,6 +168,7 @@ fn main() -> ExitCode {
             timeout_secs,
         ),
         Command::Runtimes(cmd) => client_cmd::runtimes(cmd),
+        Command::Dev(DevCommand::CrashTest(args)) => crash_cmd::run(args),
         Command::Bench(BenchCommand::Invoke(opts)) => bench_cmd::invoke(opts),
         Command::Bench(BenchCommand::Mcp(opts)) => bench_cmd::mcp(opts),
         Command::Mcp(cmd) => mcp_cmd::run(cmd),
@@ -143,8 +181,17 @@ fn main() -> ExitCode {
     };
     match outcome {
         Ok(code) => code,
+        Err(err)
+            if err.chain().any(|cause| {
+                cause
+                    .downcast_ref::<std::io::Error>()
+                    .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+            }) =>
+        {
+            ExitCode::from(BROKEN_PIPE_EXIT)
+        }
         Err(err) => {
-            eprintln!("openphone: {err:#}");
+            eprintln!("openphone: {}", report(&err));
             // A refusal from the daemon is a bad outcome (1); no daemon or bad input is 2.
             if err.downcast_ref::<client::RpcFailure>().is_some() {
                 ExitCode::from(1)
@@ -153,6 +200,24 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// The error and its causes joined by `: `, leaving out a cause whose text the message
+/// before it already shows (an error that prints its source would otherwise say it twice:
+/// `Address already in use (os error 98): Address already in use (os error 98)`).
+fn report(err: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in err.chain() {
+        let line = cause.to_string();
+        if text.contains(&line) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&line);
+    }
+    text
 }
 
 fn info(json: bool) -> anyhow::Result<ExitCode> {

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{Subcommand, ValueEnum};
-use openphone_server::{HELLO_KEY, MCP_TOKEN_FILE, SOCKET_FILE};
+use openphone_server::{ENDPOINT_FILE, EndpointInfo, HELLO_KEY, MCP_TOKEN_FILE, SOCKET_FILE};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
@@ -34,7 +34,7 @@ pub enum McpCommand {
         #[arg(long, value_name = "FILE")]
         token_file: Option<PathBuf>,
         /// Start `openphone serve` for the data directory when no daemon answers, then wait up
-        /// to 5 s for it.
+        /// to 10 s for it to be ready (its log: `daemon.log` in the data directory).
         #[arg(long)]
         autostart: bool,
     },
@@ -73,7 +73,11 @@ pub fn run(cmd: McpCommand) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         McpCommand::Config { host, data_dir } => {
-            println!("{}", host_config(host, &data_dir.resolve()?)?);
+            // A host starts the server from a directory of its own: the path must be absolute.
+            let dir = data_dir.resolve()?;
+            let dir = std::path::absolute(&dir)
+                .with_context(|| format!("making {} absolute", dir.display()))?;
+            println!("{}", host_config(host, &dir)?);
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -87,12 +91,16 @@ fn read_token(data_dir: &Path, token_file: Option<&Path>) -> Result<String> {
         return Ok(t.trim().to_owned());
     }
     let path = token_file.map_or_else(|| data_dir.join(MCP_TOKEN_FILE), Path::to_path_buf);
-    let text = std::fs::read_to_string(&path).with_context(|| {
-        format!(
-            "no MCP token at {} (start the daemon once with `openphone serve`; it creates it)",
-            path.display()
-        )
-    })?;
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && token_file.is_none() => bail!(
+            "no MCP token at {} yet: start the daemon once with `openphone serve --data-dir {}` \
+             (it creates it)",
+            path.display(),
+            data_dir.display()
+        ),
+        Err(e) => bail!("cannot read the MCP token at {}: {e}", path.display()),
+    };
     let token = text.trim();
     if token.is_empty() {
         bail!("{} is empty", path.display());
@@ -116,9 +124,7 @@ fn host_config(host: Host, data_dir: &Path) -> Result<String> {
             args
         ),
         Host::Http => {
-            let endpoint = std::fs::read_to_string(data_dir.join(openphone_server::ENDPOINT_FILE))
-                .ok()
-                .and_then(|t| serde_json::from_str::<openphone_server::EndpointInfo>(&t).ok())
+            let endpoint = endpoint_info(data_dir)
                 .and_then(|info| info.mcp_url)
                 .unwrap_or_else(|| "http://127.0.0.1:7788/mcp".into());
             serde_json::to_string_pretty(&json!({"mcpServers": {"openphone": {
@@ -152,43 +158,107 @@ fn serve(data_dir: &Path, token_file: Option<&Path>, autostart: bool) -> Result<
     outcome.map(|()| ExitCode::SUCCESS)
 }
 
+/// How long `--autostart` waits for the daemon it started: 200 polls 50 ms apart (counted, so
+/// no clock is read). A fresh daemon is ready in well under a second.
+const AUTOSTART_POLLS: u32 = 200;
+const POLL_INTERVAL: Duration = Duration::from_millis(50);
+/// After the started daemon exited: polls left for another daemon of the same data directory
+/// (one that won its lock, e.g. a second host launching at the same moment) to come up.
+const EXITED_GRACE_POLLS: u32 = 20;
+
 async fn connect(
     data_dir: &Path,
     token_file: Option<&Path>,
     autostart: bool,
 ) -> Result<BufReader<UnixStream>, Unavailable> {
-    let token = read_token(data_dir, token_file).map_err(|e| Unavailable(format!("{e:#}")));
     let socket = data_dir.join(SOCKET_FILE);
     let stream = match UnixStream::connect(&socket).await {
-        Err(first) if autostart => {
-            start_daemon(data_dir).map_err(|e| Unavailable(format!("{e:#}")))?;
-            // Retry every 100 ms for up to 5 s; the last refusal is the one reported.
-            let mut last = first;
-            let retry = async {
-                loop {
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    match UnixStream::connect(&socket).await {
-                        Ok(s) => return s,
-                        Err(e) => last = e,
-                    }
-                }
-            };
-            match tokio::time::timeout(Duration::from_secs(5), retry).await {
-                Ok(s) => Ok(s),
-                Err(_) => Err(last),
-            }
-        }
-        other => other,
+        Ok(stream) => stream,
+        Err(_) if autostart => autostart_daemon(data_dir, &socket).await?,
+        Err(e) => return Err(Unavailable(no_daemon(data_dir, &socket, &e))),
     };
-    let stream = stream.map_err(|e| {
-        Unavailable(format!(
-            "no daemon answers at {} ({e}); start it with `openphone serve --data-dir {}`",
-            socket.display(),
-            data_dir.display()
-        ))
-    })?;
-    // The token is read after connecting only so a missing token names the better fix.
-    let token = token?;
+    // Read only once a daemon answers: it writes `mcp.token` before it binds the socket, so a
+    // daemon started a moment ago has written it by now (issue 12).
+    let token = read_token(data_dir, token_file).map_err(|e| Unavailable(format!("{e:#}")))?;
+    hello(stream, &token).await
+}
+
+/// Why nothing answers on `socket`, with the fix.
+fn no_daemon(data_dir: &Path, socket: &Path, error: &std::io::Error) -> String {
+    if let Some(reason) = no_mcp(data_dir, None) {
+        return reason;
+    }
+    format!(
+        "no daemon answers at {} ({error}); start it with `openphone serve --data-dir {}`, or \
+         pass --autostart",
+        socket.display(),
+        data_dir.display()
+    )
+}
+
+/// When the daemon `endpoint.json` names (other than `except`) serves no MCP: why.
+fn no_mcp(data_dir: &Path, except: Option<u32>) -> Option<String> {
+    let info = endpoint_info(data_dir)?;
+    (info.mcp_socket.is_none() && Some(info.pid) != except).then(|| {
+        format!(
+            "the daemon of {} (pid {}) does not serve MCP: `[mcp] enabled = false` in its \
+             config, or it listens on a non-loopback address",
+            data_dir.display(),
+            info.pid
+        )
+    })
+}
+
+/// `endpoint.json` of `data_dir`, when there is one that parses.
+fn endpoint_info(data_dir: &Path) -> Option<EndpointInfo> {
+    let text = std::fs::read_to_string(data_dir.join(ENDPOINT_FILE)).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// Starts `openphone serve` for `data_dir` and waits until it is ready: its `endpoint.json`
+/// (written last, after `mcp.token` and the socket) names it, and its socket accepts. When it
+/// exits first (the port is taken, the config is bad, another daemon won the data directory),
+/// the error quotes what it logged.
+async fn autostart_daemon(data_dir: &Path, socket: &Path) -> Result<UnixStream, Unavailable> {
+    let mut started = start_daemon(data_dir).map_err(|e| Unavailable(format!("{e:#}")))?;
+    let pid = started.child.id();
+    let mut exited: Option<(std::process::ExitStatus, u32)> = None;
+    for _ in 0..AUTOSTART_POLLS {
+        let ours = endpoint_info(data_dir)
+            // After our daemon exited, a daemon that won the lock is as good.
+            .is_some_and(|info| info.pid == pid || exited.is_some());
+        if ours && let Ok(stream) = UnixStream::connect(socket).await {
+            return Ok(stream);
+        }
+        exited = match exited {
+            None => started.child.try_wait().ok().flatten().map(|s| (s, 0)),
+            Some((status, polls)) if polls >= EXITED_GRACE_POLLS => {
+                // It lost the data directory to a daemon that serves no MCP: say that.
+                if let Some(reason) = no_mcp(data_dir, Some(pid)) {
+                    return Err(Unavailable(reason));
+                }
+                return Err(Unavailable(format!(
+                    "`openphone serve --data-dir {}` (started by --autostart) exited ({status}) \
+                     before it was ready{}",
+                    data_dir.display(),
+                    started.log_tail()
+                )));
+            }
+            Some((status, polls)) => Some((status, polls + 1)),
+        };
+        tokio::time::sleep(POLL_INTERVAL).await;
+    }
+    Err(Unavailable(format!(
+        "`openphone serve --data-dir {}` (started by --autostart, pid {pid}) was not ready \
+         within {} s{}",
+        data_dir.display(),
+        u64::from(AUTOSTART_POLLS) * POLL_INTERVAL.as_millis() as u64 / 1000,
+        started.log_tail()
+    )))
+}
+
+/// Says the hello line with `token` and waits for the daemon's answer.
+async fn hello(stream: UnixStream, token: &str) -> Result<BufReader<UnixStream>, Unavailable> {
     let mut stream = BufReader::new(stream);
     let hello = json!({HELLO_KEY: {"token": token}});
     let answer = async {
@@ -226,15 +296,47 @@ async fn connect(
     }
 }
 
-fn start_daemon(data_dir: &Path) -> Result<()> {
+/// A daemon `--autostart` started, and where its log begins.
+struct Started {
+    child: std::process::Child,
+    log: PathBuf,
+    log_from: u64,
+}
+
+impl Started {
+    /// `: <its last log lines> (log: <path>)`, or nothing when it logged nothing.
+    fn log_tail(&self) -> String {
+        let text = std::fs::read(&self.log).unwrap_or_default();
+        let from = usize::try_from(self.log_from).unwrap_or(usize::MAX);
+        let own = String::from_utf8_lossy(text.get(from..).unwrap_or_default()).into_owned();
+        let lines: Vec<&str> = own.lines().filter(|l| !l.trim().is_empty()).collect();
+        let tail = lines[lines.len().saturating_sub(3)..].join(" | ");
+        if tail.is_empty() {
+            String::new()
+        } else {
+            format!(": {tail} (log: {})", self.log.display())
+        }
+    }
+}
+
+fn start_daemon(data_dir: &Path) -> Result<Started> {
     let exe = std::env::current_exe().context("locating the openphone binary")?;
-    std::fs::create_dir_all(data_dir)
+    // The user's alone, as the daemon keeps it: the directory 0700, the log 0600.
+    let mut dir = std::fs::DirBuilder::new();
+    dir.recursive(true);
+    let mut log = std::fs::OpenOptions::new();
+    log.create(true).append(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+        dir.mode(0o700);
+        log.mode(0o600);
+    }
+    dir.create(data_dir)
         .with_context(|| format!("creating {}", data_dir.display()))?;
-    let log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(data_dir.join("daemon.log"))
-        .context("opening daemon.log")?;
+    let log_path = data_dir.join("daemon.log");
+    let log = log.open(&log_path).context("opening daemon.log")?;
+    let log_from = log.metadata().map(|m| m.len()).unwrap_or(0);
     let mut cmd = std::process::Command::new(exe);
     cmd.arg("serve")
         .arg("--data-dir")
@@ -248,9 +350,14 @@ fn start_daemon(data_dir: &Path) -> Result<()> {
         // Its own process group: the host stopping this front end does not stop the daemon.
         cmd.process_group(0);
     }
-    cmd.spawn()
-        .map(|_| ())
-        .map_err(|e| anyhow!("starting `openphone serve`: {e}"))
+    let child = cmd
+        .spawn()
+        .map_err(|e| anyhow!("starting `openphone serve`: {e}"))?;
+    Ok(Started {
+        child,
+        log: log_path,
+        log_from,
+    })
 }
 
 /// Copies stdin to the daemon and the daemon to stdout until the daemon closes the connection

@@ -23,12 +23,12 @@ pub mod summary;
 mod locks;
 
 pub use bridge::{
-    BridgeConfig, BridgeError, ConfirmDecision, ConfirmingHost, Operator, RecoveryReport,
-    ToolBridge, Waited, waiting_on,
+    BridgeConfig, BridgeError, ConfirmDecision, ConfirmingHost, MAX_TASK_SCOPES, Operator,
+    RESOLVED_BY_CONFIGURATION, RecoveryReport, ToolBridge, Waited, Withdrawn, waiting_on,
 };
 pub use events::{Audience, Event, EventBus, PublishError};
 pub use request::{NormalizedRequest, normalize};
 pub use runtimes::{
-    AttentionAccepted, AttentionRequest, Presence, RuntimeConfigError, RuntimeEntry, RuntimeError,
-    RuntimeKind, RuntimeManager, RuntimeMessage, RuntimeStatus, RuntimesConfig, Source, Surface,
+    Presence, RuntimeConfigError, RuntimeEntry, RuntimeError, RuntimeKind, RuntimeManager,
+    RuntimesConfig, Source, Surface,
 };

@@ -14,10 +14,11 @@ use std::sync::{Arc, Mutex};
 use openphone_clock::Clock;
 use openphone_policy::Autonomy;
 use openphone_protocol::endpoint::{
-    AttentionRequested, Event, ManagerStatus, MessagePayload, PresenceOffline, PresenceOnline,
-    PresenceTrigger, SessionUpdated, Trust, UntrustedData,
+    AttentionAccepted, AttentionRequestParams, AttentionRequested, AttentionStatus, Event,
+    ManagerStatus, MessagePayload, PresenceOffline, PresenceOnline, PresenceTrigger, RuntimeInfo,
+    RuntimeMessageParams, RuntimeState, SessionUpdated, Trust, UntrustedData,
 };
-pub use openphone_protocol::endpoint::{RuntimeKind, Source};
+pub use openphone_protocol::endpoint::{RuntimeKind, Source, Surface};
 use openphone_protocol::{ErrorCode, normalize_runtime_id};
 use openphone_store::{NewPhoneSession, PhoneSession, SessionStatus, Store};
 use serde::{Deserialize, Serialize};
@@ -46,45 +47,6 @@ pub struct RuntimeEntry {
 
 fn yes() -> bool {
     true
-}
-
-/// The routing roles of the phone's entry points.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Surface {
-    Chat,
-    Volume,
-    Background,
-}
-
-impl Surface {
-    /// Every routing role.
-    pub const ALL: [Surface; 3] = [Surface::Chat, Surface::Volume, Surface::Background];
-
-    /// The wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Surface::Chat => "chat",
-            Surface::Volume => "volume",
-            Surface::Background => "background",
-        }
-    }
-
-    /// Parses a routing role name.
-    pub fn parse(s: &str) -> Option<Surface> {
-        Surface::ALL.into_iter().find(|x| x.as_str() == s.trim())
-    }
-
-    /// The routing role an entry point (source) uses.
-    pub fn for_source(source: Source) -> Surface {
-        match source {
-            Source::ClassicVoice | Source::IslandVoice | Source::VolumeVoice => Surface::Volume,
-            Source::Watcher | Source::Job | Source::BackgroundJob => Surface::Background,
-            Source::ChatVoice | Source::DynamicIsland | Source::Notification | Source::Chat => {
-                Surface::Chat
-            }
-        }
-    }
 }
 
 /// The runtimes and the per-surface routing.
@@ -138,72 +100,6 @@ fn err(code: ErrorCode, message: impl Into<String>) -> RuntimeError {
         code,
         message: message.into(),
     }
-}
-
-/// An attention request as an operator surface makes it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct AttentionRequest {
-    /// The entry point (`chat`, `volume_voice`, …); unknown values become `chat`.
-    #[serde(default)]
-    pub surface: String,
-    pub text: String,
-    /// A runtime to use instead of the one routed for the surface.
-    #[serde(default)]
-    pub runtime: Option<String>,
-    /// Autonomy granted for this session (default `ask_before_action`).
-    #[serde(default)]
-    pub autonomy: Option<String>,
-    #[serde(default)]
-    pub include_screen: bool,
-    #[serde(default)]
-    pub context: Option<Value>,
-    /// The screen preflight, attached by the caller when `include_screen` is set.
-    #[serde(default)]
-    pub screen: Option<Value>,
-}
-
-/// The answer to an accepted attention request.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AttentionAccepted {
-    pub ok: bool,
-    pub status: String,
-    pub message: String,
-    pub phone_session_id: String,
-    pub attention_id: String,
-    pub runtime: String,
-    pub runtime_session_id: String,
-}
-
-/// A reply from a runtime for one of its sessions.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct RuntimeMessage {
-    pub phone_session_id: String,
-    #[serde(default)]
-    pub runtime_session_id: Option<String>,
-    pub text: String,
-    /// `true` ends the turn.
-    #[serde(default, rename = "final")]
-    pub is_final: bool,
-    /// An explicit `openphone.assistant_output.v1` envelope (final messages only).
-    #[serde(default)]
-    pub output: Option<Value>,
-    /// The runtime reports that the turn failed.
-    #[serde(default)]
-    pub error: Option<String>,
-}
-
-/// A runtime as listed to operators.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct RuntimeStatus {
-    pub id: String,
-    pub kind: RuntimeKind,
-    pub enabled: bool,
-    /// `connected`, `idle` (configured, not connected), `disabled`, or `not_configured` for the
-    /// built-in loop until it exists.
-    pub status: String,
-    pub connections: usize,
-    /// Surfaces routed to it.
-    pub surfaces: Vec<&'static str>,
 }
 
 #[derive(Debug)]
@@ -363,7 +259,7 @@ impl RuntimeManager {
             trigger: PresenceTrigger::Disconnect,
             sent_at_ms: now,
             runtime: runtime.to_owned(),
-            runtime_manager_status: self.manager_status(),
+            runtime_manager_status: self.aggregate_status(),
         };
         self.publish(&Event::PresenceOffline(offline), runtime);
     }
@@ -404,35 +300,30 @@ impl RuntimeManager {
     }
 
     /// Every runtime with its status and routed surfaces.
-    pub fn list(&self) -> Vec<RuntimeStatus> {
+    pub fn list(&self) -> Vec<RuntimeInfo> {
         let state = lock(&self.state);
         state
             .runtimes
             .values()
-            .map(|e| RuntimeStatus {
+            .map(|e| RuntimeInfo {
                 id: e.config.id.clone(),
                 kind: e.config.kind,
                 enabled: e.config.enabled,
-                status: entry_status(e).to_owned(),
+                status: entry_status(e),
                 connections: e.connections,
                 surfaces: state
                     .routing
                     .iter()
                     .filter(|(_, r)| **r == e.config.id)
-                    .map(|(s, _)| s.as_str())
+                    .map(|(s, _)| *s)
                     .collect(),
             })
             .collect()
     }
 
-    /// The manager's aggregate status (§13.5, for the statuses this daemon has), as its wire
-    /// string.
-    pub fn aggregate_status(&self) -> &'static str {
-        self.manager_status().as_str()
-    }
-
-    /// The manager's aggregate status over the enabled WebSocket runtimes.
-    fn manager_status(&self) -> ManagerStatus {
+    /// The manager's aggregate status over the enabled WebSocket runtimes (§13.5, for the
+    /// statuses this daemon has).
+    pub fn aggregate_status(&self) -> ManagerStatus {
         let state = lock(&self.state);
         let remote: Vec<&Entry> = state
             .runtimes
@@ -451,10 +342,12 @@ impl RuntimeManager {
     }
 
     /// The attention flow of §2.3: resolve the runtime, create the phone session, deliver
-    /// `runtime.attention.requested` to the runtime.
+    /// `runtime.attention.requested` to the runtime. `screen` is the screen preflight the
+    /// caller read when `include_screen` is set (ignored otherwise).
     pub fn request_attention(
         &self,
-        req: AttentionRequest,
+        req: AttentionRequestParams,
+        screen: Option<Value>,
     ) -> Result<AttentionAccepted, RuntimeError> {
         let source = Source::normalize(&req.surface);
         let surface = Surface::for_source(source);
@@ -522,7 +415,7 @@ impl RuntimeManager {
                 now,
             )
             .map_err(store_err)?;
-        let screen = match &req.screen {
+        let screen = match &screen {
             Some(screen) if req.include_screen => {
                 Some(untrusted(&strip_screenshot(screen), SCREEN_JSON_CHARS))
             }
@@ -556,7 +449,7 @@ impl RuntimeManager {
         self.session_updated(&session);
         Ok(AttentionAccepted {
             ok: true,
-            status: "sent".into(),
+            status: AttentionStatus::Sent,
             message: format!("sent to {runtime}"),
             phone_session_id,
             attention_id,
@@ -571,7 +464,7 @@ impl RuntimeManager {
     pub fn runtime_message(
         &self,
         runtime: &str,
-        msg: RuntimeMessage,
+        msg: RuntimeMessageParams,
     ) -> Result<PhoneSession, RuntimeError> {
         let session = self
             .store
@@ -641,12 +534,12 @@ impl RuntimeManager {
     }
 }
 
-fn entry_status(e: &Entry) -> &'static str {
+fn entry_status(e: &Entry) -> RuntimeState {
     match (e.config.kind, e.config.enabled, e.connections) {
-        (_, false, _) => "disabled",
-        (RuntimeKind::Builtin, true, _) => "not_configured",
-        (RuntimeKind::Websocket, true, 0) => "idle",
-        (RuntimeKind::Websocket, true, _) => "connected",
+        (_, false, _) => RuntimeState::Disabled,
+        (RuntimeKind::Builtin, true, _) => RuntimeState::NotConfigured,
+        (RuntimeKind::Websocket, true, 0) => RuntimeState::Idle,
+        (RuntimeKind::Websocket, true, _) => RuntimeState::Connected,
     }
 }
 

@@ -1,6 +1,9 @@
 //! The one-line confirmation summary (`runtime-protocol.md` §10.1):
 //! `<tool>: <reason> (<key>=<value>; …)`, params in key order without `reason` and `_`-keys,
 //! each value cut to 48 characters, the parameter part to about 180, the whole to 220.
+//! Separators inside values are escaped, control characters folded to spaces, and bidi
+//! controls and zero-width characters shown escaped (`\u{202E}`): the summary is what the user
+//! approves, so it must read exactly as what runs.
 
 use openphone_protocol::limits::CONFIRMATION_SUMMARY_CHARS;
 use serde_json::Value;
@@ -18,8 +21,9 @@ pub fn cut(s: &str, max: usize) -> String {
     out
 }
 
-/// Escapes the separators of the parameter list, and folds control characters to spaces, so a
-/// value cannot pass itself off as another parameter.
+/// Escapes the separators of the parameter list, folds control characters to spaces and shows
+/// invisible characters escaped, so a value cannot pass itself off as another parameter nor
+/// make the line read differently from what it holds.
 fn escape_value(value: &str) -> String {
     let mut out = String::with_capacity(value.len());
     for c in value.chars() {
@@ -27,10 +31,31 @@ fn escape_value(value: &str) -> String {
             ';' => out.push_str("\\;"),
             ')' => out.push_str("\\)"),
             c if c.is_control() => out.push(' '),
+            c if is_invisible(c) => out.push_str(&format!("\\u{{{:04X}}}", u32::from(c))),
             c => out.push(c),
         }
     }
     out
+}
+
+/// Characters that change how the text around them is shown without being seen themselves:
+/// the bidirectional controls (embeddings, overrides and isolates U+202A–U+202E and
+/// U+2066–U+2069, the marks U+200E, U+200F and U+061C), which can make `evil.example/moc.knab`
+/// read as `bank.com`, and the zero-width characters (U+200B–U+200D, U+2060–U+2064, U+180E,
+/// U+FEFF), which hide differences between look-alike values.
+fn is_invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{202A}'..='\u{202E}'
+            | '\u{2066}'..='\u{2069}'
+            | '\u{200E}'
+            | '\u{200F}'
+            | '\u{061C}'
+            | '\u{200B}'..='\u{200D}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{180E}'
+            | '\u{FEFF}'
+    )
 }
 
 /// Builds the summary of a request to run `tool` with `params` for `reason`. The parameters are

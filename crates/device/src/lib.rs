@@ -47,34 +47,18 @@ pub mod sim;
 use std::fmt::Debug;
 
 use async_trait::async_trait;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use error::{DeviceError, EntityKind};
+/// What a device is and what it can do: the profile `hello` answers with, one type.
+pub use openphone_protocol::endpoint::PhoneProfile;
 pub use sim::{ScenarioError, SimPhone, SimState};
-
-/// What a device is and what it can do.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DeviceProfile {
-    /// Backend platform, e.g. `simulated`, `android`.
-    pub platform: String,
-    /// Model name.
-    pub model: String,
-    /// OS version.
-    pub os_version: String,
-    /// Screen width in pixels.
-    pub screen_width: u32,
-    /// Screen height in pixels.
-    pub screen_height: u32,
-    /// Canonical names of the commands the device executes.
-    pub supported_tools: Vec<String>,
-}
 
 /// A phone that executes device-owned commands.
 #[async_trait]
 pub trait PhoneDevice: Send + Sync + Debug {
     /// The device's profile.
-    fn profile(&self) -> DeviceProfile;
+    fn profile(&self) -> PhoneProfile;
 
     /// Whether the device executes `tool` (a canonical command name).
     fn supports(&self, tool: &str) -> bool;

@@ -54,7 +54,9 @@
 //! `_meta["dev.openphone/toolResult"]` = `{request_id, status, audit_id, error?,
 //! confirmation_id?}`. Invalid arguments are never protocol errors: the bridge's `invalid_params`
 //! result names each field, and [`invalid_arguments`] builds one from the manifest validators'
-//! field errors with JSON pointers in `details.errors`.
+//! field errors with JSON pointers in `details.errors`. A call whose text holds a key twice is
+//! `invalid_params` naming the key: the transports read the raw text before rmcp keeps only
+//! the last value ([`META_DUPLICATE_KEY`]).
 //!
 //! # Identity (§2.1)
 //!
@@ -68,6 +70,8 @@ mod identity;
 mod names;
 mod result;
 mod server;
+mod sessions;
+mod strict;
 mod sync;
 mod transport;
 
@@ -94,9 +98,11 @@ pub use server::{
     McpBackend, McpPrincipal, McpSettings, PhoneMcp, SOURCE_ELICITATION, SOURCE_INPUT_RESPONSE,
     StateSeal,
 };
+pub use sessions::{HTTP_SESSION_IDLE, MAX_HTTP_SESSIONS, McpSessions};
+pub use strict::{MAX_LINE_BYTES, META_DUPLICATE_KEY};
 pub use transport::{
-    CancellationToken, HttpOptions, LOOPBACK_ORIGINS, MAX_HTTP_BODY_BYTES, http_service,
-    serve_stream, serve_unavailable,
+    CancellationToken, HttpOptions, HttpResponse, LOOPBACK_ORIGINS, MAX_HTTP_BODY_BYTES,
+    McpHttpService, http_service, serve_stream, serve_unavailable,
 };
 
 /// Re-exported so transports use the exact pinned `rmcp` this crate builds against.

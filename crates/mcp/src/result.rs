@@ -114,6 +114,9 @@ pub fn next_step(code: ErrorCode) -> Option<&'static str> {
             "The action may or may not have happened; check the phone before acting again."
         }
         C::Cancelled => "The call was cancelled before it ran.",
+        C::AuditUnavailable => {
+            "The phone cannot write its audit log; ask the user to fix its data directory, then retry."
+        }
         C::ConfirmationCancelled => {
             "The user dismissed the prompt; do not retry without asking the user."
         }
@@ -141,6 +144,7 @@ pub fn retryable(code: ErrorCode) -> bool {
         | C::SnapshotUnavailable
         | C::StaleRevision
         | C::DaemonUnavailable
+        | C::AuditUnavailable
         | C::ConfirmationInvalid => true,
         C::UnsupportedVersion
         | C::MissingRequestId

@@ -13,12 +13,15 @@ pub use openphone_protocol::Autonomy;
 ///   the user raised it).
 /// - `is_operator`: the operator credential (the user's own CLI or dashboard) has no ceiling.
 ///
-/// Rules, for a runtime:
+/// For a runtime the result is the strictest of the three — `min(request, session,
+/// ceiling)`, where a missing request or session does not count and neither means
+/// `ask_before_action`:
 ///
-/// - request and session: the stricter of the two (a request can only make things stricter);
-/// - request, no session: the stricter of the request and the ceiling;
-/// - no request, session: the session's mode (set by the user through the attention request);
-/// - neither: `ask_before_action`, capped by the ceiling (a ceiling of `observe_only` wins).
+/// - a request can only make things stricter than its session;
+/// - a session can only make things stricter than the runtime's ceiling: a session the user
+///   opened in `trusted_actions` for a runtime whose ceiling is `observe_only` (or the default
+///   `ask_before_action`) runs in the ceiling's mode (issue 11, item 4);
+/// - neither request nor session: `ask_before_action`, capped by the ceiling.
 ///
 /// For the operator: the request's value when given, else the session's, else
 /// `ask_before_action`.
@@ -32,12 +35,13 @@ pub fn effective_autonomy(
     if is_operator {
         return requested.or(session).unwrap_or(Autonomy::DEFAULT);
     }
-    match (requested, session) {
+    let chosen = match (requested, session) {
         (Some(r), Some(s)) => r.stricter(s),
-        (Some(r), None) => r.stricter(caller_ceiling),
+        (Some(r), None) => r,
         (None, Some(s)) => s,
-        (None, None) => Autonomy::DEFAULT.stricter(caller_ceiling),
-    }
+        (None, None) => Autonomy::DEFAULT,
+    };
+    chosen.stricter(caller_ceiling)
 }
 
 #[cfg(test)]

@@ -162,7 +162,8 @@ impl Caller {
     }
 
     /// The daemon's own runtime: all exposure classes, transport `internal`, ceiling
-    /// `ask_before_action` (jobs and goals get their mode from their session).
+    /// `ask_before_action` (jobs and goals get their mode from their session, capped by this
+    /// ceiling like any runtime's).
     pub fn builtin(principal: &str) -> Caller {
         Caller {
             runtime: BUILTIN_RUNTIME.to_owned(),
@@ -200,6 +201,47 @@ impl Caller {
             Role::Runtime => false,
         }
     }
+
+    /// The configured part of this caller: enabled, grants, ceiling.
+    pub fn authorisation(&self) -> RuntimeAuthorisation {
+        RuntimeAuthorisation {
+            enabled: self.enabled,
+            grants: self.grants,
+            max_autonomy: self.max_autonomy,
+        }
+    }
+
+    /// The same caller (runtime, transport, principal, role) under another authorisation —
+    /// the runtime's current configuration, when a stored request is decided again.
+    pub fn with_authorisation(&self, current: RuntimeAuthorisation) -> Caller {
+        Caller {
+            enabled: current.enabled,
+            grants: current.grants,
+            max_autonomy: current.max_autonomy,
+            ..self.clone()
+        }
+    }
+}
+
+/// What the configuration says about one runtime and the policy reads: whether it is
+/// enabled (layer 1), its granted exposure classes (layer 1) and its autonomy ceiling
+/// `max_autonomy` (layer 4). A request carries these as of the moment it arrived; a request
+/// approved later is decided again under the runtime's **current** authorisation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct RuntimeAuthorisation {
+    pub enabled: bool,
+    pub grants: ExposureGrants,
+    pub max_autonomy: Autonomy,
+}
+
+impl RuntimeAuthorisation {
+    /// No authority at all: disabled, nothing granted, ceiling `observe_only` — what a runtime
+    /// that is no longer configured is decided with.
+    pub const REVOKED: RuntimeAuthorisation = RuntimeAuthorisation {
+        enabled: false,
+        grants: ExposureGrants::NONE,
+        max_autonomy: Autonomy::ObserveOnly,
+    };
 }
 
 /// One entry of a tool list: a command name (canonical, alias or model-tool name), a category

@@ -23,8 +23,9 @@
 //! The effective autonomy ([`effective_autonomy`]) follows §9: lenient normalisation with the
 //! legacy synonyms (`read_only`, `dry_run` → `observe_only`; `yolo` → `trusted_actions`;
 //! anything unknown → `ask_before_action`), inheritance request → session → `ask_before_action`,
-//! and no escalation: a runtime's request can only make things stricter than its session, or,
-//! without a session, than its configured ceiling `max_autonomy`; the operator has no ceiling.
+//! and no escalation: for a runtime it is `min(request, session, ceiling)` — a request can only
+//! make things stricter than its session, and neither can lift the runtime above its configured
+//! ceiling `max_autonomy`; the operator has no ceiling.
 //!
 //! # The merge rule
 //!
@@ -101,7 +102,7 @@ pub use decision::{
 pub use error::PolicyError;
 pub use input::{
     BUILTIN_RUNTIME, BackgroundRun, Caller, Context, ExposureGrants, PolicyInput, Role, RuleMatch,
-    StandingApproval, ToolList, ToolPolicy, ToolSelector, Transport,
+    RuntimeAuthorisation, StandingApproval, ToolList, ToolPolicy, ToolSelector, Transport,
 };
 pub use layers::{is_mutating, is_risk_floor};
 pub use verdict::{DecisionSource, Layer, PolicyDetail, Verdict, VerdictKind};

@@ -48,7 +48,8 @@ pub fn parse_json_strict(text: &str) -> Result<Value, CanonicalError> {
     Ok(value)
 }
 
-fn classify(e: &serde_json::Error) -> CanonicalError {
+/// The [`CanonicalError`] behind a strict parse's error: a duplicate key, or a syntax error.
+pub(crate) fn classify(e: &serde_json::Error) -> CanonicalError {
     let text = e.to_string();
     if let Some(rest) = text.strip_prefix(DUPLICATE_PREFIX) {
         let key = rest.split(DUPLICATE_SUFFIX).next().unwrap_or_default();
@@ -62,8 +63,13 @@ fn classify(e: &serde_json::Error) -> CanonicalError {
 const DUPLICATE_PREFIX: &str = "duplicate key \u{1}";
 const DUPLICATE_SUFFIX: &str = "\u{1}";
 
+/// The error a strict parse fails with on a repeated `key` ([`classify`] reads it back).
+pub(crate) fn duplicate_key_error<E: de::Error>(key: &str) -> E {
+    E::custom(format!("{DUPLICATE_PREFIX}{key}{DUPLICATE_SUFFIX}"))
+}
+
 /// Builds a `serde_json::Value`, failing on a repeated key in any object.
-struct StrictValue;
+pub(crate) struct StrictValue;
 
 impl<'de> DeserializeSeed<'de> for StrictValue {
     type Value = Value;
@@ -117,9 +123,7 @@ impl<'de> Visitor<'de> for StrictVisitor {
         let mut out = Map::new();
         while let Some(key) = map.next_key::<String>()? {
             if out.contains_key(&key) {
-                return Err(de::Error::custom(format!(
-                    "{DUPLICATE_PREFIX}{key}{DUPLICATE_SUFFIX}"
-                )));
+                return Err(duplicate_key_error(&key));
             }
             let value = map.next_value_seed(StrictValue)?;
             out.insert(key, value);

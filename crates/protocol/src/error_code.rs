@@ -99,6 +99,9 @@ error_codes! {
     ExecutionResultUnknown = "execution_result_unknown",
     /// The request was withdrawn before execution.
     Cancelled = "cancelled",
+    /// The audit log (or the durable record of an execution) could not be written, so the
+    /// request was refused: nothing ran, or its result is withheld.
+    AuditUnavailable = "audit_unavailable",
     /// Tool result inside a background run: the action was parked for review.
     BackgroundConfirmationRequired = "background.confirmation_required",
     // §13.2 adapters and transports
@@ -198,6 +201,7 @@ impl ErrorCode {
             | C::ToolError
             | C::FrameworkConfirmationFailed
             | C::ExecutionResultUnknown
+            | C::AuditUnavailable
             | C::DaemonUnavailable
             | C::ConfirmationInvalid => Some(ToolStatus::Error),
             C::ToolRegistryUnavailable

@@ -5,13 +5,14 @@
 //!
 //! - the four **manifests** (commands, events, capabilities, runtime schema), embedded at build
 //!   time from `runtime/protocol/`, parsed into a typed [`Registry`] and checked against every
-//!   load-time rule of the specification ([`validate`]). A broken manifest is rejected as a
+//!   load-time rule of the specification (each a [`Rule`]). A broken manifest is rejected as a
 //!   whole, with one [`ManifestError`] per broken rule naming the rule and the command;
 //! - compiled **input validators** that report field-level errors ([`FieldError`]);
 //! - **canonical JSON** and the digests built on it ([`canonical`], [`digest`]): the bridge's
 //!   `params_hash` and the background-review `params_digest` / `binding_digest`;
 //! - the closed **error-code** catalogue ([`ErrorCode`]), the **tool result** wire type
 //!   ([`ToolResult`]) and the version advertisement ([`VersionAdvertisement`]);
+//! - [`log_value`]: a peer-supplied string escaped and cut for one value of a log line;
 //! - the daemon's **endpoint** API ([`endpoint`]): one params and one result type per
 //!   JSON-RPC method, the event payloads, the envelope and the closed `error.data.code` set;
 //! - the **wire enums** other crates share ([`Autonomy`], [`Role`], [`Risk`], …), each defined
@@ -27,13 +28,14 @@ pub mod digest;
 pub mod endpoint;
 mod error_code;
 pub mod limits;
+mod log_value;
 mod manifest;
 mod registry;
 mod runtime_id;
 mod tool_request;
 mod tool_result;
 pub mod transport;
-pub mod validate;
+mod validate;
 mod version;
 mod wire_enum;
 
@@ -44,6 +46,7 @@ pub use digest::{
 };
 pub use endpoint::Role;
 pub use error_code::{ErrorCode, UnknownErrorCode};
+pub use log_value::{LogValue, log_value};
 pub use manifest::{
     Capability, CapabilityRisk, Command, Confirmation, Direction, EventSpec, Executor, Exposure,
     Risk, TransportMapping, WireMapping,
@@ -55,5 +58,5 @@ pub use tool_result::{
     DenialDetails, PendingConfirmation, ToolError, ToolResult, ToolStatus, audit_id,
 };
 pub use transport::{TransportError, check_outbound_url};
-pub use validate::{ManifestError, ManifestErrors, ManifestFile, Rule};
+pub use validate::{ManifestDeprecation, ManifestError, ManifestErrors, ManifestFile, Rule};
 pub use version::{MAX_VERSION, MIN_VERSION, PROTOCOL_NAME, VersionAdvertisement};

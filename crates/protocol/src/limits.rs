@@ -19,5 +19,10 @@ pub const REASON_CHARS: usize = 1000;
 pub const CONFIRMATION_SUMMARY_CHARS: usize = 220;
 /// Maximum characters of an error text sent to a runtime.
 pub const ERROR_TEXT_CHARS: usize = 320;
+/// Maximum bytes of a `hello`'s `client.name` and of its `client.version` (this project's
+/// limit); a longer one is `invalid_params`.
+pub const CLIENT_INFO_BYTES: usize = 256;
+/// Maximum characters of one value in a log line, after escaping ([`crate::log_value`]).
+pub const LOG_VALUE_CHARS: usize = 160;
 /// Largest integer magnitude peers can hash identically (2^53 − 1).
 pub const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;

@@ -39,6 +39,17 @@ pub struct Config {
     pub limits: Limits,
     /// The MCP server (`docs/mcp.md`).
     pub mcp: McpConfig,
+    /// The WebSocket endpoint at `/v1/runtime`.
+    pub endpoint: EndpointConfig,
+}
+
+/// The `[endpoint]` table.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EndpointConfig {
+    /// Browser origins accepted on `/v1/runtime` besides the loopback ones (`:*` = any port).
+    /// An upgrade without `Origin` (every non-browser client) is always accepted.
+    pub extra_allowed_origins: Vec<String>,
 }
 
 /// The `[mcp]` table.
@@ -128,6 +139,17 @@ pub struct Limits {
     pub rate_burst: f64,
     /// Idle keepalive ping interval (ms).
     pub ping_interval_ms: u64,
+    /// TCP connections open at once, authenticated or not (further ones are refused with 503;
+    /// lowered to fit the process's descriptor limit). `endpoint.sock` is not counted.
+    pub max_connections: usize,
+    /// TCP connections that have not authenticated yet (further ones are refused with 503).
+    pub max_unauthenticated: usize,
+    /// A TCP connection that has not authenticated and an endpoint connection that has not
+    /// completed `hello` within this time (ms, from the accept) is closed.
+    pub hello_timeout_ms: u64,
+    /// Time a client has to send a request's headers, and longest idle keep-alive between
+    /// requests (ms); slower ones are cut off.
+    pub header_read_timeout_ms: u64,
 }
 
 impl Default for Limits {
@@ -138,7 +160,25 @@ impl Default for Limits {
             rate_per_sec: 20.0,
             rate_burst: 40.0,
             ping_interval_ms: 20_000,
+            max_connections: 512,
+            max_unauthenticated: 128,
+            hello_timeout_ms: 10_000,
+            header_read_timeout_ms: 10_000,
         }
+    }
+}
+
+/// Extra allowed origins need a scheme: `null` is what sandboxed frames and `file:` pages send,
+/// and allowing it would let any web page through.
+fn check_origins(origins: &[String]) -> Result<(), String> {
+    match origins
+        .iter()
+        .find(|o| !(o.starts_with("http://") || o.starts_with("https://")))
+    {
+        Some(origin) => Err(format!(
+            "extra_allowed_origins entry {origin:?} needs a scheme (http:// or https://)"
+        )),
+        None => Ok(()),
     }
 }
 
@@ -170,12 +210,28 @@ impl std::fmt::Debug for RuntimeCredential {
 }
 
 impl Config {
-    /// Parses TOML text; `origin` names the file in errors.
+    /// Parses TOML text; `origin` names the file in errors. An inline runtime `token` that
+    /// [`check_token`](crate::auth::check_token) refuses is an error naming the file and key.
     pub fn parse(text: &str, origin: &str) -> Result<Config, ConfigError> {
-        toml::from_str(text).map_err(|e| ConfigError::Parse {
+        let config: Config = toml::from_str(text).map_err(|e| ConfigError::Parse {
             path: origin.to_owned(),
             message: e.to_string().trim().replace('\n', " "),
-        })
+        })?;
+        for rt in &config.runtimes {
+            if let Some(token) = &rt.token
+                && let Err(weak) = crate::auth::check_token(token)
+            {
+                return Err(ConfigError::Parse {
+                    path: origin.to_owned(),
+                    message: format!(
+                        "the `token` of runtime {:?} is refused: {weak} (use a long random \
+                         string, e.g. `openssl rand -hex 32`)",
+                        rt.id
+                    ),
+                });
+            }
+        }
+        Ok(config)
     }
 
     /// Reads and parses a file.
@@ -207,16 +263,36 @@ impl Config {
         if m.default_runtime.trim().is_empty() {
             return Err(err("default_runtime is empty".into()));
         }
-        for origin in &m.http.extra_allowed_origins {
-            // `null` is what sandboxed frames and file: pages send: allowing it would let any
-            // web page through.
-            if !(origin.starts_with("http://") || origin.starts_with("https://")) {
-                return Err(err(format!(
-                    "extra_allowed_origins entry {origin:?} needs a scheme (http:// or https://)"
-                )));
+        check_origins(&m.http.extra_allowed_origins).map_err(err)
+    }
+
+    /// Checks the `[limits]` and `[endpoint]` tables.
+    pub fn check_endpoint(&self) -> Result<(), ConfigError> {
+        let err = |path: &str, message: String| ConfigError::Parse {
+            path: path.into(),
+            message,
+        };
+        let l = &self.limits;
+        for (name, value) in [
+            ("max_connections", l.max_connections),
+            ("max_unauthenticated", l.max_unauthenticated),
+        ] {
+            if value == 0 {
+                return Err(err("limits", format!("{name} must be at least 1")));
             }
         }
-        Ok(())
+        for (name, value) in [
+            ("hello_timeout_ms", l.hello_timeout_ms),
+            ("header_read_timeout_ms", l.header_read_timeout_ms),
+        ] {
+            if !(100..=600_000).contains(&value) {
+                return Err(err(
+                    "limits",
+                    format!("{name} {value} is outside 100..=600000"),
+                ));
+            }
+        }
+        check_origins(&self.endpoint.extra_allowed_origins).map_err(|m| err("endpoint", m))
     }
 
     /// The runtimes and routing for the [`openphone_core::RuntimeManager`].
@@ -242,7 +318,7 @@ impl Config {
         }
         let mut routing = std::collections::BTreeMap::new();
         for (surface, runtime) in &self.routing {
-            let Some(s) = Surface::parse(surface) else {
+            let Some(s) = Surface::parse_trimmed(surface) else {
                 return Err(ConfigError::Parse {
                     path: "routing".into(),
                     message: format!("unknown surface {surface:?} (chat, volume, background)"),
@@ -267,18 +343,24 @@ impl Config {
             if out.iter().any(|c| c.id == rt.id) {
                 return Err(err("configured twice".into()));
             }
-            let token = match (&rt.token, &rt.token_env) {
-                (Some(t), None) => t.clone(),
-                (None, Some(var)) => std::env::var(var)
-                    .map_err(|_| err(format!("environment variable {var} is not set")))?,
+            let (token, source) = match (&rt.token, &rt.token_env) {
+                (Some(t), None) => (t.clone(), "`token`".to_owned()),
+                (None, Some(var)) => (
+                    std::env::var(var)
+                        .map_err(|_| err(format!("environment variable {var} is not set")))?,
+                    format!("the token in environment variable {var} (`token_env`)"),
+                ),
                 (Some(_), Some(_)) => {
                     return Err(err("set `token` or `token_env`, not both".into()));
                 }
                 // A runtime without a token cannot connect over the endpoint (e.g. `builtin`).
                 (None, None) => continue,
             };
-            if token.len() < 16 {
-                return Err(err("token shorter than 16 characters".into()));
+            if let Err(weak) = crate::auth::check_token(&token) {
+                return Err(err(format!(
+                    "{source} is refused: {weak} (use a long random string, e.g. `openssl \
+                     rand -hex 32`)"
+                )));
             }
             let grants = match &rt.grants {
                 None => ExposureGrants::REMOTE_DEFAULT,
@@ -326,7 +408,9 @@ mod tests {
         assert_eq!(cfg.runtimes.len(), 3);
         assert_eq!(cfg.limits, Limits::default());
         assert_eq!(cfg.mcp, McpConfig::default());
+        assert_eq!(cfg.endpoint, EndpointConfig::default());
         cfg.check_mcp().unwrap();
+        cfg.check_endpoint().unwrap();
         assert_eq!(cfg.routing.get("chat").map(String::as_str), Some("hermes"));
     }
 
@@ -348,6 +432,41 @@ mod tests {
                 .and_then(|c| c.check_mcp().map(|()| c))
                 .unwrap_err();
             assert!(err.to_string().contains(needle), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn bad_front_door_settings_are_named() {
+        for (text, needle) in [
+            ("[limits]\nmax_connections = 0\n", "max_connections"),
+            ("[limits]\nmax_unauthenticated = 0\n", "max_unauthenticated"),
+            ("[limits]\nhello_timeout_ms = 5\n", "hello_timeout_ms"),
+            (
+                "[limits]\nheader_read_timeout_ms = 900000\n",
+                "header_read_timeout_ms",
+            ),
+            ("[endpoint]\nextra_allowed_origins = [\"null\"]\n", "scheme"),
+            ("[endpoint]\norigins = []\n", "origins"),
+        ] {
+            let err = Config::parse(text, "x.toml")
+                .and_then(|c| c.check_endpoint().map(|()| c))
+                .unwrap_err();
+            assert!(err.to_string().contains(needle), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn weak_runtime_tokens_are_refused_naming_the_key() {
+        for (token, needle) in [
+            ("abc", "3 characters"),
+            ("", "empty"),
+            ("                    ", "empty"),
+            ("0123456789 abcdef0123", "whitespace"),
+        ] {
+            let text = format!("[[runtimes]]\nid = \"a\"\ntoken = \"{token}\"\n");
+            let err = Config::parse(&text, "x.toml").unwrap_err().to_string();
+            assert!(err.contains("x.toml") && err.contains("`token`"), "{err}");
+            assert!(err.contains(needle), "{token:?}: {err}");
         }
     }
 

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use openphone_clock::{Clock, SystemClock};
-use openphone_core::{BridgeConfig, EventBus, RuntimeManager, ToolBridge};
+use openphone_core::{EventBus, RuntimeManager, ToolBridge};
 use openphone_device::{PhoneDevice, SimPhone, SimState};
 use openphone_protocol::Registry;
 use openphone_store::Store;
@@ -44,6 +44,10 @@ pub struct EndpointInfo {
     /// The local MCP socket behind `openphone mcp serve`, unless MCP is disabled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mcp_socket: Option<PathBuf>,
+    /// The endpoint on a Unix socket (`endpoint.sock`, mode 0600): the operator's way in that
+    /// a flood on the TCP port cannot exhaust. Clients of the user's account prefer it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socket: Option<PathBuf>,
 }
 
 /// Which phone the daemon drives.
@@ -97,6 +101,11 @@ pub enum DaemonError {
         addr: SocketAddr,
         source: std::io::Error,
     },
+    #[error("cannot bind the socket {path}: {source}")]
+    Socket {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("writing {path}: {source}")]
     Write {
         path: String,
@@ -111,6 +120,20 @@ pub enum DaemonError {
     /// The runtimes or their routing are misconfigured.
     #[error("runtimes: {0}")]
     Runtimes(String),
+    /// The data directory belongs to another user, or cannot be restricted to this one.
+    #[error(transparent)]
+    DataDir(#[from] crate::secure_dir::DataDirError),
+    /// A token file of the data directory holds a token too weak to use.
+    #[error(
+        "the token in {path} is refused: {problem}. Fix: delete the file and restart (a new \
+         token is generated; give hosts the new one, `openphone mcp token` prints it), or write \
+         a token of at least {min} characters into it",
+        min = crate::auth::MIN_TOKEN_CHARS
+    )]
+    WeakToken {
+        path: String,
+        problem: crate::auth::WeakToken,
+    },
 }
 
 /// A running daemon.
@@ -160,8 +183,15 @@ impl Daemon {
             return Err(DaemonError::NonLoopback(listen));
         }
         config.check_mcp()?;
+        config.check_endpoint()?;
+        let descriptors = crate::front::raise_descriptor_limit();
         let mut runtimes = config.credentials()?;
+        // Owned by this user and restricted to it: before the store touches anything (what
+        // was open to others is logged), and again, quietly, for the files a new database
+        // comes with (SQLite creates them 0644, inside the 0700 directory).
+        log_tightened(crate::secure_dir::secure(&data_dir)?);
         let store = Store::open(&data_dir)?;
+        crate::secure_dir::secure(&data_dir)?;
         let registry = Registry::embedded().map_err(|e| DaemonError::Manifests(e.to_string()))?;
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let phone = match &device {
@@ -190,9 +220,7 @@ impl Daemon {
             phone,
             clock,
             events,
-            BridgeConfig {
-                tool_policy: config.tool_policy.clone(),
-            },
+            crate::runtime_policy::bridge_config(&config, &runtimes),
         ));
         let report = bridge
             .recover()
@@ -202,7 +230,8 @@ impl Daemon {
             still_pending = report.still_pending.len(),
             timed_out = report.timed_out.len(),
             result_unknown = report.result_unknown.len(),
-            "recovered confirmations"
+            executions_unknown = report.executions_unknown.len(),
+            "recovered confirmations and direct executions"
         );
 
         let token = generate_token().map_err(|e| DaemonError::Random(e.to_string()))?;
@@ -237,6 +266,17 @@ impl Daemon {
         } else {
             None
         };
+        // The runtimes as configured now (the default MCP runtime included): pending
+        // confirmations of disabled or removed runtimes are withdrawn before anything is served.
+        let withdrawn = crate::runtime_policy::apply(&bridge, &config, &runtimes)
+            .await
+            .map_err(|e| DaemonError::Recovery(e.to_string()))?;
+        if !withdrawn.is_empty() {
+            tracing::info!(
+                withdrawn = withdrawn.len(),
+                "withdrew pending confirmations"
+            );
+        }
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
         let state = Arc::new(AppState {
             bridge: bridge.clone(),
@@ -255,6 +295,11 @@ impl Daemon {
             connections: AtomicUsize::new(0),
             connection_closed: Notify::new(),
             mcp,
+            front: crate::front::Front::new(
+                &config.limits,
+                config.endpoint.extra_allowed_origins.clone(),
+                descriptors,
+            ),
         });
         let mcp_socket = if state.mcp.is_some() {
             let listener = crate::mcp::bind_socket(&data_dir).map_err(|e| {
@@ -265,14 +310,26 @@ impl Daemon {
         } else {
             None
         };
-        let app = router(state.clone());
-        let mut stop = shutdown_rx.clone();
-        let server = tokio::spawn(async move {
-            let result = axum::serve(listener, app)
-                .with_graceful_shutdown(async move { stopped(&mut stop).await })
-                .await;
-            if let Err(e) = result {
-                tracing::error!(error = %e, "server stopped");
+        let socket_path = data_dir.join(crate::front::ENDPOINT_SOCKET_FILE);
+        let local = crate::front::bind_socket(&data_dir).map_err(|source| DaemonError::Socket {
+            path: socket_path.display().to_string(),
+            source,
+        })?;
+        // The TCP port behind the front door's caps, and endpoint.sock beside it.
+        let server = tokio::spawn({
+            use crate::front::{Listener, serve};
+            let tcp = serve(
+                state.clone(),
+                Listener::Tcp(listener),
+                router(state.clone()),
+            );
+            let local = serve(
+                state.clone(),
+                Listener::Local(local),
+                crate::state::local_router(state.clone()),
+            );
+            async move {
+                tokio::join!(tcp, local);
             }
         });
         let mut stop = shutdown_rx;
@@ -297,12 +354,13 @@ impl Daemon {
             started_at_ms: state.bridge.now_ms(),
             mcp_url: state.mcp.as_ref().map(|_| format!("http://{addr}/mcp")),
             mcp_socket,
+            socket: Some(socket_path),
         };
         let text = serde_json::to_vec_pretty(&info).map_err(|e| DaemonError::Write {
             path: ENDPOINT_FILE.into(),
             source: std::io::Error::other(e),
         })?;
-        write_file(&data_dir.join(ENDPOINT_FILE), &text, 0o644)?;
+        write_file(&data_dir.join(ENDPOINT_FILE), &text, 0o600)?;
         Ok(Daemon {
             addr,
             data_dir,
@@ -352,7 +410,16 @@ impl Daemon {
         }
         let _ = std::fs::remove_file(self.data_dir.join(ENDPOINT_FILE));
         let _ = std::fs::remove_file(self.data_dir.join(crate::mcp::SOCKET_FILE));
+        let _ = std::fs::remove_file(self.data_dir.join(crate::front::ENDPOINT_SOCKET_FILE));
         tracing::info!("stopped");
+    }
+}
+
+/// Logs what [`crate::secure_dir::secure`] tightened.
+fn log_tightened(tightened: Vec<crate::secure_dir::Tightened>) {
+    for t in tightened {
+        tracing::warn!(path = %t.path.display(), from = %format!("{:o}", t.from),
+            to = %format!("{:o}", t.to), "restricted to its owner: it was open to other users");
     }
 }
 
@@ -378,6 +445,33 @@ fn persistent_secret(
     Ok(bytes)
 }
 
+/// The default MCP runtime's token: read from `path` (a present file must hold a usable
+/// token: not empty, no inner whitespace, at least 16 characters), or generated into it.
+fn mcp_token(path: &Path) -> Result<String, DaemonError> {
+    let weak = |problem| DaemonError::WeakToken {
+        path: path.display().to_string(),
+        problem,
+    };
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let token = generate_token().map_err(|e| DaemonError::Random(e.to_string()))?;
+            write_file(path, token.as_bytes(), 0o600)?;
+            return Ok(token);
+        }
+        Err(source) => {
+            return Err(DaemonError::Write {
+                path: path.display().to_string(),
+                source,
+            });
+        }
+    };
+    let text = String::from_utf8(bytes).map_err(|_| weak(crate::auth::WeakToken::NotText))?;
+    let token = text.trim();
+    crate::auth::check_token(token).map_err(weak)?;
+    Ok(token.to_owned())
+}
+
 /// The MCP backend and its files: the default MCP runtime (unless configured) with its token in
 /// `mcp.token`, and the key sealing `requestState`s in `mcp-state.key`.
 #[allow(clippy::too_many_arguments)]
@@ -398,15 +492,7 @@ fn mcp_state(
     };
     let default_id = config.mcp.default_runtime.clone();
     if !runtimes.iter().any(|r| r.id == default_id) {
-        let token = persistent_secret(&data_dir.join(crate::mcp::MCP_TOKEN_FILE), || {
-            generate_token()
-                .map(String::into_bytes)
-                .map_err(|e| DaemonError::Random(e.to_string()))
-        })?;
-        let token = String::from_utf8(token)
-            .map_err(|_| DaemonError::Mcp("mcp.token is not text".into()))?
-            .trim()
-            .to_owned();
+        let token = mcp_token(&data_dir.join(crate::mcp::MCP_TOKEN_FILE))?;
         runtimes.push(crate::config::RuntimeCredential {
             id: default_id,
             token,

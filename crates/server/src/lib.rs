@@ -6,6 +6,13 @@
 //! - `conn`: one connection — `hello`, dispatch, events, frame/in-flight/rate limits. Every
 //!   params, result, event and error travels as its type from `openphone_protocol::endpoint`.
 //! - [`daemon`]: `openphone serve` — store, recovery, expiry timer, listener, files, shutdown.
+//! - [`front`]: the front door — connection caps, the header read timeout, the deadline of
+//!   unauthenticated connections, the descriptor limit, and the operator's `endpoint.sock`.
+//! - [`runtime_policy`]: the runtimes' current authorisation for the bridge (approval decides
+//!   under it), applied at start, withdrawing pending confirmations of disabled or removed
+//!   runtimes.
+//! - [`secure_dir`]: the data directory checked (owned by this user) and tightened (`0700`,
+//!   its files `0600`) at start.
 //! - [`mcp`]: the MCP front doors — `/mcp` behind its Host/Origin/token/size/rate guard, the
 //!   approval page, and the `mcp.sock` socket behind `openphone mcp serve`.
 //!
@@ -17,14 +24,18 @@ pub mod auth;
 pub mod config;
 mod conn;
 pub mod daemon;
+pub mod front;
 mod lock;
 pub mod mcp;
 pub mod rate;
+pub mod runtime_policy;
+pub mod secure_dir;
 pub mod state;
 
-pub use config::{Config, ConfigError, Limits, McpConfig};
+pub use config::{Config, ConfigError, EndpointConfig, Limits, McpConfig};
 pub use daemon::{
     Daemon, DaemonError, DaemonOptions, DeviceChoice, ENDPOINT_FILE, EndpointInfo, TOKEN_FILE,
 };
+pub use front::ENDPOINT_SOCKET_FILE;
 pub use mcp::{HELLO_KEY, MCP_TOKEN_FILE, SOCKET_FILE, STATE_KEY_FILE};
-pub use state::{AppState, router};
+pub use state::{AppState, local_router, router};

@@ -175,24 +175,95 @@ pub async fn guard(State(state): State<Arc<AppState>>, mut req: Request, next: N
     next.run(req).await
 }
 
-/// `GET /confirmations/{id}`: a read-only page for the user about one pending confirmation —
-/// what is asked, by whom, its state, and where to approve or deny it. It grants nothing.
+/// Largest accepted body of the approval page's form.
+const MAX_FORM_BYTES: usize = 4096;
+
+/// What the approval page shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Access {
+    /// No credential: who asks to run which command, its state, and how to decide.
+    Outline,
+    /// A credential that is not the operator's: the outline, answered with 401.
+    Refused,
+    /// The operator token: the request's summary with its parameters too.
+    Full,
+}
+
+/// Refuses a request whose `Host` is not a loopback name (DNS rebinding).
+fn foreign_host(headers: &HeaderMap) -> Option<Response> {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or_default();
+    (!host_allowed(host)).then(|| {
+        refuse(
+            StatusCode::FORBIDDEN,
+            "Forbidden: Host is not a loopback name",
+        )
+    })
+}
+
+fn is_operator(state: &AppState, token: &str) -> bool {
+    matches!(
+        state.credentials.authenticate_any(token.trim()),
+        Some(Principal::Operator)
+    )
+}
+
+/// `GET /confirmations/{id}`: a read-only page about one confirmation, where the MCP
+/// URL elicitation points. Without a credential it shows who asks to run which command, the
+/// state and how to approve or deny — not the parameters; with the operator token
+/// (`Authorization: Bearer`, or the page's form, [`approval_form`]) it shows the request's
+/// summary with its parameters too. Another credential is answered with 401. It grants
+/// nothing.
 pub async fn approval_page(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,
     UrlPath(id): UrlPath<String>,
 ) -> Response {
-    let host = headers
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or_default();
-    if !host_allowed(host) {
-        return refuse(
-            StatusCode::FORBIDDEN,
-            "Forbidden: Host is not a loopback name",
-        );
+    if let Some(refused) = foreign_host(&headers) {
+        return refused;
     }
-    let record = match state.bridge.store().get_confirmation(&id) {
+    let access = match headers.get(header::AUTHORIZATION) {
+        None => Access::Outline,
+        Some(_) => match bearer(&headers) {
+            Some(token) if is_operator(&state, token) => Access::Full,
+            _ => Access::Refused,
+        },
+    };
+    page(&state, &id, access)
+}
+
+/// `POST /confirmations/{id}`, the page's form (`token=<operator token>`, URL-encoded): the
+/// token travels in the body, never in the address (history, logs). A present `Origin` must
+/// be loopback or configured, so another site cannot post it.
+pub async fn approval_form(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    UrlPath(id): UrlPath<String>,
+    body: axum::body::Body,
+) -> Response {
+    if let Some(refused) = foreign_host(&headers) {
+        return refused;
+    }
+    let extra: &[String] = state.mcp.as_ref().map_or(&[], |m| &m.extra_origins);
+    if let Some(origin) = headers.get(header::ORIGIN)
+        && !origin.to_str().is_ok_and(|o| origin_allowed(o, extra))
+    {
+        return refuse(StatusCode::FORBIDDEN, "Forbidden: Origin is not allowed");
+    }
+    let Ok(body) = axum::body::to_bytes(body, MAX_FORM_BYTES).await else {
+        return refuse(StatusCode::PAYLOAD_TOO_LARGE, "the form is over 4 KiB");
+    };
+    let access = match form_field(&body, "token") {
+        Some(token) if is_operator(&state, &token) => Access::Full,
+        _ => Access::Refused,
+    };
+    page(&state, &id, access)
+}
+
+fn page(state: &AppState, id: &str, access: Access) -> Response {
+    let record = match state.bridge.store().get_confirmation(id) {
         Ok(Some(r)) => r,
         Ok(None) => return refuse(StatusCode::NOT_FOUND, "no such confirmation"),
         Err(e) => {
@@ -201,26 +272,92 @@ pub async fn approval_page(
         }
     };
     let state_name = format!("{:?}", record.state).to_lowercase();
+    let id = escape(&record.confirmation_id);
+    let detail = match access {
+        Access::Full => format!("<p>{}</p>", escape(&record.summary)),
+        Access::Outline | Access::Refused => format!(
+            "{refused}<p>The request's parameters are shown to the phone's owner only: enter \
+             the operator token (the file <code>operator.token</code> in the daemon's data \
+             directory), or run <code>openphone confirmations list</code> in a terminal.</p>\
+             <form method=\"post\" action=\"/confirmations/{id}\"><input type=\"password\" \
+             name=\"token\" autocomplete=\"off\" required> <button type=\"submit\">Show the \
+             request</button></form>",
+            refused = if access == Access::Refused {
+                "<p><b>That is not the operator token.</b></p>"
+            } else {
+                ""
+            },
+        ),
+    };
     let body = format!(
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>OpenPhone confirmation</title>\
-         <meta http-equiv=\"refresh\" content=\"5\"></head><body>\
-         <h1>OpenPhone confirmation</h1>\
-         <p><b>{runtime}</b> asks to run <code>{tool}</code>.</p><p>{summary}</p>\
-         <p>State: <b>{state_name}</b></p>\
+         </head><body><h1>OpenPhone confirmation</h1>\
+         <p><b>{runtime}</b> asks to run <code>{tool}</code>.</p>{detail}\
+         <p>State: <b>{state_name}</b> (reload the page to see it change)</p>\
          <p>Approve or deny it on the phone, or in a terminal:</p>\
          <pre>openphone confirmations approve {id}\nopenphone confirmations deny {id}</pre>\
          </body></html>",
         runtime = escape(&record.identity.runtime),
         tool = escape(&record.identity.tool),
-        summary = escape(&record.summary),
-        id = escape(&record.confirmation_id),
     );
-    let mut response = Html(body).into_response();
-    response.headers_mut().insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static("default-src 'none'"),
-    );
+    let status = match access {
+        Access::Refused => StatusCode::UNAUTHORIZED,
+        Access::Outline | Access::Full => StatusCode::OK,
+    };
+    let mut response = (status, Html(body)).into_response();
+    let headers = response.headers_mut();
+    for (name, value) in [
+        (
+            header::CONTENT_SECURITY_POLICY,
+            "default-src 'none'; form-action 'self'; frame-ancestors 'none'",
+        ),
+        (header::CACHE_CONTROL, "no-store"),
+        (header::REFERRER_POLICY, "no-referrer"),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+    ] {
+        headers.insert(name, HeaderValue::from_static(value));
+    }
+    if access == Access::Refused {
+        headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    }
     response
+}
+
+/// The value of `key` in an `application/x-www-form-urlencoded` body (`+` is a space,
+/// `%XX` a byte), if present.
+fn form_field(body: &[u8], key: &str) -> Option<String> {
+    body.split(|b| *b == b'&').find_map(|pair| {
+        let (k, v) = match pair.iter().position(|b| *b == b'=') {
+            Some(i) => (&pair[..i], &pair[i + 1..]),
+            None => (pair, &[][..]),
+        };
+        (url_decode(k) == key).then(|| url_decode(v))
+    })
+}
+
+fn url_decode(raw: &[u8]) -> String {
+    let hex = |b: u8| (b as char).to_digit(16);
+    let mut out = Vec::with_capacity(raw.len());
+    let mut i = 0;
+    while i < raw.len() {
+        match raw[i] {
+            b'+' => out.push(b' '),
+            b'%' => match (
+                raw.get(i + 1).and_then(|b| hex(*b)),
+                raw.get(i + 2).and_then(|b| hex(*b)),
+            ) {
+                (Some(h), Some(l)) => {
+                    // Two hex digits: at most 255.
+                    out.push(u8::try_from(h * 16 + l).unwrap_or(b'?'));
+                    i += 2;
+                }
+                _ => out.push(b'%'),
+            },
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn escape(s: &str) -> String {
@@ -228,6 +365,7 @@ fn escape(s: &str) -> String {
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
+        .replace('\'', "&#39;")
 }
 
 /// Serves `mcp.sock` until shutdown.
@@ -339,6 +477,26 @@ mod tests {
         ] {
             h.insert(header::AUTHORIZATION, HeaderValue::from_str(value).unwrap());
             assert_eq!(bearer(&h), expected, "{value:?}");
+        }
+    }
+
+    #[test]
+    fn form_fields_are_url_decoded() {
+        for (body, expected) in [
+            ("token=abc", Some("abc")),
+            ("a=1&token=ab%2Bc+d%0A&token=second", Some("ab+c d\n")),
+            ("token=", Some("")),
+            ("token", Some("")),
+            ("token=%zz%4", Some("%zz%4")),
+            ("tok%65n=x", Some("x")),
+            ("other=x", None),
+            ("", None),
+        ] {
+            assert_eq!(
+                form_field(body.as_bytes(), "token").as_deref(),
+                expected,
+                "{body}"
+            );
         }
     }
 

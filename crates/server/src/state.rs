@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 
+use axum::Extension;
 use axum::Router;
 use axum::extract::State;
 use axum::extract::ws::WebSocketUpgrade;
@@ -10,14 +11,15 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use openphone_core::{RuntimeManager, ToolBridge};
-use openphone_device::DeviceProfile;
+use openphone_device::PhoneProfile;
 use openphone_policy::{Caller, ToolPolicy};
 use openphone_protocol::Registry;
 use openphone_store::{AuditEntry, AuditKind};
 use tokio::sync::{Notify, watch};
 
-use crate::auth::Credentials;
+use crate::auth::{Credentials, Principal};
 use crate::config::Limits;
+use crate::front::{Door, Front, Ticket, Unauthenticated};
 use crate::rate::RateLimiter;
 
 /// Everything a connection needs.
@@ -27,7 +29,7 @@ pub struct AppState {
     /// Runtimes, presence, routing and the attention flow.
     pub runtimes: Arc<RuntimeManager>,
     pub registry: &'static Registry,
-    pub profile: DeviceProfile,
+    pub profile: PhoneProfile,
     pub credentials: Credentials,
     pub tool_policy: ToolPolicy,
     pub limits: Limits,
@@ -39,24 +41,21 @@ pub struct AppState {
     pub connection_closed: Notify,
     /// The MCP server, unless disabled in config.
     pub mcp: Option<crate::mcp::McpState>,
+    /// The connection caps, timeouts, allowed origins and the log of unauthenticated peers.
+    pub front: Front,
 }
 
 impl AppState {
-    /// Records a frame refused for its size in the audit log (no content, only the fact).
-    pub fn audit_oversize(&self, caller: Option<&Caller>) {
+    /// Records a frame an authenticated caller sent over the size limit in the audit log (no
+    /// content, only the fact). Unauthenticated peers get a rate-limited log line instead
+    /// ([`Front::note`]): they must not be able to grow the audit log.
+    pub fn audit_oversize(&self, caller: &Caller) {
         let now = self.bridge.now_ms();
-        let (runtime, transport, principal) = match caller {
-            Some(c) => (
-                c.runtime.clone(),
-                c.transport.as_str().to_owned(),
-                c.principal.clone(),
-            ),
-            None => (
-                "unknown".into(),
-                "websocket".into(),
-                "unauthenticated".into(),
-            ),
-        };
+        let (runtime, transport, principal) = (
+            caller.runtime.clone(),
+            caller.transport.as_str().to_owned(),
+            caller.principal.clone(),
+        );
         let request_id = format!("frame-{now}");
         let entry = AuditEntry {
             audit_id: format!("endpoint:{runtime}:{request_id}"),
@@ -79,9 +78,27 @@ impl AppState {
     }
 }
 
+/// The routes of `endpoint.sock`: `GET /v1/runtime` and `GET /healthz`.
+pub fn local_router(state: Arc<AppState>) -> Router {
+    Router::new()
+        .route("/v1/runtime", get(upgrade))
+        .route("/healthz", get(healthz))
+        .with_state(state)
+}
+
+/// A request that passed the `/mcp` guard authenticated its connection (the front door stops
+/// counting it as unauthenticated and lifts its deadline).
+async fn mark_authenticated(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    if let Some(ticket) = req.extensions().get::<Arc<Ticket>>() {
+        ticket.authenticated();
+    }
+    next.run(req).await
+}
+
 /// The endpoint's routes: `GET /v1/runtime` (WebSocket), `GET /healthz`, and unless MCP is
 /// disabled `/mcp` (Streamable HTTP behind the guard of `mcp.rs`) and
-/// `GET /confirmations/{id}` (the read-only approval page).
+/// `GET`/`POST /confirmations/{id}` (the read-only approval page; the parameters only with
+/// the operator token).
 pub fn router(state: Arc<AppState>) -> Router {
     let mut router = Router::new()
         .route("/v1/runtime", get(upgrade))
@@ -94,12 +111,18 @@ pub fn router(state: Arc<AppState>) -> Router {
                 shutdown: mcp.shutdown.clone(),
             },
         );
-        let guarded = Router::new().route_service("/mcp", service).layer(
-            axum::middleware::from_fn_with_state(state.clone(), crate::mcp::guard),
+        // The guard is the outer layer: only requests it lets through are marked.
+        let guarded = Router::new()
+            .route_service("/mcp", service)
+            .layer(axum::middleware::from_fn(mark_authenticated))
+            .layer(axum::middleware::from_fn_with_state(
+                state.clone(),
+                crate::mcp::guard,
+            ));
+        router = router.merge(guarded).route(
+            "/confirmations/{id}",
+            get(crate::mcp::approval_page).post(crate::mcp::approval_form),
         );
-        router = router
-            .merge(guarded)
-            .route("/confirmations/{id}", get(crate::mcp::approval_page));
     }
     router.with_state(state)
 }
@@ -114,15 +137,33 @@ async fn healthz() -> impl IntoResponse {
     axum::Json(Health { ok: true })
 }
 
+/// `GET /v1/runtime`: Origin → bearer token → upgrade. A web page (an `Origin` that is neither
+/// loopback nor configured) is refused with 403 before anything else; clients that are not
+/// browsers send no `Origin`.
 async fn upgrade(
     State(state): State<Arc<AppState>>,
+    ticket: Option<Extension<Arc<Ticket>>>,
     headers: HeaderMap,
     ws: WebSocketUpgrade,
 ) -> Response {
     if *state.shutdown.borrow() {
         return (StatusCode::SERVICE_UNAVAILABLE, "shutting down").into_response();
     }
+    let ticket = ticket.map(|Extension(t)| t);
+    if let Some(origin) = headers.get(header::ORIGIN)
+        && !state.front.origin_allowed(origin)
+    {
+        state
+            .front
+            .note(state.bridge.now_ms(), Unauthenticated::ForeignOrigin);
+        return (StatusCode::FORBIDDEN, "Forbidden: Origin is not allowed").into_response();
+    }
+    let owner = ticket
+        .as_ref()
+        .is_some_and(|t| t.door() == Door::Local { owner: true });
     let pre_auth = match headers.get(header::AUTHORIZATION) {
+        // On endpoint.sock the peer's account is the credential.
+        None if owner => Some(Principal::Operator),
         None => None,
         Some(value) => {
             let token = value
@@ -133,7 +174,9 @@ async fn upgrade(
             match token.and_then(|t| state.credentials.authenticate(t)) {
                 Some(p) => Some(p),
                 None => {
-                    tracing::warn!("upgrade with a wrong bearer token refused (401)");
+                    state
+                        .front
+                        .note(state.bridge.now_ms(), Unauthenticated::WrongToken);
                     return (
                         StatusCode::UNAUTHORIZED,
                         [(header::WWW_AUTHENTICATE, "Bearer")],
@@ -144,8 +187,13 @@ async fn upgrade(
             }
         }
     };
+    if pre_auth.is_some()
+        && let Some(t) = &ticket
+    {
+        t.authenticated();
+    }
     let max = state.limits.max_frame_bytes;
     ws.max_message_size(max)
         .max_frame_size(max)
-        .on_upgrade(move |socket| crate::conn::serve_socket(state, socket, pre_auth))
+        .on_upgrade(move |socket| crate::conn::serve_socket(state, socket, pre_auth, ticket))
 }

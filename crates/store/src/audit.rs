@@ -314,75 +314,82 @@ impl Iterator for AuditIter<'_> {
     }
 }
 
+/// Appends one record to the chain inside the caller's transaction: reads the head, inserts
+/// the row and moves the head. Callers that must write a record together with other rows
+/// (the executing record of a direct execution and its attempt, a final result and its
+/// outcome) use this, so both commit or neither does.
+pub(crate) fn append_in(tx: &Connection, entry: &AuditEntry) -> Result<AuditRecord> {
+    const OP: &str = "audit.append";
+    check_entry(entry)?;
+    // Normalise the proof through its stored text form so that the hash computed now is
+    // the one recomputed from the row later.
+    let proof_text = entry.policy_proof.as_ref().map(Value::to_string);
+    let mut entry = entry.clone();
+    entry.policy_proof = proof_text
+        .as_deref()
+        .map(serde_json::from_str::<Value>)
+        .transpose()
+        .map_err(|e| StoreError::corrupt(OP, &entry.audit_id, e))?;
+    let (last_seq, prev_hash) = head(tx)?.unwrap_or((0, GENESIS_HASH.to_owned()));
+    let seq = last_seq + 1;
+    let hash = compute_hash(seq, &prev_hash, &entry)?;
+    tx.execute(
+        &format!(
+            "INSERT INTO audit_log ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, \
+             ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, \
+             ?24, ?25, ?26, ?27, ?28)"
+        ),
+        params![
+            seq,
+            entry.audit_id,
+            entry.kind.as_str(),
+            entry.at_ms,
+            entry.runtime,
+            entry.caller.runtime,
+            entry.caller.transport,
+            entry.caller.principal,
+            entry.phone_session_id,
+            entry.runtime_session_id,
+            entry.request_id,
+            entry.idempotency_key,
+            entry.tool,
+            entry.risk.map(Risk::as_str),
+            entry.mutating,
+            entry.autonomy.map(Autonomy::as_str),
+            entry.decision.map(PolicyDecision::as_str),
+            entry.proof_digest,
+            proof_text,
+            entry.confirmation_id,
+            entry.confirmation.map(AuditConfirmation::as_str),
+            entry.status.map(ToolStatus::as_str),
+            entry.error_code,
+            entry.duration_ms,
+            entry.params_hash,
+            entry.result_digest,
+            prev_hash,
+            hash,
+        ],
+    )
+    .ctx(OP, &entry.audit_id)?;
+    tx.execute(
+        "INSERT INTO audit_head (id, seq, hash) VALUES (1, ?1, ?2) \
+         ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash",
+        params![seq, hash],
+    )
+    .ctx(OP, &entry.audit_id)?;
+    Ok(AuditRecord {
+        seq,
+        entry,
+        prev_hash,
+        hash,
+    })
+}
+
 impl Store {
     /// Appends one record to the chain and returns it with its seq and hashes.
     pub fn append_audit(&self, entry: &AuditEntry) -> Result<AuditRecord> {
-        const OP: &str = "audit.append";
         check_entry(entry)?;
-        // Normalise the proof through its stored text form so that the hash computed now is
-        // the one recomputed from the row later.
-        let proof_text = entry.policy_proof.as_ref().map(Value::to_string);
-        let mut entry = entry.clone();
-        entry.policy_proof = proof_text
-            .as_deref()
-            .map(serde_json::from_str::<Value>)
-            .transpose()
-            .map_err(|e| StoreError::corrupt(OP, &entry.audit_id, e))?;
-        self.write(OP, &entry.audit_id, |tx| {
-            let (last_seq, prev_hash) = head(tx)?.unwrap_or((0, GENESIS_HASH.to_owned()));
-            let seq = last_seq + 1;
-            let hash = compute_hash(seq, &prev_hash, &entry)?;
-            tx.execute(
-                &format!(
-                    "INSERT INTO audit_log ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, \
-                     ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, \
-                     ?24, ?25, ?26, ?27, ?28)"
-                ),
-                params![
-                    seq,
-                    entry.audit_id,
-                    entry.kind.as_str(),
-                    entry.at_ms,
-                    entry.runtime,
-                    entry.caller.runtime,
-                    entry.caller.transport,
-                    entry.caller.principal,
-                    entry.phone_session_id,
-                    entry.runtime_session_id,
-                    entry.request_id,
-                    entry.idempotency_key,
-                    entry.tool,
-                    entry.risk.map(Risk::as_str),
-                    entry.mutating,
-                    entry.autonomy.map(Autonomy::as_str),
-                    entry.decision.map(PolicyDecision::as_str),
-                    entry.proof_digest,
-                    proof_text,
-                    entry.confirmation_id,
-                    entry.confirmation.map(AuditConfirmation::as_str),
-                    entry.status.map(ToolStatus::as_str),
-                    entry.error_code,
-                    entry.duration_ms,
-                    entry.params_hash,
-                    entry.result_digest,
-                    prev_hash,
-                    hash,
-                ],
-            )
-            .ctx(OP, &entry.audit_id)?;
-            tx.execute(
-                "INSERT INTO audit_head (id, seq, hash) VALUES (1, ?1, ?2) \
-                 ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash",
-                params![seq, hash],
-            )
-            .ctx(OP, &entry.audit_id)?;
-            Ok(AuditRecord {
-                seq,
-                entry: entry.clone(),
-                prev_hash,
-                hash,
-            })
-        })
+        self.write("audit.append", &entry.audit_id, |tx| append_in(tx, entry))
     }
 
     /// Up to `limit` records with `seq > after_seq`, in order (JSONL export pages).

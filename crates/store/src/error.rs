@@ -19,6 +19,35 @@ pub enum StoreError {
         /// The lock file.
         path: PathBuf,
     },
+    /// The data directory or the database cannot be written (file modes, ownership, a
+    /// read-only mount, a full disk). Opening refuses rather than serve without an audit log.
+    #[error(
+        "{} is not writable ({detail}): OpenPhone does not run without a writable database and \
+         audit log. Fix: give this user write access to it (file modes, ownership, a read-only \
+         mount, free disk space), or use another data directory",
+        path.display()
+    )]
+    NotWritable {
+        /// The directory or file that cannot be written.
+        path: PathBuf,
+        /// What failed (the operating system's or SQLite's words).
+        detail: String,
+    },
+    /// The database file is empty (truncated to zero bytes), cut short or not a database.
+    /// Opening refuses rather than replace it with a fresh one.
+    #[error(
+        "{} is damaged ({detail}): OpenPhone will not replace it with a fresh database, which \
+         would lose its history and audit log. Fix: restore it from a backup, or move it (and \
+         any openphone.db-wal and openphone.db-shm beside it) out of the data directory to \
+         start with an empty one",
+        path.display()
+    )]
+    Damaged {
+        /// The database file.
+        path: PathBuf,
+        /// What is wrong with it.
+        detail: String,
+    },
     /// A file-system operation on the data directory failed.
     #[error("{op} {}: {source}", path.display())]
     Io {

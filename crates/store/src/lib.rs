@@ -14,6 +14,11 @@
 //! [`Store::open_read_only`] opens the database without the lock and without migrating, for
 //! the offline `audit verify` / `audit export` while a daemon runs.
 //!
+//! Opening fails closed (`open.rs`): an unwritable data directory or database is
+//! [`StoreError::NotWritable`] (checked with a real, synced write), and an empty, cut-short or
+//! foreign database file is [`StoreError::Damaged`] (`PRAGMA quick_check`) — never replaced by
+//! a fresh one. A new database is built under a temporary name and renamed into place.
+//!
 //! # Time
 //!
 //! The store never reads the clock: every method that needs the time takes `now_ms` (Unix
@@ -28,6 +33,8 @@
 //! | `confirmations` | §10.1 durable confirmations, keyed by id, indexed by identity key | [`Store::insert_pending`], [`Store::resolve`] … |
 //! | `final_results` | §10.3 final results for replay, keyed by the identity key | [`Store::record_final`], [`Store::find_final`] |
 //! | `request_ids` | per-scope request-id index for `idempotency_conflict` | [`Store::remember_request`] |
+//! | `executions` | direct executions in flight: written with the attempt's audit record before the side effect | [`Store::begin_execution`], [`Store::finish_execution`] |
+//! | `store_meta` | key → text (`opened_by`: the start-up write probe) | — |
 //! | `audit_log`, `audit_head` | §15 hash-chained audit records | [`Store::append_audit`], [`Store::verify_audit`] |
 //! | `standing_approvals` | user-made rules (policy layer 7) | [`Store::create_approval`] … |
 //! | `runtime_settings` | key → JSON | [`Store::set_setting`] … |
@@ -44,7 +51,8 @@
 //! `now < expires_at_ms`; the loser gets [`StoreError::ConfirmationNotPending`], which the
 //! bridge answers as `pending_confirmation_not_found`. [`Store::recover_after_restart`] turns
 //! `approved` (execution outcome unknown) into `result_unknown` and expired `pending` into
-//! `timeout`; nothing is ever re-executed by the store.
+//! `timeout`; nothing is ever re-executed by the store. Direct executions (no confirmation)
+//! have the same rule through their executing record ([`Store::begin_execution`]).
 //!
 //! # The audit chain
 //!
@@ -54,6 +62,10 @@
 //! reads the head and writes the row and the new head in one transaction. `audit_head` keeps
 //! the last seq and hash, so deleting the newest rows is detected as well as editing or
 //! deleting any row in the middle. [`Store::verify_audit`] names the first broken record.
+//! Someone who rewrites the file offline (delete a row, re-hash the rest) produces a chain that
+//! verifies; an anchor kept outside the database — [`Store::audit_head`] at some time,
+//! `<seq>:<hash>` — catches that: [`Store::verify_audit_anchored`] proves the log still holds
+//! exactly the records up to that seq.
 //! Callers pass **digests only** (`params_hash`, `result_digest`, `proof_digest`) and a
 //! policy proof of verdicts and reasons: never raw params, results, tokens or screenshots.
 //!
@@ -66,11 +78,14 @@
 
 mod approvals;
 mod audit;
+mod audit_anchor;
 mod confirmations;
 mod error;
+mod executions;
 mod lock;
 mod memory;
 mod migrations;
+mod open;
 mod replay;
 mod sessions;
 mod settings;
@@ -88,11 +103,13 @@ pub use audit::{
     AuditConfirmation, AuditEntry, AuditIter, AuditKind, AuditProblem, AuditRecord, BrokenRecord,
     Caller, GENESIS_HASH, PolicyDecision, VerifyReport,
 };
+pub use audit_anchor::{AnchorCheck, AnchorOutcome, AnchoredReport, AuditAnchor};
 pub use confirmations::{
     ConfirmationFilter, ConfirmationRecord, ConfirmationState, MAX_PENDING_PER_RUNTIME,
     NewConfirmation, PendingInsert, RESOLVED_BY_EXPIRY, Recovery, Resolution,
 };
 pub use error::{NotPending, Result, StoreError};
+pub use executions::Execution;
 pub use lock::Holder;
 pub use memory::{MemoryHit, MemoryRecord, NewMemory};
 pub use migrations::SCHEMA_VERSION;
@@ -131,14 +148,27 @@ impl Store {
 
     /// [`Store::open`] with an explicit holder description (start time from the injected clock,
     /// the daemon's `instance_id`).
+    ///
+    /// Fails closed (`open.rs`): an unwritable data directory or database is
+    /// [`StoreError::NotWritable`]; an empty, cut-short or foreign database file is
+    /// [`StoreError::Damaged`] and is never replaced by a fresh one.
     pub fn open_as(data_dir: impl AsRef<Path>, holder: &Holder) -> Result<Store> {
         let data_dir = data_dir.as_ref().to_path_buf();
-        lock::create_data_dir(&data_dir)?;
-        let dir_lock = lock::acquire(&data_dir, holder)?;
+        lock::create_data_dir(&data_dir).map_err(open::reclassify)?;
+        open::check_dir_writable(&data_dir)?;
+        let dir_lock = lock::acquire(&data_dir, holder).map_err(open::reclassify)?;
         let db = data_dir.join(DB_FILE);
-        let mut conn = Connection::open(&db).ctx_open(&db)?;
-        configure(&conn, false)?;
+        if let open::Found::Missing = open::inspect(&db)? {
+            open::create_fresh(&db, SCHEMA_VERSION)?;
+        }
+        let mut conn = open::open_existing(&db)?;
+        configure(&conn, false).map_err(|e| match e {
+            StoreError::Sql { op, source, .. } => open::sql_error(op, &db, source),
+            other => other,
+        })?;
+        open::check_integrity(&conn, &db)?;
         migrations::migrate(&mut conn, SCHEMA_VERSION)?;
+        open::probe_write(&conn, &db, &holder.describe())?;
         Ok(Store {
             conn: Mutex::new(conn),
             lock: Some(dir_lock),
@@ -152,7 +182,7 @@ impl Store {
     pub fn open_read_only(data_dir: impl AsRef<Path>) -> Result<Store> {
         let data_dir = data_dir.as_ref().to_path_buf();
         let db = data_dir.join(DB_FILE);
-        if !db.exists() {
+        if let open::Found::Missing = open::inspect(&db)? {
             return Err(StoreError::NotFound {
                 table: "database",
                 id: db.display().to_string(),

@@ -204,10 +204,32 @@ CREATE TABLE watchers (
 CREATE INDEX watchers_state ON watchers (state, watcher_id);
 "#,
     },
+    Migration {
+        version: 5,
+        name: "executions_store_meta",
+        sql: r#"
+CREATE TABLE executions (
+    runtime            TEXT NOT NULL,
+    runtime_session_id TEXT NOT NULL,
+    tool               TEXT NOT NULL,
+    params_digest      TEXT NOT NULL,
+    idempotency_key    TEXT NOT NULL,
+    request_id         TEXT NOT NULL,
+    attempt_json       TEXT NOT NULL,
+    started_at_ms      INTEGER NOT NULL,
+    PRIMARY KEY (runtime, runtime_session_id, tool, params_digest, idempotency_key)
+);
+
+CREATE TABLE store_meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+"#,
+    },
 ];
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// Reads `PRAGMA user_version`.
 pub(crate) fn current_version(conn: &Connection) -> Result<i64> {

@@ -90,3 +90,146 @@ fn a_missing_data_directory_is_a_clear_error() {
     assert_eq!(code, 2);
     assert!(err.contains("cannot open the audit log in"), "{err}");
 }
+
+/// `audit head --json` → `(seq, "<seq>:<hash>")`.
+fn head(path: &str) -> (i64, String) {
+    let (code, out, err) = run(&["audit", "head", "--json", "--data-dir", path], "");
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let anchor = v["anchor"].as_str().unwrap().to_owned();
+    assert_eq!(
+        anchor,
+        format!("{}:{}", v["seq"], v["hash"].as_str().unwrap())
+    );
+    let (_, text, _) = run(&["audit", "head", "--data-dir", path], "");
+    assert_eq!(text.trim(), anchor, "the text form is the anchor itself");
+    (v["seq"].as_i64().unwrap(), anchor)
+}
+
+/// Issue 11, item 6: delete a row of the SQLite file and re-hash the chain, and `audit verify`
+/// said intact — there was nothing outside the database to compare with. A head shipped
+/// earlier (`audit head`) now catches it: `verify --anchor` fails naming the seq.
+#[tokio::test]
+async fn an_offline_rewrite_passes_verify_but_fails_the_anchor() {
+    let dir = data_dir_with_audit(5).await;
+    let path = dir.path().to_str().unwrap();
+    let (seq, anchor) = head(path);
+    assert_eq!(seq, 5);
+    let (code, out, err) = run(
+        &["audit", "verify", "--anchor", &anchor, "--data-dir", path],
+        "",
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains(&format!("anchor {anchor} holds")), "{out}");
+    // An older head, as a cron job would have shipped it after record 4.
+    let (_, export, _) = run(&["audit", "export", "--after", "3", "--data-dir", path], "");
+    let fourth: Value = serde_json::from_str(export.lines().next().unwrap()).unwrap();
+    let older = format!("4:{}", fourth["hash"].as_str().unwrap());
+
+    // The attacker: delete record 3, renumber, and re-hash every later record and the head
+    // with the documented formula, straight in the database file.
+    let db = dir.path().join("openphone.db");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute("DELETE FROM audit_log WHERE seq = 3", [])
+        .unwrap();
+    conn.execute("UPDATE audit_log SET seq = seq - 1 WHERE seq > 3", [])
+        .unwrap();
+    drop(conn);
+    rehash(&db);
+
+    let (code, out, err) = run(&["audit", "verify", "--data-dir", path], "");
+    assert_eq!(code, 0, "plain verify is fooled: {out}{err}");
+    assert!(out.starts_with("audit chain intact: 4 records"), "{out}");
+
+    let (code, out, _) = run(
+        &["audit", "verify", "--anchor", &anchor, "--data-dir", path],
+        "",
+    );
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains(&format!("anchor {anchor} FAILS at seq 5")),
+        "{out}"
+    );
+    let (code, out, _) = run(
+        &[
+            "audit",
+            "verify",
+            "--anchor",
+            &anchor,
+            "--json",
+            "--data-dir",
+            path,
+        ],
+        "",
+    );
+    assert_eq!(code, 1);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["intact"], false);
+    assert_eq!(v["first_broken"], Value::Null, "the chain itself verifies");
+    assert_eq!(v["anchors"][0]["seq"], 5);
+    assert_eq!(v["anchors"][0]["outcome"], "missing");
+
+    // The older anchor's record still exists, with another hash.
+    let (code, out, _) = run(
+        &[
+            "audit",
+            "verify",
+            "--anchor",
+            &older,
+            "--json",
+            "--data-dir",
+            path,
+        ],
+        "",
+    );
+    assert_eq!(code, 1);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["anchors"][0]["seq"], 4);
+    assert_eq!(v["anchors"][0]["outcome"], "differs");
+    let (_, out, _) = run(
+        &["audit", "verify", "--anchor", &older, "--data-dir", path],
+        "",
+    );
+    assert!(
+        out.contains(&format!("anchor {older} FAILS at seq 4")),
+        "{out}"
+    );
+    // A malformed anchor is a clear usage error.
+    let (code, _, err) = run(
+        &["audit", "verify", "--anchor", "5", "--data-dir", path],
+        "",
+    );
+    assert_eq!(code, 2);
+    assert!(err.contains("<seq>:<hash>"), "{err}");
+}
+
+/// Recomputes every record's hash and the head in place, as `runtime-protocol.md` §15 and the
+/// store's crate docs define it: `sha256_hex(prev_hash + "\n" + canonical_json(record without
+/// hash))`.
+fn rehash(db: &std::path::Path) {
+    let records: Vec<openphone_store::AuditRecord> = {
+        let store = Store::open_read_only(db.parent().unwrap()).unwrap();
+        store.audit_iter(0, 100).map(Result::unwrap).collect()
+    };
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let mut prev = openphone_store::GENESIS_HASH.to_owned();
+    for record in records {
+        let mut value = serde_json::to_value(&record).unwrap();
+        let object = value.as_object_mut().unwrap();
+        object.remove("hash");
+        object.insert("prev_hash".into(), Value::String(prev.clone()));
+        let text = openphone_protocol::canonical_json(&value).unwrap();
+        let hash = openphone_protocol::digest::sha256_hex(&format!("{prev}\n{text}"));
+        conn.execute(
+            "UPDATE audit_log SET prev_hash = ?1, hash = ?2 WHERE seq = ?3",
+            rusqlite::params![prev, hash, record.seq],
+        )
+        .unwrap();
+        prev = hash;
+        conn.execute(
+            "UPDATE audit_head SET seq = ?1, hash = ?2 WHERE id = 1",
+            rusqlite::params![record.seq, prev],
+        )
+        .unwrap();
+    }
+}

@@ -1,8 +1,16 @@
 mod audit;
 mod client;
+mod crash_safety;
+mod current_policy;
 mod daemon;
+mod fail_closed;
+mod first_contact;
+mod front_door;
+mod hardening;
 mod harness;
+mod local_hardening;
 mod mcp_clients;
 mod mcp_harness;
 mod protocol;
+mod readme;
 mod support;

@@ -7,7 +7,7 @@
 use openphone_policy::{Caller, Decision, Requirement};
 use openphone_protocol::{Command, ErrorCode, ToolResult, ToolStatus, params_hash};
 use openphone_store as store;
-use openphone_store::ConfirmationRecord;
+use openphone_store::{ConfirmationRecord, StoreError};
 use serde_json::{Value, json};
 
 use super::ToolBridge;
@@ -60,29 +60,37 @@ impl<'a> Attempt<'a> {
         }
     }
 
-    /// Records `result` as the request's outcome and returns it.
+    /// Records `result` as the request's outcome and returns it; when the audit record cannot
+    /// be written, returns `audit_unavailable` instead (nothing ran for this request).
     pub(super) fn finish(&self, result: ToolResult) -> ToolResult {
-        self.record(&result, None, None);
-        result
+        match self.record(&result, None, None) {
+            Ok(()) => result,
+            Err(e) => self.audit_unavailable(&e, Unaudited::NothingRan),
+        }
     }
 
     /// Records `result`, an outcome tied to a confirmation (`confirmation_id`, when known, in
-    /// `state`), and returns it.
+    /// `state`), and returns it (or `audit_unavailable`, as [`Attempt::finish`]).
     pub(super) fn finish_confirmation(
         &self,
         result: ToolResult,
         confirmation_id: Option<String>,
         state: store::AuditConfirmation,
     ) -> ToolResult {
-        self.record(&result, Some((confirmation_id, state)), None);
-        result
+        match self.record(&result, Some((confirmation_id, state)), None) {
+            Ok(()) => result,
+            Err(e) => self.audit_unavailable(&e, Unaudited::NothingRan),
+        }
     }
 
-    /// Records `result`, the outcome of executing the request, which took `duration_ms`, and
-    /// returns it.
+    /// Records `result`, the outcome of executing a read, which took `duration_ms`, and
+    /// returns it; when its audit record cannot be written the result is withheld and the
+    /// answer is `audit_unavailable`.
     pub(super) fn finish_executed(&self, result: ToolResult, duration_ms: i64) -> ToolResult {
-        self.record(&result, None, Some(duration_ms));
-        result
+        match self.record(&result, None, Some(duration_ms)) {
+            Ok(()) => result,
+            Err(e) => self.audit_unavailable(&e, Unaudited::Withheld),
+        }
     }
 
     /// The store failed before anything ran: logs `error`, records and returns a `tool_error`.
@@ -99,19 +107,90 @@ impl<'a> Attempt<'a> {
         ))
     }
 
+    /// The answer when an audit record (or the executing record beside it) could not be
+    /// written: `audit_unavailable`, never the outcome it would have recorded.
+    pub(super) fn audit_unavailable(&self, error: &StoreError, what: Unaudited) -> ToolResult {
+        let tool = self
+            .command
+            .map_or(self.req.tool.as_str(), |c| c.name.as_str());
+        tracing::error!(error = %error, tool = %cut_log(tool), request = %cut_log(&self.req.request_id),
+            "the audit log cannot be written: refusing the request");
+        let message = match what {
+            Unaudited::NothingRan => {
+                "the phone could not write its audit log, so nothing was executed; the daemon's \
+                 log names the cause"
+            }
+            Unaudited::Withheld => {
+                "the phone could not write its audit log, so this result is withheld; the \
+                 daemon's log names the cause"
+            }
+            Unaudited::RanUnrecorded => {
+                "the action ran, but its result and audit record could not be written; it is \
+                 not run again (a retry with the same key answers execution_result_unknown)"
+            }
+        };
+        ToolResult::failure(
+            &self.caller.runtime,
+            &self.req.request_id,
+            ErrorCode::AuditUnavailable,
+            message,
+        )
+    }
+
+    /// The audit record of the attempt, written with the executing record before a direct
+    /// execution's side effect: the decision and the params digest, no outcome yet.
+    pub(super) fn attempt_entry(&self) -> store::AuditEntry {
+        let audit_id = openphone_protocol::audit_id(&self.caller.runtime, &self.req.request_id);
+        let mut entry = self.entry(
+            audit_id,
+            None,
+            Some((None, store::AuditConfirmation::NotRequired)),
+            None,
+        );
+        entry.at_ms = self.bridge.now_ms();
+        entry
+    }
+
+    /// The audit record of `result`, the outcome of a direct execution that took
+    /// `duration_ms`.
+    pub(super) fn outcome_entry(&self, result: &ToolResult, duration_ms: i64) -> store::AuditEntry {
+        self.entry(
+            result.audit_id.clone(),
+            Some(result),
+            None,
+            Some(duration_ms),
+        )
+    }
+
     fn record(
         &self,
         result: &ToolResult,
         confirmation: Option<(Option<String>, store::AuditConfirmation)>,
         duration_ms: Option<i64>,
-    ) {
+    ) -> Result<(), StoreError> {
+        let entry = self.entry(
+            result.audit_id.clone(),
+            Some(result),
+            confirmation,
+            duration_ms,
+        );
+        self.bridge.append_audit(&entry)
+    }
+
+    fn entry(
+        &self,
+        audit_id: String,
+        result: Option<&ToolResult>,
+        confirmation: Option<(Option<String>, store::AuditConfirmation)>,
+        duration_ms: Option<i64>,
+    ) -> store::AuditEntry {
         let (caller, req, command, decision) = (self.caller, self.req, self.command, self.decision);
         let (confirmation_id, confirmation_state) = match confirmation {
             Some((id, state)) => (id, Some(state)),
             None => (
                 None,
                 decision.map(|_| {
-                    if result.status == ToolStatus::NeedsConfirmation {
+                    if result.is_some_and(|r| r.status == ToolStatus::NeedsConfirmation) {
                         store::AuditConfirmation::Pending
                     } else {
                         store::AuditConfirmation::NotRequired
@@ -119,8 +198,8 @@ impl<'a> Attempt<'a> {
                 }),
             ),
         };
-        let entry = store::AuditEntry {
-            audit_id: result.audit_id.clone(),
+        store::AuditEntry {
+            audit_id,
             kind: store::AuditKind::ToolRequest,
             at_ms: self.started,
             runtime: caller.runtime.clone(),
@@ -138,14 +217,24 @@ impl<'a> Attempt<'a> {
             policy_proof: decision.and_then(|d| serde_json::to_value(&d.proof).ok()),
             confirmation_id,
             confirmation: confirmation_state,
-            status: Some(result.status),
-            error_code: result.error.as_ref().map(|e| e.code.as_str().to_owned()),
+            status: result.map(|r| r.status),
+            error_code: result.and_then(|r| r.error.as_ref().map(|e| e.code.as_str().to_owned())),
             duration_ms,
             params_hash: params_hash(&req.params).ok(),
-            result_digest: result_digest(result),
-        };
-        self.bridge.append_audit(&entry);
+            result_digest: result.and_then(result_digest),
+        }
     }
+}
+
+/// What an `audit_unavailable` answer stands in for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Unaudited {
+    /// Nothing ran for this request.
+    NothingRan,
+    /// A read ran; its result is not given out.
+    Withheld,
+    /// A direct execution ran but its outcome could not be recorded.
+    RanUnrecorded,
 }
 
 impl ToolBridge {
@@ -157,7 +246,7 @@ impl ToolBridge {
         state: store::AuditConfirmation,
         result: Option<&ToolResult>,
         duration_ms: Option<i64>,
-    ) {
+    ) -> Result<(), StoreError> {
         let caller = &stored.caller;
         let command = self.registry.resolve(&record.identity.tool);
         let entry = store::AuditEntry {
@@ -188,13 +277,22 @@ impl ToolBridge {
             params_hash: Some(format!("sha256:{}", record.identity.params_digest)),
             result_digest: result.and_then(result_digest),
         };
-        self.append_audit(&entry);
+        self.append_audit(&entry)
     }
 
-    fn append_audit(&self, entry: &store::AuditEntry) {
-        if let Err(e) = self.store.append_audit(entry) {
-            tracing::error!(error = %e, audit_id = %entry.audit_id, "writing the audit log");
+    /// Appends `entry` to the audit log and writes its log line; the caller decides what a
+    /// failure means (fail closed: nothing runs, nothing is answered without its record).
+    pub(super) fn append_audit(&self, entry: &store::AuditEntry) -> Result<(), StoreError> {
+        let written = self.store.append_audit(entry).map(|_| ());
+        if let Err(e) = &written {
+            tracing::error!(error = %e, audit_id = %cut_log(&entry.audit_id), "writing the audit log");
         }
+        self.log_line(entry);
+        written
+    }
+
+    /// The §15 log line of an audit record.
+    pub(super) fn log_line(&self, entry: &store::AuditEntry) {
         tracing::info!(
             event = "runtime_tool",
             runtime = %cut_log(&entry.runtime),
@@ -210,13 +308,11 @@ impl ToolBridge {
     }
 }
 
-/// §15 log-line values: at most 160 characters, spaces replaced by `_`.
-fn cut_log(value: &str) -> String {
-    value
-        .chars()
-        .take(160)
-        .map(|c| if c == ' ' { '_' } else { c })
-        .collect()
+/// §15 log-line values: at most 160 characters, spaces replaced by `_`, and (the values are
+/// the runtime's word) control and invisible characters escaped, so a request id cannot start
+/// a forged line.
+fn cut_log(value: &str) -> openphone_protocol::LogValue<'_> {
+    openphone_protocol::log_value(value)
 }
 
 fn audit_caller(caller: &Caller) -> store::Caller {

@@ -21,6 +21,7 @@ use openphone_store::{
 use serde::{Deserialize, Serialize};
 
 use super::audit::Attempt;
+use super::authority::Standing;
 use super::{ToolBridge, needs_confirmation, result_json};
 use crate::locks::lock;
 use crate::request::{NormalizedRequest, Rejection, validate};
@@ -114,6 +115,10 @@ pub struct RecoveryReport {
     pub timed_out: Vec<String>,
     /// Pending confirmations still in time, resolvable again.
     pub still_pending: Vec<String>,
+    /// Direct executions (state-changing requests that ran without a confirmation) the daemon
+    /// stopped during, by audit id: their final result is `execution_result_unknown`, never
+    /// re-run.
+    pub executions_unknown: Vec<String>,
 }
 
 /// The request as stored with its confirmation: everything needed to re-check and execute it
@@ -194,6 +199,10 @@ impl ToolBridge {
             Some(record.confirmation_id.clone()),
             store::AuditConfirmation::Pending,
         );
+        if result.error.as_ref().map(|e| e.code) == Some(ErrorCode::AuditUnavailable) {
+            // Not announced: its approval would need an audit record the log cannot take.
+            return result;
+        }
         let required = ConfirmationRequired {
             confirmation_id: record.confirmation_id.clone(),
             request_id: req.request_id.clone(),
@@ -295,7 +304,7 @@ impl ToolBridge {
             .await
     }
 
-    async fn resolve_as(
+    pub(super) async fn resolve_as(
         &self,
         label: &str,
         confirmation_id: &str,
@@ -371,14 +380,23 @@ impl ToolBridge {
             ConfirmDecision::Approve => {
                 // The identity lock keeps a retry of the same request from running beside it.
                 let _identity_guard = self.lock_identity(&record.identity).await;
-                self.audit_transition(
+                // Fail closed: nothing runs without the audit record of its approval.
+                let result = match self.audit_transition(
                     &record,
                     &stored,
                     store::AuditConfirmation::Approved,
                     None,
                     None,
-                );
-                let result = self.execute_approved(&stored).await;
+                ) {
+                    Ok(()) => self.execute_approved(&stored).await,
+                    Err(_) => ToolResult::failure(
+                        &stored.caller.runtime,
+                        &record.request_id,
+                        ErrorCode::AuditUnavailable,
+                        "the phone could not write its audit log, so the approved request was \
+                         not executed; the daemon's log names the cause",
+                    ),
+                };
                 let duration = self.now_ms() - now;
                 match self.store.complete(
                     &record.confirmation_id,
@@ -409,7 +427,10 @@ impl ToolBridge {
     /// Re-runs steps 1 and 2 on the stored request; a Confirm counts as satisfied by this
     /// approval, a Deny wins; then executes.
     async fn execute_approved(&self, stored: &StoredRequest) -> ToolResult {
-        let caller = &stored.caller;
+        // Under the runtime's configuration now, not the one it had when it asked
+        // (`authority.rs`).
+        let standing = self.standing(&stored.caller);
+        let caller = standing.caller();
         let req = &stored.request;
         let runtime = &caller.runtime;
         let command = match validate(self.registry, caller, req, true) {
@@ -427,6 +448,10 @@ impl ToolBridge {
         } = &decision.requirement
         {
             let details = self.denial_details(caller, command, &decision, policy_detail.as_str());
+            let reason = match standing {
+                Standing::Removed(_) => format!("runtime `{runtime}` is no longer configured"),
+                Standing::Configured(_) => reason.clone(),
+            };
             return ToolResult::failure(
                 runtime,
                 &req.request_id,
@@ -474,7 +499,8 @@ impl ToolBridge {
         resolution: ConfirmationResolution,
         duration: Option<i64>,
     ) {
-        self.audit_transition(record, stored, state, Some(result), duration);
+        // The final result is stored already; a failed record is in the daemon's log.
+        let _ = self.audit_transition(record, stored, state, Some(result), duration);
         let runtime = &stored.caller.runtime;
         let resolved = ConfirmationResolved {
             confirmation_id: record.confirmation_id.clone(),
@@ -502,9 +528,36 @@ impl ToolBridge {
         }
     }
 
+    /// Before a request looks for its recorded final result: a confirmation of `identity` that
+    /// is still pending although its time has run out is timed out now (with every other one
+    /// due), and an expiry run under way is waited for, so the request finds the recorded
+    /// `timeout`. The timer that expires confirmations ticks once a second: without this a
+    /// retry arriving just after the expiry (typically from a runtime that lost its wait to a
+    /// daemon restart) found no live confirmation and no final result, and asked the user a
+    /// second time (issue 11).
+    pub(super) async fn expire_overdue(&self, identity: &IdentityKey) -> Result<(), StoreError> {
+        // Held by a timer run from its first write to its last final result.
+        let _serial = self.expiry.lock().await;
+        // `find_pending` skips those expired by the given time: from the start of time, it
+        // finds any still in state `pending`.
+        let overdue = self
+            .store
+            .find_pending(identity, i64::MIN)?
+            .is_some_and(|pending| pending.expires_at_ms <= self.now_ms());
+        if overdue {
+            self.expire_due_serialised();
+        }
+        Ok(())
+    }
+
     /// Times out every pending confirmation past its expiry. Returns how many.
     pub async fn expire_due(&self) -> usize {
         let _serial = self.expiry.lock().await;
+        self.expire_due_serialised()
+    }
+
+    /// [`ToolBridge::expire_due`] under the expiry lock, which the caller holds.
+    fn expire_due_serialised(&self) -> usize {
         let now = self.now_ms();
         let expired = match self.store.expire_due(now) {
             Ok(list) => list,
@@ -556,12 +609,15 @@ impl ToolBridge {
         .ok()
     }
 
-    /// Startup recovery: approved confirmations whose outcome is unknown become
-    /// `result_unknown` (final result `execution_result_unknown`, never re-run); pending ones
-    /// past their expiry time out; the rest stay pending.
+    /// Startup recovery: direct executions without an outcome, and approved confirmations
+    /// whose outcome is unknown, become `execution_result_unknown` (never re-run); pending
+    /// confirmations past their expiry time out; the rest stay pending.
     pub async fn recover(&self) -> Result<RecoveryReport, BridgeError> {
+        let mut report = RecoveryReport {
+            executions_unknown: self.recover_executions()?,
+            ..RecoveryReport::default()
+        };
         let recovery = self.store.recover_after_restart(self.now_ms())?;
-        let mut report = RecoveryReport::default();
         for record in &recovery.result_unknown {
             if let Ok(stored) = serde_json::from_value::<StoredRequest>(record.request.clone()) {
                 let result = ToolResult::failure(

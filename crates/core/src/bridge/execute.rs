@@ -1,15 +1,23 @@
 //! Step 5, execute: the command runs on the device or on a runtime-owned service, within the
 //! request's timeout, and its outcome becomes a tool result.
+//!
+//! A state-changing request that runs without a confirmation is bracketed by the store
+//! (`execute_recorded`): its executing record and the audit record of the attempt commit
+//! together before the side effect; its final result, the outcome's audit record and the end
+//! of the executing record commit together after it. When the first write fails nothing runs
+//! (`audit_unavailable`); an executing record left behind (a crash, a failed second write) is
+//! settled as `execution_result_unknown` (`settle_interrupted`) and never runs again.
 
 use std::time::Duration;
 
 use openphone_device::DeviceError;
 use openphone_policy::Caller;
 use openphone_protocol::{Command, ErrorCode, Executor, ToolResult};
-use openphone_store::SessionStatus;
+use openphone_store::{Execution, IdentityKey, SessionStatus, StoreError};
 use serde_json::{Map, Value, json};
 
-use super::ToolBridge;
+use super::audit::{Attempt, Unaudited};
+use super::{ToolBridge, result_json};
 use crate::locks::lock;
 use crate::request::NormalizedRequest;
 use crate::services;
@@ -87,12 +95,90 @@ impl ToolBridge {
         result
     }
 
-    /// The execution-context (task) id of a runtime session scope, made on first use.
+    /// Steps 5 and 6 of a state-changing request that needs no confirmation: the executing
+    /// record and the attempt's audit record (durable before anything runs), the side effect,
+    /// then the final result with the outcome's audit record. Fails closed: without the first
+    /// record nothing runs; without the second the answer is `audit_unavailable` and the
+    /// executing record stays, so the request is never run again.
+    pub(super) async fn execute_recorded(
+        &self,
+        attempt: &Attempt<'_>,
+        identity: &IdentityKey,
+        command: &Command,
+    ) -> ToolResult {
+        let (caller, req, started) = (attempt.caller, attempt.req, attempt.started);
+        let begin = Execution {
+            identity: identity.clone(),
+            request_id: req.request_id.clone(),
+            attempt: attempt.attempt_entry(),
+            started_at_ms: self.now_ms(),
+        };
+        if let Err(e) = self.store.begin_execution(&begin) {
+            return attempt.audit_unavailable(&e, Unaudited::NothingRan);
+        }
+        let result = self.execute(caller, req, command, started).await;
+        let outcome = attempt.outcome_entry(&result, self.now_ms() - started);
+        match self.store.finish_execution(
+            identity,
+            &req.request_id,
+            &result_json(&result),
+            &outcome,
+            self.now_ms(),
+        ) {
+            Ok(_) => {
+                self.log_line(&outcome);
+                result
+            }
+            Err(e) => attempt.audit_unavailable(&e, Unaudited::RanUnrecorded),
+        }
+    }
+
+    /// Settles a direct execution that never recorded its outcome: its final result is
+    /// `execution_result_unknown` (recorded for replay, with its audit record, in one
+    /// transaction); it is never run again. Returns that result.
+    pub(super) fn settle_interrupted(
+        &self,
+        execution: &Execution,
+    ) -> Result<ToolResult, StoreError> {
+        let result = ToolResult::failure(
+            &execution.identity.runtime,
+            &execution.request_id,
+            ErrorCode::ExecutionResultUnknown,
+            "the daemon stopped while this action ran (or could not record its result); \
+             whether it took effect is unknown, and it is not run again",
+        );
+        let now = self.now_ms();
+        let mut entry = execution.attempt.clone();
+        entry.at_ms = now;
+        entry.status = Some(result.status);
+        entry.error_code = Some(ErrorCode::ExecutionResultUnknown.as_str().to_owned());
+        entry.result_digest = None;
+        let stored = self.store.finish_execution(
+            &execution.identity,
+            &execution.request_id,
+            &result_json(&result),
+            &entry,
+            now,
+        )?;
+        self.log_line(&entry);
+        Ok(super::parse_result(&stored.result).unwrap_or(result))
+    }
+
+    /// Start-up recovery of direct executions: every one without an outcome is settled as
+    /// `execution_result_unknown`. Returns their audit ids.
+    pub(super) fn recover_executions(&self) -> Result<Vec<String>, StoreError> {
+        let mut settled = Vec::new();
+        for execution in self.store.list_executions()? {
+            self.settle_interrupted(&execution)?;
+            settled.push(execution.attempt.audit_id.clone());
+        }
+        Ok(settled)
+    }
+
+    /// The execution-context (task) id of a runtime session scope, made on first use (and
+    /// again after the scope was evicted from the bounded cache, `tasks.rs`).
     fn task_for(&self, scope: &str) -> String {
-        lock(&self.tasks)
-            .entry(scope.to_owned())
-            .or_insert_with(|| format!("task-{}", uuid::Uuid::new_v4()))
-            .clone()
+        lock(&self.tasks).get_or_make(scope, || format!("task-{}", uuid::Uuid::new_v4()))
     }
 }
 

@@ -18,23 +18,32 @@
 //!   hash-chained audit record per request and per confirmation transition, events, the phone
 //!   session's status.
 //!
+//! Crash and storage rules (fail closed): a state-changing request that runs without a
+//! confirmation first writes its durable executing record together with the audit record of
+//! the attempt (`execute.rs`); one found without an outcome after a restart (or on a keyed
+//! retry) becomes `execution_result_unknown` and never runs again, as an approved
+//! confirmation does. When an audit record cannot be written the answer is
+//! `audit_unavailable`: nothing runs, and no result is given out without its record.
+//!
 //! Requests with the same identity key are serialised by the per-identity lock
 //! (`identity.rs`).
 
 mod audit;
+mod authority;
 mod confirm;
 mod execute;
 mod identity;
+mod tasks;
 mod wait;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
 
 use openphone_clock::Clock;
 use openphone_device::PhoneDevice;
 use openphone_policy::{
-    Autonomy, Caller, Context, Decision, Requirement, Role, StandingApproval, ToolPolicy,
-    ToolSelector,
+    Autonomy, Caller, Context, Decision, Requirement, Role, RuntimeAuthorisation, StandingApproval,
+    ToolPolicy, ToolSelector,
 };
 use openphone_protocol::endpoint::{Event, SessionUpdated};
 use openphone_protocol::{
@@ -51,9 +60,11 @@ use crate::locks::{read, write};
 use crate::request::{NormalizedRequest, Rejection, normalize, validate};
 use crate::services;
 
-use audit::Attempt;
+use audit::{Attempt, Unaudited};
+pub use authority::{RESOLVED_BY_CONFIGURATION, Withdrawn};
 pub use confirm::{BridgeError, ConfirmDecision, ConfirmingHost, Operator, RecoveryReport};
 use identity::IdentityLocks;
+pub use tasks::MAX_TASK_SCOPES;
 pub use wait::{Waited, waiting_on};
 
 /// Configuration the bridge applies to every request.
@@ -61,6 +72,12 @@ pub use wait::{Waited, waiting_on};
 pub struct BridgeConfig {
     /// Global and per-runtime allow/deny lists (policy layer 2).
     pub tool_policy: ToolPolicy,
+    /// Every configured runtime's current authorisation (enabled, grants, ceiling), by
+    /// runtime id. A confirmation approved later is decided again under its runtime's entry
+    /// here, and refused when the runtime is gone (`confirm.rs`). `None` — no runtime
+    /// configuration, as in embedded use and tests — keeps the authorisation each request
+    /// carried.
+    pub runtimes: Option<BTreeMap<String, RuntimeAuthorisation>>,
 }
 
 /// The ToolBridge.
@@ -73,8 +90,8 @@ pub struct ToolBridge {
     config: RwLock<BridgeConfig>,
     /// confirmation id → the final result, once known (requests waiting on it subscribe).
     waiters: Mutex<HashMap<String, watch::Sender<Option<ToolResult>>>>,
-    /// scope → execution-context (task) id.
-    tasks: Mutex<HashMap<String, String>>,
+    /// scope → execution-context (task) id, for the scopes used most recently (`tasks.rs`).
+    tasks: Mutex<tasks::TaskCache>,
     /// identity key → the lock held while one request with that identity is replayed,
     /// confirmed or executed, so two of them never both execute.
     identity_locks: IdentityLocks,
@@ -106,7 +123,7 @@ impl ToolBridge {
             events,
             config: RwLock::new(config),
             waiters: Mutex::new(HashMap::new()),
-            tasks: Mutex::new(HashMap::new()),
+            tasks: Mutex::default(),
             identity_locks: IdentityLocks::default(),
             expiry: tokio::sync::Mutex::new(()),
         }
@@ -131,6 +148,12 @@ impl ToolBridge {
     /// The bridge's clock reading, in Unix milliseconds.
     pub fn now_ms(&self) -> i64 {
         self.clock.now_ms()
+    }
+
+    /// How many request scopes hold a cached task id (at most [`MAX_TASK_SCOPES`]): for
+    /// diagnostics and the tests that pin the bound.
+    pub fn cached_task_scopes(&self) -> usize {
+        crate::locks::lock(&self.tasks).len()
     }
 
     /// Replaces the configuration (e.g. after a config reload).
@@ -235,6 +258,11 @@ impl ToolBridge {
                 }
                 Err(e) => return attempt.internal_error(e),
             }
+            // A confirmation of this request that ran out of time a moment ago is timed out
+            // first, so that is replayed rather than the user asked a second time.
+            if let Err(e) = self.expire_overdue(&identity).await {
+                return attempt.internal_error(e);
+            }
             match self.store.find_final(&identity) {
                 Ok(Some(recorded)) => {
                     let Some(stored) = parse_result(&recorded.result) else {
@@ -245,6 +273,24 @@ impl ToolBridge {
                     let result = stored.readdressed(&runtime, &req.request_id);
                     return attempt.finish_confirmation(
                         result,
+                        None,
+                        store::AuditConfirmation::Replayed,
+                    );
+                }
+                Ok(None) => {}
+                Err(e) => return attempt.internal_error(e),
+            }
+            // A direct execution of this very request began and never recorded its outcome
+            // (the daemon died, or the record could not be written): its result is unknown,
+            // and it is never run again.
+            match self.store.find_execution(&identity) {
+                Ok(Some(interrupted)) => {
+                    let result = match self.settle_interrupted(&interrupted) {
+                        Ok(result) => result,
+                        Err(e) => return attempt.audit_unavailable(&e, Unaudited::NothingRan),
+                    };
+                    return attempt.finish_confirmation(
+                        result.readdressed(&runtime, &req.request_id),
                         None,
                         store::AuditConfirmation::Replayed,
                     );
@@ -295,19 +341,15 @@ impl ToolBridge {
             return self.confirm(&attempt, command, &decision, identity, context);
         }
 
-        // Step 5 — execute; step 6 — record.
-        let result = self.execute(caller, &req, command, started).await;
-        if command.mutating
-            && let Err(e) = self.store.record_final(
-                &identity,
-                &req.request_id,
-                &result_json(&result),
-                self.now_ms(),
-            )
-        {
-            tracing::error!(error = %e, "recording final result");
-        }
-        let result = attempt.finish_executed(result, self.now_ms() - started);
+        // Step 5 — execute; step 6 — record. A state-changing request runs only after its
+        // executing record and the audit record of the attempt are durable; a read is given
+        // out only once its audit record is written.
+        let result = if command.mutating {
+            self.execute_recorded(&attempt, &identity, command).await
+        } else {
+            let result = self.execute(caller, &req, command, started).await;
+            attempt.finish_executed(result, self.now_ms() - started)
+        };
         self.publish_result(caller, &result);
         self.touch_session(
             caller,
@@ -341,6 +383,12 @@ impl ToolBridge {
             now_ms: now,
         };
         openphone_policy::decide(&input)
+    }
+
+    /// Whether this daemon can run `command`: the device supports it, or (for a runtime-owned
+    /// command such as `openphone.memory.save`) the core serves it itself.
+    pub fn supports(&self, command: &Command) -> bool {
+        self.platform_supports(command)
     }
 
     fn platform_supports(&self, command: &Command) -> bool {

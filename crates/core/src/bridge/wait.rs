@@ -118,12 +118,7 @@ impl ToolBridge {
     /// The final result of a confirmation as recorded (addressed to the request that created
     /// it), waiting for it; `None` when the confirmation is unknown, or when one that is
     /// already resolved gets no final result within ten minutes (which only a broken store
-    /// can cause). Kept for callers not yet moved to [`ToolBridge::wait_for_final`], which
-    /// is the way to wait for a request's answer.
-    pub async fn wait_final(&self, confirmation_id: &str) -> Option<ToolResult> {
-        self.final_result(confirmation_id).await
-    }
-
+    /// can cause).
     async fn final_result(&self, confirmation_id: &str) -> Option<ToolResult> {
         // Subscribe before reading the store so a resolution in between is not missed.
         let rx = lock(&self.waiters)

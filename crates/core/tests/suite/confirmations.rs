@@ -1,6 +1,6 @@
 //! Durable confirmations: approve, deny, timeout, replay, identity (issue 4 acceptance).
 
-use openphone_core::{BridgeError, ConfirmDecision};
+use openphone_core::{BridgeError, ConfirmDecision, Waited};
 use openphone_protocol::ToolStatus;
 use openphone_store::ConfirmationState;
 use serde_json::json;
@@ -89,7 +89,8 @@ async fn deny_answers_denied_and_changes_nothing() {
 async fn timeout_answers_timeout_and_changes_nothing() {
     let h = Harness::new();
     let req = with(open_notes("t1"), |r| r.timeout_ms = Some(5_000));
-    let id = confirmation_id(&h.call(&hermes(), req).await);
+    let parked = h.call(&hermes(), req).await;
+    let id = confirmation_id(&parked);
     h.clock.advance(5_000);
     assert_eq!(h.bridge.expire_due().await, 1);
     let record = h.bridge.store().get_confirmation(&id).unwrap().unwrap();
@@ -103,7 +104,13 @@ async fn timeout_answers_timeout_and_changes_nothing() {
         Err(BridgeError::PendingConfirmationNotFound(_))
     ));
     assert_eq!(h.actions(), 0);
-    let fin = h.bridge.wait_final(&id).await.unwrap();
+    let Waited::Final(fin) = h
+        .bridge
+        .wait_for_final(&parked, std::future::pending())
+        .await
+    else {
+        panic!("the expired confirmation has a final result");
+    };
     assert_eq!(
         (fin.status, code(&fin)),
         (ToolStatus::Timeout, Some("timeout"))
@@ -267,6 +274,7 @@ async fn approval_rechecks_policy_and_a_new_deny_wins() {
         serde_json::from_value(json!({"global": {"deny": ["group:apps"]}})).unwrap();
     h.bridge.set_config(openphone_core::BridgeConfig {
         tool_policy: policy,
+        ..Default::default()
     });
     let fin = h
         .bridge

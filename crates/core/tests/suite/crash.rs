@@ -1,17 +1,17 @@
 //! A daemon killed (SIGKILL) while holding a pending confirmation (issue 4 acceptance).
 //!
 //! The test re-runs its own test binary as the child: with `OPENPHONE_CRASH_CHILD_DIR` set,
-//! the child opens the data directory, parks a mutating request and reports the confirmation
-//! id, then waits to be killed. The parent kills it with SIGKILL, restarts the core on the same
+//! the child opens the data directory, parks a mutating request and reports its
+//! `needs_confirmation` answer, then waits to be killed. The parent kills it with SIGKILL, restarts the core on the same
 //! directory, and checks what survived.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 
-use openphone_core::{BridgeError, ConfirmDecision};
+use openphone_core::{BridgeError, ConfirmDecision, Waited};
 use openphone_device::SimPhone;
-use openphone_protocol::ToolStatus;
+use openphone_protocol::{ToolResult, ToolStatus};
 use openphone_store::ConfirmationState;
 
 use super::support::*;
@@ -19,8 +19,8 @@ use super::support::*;
 const CHILD_DIR: &str = "OPENPHONE_CRASH_CHILD_DIR";
 const TIMEOUT_MS: i64 = 60_000;
 
-/// Starts the child, returns the confirmation id it parked after killing it.
-fn park_in_a_child_and_kill_it(dir: &std::path::Path) -> String {
+/// Starts the child, returns the `needs_confirmation` answer it got after killing it.
+fn park_in_a_child_and_kill_it(dir: &std::path::Path) -> ToolResult {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
@@ -34,18 +34,18 @@ fn park_in_a_child_and_kill_it(dir: &std::path::Path) -> String {
         .spawn()
         .unwrap();
     let stdout = child.stdout.take().unwrap();
-    let mut id = None;
+    let mut parked = None;
     for line in BufReader::new(stdout).lines() {
         let line = line.unwrap();
         // libtest prints "test <name> ... " on the same line before the child's output.
         if let Some((_, rest)) = line.split_once("PARKED ") {
-            id = Some(rest.trim().to_owned());
+            parked = Some(serde_json::from_str(rest.trim()).unwrap());
             break;
         }
     }
     child.kill().unwrap(); // SIGKILL on unix
     child.wait().unwrap();
-    id.expect("the child reported a parked confirmation")
+    parked.expect("the child reported a parked confirmation")
 }
 
 async fn child(dir: &std::path::Path) -> ! {
@@ -60,7 +60,7 @@ async fn child(dir: &std::path::Path) -> ! {
         .invoke(&hermes(), req, openphone_policy::Context::Interactive)
         .await;
     assert_eq!(parked.status, ToolStatus::NeedsConfirmation);
-    println!("PARKED {}", confirmation_id(&parked));
+    println!("PARKED {}", serde_json::to_string(&parked).unwrap());
     loop {
         std::thread::sleep(std::time::Duration::from_secs(60));
     }
@@ -75,7 +75,7 @@ async fn pending_confirmation_survives_sigkill() {
     let h = Harness::new();
     let dir = h.dir.path().to_owned();
     drop(h.bridge);
-    let id = park_in_a_child_and_kill_it(&dir);
+    let id = confirmation_id(&park_in_a_child_and_kill_it(&dir));
     let (phone, clock) = SimPhone::demo().unwrap();
     let phone = Arc::new(phone);
     let bridge = bridge_on(&dir, &phone, &clock);
@@ -112,7 +112,8 @@ async fn expired_confirmation_times_out_after_sigkill_and_never_runs() {
         return; // only the test named by the parent acts as the child
     }
     let dir = tempfile::tempdir().unwrap();
-    let id = park_in_a_child_and_kill_it(dir.path());
+    let parked = park_in_a_child_and_kill_it(dir.path());
+    let id = confirmation_id(&parked);
     let (phone, clock) = SimPhone::demo().unwrap();
     clock.advance(TIMEOUT_MS); // the daemon stayed down past the expiry
     let phone = Arc::new(phone);
@@ -129,7 +130,9 @@ async fn expired_confirmation_times_out_after_sigkill_and_never_runs() {
         Err(BridgeError::PendingConfirmationNotFound(_))
     ));
     assert_eq!(phone.action_log().len(), 0);
-    let fin = bridge.wait_final(&id).await.unwrap();
+    let Waited::Final(fin) = bridge.wait_for_final(&parked, std::future::pending()).await else {
+        panic!("the expired confirmation has a final result");
+    };
     assert_eq!(fin.status, ToolStatus::Timeout);
     let trail = bridge.store().find_audit("runtime:hermes:crash-1").unwrap();
     let states: Vec<_> = trail.iter().map(|r| r.entry.confirmation).collect();

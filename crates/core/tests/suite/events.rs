@@ -6,9 +6,10 @@
 use std::sync::Arc;
 
 use openphone_core::{
-    AttentionRequest, ConfirmDecision, Event, EventBus, RuntimeEntry, RuntimeKind, RuntimeManager,
-    RuntimeMessage, RuntimesConfig, Surface,
+    ConfirmDecision, Event, EventBus, RuntimeEntry, RuntimeKind, RuntimeManager, RuntimesConfig,
+    Surface,
 };
+use openphone_protocol::endpoint::{AttentionRequestParams, RuntimeMessageParams};
 use openphone_store::{Autonomy, NewPhoneSession, Store};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -149,21 +150,24 @@ async fn the_runtime_manager_publishes_presence_attention_messages_and_session_u
 
     let presence = manager.connect("hermes").unwrap();
     let accepted = manager
-        .request_attention(AttentionRequest {
-            surface: "chat_voice".into(),
-            text: "hello".into(),
-            context: Some(json!({"k": 1})),
-            ..AttentionRequest::default()
-        })
+        .request_attention(
+            AttentionRequestParams {
+                surface: "chat_voice".into(),
+                text: "hello".into(),
+                context: Some(json!({"k": 1})),
+                ..AttentionRequestParams::default()
+            },
+            None,
+        )
         .unwrap();
     let session = accepted.phone_session_id.clone();
     for (text, is_final) in [("thinking", false), ("done", true)] {
-        let msg = RuntimeMessage {
+        let msg = RuntimeMessageParams {
             phone_session_id: session.clone(),
             text: text.into(),
             is_final,
             output: Some(json!({"kind": "text"})),
-            ..RuntimeMessage::default()
+            ..RuntimeMessageParams::default()
         };
         manager.runtime_message("hermes", msg).unwrap();
     }
@@ -239,11 +243,14 @@ async fn a_failed_session_update_names_the_reason() {
     let (_dir, events, manager) = runtime_manager();
     let presence = manager.connect("hermes").unwrap();
     let accepted = manager
-        .request_attention(AttentionRequest {
-            surface: "chat".into(),
-            text: "hello".into(),
-            ..AttentionRequest::default()
-        })
+        .request_attention(
+            AttentionRequestParams {
+                surface: "chat".into(),
+                text: "hello".into(),
+                ..AttentionRequestParams::default()
+            },
+            None,
+        )
         .unwrap();
     let mut rx = events.subscribe();
     drop(presence);

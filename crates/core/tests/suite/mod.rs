@@ -3,6 +3,8 @@ mod autonomy;
 mod confirmations;
 mod crash;
 mod events;
+mod fail_closed;
+mod local_hardening;
 mod regression;
 mod runtimes;
 mod services;

@@ -25,7 +25,7 @@ use openphone_protocol::Registry;
 use serde_json::{Map, Value};
 
 use crate::params::Params;
-use crate::{DeviceError, DeviceProfile, PhoneDevice};
+use crate::{DeviceError, PhoneDevice, PhoneProfile};
 
 pub use scenario::{DEFAULT_SCENARIO, ScenarioError, validate};
 pub use state::*;
@@ -246,9 +246,9 @@ fn public_params(params: &Value) -> Value {
 
 #[async_trait]
 impl PhoneDevice for SimPhone {
-    fn profile(&self) -> DeviceProfile {
+    fn profile(&self) -> PhoneProfile {
         let st = self.lock();
-        DeviceProfile {
+        PhoneProfile {
             platform: PLATFORM.to_string(),
             model: st.device.model.clone(),
             os_version: st.device.os_version.clone(),

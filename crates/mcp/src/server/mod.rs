@@ -29,6 +29,7 @@
 
 mod host;
 mod seal;
+mod slots;
 mod strategy;
 mod tool_call;
 
@@ -55,6 +56,8 @@ use crate::identity::{SUPPORTED_PROTOCOL_VERSIONS, server_config};
 use crate::sync::lock;
 
 pub use seal::StateSeal;
+pub use slots::MAX_IN_FLIGHT_PER_CLIENT;
+use slots::{ConnectionSlots, KeyedSlots, Slot};
 use tool_call::{Call, audited_caller, fresh_request_id};
 
 /// `_meta` key of a `tools/call` carrying the caller's idempotency key.
@@ -69,8 +72,6 @@ pub const SOURCE_ELICITATION: &str = "mcp_elicitation";
 pub const SOURCE_INPUT_RESPONSE: &str = "mcp_input_response";
 /// `ttlMs` of list and discovery results (`mcp.md` §4.6).
 pub const LIST_TTL_MS: u64 = 60_000;
-/// MCP calls one runtime may have in flight at once (`mcp.md` §10).
-pub const MAX_IN_FLIGHT_PER_RUNTIME: usize = 8;
 /// The longest idempotency key accepted.
 pub const MAX_IDEMPOTENCY_KEY_LEN: usize = 128;
 
@@ -122,8 +123,9 @@ pub struct McpBackend {
     settings: McpSettings,
     seal: Option<StateSeal>,
     shutting_down: std::sync::atomic::AtomicBool,
-    /// Per-runtime limits of calls in flight.
-    slots: Mutex<std::collections::HashMap<String, Arc<tokio::sync::Semaphore>>>,
+    /// Calls in flight of the 2026-07-28 clients, which have no connection of their own here
+    /// (`slots.rs`).
+    clients: KeyedSlots,
 }
 
 impl std::fmt::Debug for McpBackend {
@@ -155,20 +157,8 @@ impl McpBackend {
             settings,
             seal,
             shutting_down: std::sync::atomic::AtomicBool::new(false),
-            slots: Mutex::default(),
+            clients: KeyedSlots::default(),
         }
-    }
-
-    /// A place for one more call of `runtime`, or `None` when it has
-    /// [`MAX_IN_FLIGHT_PER_RUNTIME`] in flight.
-    fn slot(&self, runtime: &str) -> Option<tokio::sync::OwnedSemaphorePermit> {
-        let semaphore = {
-            let mut slots = lock(&self.slots);
-            Arc::clone(slots.entry(runtime.to_owned()).or_insert_with(|| {
-                Arc::new(tokio::sync::Semaphore::new(MAX_IN_FLIGHT_PER_RUNTIME))
-            }))
-        };
-        semaphore.try_acquire_owned().ok()
     }
 
     /// Marks the daemon as stopping: requests interrupted from now on keep their pending
@@ -233,6 +223,8 @@ pub struct PhoneMcp {
     calls: Arc<Mutex<Calls>>,
     /// The runtime whose token opened this HTTP session.
     session_owner: Arc<std::sync::OnceLock<String>>,
+    /// Calls in flight on this connection or HTTP session (`slots.rs`).
+    slots: ConnectionSlots,
 }
 
 #[derive(Default)]
@@ -270,6 +262,7 @@ impl PhoneMcp {
             principal,
             calls: Arc::default(),
             session_owner: Arc::default(),
+            slots: ConnectionSlots::default(),
         }
     }
 
@@ -284,6 +277,7 @@ impl PhoneMcp {
             principal: None,
             calls: Arc::default(),
             session_owner: Arc::default(),
+            slots: ConnectionSlots::default(),
         }
     }
 
@@ -322,6 +316,30 @@ impl PhoneMcp {
 
     fn was_cancelled(&self, id: &RequestId) -> bool {
         self.lock_calls().cancelled.contains(id)
+    }
+
+    /// A place for one more call of this client (`slots.rs`): the connection's or the HTTP
+    /// session's own; for a 2026-07-28 request over HTTP (a handler of its own), the one of
+    /// its runtime and declared client.
+    fn slot(
+        &self,
+        backend: &McpBackend,
+        principal: &McpPrincipal,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Option<Slot> {
+        let per_request = self.principal.is_none() && era(ctx) == strategy::Era::Stateless;
+        if !per_request {
+            return self.slots.take();
+        }
+        let client = ctx
+            .client_info()
+            .map(|info| format!("{}\n{}", info.name, info.version))
+            .unwrap_or_default();
+        let key: String = format!("{}\n{client}", principal.caller.runtime)
+            .chars()
+            .take(256)
+            .collect();
+        backend.clients.take(&key)
     }
 
     fn track(&self, id: &RequestId) -> InFlight {
@@ -364,10 +382,11 @@ impl ServerHandler for PhoneMcp {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, McpError> {
+        // The client's word: escaped and cut, so it cannot forge log lines.
         tracing::info!(
-            client = %request.client_info.name,
-            version = %request.client_info.version,
-            protocol = %request.protocol_version,
+            client = %openphone_protocol::log_value(&request.client_info.name),
+            version = %openphone_protocol::log_value(&request.client_info.version),
+            protocol = %openphone_protocol::log_value(&request.protocol_version.to_string()),
             "mcp client initialized"
         );
         if self.principal.is_none() && matches!(self.backend, Backend::Daemon(_)) {
@@ -509,11 +528,12 @@ impl ServerHandler for PhoneMcp {
                     context: &context,
                     started_ms: backend.now_ms(),
                 };
-                let Some(_slot) = backend.slot(&principal.caller.runtime) else {
+                let Some(_slot) = self.slot(backend, &principal, &context) else {
                     return Ok(call.refuse(
                         ErrorCode::RateLimited,
                         &format!(
-                            "at most {MAX_IN_FLIGHT_PER_RUNTIME} MCP calls may be in flight per runtime"
+                            "at most {MAX_IN_FLIGHT_PER_CLIENT} MCP calls may be in flight per \
+                             client; wait for one to finish"
                         ),
                     ));
                 };

@@ -19,6 +19,7 @@ use super::strategy::{ElicitationModes, Era, Strategy, StrategyInputs, choose};
 use super::{
     MAX_IDEMPOTENCY_KEY_LEN, META_AUTONOMY, META_IDEMPOTENCY_KEY, McpBackend, PhoneMcp, era,
 };
+use crate::strict::META_DUPLICATE_KEY;
 
 /// The longest any wait for an already-decided confirmation's final result may take.
 const DECIDED_WAIT: Duration = Duration::from_secs(30);
@@ -100,6 +101,24 @@ impl Call<'_> {
         self,
         request: CallToolRequestParams,
     ) -> Result<CallToolResponse, McpError> {
+        // The transport read the raw text and found a key given twice (`strict.rs`): the
+        // parsed arguments kept only one of the values, so nothing here can be trusted.
+        let duplicate = self.context.meta.0.get(META_DUPLICATE_KEY).or_else(|| {
+            request
+                .meta
+                .as_ref()
+                .and_then(|m| m.0.get(META_DUPLICATE_KEY))
+        });
+        if let Some(key) = duplicate {
+            let key = key.as_str().unwrap_or_default();
+            return Ok(self.refuse(
+                ErrorCode::InvalidParams,
+                &format!(
+                    "the call holds the key {key:?} more than once in one object; duplicate \
+                     keys are refused, so send each key once"
+                ),
+            ));
+        }
         let name = request.name.trim();
         let command = match self.backend.table.resolve_call(name) {
             Ok(c) => c,

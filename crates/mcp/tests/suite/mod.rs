@@ -3,6 +3,7 @@ mod catalogue;
 mod identity;
 mod names;
 mod results;
+mod sessions;
 
 use openphone_protocol::Registry;
 

@@ -72,9 +72,9 @@ fn effective_autonomy_table() {
     let table: &[Row] = &[
         // inheritance
         (None, None, Ask, false, Ask),
-        (None, Some(Trusted), Ask, false, Trusted),
+        (None, Some(Trusted), Trusted, false, Trusted),
         (None, Some(Observe), Trusted, false, Observe),
-        (Some(""), Some(Trusted), Ask, false, Trusted),
+        (Some(""), Some(Trusted), Trusted, false, Trusted),
         (None, None, Trusted, false, Ask),
         (None, None, Observe, false, Observe),
         // a request only makes things stricter than the session
@@ -90,7 +90,26 @@ fn effective_autonomy_table() {
         (Some("observe_only"), Some(Trusted), Ask, false, Observe),
         (Some("read_only"), Some(Trusted), Ask, false, Observe),
         (Some("ask_before_action"), Some(Trusted), Ask, false, Ask),
-        (Some("trusted_actions"), Some(Trusted), Ask, false, Trusted),
+        (
+            Some("trusted_actions"),
+            Some(Trusted),
+            Trusted,
+            false,
+            Trusted,
+        ),
+        // …and neither lifts a runtime above its ceiling (issue 11, item 4)
+        (None, Some(Trusted), Ask, false, Ask),
+        (Some(""), Some(Trusted), Ask, false, Ask),
+        (Some("trusted_actions"), Some(Trusted), Ask, false, Ask),
+        (None, Some(Trusted), Observe, false, Observe),
+        (
+            Some("trusted_actions"),
+            Some(Trusted),
+            Observe,
+            false,
+            Observe,
+        ),
+        (None, Some(Ask), Observe, false, Observe),
         // without a session, than the ceiling
         (Some("trusted_actions"), None, Ask, false, Ask),
         (Some("yolo"), None, Ask, false, Ask),

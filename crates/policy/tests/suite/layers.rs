@@ -71,6 +71,7 @@ fn deny_wins_and_the_first_denying_layer_is_reported() {
         }
     }
     case.session = Some(Trusted);
+    case.caller.max_autonomy = Trusted;
     assert_eq!(view(&case.decide().requirement), Expect::Allow);
 }
 
@@ -310,6 +311,7 @@ fn l2_tool_policy_table() {
     ];
     for (policy, tool, want) in table {
         let d = Case::new(tool)
+            .ceiling(Trusted)
             .session(Some(Trusted))
             .policy(policy)
             .decide();
@@ -383,7 +385,7 @@ fn l3_runtime_commands_are_served_by_the_daemon() {
         "openphone.jobs.list",
         "openphone.watchers.create",
     ] {
-        let mut case = Case::new(name).session(Some(Trusted));
+        let mut case = Case::new(name).ceiling(Trusted).session(Some(Trusted));
         case.platform_supported = false;
         assert_eq!(view(&case.decide().requirement), Expect::Allow, "{name}");
     }

@@ -319,22 +319,23 @@ const AUTONOMY_CASES: &[(Option<&str>, Option<&str>, &str, &str)] = &[
         "ask_before_action",
         "ask_before_action",
     ),
+    // the default ceiling caps a runtime's trusted session (issue 11, item 4)
     (
         Some("trusted_actions"),
         Some("trusted_actions"),
-        "trusted_actions",
+        "ask_before_action",
         "trusted_actions",
     ),
     (
         Some("yolo"),
         Some("trusted_actions"),
-        "trusted_actions",
+        "ask_before_action",
         "trusted_actions",
     ),
     (
         Some(" YOLO "),
         Some("trusted_actions"),
-        "trusted_actions",
+        "ask_before_action",
         "trusted_actions",
     ),
     // no escalation: the session (or, without one, the ceiling) caps a runtime's request
@@ -368,13 +369,13 @@ const AUTONOMY_CASES: &[(Option<&str>, Option<&str>, &str, &str)] = &[
     (
         None,
         Some("trusted_actions"),
-        "trusted_actions",
+        "ask_before_action",
         "trusted_actions",
     ),
     (
         Some(""),
         Some("trusted_actions"),
-        "trusted_actions",
+        "ask_before_action",
         "trusted_actions",
     ),
     (
@@ -591,13 +592,15 @@ fn the_three_headline_behaviours_from_the_issue() {
         };
         assert_eq!(view(&d.requirement), want, "{}", command.name);
     }
-    // trusted_actions: medium-risk mutations run; the four risk-floor commands still confirm
+    // trusted_actions (a session the user opened so, for a runtime whose ceiling the user
+    // raised): medium-risk mutations run; the four risk-floor commands still confirm
     for name in [
         "openphone.ui.tap",
         "openphone.calendar.add",
         "openphone.memory.save",
     ] {
         let d = Case::new(name)
+            .ceiling(Autonomy::TrustedActions)
             .session(Some(Autonomy::TrustedActions))
             .decide();
         assert_eq!(view(&d.requirement), Expect::Allow, "{name}");
@@ -609,6 +612,7 @@ fn the_three_headline_behaviours_from_the_issue() {
         "openphone.share.text",
     ] {
         let d = Case::new(name)
+            .ceiling(Autonomy::TrustedActions)
             .session(Some(Autonomy::TrustedActions))
             .decide();
         assert_eq!(view(&d.requirement), CONFIRM_ONE_SHOT, "{name}");

@@ -199,6 +199,7 @@ fn the_first_applicable_rule_in_order_is_recorded() {
 #[test]
 fn nothing_to_lower_when_autonomy_already_allows() {
     let d = Case::new("openphone.ui.tap")
+        .ceiling(Trusted)
         .session(Some(Trusted))
         .rule(rule("sa", "tap"))
         .decide();

@@ -62,6 +62,12 @@ impl Case {
         self
     }
 
+    /// The runtime's configured ceiling (`max_autonomy`), raised or lowered by the user.
+    pub fn ceiling(mut self, a: Autonomy) -> Case {
+        self.caller.max_autonomy = a;
+        self
+    }
+
     pub fn request(mut self, raw: &str) -> Case {
         self.request = Some(raw.to_owned());
         self

@@ -2,7 +2,8 @@
 //!
 //! - A request is `{"jsonrpc":"2.0","id":<string|integer>,"method":…,"params":{…}}`
 //!   ([`Request`]); `params` must be an object (absent or `null` means `{}`); batches are not
-//!   supported. [`parse_request`] checks a frame exactly as the daemon does.
+//!   supported, and no object may hold a key twice. [`parse_request`] checks a frame exactly
+//!   as the daemon does.
 //! - A success is `{"jsonrpc":"2.0","id":…,"result":…}` ([`Response`]); a failure is
 //!   `{"jsonrpc":"2.0","id":…|null,"error":{"code":<int>,"message":…,"data":{"code":…}}}`
 //!   ([`ErrorResponse`], [`ErrorObject`]), with the stable string code in `error.data.code`.
@@ -12,15 +13,17 @@
 //!
 //! A client reads any frame from the daemon as a [`ServerMessage`].
 
+use std::cell::RefCell;
 use std::fmt;
 
-use serde::de::{self, DeserializeOwned, Deserializer, Visitor};
+use serde::de::{self, DeserializeOwned, DeserializeSeed, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
 
 use super::error::EndpointErrorCode;
 use super::events::Event;
 use super::{Method, MethodName};
+use crate::canonical::{CanonicalError, StrictValue, classify, duplicate_key_error};
 use crate::version::VersionAdvertisement;
 
 /// `error.code` of a frame that is not JSON.
@@ -430,22 +433,126 @@ impl RejectedRequest {
     }
 }
 
-/// Checks one text frame as the daemon does, in this order: JSON (`parse_error`), an object
-/// (`invalid_request`), a string or integer `id` (`invalid_request`), `"jsonrpc": "2.0"`,
-/// a string `method` (both `invalid_request`, answered with the id), and `params` an object
-/// (`invalid_params`; absent or `null` becomes `{}`). Other members are ignored.
+/// Checks one text frame as the daemon does, in this order: JSON (`parse_error`), no key twice
+/// in any object (`invalid_params` when the repeated key is inside `params`, else
+/// `invalid_request`; the message names the key — `runtime-protocol.md` §17 refuses
+/// duplicate keys, and "last one wins" would let two readers of one frame see different
+/// requests), an object (`invalid_request`), a string or integer `id` (`invalid_request`),
+/// `"jsonrpc": "2.0"`, a string `method` (both `invalid_request`, answered with the id), and
+/// `params` an object (`invalid_params`; absent or `null` becomes `{}`). Other members are
+/// ignored.
 pub fn parse_request(text: &str) -> Result<Request, RejectedRequest> {
-    let refuse = |id: Option<RequestId>, error: ErrorObject| RejectedRequest { id, error };
-    let value: Value = serde_json::from_str(text)
-        .map_err(|e| refuse(None, ErrorObject::parse_error(format!("not JSON: {e}"))))?;
-    let Value::Object(mut frame) = value else {
-        return Err(refuse(
-            None,
-            ErrorObject::invalid_request(
+    // One strict pass; the member whose value was being read when it failed says where a
+    // repeated key sits.
+    let member = RefCell::new(None);
+    let mut de = serde_json::Deserializer::from_str(text);
+    let strict = FrameSeed { member: &member }
+        .deserialize(&mut de)
+        .and_then(|frame| de.end().map(|()| frame));
+    match strict {
+        Ok(frame) => check_frame(frame),
+        Err(e) => match classify(&e) {
+            CanonicalError::DuplicateKey { key } => {
+                Err(duplicate_key(text, &key, member.into_inner().as_deref()))
+            }
+            // Not JSON, or not an object: refused as before, with the same messages.
+            _ => lenient(text),
+        },
+    }
+}
+
+/// The frame as plain JSON (a repeated key would have been refused already): used only to
+/// word the refusal of a frame the strict pass refused.
+fn lenient(text: &str) -> Result<Request, RejectedRequest> {
+    let value: Value = serde_json::from_str(text).map_err(|e| RejectedRequest {
+        id: None,
+        error: ErrorObject::parse_error(format!("not JSON: {e}")),
+    })?;
+    let Value::Object(frame) = value else {
+        return Err(RejectedRequest {
+            id: None,
+            error: ErrorObject::invalid_request(
                 "a request must be a JSON object (batches are not supported)",
             ),
-        ));
+        });
     };
+    check_frame(frame)
+}
+
+/// The refusal of a frame that holds `key` twice in one object, inside the top-level member
+/// `member` (`None`: the frame's own members). Answered with the frame's id unless the id
+/// itself is the repeated member.
+fn duplicate_key(text: &str, key: &str, member: Option<&str>) -> RejectedRequest {
+    // The strict pass stops at the repeated key: text that is not JSON further on is a
+    // `parse_error` first.
+    let frame = match serde_json::from_str::<Value>(text) {
+        Ok(frame) => frame,
+        Err(e) => {
+            return RejectedRequest {
+                id: None,
+                error: ErrorObject::parse_error(format!("not JSON: {e}")),
+            };
+        }
+    };
+    let id = if member.is_none() && key == "id" {
+        None
+    } else {
+        frame.get("id").and_then(RequestId::from_value)
+    };
+    let error = match member {
+        Some("params") => ErrorObject::invalid_params(format!(
+            "`params` holds the key {key:?} more than once; duplicate keys are refused"
+        )),
+        Some(member) => ErrorObject::invalid_request(format!(
+            "the member {member:?} holds the key {key:?} more than once; duplicate keys are \
+             refused"
+        )),
+        None => ErrorObject::invalid_request(format!(
+            "the request holds the member {key:?} more than once; duplicate keys are refused"
+        )),
+    };
+    RejectedRequest { id, error }
+}
+
+/// Reads a frame's top-level object, each member's value strictly ([`StrictValue`]: no key
+/// twice in any object), remembering in `member` which member was being read.
+struct FrameSeed<'a> {
+    member: &'a RefCell<Option<String>>,
+}
+
+impl<'de> DeserializeSeed<'de> for FrameSeed<'_> {
+    type Value = Map<String, Value>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for FrameSeed<'_> {
+    type Value = Map<String, Value>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON-RPC request object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut frame = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if frame.contains_key(&key) {
+                return Err(duplicate_key_error(&key));
+            }
+            *self.member.borrow_mut() = Some(key.clone());
+            let value = map.next_value_seed(StrictValue)?;
+            *self.member.borrow_mut() = None;
+            frame.insert(key, value);
+        }
+        Ok(frame)
+    }
+}
+
+/// The checks after the frame is known to be an object: `id`, `jsonrpc`, `method`, `params`.
+fn check_frame(mut frame: Map<String, Value>) -> Result<Request, RejectedRequest> {
+    let refuse = |id: Option<RequestId>, error: ErrorObject| RejectedRequest { id, error };
     let id = frame
         .remove("id")
         .as_ref()

@@ -31,6 +31,12 @@ crate::wire_enum!(
 );
 
 impl Surface {
+    /// Parses a routing role name, ignoring surrounding whitespace (case still matters):
+    /// how configuration and `runtime.select` read a surface.
+    pub fn parse_trimmed(s: &str) -> Option<Surface> {
+        Surface::parse(s.trim())
+    }
+
     /// The routing role an entry point uses: voice entry points the `volume` route, watchers
     /// and jobs the `background` route, everything else `chat`.
     pub fn for_source(source: Source) -> Surface {
@@ -224,7 +230,7 @@ pub struct RuntimeSelectParams {
 impl RuntimeSelectParams {
     /// The routing role named (surrounding whitespace ignored).
     pub fn surface(&self) -> Option<Surface> {
-        Surface::parse(self.surface.trim())
+        Surface::parse_trimmed(&self.surface)
     }
 }
 
@@ -246,6 +252,13 @@ mod tests {
         assert_eq!(Surface::for_source(Source::VolumeVoice), Surface::Volume);
         assert_eq!(Surface::for_source(Source::Job), Surface::Background);
         assert_eq!(Surface::for_source(Source::Notification), Surface::Chat);
+    }
+
+    #[test]
+    fn surfaces_parse_trimmed_but_case_sensitive() {
+        assert_eq!(Surface::parse_trimmed("\tvolume\n"), Some(Surface::Volume));
+        assert_eq!(Surface::parse_trimmed(" Volume"), None);
+        assert_eq!(Surface::parse(" volume"), None, "the wire form is exact");
     }
 
     #[test]

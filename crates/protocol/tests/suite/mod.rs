@@ -3,6 +3,7 @@ mod catalogue;
 mod endpoint;
 mod endpoint_docs;
 mod endpoint_envelope;
+mod envelope_duplicates;
 mod params;
 mod rules;
 mod support;

@@ -1,14 +1,16 @@
 //! The first message of a connection: authentication (the upgrade's bearer token or `token`
-//! in `hello`), the rate limit, version negotiation, and for a runtime its presence.
+//! in `hello`), the rate limit, the client's self-description (at most 256 bytes a field,
+//! logged escaped), version negotiation, and for a runtime its presence.
 
 use std::sync::Arc;
 
 use openphone_policy::Role;
+use openphone_protocol::endpoint::ClientInfo;
 use openphone_protocol::endpoint::{
-    EndpointErrorCode, ErrorObject, Hello, HelloResult, ManifestSummary, MethodName, PhoneProfile,
-    Request,
+    EndpointErrorCode, ErrorObject, Hello, HelloResult, ManifestSummary, MethodName, Request,
 };
-use openphone_protocol::{ErrorCode, MAX_VERSION, MIN_VERSION, VersionAdvertisement};
+use openphone_protocol::limits::CLIENT_INFO_BYTES;
+use openphone_protocol::{ErrorCode, MAX_VERSION, MIN_VERSION, VersionAdvertisement, log_value};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
@@ -59,7 +61,12 @@ pub(super) async fn handshake(
         (None, Some(t)) => match state.credentials.authenticate(t) {
             Some(p) => p,
             None => {
-                tracing::warn!("hello with an unknown token refused");
+                // Logged at most once a second: a peer without a credential must not be
+                // able to flood the log.
+                state.front.note(
+                    state.bridge.now_ms(),
+                    crate::front::Unauthenticated::WrongToken,
+                );
                 let e = ErrorObject::new(EndpointErrorCode::Unauthorized, "unknown token");
                 send_error(out, id, e).await;
                 return Handshake::Close(CLOSE_POLICY);
@@ -101,25 +108,22 @@ pub(super) async fn handshake(
         send_error(out, id, e).await;
         return Handshake::Close(CLOSE_POLICY);
     }
+    if let Err(e) = check_client(&params.client) {
+        send_error(out, id, e).await;
+        return Handshake::Refused;
+    }
     let chosen = params.protocol.max.min(MAX_VERSION);
     let caller = principal.caller(&params.client.name);
     tracing::info!(role = principal.role().as_str(), runtime = principal.runtime_id(),
-        client = %params.client.name, client_version = %params.client.version, "hello");
+        client = %log_value(&params.client.name),
+        client_version = %log_value(&params.client.version), "hello");
     let registry = state.registry;
-    let profile = &state.profile;
     let result = HelloResult {
         protocol_version: chosen,
         role: principal.role(),
         runtime: principal.runtime_id().to_owned(),
         runtime_protocol: VersionAdvertisement::current(),
-        phone: PhoneProfile {
-            platform: profile.platform.clone(),
-            model: profile.model.clone(),
-            os_version: profile.os_version.clone(),
-            screen_width: profile.screen_width,
-            screen_height: profile.screen_height,
-            supported_tools: profile.supported_tools.clone(),
-        },
+        phone: state.profile.clone(),
         manifests: ManifestSummary {
             commands_version: registry.commands_version(),
             commands: registry.commands().map(|c| c.name.clone()).collect(),
@@ -154,4 +158,21 @@ pub(super) async fn handshake(
         caller,
         _presence: presence,
     })
+}
+
+/// `client.name` and `client.version` are the client's word, recorded and logged: at most
+/// [`CLIENT_INFO_BYTES`] each, or `invalid_params` (the connection stays open for another try).
+fn check_client(client: &ClientInfo) -> Result<(), ErrorObject> {
+    for (field, value) in [("name", &client.name), ("version", &client.version)] {
+        if value.len() > CLIENT_INFO_BYTES {
+            return Err(ErrorObject::new(
+                ErrorCode::InvalidParams,
+                format!(
+                    "`client.{field}` is {} bytes; at most {CLIENT_INFO_BYTES} are accepted",
+                    value.len()
+                ),
+            ));
+        }
+    }
+    Ok(())
 }

@@ -1,7 +1,9 @@
 //! One WebSocket connection: authentication, `hello`, dispatch, events, limits.
 //!
 //! A reader loop parses frames and spawns one task per request (capped per connection); a
-//! single writer task owns the socket's sink and numbers event notifications (`seq`). On
+//! single writer task owns the socket's sink and numbers event notifications (`seq`). A
+//! connection that has not completed `hello` by its deadline (`[limits] hello_timeout_ms` from
+//! the accept) is closed with 1008; before `hello` nothing a peer sends is audited. On
 //! shutdown the reader stops, in-flight requests are answered (a request still waiting for a
 //! confirmation is answered with its `needs_confirmation` result: the confirmation stays
 //! durable), then the connection closes with 1001.
@@ -32,6 +34,7 @@ use tokio::time::MissedTickBehavior;
 use tokio_tungstenite::tungstenite;
 
 use crate::auth::Principal;
+use crate::front::{Ticket, Unauthenticated};
 use crate::lock::lock;
 use crate::state::AppState;
 use handshake::{Handshake, handshake};
@@ -126,19 +129,27 @@ fn is_too_big(err: &axum::Error) -> bool {
     false
 }
 
-/// Serves one upgraded socket. `pre_auth` is the credential of the upgrade's bearer token.
+/// Serves one upgraded socket. `pre_auth` is the credential of the upgrade's bearer token (or
+/// of `endpoint.sock`'s file mode); `ticket` the connection's place in the front door's caps,
+/// held until the socket closes.
 pub(crate) async fn serve_socket(
     state: Arc<AppState>,
     socket: WebSocket,
     pre_auth: Option<Principal>,
+    ticket: Option<Arc<Ticket>>,
 ) {
     state.connections.fetch_add(1, Ordering::SeqCst);
-    run(state.clone(), socket, pre_auth).await;
+    run(state.clone(), socket, pre_auth, ticket).await;
     state.connections.fetch_sub(1, Ordering::SeqCst);
     state.connection_closed.notify_waiters();
 }
 
-async fn run(state: Arc<AppState>, socket: WebSocket, pre_auth: Option<Principal>) {
+async fn run(
+    state: Arc<AppState>,
+    socket: WebSocket,
+    pre_auth: Option<Principal>,
+    ticket: Option<Arc<Ticket>>,
+) {
     let (mut sink, mut stream) = socket.split();
     let (out_tx, mut out_rx) = mpsc::channel::<Out>(256);
     let writer = tokio::spawn(async move {
@@ -190,6 +201,11 @@ async fn run(state: Arc<AppState>, socket: WebSocket, pre_auth: Option<Principal
     // Keepalive ticks since the peer last sent anything (pongs included).
     let mut silent_ticks: u32 = 0;
     let mut going_away = *shutdown.borrow();
+    let hello_deadline = match &ticket {
+        Some(t) => tokio::time::sleep_until(t.hello_deadline()),
+        None => tokio::time::sleep(state.front.hello_timeout()),
+    };
+    let mut hello_deadline = std::pin::pin!(hello_deadline);
 
     while !going_away {
         tokio::select! {
@@ -198,8 +214,18 @@ async fn run(state: Arc<AppState>, socket: WebSocket, pre_auth: Option<Principal
                     None => break,
                     Some(Err(e)) => {
                         if is_too_big(&e) {
-                            tracing::warn!(limit = limits.max_frame_bytes, "frame over the size limit; closing with 1009");
-                            state.audit_oversize(conn.as_ref().map(|c| &c.session.caller));
+                            let caller = match (&conn, &pre_auth) {
+                                (Some(c), _) => Some(c.session.caller.clone()),
+                                (None, Some(p)) => Some(p.caller("")),
+                                (None, None) => None,
+                            };
+                            match caller {
+                                Some(caller) => {
+                                    tracing::warn!(limit = limits.max_frame_bytes, "frame over the size limit; closing with 1009");
+                                    state.audit_oversize(&caller);
+                                }
+                                None => state.front.note(state.bridge.now_ms(), Unauthenticated::OversizeFrame),
+                            }
                             let _ = out_tx.send(Out::Close(CLOSE_TOO_BIG, "frame too large")).await;
                         } else {
                             tracing::debug!(error = %e, "websocket read failed");
@@ -229,6 +255,9 @@ async fn run(state: Arc<AppState>, socket: WebSocket, pre_auth: Option<Principal
                     None => {
                         match handshake(&state, &req, pre_auth.as_ref(), &out_tx).await {
                             Handshake::Ok(session) => {
+                                if let Some(t) = &ticket {
+                                    t.authenticated();
+                                }
                                 conn = Some(Arc::new(Conn {
                                     state: state.clone(),
                                     session,
@@ -264,6 +293,13 @@ async fn run(state: Arc<AppState>, socket: WebSocket, pre_auth: Option<Principal
                         });
                     }
                 }
+            }
+            () = hello_deadline.as_mut(), if conn.is_none() => {
+                if pre_auth.is_none() {
+                    state.front.note(state.bridge.now_ms(), Unauthenticated::HelloTimeout);
+                }
+                let _ = out_tx.send(Out::Close(CLOSE_POLICY, "no hello in time")).await;
+                break;
             }
             _ = ping.tick() => {
                 silent_ticks += 1;
@@ -301,6 +337,7 @@ async fn run(state: Arc<AppState>, socket: WebSocket, pre_auth: Option<Principal
     drop(conn);
     drop(out_tx);
     let _ = writer.await;
+    drop(ticket);
 }
 
 #[cfg(test)]

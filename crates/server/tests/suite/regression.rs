@@ -154,3 +154,25 @@ async fn a_keyed_retry_after_the_final_result_is_marked_replayed() {
     assert_eq!(retry["result"]["result"], answer["result"]["result"]);
     d.daemon.shutdown().await;
 }
+
+/// `tools.list` said `supported: false` for the runtime-owned commands (memory, watchers),
+/// which the daemon serves itself: it only asked the device (found in issue 12's first-contact
+/// sweep).
+#[tokio::test]
+async fn tools_list_marks_runtime_owned_commands_supported() {
+    let d = start(config("")).await;
+    let mut op = connect(&d.url(), Some(&d.operator_token())).await.unwrap();
+    op.hello().await;
+    let tools = op.call("tools.list", json!({})).await;
+    let supported = |name: &str| {
+        tools["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("{name} not listed"))["supported"]
+            .clone()
+    };
+    assert_eq!(supported("openphone.memory.save"), json!(true));
+    assert_eq!(supported("openphone.screen.get"), json!(true));
+}

@@ -1,6 +1,9 @@
 mod approvals_settings;
 mod audit;
+mod audit_anchor;
 mod confirmations;
+mod executions;
+mod fail_closed;
 mod lock;
 mod memory;
 mod migrations;

@@ -89,7 +89,7 @@ pub(super) async fn dispatch(conn: &Arc<Conn>, req: &Request) -> Result<Value, E
         }
         MethodName::RuntimeList => {
             operator_only(conn, method)?;
-            written(runtime::list(conn))
+            written(Ok(runtime::list(conn)))
         }
         MethodName::RuntimeSelect => {
             operator_only(conn, method)?;

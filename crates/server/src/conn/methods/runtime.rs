@@ -1,20 +1,19 @@
 //! The runtime methods: `attention.request`, `runtime.message`, `runtime.list` and
-//! `runtime.select`, translated between the protocol's types and the runtime manager's.
+//! `runtime.select`, passed to the runtime manager, which speaks the protocol's types.
 
 use std::sync::Arc;
 
-use openphone_core::{RuntimeError, RuntimeStatus};
+use openphone_core::RuntimeError;
 use openphone_policy::{Context, Role};
 use openphone_protocol::endpoint::{
-    AttentionAccepted, AttentionRequestParams, AttentionStatus, ErrorObject, ManagerStatus,
-    RuntimeInfo, RuntimeKind, RuntimeListResult, RuntimeMessageParams, RuntimeMessageResult,
-    RuntimeSelectParams, RuntimeSelectResult, RuntimeState, Surface,
+    AttentionAccepted, AttentionRequestParams, ErrorObject, RuntimeListResult,
+    RuntimeMessageParams, RuntimeMessageResult, RuntimeSelectParams, RuntimeSelectResult,
 };
 use openphone_protocol::{ErrorCode, ToolRequest, ToolStatus};
 use serde_json::{Map, Value};
 
 use super::forbidden;
-use crate::conn::{Conn, internal};
+use crate::conn::Conn;
 
 /// A runtime-manager error as a JSON-RPC error with its catalogue code.
 fn runtime_error(e: RuntimeError) -> ErrorObject {
@@ -36,16 +35,8 @@ pub(super) async fn attention_request(
     conn: &Arc<Conn>,
     p: AttentionRequestParams,
 ) -> Result<AttentionAccepted, ErrorObject> {
-    let mut req = openphone_core::AttentionRequest {
-        surface: p.surface,
-        text: p.text,
-        runtime: p.runtime,
-        autonomy: p.autonomy,
-        include_screen: p.include_screen,
-        context: p.context,
-        screen: None,
-    };
-    if req.include_screen {
+    let mut screen = None;
+    if p.include_screen {
         // The screen preflight is a read through the bridge (audited like any other).
         let mut params = Map::new();
         params.insert(
@@ -65,25 +56,13 @@ pub(super) async fn attention_request(
             .invoke(&conn.session.caller, read, Context::Interactive)
             .await;
         if result.status == ToolStatus::Ok {
-            req.screen = Some(Value::Object(result.result));
+            screen = Some(Value::Object(result.result));
         }
     }
-    let accepted = conn
-        .state
+    conn.state
         .runtimes
-        .request_attention(req)
-        .map_err(runtime_error)?;
-    let status = AttentionStatus::parse(&accepted.status)
-        .ok_or_else(|| internal(format!("attention status {:?}", accepted.status)))?;
-    Ok(AttentionAccepted {
-        ok: accepted.ok,
-        status,
-        message: accepted.message,
-        phone_session_id: accepted.phone_session_id,
-        attention_id: accepted.attention_id,
-        runtime: accepted.runtime,
-        runtime_session_id: accepted.runtime_session_id,
-    })
+        .request_attention(p, screen)
+        .map_err(runtime_error)
 }
 
 /// `runtime.message {phone_session_id, runtime_session_id?, text, final, output?, error?}`
@@ -92,18 +71,10 @@ pub(super) fn message(
     conn: &Conn,
     p: RuntimeMessageParams,
 ) -> Result<RuntimeMessageResult, ErrorObject> {
-    let msg = openphone_core::RuntimeMessage {
-        phone_session_id: p.phone_session_id,
-        runtime_session_id: p.runtime_session_id,
-        text: p.text,
-        is_final: p.is_final,
-        output: p.output,
-        error: p.error,
-    };
     let session = conn
         .state
         .runtimes
-        .runtime_message(&conn.session.caller.runtime, msg)
+        .runtime_message(&conn.session.caller.runtime, p)
         .map_err(runtime_error)?;
     Ok(RuntimeMessageResult {
         phone_session_id: session.phone_session_id,
@@ -112,39 +83,12 @@ pub(super) fn message(
 }
 
 /// `runtime.list {}` (operator): the runtimes, their status and routed surfaces.
-pub(super) fn list(conn: &Conn) -> Result<RuntimeListResult, ErrorObject> {
+pub(super) fn list(conn: &Conn) -> RuntimeListResult {
     let runtimes = &conn.state.runtimes;
-    let aggregate = runtimes.aggregate_status();
-    let status = ManagerStatus::parse(aggregate)
-        .ok_or_else(|| internal(format!("runtime manager status {aggregate:?}")))?;
-    let runtimes = runtimes
-        .list()
-        .into_iter()
-        .map(runtime_info)
-        .collect::<Result<_, _>>()?;
-    Ok(RuntimeListResult { status, runtimes })
-}
-
-/// One runtime as the protocol lists it.
-fn runtime_info(r: RuntimeStatus) -> Result<RuntimeInfo, ErrorObject> {
-    let status = RuntimeState::parse(&r.status)
-        .ok_or_else(|| internal(format!("runtime status {:?}", r.status)))?;
-    let surfaces = r
-        .surfaces
-        .iter()
-        .map(|s| Surface::parse(s).ok_or_else(|| internal(format!("surface {s:?}"))))
-        .collect::<Result<_, _>>()?;
-    Ok(RuntimeInfo {
-        id: r.id,
-        kind: match r.kind {
-            openphone_core::RuntimeKind::Builtin => RuntimeKind::Builtin,
-            openphone_core::RuntimeKind::Websocket => RuntimeKind::Websocket,
-        },
-        enabled: r.enabled,
-        status,
-        connections: r.connections,
-        surfaces,
-    })
+    RuntimeListResult {
+        status: runtimes.aggregate_status(),
+        runtimes: runtimes.list(),
+    }
 }
 
 /// `runtime.select {surface, runtime}` (operator): routes a surface to a runtime.
@@ -158,15 +102,12 @@ pub(super) fn select(
             format!("unknown surface {:?} (chat, volume, background)", p.surface),
         ));
     };
-    let route = match surface {
-        Surface::Chat => openphone_core::Surface::Chat,
-        Surface::Volume => openphone_core::Surface::Volume,
-        Surface::Background => openphone_core::Surface::Background,
-    };
     let runtimes = &conn.state.runtimes;
-    runtimes.select(route, &p.runtime).map_err(runtime_error)?;
+    runtimes
+        .select(surface, &p.runtime)
+        .map_err(runtime_error)?;
     Ok(RuntimeSelectResult {
         surface,
-        runtime: runtimes.routed(route),
+        runtime: runtimes.routed(surface),
     })
 }

@@ -39,7 +39,7 @@ pub(super) fn list(conn: &Conn) -> ToolsListResult {
             confirmation: command.confirmation,
             default_exposure: command.default_exposure,
             mutating: openphone_policy::is_mutating(command),
-            supported: state.profile.supported_tools.contains(&command.name),
+            supported: state.bridge.supports(command),
         })
         .collect();
     ToolsListResult { tools }

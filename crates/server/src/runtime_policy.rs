@@ -1,0 +1,113 @@
+//! The runtimes' authorisation as the configuration says it now, handed to the bridge.
+//!
+//! A request that waits for the user is decided again when approved, under its runtime's
+//! **current** entry (enabled, grants, `max_autonomy`), and a runtime no longer configured is
+//! refused (`openphone_core`'s `authority.rs`). This module builds that table from the
+//! configuration — every runtime with a credential, the default MCP runtime when it is
+//! served, and `builtin` — and [`apply`] hands it to the bridge and withdraws the pending
+//! confirmations of disabled or removed runtimes.
+//!
+//! There is no live reload: the configuration is read once, at start, so a change (a runtime
+//! disabled, removed, stripped of a grant, its ceiling lowered) takes effect on restart, where
+//! [`apply`] runs before anything is served. A reload would call [`apply`] with the new
+//! configuration (and rebuild the credentials).
+
+use std::collections::BTreeMap;
+
+use openphone_core::{BridgeConfig, BridgeError, ToolBridge, Withdrawn};
+use openphone_policy::{BUILTIN_RUNTIME, Caller, RuntimeAuthorisation};
+
+use crate::config::{Config, RuntimeCredential};
+
+/// The bridge configuration for `config` with these resolved credentials (the default MCP
+/// runtime's included when MCP is served).
+pub fn bridge_config(config: &Config, credentials: &[RuntimeCredential]) -> BridgeConfig {
+    let mut runtimes: BTreeMap<String, RuntimeAuthorisation> = credentials
+        .iter()
+        .map(|c| {
+            let auth = RuntimeAuthorisation {
+                enabled: c.enabled,
+                grants: c.grants,
+                max_autonomy: c.max_autonomy,
+            };
+            (c.id.clone(), auth)
+        })
+        .collect();
+    // The daemon's own runtime is always there (the runtime manager adds it), enabled unless
+    // a `[[runtimes]]` entry says otherwise.
+    let mut builtin = Caller::builtin("daemon").authorisation();
+    if let Some(entry) = config.runtimes.iter().find(|r| r.id == BUILTIN_RUNTIME) {
+        builtin.enabled = entry.enabled;
+    }
+    runtimes
+        .entry(BUILTIN_RUNTIME.to_owned())
+        .or_insert(builtin);
+    BridgeConfig {
+        tool_policy: config.tool_policy.clone(),
+        runtimes: Some(runtimes),
+    }
+}
+
+/// Hands the configuration to the bridge, then withdraws the pending confirmations whose
+/// runtime is disabled or no longer configured (each logged with its reason). Returns them.
+pub async fn apply(
+    bridge: &ToolBridge,
+    config: &Config,
+    credentials: &[RuntimeCredential],
+) -> Result<Vec<Withdrawn>, BridgeError> {
+    bridge.set_config(bridge_config(config, credentials));
+    let withdrawn = bridge.withdraw_unauthorised().await?;
+    for w in &withdrawn {
+        tracing::warn!(
+            confirmation = %w.confirmation_id,
+            runtime = %w.runtime,
+            reason = %w.reason,
+            "pending confirmation withdrawn"
+        );
+    }
+    Ok(withdrawn)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use openphone_policy::{Autonomy, ExposureGrants};
+
+    #[test]
+    fn every_credential_and_builtin_are_in_the_table() {
+        let config = Config::parse(
+            r#"
+[[runtimes]]
+id = "hermes"
+token = "0123456789abcdef0123"
+grants = ["safe_read", "dangerous"]
+max_autonomy = "observe_only"
+
+[[runtimes]]
+id = "openclaw"
+token = "abcdef0123456789abcd"
+enabled = false
+
+[[runtimes]]
+id = "builtin"
+kind = "builtin"
+enabled = false
+"#,
+            "x.toml",
+        )
+        .unwrap();
+        let creds = config.credentials().unwrap();
+        let table = bridge_config(&config, &creds).runtimes.unwrap();
+        assert_eq!(
+            table.keys().map(String::as_str).collect::<Vec<_>>(),
+            ["builtin", "hermes", "openclaw"]
+        );
+        let hermes = table["hermes"];
+        assert!(hermes.enabled && hermes.grants.dangerous && !hermes.grants.private_read);
+        assert_eq!(hermes.max_autonomy, Autonomy::ObserveOnly);
+        assert!(!table["openclaw"].enabled);
+        assert!(!table["builtin"].enabled);
+        assert_eq!(table["builtin"].grants, ExposureGrants::ALL);
+    }
+}

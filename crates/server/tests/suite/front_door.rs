@@ -1,0 +1,278 @@
+//! The front door (issue 11, item 2): header read timeout, Origin on `/v1/runtime`, no audit
+//! rows from unauthenticated peers, the connection caps and the hello deadline, and the
+//! operator's `endpoint.sock`. Real daemon, real sockets on 127.0.0.1 and in the data dir.
+
+use std::time::Duration;
+
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpStream, UnixStream};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::{client_async, connect_async};
+
+use super::support::{Client, RUNTIME_TOKEN, config, connect, start};
+
+/// The upgrade's HTTP status with these extra headers (101 when it is accepted).
+async fn upgrade_status(url: &str, headers: &[(&str, &str)]) -> u16 {
+    let mut req = url.into_client_request().unwrap();
+    for (name, value) in headers {
+        let name: tokio_tungstenite::tungstenite::http::HeaderName = name.parse().unwrap();
+        req.headers_mut().insert(name, value.parse().unwrap());
+    }
+    match connect_async(req).await {
+        Ok((_, response)) => response.status().as_u16(),
+        Err(tokio_tungstenite::tungstenite::Error::Http(response)) => response.status().as_u16(),
+        Err(e) => panic!("upgrade: {e}"),
+    }
+}
+
+/// Whether the peer closes `stream` within `rounds` reads of 100 ms, calling `between` after
+/// each quiet round (a write error counts as closed).
+async fn closed_within(
+    stream: &mut TcpStream,
+    rounds: usize,
+    mut between: impl FnMut() -> Option<Vec<u8>>,
+) -> bool {
+    let mut buf = [0u8; 1024];
+    for _ in 0..rounds {
+        match tokio::time::timeout(Duration::from_millis(100), stream.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => return true,
+            // An answer (a 408 or 503) may come before the close.
+            Ok(Ok(_)) => continue,
+            Err(_) => {
+                if let Some(bytes) = between()
+                    && stream.write_all(&bytes).await.is_err()
+                {
+                    return true;
+                }
+            }
+        }
+    }
+    false
+}
+
+fn host_port(url: &str) -> String {
+    url.trim_start_matches("ws://")
+        .trim_end_matches("/v1/runtime")
+        .to_owned()
+}
+
+/// Issue 11: a client sending its request headers a byte at a time held the connection (and a
+/// descriptor) for as long as it liked: 300 such connections were held 75 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slowloris_headers_are_cut_off() {
+    // The hello deadline far away: only the header read timeout can end the connection.
+    let d = start(config(
+        "[limits]\nheader_read_timeout_ms = 500\nhello_timeout_ms = 600000\n",
+    ))
+    .await;
+    let addr = host_port(&d.url());
+    let mut slow = TcpStream::connect(&addr).await.unwrap();
+    slow.write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n")
+        .await
+        .unwrap();
+    // One more header line every 100 ms, for at most 30 s.
+    let mut n = 0u32;
+    let cut = closed_within(&mut slow, 300, || {
+        n += 1;
+        Some(format!("X-Slow-{n}: a\r\n").into_bytes())
+    })
+    .await;
+    assert!(cut, "a connection trickling its headers was not cut off");
+
+    // A client that sends its request at once is served.
+    let mut fast = TcpStream::connect(&addr).await.unwrap();
+    fast.write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut answer = String::new();
+    fast.read_to_string(&mut answer).await.unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    d.daemon.shutdown().await;
+}
+
+/// Issue 11: `/v1/runtime` had no Origin check, so any web page the user visited could open
+/// the endpoint (and spend its connections and rate budget).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_web_page_origin_cannot_open_the_runtime_endpoint() {
+    let d = start(config(
+        "[endpoint]\nextra_allowed_origins = [\"https://dashboard.example:*\"]\n",
+    ))
+    .await;
+    let url = d.url();
+    let bearer = format!("Bearer {RUNTIME_TOKEN}");
+    let cases: [(&[(&str, &str)], u16); 6] = [
+        // A foreign page: 403 before the upgrade, whether or not it holds a token.
+        (&[("Origin", "http://evil.example.com")], 403),
+        (
+            &[
+                ("Origin", "http://evil.example.com"),
+                ("Authorization", &bearer),
+            ],
+            403,
+        ),
+        (&[("Origin", "null")], 403),
+        // No Origin (not a browser), a loopback page, a configured one: upgraded.
+        (&[("Authorization", &bearer)], 101),
+        (&[("Origin", "http://localhost:3000")], 101),
+        (&[("Origin", "https://dashboard.example:8443")], 101),
+    ];
+    for (headers, expected) in cases {
+        assert_eq!(upgrade_status(&url, headers).await, expected, "{headers:?}");
+    }
+    d.daemon.shutdown().await;
+}
+
+/// Payload-too-large rows in the audit log.
+async fn oversize_rows(op: &mut Client) -> usize {
+    let page = op
+        .call("audit.query", json!({"after": 0, "limit": 1000}))
+        .await;
+    page["result"]["records"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{page}"))
+        .iter()
+        .filter(|r| r["error_code"] == "payload_too_large")
+        .count()
+}
+
+/// Issue 11: every oversize frame from a peer that had not even said `hello` appended an
+/// audit row (~1,000 rows a second, 8.5 MB in 20 s): anyone could grow the audit log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversize_frames_before_hello_write_no_audit_rows() {
+    let d = start(config(
+        "[limits]\nmax_frame_bytes = 4096\nrate_burst = 1000.0\n",
+    ))
+    .await;
+    let big = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"hello\",\"params\":{{\"pad\":\"{}\"}}}}",
+        "x".repeat(8192)
+    );
+    for _ in 0..20 {
+        let mut stranger = connect(&d.url(), None).await.unwrap();
+        stranger.send_raw(&big).await;
+        assert_eq!(stranger.close_code().await, Some(1009));
+    }
+    let mut op = connect(&d.url(), Some(&d.operator_token())).await.unwrap();
+    op.hello().await;
+    assert_eq!(oversize_rows(&mut op).await, 0);
+
+    // After hello the caller is known: its oversize frame is still audited.
+    let mut rt = connect(&d.url(), Some(RUNTIME_TOKEN)).await.unwrap();
+    rt.hello().await;
+    rt.send_raw(&big).await;
+    assert_eq!(rt.close_code().await, Some(1009));
+    assert_eq!(oversize_rows(&mut op).await, 1);
+    d.daemon.shutdown().await;
+}
+
+/// Over `max_unauthenticated` a connection is refused with 503; the ones admitted are closed
+/// at the hello deadline (a WebSocket with 1008), and then the port serves again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unauthenticated_connections_are_capped_and_closed_at_the_deadline() {
+    let d = start(config(
+        "[limits]\nmax_unauthenticated = 3\nhello_timeout_ms = 1000\n",
+    ))
+    .await;
+    let addr = host_port(&d.url());
+    // An authenticated connection is outside the unauthenticated cap.
+    let mut op = connect(&d.url(), Some(&d.operator_token())).await.unwrap();
+    op.hello().await;
+    // Three places: one WebSocket that never says hello, two silent TCP connections.
+    let mut ws = connect(&d.url(), None).await.unwrap();
+    let mut silent = Vec::new();
+    for _ in 0..2 {
+        silent.push(TcpStream::connect(&addr).await.unwrap());
+    }
+    // The cap is reached: the next connection is answered 503 and closed.
+    let mut refused = TcpStream::connect(&addr).await.unwrap();
+    let mut answer = String::new();
+    let _ = tokio::time::timeout(Duration::from_secs(20), refused.read_to_string(&mut answer))
+        .await
+        .expect("the refused connection was not closed");
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer:?}");
+
+    // At the deadline: the WebSocket is closed with 1008, the silent ones are closed.
+    assert_eq!(ws.close_code().await, Some(1008));
+    for s in &mut silent {
+        assert!(
+            closed_within(s, 200, || None).await,
+            "a silent connection was left open"
+        );
+    }
+    // The places are free again, and the authenticated connection lives on.
+    let mut late = connect(&d.url(), Some(RUNTIME_TOKEN)).await.unwrap();
+    late.hello().await;
+    let r = op.call("confirmations.list", json!({})).await;
+    assert!(r.get("result").is_some(), "{r}");
+    d.daemon.shutdown().await;
+}
+
+/// `endpoint.sock`: mode 0600, named in endpoint.json, and its owner is the operator without
+/// a token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_endpoint_socket_admits_its_owner_as_the_operator() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = start(config("")).await;
+    let info: Value =
+        serde_json::from_str(&std::fs::read_to_string(d.dir.path().join("endpoint.json")).unwrap())
+            .unwrap();
+    let path = d.dir.path().join("endpoint.sock");
+    assert_eq!(info["socket"], json!(path.to_str().unwrap()));
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+
+    let stream = UnixStream::connect(&path).await.unwrap();
+    let (mut ws, _) = client_async("ws://localhost/v1/runtime", stream)
+        .await
+        .unwrap();
+    let hello = json!({"jsonrpc": "2.0", "id": 1, "method": "hello",
+        "params": {"protocol": {"min": 1, "max": 1}, "client": {"name": "test", "version": "0"}}});
+    futures_util::SinkExt::send(&mut ws, Message::text(hello.to_string()))
+        .await
+        .unwrap();
+    let answer = loop {
+        let msg = tokio::time::timeout(
+            Duration::from_secs(20),
+            futures_util::StreamExt::next(&mut ws),
+        )
+        .await
+        .expect("no answer within 20 s")
+        .expect("closed")
+        .unwrap();
+        if let Message::Text(t) = msg {
+            break serde_json::from_str::<Value>(t.as_str()).unwrap();
+        }
+    };
+    assert_eq!(answer["result"]["role"], "operator", "{answer}");
+
+    // A runtime token on the socket is that runtime.
+    let stream = UnixStream::connect(&path).await.unwrap();
+    let mut req = "ws://localhost/v1/runtime".into_client_request().unwrap();
+    req.headers_mut().insert(
+        "Authorization",
+        format!("Bearer {RUNTIME_TOKEN}").parse().unwrap(),
+    );
+    let (mut ws, _) = client_async(req, stream).await.unwrap();
+    futures_util::SinkExt::send(&mut ws, Message::text(hello.to_string()))
+        .await
+        .unwrap();
+    let answer = loop {
+        let msg = tokio::time::timeout(
+            Duration::from_secs(20),
+            futures_util::StreamExt::next(&mut ws),
+        )
+        .await
+        .expect("no answer within 20 s")
+        .expect("closed")
+        .unwrap();
+        if let Message::Text(t) = msg {
+            break serde_json::from_str::<Value>(t.as_str()).unwrap();
+        }
+    };
+    assert_eq!(answer["result"]["runtime"], "hermes", "{answer}");
+    d.daemon.shutdown().await;
+    assert!(!path.exists(), "endpoint.sock is removed at shutdown");
+}

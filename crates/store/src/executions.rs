@@ -1,0 +1,185 @@
+//! Direct executions in flight (`executions`): the durable "executing" record of a mutating
+//! request that runs without a confirmation (`trusted_actions`, a standing approval, the
+//! operator's own invoke).
+//!
+//! The bridge writes the record **and** the audit record of the attempt in one transaction
+//! ([`Store::begin_execution`], committed with `synchronous = FULL`, so fsynced) before the
+//! side effect, and removes it in the transaction that records the final result and the
+//! outcome's audit record ([`Store::finish_execution`]). A record still there at start-up (the
+//! process died between the side effect and its record) is settled the same way, with an
+//! `execution_result_unknown` result: the request is never run again, and a keyed retry gets
+//! that result. The confirmation path has the same rule through the `approved` state.
+
+use rusqlite::{Connection, Row, params};
+use serde_json::Value;
+
+use crate::Store;
+use crate::audit::{AuditEntry, AuditRecord, append_in};
+use crate::error::{Result, SqlContext, StoreError};
+use crate::replay::{FinalResult, IdentityKey, find_final_in, record_final_in};
+use crate::wire::col;
+
+/// A direct execution that has begun and has no recorded outcome yet.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Execution {
+    /// The request's identity key (§10.2): at most one execution per key.
+    pub identity: IdentityKey,
+    pub request_id: String,
+    /// The audit record of the attempt (digests only), written with this record; the record
+    /// that settles an interrupted execution is made from it.
+    pub attempt: AuditEntry,
+    pub started_at_ms: i64,
+}
+
+const COLUMNS: &str = "runtime, runtime_session_id, tool, params_digest, idempotency_key, \
+    request_id, attempt_json, started_at_ms";
+
+const WHERE_IDENTITY: &str = "runtime = ?1 AND runtime_session_id = ?2 AND tool = ?3 \
+    AND params_digest = ?4 AND idempotency_key = ?5";
+
+fn from_row(row: &Row<'_>) -> Result<Execution> {
+    const OP: &str = "executions.read";
+    let identity = IdentityKey {
+        runtime: col(row, "runtime", OP)?,
+        runtime_session_id: col(row, "runtime_session_id", OP)?,
+        tool: col(row, "tool", OP)?,
+        params_digest: col(row, "params_digest", OP)?,
+        idempotency_key: col(row, "idempotency_key", OP)?,
+    };
+    let text: String = col(row, "attempt_json", OP)?;
+    let attempt = serde_json::from_str(&text)
+        .map_err(|e| StoreError::corrupt(OP, &identity.describe(), e))?;
+    Ok(Execution {
+        request_id: col(row, "request_id", OP)?,
+        attempt,
+        started_at_ms: col(row, "started_at_ms", OP)?,
+        identity,
+    })
+}
+
+fn query(
+    conn: &Connection,
+    op: &'static str,
+    where_sql: &str,
+    args: impl rusqlite::Params,
+) -> Result<Vec<Execution>> {
+    let sql = format!("SELECT {COLUMNS} FROM executions {where_sql}");
+    let mut stmt = conn.prepare(&sql).ctx(op, "")?;
+    let mut rows = stmt.query(args).ctx(op, "")?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next().ctx(op, "")? {
+        out.push(from_row(row)?);
+    }
+    Ok(out)
+}
+
+fn find_in(conn: &Connection, identity: &IdentityKey) -> Result<Option<Execution>> {
+    Ok(query(
+        conn,
+        "executions.find",
+        &format!("WHERE {WHERE_IDENTITY}"),
+        params![
+            identity.runtime,
+            identity.runtime_session_id,
+            identity.tool,
+            identity.params_digest,
+            identity.idempotency_key,
+        ],
+    )?
+    .into_iter()
+    .next())
+}
+
+impl Store {
+    /// Marks a direct execution as begun and appends the audit record of its attempt, in one
+    /// transaction; call it before the side effect, and run nothing when it fails. Refused
+    /// with [`StoreError::AlreadyExists`] when the identity already has a final result or an
+    /// execution in flight (the caller answers from those instead).
+    pub fn begin_execution(&self, execution: &Execution) -> Result<AuditRecord> {
+        const OP: &str = "executions.begin";
+        let identity = &execution.identity;
+        identity.check()?;
+        let id = identity.describe();
+        let attempt = serde_json::to_string(&execution.attempt)
+            .map_err(|e| StoreError::corrupt(OP, &id, e))?;
+        self.write(OP, &id, |tx| {
+            if find_final_in(tx, identity)?.is_some() {
+                return Err(StoreError::AlreadyExists {
+                    table: "final_results",
+                    id: id.clone(),
+                });
+            }
+            if find_in(tx, identity)?.is_some() {
+                return Err(StoreError::AlreadyExists {
+                    table: "executions",
+                    id: id.clone(),
+                });
+            }
+            tx.execute(
+                &format!(
+                    "INSERT INTO executions ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
+                ),
+                params![
+                    identity.runtime,
+                    identity.runtime_session_id,
+                    identity.tool,
+                    identity.params_digest,
+                    identity.idempotency_key,
+                    execution.request_id,
+                    attempt,
+                    execution.started_at_ms,
+                ],
+            )
+            .ctx(OP, &id)?;
+            append_in(tx, &execution.attempt)
+        })
+    }
+
+    /// Ends a direct execution: records its final result for replay (the first final result
+    /// under the key wins), appends the audit record of the outcome and removes the executing
+    /// record, in one transaction. Also settles an interrupted execution (with an
+    /// `execution_result_unknown` result). Returns the stored final result.
+    pub fn finish_execution(
+        &self,
+        identity: &IdentityKey,
+        request_id: &str,
+        result: &Value,
+        outcome: &AuditEntry,
+        now_ms: i64,
+    ) -> Result<FinalResult> {
+        const OP: &str = "executions.finish";
+        let id = identity.describe();
+        self.write(OP, &id, |tx| {
+            let stored = record_final_in(tx, identity, request_id, result, now_ms)?;
+            append_in(tx, outcome)?;
+            tx.execute(
+                &format!("DELETE FROM executions WHERE {WHERE_IDENTITY}"),
+                params![
+                    identity.runtime,
+                    identity.runtime_session_id,
+                    identity.tool,
+                    identity.params_digest,
+                    identity.idempotency_key,
+                ],
+            )
+            .ctx(OP, &id)?;
+            Ok(stored)
+        })
+    }
+
+    /// The execution in flight (or interrupted) under an identity key, if any.
+    pub fn find_execution(&self, identity: &IdentityKey) -> Result<Option<Execution>> {
+        find_in(&self.conn(), identity)
+    }
+
+    /// Every execution without a recorded outcome, oldest first. At start-up these are the
+    /// ones the previous process died during.
+    pub fn list_executions(&self) -> Result<Vec<Execution>> {
+        query(
+            &self.conn(),
+            "executions.list",
+            "ORDER BY started_at_ms, request_id",
+            [],
+        )
+    }
+}

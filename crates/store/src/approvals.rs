@@ -71,13 +71,7 @@ fn query(
     args: impl rusqlite::Params,
 ) -> Result<Vec<StandingApproval>> {
     let sql = format!("SELECT {COLUMNS} FROM standing_approvals {where_sql}");
-    let mut stmt = conn.prepare(&sql).ctx(op, "")?;
-    let mut rows = stmt.query(args).ctx(op, "")?;
-    let mut out = Vec::new();
-    while let Some(row) = rows.next().ctx(op, "")? {
-        out.push(from_row(row)?);
-    }
-    Ok(out)
+    crate::rows::collect(conn, op, &sql, args, from_row)
 }
 
 fn get_in(conn: &Connection, id: i64) -> Result<Option<StandingApproval>> {

@@ -188,13 +188,7 @@ fn query(
     args: impl rusqlite::Params,
 ) -> Result<Vec<ConfirmationRecord>> {
     let sql = format!("SELECT {COLUMNS} FROM confirmations {where_sql}");
-    let mut stmt = conn.prepare(&sql).ctx(op, "")?;
-    let mut rows = stmt.query(args).ctx(op, "")?;
-    let mut out = Vec::new();
-    while let Some(row) = rows.next().ctx(op, "")? {
-        out.push(from_row(row)?);
-    }
-    Ok(out)
+    crate::rows::collect(conn, op, &sql, args, from_row)
 }
 
 fn get_in(conn: &Connection, id: &str) -> Result<Option<ConfirmationRecord>> {

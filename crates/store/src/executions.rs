@@ -64,13 +64,7 @@ fn query(
     args: impl rusqlite::Params,
 ) -> Result<Vec<Execution>> {
     let sql = format!("SELECT {COLUMNS} FROM executions {where_sql}");
-    let mut stmt = conn.prepare(&sql).ctx(op, "")?;
-    let mut rows = stmt.query(args).ctx(op, "")?;
-    let mut out = Vec::new();
-    while let Some(row) = rows.next().ctx(op, "")? {
-        out.push(from_row(row)?);
-    }
-    Ok(out)
+    crate::rows::collect(conn, op, &sql, args, from_row)
 }
 
 fn find_in(conn: &Connection, identity: &IdentityKey) -> Result<Option<Execution>> {

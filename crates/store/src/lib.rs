@@ -87,6 +87,7 @@ mod memory;
 mod migrations;
 mod open;
 mod replay;
+mod rows;
 mod sessions;
 mod settings;
 mod watchers;

@@ -77,13 +77,7 @@ fn query(
     args: impl rusqlite::Params,
 ) -> Result<Vec<WatcherRecord>> {
     let sql = format!("SELECT {COLUMNS} FROM watchers {where_sql}");
-    let mut stmt = conn.prepare(&sql).ctx(op, "")?;
-    let mut rows = stmt.query(args).ctx(op, "")?;
-    let mut out = Vec::new();
-    while let Some(row) = rows.next().ctx(op, "")? {
-        out.push(from_row(row)?);
-    }
-    Ok(out)
+    crate::rows::collect(conn, op, &sql, args, from_row)
 }
 
 fn text_field<'a>(params: &'a Value, key: &str) -> Option<&'a str> {

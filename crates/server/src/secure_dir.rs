@@ -91,11 +91,11 @@ pub fn secure(dir: &Path) -> Result<Vec<Tightened>, DataDirError> {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(source) => return Err(DataDirError::Inspect { path, source }),
         };
-        let kind = meta.file_type();
-        if kind.is_symlink() {
-            continue;
-        }
+        // Owners first, links included: another account's link at `openphone.db` would have
+        // the store (which follows it) write into that account's file. Links are not followed
+        // or re-moded (a link's mode means nothing).
         own(&path, meta.uid(), me)?;
+        let kind = meta.file_type();
         if kind.is_file() || kind.is_socket() {
             tighten(&path, meta.mode(), &mut tightened)?;
         }
@@ -208,6 +208,28 @@ mod tests {
         assert_eq!(mode(&dir.join("tight")), 0o600);
         assert_eq!(mode(&outside), 0o644, "a link is not followed");
         assert_eq!(secure(&dir).unwrap(), Vec::new(), "idempotent");
+    }
+
+    /// A symlink owned by another account was skipped before its owner was checked, so
+    /// another user could plant `openphone.db -> /their/file` (found in review).
+    #[test]
+    fn a_symlink_owned_by_another_account_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("data");
+        std::fs::create_dir(&dir).unwrap();
+        let link = dir.join("openphone.db");
+        std::os::unix::fs::symlink(tmp.path().join("theirs"), &link).unwrap();
+        // Making a link another account's needs root (as CI and this machine run); elsewhere
+        // the link stays ours and must be accepted.
+        let foreign = std::os::unix::fs::lchown(&link, Some(65_534), None).is_ok();
+        match secure(&dir) {
+            Err(DataDirError::ForeignOwner { path, .. }) => {
+                assert!(foreign, "our own link was refused");
+                assert_eq!(path, link);
+            }
+            Ok(_) => assert!(!foreign, "a foreign link was accepted"),
+            Err(e) => panic!("unexpected error: {e}"),
+        }
     }
 
     #[test]

@@ -115,26 +115,7 @@ impl<'a> Attempt<'a> {
             .map_or(self.req.tool.as_str(), |c| c.name.as_str());
         tracing::error!(error = %error, tool = %cut_log(tool), request = %cut_log(&self.req.request_id),
             "the audit log cannot be written: refusing the request");
-        let message = match what {
-            Unaudited::NothingRan => {
-                "the phone could not write its audit log, so nothing was executed; the daemon's \
-                 log names the cause"
-            }
-            Unaudited::Withheld => {
-                "the phone could not write its audit log, so this result is withheld; the \
-                 daemon's log names the cause"
-            }
-            Unaudited::RanUnrecorded => {
-                "the action ran, but its result and audit record could not be written; it is \
-                 not run again (a retry with the same key answers execution_result_unknown)"
-            }
-        };
-        ToolResult::failure(
-            &self.caller.runtime,
-            &self.req.request_id,
-            ErrorCode::AuditUnavailable,
-            message,
-        )
+        what.answer(&self.caller.runtime, &self.req.request_id)
     }
 
     /// The audit record of the attempt, written with the executing record before a direct
@@ -235,6 +216,27 @@ pub(super) enum Unaudited {
     Withheld,
     /// A direct execution ran but its outcome could not be recorded.
     RanUnrecorded,
+}
+
+impl Unaudited {
+    /// The `audit_unavailable` answer to request `request_id` of `runtime`.
+    pub(super) fn answer(self, runtime: &str, request_id: &str) -> ToolResult {
+        let message = match self {
+            Unaudited::NothingRan => {
+                "the phone could not write its audit log, so nothing was executed; the daemon's \
+                 log names the cause"
+            }
+            Unaudited::Withheld => {
+                "the phone could not write its audit log, so this result is withheld; the \
+                 daemon's log names the cause"
+            }
+            Unaudited::RanUnrecorded => {
+                "the action ran, but its result and audit record could not be written; it is \
+                 not run again (a retry with the same key answers execution_result_unknown)"
+            }
+        };
+        ToolResult::failure(runtime, request_id, ErrorCode::AuditUnavailable, message)
+    }
 }
 
 impl ToolBridge {

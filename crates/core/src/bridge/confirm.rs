@@ -20,7 +20,7 @@ use openphone_store::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::audit::Attempt;
+use super::audit::{Attempt, Unaudited};
 use super::authority::Standing;
 use super::{ToolBridge, needs_confirmation, result_json};
 use crate::locks::lock;
@@ -403,20 +403,20 @@ impl ToolBridge {
                     &result_json(&result),
                     self.now_ms(),
                 ) {
-                    Ok(done) => {
-                        self.announce(
-                            &done,
-                            &stored,
-                            &result,
-                            store::AuditConfirmation::Completed,
-                            ConfirmationResolution::Approved,
-                            Some(duration),
-                        );
-                        Ok(result)
-                    }
+                    Ok(done) => Ok(self.announce(
+                        &done,
+                        &stored,
+                        &result,
+                        store::AuditConfirmation::Completed,
+                        ConfirmationResolution::Approved,
+                        Some(duration),
+                    )),
                     Err(e) => {
-                        // Executed but not recorded: tell whoever waits, and the operator.
-                        self.wake(&record.confirmation_id, &result);
+                        // Executed but neither result nor outcome recorded: whoever waits
+                        // learns that, never the unrecorded result itself.
+                        let unrecorded = Unaudited::RanUnrecorded
+                            .answer(&stored.caller.runtime, &result.request_id);
+                        self.wake(&record.confirmation_id, &unrecorded);
                         Err(e.into())
                     }
                 }
@@ -485,11 +485,12 @@ impl ToolBridge {
             &result_json(&result),
             self.now_ms(),
         )?;
-        self.announce(&done, stored, &result, state, resolution, duration);
-        Ok(result)
+        Ok(self.announce(&done, stored, &result, state, resolution, duration))
     }
 
-    /// Audit, events and waiters for a confirmation that reached its final result.
+    /// Audit, events and waiters for a confirmation that reached its final result; returns
+    /// the answer given out. No answer leaves without its audit record: when the outcome's
+    /// record cannot be written, every recipient gets `audit_unavailable` instead of the result.
     fn announce(
         &self,
         record: &ConfirmationRecord,
@@ -498,9 +499,16 @@ impl ToolBridge {
         state: store::AuditConfirmation,
         resolution: ConfirmationResolution,
         duration: Option<i64>,
-    ) {
-        // The final result is stored already; a failed record is in the daemon's log.
-        let _ = self.audit_transition(record, stored, state, Some(result), duration);
+    ) -> ToolResult {
+        let withheld;
+        let audited = self.audit_transition(record, stored, state, Some(result), duration);
+        let result = match audited {
+            Ok(_) => result,
+            Err(_) => {
+                withheld = Unaudited::Withheld.answer(&stored.caller.runtime, &result.request_id);
+                &withheld
+            }
+        };
         let runtime = &stored.caller.runtime;
         let resolved = ConfirmationResolved {
             confirmation_id: record.confirmation_id.clone(),
@@ -519,6 +527,7 @@ impl ToolBridge {
             SessionStatus::Running,
         );
         self.wake(&record.confirmation_id, result);
+        result.clone()
     }
 
     /// Hands a confirmation's final result to every request waiting on it.

@@ -153,10 +153,13 @@ impl ToolBridge {
                     return None;
                 }
             };
-            if let Some(result) = record.final_result.as_ref().and_then(parse_result) {
+            // The answer handed over by the resolution comes first: it is what the resolver's
+            // audit allows to go out (`audit_unavailable` when the outcome's record could not be
+            // written), where the stored final result is the raw outcome.
+            if let Some(result) = rx.borrow_and_update().clone() {
                 return Some(result);
             }
-            if let Some(result) = rx.borrow_and_update().clone() {
+            if let Some(result) = record.final_result.as_ref().and_then(parse_result) {
                 return Some(result);
             }
             if record.state == store::ConfirmationState::Pending {

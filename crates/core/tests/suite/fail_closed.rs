@@ -202,3 +202,38 @@ async fn an_approval_runs_nothing_when_its_audit_record_cannot_be_written() {
     let record = h.bridge.store().get_confirmation(&id).unwrap().unwrap();
     assert_eq!(record.state, ConfirmationState::Completed);
 }
+
+/// An approved request's outcome was handed to the operator, the waiting caller and the event
+/// bus even when its audit record could not be written (found in review): now every recipient
+/// gets `audit_unavailable` instead.
+#[tokio::test]
+async fn an_approved_outcome_is_withheld_when_its_audit_record_cannot_be_written() {
+    let h = Harness::new();
+    let parked = h
+        .call(
+            &hermes(),
+            save("c-2", "k-c2", "ran, unaudited", "ask_before_action"),
+        )
+        .await;
+    assert_eq!(parked.status, ToolStatus::NeedsConfirmation);
+    let id = confirmation_id(&parked);
+    raw(&h)
+        .execute_batch(
+            "CREATE TRIGGER refuse_completed BEFORE INSERT ON audit_log \
+             WHEN NEW.confirmation = 'completed' \
+             BEGIN SELECT RAISE(ABORT, 'no space left (test)'); END;",
+        )
+        .unwrap();
+    let op = operator();
+    let (waited, outcome) = tokio::join!(
+        h.bridge.wait_for_final(&parked, std::future::pending()),
+        h.bridge.resolve(&op, &id, ConfirmDecision::Approve),
+    );
+    let outcome = outcome.unwrap();
+    assert_eq!(code(&outcome), Some("audit_unavailable"), "{outcome:?}");
+    let waited = waited.into_result();
+    assert_eq!(code(&waited), Some("audit_unavailable"), "{waited:?}");
+    assert_eq!(waited.request_id, parked.request_id);
+    // It did run (the approval was recorded before it ran): withheld, not undone.
+    assert_eq!(memories(&h, "ran, unaudited"), 1);
+}

@@ -141,6 +141,16 @@ fn check_command(
             );
         }
     }
+    // `resolve` trims what it looks up, so a padded name could never be found.
+    if let Some(name) = name
+        && name.trim() != name
+    {
+        r.err(
+            Rule::CommandRequiredFields,
+            s,
+            format!("`name` {name:?} must not begin or end with whitespace"),
+        );
+    }
     for key in ["input_schema", "output_schema"] {
         if !obj.get(key).is_some_and(Value::is_object) {
             r.err(
@@ -155,7 +165,7 @@ fn check_command(
         Some(Value::Array(list))
             if list
                 .iter()
-                .all(|a| a.as_str().is_some_and(|a| !a.trim().is_empty())) =>
+                .all(|a| a.as_str().is_some_and(|a| !a.is_empty() && a.trim() == a)) =>
         {
             list.iter()
                 .filter_map(Value::as_str)
@@ -166,7 +176,10 @@ fn check_command(
             r.err(
                 Rule::CommandRequiredFields,
                 s,
-                format!("`aliases` must be an array of non-empty strings, found {other}"),
+                format!(
+                    "`aliases` must be an array of non-empty strings without surrounding \
+                     whitespace, found {other}"
+                ),
             );
             Vec::new()
         }

@@ -5,6 +5,7 @@ mod endpoint_docs;
 mod endpoint_envelope;
 mod envelope_duplicates;
 mod params;
+mod regression;
 mod rules;
 mod support;
 mod upstream;

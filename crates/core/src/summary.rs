@@ -31,31 +31,13 @@ fn escape_value(value: &str) -> String {
             ';' => out.push_str("\\;"),
             ')' => out.push_str("\\)"),
             c if c.is_control() => out.push(' '),
-            c if is_invisible(c) => out.push_str(&format!("\\u{{{:04X}}}", u32::from(c))),
+            c if openphone_protocol::is_invisible(c) => {
+                out.push_str(&format!("\\u{{{:04X}}}", u32::from(c)))
+            }
             c => out.push(c),
         }
     }
     out
-}
-
-/// Characters that change how the text around them is shown without being seen themselves:
-/// the bidirectional controls (embeddings, overrides and isolates U+202A–U+202E and
-/// U+2066–U+2069, the marks U+200E, U+200F and U+061C), which can make `evil.example/moc.knab`
-/// read as `bank.com`, and the zero-width characters (U+200B–U+200D, U+2060–U+2064, U+180E,
-/// U+FEFF), which hide differences between look-alike values.
-fn is_invisible(c: char) -> bool {
-    matches!(
-        c,
-        '\u{202A}'..='\u{202E}'
-            | '\u{2066}'..='\u{2069}'
-            | '\u{200E}'
-            | '\u{200F}'
-            | '\u{061C}'
-            | '\u{200B}'..='\u{200D}'
-            | '\u{2060}'..='\u{2064}'
-            | '\u{180E}'
-            | '\u{FEFF}'
-    )
 }
 
 /// Builds the summary of a request to run `tool` with `params` for `reason`. The parameters are

@@ -46,7 +46,7 @@ pub use digest::{
 };
 pub use endpoint::Role;
 pub use error_code::{ErrorCode, UnknownErrorCode};
-pub use log_value::{LogValue, log_value};
+pub use log_value::{LogValue, is_invisible, log_value};
 pub use manifest::{
     Capability, CapabilityRisk, Command, Confirmation, Direction, EventSpec, Executor, Exposure,
     Risk, TransportMapping, WireMapping,

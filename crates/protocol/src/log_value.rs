@@ -46,7 +46,9 @@ impl Piece {
             '\n' => Piece::Escape("\\n"),
             '\r' => Piece::Escape("\\r"),
             '\t' => Piece::Escape("\\t"),
-            c if c.is_control() || c.is_whitespace() || invisible(c) => Piece::CodePoint(c.into()),
+            c if c.is_control() || c.is_whitespace() || is_invisible(c) => {
+                Piece::CodePoint(c.into())
+            }
             c => Piece::Plain(c),
         }
     }
@@ -81,9 +83,11 @@ fn hex_digits(n: u32) -> usize {
 }
 
 /// Formatting characters that render as nothing but change what the reader sees: bidi
-/// controls and marks, zero-width characters, invisible operators, the byte-order mark,
-/// interlinear annotation marks and the like.
-fn invisible(c: char) -> bool {
+/// controls and marks (which can make `evil.example/moc.knab` read as `bank.com`), zero-width
+/// characters (which hide differences between look-alike values), invisible operators, the
+/// byte-order mark, variation selectors, interlinear annotation marks and the like. The one
+/// set both log lines and confirmation summaries show escaped.
+pub fn is_invisible(c: char) -> bool {
     matches!(
         c,
         '\u{00AD}'

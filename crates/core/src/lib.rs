@@ -23,8 +23,8 @@ pub mod summary;
 mod locks;
 
 pub use bridge::{
-    BridgeConfig, BridgeError, ConfirmDecision, ConfirmingHost, MAX_TASK_SCOPES, Operator,
-    RESOLVED_BY_CONFIGURATION, RecoveryReport, ToolBridge, Waited, Withdrawn, waiting_on,
+    ACCESS_LOG_TARGET, BridgeConfig, BridgeError, ConfirmDecision, ConfirmingHost, MAX_TASK_SCOPES,
+    Operator, RESOLVED_BY_CONFIGURATION, RecoveryReport, ToolBridge, Waited, Withdrawn, waiting_on,
 };
 pub use events::{Audience, Event, EventBus, PublishError};
 pub use request::{NormalizedRequest, normalize};

@@ -93,7 +93,8 @@ impl Store {
         now_ms: i64,
     ) -> Result<StandingApproval> {
         const OP: &str = "standing_approvals.create";
-        self.write(OP, &new.tool, |tx| {
+        let new = new.clone();
+        self.write(OP, &new.tool.clone(), move |tx| {
             tx.execute(
                 "INSERT INTO standing_approvals (runtime, tool, constraints_json, expires_at_ms, \
                  background, enabled, created_at_ms, updated_at_ms) \
@@ -156,7 +157,7 @@ impl Store {
     ) -> Result<StandingApproval> {
         const OP: &str = "standing_approvals.set_enabled";
         let id = approval_id.to_string();
-        self.write(OP, &id, |tx| {
+        self.write(OP, &id.clone(), move |tx| {
             tx.execute(
                 "UPDATE standing_approvals SET enabled = ?2, updated_at_ms = ?3 \
                  WHERE approval_id = ?1",
@@ -173,7 +174,7 @@ impl Store {
     /// Deletes an approval; false when it did not exist.
     pub fn delete_approval(&self, approval_id: i64) -> Result<bool> {
         const OP: &str = "standing_approvals.delete";
-        self.write(OP, &approval_id.to_string(), |tx| {
+        self.write(OP, &approval_id.to_string(), move |tx| {
             tx.execute(
                 "DELETE FROM standing_approvals WHERE approval_id = ?1",
                 [approval_id],

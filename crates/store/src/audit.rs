@@ -389,7 +389,19 @@ impl Store {
     /// Appends one record to the chain and returns it with its seq and hashes.
     pub fn append_audit(&self, entry: &AuditEntry) -> Result<AuditRecord> {
         check_entry(entry)?;
-        self.write("audit.append", &entry.audit_id, |tx| append_in(tx, entry))
+        let entry = entry.clone();
+        self.write("audit.append", &entry.audit_id.clone(), move |tx| {
+            append_in(tx, &entry)
+        })
+    }
+
+    /// [`Store::append_audit`] for async callers: awaits the group commit (many concurrent
+    /// appends share one fsync) instead of blocking the thread.
+    pub async fn append_audit_async(&self, entry: AuditEntry) -> Result<AuditRecord> {
+        check_entry(&entry)?;
+        let id = entry.audit_id.clone();
+        self.write_async("audit.append", &id, move |tx| append_in(tx, &entry))
+            .await
     }
 
     /// Up to `limit` records with `seq > after_seq`, in order (JSONL export pages).

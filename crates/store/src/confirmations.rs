@@ -282,7 +282,6 @@ impl Store {
         max_pending_per_runtime: usize,
     ) -> Result<PendingInsert> {
         const OP: &str = "confirmations.insert_pending";
-        let id = new.confirmation_id.as_str();
         new.identity.check()?;
         if new.expires_at_ms < new.created_at_ms {
             return Err(StoreError::Invalid {
@@ -294,7 +293,9 @@ impl Store {
             });
         }
         let now_ms = new.created_at_ms;
-        self.write(OP, id, |tx| {
+        let new = new.clone();
+        self.write(OP, &new.confirmation_id.clone(), move |tx| {
+            let id = new.confirmation_id.as_str();
             if let Some(existing) = find_pending_in(tx, &new.identity, now_ms)? {
                 return Ok(PendingInsert::Existing(existing));
             }
@@ -387,9 +388,10 @@ impl Store {
         now_ms: i64,
     ) -> Result<ConfirmationRecord> {
         const OP: &str = "confirmations.resolve";
-        let id = confirmation_id;
         let target = decision.target();
-        self.write(OP, id, |tx| {
+        let owned = (confirmation_id.to_owned(), resolved_by.to_owned());
+        self.write(OP, confirmation_id, move |tx| {
+            let (id, resolved_by) = (owned.0.as_str(), owned.1.as_str());
             let won = match decision {
                 Resolution::Approve | Resolution::Deny => tx.execute(
                     "UPDATE confirmations SET state = ?2, resolved_at_ms = ?3, resolved_by = ?4 \
@@ -440,7 +442,7 @@ impl Store {
         .and_then(
             |outcome: std::result::Result<ConfirmationRecord, NotPending>| {
                 outcome.map_err(|reason| StoreError::ConfirmationNotPending {
-                    confirmation_id: id.to_owned(),
+                    confirmation_id: confirmation_id.to_owned(),
                     reason,
                 })
             },
@@ -457,8 +459,9 @@ impl Store {
         now_ms: i64,
     ) -> Result<ConfirmationRecord> {
         const OP: &str = "confirmations.complete";
-        let id = confirmation_id;
-        self.write(OP, id, |tx| {
+        let (owned_id, final_result) = (confirmation_id.to_owned(), final_result.clone());
+        self.write(OP, confirmation_id, move |tx| {
+            let (id, final_result) = (owned_id.as_str(), &final_result);
             let n = tx
                 .execute(
                     "UPDATE confirmations SET state = 'completed', final_result_json = ?2 \
@@ -496,8 +499,9 @@ impl Store {
         now_ms: i64,
     ) -> Result<ConfirmationRecord> {
         const OP: &str = "confirmations.attach_final_result";
-        let id = confirmation_id;
-        self.write(OP, id, |tx| {
+        let (owned_id, final_result) = (confirmation_id.to_owned(), final_result.clone());
+        self.write(OP, confirmation_id, move |tx| {
+            let (id, final_result) = (owned_id.as_str(), &final_result);
             tx.execute(
                 "UPDATE confirmations SET final_result_json = ?2 WHERE confirmation_id = ?1 \
                  AND state IN ('denied', 'timeout', 'result_unknown') \
@@ -529,7 +533,7 @@ impl Store {
     /// Moves every pending confirmation with `expires_at_ms <= now_ms` to `timeout` and returns
     /// them (the caller records their final results and announces them).
     pub fn expire_due(&self, now_ms: i64) -> Result<Vec<ConfirmationRecord>> {
-        self.write("confirmations.expire_due", "", |tx| {
+        self.write("confirmations.expire_due", "", move |tx| {
             expire_due_in(tx, now_ms)
         })
     }
@@ -538,7 +542,7 @@ impl Store {
     /// pending past expiry → `timeout`; pending in time stay pending. Other states untouched.
     pub fn recover_after_restart(&self, now_ms: i64) -> Result<Recovery> {
         const OP: &str = "confirmations.recover";
-        self.write(OP, "", |tx| {
+        self.write(OP, "", move |tx| {
             let approved = query(
                 tx,
                 OP,

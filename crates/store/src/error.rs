@@ -74,6 +74,14 @@ pub enum StoreError {
         id: String,
         detail: String,
     },
+    /// A write was not committed: its batch could not begin or commit, it panicked, the
+    /// store's writer has stopped, or the store was opened read-only. Nothing of it is kept.
+    #[error("store {op}{}: not written: {detail}", describe_id(id))]
+    Commit {
+        op: &'static str,
+        id: String,
+        detail: String,
+    },
     /// The database was written by a newer version of OpenPhone.
     #[error("database schema version {found} is newer than this build understands ({supported})")]
     SchemaTooNew { found: i64, supported: i64 },

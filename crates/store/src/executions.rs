@@ -90,43 +90,14 @@ impl Store {
     /// with [`StoreError::AlreadyExists`] when the identity already has a final result or an
     /// execution in flight (the caller answers from those instead).
     pub fn begin_execution(&self, execution: &Execution) -> Result<AuditRecord> {
-        const OP: &str = "executions.begin";
-        let identity = &execution.identity;
-        identity.check()?;
-        let id = identity.describe();
-        let attempt = serde_json::to_string(&execution.attempt)
-            .map_err(|e| StoreError::corrupt(OP, &id, e))?;
-        self.write(OP, &id, |tx| {
-            if find_final_in(tx, identity)?.is_some() {
-                return Err(StoreError::AlreadyExists {
-                    table: "final_results",
-                    id: id.clone(),
-                });
-            }
-            if find_in(tx, identity)?.is_some() {
-                return Err(StoreError::AlreadyExists {
-                    table: "executions",
-                    id: id.clone(),
-                });
-            }
-            tx.execute(
-                &format!(
-                    "INSERT INTO executions ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
-                ),
-                params![
-                    identity.runtime,
-                    identity.runtime_session_id,
-                    identity.tool,
-                    identity.params_digest,
-                    identity.idempotency_key,
-                    execution.request_id,
-                    attempt,
-                    execution.started_at_ms,
-                ],
-            )
-            .ctx(OP, &id)?;
-            append_in(tx, &execution.attempt)
-        })
+        let (id, job) = begin_job(execution.clone())?;
+        self.write(BEGIN, &id, job)
+    }
+
+    /// [`Store::begin_execution`] for async callers (awaits the group commit).
+    pub async fn begin_execution_async(&self, execution: Execution) -> Result<AuditRecord> {
+        let (id, job) = begin_job(execution)?;
+        self.write_async(BEGIN, &id, job).await
     }
 
     /// Ends a direct execution: records its final result for replay (the first final result
@@ -141,24 +112,36 @@ impl Store {
         outcome: &AuditEntry,
         now_ms: i64,
     ) -> Result<FinalResult> {
-        const OP: &str = "executions.finish";
+        let finish = Finish {
+            identity: identity.clone(),
+            request_id: request_id.to_owned(),
+            result: result.clone(),
+            outcome: outcome.clone(),
+            now_ms,
+        };
         let id = identity.describe();
-        self.write(OP, &id, |tx| {
-            let stored = record_final_in(tx, identity, request_id, result, now_ms)?;
-            append_in(tx, outcome)?;
-            tx.execute(
-                &format!("DELETE FROM executions WHERE {WHERE_IDENTITY}"),
-                params![
-                    identity.runtime,
-                    identity.runtime_session_id,
-                    identity.tool,
-                    identity.params_digest,
-                    identity.idempotency_key,
-                ],
-            )
-            .ctx(OP, &id)?;
-            Ok(stored)
-        })
+        self.write(FINISH, &id, move |tx| finish.run(tx))
+    }
+
+    /// [`Store::finish_execution`] for async callers (awaits the group commit).
+    pub async fn finish_execution_async(
+        &self,
+        identity: IdentityKey,
+        request_id: String,
+        result: Value,
+        outcome: AuditEntry,
+        now_ms: i64,
+    ) -> Result<FinalResult> {
+        let id = identity.describe();
+        let finish = Finish {
+            identity,
+            request_id,
+            result,
+            outcome,
+            now_ms,
+        };
+        self.write_async(FINISH, &id, move |tx| finish.run(tx))
+            .await
     }
 
     /// The execution in flight (or interrupted) under an identity key, if any.
@@ -175,5 +158,84 @@ impl Store {
             "ORDER BY started_at_ms, request_id",
             [],
         )
+    }
+}
+
+const BEGIN: &str = "executions.begin";
+const FINISH: &str = "executions.finish";
+
+/// The write of [`Store::begin_execution`] (checked first), with the id it is known by.
+fn begin_job(
+    execution: Execution,
+) -> Result<(
+    String,
+    impl FnOnce(&Connection) -> Result<AuditRecord> + Send + 'static,
+)> {
+    const OP: &str = BEGIN;
+    execution.identity.check()?;
+    let id = execution.identity.describe();
+    let attempt =
+        serde_json::to_string(&execution.attempt).map_err(|e| StoreError::corrupt(OP, &id, e))?;
+    let key = id.clone();
+    let job = move |tx: &Connection| {
+        let identity = &execution.identity;
+        if find_final_in(tx, identity)?.is_some() {
+            return Err(StoreError::AlreadyExists {
+                table: "final_results",
+                id: key,
+            });
+        }
+        if find_in(tx, identity)?.is_some() {
+            return Err(StoreError::AlreadyExists {
+                table: "executions",
+                id: key,
+            });
+        }
+        tx.execute(
+            &format!("INSERT INTO executions ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"),
+            params![
+                identity.runtime,
+                identity.runtime_session_id,
+                identity.tool,
+                identity.params_digest,
+                identity.idempotency_key,
+                execution.request_id,
+                attempt,
+                execution.started_at_ms,
+            ],
+        )
+        .ctx(OP, &key)?;
+        append_in(tx, &execution.attempt)
+    };
+    Ok((id, job))
+}
+
+/// The write of [`Store::finish_execution`].
+struct Finish {
+    identity: IdentityKey,
+    request_id: String,
+    result: Value,
+    outcome: AuditEntry,
+    now_ms: i64,
+}
+
+impl Finish {
+    fn run(self, tx: &Connection) -> Result<FinalResult> {
+        const OP: &str = FINISH;
+        let identity = &self.identity;
+        let stored = record_final_in(tx, identity, &self.request_id, &self.result, self.now_ms)?;
+        append_in(tx, &self.outcome)?;
+        tx.execute(
+            &format!("DELETE FROM executions WHERE {WHERE_IDENTITY}"),
+            params![
+                identity.runtime,
+                identity.runtime_session_id,
+                identity.tool,
+                identity.params_digest,
+                identity.idempotency_key,
+            ],
+        )
+        .ctx(OP, &identity.describe())?;
+        Ok(stored)
     }
 }

@@ -92,12 +92,13 @@ mod sessions;
 mod settings;
 mod watchers;
 mod wire;
+mod writer;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use rusqlite::{Connection, OpenFlags, TransactionBehavior};
+use rusqlite::{Connection, OpenFlags};
 
 pub use approvals::{NewStandingApproval, StandingApproval};
 pub use audit::{
@@ -123,6 +124,7 @@ pub use sessions::{
 pub use settings::Setting;
 pub use watchers::{NewWatcher, WatcherRecord, WatcherSelector, WatcherState};
 pub use wire::{Autonomy, risk_serde};
+pub use writer::WriterStats;
 
 /// The database file inside the data directory.
 pub const DB_FILE: &str = "openphone.db";
@@ -131,11 +133,20 @@ pub const LOCK_FILE: &str = "openphone.lock";
 
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The store. `Send + Sync`: share it behind an `Arc`. Methods are synchronous and short (one
-/// transaction each); a tokio caller may call them directly or via `spawn_blocking`.
+/// The store. `Send + Sync`: share it behind an `Arc`.
+///
+/// Writes go to one writer thread that commits the writes of concurrent callers together, one
+/// transaction and one fsync per batch (`writer.rs`, group commit); a write method returns
+/// once its batch is durable. Most write methods block the calling thread that long; the
+/// `*_async` ones (the per-call writes of the tool bridge) await it instead, so many calls
+/// share one fsync. Reads use their own connection (WAL: they see every committed write and
+/// never wait for the writer's fsync).
 #[derive(Debug)]
 pub struct Store {
+    /// The read connection (`query_only`).
     conn: Mutex<Connection>,
+    /// `None` for a read-only store.
+    writer: Option<writer::Writer>,
     lock: Option<lock::DirLock>,
     data_dir: PathBuf,
 }
@@ -170,8 +181,19 @@ impl Store {
         open::check_integrity(&conn, &db)?;
         migrations::migrate(&mut conn, SCHEMA_VERSION)?;
         open::probe_write(&conn, &db, &holder.describe())?;
+        let reader = open::open_existing(&db)?;
+        configure(&reader, true)?;
+        reader
+            .pragma_update(None, "query_only", true)
+            .ctx("store.configure", "query_only")?;
+        let writer = writer::Writer::start(conn).map_err(|source| StoreError::Io {
+            op: "starting the store's writer thread",
+            path: db.clone(),
+            source,
+        })?;
         Ok(Store {
-            conn: Mutex::new(conn),
+            conn: Mutex::new(reader),
+            writer: Some(writer),
             lock: Some(dir_lock),
             data_dir,
         })
@@ -203,6 +225,7 @@ impl Store {
         }
         Ok(Store {
             conn: Mutex::new(conn),
+            writer: None,
             lock: None,
             data_dir,
         })
@@ -251,21 +274,51 @@ impl Store {
         self.conn.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Runs `f` in an `IMMEDIATE` transaction (takes the write lock up front, so read-then-write
-    /// sequences inside cannot interleave with another writer) and commits it.
-    pub(crate) fn write<T>(
+    /// Runs `f` on the writer connection, inside a savepoint of the next batch's `IMMEDIATE`
+    /// transaction (so read-then-write sequences inside cannot interleave with another
+    /// write), and returns once that batch committed: the write is durable. `f` fails → only
+    /// its own changes are rolled back. Blocks the calling thread.
+    pub(crate) fn write<T: Send + 'static>(
         &self,
         op: &'static str,
         id: &str,
-        f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T>,
+        f: impl FnOnce(&Connection) -> Result<T> + Send + 'static,
     ) -> Result<T> {
-        let mut conn = self.conn();
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .ctx(op, id)?;
-        let out = f(&tx)?;
-        tx.commit().ctx(op, id)?;
-        Ok(out)
+        self.writer(op, id)?.run(op, id, f)
+    }
+
+    /// [`Store::write`] for async callers: awaits the batch's commit instead of blocking.
+    pub(crate) async fn write_async<T: Send + 'static>(
+        &self,
+        op: &'static str,
+        id: &str,
+        f: impl FnOnce(&Connection) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        self.writer(op, id)?.run_async(op, id, f).await
+    }
+
+    /// How the writer has grouped writes so far (zero for a read-only store).
+    pub fn writer_stats(&self) -> WriterStats {
+        self.writer
+            .as_ref()
+            .map(writer::Writer::stats)
+            .unwrap_or_default()
+    }
+
+    fn writer(&self, op: &'static str, id: &str) -> Result<&writer::Writer> {
+        self.writer.as_ref().ok_or_else(|| StoreError::Commit {
+            op,
+            id: id.to_owned(),
+            detail: "the store was opened read-only".into(),
+        })
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        // The writer first (it finishes its queue and closes its connection), then the
+        // lock (a field, dropped after this).
+        self.writer.take();
     }
 }
 
@@ -307,14 +360,44 @@ impl<T> OpenContext<T> for std::result::Result<T, rusqlite::Error> {
 
 use error::SqlContext;
 
-/// Test hooks: build databases at older schema versions. Not part of the stable API.
+/// Test hooks: build databases at older schema versions; hold the writer. Not part of the
+/// stable API.
 #[doc(hidden)]
 pub mod testing {
     use std::path::Path;
+    use std::sync::mpsc;
 
     use rusqlite::Connection;
 
-    use crate::error::{Result, SqlContext};
+    use crate::Store;
+    use crate::error::{Result, SqlContext, StoreError};
+
+    /// While this lives, the store's writer is stuck inside a write of its own: writes queue
+    /// behind it. Dropping it lets the writer go on (the queued writes form the next batch).
+    #[derive(Debug)]
+    pub struct WriterHold {
+        _release: mpsc::Sender<()>,
+    }
+
+    /// Stops the writer (see [`WriterHold`]); returns once the writer is inside the hold.
+    pub fn hold_writer(store: &Store) -> Result<WriterHold> {
+        let (release, held) = mpsc::channel::<()>();
+        let (entered, inside) = mpsc::sync_channel::<()>(1);
+        store
+            .writer("testing.hold", "")?
+            .enqueue("testing.hold", move |_conn| {
+                let _ = entered.send(());
+                // Returns when the hold's sender is dropped.
+                let _ = held.recv();
+                Ok(())
+            })?;
+        inside.recv().map_err(|_| StoreError::Commit {
+            op: "testing.hold",
+            id: String::new(),
+            detail: "the writer did not take the hold".into(),
+        })?;
+        Ok(WriterHold { _release: release })
+    }
 
     /// Creates `<data_dir>/openphone.db` migrated only up to `version`.
     pub fn create_db_at_version(data_dir: &Path, version: i64) -> Result<()> {

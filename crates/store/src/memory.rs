@@ -91,7 +91,8 @@ impl Store {
                 detail: "empty".to_owned(),
             });
         }
-        self.write(OP, "", |tx| {
+        let new = new.clone();
+        self.write(OP, "", move |tx| {
             tx.execute(
                 "INSERT INTO memories (text, kind, subject, confidence, created_at_ms) \
                  VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -114,7 +115,7 @@ impl Store {
     /// Deletes a memory; false when it did not exist.
     pub fn delete_memory(&self, memory_id: i64) -> Result<bool> {
         const OP: &str = "memories.delete";
-        self.write(OP, &memory_id.to_string(), |tx| {
+        self.write(OP, &memory_id.to_string(), move |tx| {
             tx.execute("DELETE FROM memories WHERE memory_id = ?1", [memory_id])
                 .map(|n| n > 0)
                 .ctx(OP, &memory_id.to_string())

@@ -328,8 +328,9 @@ impl Store {
         result: &Value,
         now_ms: i64,
     ) -> Result<FinalResult> {
-        self.write("final_results.record", &identity.describe(), |tx| {
-            record_final_in(tx, identity, request_id, result, now_ms)
+        let (key, request_id, result) = (identity.clone(), request_id.to_owned(), result.clone());
+        self.write("final_results.record", &identity.describe(), move |tx| {
+            record_final_in(tx, &key, &request_id, &result, now_ms)
         })
     }
 
@@ -349,39 +350,22 @@ impl Store {
         params_digest: &str,
         now_ms: i64,
     ) -> Result<RequestCheck> {
-        const OP: &str = "request_ids.remember";
-        check_digest(params_digest)?;
-        if request_id.is_empty() {
-            return Err(StoreError::Invalid {
-                what: "request_id",
-                detail: "empty".to_owned(),
-            });
-        }
-        self.write(OP, request_id, |tx| {
-            if let Some(entry) = find_request_in(tx, scope, request_id)? {
-                return Ok(
-                    if entry.tool == tool && entry.params_digest == params_digest {
-                        RequestCheck::Repeat(entry)
-                    } else {
-                        RequestCheck::Conflict(entry)
-                    },
-                );
-            }
-            tx.execute(
-                "INSERT INTO request_ids (runtime, runtime_session_id, request_id, tool, \
-                 params_digest, recorded_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![
-                    scope.runtime,
-                    scope.runtime_session_id,
-                    request_id,
-                    tool,
-                    params_digest,
-                    now_ms
-                ],
-            )
-            .ctx(OP, request_id)?;
-            Ok(RequestCheck::New)
-        })
+        let job = Remember::new(scope, request_id, tool, params_digest, now_ms)?;
+        self.write(REMEMBER, request_id, move |tx| job.run(tx))
+    }
+
+    /// [`Store::remember_request`] for async callers (awaits the group commit).
+    pub async fn remember_request_async(
+        &self,
+        scope: &Scope,
+        request_id: &str,
+        tool: &str,
+        params_digest: &str,
+        now_ms: i64,
+    ) -> Result<RequestCheck> {
+        let job = Remember::new(scope, request_id, tool, params_digest, now_ms)?;
+        self.write_async(REMEMBER, request_id, move |tx| job.run(tx))
+            .await
     }
 
     /// The request-id index entry, if any.
@@ -396,7 +380,7 @@ impl Store {
         let retention = retention.floor();
         let cutoff = now_ms.saturating_sub(retention.min_age_ms);
         let keep = sql_limit(retention.keep_at_least);
-        self.write("replay.prune", "", |tx| {
+        self.write("replay.prune", "", move |tx| {
             Ok(PruneReport {
                 final_results: prune_table(tx, "final_results", cutoff, keep)?,
                 request_ids: prune_table(tx, "request_ids", cutoff, keep)?,
@@ -412,5 +396,75 @@ impl Store {
             })
             .map(|n| usize::try_from(n).unwrap_or(0))
             .ctx("final_results.count", "")
+    }
+}
+
+const REMEMBER: &str = "request_ids.remember";
+
+/// The write of [`Store::remember_request`] (arguments checked first).
+struct Remember {
+    scope: Scope,
+    request_id: String,
+    tool: String,
+    params_digest: String,
+    now_ms: i64,
+}
+
+impl Remember {
+    fn new(
+        scope: &Scope,
+        request_id: &str,
+        tool: &str,
+        params_digest: &str,
+        now_ms: i64,
+    ) -> Result<Remember> {
+        check_digest(params_digest)?;
+        if request_id.is_empty() {
+            return Err(StoreError::Invalid {
+                what: "request_id",
+                detail: "empty".to_owned(),
+            });
+        }
+        Ok(Remember {
+            scope: scope.clone(),
+            request_id: request_id.to_owned(),
+            tool: tool.to_owned(),
+            params_digest: params_digest.to_owned(),
+            now_ms,
+        })
+    }
+
+    fn run(self, tx: &Connection) -> Result<RequestCheck> {
+        const OP: &str = REMEMBER;
+        let Remember {
+            scope,
+            request_id,
+            tool,
+            params_digest,
+            now_ms,
+        } = self;
+        if let Some(entry) = find_request_in(tx, &scope, &request_id)? {
+            return Ok(
+                if entry.tool == tool && entry.params_digest == params_digest {
+                    RequestCheck::Repeat(entry)
+                } else {
+                    RequestCheck::Conflict(entry)
+                },
+            );
+        }
+        tx.execute(
+            "INSERT INTO request_ids (runtime, runtime_session_id, request_id, tool, \
+             params_digest, recorded_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![
+                scope.runtime,
+                scope.runtime_session_id,
+                request_id,
+                tool,
+                params_digest,
+                now_ms
+            ],
+        )
+        .ctx(OP, &request_id)?;
+        Ok(RequestCheck::New)
     }
 }

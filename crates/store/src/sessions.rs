@@ -83,43 +83,48 @@ impl Store {
     /// phone-session:<phone_session_id>`. Fails with [`StoreError::AlreadyExists`] on a
     /// duplicate id.
     pub fn create_session(&self, new: &NewPhoneSession, now_ms: i64) -> Result<PhoneSession> {
-        let id = new.phone_session_id.as_str();
-        self.write("phone_sessions.create", id, |tx| {
-            let exists = tx
-                .query_row(
-                    "SELECT 1 FROM phone_sessions WHERE phone_session_id = ?1",
-                    [id],
-                    |_| Ok(()),
-                )
-                .optional()
-                .ctx("phone_sessions.create", id)?;
-            if exists.is_some() {
-                return Err(StoreError::AlreadyExists {
-                    table: "phone_sessions",
-                    id: id.to_owned(),
-                });
-            }
-            tx.execute(
-                "INSERT INTO phone_sessions (phone_session_id, created_at_ms, updated_at_ms, \
+        let new = new.clone();
+        self.write(
+            "phone_sessions.create",
+            &new.phone_session_id.clone(),
+            move |tx| {
+                let id = new.phone_session_id.as_str();
+                let exists = tx
+                    .query_row(
+                        "SELECT 1 FROM phone_sessions WHERE phone_session_id = ?1",
+                        [id],
+                        |_| Ok(()),
+                    )
+                    .optional()
+                    .ctx("phone_sessions.create", id)?;
+                if exists.is_some() {
+                    return Err(StoreError::AlreadyExists {
+                        table: "phone_sessions",
+                        id: id.to_owned(),
+                    });
+                }
+                tx.execute(
+                    "INSERT INTO phone_sessions (phone_session_id, created_at_ms, updated_at_ms, \
                  runtime_kind, runtime_session_id, attention_id, source, autonomy, summary, \
                  status, audit_log_id, failure_reason) \
                  VALUES (?1, ?2, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, NULL)",
-                params![
-                    id,
-                    now_ms,
-                    new.runtime_kind,
-                    new.runtime_session_id,
-                    new.attention_id,
-                    new.source,
-                    new.autonomy.as_str(),
-                    new.summary,
-                    SessionStatus::Created.as_str(),
-                    format!("phone-session:{id}"),
-                ],
-            )
-            .ctx("phone_sessions.create", id)?;
-            require(tx, id)
-        })
+                    params![
+                        id,
+                        now_ms,
+                        new.runtime_kind,
+                        new.runtime_session_id,
+                        new.attention_id,
+                        new.source,
+                        new.autonomy.as_str(),
+                        new.summary,
+                        SessionStatus::Created.as_str(),
+                        format!("phone-session:{id}"),
+                    ],
+                )
+                .ctx("phone_sessions.create", id)?;
+                require(tx, id)
+            },
+        )
     }
 
     /// One session, if it exists.
@@ -135,23 +140,31 @@ impl Store {
         failure_reason: Option<&str>,
         now_ms: i64,
     ) -> Result<PhoneSession> {
-        let id = phone_session_id;
-        self.write("phone_sessions.update_status", id, |tx| {
-            let n = tx
-                .execute(
-                    "UPDATE phone_sessions SET status = ?2, failure_reason = ?3, \
+        let owned = (
+            phone_session_id.to_owned(),
+            failure_reason.map(str::to_owned),
+        );
+        self.write(
+            "phone_sessions.update_status",
+            phone_session_id,
+            move |tx| {
+                let (id, failure_reason) = (owned.0.as_str(), owned.1.as_deref());
+                let n = tx
+                    .execute(
+                        "UPDATE phone_sessions SET status = ?2, failure_reason = ?3, \
                      updated_at_ms = ?4 WHERE phone_session_id = ?1",
-                    params![id, status.as_str(), failure_reason, now_ms],
-                )
-                .ctx("phone_sessions.update_status", id)?;
-            if n == 0 {
-                return Err(StoreError::NotFound {
-                    table: "phone_sessions",
-                    id: id.to_owned(),
-                });
-            }
-            require(tx, id)
-        })
+                        params![id, status.as_str(), failure_reason, now_ms],
+                    )
+                    .ctx("phone_sessions.update_status", id)?;
+                if n == 0 {
+                    return Err(StoreError::NotFound {
+                        table: "phone_sessions",
+                        id: id.to_owned(),
+                    });
+                }
+                require(tx, id)
+            },
+        )
     }
 
     /// Records the runtime session key once the adapter knows it.
@@ -161,23 +174,28 @@ impl Store {
         runtime_session_id: &str,
         now_ms: i64,
     ) -> Result<PhoneSession> {
-        let id = phone_session_id;
-        self.write("phone_sessions.set_runtime_session_id", id, |tx| {
-            let n = tx
-                .execute(
-                    "UPDATE phone_sessions SET runtime_session_id = ?2, updated_at_ms = ?3 \
+        let owned = (phone_session_id.to_owned(), runtime_session_id.to_owned());
+        self.write(
+            "phone_sessions.set_runtime_session_id",
+            phone_session_id,
+            move |tx| {
+                let (id, runtime_session_id) = (owned.0.as_str(), owned.1.as_str());
+                let n = tx
+                    .execute(
+                        "UPDATE phone_sessions SET runtime_session_id = ?2, updated_at_ms = ?3 \
                      WHERE phone_session_id = ?1",
-                    params![id, runtime_session_id, now_ms],
-                )
-                .ctx("phone_sessions.set_runtime_session_id", id)?;
-            if n == 0 {
-                return Err(StoreError::NotFound {
-                    table: "phone_sessions",
-                    id: id.to_owned(),
-                });
-            }
-            require(tx, id)
-        })
+                        params![id, runtime_session_id, now_ms],
+                    )
+                    .ctx("phone_sessions.set_runtime_session_id", id)?;
+                if n == 0 {
+                    return Err(StoreError::NotFound {
+                        table: "phone_sessions",
+                        id: id.to_owned(),
+                    });
+                }
+                require(tx, id)
+            },
+        )
     }
 
     /// Sessions matching the filter, newest first (`created_at_ms` descending).
@@ -213,7 +231,9 @@ impl Store {
         now_ms: i64,
     ) -> Result<Vec<PhoneSession>> {
         const OP: &str = "phone_sessions.fail_active";
-        self.write(OP, runtime, |tx| {
+        let owned = (runtime.to_owned(), reason.to_owned());
+        self.write(OP, runtime, move |tx| {
+            let (runtime, reason) = (owned.0.as_str(), owned.1.as_str());
             let mut ids = Vec::new();
             {
                 let mut stmt = tx
@@ -247,7 +267,7 @@ impl Store {
     /// [`MIN_SESSIONS_RETAINED`]. Returns how many were deleted.
     pub fn prune_sessions(&self, keep: usize) -> Result<usize> {
         let keep = keep.max(MIN_SESSIONS_RETAINED);
-        self.write("phone_sessions.prune", "", |tx| {
+        self.write("phone_sessions.prune", "", move |tx| {
             tx.execute(
                 "DELETE FROM phone_sessions WHERE rowid NOT IN (SELECT rowid FROM \
                  phone_sessions ORDER BY created_at_ms DESC, rowid DESC LIMIT ?1)",

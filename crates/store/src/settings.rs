@@ -35,12 +35,14 @@ impl Store {
     /// Sets (inserts or replaces) a setting.
     pub fn set_setting(&self, key: &str, value: &Value, now_ms: i64) -> Result<()> {
         const OP: &str = "runtime_settings.set";
-        self.write(OP, key, |tx| {
+        let owned = (key.to_owned(), value.to_string());
+        self.write(OP, key, move |tx| {
+            let (key, value) = (owned.0.as_str(), owned.1.as_str());
             tx.execute(
                 "INSERT INTO runtime_settings (key, value_json, updated_at_ms) VALUES (?1, ?2, ?3) \
                  ON CONFLICT (key) DO UPDATE SET value_json = excluded.value_json, \
                  updated_at_ms = excluded.updated_at_ms",
-                params![key, value.to_string(), now_ms],
+                params![key, value, now_ms],
             )
             .ctx(OP, key)?;
             Ok(())
@@ -50,7 +52,9 @@ impl Store {
     /// Removes a setting; false when it was not set.
     pub fn delete_setting(&self, key: &str) -> Result<bool> {
         const OP: &str = "runtime_settings.delete";
-        self.write(OP, key, |tx| {
+        let owned = key.to_owned();
+        self.write(OP, key, move |tx| {
+            let key = owned.as_str();
             tx.execute("DELETE FROM runtime_settings WHERE key = ?1", [key])
                 .map(|n| n > 0)
                 .ctx(OP, key)

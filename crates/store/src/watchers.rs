@@ -140,11 +140,12 @@ impl Store {
         let params = clean_params(&new.params);
         let source = derive_source(&params);
         let title = derive_title(&params, &source);
-        self.write(OP, &title, |tx| {
+        let runtime = new.runtime.clone();
+        self.write(OP, &title.clone(), move |tx| {
             tx.execute(
                 "INSERT INTO watchers (runtime, title, source, params_json, state, created_at_ms) \
                  VALUES (?1, ?2, ?3, ?4, 'active', ?5)",
-                params![new.runtime, title, source, to_json(&params), now_ms],
+                params![runtime, title, source, to_json(&params), now_ms],
             )
             .ctx(OP, &title)?;
             let id = tx.last_insert_rowid();
@@ -205,8 +206,9 @@ impl Store {
                 detail: "empty (use WatcherSelector::All to stop every watcher)".to_owned(),
             });
         }
-        self.write(OP, "", |tx| {
-            let targets = match selector {
+        let selector = selector.clone();
+        self.write(OP, "", move |tx| {
+            let targets = match &selector {
                 WatcherSelector::Id(id) => {
                     query(tx, OP, "WHERE state = 'active' AND watcher_id = ?1", [id])?
                 }

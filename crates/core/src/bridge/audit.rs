@@ -62,8 +62,8 @@ impl<'a> Attempt<'a> {
 
     /// Records `result` as the request's outcome and returns it; when the audit record cannot
     /// be written, returns `audit_unavailable` instead (nothing ran for this request).
-    pub(super) fn finish(&self, result: ToolResult) -> ToolResult {
-        match self.record(&result, None, None) {
+    pub(super) async fn finish(&self, result: ToolResult) -> ToolResult {
+        match self.record(&result, None, None).await {
             Ok(()) => result,
             Err(e) => self.audit_unavailable(&e, Unaudited::NothingRan),
         }
@@ -71,13 +71,16 @@ impl<'a> Attempt<'a> {
 
     /// Records `result`, an outcome tied to a confirmation (`confirmation_id`, when known, in
     /// `state`), and returns it (or `audit_unavailable`, as [`Attempt::finish`]).
-    pub(super) fn finish_confirmation(
+    pub(super) async fn finish_confirmation(
         &self,
         result: ToolResult,
         confirmation_id: Option<String>,
         state: store::AuditConfirmation,
     ) -> ToolResult {
-        match self.record(&result, Some((confirmation_id, state)), None) {
+        match self
+            .record(&result, Some((confirmation_id, state)), None)
+            .await
+        {
             Ok(()) => result,
             Err(e) => self.audit_unavailable(&e, Unaudited::NothingRan),
         }
@@ -86,15 +89,15 @@ impl<'a> Attempt<'a> {
     /// Records `result`, the outcome of executing a read, which took `duration_ms`, and
     /// returns it; when its audit record cannot be written the result is withheld and the
     /// answer is `audit_unavailable`.
-    pub(super) fn finish_executed(&self, result: ToolResult, duration_ms: i64) -> ToolResult {
-        match self.record(&result, None, Some(duration_ms)) {
+    pub(super) async fn finish_executed(&self, result: ToolResult, duration_ms: i64) -> ToolResult {
+        match self.record(&result, None, Some(duration_ms)).await {
             Ok(()) => result,
             Err(e) => self.audit_unavailable(&e, Unaudited::Withheld),
         }
     }
 
     /// The store failed before anything ran: logs `error`, records and returns a `tool_error`.
-    pub(super) fn internal_error(&self, error: impl std::fmt::Display) -> ToolResult {
+    pub(super) async fn internal_error(&self, error: impl std::fmt::Display) -> ToolResult {
         let tool = self
             .command
             .map_or(self.req.tool.as_str(), |c| c.name.as_str());
@@ -105,6 +108,7 @@ impl<'a> Attempt<'a> {
             ErrorCode::ToolError,
             "the phone could not record this request; nothing was executed",
         ))
+        .await
     }
 
     /// The answer when an audit record (or the executing record beside it) could not be
@@ -143,7 +147,7 @@ impl<'a> Attempt<'a> {
         )
     }
 
-    fn record(
+    async fn record(
         &self,
         result: &ToolResult,
         confirmation: Option<(Option<String>, store::AuditConfirmation)>,
@@ -155,7 +159,7 @@ impl<'a> Attempt<'a> {
             confirmation,
             duration_ms,
         );
-        self.bridge.append_audit(&entry)
+        self.bridge.append_audit_async(entry).await
     }
 
     fn entry(
@@ -293,9 +297,29 @@ impl ToolBridge {
         written
     }
 
-    /// The §15 log line of an audit record.
+    /// [`ToolBridge::append_audit`] for the per-call records: awaits the group commit, so the
+    /// records of concurrent calls share one fsync.
+    pub(super) async fn append_audit_async(
+        &self,
+        entry: store::AuditEntry,
+    ) -> Result<(), StoreError> {
+        self.log_line(&entry);
+        let written = self.store.append_audit_async(entry).await.map(|_| ());
+        if let Err(e) = &written {
+            tracing::error!(error = %e, "writing the audit log");
+        }
+        written
+    }
+
+    /// The §15 log line of an audit record: the access line, at `info` under the target
+    /// [`ACCESS_LOG_TARGET`], which the daemon leaves off unless asked for
+    /// (`openphone serve --access-log`); the audit log itself always has the record.
     pub(super) fn log_line(&self, entry: &store::AuditEntry) {
+        if !tracing::enabled!(target: ACCESS_LOG_TARGET, tracing::Level::INFO) {
+            return;
+        }
         tracing::info!(
+            target: ACCESS_LOG_TARGET,
             event = "runtime_tool",
             runtime = %cut_log(&entry.runtime),
             session = %cut_log(entry.runtime_session_id.as_deref().unwrap_or("")),
@@ -309,6 +333,9 @@ impl ToolBridge {
         );
     }
 }
+
+/// The `tracing` target of the per-call access line (`event=runtime_tool …`).
+pub const ACCESS_LOG_TARGET: &str = "openphone::access";
 
 /// §15 log-line values: at most 160 characters, spaces replaced by `_`, and (the values are
 /// the runtime's word) control and invisible characters escaped, so a request id cannot start

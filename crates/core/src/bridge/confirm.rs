@@ -149,7 +149,7 @@ impl ToolBridge {
 
     /// Stores the request with a pending confirmation (or finds the one already stored for
     /// this identity) and answers `needs_confirmation`.
-    pub(super) fn confirm(
+    pub(super) async fn confirm(
         &self,
         attempt: &Attempt<'_>,
         command: &Command,
@@ -168,7 +168,7 @@ impl ToolBridge {
         };
         let request_json = match serde_json::to_value(&stored) {
             Ok(v) => v,
-            Err(e) => return attempt.internal_error(e),
+            Err(e) => return attempt.internal_error(e).await,
         };
         let new = NewConfirmation {
             confirmation_id: format!("runtime-confirm-{}", uuid::Uuid::new_v4()),
@@ -185,20 +185,26 @@ impl ToolBridge {
             Ok(PendingInsert::Created(r)) => (r, true),
             Ok(PendingInsert::Existing(r)) => (r, false),
             Ok(PendingInsert::TooMany { pending }) => {
-                return attempt.finish(ToolResult::failure(
-                    &runtime,
-                    &req.request_id,
-                    ErrorCode::RateLimited,
-                    format!("{runtime} already has {pending} confirmations waiting for the user"),
-                ));
+                return attempt
+                    .finish(ToolResult::failure(
+                        &runtime,
+                        &req.request_id,
+                        ErrorCode::RateLimited,
+                        format!(
+                            "{runtime} already has {pending} confirmations waiting for the user"
+                        ),
+                    ))
+                    .await;
             }
-            Err(e) => return attempt.internal_error(e),
+            Err(e) => return attempt.internal_error(e).await,
         };
-        let result = attempt.finish_confirmation(
-            needs_confirmation(&runtime, &req.request_id, &record),
-            Some(record.confirmation_id.clone()),
-            store::AuditConfirmation::Pending,
-        );
+        let result = attempt
+            .finish_confirmation(
+                needs_confirmation(&runtime, &req.request_id, &record),
+                Some(record.confirmation_id.clone()),
+                store::AuditConfirmation::Pending,
+            )
+            .await;
         if result.error.as_ref().map(|e| e.code) == Some(ErrorCode::AuditUnavailable) {
             // Not announced: its approval would need an audit record the log cannot take.
             return result;

@@ -113,22 +113,24 @@ impl ToolBridge {
             attempt: attempt.attempt_entry(),
             started_at_ms: self.now_ms(),
         };
-        if let Err(e) = self.store.begin_execution(&begin) {
+        if let Err(e) = self.store.begin_execution_async(begin).await {
             return attempt.audit_unavailable(&e, Unaudited::NothingRan);
         }
         let result = self.execute(caller, req, command, started).await;
         let outcome = attempt.outcome_entry(&result, self.now_ms() - started);
-        match self.store.finish_execution(
-            identity,
-            &req.request_id,
-            &result_json(&result),
-            &outcome,
-            self.now_ms(),
-        ) {
-            Ok(_) => {
-                self.log_line(&outcome);
-                result
-            }
+        self.log_line(&outcome);
+        match self
+            .store
+            .finish_execution_async(
+                identity.clone(),
+                req.request_id.clone(),
+                result_json(&result),
+                outcome,
+                self.now_ms(),
+            )
+            .await
+        {
+            Ok(_) => result,
             Err(e) => attempt.audit_unavailable(&e, Unaudited::RanUnrecorded),
         }
     }

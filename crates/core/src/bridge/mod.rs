@@ -60,6 +60,7 @@ use crate::locks::{read, write};
 use crate::request::{NormalizedRequest, Rejection, normalize, validate};
 use crate::services;
 
+pub use audit::ACCESS_LOG_TARGET;
 use audit::{Attempt, Unaudited};
 pub use authority::{RESOLVED_BY_CONFIGURATION, Withdrawn};
 pub use confirm::{BridgeError, ConfirmDecision, ConfirmingHost, Operator, RecoveryReport};
@@ -195,7 +196,7 @@ impl ToolBridge {
                 if let Some(details) = details {
                     result = result.with_details(details);
                 }
-                return attempt.finish(result);
+                return attempt.finish(result).await;
             }
         };
         let command = validated.command;
@@ -214,7 +215,7 @@ impl ToolBridge {
             let details = self.denial_details(caller, command, &decision, policy_detail.as_str());
             let result = ToolResult::failure(&runtime, &req.request_id, *code, reason.clone())
                 .with_details(details);
-            let result = attempt.finish(result);
+            let result = attempt.finish(result).await;
             self.publish_result(caller, &result);
             return result;
         }
@@ -237,48 +238,52 @@ impl ToolBridge {
         };
         if command.mutating {
             let scope = Scope::new(runtime.clone(), &req.runtime_session_id);
-            match self.store.remember_request(
-                &scope,
-                &req.request_id,
-                &command.name,
-                &params_digest,
-                started,
-            ) {
+            match self
+                .store
+                .remember_request_async(
+                    &scope,
+                    &req.request_id,
+                    &command.name,
+                    &params_digest,
+                    started,
+                )
+                .await
+            {
                 Ok(RequestCheck::New | RequestCheck::Repeat(_)) => {}
                 Ok(RequestCheck::Conflict(entry)) => {
-                    return attempt.finish(ToolResult::failure(
-                        &runtime,
-                        &req.request_id,
-                        ErrorCode::IdempotencyConflict,
-                        format!(
-                            "request id {:?} already names a request for {} with other params",
-                            req.request_id, entry.tool
-                        ),
-                    ));
+                    return attempt
+                        .finish(ToolResult::failure(
+                            &runtime,
+                            &req.request_id,
+                            ErrorCode::IdempotencyConflict,
+                            format!(
+                                "request id {:?} already names a request for {} with other params",
+                                req.request_id, entry.tool
+                            ),
+                        ))
+                        .await;
                 }
-                Err(e) => return attempt.internal_error(e),
+                Err(e) => return attempt.internal_error(e).await,
             }
             // A confirmation of this request that ran out of time a moment ago is timed out
             // first, so that is replayed rather than the user asked a second time.
             if let Err(e) = self.expire_overdue(&identity).await {
-                return attempt.internal_error(e);
+                return attempt.internal_error(e).await;
             }
             match self.store.find_final(&identity) {
                 Ok(Some(recorded)) => {
                     let Some(stored) = parse_result(&recorded.result) else {
                         let e = format!("unreadable recorded result for {}", identity.describe());
-                        return attempt.internal_error(e);
+                        return attempt.internal_error(e).await;
                     };
                     // Recorded before this request arrived: a replay.
                     let result = stored.readdressed(&runtime, &req.request_id);
-                    return attempt.finish_confirmation(
-                        result,
-                        None,
-                        store::AuditConfirmation::Replayed,
-                    );
+                    return attempt
+                        .finish_confirmation(result, None, store::AuditConfirmation::Replayed)
+                        .await;
                 }
                 Ok(None) => {}
-                Err(e) => return attempt.internal_error(e),
+                Err(e) => return attempt.internal_error(e).await,
             }
             // A direct execution of this very request began and never recorded its outcome
             // (the daemon died, or the record could not be written): its result is unknown,
@@ -289,32 +294,38 @@ impl ToolBridge {
                         Ok(result) => result,
                         Err(e) => return attempt.audit_unavailable(&e, Unaudited::NothingRan),
                     };
-                    return attempt.finish_confirmation(
-                        result.readdressed(&runtime, &req.request_id),
-                        None,
-                        store::AuditConfirmation::Replayed,
-                    );
+                    return attempt
+                        .finish_confirmation(
+                            result.readdressed(&runtime, &req.request_id),
+                            None,
+                            store::AuditConfirmation::Replayed,
+                        )
+                        .await;
                 }
                 Ok(None) => {}
-                Err(e) => return attempt.internal_error(e),
+                Err(e) => return attempt.internal_error(e).await,
             }
             // A confirmation for this very request is still waiting or executing: point at it,
             // whatever this attempt's own verdict is (an Allow now must not run it a second
             // time).
             match self.live_confirmation(&identity) {
                 Ok(Some(live)) if live.state == store::ConfirmationState::Pending => {
-                    return self.confirm(&attempt, command, &decision, identity, context);
+                    return self
+                        .confirm(&attempt, command, &decision, identity, context)
+                        .await;
                 }
                 Ok(Some(live)) => {
                     let result = needs_confirmation(&runtime, &req.request_id, &live);
-                    return attempt.finish_confirmation(
-                        result,
-                        Some(live.confirmation_id.clone()),
-                        store::AuditConfirmation::Approved,
-                    );
+                    return attempt
+                        .finish_confirmation(
+                            result,
+                            Some(live.confirmation_id.clone()),
+                            store::AuditConfirmation::Approved,
+                        )
+                        .await;
                 }
                 Ok(None) => {}
-                Err(e) => return attempt.internal_error(e),
+                Err(e) => return attempt.internal_error(e).await,
             }
         }
 
@@ -332,13 +343,17 @@ impl ToolBridge {
                     ErrorCode::BackgroundConfirmationRequired,
                     format!("parked for the user's review: {reason}"),
                 );
-                return attempt.finish(ToolResult {
-                    status: ToolStatus::NeedsConfirmation,
-                    requires_confirmation: true,
-                    ..result
-                });
+                return attempt
+                    .finish(ToolResult {
+                        status: ToolStatus::NeedsConfirmation,
+                        requires_confirmation: true,
+                        ..result
+                    })
+                    .await;
             }
-            return self.confirm(&attempt, command, &decision, identity, context);
+            return self
+                .confirm(&attempt, command, &decision, identity, context)
+                .await;
         }
 
         // Step 5 — execute; step 6 — record. A state-changing request runs only after its
@@ -348,7 +363,9 @@ impl ToolBridge {
             self.execute_recorded(&attempt, &identity, command).await
         } else {
             let result = self.execute(caller, &req, command, started).await;
-            attempt.finish_executed(result, self.now_ms() - started)
+            attempt
+                .finish_executed(result, self.now_ms() - started)
+                .await
         };
         self.publish_result(caller, &result);
         self.touch_session(

@@ -65,11 +65,14 @@ fn read_only_open_works_beside_the_lock_holder() {
     assert!(reader.is_read_only());
     assert_eq!(reader.lock_path(), None);
     assert_eq!(reader.get_setting("k").unwrap(), Some(serde_json::json!(1)));
-    // Writes are refused.
+    // Writes are refused: a read-only store has no writer.
     let err = reader
         .set_setting("k", &serde_json::json!(2), T0)
         .unwrap_err();
-    assert!(matches!(err, StoreError::Sql { .. }), "{err:?}");
+    assert!(
+        matches!(&err, StoreError::Commit { detail, .. } if detail.contains("read-only")),
+        "{err:?}"
+    );
     // Missing database.
     let missing = Store::open_read_only(dir.path().join("nothing")).unwrap_err();
     assert!(

@@ -4,6 +4,7 @@ mod audit_anchor;
 mod confirmations;
 mod executions;
 mod fail_closed;
+mod group_commit;
 mod lock;
 mod memory;
 mod migrations;

@@ -1,0 +1,305 @@
+//! Group commit: one writer thread owns the write connection.
+//!
+//! Every write of the store is a job: a closure over the connection, sent to the writer
+//! thread. The writer takes the first job that arrives and every other job already queued
+//! behind it (at most [`MAX_BATCH`]), opens one `IMMEDIATE` transaction, runs each job inside
+//! its own savepoint (a job that fails rolls back only its own changes), and commits the batch
+//! with one `COMMIT` — in WAL mode with `synchronous = FULL`, one fsync of the WAL for all of
+//! them. Only then is each job's outcome handed to its caller: nothing is answered before its
+//! records are durable, and when the commit fails every job of the batch gets the error.
+//!
+//! While a batch commits (the fsync is the slow part), new jobs queue; the next batch takes
+//! them all. So under load the fsync is shared by every call that arrived meanwhile, and with
+//! a single caller the latency is one transaction, as before. Jobs run in the order they
+//! arrived, one at a time, on one connection: the audit chain (which reads its head inside the
+//! job) stays strictly ordered.
+//!
+//! A caller waits synchronously ([`Writer::run`]) or asynchronously ([`Writer::run_async`]);
+//! an async caller that gives up (its future dropped) does not cancel the job. A job that
+//! panics rolls back its savepoint; its caller gets [`StoreError::Commit`]. Dropping the
+//! writer closes the queue; the thread finishes what was queued, closes the connection (which
+//! checkpoints the WAL) and is joined, so the directory lock outlives the connection.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+
+use rusqlite::Connection;
+
+use crate::error::{Result, StoreError};
+
+/// Most jobs committed in one transaction.
+pub(crate) const MAX_BATCH: usize = 512;
+
+/// What a job left behind once it ran: whether its savepoint is kept, and how to hand its
+/// outcome over once the batch's commit is known (`None`: committed).
+struct Ran {
+    keep: bool,
+    deliver: Deliver,
+}
+
+/// Hands a job's outcome to its caller, given the batch's commit failure (if any).
+type Deliver = Box<dyn FnOnce(Option<&str>) + Send>;
+
+/// A job: given the connection it runs and keeps or drops its changes; given `None` (the
+/// batch could not start) it does not run and only prepares its failure.
+type Job = Box<dyn FnOnce(Option<&Connection>) -> Ran + Send>;
+
+/// Where a job's outcome goes.
+enum Reply<T> {
+    Sync(mpsc::SyncSender<Result<T>>),
+    Async(tokio::sync::oneshot::Sender<Result<T>>),
+}
+
+impl<T> Reply<T> {
+    fn send(self, outcome: Result<T>) {
+        // A caller that stopped waiting is not an error: the job ran (or failed) anyway.
+        match self {
+            Reply::Sync(tx) => {
+                let _ = tx.send(outcome);
+            }
+            Reply::Async(tx) => {
+                let _ = tx.send(outcome);
+            }
+        }
+    }
+}
+
+/// How much the writer has grouped so far (diagnostics and benchmarks).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct WriterStats {
+    /// Transactions committed (one fsync each).
+    pub batches: u64,
+    /// Writes committed in them (failed writes are not counted).
+    pub writes: u64,
+    /// The most writes one transaction carried.
+    pub largest_batch: u64,
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    batches: AtomicU64,
+    writes: AtomicU64,
+    largest_batch: AtomicU64,
+}
+
+/// The writer thread and the queue in front of it.
+#[derive(Debug)]
+pub(crate) struct Writer {
+    queue: Option<mpsc::Sender<Job>>,
+    thread: Option<JoinHandle<()>>,
+    counters: Arc<Counters>,
+}
+
+impl Writer {
+    /// Starts the writer thread on `conn` (migrated and configured).
+    pub(crate) fn start(conn: Connection) -> std::io::Result<Writer> {
+        let (queue, jobs) = mpsc::channel::<Job>();
+        let counters = Arc::new(Counters::default());
+        let counting = Arc::clone(&counters);
+        let thread = std::thread::Builder::new()
+            .name("openphone-store-writer".into())
+            .spawn(move || serve(conn, &jobs, &counting))?;
+        Ok(Writer {
+            queue: Some(queue),
+            thread: Some(thread),
+            counters,
+        })
+    }
+
+    /// What has been committed so far.
+    pub(crate) fn stats(&self) -> WriterStats {
+        WriterStats {
+            batches: self.counters.batches.load(Ordering::Relaxed),
+            writes: self.counters.writes.load(Ordering::Relaxed),
+            largest_batch: self.counters.largest_batch.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Queues `f` without waiting for it (test hooks).
+    pub(crate) fn enqueue(
+        &self,
+        op: &'static str,
+        f: impl FnOnce(&Connection) -> Result<()> + Send + 'static,
+    ) -> Result<()> {
+        let (tx, _rx) = mpsc::sync_channel(1);
+        self.submit(op, "", f, Reply::Sync(tx))
+    }
+
+    /// Runs `f` in the next batch and waits (blocking the thread) until that batch committed.
+    pub(crate) fn run<T: Send + 'static>(
+        &self,
+        op: &'static str,
+        id: &str,
+        f: impl FnOnce(&Connection) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let (tx, rx) = mpsc::sync_channel(1);
+        self.submit(op, id, f, Reply::Sync(tx))?;
+        rx.recv().unwrap_or_else(|_| Err(lost(op, id)))
+    }
+
+    /// Runs `f` in the next batch; the future resolves once that batch committed.
+    pub(crate) async fn run_async<T: Send + 'static>(
+        &self,
+        op: &'static str,
+        id: &str,
+        f: impl FnOnce(&Connection) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.submit(op, id, f, Reply::Async(tx))?;
+        rx.await.unwrap_or_else(|_| Err(lost(op, id)))
+    }
+
+    fn submit<T: Send + 'static>(
+        &self,
+        op: &'static str,
+        id: &str,
+        f: impl FnOnce(&Connection) -> Result<T> + Send + 'static,
+        reply: Reply<T>,
+    ) -> Result<()> {
+        let owned_id = id.to_owned();
+        let job: Job = Box::new(move |conn: Option<&Connection>| {
+            let outcome = conn.map(f);
+            let keep = matches!(outcome, Some(Ok(_)));
+            Ran {
+                keep,
+                deliver: Box::new(move |commit_failure: Option<&str>| {
+                    let outcome = match (outcome, commit_failure) {
+                        (Some(Err(e)), _) => Err(e),
+                        (Some(Ok(v)), None) => Ok(v),
+                        (_, failure) => Err(StoreError::Commit {
+                            op,
+                            id: owned_id,
+                            detail: failure.unwrap_or("the write did not run").to_owned(),
+                        }),
+                    };
+                    reply.send(outcome);
+                }),
+            }
+        });
+        let queue = self.queue.as_ref().ok_or_else(|| stopped(op, id))?;
+        queue.send(job).map_err(|_| stopped(op, id))
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        self.queue.take();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn lost(op: &'static str, id: &str) -> StoreError {
+    StoreError::Commit {
+        op,
+        id: id.to_owned(),
+        detail: "the write was abandoned by the store's writer (it panicked or stopped)".into(),
+    }
+}
+
+fn stopped(op: &'static str, id: &str) -> StoreError {
+    StoreError::Commit {
+        op,
+        id: id.to_owned(),
+        detail: "the store's writer has stopped".into(),
+    }
+}
+
+/// The writer thread: batches until the queue closes.
+fn serve(conn: Connection, jobs: &mpsc::Receiver<Job>, counters: &Counters) {
+    while let Ok(first) = jobs.recv() {
+        let mut batch = Vec::with_capacity(16);
+        batch.push(first);
+        while batch.len() < MAX_BATCH {
+            match jobs.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
+            }
+        }
+        let committed = commit_batch(&conn, batch);
+        if committed > 0 {
+            counters.batches.fetch_add(1, Ordering::Relaxed);
+            counters.writes.fetch_add(committed, Ordering::Relaxed);
+            counters
+                .largest_batch
+                .fetch_max(committed, Ordering::Relaxed);
+        }
+    }
+    // The queue is closed: closing the connection checkpoints the WAL.
+    drop(conn);
+}
+
+/// Runs one batch in one transaction and hands every outcome over once its fate is known.
+/// Returns how many writes it committed.
+fn commit_batch(conn: &Connection, batch: Vec<Job>) -> u64 {
+    if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
+        let detail = format!("could not begin a transaction: {e}");
+        for job in batch {
+            fail_unrun(job, &detail);
+        }
+        return 0;
+    }
+    let mut ran: Vec<Deliver> = Vec::with_capacity(batch.len());
+    for job in batch {
+        if let Err(e) = conn.execute_batch("SAVEPOINT job") {
+            let detail = format!("could not open a savepoint: {e}");
+            fail_unrun(job, &detail);
+            continue;
+        }
+        match catch_unwind(AssertUnwindSafe(|| job(Some(conn)))) {
+            Ok(Ran {
+                keep: true,
+                deliver,
+            }) => match conn.execute_batch("RELEASE job") {
+                Ok(()) => ran.push(deliver),
+                Err(e) => {
+                    undo_savepoint(conn);
+                    deliver(Some(&format!("could not keep its changes: {e}")));
+                }
+            },
+            Ok(Ran {
+                keep: false,
+                deliver,
+            }) => {
+                undo_savepoint(conn);
+                // Its own error: nothing of it is committed, so the commit's fate is moot.
+                deliver(None);
+            }
+            // The job's reply was dropped while unwinding: its caller sees a lost write.
+            Err(_panic) => undo_savepoint(conn),
+        }
+    }
+    match conn.execute_batch("COMMIT") {
+        Ok(()) => {
+            let committed = u64::try_from(ran.len()).unwrap_or(u64::MAX);
+            for deliver in ran {
+                deliver(None);
+            }
+            committed
+        }
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            let detail = format!("could not commit: {e}");
+            for deliver in ran {
+                deliver(Some(&detail));
+            }
+            0
+        }
+    }
+}
+
+/// Rolls back to and releases the current savepoint. If even that fails the connection is in
+/// an unknown state, and the whole transaction is rolled back at `COMMIT` failing.
+fn undo_savepoint(conn: &Connection) {
+    let _ = conn.execute_batch("ROLLBACK TO job; RELEASE job");
+}
+
+/// Hands `job` a failure without running it.
+fn fail_unrun(job: Job, detail: &str) {
+    let Ran { deliver, .. } = job(None);
+    deliver(Some(detail));
+}

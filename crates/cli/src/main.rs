@@ -10,7 +10,7 @@
 //! confirmation.
 
 mod audit_cmd;
-mod bench_cmd;
+mod bench;
 mod client;
 mod client_cmd;
 mod crash_cmd;
@@ -18,6 +18,7 @@ mod data_dir;
 mod mcp_cmd;
 mod protocol_cmd;
 mod serve_cmd;
+mod store_cmd;
 
 use std::process::ExitCode;
 
@@ -78,7 +79,7 @@ enum Command {
     /// MCP: the stdio server for hosts (`mcp serve`), the default token, host configuration.
     #[command(subcommand)]
     Mcp(mcp_cmd::McpCommand),
-    /// Load tools for a running daemon.
+    /// Load tools: a daemon's or any server's endpoint and MCP, and the in-process bridge.
     #[command(subcommand)]
     Bench(BenchCommand),
     /// Print a shell completion script.
@@ -89,6 +90,10 @@ enum Command {
     /// Verify, export or anchor the hash-chained audit log of a data directory (offline).
     #[command(subcommand)]
     Audit(audit_cmd::AuditCommand),
+    /// Database sizes: rows and bytes per table, audit bytes per record, stored results
+    /// (offline, read-only: works next to a running daemon).
+    #[command(subcommand)]
+    Store(store_cmd::StoreCommand),
     /// Developer tools: the crash-safety test (`dev crash-test`).
     #[command(subcommand)]
     Dev(DevCommand),
@@ -111,11 +116,17 @@ enum DevCommand {
 
 #[derive(Debug, Subcommand)]
 enum BenchCommand {
-    /// Concurrent connections invoking a tool; prints calls/s, p50, p99 and the daemon's RSS.
-    Invoke(bench_cmd::InvokeBench),
-    /// Concurrent MCP clients calling a tool over Streamable HTTP (`/mcp`, 2026-07-28 era);
-    /// prints calls/s, p50, p99 and the daemon's RSS.
-    Mcp(bench_cmd::McpBench),
+    /// Concurrent WebSocket connections calling `tools.invoke` on the data directory's daemon
+    /// or any server (`--url`); prints calls/s, p50, p90, p99, max, errors by kind and the
+    /// server's RSS.
+    Invoke(bench::InvokeBench),
+    /// Concurrent MCP clients calling a tool over Streamable HTTP, in the 2025-11-25 or the
+    /// 2026-07-28 era, on the data directory's daemon or any server (`--url`); the same
+    /// figures.
+    Mcp(bench::McpBench),
+    /// The ToolBridge in this process (fresh SQLite file, simulated phone), N concurrent tasks
+    /// doing trivial reads or auto-allowed mutations; calls/s and percentiles.
+    Bridge(bench::BridgeBench),
 }
 
 /// The exit code of a command whose reader went away (`openphone … | head`): the code a shell
@@ -147,6 +158,7 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Protocol(cmd) => protocol_cmd::run(cmd),
         Command::Audit(cmd) => audit_cmd::run(cmd),
+        Command::Store(cmd) => store_cmd::run(cmd),
         Command::Info { json } => info(json),
         Command::Serve(args) => serve_cmd::run(args),
         Command::Status { data_dir, json } => client_cmd::status(&data_dir, json),
@@ -169,8 +181,9 @@ fn main() -> ExitCode {
         ),
         Command::Runtimes(cmd) => client_cmd::runtimes(cmd),
         Command::Dev(DevCommand::CrashTest(args)) => crash_cmd::run(args),
-        Command::Bench(BenchCommand::Invoke(opts)) => bench_cmd::invoke(opts),
-        Command::Bench(BenchCommand::Mcp(opts)) => bench_cmd::mcp(opts),
+        Command::Bench(BenchCommand::Invoke(opts)) => bench::invoke(opts),
+        Command::Bench(BenchCommand::Mcp(opts)) => bench::mcp(opts),
+        Command::Bench(BenchCommand::Bridge(opts)) => bench::bridge(opts),
         Command::Mcp(cmd) => mcp_cmd::run(cmd),
         Command::Sessions(cmd) => client_cmd::sessions(cmd),
         Command::Completions { shell } => {

@@ -31,6 +31,12 @@ pub struct ServeArgs {
     /// Log format on stderr.
     #[arg(long, value_enum, default_value_t = LogFormat::Human)]
     log_format: LogFormat,
+    /// Also write an access line on stderr for each audit record of a tool call
+    /// (`event="runtime_tool"`: runtime, session, request, tool, risk, status, caller). Off by
+    /// default; the audit log always has the call. The config key `[log] access = true` does
+    /// the same.
+    #[arg(long)]
+    access_log: bool,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -39,15 +45,30 @@ pub enum LogFormat {
     Json,
 }
 
-fn init_logging(format: LogFormat) {
-    use tracing_subscriber::layer::SubscriberExt as _;
-    use tracing_subscriber::util::SubscriberInitExt as _;
+/// What the daemon writes on stderr: everything at `info` and above, except rmcp's chatter and,
+/// unless `access` is set, the per-call access lines.
+fn log_filter(access: bool) -> tracing_subscriber::filter::Targets {
+    use tracing_subscriber::filter::LevelFilter;
     // rmcp logs a connecting MCP client's whole `initialize` (its self-declared `clientInfo`,
     // of any size) at INFO: only its warnings and errors are kept. The daemon logs the client
     // itself, escaped and cut (`openphone_protocol::log_value`).
-    let filter = tracing_subscriber::filter::Targets::new()
+    tracing_subscriber::filter::Targets::new()
         .with_target("rmcp", tracing::Level::WARN)
-        .with_default(tracing::Level::INFO);
+        .with_target(
+            openphone_core::ACCESS_LOG_TARGET,
+            if access {
+                LevelFilter::INFO
+            } else {
+                LevelFilter::OFF
+            },
+        )
+        .with_default(tracing::Level::INFO)
+}
+
+fn init_logging(format: LogFormat, access: bool) {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    let filter = log_filter(access);
     let builder = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_max_level(tracing::Level::INFO)
@@ -69,7 +90,7 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
         Some(path) => Config::load(path)?,
         None => Config::default(),
     };
-    init_logging(args.log_format);
+    init_logging(args.log_format, args.access_log || config.log.access);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -283,4 +304,29 @@ fn listening_inode(line: &str, port: u16) -> Option<String> {
     (listening && u16::from_str_radix(local_port, 16).ok()? == port)
         .then(|| fields.get(9).map(|inode| (*inode).to_owned()))
         .flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tracing::Level;
+
+    #[test]
+    fn access_lines_are_written_only_when_asked_for() {
+        let access = openphone_core::ACCESS_LOG_TARGET;
+        let quiet = log_filter(false);
+        assert!(!quiet.would_enable(access, &Level::INFO));
+        assert!(!quiet.would_enable(access, &Level::ERROR));
+        assert!(quiet.would_enable("openphone_server::daemon", &Level::INFO));
+        assert!(quiet.would_enable("openphone", &Level::INFO));
+        assert!(!quiet.would_enable("rmcp::service", &Level::INFO));
+        assert!(quiet.would_enable("rmcp::service", &Level::WARN));
+        assert!(!quiet.would_enable("openphone_core::bridge", &Level::DEBUG));
+
+        let loud = log_filter(true);
+        assert!(loud.would_enable(access, &Level::INFO));
+        assert!(!loud.would_enable(access, &Level::DEBUG));
+        assert!(loud.would_enable("openphone_server::daemon", &Level::INFO));
+        assert!(!loud.would_enable("rmcp::service", &Level::INFO));
+    }
 }

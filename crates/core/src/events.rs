@@ -102,6 +102,11 @@ impl EventBus {
         Ok(seq)
     }
 
+    /// Whether anyone subscribes now (a publisher may skip building an event no one receives).
+    pub fn has_subscribers(&self) -> bool {
+        self.sender.receiver_count() > 0
+    }
+
     /// A new subscription, receiving events published from now on.
     pub fn subscribe(&self) -> broadcast::Receiver<Event> {
         self.sender.subscribe()

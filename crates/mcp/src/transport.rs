@@ -8,6 +8,13 @@
 //! Both transports read each message's raw text before rmcp parses it, to flag a `tools/call`
 //! holding a key twice (`strict.rs`): a stream through a line pump, an HTTP request by
 //! buffering its body (at most [`MAX_HTTP_BODY_BYTES`]) in [`McpHttpService`].
+//!
+//! A POST answered as SSE (the handshake era) has its opening held back: rmcp starts such a
+//! stream with a priming event before the handler has run, so unheld, the headers and priming
+//! event leave in one write and the answer in another. The opening waits (at most `SSE_HOLD`,
+//! 1 s) for what follows it; an answer that ends the stream leaves with it as one buffer with a
+//! `Content-Length`, and a call that streams on (progress while it waits for the user) sends
+//! its first event with the opening and the rest as they come.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -17,7 +24,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use http_body::Body;
+use http_body::{Body, Frame};
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};
 use rmcp::ServiceExt;
@@ -31,6 +38,10 @@ use crate::strict::{flagged, pump};
 
 /// Largest accepted HTTP request body (`mcp.md` §10: 1 MiB).
 pub const MAX_HTTP_BODY_BYTES: usize = 1024 * 1024;
+
+/// How long the opening of an SSE answer to a POST (headers and priming event) may wait for
+/// what follows it. Only the opening waits: whatever follows leaves as soon as it arrives.
+const SSE_HOLD: Duration = Duration::from_secs(1);
 
 /// Serves one stream connection (stdio framing) for `principal` until the peer closes it or
 /// `ct` is cancelled.
@@ -166,6 +177,7 @@ where
                 Ok(body) => body,
                 Err(refusal) => return Ok(refusal),
             };
+            let post = parts.method == http::Method::POST;
             let body = match std::str::from_utf8(&body).ok().and_then(flagged) {
                 Some(text) => {
                     parts.headers.insert(
@@ -176,10 +188,143 @@ where
                 }
                 None => body,
             };
-            Ok(inner
+            let response = inner
                 .handle(http::Request::from_parts(parts, Full::new(body)))
-                .await)
+                .await;
+            Ok(if post && is_event_stream(&response) {
+                hold(response, SSE_HOLD).await
+            } else {
+                response
+            })
         })
+    }
+}
+
+/// Whether `response` is an SSE stream (`Content-Type: text/event-stream`).
+fn is_event_stream(response: &HttpResponse) -> bool {
+    response
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.split(';')
+                .next()
+                .is_some_and(|m| m.trim().eq_ignore_ascii_case("text/event-stream"))
+        })
+}
+
+/// Holds `response`'s body back so that what rmcp opens the stream with (the priming event, no
+/// message of its own) leaves together with the first JSON-RPC message. Frames are collected
+/// until the body ends, or until it would wait after a message has come that is not the
+/// request's answer (after the answer only the end is missing, so that is awaited), or until
+/// `limit` passes. A body that ended becomes one buffer (hyper writes headers and body in one
+/// go, with a `Content-Length` instead of chunks); otherwise the collected bytes are the first
+/// frame and the rest streams as before, so the progress and elicitation requests of a call
+/// waiting for the user leave as soon as they arrive. Dropping the future drops the body,
+/// exactly as hyper dropping the response would.
+async fn hold(response: HttpResponse, limit: Duration) -> HttpResponse {
+    let (parts, mut body) = response.into_parts();
+    let mut held = BytesMut::new();
+    let mut other: Option<Frame<Bytes>> = None;
+    // A JSON-RPC message has come; the request's answer has come.
+    let mut message = false;
+    let mut answered = false;
+    let expiry = tokio::time::sleep(limit);
+    let mut expiry = std::pin::pin!(expiry);
+    let ended = std::future::poll_fn(|cx| {
+        loop {
+            match Pin::new(&mut body).poll_frame(cx) {
+                Poll::Ready(None) => return Poll::Ready(true),
+                Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
+                    Ok(data) => {
+                        let carries = Carries::scan(&data);
+                        message |= carries.message;
+                        answered |= carries.answer;
+                        held.extend_from_slice(&data);
+                    }
+                    Err(frame) => {
+                        // Trailers: not something one buffer can carry.
+                        other = Some(frame);
+                        return Poll::Ready(false);
+                    }
+                },
+                Poll::Ready(Some(Err(never))) => match never {},
+                Poll::Pending => {
+                    if (message && !answered) || expiry.as_mut().poll(cx).is_ready() {
+                        return Poll::Ready(false);
+                    }
+                    return Poll::Pending;
+                }
+            }
+        }
+    })
+    .await;
+    if ended {
+        return http::Response::from_parts(parts, Full::new(held.freeze()).boxed());
+    }
+    let mut queued = std::collections::VecDeque::new();
+    if !held.is_empty() {
+        queued.push_back(Frame::data(held.freeze()));
+    }
+    queued.extend(other);
+    http::Response::from_parts(parts, Held { queued, rest: body }.boxed())
+}
+
+/// What one SSE frame carries.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Carries {
+    /// A JSON-RPC message (not a priming event or a keep-alive comment).
+    message: bool,
+    /// A JSON-RPC response (`result` or `error`): on a POST's stream, the answer to its
+    /// request, after which rmcp ends the stream.
+    answer: bool,
+}
+
+impl Carries {
+    /// Scans the frame's `data:` lines; the JSON is checked, not built.
+    fn scan(frame: &[u8]) -> Carries {
+        #[derive(serde::Deserialize)]
+        struct Probe {
+            method: Option<serde::de::IgnoredAny>,
+            result: Option<serde::de::IgnoredAny>,
+            error: Option<serde::de::IgnoredAny>,
+        }
+        let mut carries = Carries::default();
+        let Ok(text) = std::str::from_utf8(frame) else {
+            return carries;
+        };
+        for data in text.lines().filter_map(|line| line.strip_prefix("data:")) {
+            if let Ok(p) = serde_json::from_str::<Probe>(data.trim_start()) {
+                carries.message = true;
+                carries.answer |= p.method.is_none() && (p.result.is_some() || p.error.is_some());
+            }
+        }
+        carries
+    }
+}
+
+/// A body that yields the frames collected by [`hold`], then the rest of the original body.
+struct Held {
+    queued: std::collections::VecDeque<Frame<Bytes>>,
+    rest: BoxBody<Bytes, Infallible>,
+}
+
+impl Body for Held {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        if let Some(frame) = self.queued.pop_front() {
+            return Poll::Ready(Some(Ok(frame)));
+        }
+        Pin::new(&mut self.rest).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.queued.is_empty() && self.rest.is_end_stream()
     }
 }
 
@@ -226,4 +371,197 @@ fn plain(status: http::StatusCode, text: String) -> HttpResponse {
         http::HeaderValue::from_static("text/plain; charset=utf-8"),
     );
     response
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use futures_util::StreamExt;
+    use http_body_util::StreamBody;
+    use tokio::sync::mpsc;
+
+    /// An SSE response whose frames the test sends through the returned channel.
+    fn streamed() -> (mpsc::UnboundedSender<&'static str>, HttpResponse) {
+        let (tx, rx) = mpsc::unbounded_channel::<&'static str>();
+        let frames = tokio_stream(rx)
+            .map(|text| Ok::<_, Infallible>(Frame::data(Bytes::from_static(text.as_bytes()))));
+        let mut response = http::Response::new(BodyExt::boxed(StreamBody::new(frames)));
+        response.headers_mut().insert(
+            http::header::CONTENT_TYPE,
+            http::HeaderValue::from_static("text/event-stream"),
+        );
+        (tx, response)
+    }
+
+    fn tokio_stream<T: Send + 'static>(
+        mut rx: mpsc::UnboundedReceiver<T>,
+    ) -> impl futures_util::Stream<Item = T> + Send + 'static {
+        futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx))
+    }
+
+    async fn frames(body: BoxBody<Bytes, Infallible>) -> Vec<Bytes> {
+        let mut body = std::pin::pin!(body);
+        let mut out = Vec::new();
+        while let Some(frame) = body.frame().await {
+            out.push(frame.unwrap().into_data().unwrap());
+        }
+        out
+    }
+
+    #[tokio::test]
+    async fn a_stream_ending_within_the_hold_becomes_one_buffer() {
+        let (tx, response) = streamed();
+        tx.send("data: \nid: 0\n\n").unwrap();
+        let later = tx.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            later.send("data: {\"id\":1}\n\n").unwrap();
+        });
+        drop(tx);
+        // A hold far longer than the stream: it ends first.
+        let held = hold(response, Duration::from_secs(60)).await;
+        assert!(is_event_stream(&held));
+        let body = held.into_body();
+        assert_eq!(body.size_hint().exact(), Some(30));
+        assert_eq!(
+            frames(body).await,
+            vec![Bytes::from_static(b"data: \nid: 0\n\ndata: {\"id\":1}\n\n")]
+        );
+    }
+
+    #[tokio::test]
+    async fn an_opening_with_nothing_after_it_leaves_at_the_limit() {
+        let (tx, response) = streamed();
+        tx.send("data: \n\n").unwrap();
+        // The answer comes only after the hold has given up.
+        let held = hold(response, Duration::from_millis(20)).await;
+        let body = held.into_body();
+        assert_eq!(body.size_hint().exact(), None);
+        tx.send("data: answer\n\n").unwrap();
+        drop(tx);
+        assert_eq!(
+            frames(body).await,
+            vec![
+                Bytes::from_static(b"data: \n\n"),
+                Bytes::from_static(b"data: answer\n\n"),
+            ]
+        );
+    }
+
+    const PROGRESS_1: &str = "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progress\":1}}\n\n";
+    const PROGRESS_2: &str = "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progress\":2}}\n\n";
+
+    #[tokio::test]
+    async fn the_first_event_after_the_opening_is_not_held_back() {
+        let (tx, response) = streamed();
+        tx.send("data: \n\n").unwrap();
+        let later = tx.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            later.send(PROGRESS_1).unwrap();
+            later.send(PROGRESS_2).unwrap();
+        });
+        // An hour's limit: only the progress ends the hold (the guard fails a hold that waits).
+        let held = tokio::time::timeout(
+            Duration::from_secs(30),
+            hold(response, Duration::from_secs(3600)),
+        )
+        .await
+        .expect("the hold waited past the first event");
+        let body = held.into_body();
+        assert_eq!(body.size_hint().exact(), None);
+        tx.send("data: answer\n\n").unwrap();
+        drop(tx);
+        assert_eq!(
+            frames(body).await,
+            vec![
+                Bytes::from(format!("data: \n\n{PROGRESS_1}{PROGRESS_2}")),
+                Bytes::from_static(b"data: answer\n\n"),
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn an_empty_stream_becomes_an_empty_body() {
+        let (tx, response) = streamed();
+        drop(tx);
+        let body = hold(response, Duration::from_secs(60)).await.into_body();
+        assert_eq!(body.size_hint().exact(), Some(0));
+        assert!(frames(body).await.is_empty());
+    }
+
+    #[tokio::test]
+    async fn after_the_answer_only_the_end_is_awaited() {
+        let (tx, response) = streamed();
+        tx.send("data: \nid: 0/1\nretry: 3000\n\n").unwrap();
+        let later = tx.clone();
+        drop(tx);
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            later
+                .send("data: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}\n\n")
+                .unwrap();
+            // The stream ends a little after its answer (rmcp closes it in another step).
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            drop(later);
+        });
+        let body = hold(response, Duration::from_secs(60)).await.into_body();
+        assert_eq!(
+            frames(body).await,
+            vec![Bytes::from_static(
+                b"data: \nid: 0/1\nretry: 3000\n\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}\n\n"
+            )]
+        );
+    }
+
+    #[test]
+    fn answers_are_told_from_requests_and_notifications() {
+        let answer = (true, true);
+        let other = (true, false);
+        let nothing = (false, false);
+        for (frame, (message, is_answer)) in [
+            (
+                r#"data: {"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#,
+                answer,
+            ),
+            (
+                r#"data: {"jsonrpc":"2.0","id":"a","error":{"code":-1}}"#,
+                answer,
+            ),
+            (
+                "id: 0/3\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}",
+                answer,
+            ),
+            (
+                r#"data: {"jsonrpc":"2.0","id":0,"method":"elicitation/create"}"#,
+                other,
+            ),
+            (
+                r#"data: {"jsonrpc":"2.0","method":"notifications/progress"}"#,
+                other,
+            ),
+            ("data: \nid: 0/0\nretry: 3000", nothing),
+            (": keep-alive", nothing),
+            ("data: {\"result\": ", nothing),
+        ] {
+            let frame = format!("{frame}\n\n");
+            let expected = Carries {
+                message,
+                answer: is_answer,
+            };
+            assert_eq!(Carries::scan(frame.as_bytes()), expected, "{frame}");
+        }
+    }
+
+    #[test]
+    fn only_event_streams_are_held() {
+        let mut response = plain(http::StatusCode::OK, "x".into());
+        assert!(!is_event_stream(&response));
+        response.headers_mut().insert(
+            http::header::CONTENT_TYPE,
+            http::HeaderValue::from_static("Text/Event-Stream; charset=utf-8"),
+        );
+        assert!(is_event_stream(&response));
+    }
 }

@@ -73,8 +73,6 @@ pub struct Decision {
     pub proof: Vec<Verdict>,
     /// Who decided: the deciding layer, or the standing approval that lowered a Confirm.
     pub source: DecisionSource,
-    /// SHA-256 hex of the canonical JSON of the inputs (raw params never enter it).
-    pub inputs_digest: String,
 }
 
 impl Decision {
@@ -126,7 +124,6 @@ pub fn decide(input: &PolicyInput<'_>) -> Decision {
         effective_autonomy: input.effective_autonomy(),
         proof,
         source,
-        inputs_digest: inputs_digest(input),
     }
 }
 

@@ -43,10 +43,12 @@
 //!
 //! [`Decision::proof`] keeps all seven verdicts, in layer order, whatever the outcome — so
 //! "why did this run without asking me?" always has an answer. [`Decision::proof_digest`]
-//! hashes the proof's canonical JSON and [`Decision::inputs_digest`] hashes a canonical
+//! hashes the proof's canonical JSON and [`inputs_digest`] hashes a canonical
 //! description of the inputs (command metadata, caller, autonomies, tool-policy lists,
 //! platform flag, context, ids of the caller's standing approvals, `now_ms`, and the params only
-//! as their `params_hash`), so the audit log can store both without storing raw params.
+//! as their `params_hash`), so the audit log can store both without storing raw params. The inputs digest is computed
+//! on demand (from the same [`PolicyInput`]), not by every [`decide`]: it canonicalises the
+//! params again, and the hot path of every tool call does not need it.
 //!
 //! # Example
 //!

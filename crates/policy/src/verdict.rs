@@ -163,7 +163,7 @@ impl DecisionSource {
 }
 
 /// One layer's verdict, with its reason. A proof is the seven verdicts in layer order.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Verdict {
     pub layer: Layer,
     pub kind: VerdictKind,

@@ -138,11 +138,44 @@ impl<'de> Visitor<'de> for StrictVisitor {
 /// checked here; [`check_params`] does that for tool-request params.
 pub fn canonical_json(value: &Value) -> Result<String, CanonicalError> {
     let mut out = String::new();
-    write_value(value, &mut out, &mut String::from("$"))?;
+    write_value(value, &mut out, &mut Vec::new())?;
     Ok(out)
 }
 
-fn write_value(value: &Value, out: &mut String, path: &mut String) -> Result<(), CanonicalError> {
+/// [`canonical_json`] of `Value::Object(map)`, without building that value.
+pub fn canonical_json_object(map: &Map<String, Value>) -> Result<String, CanonicalError> {
+    let mut out = String::new();
+    write_object(map, &mut out, &mut Vec::new())?;
+    Ok(out)
+}
+
+/// One step of the path to a value, kept as borrowed pieces and written out only for an
+/// error (formatting a path string for every element showed in profiles).
+#[derive(Clone, Copy)]
+enum Step<'a> {
+    Index(usize),
+    Key(&'a str),
+}
+
+fn path_text(path: &[Step<'_>]) -> String {
+    let mut text = String::from("$");
+    for step in path {
+        match step {
+            Step::Index(i) => text.push_str(&format!("[{i}]")),
+            Step::Key(k) => {
+                text.push('.');
+                text.push_str(k);
+            }
+        }
+    }
+    text
+}
+
+fn write_value<'a>(
+    value: &'a Value,
+    out: &mut String,
+    path: &mut Vec<Step<'a>>,
+) -> Result<(), CanonicalError> {
     match value {
         Value::Null => out.push_str("null"),
         Value::Bool(true) => out.push_str("true"),
@@ -155,76 +188,107 @@ fn write_value(value: &Value, out: &mut String, path: &mut String) -> Result<(),
                 if i > 0 {
                     out.push(',');
                 }
-                let len = path.len();
-                path.push_str(&format!("[{i}]"));
+                path.push(Step::Index(i));
                 write_value(item, out, path)?;
-                path.truncate(len);
+                path.pop();
             }
             out.push(']');
         }
-        Value::Object(map) => {
-            // Sorted explicitly: `Map` is only sorted when serde_json's `preserve_order` feature
-            // is off, and another crate in the build may turn it on.
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort_unstable();
-            out.push('{');
-            for (i, key) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_string(key, out);
-                out.push(':');
-                let len = path.len();
-                path.push('.');
-                path.push_str(key);
-                if let Some(v) = map.get(key) {
-                    write_value(v, out, path)?;
-                }
-                path.truncate(len);
-            }
-            out.push('}');
-        }
+        Value::Object(map) => write_object(map, out, path)?,
     }
     Ok(())
 }
 
-fn write_string(s: &str, out: &mut String) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{8}' => out.push_str("\\b"),
-            '\t' => out.push_str("\\t"),
-            '\n' => out.push_str("\\n"),
-            '\u{c}' => out.push_str("\\f"),
-            '\r' => out.push_str("\\r"),
-            c if u32::from(c) < 0x20 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
-            c => out.push(c),
+fn write_object<'a>(
+    map: &'a Map<String, Value>,
+    out: &mut String,
+    path: &mut Vec<Step<'a>>,
+) -> Result<(), CanonicalError> {
+    out.push('{');
+    // `Map` is sorted unless serde_json's `preserve_order` feature is on (another crate in the
+    // build may turn it on): walk it as it is when its keys are in order, else sort them.
+    if map.keys().is_sorted() {
+        for (i, (key, v)) in map.iter().enumerate() {
+            write_member(i, key, v, out, path)?;
+        }
+    } else {
+        let mut members: Vec<(&String, &Value)> = map.iter().collect();
+        members.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        for (i, (key, v)) in members.into_iter().enumerate() {
+            write_member(i, key, v, out, path)?;
         }
     }
+    out.push('}');
+    Ok(())
+}
+
+fn write_member<'a>(
+    i: usize,
+    key: &'a str,
+    value: &'a Value,
+    out: &mut String,
+    path: &mut Vec<Step<'a>>,
+) -> Result<(), CanonicalError> {
+    if i > 0 {
+        out.push(',');
+    }
+    write_string(key, out);
+    out.push(':');
+    path.push(Step::Key(key));
+    write_value(value, out, path)?;
+    path.pop();
+    Ok(())
+}
+
+fn write_string(s: &str, out: &mut String) {
+    use std::fmt::Write as _;
+    out.push('"');
+    // Every character that needs escaping is ASCII, so runs between them are copied whole.
+    let mut run = 0;
+    for (i, byte) in s.bytes().enumerate() {
+        let escaped = match byte {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            0x08 => "\\b",
+            b'\t' => "\\t",
+            b'\n' => "\\n",
+            0x0c => "\\f",
+            b'\r' => "\\r",
+            0x00..=0x1f => "",
+            _ => continue,
+        };
+        out.push_str(&s[run..i]);
+        if escaped.is_empty() {
+            let _ = write!(out, "\\u{:04x}", byte);
+        } else {
+            out.push_str(escaped);
+        }
+        run = i + 1;
+    }
+    out.push_str(&s[run..]);
     out.push('"');
 }
 
-fn write_number(n: &Number, out: &mut String, path: &str) -> Result<(), CanonicalError> {
+fn write_number(n: &Number, out: &mut String, path: &[Step<'_>]) -> Result<(), CanonicalError> {
+    use std::fmt::Write as _;
     if let Some(i) = n.as_i64() {
         if i.unsigned_abs() <= MAX_SAFE_INTEGER as u64 {
-            out.push_str(&i.to_string());
+            let _ = write!(out, "{i}");
             return Ok(());
         }
     } else if let Some(u) = n.as_u64()
         && u <= MAX_SAFE_INTEGER as u64
     {
-        out.push_str(&u.to_string());
+        let _ = write!(out, "{u}");
         return Ok(());
     }
     // Everything else is written as JavaScript would write the double it denotes.
     let f = n.as_f64().ok_or_else(|| CanonicalError::NonFinite {
-        path: path.to_owned(),
+        path: path_text(path),
     })?;
     out.push_str(
         &format_js_number(f).ok_or_else(|| CanonicalError::NonFinite {
-            path: path.to_owned(),
+            path: path_text(path),
         })?,
     );
     Ok(())

@@ -11,7 +11,7 @@
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::canonical::{CanonicalError, canonical_json, check_params};
+use crate::canonical::{CanonicalError, canonical_json, canonical_json_object, check_params};
 
 /// Lowercase hex SHA-256 of a string's UTF-8 bytes.
 pub fn sha256_hex(text: &str) -> String {
@@ -41,6 +41,15 @@ pub fn params_hash_hex(params: &Value) -> Result<String, CanonicalError> {
 /// `sha256:<hex>` of the canonical JSON of any JSON value (the CLI's `protocol hash`).
 pub fn value_hash(value: &Value) -> Result<String, CanonicalError> {
     Ok(format!("sha256:{}", sha256_hex(&canonical_json(value)?)))
+}
+
+/// [`value_hash`] of `Value::Object(map)`, without building that value (a tool result's
+/// digest for the audit).
+pub fn object_hash(map: &serde_json::Map<String, Value>) -> Result<String, CanonicalError> {
+    Ok(format!(
+        "sha256:{}",
+        sha256_hex(&canonical_json_object(map)?)
+    ))
 }
 
 /// Background-review `params_digest`: `hex(SHA-256(trim(tool + "\n" + canonical_json(params))))`

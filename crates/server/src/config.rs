@@ -41,6 +41,52 @@ pub struct Config {
     pub mcp: McpConfig,
     /// The WebSocket endpoint at `/v1/runtime`.
     pub endpoint: EndpointConfig,
+    /// What the daemon logs on stderr.
+    pub log: LogConfig,
+    /// How long stored results are kept (`[store]`).
+    pub store: StoreConfig,
+}
+
+/// The `[store]` table: retention of the final results kept for replay. The audit log is never
+/// pruned. The store keeps at least 24 hours and the 128 most recent results whatever is set.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StoreConfig {
+    /// Results older than this many days are dropped (their keyed retries then answer
+    /// `execution_result_unknown`, never run again).
+    pub result_retention_days: u32,
+    /// When stored results take more than this many MiB, the oldest are dropped.
+    pub result_retention_mb: u64,
+}
+
+impl Default for StoreConfig {
+    fn default() -> StoreConfig {
+        StoreConfig {
+            result_retention_days: 7,
+            result_retention_mb: 64,
+        }
+    }
+}
+
+impl StoreConfig {
+    /// The store's retention policy for these settings.
+    pub fn retention(&self) -> openphone_store::Retention {
+        openphone_store::Retention {
+            max_age_ms: i64::from(self.result_retention_days) * 24 * 60 * 60 * 1000,
+            max_bytes: self.result_retention_mb.saturating_mul(1024 * 1024),
+            ..openphone_store::Retention::default()
+        }
+    }
+}
+
+/// The `[log]` table.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LogConfig {
+    /// Write an access line for each audit record of a tool call (`event="runtime_tool"`,
+    /// target `openphone::access`). Off by default: the audit log always has the record; the
+    /// line is for watching a daemon live (`openphone serve --access-log` turns it on too).
+    pub access: bool,
 }
 
 /// The `[endpoint]` table.
@@ -266,6 +312,18 @@ impl Config {
         check_origins(&m.http.extra_allowed_origins).map_err(err)
     }
 
+    /// Checks the `[store]` table.
+    pub fn check_store(&self) -> Result<(), ConfigError> {
+        let s = &self.store;
+        if s.result_retention_days == 0 || s.result_retention_mb == 0 {
+            return Err(ConfigError::Parse {
+                path: "store".into(),
+                message: "result_retention_days and result_retention_mb must be at least 1".into(),
+            });
+        }
+        Ok(())
+    }
+
     /// Checks the `[limits]` and `[endpoint]` tables.
     pub fn check_endpoint(&self) -> Result<(), ConfigError> {
         let err = |path: &str, message: String| ConfigError::Parse {
@@ -409,9 +467,36 @@ mod tests {
         assert_eq!(cfg.limits, Limits::default());
         assert_eq!(cfg.mcp, McpConfig::default());
         assert_eq!(cfg.endpoint, EndpointConfig::default());
+        assert_eq!(cfg.log, LogConfig::default());
+        assert_eq!(cfg.store, StoreConfig::default());
         cfg.check_mcp().unwrap();
         cfg.check_endpoint().unwrap();
+        cfg.check_store().unwrap();
         assert_eq!(cfg.routing.get("chat").map(String::as_str), Some("hermes"));
+    }
+
+    #[test]
+    fn store_retention_settings_become_the_stores_policy() {
+        let cfg = Config::parse(
+            "[store]\nresult_retention_days = 2\nresult_retention_mb = 3\n",
+            "x.toml",
+        )
+        .unwrap();
+        cfg.check_store().unwrap();
+        let r = cfg.store.retention();
+        assert_eq!(r.max_age_ms, 2 * 86_400_000);
+        assert_eq!(r.max_bytes, 3 * 1024 * 1024);
+        for text in [
+            "[store]\nresult_retention_days = 0\n",
+            "[store]\nresult_retention_mb = 0\n",
+        ] {
+            let err = Config::parse(text, "x.toml")
+                .and_then(|c| c.check_store().map(|()| c))
+                .unwrap_err();
+            assert!(err.to_string().contains("at least 1"), "{text}: {err}");
+        }
+        let err = Config::parse("[store]\nkeep = 1\n", "x.toml").unwrap_err();
+        assert!(err.to_string().contains("keep"), "{err}");
     }
 
     #[test]
@@ -468,6 +553,19 @@ mod tests {
             assert!(err.contains("x.toml") && err.contains("`token`"), "{err}");
             assert!(err.contains(needle), "{token:?}: {err}");
         }
+    }
+
+    #[test]
+    fn the_access_log_is_off_unless_asked_for() {
+        assert!(!Config::parse("", "x.toml").unwrap().log.access);
+        assert!(
+            Config::parse("[log]\naccess = true\n", "x.toml")
+                .unwrap()
+                .log
+                .access
+        );
+        let err = Config::parse("[log]\nlevel = \"debug\"\n", "x.toml").unwrap_err();
+        assert!(err.to_string().contains("level"), "{err}");
     }
 
     #[test]

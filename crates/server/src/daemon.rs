@@ -184,6 +184,7 @@ impl Daemon {
         }
         config.check_mcp()?;
         config.check_endpoint()?;
+        config.check_store()?;
         let descriptors = crate::front::raise_descriptor_limit();
         let mut runtimes = config.credentials()?;
         // Owned by this user and restricted to it: before the store touches anything (what
@@ -333,8 +334,10 @@ impl Daemon {
             }
         });
         let mut stop = shutdown_rx;
+        let retention = config.store.retention();
         let timer = tokio::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_secs(1));
+            let mut seconds: u64 = 0;
             loop {
                 tokio::select! {
                     _ = tick.tick() => {
@@ -342,6 +345,11 @@ impl Daemon {
                         if n > 0 {
                             tracing::info!(expired = n, "confirmations timed out");
                         }
+                        // Stored results past their retention: at start, then every 10 min.
+                        if seconds.is_multiple_of(PRUNE_EVERY_SECS) {
+                            prune_results(&bridge, retention).await;
+                        }
+                        seconds += 1;
                     }
                     _ = stopped(&mut stop) => break,
                 }
@@ -542,4 +550,31 @@ fn mcp_state(
         extra_origins: config.mcp.http.extra_allowed_origins.clone(),
         shutdown,
     })
+}
+
+/// How often the daemon drops stored results past their retention (`[store]`).
+const PRUNE_EVERY_SECS: u64 = 600;
+
+/// Drops stored results past `retention` (in rounds of the store's batch, off the async
+/// threads); the audit log is never touched. A failure is logged and retried next time.
+async fn prune_results(bridge: &Arc<ToolBridge>, retention: openphone_store::Retention) {
+    let store = Arc::clone(bridge.store());
+    let now = bridge.now_ms();
+    let pruned = tokio::task::spawn_blocking(move || {
+        let mut total = 0usize;
+        loop {
+            let report = store.prune_replay(now, retention)?;
+            total += report.final_results;
+            if !report.more {
+                return Ok::<usize, openphone_store::StoreError>(total);
+            }
+        }
+    })
+    .await;
+    match pruned {
+        Ok(Ok(0)) => {}
+        Ok(Ok(n)) => tracing::info!(results = n, "stored results past their retention dropped"),
+        Ok(Err(e)) => tracing::warn!(error = %e, "dropping stored results past their retention"),
+        Err(e) => tracing::warn!(error = %e, "the retention task failed"),
+    }
 }

@@ -13,18 +13,25 @@
 //!
 //! Events about unauthenticated peers are logged at most once a second per kind, with the
 //! count of those left out, and never written to the audit log.
+//!
+//! Small answers leave at once: every accepted TCP socket has `TCP_NODELAY`, and on Linux it
+//! acknowledges what it has read as soon as it would wait for more ([`Tcp`]), so a client that
+//! writes a request's headers and body separately without `TCP_NODELAY` does not wait ~40 ms
+//! for our delayed ACK before its body may leave (issue 13).
 
 use std::path::Path;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
 use axum::http::HeaderValue;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream, UnixListener};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
@@ -336,10 +343,7 @@ impl Listener {
             Listener::Tcp(listener) => {
                 let (stream, _) = listener.accept().await?;
                 match state.front.admit() {
-                    Some(ticket) => {
-                        let _ = stream.set_nodelay(true);
-                        Ok(Some((Box::new(stream), ticket)))
-                    }
+                    Some(ticket) => Ok(Some((Box::new(Tcp::new(stream)), ticket))),
                     None => {
                         refuse(stream);
                         state
@@ -358,6 +362,95 @@ impl Listener {
                 Ok(Some((Box::new(stream), ticket)))
             }
         }
+    }
+}
+
+/// An accepted TCP connection: `TCP_NODELAY` (an answer's last segment never waits for the
+/// peer's ACK of the one before) and, where the OS has it, `TCP_QUICKACK` re-armed whenever a
+/// read that consumed data is followed by a wait for more. Linux otherwise delays the ACK of a
+/// request's first segment by up to 40 ms in the hope of sending it with the answer; a client
+/// that sent its headers alone without `TCP_NODELAY` cannot send its body until that ACK
+/// arrives, so every such request would stall for the delayed-ACK timer.
+#[derive(Debug)]
+pub struct Tcp {
+    stream: TcpStream,
+    /// Data was read since the last acknowledgement was pushed out.
+    unacknowledged: bool,
+}
+
+impl Tcp {
+    /// Wraps an accepted stream and turns `TCP_NODELAY` on.
+    pub fn new(stream: TcpStream) -> Tcp {
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!(error = %e, "TCP_NODELAY could not be set on a connection");
+        }
+        Tcp {
+            stream,
+            unacknowledged: false,
+        }
+    }
+
+    /// Sends the ACK of everything read so far now instead of at the delayed-ACK timer.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    fn acknowledge(&self) {
+        if let Err(e) = rustix::net::sockopt::set_tcp_quickack(&self.stream, true) {
+            tracing::debug!(error = %e, "TCP_QUICKACK could not be set on a connection");
+        }
+    }
+
+    /// Other systems: nothing to push (the delayed ACK stays as the OS has it).
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    fn acknowledge(&self) {}
+}
+
+impl AsyncRead for Tcp {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        let poll = Pin::new(&mut this.stream).poll_read(cx, buf);
+        match &poll {
+            Poll::Ready(Ok(())) if buf.filled().len() > before => this.unacknowledged = true,
+            Poll::Pending if this.unacknowledged => {
+                this.unacknowledged = false;
+                this.acknowledge();
+            }
+            _ => {}
+        }
+        poll
+    }
+}
+
+impl AsyncWrite for Tcp {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.get_mut().stream).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.get_mut().stream).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
     }
 }
 
@@ -494,6 +587,49 @@ mod tests {
         assert_eq!(front.max_unauthenticated(), 36);
         let front = Front::new(&limits, Vec::new(), None);
         assert_eq!(front.max_connections(), limits.max_connections);
+    }
+
+    /// The kernel reports `TCP_QUICKACK` as on unless the socket is in its delayed-ACK
+    /// ("ping-pong") mode: put into that mode, the wrapper must take it out once it has read
+    /// data and is about to wait for more.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    #[tokio::test]
+    async fn a_read_followed_by_a_wait_pushes_the_ack_out() {
+        use rustix::net::sockopt::{set_tcp_quickack, tcp_quickack};
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let mut client = TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let (accepted, _) = listener.accept().await.unwrap();
+        let mut server = Tcp::new(accepted);
+        assert!(server.stream.nodelay().unwrap());
+        set_tcp_quickack(&server.stream, false).unwrap();
+        assert!(!tcp_quickack(&server.stream).unwrap());
+
+        client.write_all(b"POST / HTTP/1.1\r\n").await.unwrap();
+        let mut buf = [0u8; 64];
+        let n = server.read(&mut buf).await.unwrap();
+        assert_eq!(&buf[..n], b"POST / HTTP/1.1\r\n");
+        // Reading alone changes nothing; the wait for more does.
+        assert!(!tcp_quickack(&server.stream).unwrap());
+        let waited = std::future::poll_fn(|cx| {
+            let mut rb = ReadBuf::new(&mut buf);
+            Poll::Ready(Pin::new(&mut server).poll_read(cx, &mut rb).is_pending())
+        })
+        .await;
+        assert!(waited);
+        assert!(tcp_quickack(&server.stream).unwrap());
+
+        // A second wait with nothing read in between does not touch the socket again.
+        set_tcp_quickack(&server.stream, false).unwrap();
+        let waited = std::future::poll_fn(|cx| {
+            let mut rb = ReadBuf::new(&mut buf);
+            Poll::Ready(Pin::new(&mut server).poll_read(cx, &mut rb).is_pending())
+        })
+        .await;
+        assert!(waited);
+        assert!(!tcp_quickack(&server.stream).unwrap());
     }
 
     #[test]

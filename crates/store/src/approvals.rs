@@ -94,7 +94,7 @@ impl Store {
     ) -> Result<StandingApproval> {
         const OP: &str = "standing_approvals.create";
         let new = new.clone();
-        self.write(OP, &new.tool.clone(), move |tx| {
+        let written = self.write(OP, &new.tool.clone(), move |tx| {
             tx.execute(
                 "INSERT INTO standing_approvals (runtime, tool, constraints_json, expires_at_ms, \
                  background, enabled, created_at_ms, updated_at_ms) \
@@ -114,7 +114,9 @@ impl Store {
                 table: "standing_approvals",
                 id: id.to_string(),
             })
-        })
+        });
+        self.approvals_changed();
+        written
     }
 
     /// One standing approval.
@@ -157,7 +159,7 @@ impl Store {
     ) -> Result<StandingApproval> {
         const OP: &str = "standing_approvals.set_enabled";
         let id = approval_id.to_string();
-        self.write(OP, &id.clone(), move |tx| {
+        let written = self.write(OP, &id.clone(), move |tx| {
             tx.execute(
                 "UPDATE standing_approvals SET enabled = ?2, updated_at_ms = ?3 \
                  WHERE approval_id = ?1",
@@ -168,19 +170,23 @@ impl Store {
                 table: "standing_approvals",
                 id: id.clone(),
             })
-        })
+        });
+        self.approvals_changed();
+        written
     }
 
     /// Deletes an approval; false when it did not exist.
     pub fn delete_approval(&self, approval_id: i64) -> Result<bool> {
         const OP: &str = "standing_approvals.delete";
-        self.write(OP, &approval_id.to_string(), move |tx| {
+        let written = self.write(OP, &approval_id.to_string(), move |tx| {
             tx.execute(
                 "DELETE FROM standing_approvals WHERE approval_id = ?1",
                 [approval_id],
             )
             .map(|n| n > 0)
             .ctx(OP, &approval_id.to_string())
-        })
+        });
+        self.approvals_changed();
+        written
     }
 }

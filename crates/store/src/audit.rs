@@ -1,24 +1,30 @@
 //! The hash-chained audit log (`runtime-protocol.md` §15).
 //!
-//! Append: read the head, `hash = sha256_hex(prev_hash + "\n" + canonical_json(row without
-//! hash))`, insert the row and move the head, all in one transaction. Verify: walk the rows in
-//! `seq` order recomputing every link, then compare the last row with the head.
+//! Append: read the head, compute the new record's hash from the previous one, insert the row
+//! and move the head, all inside one write. Verify: walk the records in `seq` order
+//! recomputing every hash, then compare the last record with the head.
+//!
+//! Records live in two places: those written since schema 6 in the compact tables of
+//! [`audit_storage`](crate::audit_storage) (shapes and proofs interned, digests as bytes,
+//! hashed in *form 2*), those written before in the untouched `audit_log` table
+//! ([`audit_legacy`](crate::audit_legacy), *form 1*). Readers see one log: `seq` continues
+//! from the old rows into the new ones, and every record reads back as the
+//! [`AuditRecord`] it was when written (`prev_hash` included).
 //!
 //! **Never raw values.** Callers pass digests (`params_hash`, `result_digest`,
 //! `proof_digest`) and a policy proof made of verdicts and reasons; the digest fields are
 //! checked to be `sha256:<64 hex>` or 64 hex, so a raw value cannot be stored there by mistake.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
-use openphone_protocol::digest::sha256_hex;
-use openphone_protocol::{Risk, ToolStatus, canonical_json};
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::Store;
+use crate::audit_legacy::{self as legacy, RawRow};
+use crate::audit_storage::{self as storage, Interned, PreparedAudit, RECORD_COLUMNS};
 use crate::error::{Result, SqlContext, StoreError};
-use crate::wire::{Autonomy, col, is_hex64, parse_risk, sql_limit};
+use crate::wire::sql_limit;
 
 /// `prev_hash` of the first record.
 pub const GENESIS_HASH: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -29,35 +35,16 @@ pub use openphone_protocol::endpoint::{
     AuditCaller as Caller, AuditConfirmation, AuditEntry, AuditKind, AuditRecord, PolicyDecision,
 };
 
-/// The hashed form: everything but `hash`.
-#[derive(Serialize)]
-struct Hashed<'a> {
-    seq: i64,
-    prev_hash: &'a str,
-    #[serde(flatten)]
-    entry: &'a AuditEntry,
-}
-
-fn compute_hash(seq: i64, prev_hash: &str, entry: &AuditEntry) -> Result<String> {
-    let id = seq.to_string();
-    let value = serde_json::to_value(Hashed {
-        seq,
-        prev_hash,
-        entry,
-    })
-    .map_err(|e| StoreError::corrupt("audit.hash", &id, e))?;
-    let text = canonical_json(&value).map_err(|e| StoreError::corrupt("audit.hash", &id, e))?;
-    Ok(sha256_hex(&format!("{prev_hash}\n{text}")))
-}
-
 /// What is wrong with the first broken record.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "problem", rename_all = "snake_case")]
 pub enum AuditProblem {
-    /// The row's content does not hash to its stored hash (edited in place).
+    /// The row's content does not hash to its stored hash: the row was edited in place, or
+    /// (records since schema 6, whose `prev_hash` is the previous row's hash) the record
+    /// before it was removed or replaced.
     HashMismatch { stored: String, computed: String },
-    /// The row's `prev_hash` is not the previous row's hash (a row before it was removed or
-    /// replaced).
+    /// The row's stored `prev_hash` is not the previous row's hash (a row before it was
+    /// removed or replaced; records stored before schema 6, which store `prev_hash`).
     PrevHashMismatch { expected: String, found: String },
     /// Sequence numbers jump: records `expected..seq` are missing.
     SeqGap { expected: i64 },
@@ -68,7 +55,8 @@ pub enum AuditProblem {
         last_seq: i64,
         last_hash: String,
     },
-    /// The row cannot be decoded (bad enum string or JSON).
+    /// The row cannot be decoded (bad enum string or JSON, a column contradicting its shape,
+    /// or an interned shape or proof that is missing or does not match its digest).
     Undecodable { detail: String },
 }
 
@@ -142,144 +130,6 @@ impl VerifyReport {
     }
 }
 
-const COLUMNS: &str = "seq, audit_id, kind, at_ms, runtime, caller_runtime, caller_transport, \
-    caller_principal, phone_session_id, runtime_session_id, request_id, idempotency_key, tool, \
-    risk, mutating, autonomy, decision, proof_digest, policy_proof, confirmation_id, \
-    confirmation, status, error_code, duration_ms, params_hash, result_digest, prev_hash, hash";
-
-/// Raw columns, read without interpretation (so verify can report what fails to decode).
-struct RawRow {
-    seq: i64,
-    audit_id: String,
-    prev_hash: String,
-    hash: String,
-    decoded: std::result::Result<AuditEntry, String>,
-}
-
-fn opt_enum<T>(
-    text: Option<String>,
-    parse: fn(&str) -> Option<T>,
-    name: &str,
-) -> std::result::Result<Option<T>, String> {
-    text.map(|t| parse(&t).ok_or_else(|| format!("{name}: unknown value {t:?}")))
-        .transpose()
-}
-
-fn decode(row: &Row<'_>) -> std::result::Result<AuditEntry, String> {
-    let s = |name: &str| {
-        row.get::<_, String>(name)
-            .map_err(|e| format!("{name}: {e}"))
-    };
-    let o = |name: &str| {
-        row.get::<_, Option<String>>(name)
-            .map_err(|e| format!("{name}: {e}"))
-    };
-    let kind = s("kind")?;
-    let risk = o("risk")?
-        .map(|t| parse_risk(&t, "audit.read", "").map_err(|e| e.to_string()))
-        .transpose()?;
-    let status = o("status")?
-        .map(|t| {
-            serde_json::from_value::<ToolStatus>(Value::String(t.clone()))
-                .map_err(|_| format!("status: unknown value {t:?}"))
-        })
-        .transpose()?;
-    let policy_proof = o("policy_proof")?
-        .map(|t| serde_json::from_str::<Value>(&t).map_err(|e| format!("policy_proof: {e}")))
-        .transpose()?;
-    Ok(AuditEntry {
-        audit_id: s("audit_id")?,
-        kind: AuditKind::parse(&kind).ok_or_else(|| format!("kind: unknown value {kind:?}"))?,
-        at_ms: row.get("at_ms").map_err(|e| format!("at_ms: {e}"))?,
-        runtime: s("runtime")?,
-        caller: Caller {
-            runtime: s("caller_runtime")?,
-            transport: s("caller_transport")?,
-            principal: s("caller_principal")?,
-        },
-        phone_session_id: o("phone_session_id")?,
-        runtime_session_id: o("runtime_session_id")?,
-        request_id: s("request_id")?,
-        idempotency_key: o("idempotency_key")?,
-        tool: o("tool")?,
-        risk,
-        mutating: row.get("mutating").map_err(|e| format!("mutating: {e}"))?,
-        autonomy: opt_enum(o("autonomy")?, Autonomy::parse, "autonomy")?,
-        decision: opt_enum(o("decision")?, PolicyDecision::parse, "decision")?,
-        proof_digest: o("proof_digest")?,
-        policy_proof,
-        confirmation_id: o("confirmation_id")?,
-        confirmation: opt_enum(o("confirmation")?, AuditConfirmation::parse, "confirmation")?,
-        status,
-        error_code: o("error_code")?,
-        duration_ms: row
-            .get("duration_ms")
-            .map_err(|e| format!("duration_ms: {e}"))?,
-        params_hash: o("params_hash")?,
-        result_digest: o("result_digest")?,
-    })
-}
-
-fn raw_row(row: &Row<'_>) -> Result<RawRow> {
-    const OP: &str = "audit.read";
-    Ok(RawRow {
-        seq: col(row, "seq", OP)?,
-        audit_id: row.get::<_, String>("audit_id").unwrap_or_default(),
-        prev_hash: row.get::<_, String>("prev_hash").unwrap_or_default(),
-        hash: row.get::<_, String>("hash").unwrap_or_default(),
-        decoded: decode(row),
-    })
-}
-
-fn into_record(raw: RawRow) -> Result<AuditRecord> {
-    let entry = raw
-        .decoded
-        .map_err(|detail| StoreError::corrupt("audit.read", &raw.seq.to_string(), detail))?;
-    Ok(AuditRecord {
-        seq: raw.seq,
-        entry,
-        prev_hash: raw.prev_hash,
-        hash: raw.hash,
-    })
-}
-
-fn head(conn: &Connection) -> Result<Option<(i64, String)>> {
-    conn.query_row("SELECT seq, hash FROM audit_head WHERE id = 1", [], |row| {
-        Ok((row.get(0)?, row.get(1)?))
-    })
-    .optional()
-    .ctx("audit.head", "")
-}
-
-fn is_digest(s: &str) -> bool {
-    is_hex64(s.strip_prefix("sha256:").unwrap_or(s))
-}
-
-fn check_entry(entry: &AuditEntry) -> Result<()> {
-    for (what, value) in [
-        ("audit params_hash", &entry.params_hash),
-        ("audit result_digest", &entry.result_digest),
-        ("audit proof_digest", &entry.proof_digest),
-    ] {
-        if let Some(v) = value
-            && !is_digest(v)
-        {
-            return Err(StoreError::Invalid {
-                what,
-                detail: "must be a digest (sha256:<64 hex> or 64 hex), never a raw value"
-                    .to_owned(),
-            });
-        }
-    }
-    if entry.audit_id.is_empty() {
-        return Err(StoreError::Invalid {
-            what: "audit_id",
-            detail: "empty".to_owned(),
-        });
-    }
-    Ok(())
-}
-
 /// Pages through the log in `seq` order; yields errors instead of panicking.
 pub struct AuditIter<'a> {
     store: &'a Store,
@@ -314,117 +164,279 @@ impl Iterator for AuditIter<'_> {
     }
 }
 
-/// Appends one record to the chain inside the caller's transaction: reads the head, inserts
+/// Prepares `entry` off the writer (checks, encodings, interning keys, body digest): the
+/// expensive half of an append. Pass the result to [`append_prepared_in`] inside a write.
+pub(crate) fn prepare(entry: AuditEntry) -> Result<PreparedAudit> {
+    storage::prepare(entry)
+}
+
+/// Appends a prepared record to the chain inside the caller's write: reads the head, inserts
 /// the row and moves the head. Callers that must write a record together with other rows
 /// (the executing record of a direct execution and its attempt, a final result and its
 /// outcome) use this, so both commit or neither does.
-pub(crate) fn append_in(tx: &Connection, entry: &AuditEntry) -> Result<AuditRecord> {
-    const OP: &str = "audit.append";
-    check_entry(entry)?;
-    // Normalise the proof through its stored text form so that the hash computed now is
-    // the one recomputed from the row later.
-    let proof_text = entry.policy_proof.as_ref().map(Value::to_string);
-    let mut entry = entry.clone();
-    entry.policy_proof = proof_text
-        .as_deref()
-        .map(serde_json::from_str::<Value>)
-        .transpose()
-        .map_err(|e| StoreError::corrupt(OP, &entry.audit_id, e))?;
-    let (last_seq, prev_hash) = head(tx)?.unwrap_or((0, GENESIS_HASH.to_owned()));
-    let seq = last_seq + 1;
-    let hash = compute_hash(seq, &prev_hash, &entry)?;
-    tx.execute(
-        &format!(
-            "INSERT INTO audit_log ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, \
-             ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, \
-             ?24, ?25, ?26, ?27, ?28)"
-        ),
-        params![
-            seq,
-            entry.audit_id,
-            entry.kind.as_str(),
-            entry.at_ms,
-            entry.runtime,
-            entry.caller.runtime,
-            entry.caller.transport,
-            entry.caller.principal,
-            entry.phone_session_id,
-            entry.runtime_session_id,
-            entry.request_id,
-            entry.idempotency_key,
-            entry.tool,
-            entry.risk.map(Risk::as_str),
-            entry.mutating,
-            entry.autonomy.map(Autonomy::as_str),
-            entry.decision.map(PolicyDecision::as_str),
-            entry.proof_digest,
-            proof_text,
-            entry.confirmation_id,
-            entry.confirmation.map(AuditConfirmation::as_str),
-            entry.status.map(ToolStatus::as_str),
-            entry.error_code,
-            entry.duration_ms,
-            entry.params_hash,
-            entry.result_digest,
-            prev_hash,
-            hash,
-        ],
-    )
-    .ctx(OP, &entry.audit_id)?;
-    tx.execute(
-        "INSERT INTO audit_head (id, seq, hash) VALUES (1, ?1, ?2) \
-         ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash",
-        params![seq, hash],
-    )
-    .ctx(OP, &entry.audit_id)?;
-    Ok(AuditRecord {
-        seq,
-        entry,
-        prev_hash,
-        hash,
+pub(crate) fn append_prepared_in(tx: &Connection, prepared: PreparedAudit) -> Result<AuditRecord> {
+    storage::append_prepared(tx, prepared)
+}
+
+/// The hash of the record before `seq` (the nearest one, in either table), or the genesis
+/// hash.
+fn hash_before(conn: &Connection, seq: i64) -> Result<String> {
+    const OP: &str = "audit.prev_hash";
+    let compact: Option<Vec<u8>> = conn
+        .query_row(
+            "SELECT hash FROM audit_records WHERE seq < ?1 ORDER BY seq DESC LIMIT 1",
+            [seq],
+            |row| row.get(0),
+        )
+        .optional()
+        .ctx(OP, &seq.to_string())?;
+    if let Some(hash) = compact {
+        return Ok(storage::to_hex(&hash));
+    }
+    let legacy: Option<String> = conn
+        .query_row(
+            "SELECT hash FROM audit_log WHERE seq < ?1 ORDER BY seq DESC LIMIT 1",
+            [seq],
+            |row| row.get(0),
+        )
+        .optional()
+        .ctx(OP, &seq.to_string())?;
+    Ok(legacy.unwrap_or_else(|| GENESIS_HASH.to_owned()))
+}
+
+/// The stored hash of record `seq`, if there is one (anchors).
+pub(crate) fn hash_at(conn: &Connection, seq: i64) -> Result<Option<String>> {
+    const OP: &str = "audit.anchor";
+    let compact: Option<Vec<u8>> = conn
+        .query_row(
+            "SELECT hash FROM audit_records WHERE seq = ?1",
+            [seq],
+            |row| row.get(0),
+        )
+        .optional()
+        .ctx(OP, &seq.to_string())?;
+    if let Some(hash) = compact {
+        return Ok(Some(storage::to_hex(&hash)));
+    }
+    conn.query_row("SELECT hash FROM audit_log WHERE seq = ?1", [seq], |row| {
+        row.get(0)
     })
+    .optional()
+    .ctx(OP, &seq.to_string())
+}
+
+/// The compact rows `SELECT … FROM audit_records <sql_tail>` selects, decoded (their
+/// `prev_hash` left empty: see [`link`]). A row that does not decode is an error.
+fn compact_records(
+    conn: &Connection,
+    sql_tail: &str,
+    args: &[&dyn rusqlite::ToSql],
+    op: &'static str,
+) -> Result<Vec<AuditRecord>> {
+    let mut stmt = conn
+        .prepare(&format!(
+            "SELECT {RECORD_COLUMNS} FROM audit_records {sql_tail}"
+        ))
+        .ctx(op, "")?;
+    let mut rows = stmt.query(args).ctx(op, "")?;
+    let mut interned = Interned::new(conn);
+    let mut out: Vec<AuditRecord> = Vec::new();
+    while let Some(row) = rows.next().ctx(op, "")? {
+        let compact = interned.decode(row)?;
+        let decoded = compact
+            .decoded
+            .map_err(|detail| StoreError::corrupt(op, &compact.seq.to_string(), detail))?;
+        out.push(AuditRecord {
+            seq: compact.seq,
+            entry: decoded.entry,
+            prev_hash: String::new(),
+            hash: compact.hash,
+        });
+    }
+    Ok(out)
+}
+
+/// Fills in `prev_hash` of consecutive compact records (the first one's from the database).
+fn link(conn: &Connection, records: &mut [AuditRecord]) -> Result<()> {
+    let mut prev: Option<(i64, String)> = None;
+    for record in records {
+        record.prev_hash = match prev.take() {
+            Some((seq, hash)) if seq < record.seq => hash,
+            _ => hash_before(conn, record.seq)?,
+        };
+        prev = Some((record.seq, record.hash.clone()));
+    }
+    Ok(())
+}
+
+/// Chain-walk state: how far the chain verified.
+struct Walk {
+    checked: u64,
+    last_seq: i64,
+    last_hash: String,
+}
+
+impl Walk {
+    fn broken(&self, first_broken: BrokenRecord) -> VerifyReport {
+        VerifyReport {
+            checked: self.checked,
+            last_seq: self.last_seq,
+            last_hash: self.last_hash.clone(),
+            first_broken: Some(first_broken),
+        }
+    }
+
+    /// Walks the legacy rows; `Some` at the first broken one.
+    fn legacy(&mut self, conn: &Connection) -> Result<Option<VerifyReport>> {
+        const OP: &str = "audit.verify";
+        let mut stmt = conn
+            .prepare(&format!(
+                "SELECT {} FROM audit_log ORDER BY seq",
+                legacy::COLUMNS
+            ))
+            .ctx(OP, "")?;
+        let mut rows = stmt.query([]).ctx(OP, "")?;
+        let broken = |raw: &RawRow, problem| BrokenRecord {
+            seq: raw.seq,
+            audit_id: Some(raw.audit_id.clone()),
+            problem,
+        };
+        while let Some(row) = rows.next().ctx(OP, "")? {
+            let raw = legacy::raw_row(row)?;
+            self.checked += 1;
+            let problem = if raw.seq != self.last_seq + 1 {
+                Some(AuditProblem::SeqGap {
+                    expected: self.last_seq + 1,
+                })
+            } else if raw.prev_hash != self.last_hash {
+                Some(AuditProblem::PrevHashMismatch {
+                    expected: self.last_hash.clone(),
+                    found: raw.prev_hash.clone(),
+                })
+            } else {
+                match &raw.decoded {
+                    Err(detail) => Some(AuditProblem::Undecodable {
+                        detail: detail.clone(),
+                    }),
+                    Ok(entry) => {
+                        let computed = legacy::compute_hash(raw.seq, &raw.prev_hash, entry)?;
+                        (computed != raw.hash).then(|| AuditProblem::HashMismatch {
+                            stored: raw.hash.clone(),
+                            computed,
+                        })
+                    }
+                }
+            };
+            if let Some(problem) = problem {
+                return Ok(Some(self.broken(broken(&raw, problem))));
+            }
+            self.last_seq = raw.seq;
+            self.last_hash = raw.hash;
+        }
+        Ok(None)
+    }
+
+    /// Walks the compact rows; `Some` at the first broken one.
+    fn compact(&mut self, conn: &Connection) -> Result<Option<VerifyReport>> {
+        const OP: &str = "audit.verify";
+        let mut stmt = conn
+            .prepare(&format!(
+                "SELECT {RECORD_COLUMNS} FROM audit_records ORDER BY seq"
+            ))
+            .ctx(OP, "")?;
+        let mut rows = stmt.query([]).ctx(OP, "")?;
+        let mut interned = Interned::new(conn);
+        while let Some(row) = rows.next().ctx(OP, "")? {
+            let row = interned.decode(row)?;
+            self.checked += 1;
+            let (audit_id, problem) = match row.decoded {
+                _ if row.seq != self.last_seq + 1 => (
+                    None,
+                    Some(AuditProblem::SeqGap {
+                        expected: self.last_seq + 1,
+                    }),
+                ),
+                Err(detail) => (None, Some(AuditProblem::Undecodable { detail })),
+                Ok(mut decoded) => {
+                    let computed = decoded.hash_after(&self.last_hash, row.seq)?;
+                    let problem = (computed != row.hash).then(|| AuditProblem::HashMismatch {
+                        stored: row.hash.clone(),
+                        computed,
+                    });
+                    (Some(decoded.entry.audit_id), problem)
+                }
+            };
+            if let Some(problem) = problem {
+                return Ok(Some(self.broken(BrokenRecord {
+                    seq: row.seq,
+                    audit_id,
+                    problem,
+                })));
+            }
+            self.last_seq = row.seq;
+            self.last_hash = row.hash;
+        }
+        Ok(None)
+    }
 }
 
 impl Store {
     /// Appends one record to the chain and returns it with its seq and hashes.
     pub fn append_audit(&self, entry: &AuditEntry) -> Result<AuditRecord> {
-        check_entry(entry)?;
-        let entry = entry.clone();
-        self.write("audit.append", &entry.audit_id.clone(), move |tx| {
-            append_in(tx, &entry)
+        let prepared = prepare(entry.clone())?;
+        let id = prepared.audit_id().to_owned();
+        self.write("audit.append", &id, move |tx| {
+            append_prepared_in(tx, prepared)
         })
     }
 
     /// [`Store::append_audit`] for async callers: awaits the group commit (many concurrent
     /// appends share one fsync) instead of blocking the thread.
     pub async fn append_audit_async(&self, entry: AuditEntry) -> Result<AuditRecord> {
-        check_entry(&entry)?;
-        let id = entry.audit_id.clone();
-        self.write_async("audit.append", &id, move |tx| append_in(tx, &entry))
-            .await
+        let prepared = prepare(entry)?;
+        let id = prepared.audit_id().to_owned();
+        self.write_async("audit.append", &id, move |tx| {
+            append_prepared_in(tx, prepared)
+        })
+        .await
     }
 
     /// Up to `limit` records with `seq > after_seq`, in order (JSONL export pages).
     pub fn export_audit(&self, after_seq: i64, limit: usize) -> Result<Vec<AuditRecord>> {
         const OP: &str = "audit.export";
         let conn = self.conn();
-        let mut stmt = conn
-            .prepare(&format!(
-                "SELECT {COLUMNS} FROM audit_log WHERE seq > ?1 ORDER BY seq LIMIT ?2"
-            ))
-            .ctx(OP, "")?;
-        let mut rows = stmt
-            .query(params![after_seq, sql_limit(limit)])
-            .ctx(OP, "")?;
         let mut out = Vec::new();
-        while let Some(row) = rows.next().ctx(OP, "")? {
-            out.push(into_record(raw_row(row)?)?);
+        {
+            let mut stmt = conn
+                .prepare(&format!(
+                    "SELECT {} FROM audit_log WHERE seq > ?1 ORDER BY seq LIMIT ?2",
+                    legacy::COLUMNS
+                ))
+                .ctx(OP, "")?;
+            let mut rows = stmt
+                .query(params![after_seq, sql_limit(limit)])
+                .ctx(OP, "")?;
+            while let Some(row) = rows.next().ctx(OP, "")? {
+                out.push(legacy::into_record(legacy::raw_row(row)?)?);
+            }
+        }
+        if out.len() < limit {
+            let after = out.last().map_or(after_seq, |r| r.seq.max(after_seq));
+            let remaining = sql_limit(limit - out.len());
+            let mut compact = compact_records(
+                &conn,
+                "WHERE seq > ?1 ORDER BY seq LIMIT ?2",
+                &[&after, &remaining],
+                OP,
+            )?;
+            link(&conn, &mut compact)?;
+            out.extend(compact);
         }
         Ok(out)
     }
 
-    /// Every record after `after_seq`, fetched `batch` at a time (the mutex is released
-    /// between pages).
+    /// Every record after `after_seq`, fetched `batch` at a time (the read connection is
+    /// released between pages).
     pub fn audit_iter(&self, after_seq: i64, batch: usize) -> AuditIter<'_> {
         AuditIter {
             store: self,
@@ -439,102 +451,81 @@ impl Store {
     pub fn find_audit(&self, audit_id: &str) -> Result<Vec<AuditRecord>> {
         const OP: &str = "audit.find";
         let conn = self.conn();
-        let mut stmt = conn
-            .prepare(&format!(
-                "SELECT {COLUMNS} FROM audit_log WHERE audit_id = ?1 ORDER BY seq"
-            ))
-            .ctx(OP, audit_id)?;
-        let mut rows = stmt.query([audit_id]).ctx(OP, audit_id)?;
-        let mut out = Vec::new();
-        while let Some(row) = rows.next().ctx(OP, audit_id)? {
-            out.push(into_record(raw_row(row)?)?);
+        let mut found = BTreeMap::new();
+        {
+            let mut stmt = conn
+                .prepare(&format!(
+                    "SELECT {} FROM audit_log WHERE audit_id = ?1 ORDER BY seq",
+                    legacy::COLUMNS
+                ))
+                .ctx(OP, audit_id)?;
+            let mut rows = stmt.query([audit_id]).ctx(OP, audit_id)?;
+            while let Some(row) = rows.next().ctx(OP, audit_id)? {
+                let record = legacy::into_record(legacy::raw_row(row)?)?;
+                found.insert(record.seq, record);
+            }
         }
-        Ok(out)
+        // Compact rows store an audit id only when it is not `runtime:<runtime>:<request id>`;
+        // the derived ones are found through the request id (the runtime may itself hold a
+        // colon, so every split is tried) and kept when they derive exactly this id.
+        let mut candidates = compact_records(&conn, "WHERE audit_id = ?1", &[&audit_id], OP)?;
+        if let Some(rest) = audit_id.strip_prefix("runtime:") {
+            for (at, _) in rest.match_indices(':') {
+                let request_id = storage::request_id_value(&rest[at + 1..]);
+                candidates.extend(compact_records(
+                    &conn,
+                    "WHERE request_id = ?1",
+                    &[&request_id],
+                    OP,
+                )?);
+            }
+        }
+        let mut compact: Vec<AuditRecord> = candidates
+            .into_iter()
+            .filter(|r| r.entry.audit_id == audit_id)
+            .map(|r| (r.seq, r))
+            .collect::<BTreeMap<_, _>>()
+            .into_values()
+            .collect();
+        compact.sort_by_key(|r| r.seq);
+        for record in &mut compact {
+            record.prev_hash = hash_before(&conn, record.seq)?;
+        }
+        found.extend(compact.into_iter().map(|r| (r.seq, r)));
+        Ok(found.into_values().collect())
     }
 
     /// Walks the whole chain and reports the first broken record, if any. An `Err` means the
     /// database could not be read; a broken chain is an `Ok` report with `first_broken` set.
     pub fn verify_audit(&self) -> Result<VerifyReport> {
-        const OP: &str = "audit.verify";
         let conn = self.conn();
-        let mut stmt = conn
-            .prepare(&format!("SELECT {COLUMNS} FROM audit_log ORDER BY seq"))
-            .ctx(OP, "")?;
-        let mut rows = stmt.query([]).ctx(OP, "")?;
-        let mut checked = 0u64;
-        let mut last_seq = 0i64;
-        let mut last_hash = GENESIS_HASH.to_owned();
-        let broken = |raw: &RawRow, problem| BrokenRecord {
-            seq: raw.seq,
-            audit_id: Some(raw.audit_id.clone()),
-            problem,
+        let mut walk = Walk {
+            checked: 0,
+            last_seq: 0,
+            last_hash: GENESIS_HASH.to_owned(),
         };
-        while let Some(row) = rows.next().ctx(OP, "")? {
-            let raw = raw_row(row)?;
-            checked += 1;
-            let first_broken = if raw.seq != last_seq + 1 {
-                Some(broken(
-                    &raw,
-                    AuditProblem::SeqGap {
-                        expected: last_seq + 1,
-                    },
-                ))
-            } else if raw.prev_hash != last_hash {
-                Some(broken(
-                    &raw,
-                    AuditProblem::PrevHashMismatch {
-                        expected: last_hash.clone(),
-                        found: raw.prev_hash.clone(),
-                    },
-                ))
-            } else {
-                match &raw.decoded {
-                    Err(detail) => Some(broken(
-                        &raw,
-                        AuditProblem::Undecodable {
-                            detail: detail.clone(),
-                        },
-                    )),
-                    Ok(entry) => {
-                        let computed = compute_hash(raw.seq, &raw.prev_hash, entry)?;
-                        (computed != raw.hash).then(|| {
-                            broken(
-                                &raw,
-                                AuditProblem::HashMismatch {
-                                    stored: raw.hash.clone(),
-                                    computed,
-                                },
-                            )
-                        })
-                    }
-                }
-            };
-            if first_broken.is_some() {
-                return Ok(VerifyReport {
-                    checked,
-                    last_seq,
-                    last_hash,
-                    first_broken,
-                });
-            }
-            last_seq = raw.seq;
-            last_hash = raw.hash;
+        if let Some(report) = walk.legacy(&conn)? {
+            return Ok(report);
         }
-        let (head_seq, head_hash) = head(&conn)?.unwrap_or((0, GENESIS_HASH.to_owned()));
-        let first_broken = (head_seq != last_seq || head_hash != last_hash).then(|| BrokenRecord {
-            seq: head_seq.max(last_seq + 1),
-            audit_id: None,
-            problem: AuditProblem::HeadMismatch {
-                head_seq,
-                head_hash,
-                last_seq,
-                last_hash: last_hash.clone(),
-            },
-        });
+        if let Some(report) = walk.compact(&conn)? {
+            return Ok(report);
+        }
+        let (head_seq, head_hash) = storage::head(&conn)?.unwrap_or((0, GENESIS_HASH.to_owned()));
+        let first_broken =
+            (head_seq != walk.last_seq || head_hash != walk.last_hash).then(|| BrokenRecord {
+                seq: head_seq.max(walk.last_seq + 1),
+                audit_id: None,
+                problem: AuditProblem::HeadMismatch {
+                    head_seq,
+                    head_hash,
+                    last_seq: walk.last_seq,
+                    last_hash: walk.last_hash.clone(),
+                },
+            });
         Ok(VerifyReport {
-            checked,
-            last_seq,
-            last_hash,
+            checked: walk.checked,
+            last_seq: walk.last_seq,
+            last_hash: walk.last_hash,
             first_broken,
         })
     }

@@ -16,7 +16,7 @@ use rusqlite::OptionalExtension;
 use serde::{Deserialize, Serialize};
 
 use crate::Store;
-use crate::audit::{GENESIS_HASH, VerifyReport};
+use crate::audit::{GENESIS_HASH, VerifyReport, hash_at};
 use crate::error::{Result, SqlContext, StoreError};
 use crate::wire::is_hex64;
 
@@ -201,14 +201,7 @@ impl Store {
         let found = if anchor.seq == 0 {
             Some(GENESIS_HASH.to_owned())
         } else {
-            self.conn()
-                .query_row(
-                    "SELECT hash FROM audit_log WHERE seq = ?1",
-                    [anchor.seq],
-                    |row| row.get::<_, String>(0),
-                )
-                .optional()
-                .ctx("audit.anchor", &anchor.seq.to_string())?
+            hash_at(&self.conn(), anchor.seq)?
         };
         Ok(match found {
             Some(found) if found == anchor.hash => AnchorOutcome::Holds,

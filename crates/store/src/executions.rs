@@ -14,7 +14,7 @@ use rusqlite::{Connection, Row, params};
 use serde_json::Value;
 
 use crate::Store;
-use crate::audit::{AuditEntry, AuditRecord, append_in};
+use crate::audit::{AuditEntry, AuditRecord, append_prepared_in, prepare};
 use crate::error::{Result, SqlContext, StoreError};
 use crate::replay::{FinalResult, IdentityKey, find_final_in, record_final_in};
 use crate::wire::col;
@@ -116,7 +116,7 @@ impl Store {
             identity: identity.clone(),
             request_id: request_id.to_owned(),
             result: result.clone(),
-            outcome: outcome.clone(),
+            outcome: prepare(outcome.clone())?,
             now_ms,
         };
         let id = identity.describe();
@@ -137,7 +137,7 @@ impl Store {
             identity,
             request_id,
             result,
-            outcome,
+            outcome: prepare(outcome)?,
             now_ms,
         };
         self.write_async(FINISH, &id, move |tx| finish.run(tx))
@@ -176,6 +176,8 @@ fn begin_job(
     let id = execution.identity.describe();
     let attempt =
         serde_json::to_string(&execution.attempt).map_err(|e| StoreError::corrupt(OP, &id, e))?;
+    // The audit record's costly half is done here, before the write is queued.
+    let record = prepare(execution.attempt.clone())?;
     let key = id.clone();
     let job = move |tx: &Connection| {
         let identity = &execution.identity;
@@ -191,9 +193,11 @@ fn begin_job(
                 id: key,
             });
         }
-        tx.execute(
-            &format!("INSERT INTO executions ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"),
-            params![
+        tx.prepare_cached(&format!(
+            "INSERT INTO executions ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
+        ))
+        .and_then(|mut insert| {
+            insert.execute(params![
                 identity.runtime,
                 identity.runtime_session_id,
                 identity.tool,
@@ -202,20 +206,20 @@ fn begin_job(
                 execution.request_id,
                 attempt,
                 execution.started_at_ms,
-            ],
-        )
+            ])
+        })
         .ctx(OP, &key)?;
-        append_in(tx, &execution.attempt)
+        append_prepared_in(tx, record)
     };
     Ok((id, job))
 }
 
-/// The write of [`Store::finish_execution`].
+/// The write of [`Store::finish_execution`] (its audit record prepared before queueing).
 struct Finish {
     identity: IdentityKey,
     request_id: String,
     result: Value,
-    outcome: AuditEntry,
+    outcome: crate::audit_storage::PreparedAudit,
     now_ms: i64,
 }
 
@@ -224,18 +228,18 @@ impl Finish {
         const OP: &str = FINISH;
         let identity = &self.identity;
         let stored = record_final_in(tx, identity, &self.request_id, &self.result, self.now_ms)?;
-        append_in(tx, &self.outcome)?;
-        tx.execute(
-            &format!("DELETE FROM executions WHERE {WHERE_IDENTITY}"),
-            params![
-                identity.runtime,
-                identity.runtime_session_id,
-                identity.tool,
-                identity.params_digest,
-                identity.idempotency_key,
-            ],
-        )
-        .ctx(OP, &identity.describe())?;
+        append_prepared_in(tx, self.outcome)?;
+        tx.prepare_cached(&format!("DELETE FROM executions WHERE {WHERE_IDENTITY}"))
+            .and_then(|mut delete| {
+                delete.execute(params![
+                    identity.runtime,
+                    identity.runtime_session_id,
+                    identity.tool,
+                    identity.params_digest,
+                    identity.idempotency_key,
+                ])
+            })
+            .ctx(OP, &identity.describe())?;
         Ok(stored)
     }
 }

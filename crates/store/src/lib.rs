@@ -31,15 +31,18 @@
 //! |---|---|---|
 //! | `phone_sessions` | §2.2 phone session records | [`Store::create_session`] … |
 //! | `confirmations` | §10.1 durable confirmations, keyed by id, indexed by identity key | [`Store::insert_pending`], [`Store::resolve`] … |
-//! | `final_results` | §10.3 final results for replay, keyed by the identity key | [`Store::record_final`], [`Store::find_final`] |
+//! | `final_results` | §10.3 final results for replay, keyed by the identity key; pruned by age and size (`retention.rs`) | [`Store::record_final`], [`Store::find_final`], [`Store::prune_replay`] |
+//! | `final_tombstones` | what is left of a pruned final result: a retry is answered `execution_result_unknown`, never run again | [`Store::find_final`] |
 //! | `request_ids` | per-scope request-id index for `idempotency_conflict` | [`Store::remember_request`] |
 //! | `executions` | direct executions in flight: written with the attempt's audit record before the side effect | [`Store::begin_execution`], [`Store::finish_execution`] |
 //! | `store_meta` | key → text (`opened_by`: the start-up write probe) | — |
-//! | `audit_log`, `audit_head` | §15 hash-chained audit records | [`Store::append_audit`], [`Store::verify_audit`] |
+//! | `audit_records`, `audit_shapes`, `audit_proofs`, `audit_head` | §15 hash-chained audit records, compact (`audit_storage.rs`: shapes and proofs interned, digests as bytes, hash form 2) | [`Store::append_audit`], [`Store::verify_audit`] |
+//! | `audit_log` | audit records written before schema 6, unchanged (hash form 1, `audit_legacy.rs`) | [`Store::export_audit`], [`Store::verify_audit`] |
 //! | `standing_approvals` | user-made rules (policy layer 7) | [`Store::create_approval`] … |
 //! | `runtime_settings` | key → JSON | [`Store::set_setting`] … |
 //! | `memories`, `memories_fts` | memory with FTS5 search | [`Store::save_memory`], [`Store::search_memory`] |
 //! | `watchers` | durable watcher records | [`Store::create_watcher`] … |
+//! | all of them | rows and bytes per table, file sizes (`stats.rs`) | [`Store::stats`] |
 //!
 //! States are closed enums stored as their wire strings; JSON blobs are `serde_json::Value`.
 //!
@@ -56,12 +59,18 @@
 //!
 //! # The audit chain
 //!
-//! Each audit row stores `prev_hash` and
-//! `hash = sha256_hex(prev_hash + "\n" + canonical_json(row without hash))`, where the row
-//! includes its `seq` and `prev_hash`; the first row's `prev_hash` is 64 zeros. The append
-//! reads the head and writes the row and the new head in one transaction. `audit_head` keeps
-//! the last seq and hash, so deleting the newest rows is detected as well as editing or
-//! deleting any row in the middle. [`Store::verify_audit`] names the first broken record.
+//! Records are chained: each one's hash covers the previous record's hash, its `seq` and its
+//! content. Records written since schema 6 (`audit_storage.rs`) are stored compactly (the
+//! repeated part interned as a shape, each policy proof once, digests as bytes, `prev_hash`
+//! not stored: it is the previous record's hash) and hashed in form 2,
+//! `sha256_hex(prev_hash + "\n" + seq + "\n" + sha256_hex(canonical_json(body)))`, the body
+//! being the record without `seq`, `prev_hash`, `hash` and `policy_proof`, plus
+//! `policy_proof_sha256`; older rows in `audit_log` keep form 1,
+//! `sha256_hex(prev_hash + "\n" + canonical_json(row without hash))`. The first record's
+//! `prev_hash` is 64 zeros. The append reads the head and writes the row and the new head in
+//! one transaction. `audit_head` keeps the last seq and hash, so deleting the newest rows is
+//! detected as well as editing or deleting any row, shape or proof in the middle.
+//! [`Store::verify_audit`] names the first broken record.
 //! Someone who rewrites the file offline (delete a row, re-hash the rest) produces a chain that
 //! verifies; an anchor kept outside the database — [`Store::audit_head`] at some time,
 //! `<seq>:<hash>` — catches that: [`Store::verify_audit_anchored`] proves the log still holds
@@ -79,6 +88,8 @@
 mod approvals;
 mod audit;
 mod audit_anchor;
+mod audit_legacy;
+mod audit_storage;
 mod confirmations;
 mod error;
 mod executions;
@@ -87,9 +98,11 @@ mod memory;
 mod migrations;
 mod open;
 mod replay;
+mod retention;
 mod rows;
 mod sessions;
 mod settings;
+mod stats;
 mod watchers;
 mod wire;
 mod writer;
@@ -116,12 +129,14 @@ pub use lock::Holder;
 pub use memory::{MemoryHit, MemoryRecord, NewMemory};
 pub use migrations::SCHEMA_VERSION;
 pub use replay::{
-    FinalResult, IdentityKey, PruneReport, RequestCheck, RequestEntry, Retention, Scope,
+    FinalResult, IdentityKey, PRUNE_BATCH, PruneReport, RequestCheck, RequestEntry, Retention,
+    Scope,
 };
 pub use sessions::{
     MIN_SESSIONS_RETAINED, NewPhoneSession, PhoneSession, SessionFilter, SessionStatus,
 };
 pub use settings::Setting;
+pub use stats::{AuditStats, ResultStats, StoreStats, TableStats};
 pub use watchers::{NewWatcher, WatcherRecord, WatcherSelector, WatcherState};
 pub use wire::{Autonomy, risk_serde};
 pub use writer::WriterStats;
@@ -147,6 +162,9 @@ pub struct Store {
     conn: Mutex<Connection>,
     /// `None` for a read-only store.
     writer: Option<writer::Writer>,
+    /// Bumped after every committed change to the standing approvals, so a reader may cache
+    /// them ([`Store::approvals_generation`]).
+    approvals_generation: std::sync::atomic::AtomicU64,
     lock: Option<lock::DirLock>,
     data_dir: PathBuf,
 }
@@ -186,6 +204,7 @@ impl Store {
         reader
             .pragma_update(None, "query_only", true)
             .ctx("store.configure", "query_only")?;
+        reader.set_prepared_statement_cache_capacity(64);
         let writer = writer::Writer::start(conn).map_err(|source| StoreError::Io {
             op: "starting the store's writer thread",
             path: db.clone(),
@@ -194,6 +213,7 @@ impl Store {
         Ok(Store {
             conn: Mutex::new(reader),
             writer: Some(writer),
+            approvals_generation: Default::default(),
             lock: Some(dir_lock),
             data_dir,
         })
@@ -226,6 +246,7 @@ impl Store {
         Ok(Store {
             conn: Mutex::new(conn),
             writer: None,
+            approvals_generation: Default::default(),
             lock: None,
             data_dir,
         })
@@ -295,6 +316,20 @@ impl Store {
         f: impl FnOnce(&Connection) -> Result<T> + Send + 'static,
     ) -> Result<T> {
         self.writer(op, id)?.run_async(op, id, f).await
+    }
+
+    /// A number that changes whenever this store commits a change to the standing approvals:
+    /// a cache of them (the bridge reads them for every call) is current while it is equal.
+    /// Only this process writes the database (the directory lock), so nothing else changes
+    /// them behind its back.
+    pub fn approvals_generation(&self) -> u64 {
+        self.approvals_generation
+            .load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    pub(crate) fn approvals_changed(&self) {
+        self.approvals_generation
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
     }
 
     /// How the writer has grouped writes so far (zero for a read-only store).

@@ -226,10 +226,58 @@ CREATE TABLE store_meta (
 );
 "#,
     },
+    Migration {
+        version: 6,
+        name: "compact_audit_replay_tombstones",
+        // Audit records from now on go to the compact tables (`audit_storage.rs`): shapes and
+        // proofs interned, digests as bytes, `prev_hash` implied. `audit_log` keeps the
+        // records written before, unchanged (form-1 hashes), and receives no new rows.
+        // `final_tombstones`: what is left of a stored result pruned by retention, so a keyed
+        // retry of that request is answered, never run again (`replay.rs`).
+        sql: r#"
+CREATE TABLE audit_shapes (
+    id    INTEGER PRIMARY KEY,
+    shape TEXT NOT NULL
+) STRICT;
+
+CREATE TABLE audit_proofs (
+    digest BLOB PRIMARY KEY,
+    proof  TEXT NOT NULL
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE audit_records (
+    seq              INTEGER PRIMARY KEY,
+    shape            INTEGER NOT NULL REFERENCES audit_shapes (id),
+    at_ms            INTEGER NOT NULL,
+    request_id       ANY NOT NULL,
+    phone_session_id ANY,
+    idempotency_key  TEXT,
+    audit_id         TEXT,
+    confirmation_id  TEXT,
+    duration_ms      INTEGER,
+    params_hash      BLOB,
+    result_digest    BLOB,
+    proof            BLOB REFERENCES audit_proofs (digest),
+    proof_digest     BLOB,
+    hash             BLOB NOT NULL
+) STRICT;
+CREATE INDEX audit_records_request ON audit_records (request_id);
+CREATE INDEX audit_records_audit_id ON audit_records (audit_id) WHERE audit_id IS NOT NULL;
+
+CREATE TABLE final_tombstones (
+    identity       BLOB PRIMARY KEY,
+    request_id     TEXT NOT NULL,
+    status         TEXT,
+    error_code     TEXT,
+    recorded_at_ms INTEGER NOT NULL,
+    pruned_at_ms   INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+"#,
+    },
 ];
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// Reads `PRAGMA user_version`.
 pub(crate) fn current_version(conn: &Connection) -> Result<i64> {

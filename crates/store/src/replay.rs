@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use crate::Store;
 use crate::error::{Result, SqlContext, StoreError};
-use crate::wire::{col, is_hex64, parse_json, sql_limit, to_json};
+use crate::wire::{col, is_hex64, parse_json, to_json};
 
 /// The runtime session of a request that has none.
 pub const GLOBAL_SESSION: &str = "global";
@@ -162,41 +162,8 @@ pub enum RequestCheck {
     Conflict(RequestEntry),
 }
 
-/// Retention of replay data: rows younger than `min_age_ms` and the `keep_at_least` most
-/// recent rows are always kept.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Retention {
-    pub min_age_ms: i64,
-    pub keep_at_least: usize,
-}
-
-impl Default for Retention {
-    /// §10.3: at least 24 hours and at least the 128 most recent entries.
-    fn default() -> Retention {
-        Retention {
-            min_age_ms: 24 * 60 * 60 * 1000,
-            keep_at_least: 128,
-        }
-    }
-}
-
-impl Retention {
-    /// Never below the §10.3 minimum.
-    fn floor(self) -> Retention {
-        let min = Retention::default();
-        Retention {
-            min_age_ms: self.min_age_ms.max(min.min_age_ms),
-            keep_at_least: self.keep_at_least.max(min.keep_at_least),
-        }
-    }
-}
-
-/// What a prune removed.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct PruneReport {
-    pub final_results: usize,
-    pub request_ids: usize,
-}
+/// Retention lives in `retention.rs`; re-exported here, where replay data is defined.
+pub use crate::retention::{PRUNE_BATCH, PruneReport, Retention};
 
 fn final_from_row(row: &Row<'_>) -> Result<FinalResult> {
     const OP: &str = "final_results.read";
@@ -241,7 +208,8 @@ pub(crate) fn find_final_in(
         .ctx(OP, &identity.describe())?;
     match rows.next().ctx(OP, &identity.describe())? {
         Some(row) => Ok(Some(final_from_row(row)?)),
-        None => Ok(None),
+        // A result pruned by retention answers through its tombstone: never run again.
+        None => crate::retention::find_tombstone_in(conn, identity),
     }
 }
 
@@ -309,15 +277,6 @@ fn find_request_in(
     .transpose()
 }
 
-fn prune_table(conn: &Connection, table: &'static str, cutoff: i64, keep: i64) -> Result<usize> {
-    let sql = format!(
-        "DELETE FROM {table} WHERE recorded_at_ms < ?1 AND rowid NOT IN \
-         (SELECT rowid FROM {table} ORDER BY recorded_at_ms DESC, rowid DESC LIMIT ?2)"
-    );
-    conn.execute(&sql, params![cutoff, keep])
-        .ctx("replay.prune", table)
-}
-
 impl Store {
     /// Records the final result of a mutating request under its identity key (§10.3). The first
     /// final result recorded under a key wins; later calls return the stored one unchanged.
@@ -334,7 +293,9 @@ impl Store {
         })
     }
 
-    /// The final result recorded under the key, if any (step 3, replay).
+    /// The final result recorded under the key, if any (step 3, replay). For a result pruned
+    /// by retention this is its tombstone's answer (`execution_result_unknown`, see
+    /// `retention.rs`), so a retry is answered rather than run again.
     pub fn find_final(&self, identity: &IdentityKey) -> Result<Option<FinalResult>> {
         find_final_in(&self.conn(), identity)
     }
@@ -371,21 +332,6 @@ impl Store {
     /// The request-id index entry, if any.
     pub fn find_request(&self, scope: &Scope, request_id: &str) -> Result<Option<RequestEntry>> {
         find_request_in(&self.conn(), scope, request_id)
-    }
-
-    /// Drops replay data older than the retention window beyond the most recent entries, in
-    /// both the final results and the request-id index. The policy is never weaker than
-    /// [`Retention::default`] (24 h, 128 entries).
-    pub fn prune_replay(&self, now_ms: i64, retention: Retention) -> Result<PruneReport> {
-        let retention = retention.floor();
-        let cutoff = now_ms.saturating_sub(retention.min_age_ms);
-        let keep = sql_limit(retention.keep_at_least);
-        self.write("replay.prune", "", move |tx| {
-            Ok(PruneReport {
-                final_results: prune_table(tx, "final_results", cutoff, keep)?,
-                request_ids: prune_table(tx, "request_ids", cutoff, keep)?,
-            })
-        })
     }
 
     /// How many final results are stored (diagnostics, tests).

@@ -12,7 +12,7 @@ pub(crate) fn collect<T>(
     args: impl rusqlite::Params,
     from_row: impl Fn(&Row<'_>) -> Result<T>,
 ) -> Result<Vec<T>> {
-    let mut stmt = conn.prepare(sql).ctx(op, "")?;
+    let mut stmt = conn.prepare_cached(sql).ctx(op, "")?;
     let mut rows = stmt.query(args).ctx(op, "")?;
     let mut out = Vec::new();
     while let Some(row) = rows.next().ctx(op, "")? {

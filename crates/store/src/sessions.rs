@@ -63,7 +63,7 @@ fn from_row(row: &Row<'_>) -> Result<PhoneSession> {
 
 fn get_in(conn: &rusqlite::Connection, id: &str) -> Result<Option<PhoneSession>> {
     let sql = format!("SELECT {COLUMNS} FROM phone_sessions WHERE phone_session_id = ?1");
-    let mut stmt = conn.prepare(&sql).ctx("phone_sessions.get", id)?;
+    let mut stmt = conn.prepare_cached(&sql).ctx("phone_sessions.get", id)?;
     let mut rows = stmt.query([id]).ctx("phone_sessions.get", id)?;
     match rows.next().ctx("phone_sessions.get", id)? {
         Some(row) => Ok(Some(from_row(row)?)),
@@ -207,7 +207,7 @@ impl Store {
              ORDER BY created_at_ms DESC, rowid DESC LIMIT ?3"
         );
         let conn = self.conn();
-        let mut stmt = conn.prepare(&sql).ctx(OP, "")?;
+        let mut stmt = conn.prepare_cached(&sql).ctx(OP, "")?;
         let mut rows = stmt
             .query(params![
                 filter.runtime,

@@ -96,6 +96,8 @@ pub(crate) struct Writer {
 impl Writer {
     /// Starts the writer thread on `conn` (migrated and configured).
     pub(crate) fn start(conn: Connection) -> std::io::Result<Writer> {
+        // Room for every statement the writes use, prepared once.
+        conn.set_prepared_statement_cache_capacity(64);
         let (queue, jobs) = mpsc::channel::<Job>();
         let counters = Arc::new(Counters::default());
         let counting = Arc::clone(&counters);
@@ -220,32 +222,25 @@ fn serve(conn: Connection, jobs: &mpsc::Receiver<Job>, counters: &Counters) {
                 Err(_) => break,
             }
         }
-        let committed = commit_batch(&conn, batch);
-        if committed > 0 {
-            counters.batches.fetch_add(1, Ordering::Relaxed);
-            counters.writes.fetch_add(committed, Ordering::Relaxed);
-            counters
-                .largest_batch
-                .fetch_max(committed, Ordering::Relaxed);
-        }
+        commit_batch(&conn, batch, counters);
     }
     // The queue is closed: closing the connection checkpoints the WAL.
     drop(conn);
 }
 
-/// Runs one batch in one transaction and hands every outcome over once its fate is known.
-/// Returns how many writes it committed.
-fn commit_batch(conn: &Connection, batch: Vec<Job>) -> u64 {
-    if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
+/// Runs one batch in one transaction and hands every outcome over once its fate is known
+/// (after counting it, so a caller that has its outcome sees the counts include it).
+fn commit_batch(conn: &Connection, batch: Vec<Job>, counters: &Counters) {
+    if let Err(e) = step(conn, "BEGIN IMMEDIATE") {
         let detail = format!("could not begin a transaction: {e}");
         for job in batch {
             fail_unrun(job, &detail);
         }
-        return 0;
+        return;
     }
     let mut ran: Vec<Deliver> = Vec::with_capacity(batch.len());
     for job in batch {
-        if let Err(e) = conn.execute_batch("SAVEPOINT job") {
+        if let Err(e) = step(conn, "SAVEPOINT job") {
             let detail = format!("could not open a savepoint: {e}");
             fail_unrun(job, &detail);
             continue;
@@ -254,7 +249,7 @@ fn commit_batch(conn: &Connection, batch: Vec<Job>) -> u64 {
             Ok(Ran {
                 keep: true,
                 deliver,
-            }) => match conn.execute_batch("RELEASE job") {
+            }) => match step(conn, "RELEASE job") {
                 Ok(()) => ran.push(deliver),
                 Err(e) => {
                     undo_savepoint(conn);
@@ -273,13 +268,19 @@ fn commit_batch(conn: &Connection, batch: Vec<Job>) -> u64 {
             Err(_panic) => undo_savepoint(conn),
         }
     }
-    match conn.execute_batch("COMMIT") {
+    match step(conn, "COMMIT") {
         Ok(()) => {
             let committed = u64::try_from(ran.len()).unwrap_or(u64::MAX);
+            if committed > 0 {
+                counters.batches.fetch_add(1, Ordering::Relaxed);
+                counters.writes.fetch_add(committed, Ordering::Relaxed);
+                counters
+                    .largest_batch
+                    .fetch_max(committed, Ordering::Relaxed);
+            }
             for deliver in ran {
                 deliver(None);
             }
-            committed
         }
         Err(e) => {
             let _ = conn.execute_batch("ROLLBACK");
@@ -287,7 +288,6 @@ fn commit_batch(conn: &Connection, batch: Vec<Job>) -> u64 {
             for deliver in ran {
                 deliver(Some(&detail));
             }
-            0
         }
     }
 }
@@ -295,7 +295,13 @@ fn commit_batch(conn: &Connection, batch: Vec<Job>) -> u64 {
 /// Rolls back to and releases the current savepoint. If even that fails the connection is in
 /// an unknown state, and the whole transaction is rolled back at `COMMIT` failing.
 fn undo_savepoint(conn: &Connection) {
-    let _ = conn.execute_batch("ROLLBACK TO job; RELEASE job");
+    let _ = step(conn, "ROLLBACK TO job").and_then(|()| step(conn, "RELEASE job"));
+}
+
+/// Runs one transaction-control statement, prepared once per connection (these run several
+/// times per batch; parsing them each time showed in profiles).
+fn step(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([]).map(|_| ())
 }
 
 /// Hands `job` a failure without running it.

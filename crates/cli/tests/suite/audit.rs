@@ -47,7 +47,7 @@ async fn verify_passes_then_names_the_tampered_record() {
 
     let conn = rusqlite::Connection::open(dir.path().join("openphone.db")).unwrap();
     conn.execute(
-        "UPDATE audit_log SET status = 'ok', request_id = 'forged' WHERE seq = 4",
+        "UPDATE audit_records SET request_id = 'forged' WHERE seq = 4",
         [],
     )
     .unwrap();
@@ -130,9 +130,9 @@ async fn an_offline_rewrite_passes_verify_but_fails_the_anchor() {
     // with the documented formula, straight in the database file.
     let db = dir.path().join("openphone.db");
     let conn = rusqlite::Connection::open(&db).unwrap();
-    conn.execute("DELETE FROM audit_log WHERE seq = 3", [])
+    conn.execute("DELETE FROM audit_records WHERE seq = 3", [])
         .unwrap();
-    conn.execute("UPDATE audit_log SET seq = seq - 1 WHERE seq > 3", [])
+    conn.execute("UPDATE audit_records SET seq = seq - 1 WHERE seq > 3", [])
         .unwrap();
     drop(conn);
     rehash(&db);
@@ -203,9 +203,10 @@ async fn an_offline_rewrite_passes_verify_but_fails_the_anchor() {
     assert!(err.contains("<seq>:<hash>"), "{err}");
 }
 
-/// Recomputes every record's hash and the head in place, as `runtime-protocol.md` §15 and the
-/// store's crate docs define it: `sha256_hex(prev_hash + "\n" + canonical_json(record without
-/// hash))`.
+/// Recomputes every record's hash and the head in place, as the store's crate docs define it
+/// (form 2): `sha256_hex(prev_hash + "\n" + seq + "\n" + sha256_hex(canonical_json(body)))`,
+/// the body being the record without `seq`, `prev_hash`, `hash` and `policy_proof`, plus
+/// `policy_proof_sha256`.
 fn rehash(db: &std::path::Path) {
     let records: Vec<openphone_store::AuditRecord> = {
         let store = Store::open_read_only(db.parent().unwrap()).unwrap();
@@ -214,15 +215,18 @@ fn rehash(db: &std::path::Path) {
     let conn = rusqlite::Connection::open(db).unwrap();
     let mut prev = openphone_store::GENESIS_HASH.to_owned();
     for record in records {
-        let mut value = serde_json::to_value(&record).unwrap();
-        let object = value.as_object_mut().unwrap();
-        object.remove("hash");
-        object.insert("prev_hash".into(), Value::String(prev.clone()));
-        let text = openphone_protocol::canonical_json(&value).unwrap();
-        let hash = openphone_protocol::digest::sha256_hex(&format!("{prev}\n{text}"));
+        let sha = openphone_protocol::digest::sha256_hex;
+        let mut body = serde_json::to_value(&record.entry).unwrap();
+        let object = body.as_object_mut().unwrap();
+        let proof = object.remove("policy_proof").unwrap();
+        let proof_sha =
+            (!proof.is_null()).then(|| sha(&openphone_protocol::canonical_json(&proof).unwrap()));
+        object.insert("policy_proof_sha256".into(), proof_sha.into());
+        let body = sha(&openphone_protocol::canonical_json(&body).unwrap());
+        let hash = sha(&format!("{prev}\n{}\n{body}", record.seq));
         conn.execute(
-            "UPDATE audit_log SET prev_hash = ?1, hash = ?2 WHERE seq = ?3",
-            rusqlite::params![prev, hash, record.seq],
+            &format!("UPDATE audit_records SET hash = x'{hash}' WHERE seq = ?1"),
+            [record.seq],
         )
         .unwrap();
         prev = hash;

@@ -99,7 +99,11 @@ async fn a_direct_mutation_killed_before_its_result_is_recorded_is_not_run_twice
     assert_eq!(saved(&conn), 1, "run exactly once");
     // The first run was audited before it ran (an attempt with no outcome yet), then settled.
     let mut stmt = conn
-        .prepare("SELECT status, error_code FROM audit_log WHERE idempotency_key = ?1 ORDER BY seq")
+        .prepare(
+            "SELECT json_extract(s.shape, '$.status'), json_extract(s.shape, '$.error_code') \
+             FROM audit_records r JOIN audit_shapes s ON s.id = r.shape \
+             WHERE r.idempotency_key = ?1 ORDER BY r.seq",
+        )
         .unwrap();
     let trail: Vec<(Option<String>, Option<String>)> = stmt
         .query_map([KEY], |r| Ok((r.get(0)?, r.get(1)?)))

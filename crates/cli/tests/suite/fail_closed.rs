@@ -174,7 +174,7 @@ async fn reads_fail_with_audit_unavailable_when_the_store_cannot_be_written() {
     assert_eq!(answered["result"]["status"], "ok", "{answered}");
     let records: i64 = blocker
         .query_row(
-            "SELECT COUNT(*) FROM audit_log WHERE request_id = 'read-2'",
+            "SELECT COUNT(*) FROM audit_records WHERE request_id = 'read-2'",
             [],
             |r| r.get(0),
         )

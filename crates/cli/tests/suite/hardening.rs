@@ -32,7 +32,8 @@ fn set_mode(path: &Path, mode: u32) {
 fn serve_logged(data: &Path, config: &str, log: &Path) -> Serve {
     let child = openphone()
         .args(["serve", "--listen", "127.0.0.1:0", "--log-format", "human"])
-        .args(["--config", config, "--data-dir"])
+        // The access line carries runtime-supplied text too (request ids): logged here.
+        .args(["--access-log", "--config", config, "--data-dir"])
         .arg(data)
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(log).unwrap())

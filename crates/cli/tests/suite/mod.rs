@@ -1,4 +1,6 @@
+mod access_log;
 mod audit;
+mod bench;
 mod client;
 mod crash_safety;
 mod current_policy;
@@ -13,4 +15,5 @@ mod mcp_clients;
 mod mcp_harness;
 mod protocol;
 mod readme;
+mod store;
 mod support;

@@ -8,7 +8,7 @@ use openphone_policy::{Caller, Decision, Requirement};
 use openphone_protocol::{Command, ErrorCode, ToolResult, ToolStatus, params_hash};
 use openphone_store as store;
 use openphone_store::{ConfirmationRecord, StoreError};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::ToolBridge;
 use super::confirm::StoredRequest;
@@ -28,6 +28,8 @@ pub(super) struct Attempt<'a> {
     command: Option<&'a Command>,
     /// Known once step 2 ran.
     decision: Option<&'a Decision>,
+    /// The params' digest (64 hex), known once step 1 passed (computed once, reused here).
+    params_digest: Option<&'a str>,
 }
 
 impl<'a> Attempt<'a> {
@@ -45,17 +47,25 @@ impl<'a> Attempt<'a> {
             started,
             command: None,
             decision: None,
+            params_digest: None,
         }
     }
 
-    /// The same request, validated as `command` and decided as `decision`.
-    pub(super) fn decided<'b>(&self, command: &'b Command, decision: &'b Decision) -> Attempt<'b>
+    /// The same request, validated as `command` (its params digest `params_digest`) and
+    /// decided as `decision`.
+    pub(super) fn decided<'b>(
+        &self,
+        command: &'b Command,
+        params_digest: &'b str,
+        decision: &'b Decision,
+    ) -> Attempt<'b>
     where
         'a: 'b,
     {
         Attempt {
             command: Some(command),
             decision: Some(decision),
+            params_digest: Some(params_digest),
             ..*self
         }
     }
@@ -183,6 +193,13 @@ impl<'a> Attempt<'a> {
                 }),
             ),
         };
+        let (policy_proof, proof_digest) = match decision {
+            Some(d) => {
+                let (proof, digest) = self.bridge.proof_json(&d.proof);
+                (Some(proof), Some(digest))
+            }
+            None => (None, None),
+        };
         store::AuditEntry {
             audit_id,
             kind: store::AuditKind::ToolRequest,
@@ -198,14 +215,17 @@ impl<'a> Attempt<'a> {
             mutating: command.map(|c| c.mutating),
             autonomy: decision.and_then(|d| store::Autonomy::parse(d.effective_autonomy.as_str())),
             decision: decision.map(|d| policy_decision(&d.requirement)),
-            proof_digest: decision.map(Decision::proof_digest),
-            policy_proof: decision.and_then(|d| serde_json::to_value(&d.proof).ok()),
+            proof_digest,
+            policy_proof,
             confirmation_id,
             confirmation: confirmation_state,
             status: result.map(|r| r.status),
             error_code: result.and_then(|r| r.error.as_ref().map(|e| e.code.as_str().to_owned())),
             duration_ms,
-            params_hash: params_hash(&req.params).ok(),
+            params_hash: match self.params_digest {
+                Some(hex) => Some(format!("sha256:{hex}")),
+                None => params_hash(&req.params).ok(),
+            },
             result_digest: result.and_then(result_digest),
         }
     }
@@ -243,7 +263,39 @@ impl Unaudited {
     }
 }
 
+/// Proofs already turned into JSON, with their digests: the same few proofs recur on every
+/// call (a runtime's reads, its confirmed writes…), and serialising, canonicalising and
+/// hashing one for every audit record showed in profiles. Cleared when full.
+#[derive(Default)]
+pub(super) struct ProofCache {
+    by_proof:
+        std::collections::HashMap<Vec<openphone_policy::Verdict>, (serde_json::Value, String)>,
+}
+
+/// Most distinct proofs kept.
+const PROOF_CACHE_LIMIT: usize = 512;
+
 impl ToolBridge {
+    /// A proof as the audit stores it (JSON) and its digest (`Decision::proof_digest`).
+    pub(super) fn proof_json(
+        &self,
+        proof: &[openphone_policy::Verdict],
+    ) -> (serde_json::Value, String) {
+        if let Some(found) = crate::locks::lock(&self.proofs).by_proof.get(proof) {
+            return found.clone();
+        }
+        let value = serde_json::to_value(proof).unwrap_or(serde_json::Value::Null);
+        let digest = openphone_policy::proof_digest(proof);
+        let mut cache = crate::locks::lock(&self.proofs);
+        if cache.by_proof.len() >= PROOF_CACHE_LIMIT {
+            cache.by_proof.clear();
+        }
+        cache
+            .by_proof
+            .insert(proof.to_vec(), (value.clone(), digest.clone()));
+        (value, digest)
+    }
+
     /// Records a confirmation's move to `state` (with its final `result`, once there is one).
     pub(super) fn audit_transition(
         &self,
@@ -365,5 +417,5 @@ fn result_digest(result: &ToolResult) -> Option<String> {
     if result.result.is_empty() {
         return None;
     }
-    openphone_protocol::value_hash(&Value::Object(result.result.clone())).ok()
+    openphone_protocol::object_hash(&result.result).ok()
 }

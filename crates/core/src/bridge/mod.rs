@@ -98,6 +98,17 @@ pub struct ToolBridge {
     identity_locks: IdentityLocks,
     /// Serialises expiry, so a confirmation is timed out (and announced) once.
     expiry: tokio::sync::Mutex<()>,
+    /// The standing approvals last read from the store, by runtime.
+    approvals: Mutex<ApprovalCache>,
+    /// Proofs already serialised for the audit (`audit.rs`).
+    proofs: Mutex<audit::ProofCache>,
+}
+
+/// Standing approvals as of one `Store::approvals_generation`.
+#[derive(Default)]
+struct ApprovalCache {
+    generation: u64,
+    by_runtime: HashMap<String, Arc<Vec<store::StandingApproval>>>,
 }
 
 impl std::fmt::Debug for ToolBridge {
@@ -127,6 +138,8 @@ impl ToolBridge {
             tasks: Mutex::default(),
             identity_locks: IdentityLocks::default(),
             expiry: tokio::sync::Mutex::new(()),
+            approvals: Mutex::default(),
+            proofs: Mutex::default(),
         }
     }
 
@@ -205,7 +218,7 @@ impl ToolBridge {
         // Step 2 — decide.
         let session_autonomy = self.session_autonomy(caller, req.phone_session_id.as_deref());
         let decision = self.decide(caller, command, &req, session_autonomy, &context);
-        let attempt = attempt.decided(command, &decision);
+        let attempt = attempt.decided(command, &params_digest, &decision);
         if let Requirement::Deny {
             code,
             policy_detail,
@@ -415,28 +428,49 @@ impl ToolBridge {
         }
     }
 
+    /// The runtime's standing approvals active now (policy layer 7). Read from the store once
+    /// per change of the approvals (`Store::approvals_generation`), not for every call.
     fn standing_approvals(&self, runtime: &str) -> Vec<StandingApproval> {
         let now = self.now_ms();
-        let rows = match self.store.list_approvals(Some(runtime)) {
-            Ok(rows) => rows
-                .into_iter()
-                .filter(|r| r.is_active(now))
-                .collect::<Vec<_>>(),
-            Err(e) => {
-                tracing::error!(error = %e, "reading standing approvals");
-                return Vec::new();
+        let generation = self.store.approvals_generation();
+        let cached = {
+            let cache = crate::locks::lock(&self.approvals);
+            (cache.generation == generation)
+                .then(|| cache.by_runtime.get(runtime).cloned())
+                .flatten()
+        };
+        let rows = match cached {
+            Some(rows) => rows,
+            None => {
+                let rows = match self.store.list_approvals(Some(runtime)) {
+                    Ok(rows) => Arc::new(rows),
+                    Err(e) => {
+                        tracing::error!(error = %e, "reading standing approvals");
+                        return Vec::new();
+                    }
+                };
+                let mut cache = crate::locks::lock(&self.approvals);
+                if cache.generation != generation {
+                    cache.by_runtime.clear();
+                    cache.generation = generation;
+                }
+                cache
+                    .by_runtime
+                    .insert(runtime.to_owned(), Arc::clone(&rows));
+                rows
             }
         };
-        rows.into_iter()
+        rows.iter()
+            .filter(|r| r.is_active(now))
             .filter_map(|row| {
                 let tool = ToolSelector::parse(&row.tool).ok()?;
-                let constraints = match row.constraints {
-                    Value::Object(map) => map.into_iter().collect(),
+                let constraints = match &row.constraints {
+                    Value::Object(map) => map.clone().into_iter().collect(),
                     _ => Default::default(),
                 };
                 Some(StandingApproval {
                     id: row.approval_id.to_string(),
-                    runtime: row.runtime,
+                    runtime: row.runtime.clone(),
                     tool,
                     constraints,
                     expires_at_ms: row.expires_at_ms.and_then(|t| u64::try_from(t).ok()),
@@ -499,7 +533,10 @@ impl ToolBridge {
     }
 
     fn publish_result(&self, caller: &Caller, result: &ToolResult) {
-        self.publish(&Event::ToolResult(result.clone()), &caller.runtime);
+        // Every call publishes its result; building the event is skipped when no one listens.
+        if self.events.has_subscribers() {
+            self.publish(&Event::ToolResult(result.clone()), &caller.runtime);
+        }
     }
 
     fn touch_session(

@@ -89,7 +89,7 @@ async fn tampering_with_one_row_breaks_verification_at_that_row() {
     let conn = rusqlite::Connection::open(&db).unwrap();
     let changed = conn
         .execute(
-            "UPDATE audit_log SET tool = 'openphone.share.text' WHERE seq = 3",
+            "UPDATE audit_records SET request_id = 't9' WHERE seq = 3",
             [],
         )
         .unwrap();

@@ -187,8 +187,9 @@ async fn an_approval_runs_nothing_when_its_audit_record_cannot_be_written() {
     let id = confirmation_id(&parked);
     raw(&h)
         .execute_batch(
-            "CREATE TRIGGER refuse_approved BEFORE INSERT ON audit_log \
-             WHEN NEW.confirmation = 'approved' \
+            "CREATE TRIGGER refuse_approved BEFORE INSERT ON audit_records \
+             WHEN (SELECT json_extract(shape, '$.confirmation') FROM audit_shapes \
+                   WHERE id = NEW.shape) = 'approved' \
              BEGIN SELECT RAISE(ABORT, 'no space left (test)'); END;",
         )
         .unwrap();
@@ -219,8 +220,9 @@ async fn an_approved_outcome_is_withheld_when_its_audit_record_cannot_be_written
     let id = confirmation_id(&parked);
     raw(&h)
         .execute_batch(
-            "CREATE TRIGGER refuse_completed BEFORE INSERT ON audit_log \
-             WHEN NEW.confirmation = 'completed' \
+            "CREATE TRIGGER refuse_completed BEFORE INSERT ON audit_records \
+             WHEN (SELECT json_extract(shape, '$.confirmation') FROM audit_shapes \
+                   WHERE id = NEW.shape) = 'completed' \
              BEGIN SELECT RAISE(ABORT, 'no space left (test)'); END;",
         )
         .unwrap();

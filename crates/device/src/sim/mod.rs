@@ -212,8 +212,18 @@ impl SimPhone {
             };
             return handler(&mut exec, params_view).map(|o| o.result);
         }
+        // The copy leaves out the action log (no handler reads it, and copying up to
+        // ACTION_LOG_LIMIT records for every state change dominated the cost of a mutation).
+        let log = std::mem::take(&mut guard.action_log);
         let mut work = guard.clone();
-        let outcome = handler(&mut Exec { st: &mut work, now }, params_view)?;
+        let outcome = match handler(&mut Exec { st: &mut work, now }, params_view) {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                guard.action_log = log;
+                return Err(e);
+            }
+        };
+        work.action_log = log;
         let seq = work.action_log.last().map_or(1, |r| r.seq + 1);
         work.action_log.push(ActionRecord {
             seq,

@@ -3,6 +3,7 @@ mod catalogue;
 mod scenario;
 mod screenshot;
 mod state;
+mod status;
 mod support;
 mod tasks;
 mod ui;

@@ -111,6 +111,11 @@ impl Case {
     pub fn decide(&self) -> Decision {
         decide(&self.input())
     }
+
+    /// The digest of this case's inputs.
+    pub fn inputs_digest(&self) -> String {
+        openphone_policy::inputs_digest(&self.input())
+    }
 }
 
 /// A standing approval for `hermes`, enabled, no constraints, no expiry, interactive only.

@@ -3,11 +3,11 @@
 use openphone_protocol::digest::sha256_hex;
 use openphone_protocol::{Risk, ToolStatus, canonical_json};
 use openphone_store::{
-    AuditConfirmation, AuditEntry, AuditKind, AuditProblem, Autonomy, Caller, GENESIS_HASH,
-    PolicyDecision, Store, StoreError,
+    AuditConfirmation, AuditEntry, AuditKind, AuditProblem, AuditRecord, Autonomy, BrokenRecord,
+    Caller, GENESIS_HASH, PolicyDecision, Store, StoreError,
 };
 use pretty_assertions::assert_eq;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::support::{T0, data_dir, digest, open, temp};
 
@@ -55,8 +55,32 @@ fn fill(store: &Store, n: i64) {
     }
 }
 
+/// A hand-made connection to the database file, as someone editing it would open one: foreign
+/// keys off (this build of SQLite turns them on by default).
 fn raw(dir: &tempfile::TempDir) -> rusqlite::Connection {
-    rusqlite::Connection::open(data_dir(dir).join("openphone.db")).unwrap()
+    let conn = rusqlite::Connection::open(data_dir(dir).join("openphone.db")).unwrap();
+    conn.pragma_update(None, "foreign_keys", false).unwrap();
+    conn
+}
+
+/// The form-2 hash, computed from the record as exported (what an outside verifier does):
+/// `sha256_hex(prev_hash + "\n" + seq + "\n" + sha256_hex(canonical_json(body)))`, the body
+/// being the record without `seq`, `prev_hash`, `hash` and `policy_proof`, plus
+/// `policy_proof_sha256`.
+pub fn documented_hash(record: &AuditRecord) -> String {
+    let mut body = serde_json::to_value(&record.entry).unwrap();
+    let object = body.as_object_mut().unwrap();
+    let proof = object.remove("policy_proof").unwrap();
+    let proof_sha = match proof {
+        Value::Null => Value::Null,
+        proof => Value::String(sha256_hex(&canonical_json(&proof).unwrap())),
+    };
+    object.insert("policy_proof_sha256".to_owned(), proof_sha);
+    let body_digest = sha256_hex(&canonical_json(&body).unwrap());
+    sha256_hex(&format!(
+        "{}\n{}\n{body_digest}",
+        record.prev_hash, record.seq
+    ))
 }
 
 #[test]
@@ -67,20 +91,14 @@ fn append_links_records_with_the_documented_hash() {
     assert_eq!(first.seq, 1);
     assert_eq!(first.prev_hash, GENESIS_HASH);
     assert_eq!(first.entry, entry(1));
-    // hash = sha256_hex(prev_hash + "\n" + canonical_json(row without hash))
-    let mut body = serde_json::to_value(&first).unwrap();
-    body.as_object_mut().unwrap().remove("hash");
-    let expected = sha256_hex(&format!(
-        "{GENESIS_HASH}\n{}",
-        canonical_json(&body).unwrap()
-    ));
-    assert_eq!(first.hash, expected);
+    assert_eq!(first.hash, documented_hash(&first));
 
     let second = store.append_audit(&entry(2)).unwrap();
     assert_eq!(
         (second.seq, second.prev_hash.as_str()),
         (2, first.hash.as_str())
     );
+    assert_eq!(second.hash, documented_hash(&second));
 
     // Minimal entry (validation failure before decide): mostly None.
     let minimal = AuditEntry {
@@ -93,6 +111,7 @@ fn append_links_records_with_the_documented_hash() {
     };
     let third = store.append_audit(&minimal).unwrap();
     assert_eq!(third.entry, minimal);
+    assert_eq!(third.hash, documented_hash(&third));
 
     let report = store.verify_audit().unwrap();
     assert!(report.is_intact(), "{report:?}");
@@ -112,8 +131,101 @@ fn append_links_records_with_the_documented_hash() {
     assert!(store.verify_audit().unwrap().is_intact());
     assert_eq!(
         store.find_audit("runtime:openclaw:req-2").unwrap(),
-        vec![second]
+        vec![second.clone()]
     );
+    // What was returned is what reads back, `prev_hash` included.
+    assert_eq!(
+        store.export_audit(0, 10).unwrap(),
+        vec![first, second, third, fourth]
+    );
+}
+
+#[test]
+fn every_field_form_reads_back_as_written() {
+    let dir = temp();
+    let store = open(&dir);
+    let uuid = "0f8fad5b-d9cb-469f-a165-70867728950e";
+    let proof = json!([{"layer": "autonomy", "kind": "allow", "reason": "read", "n": 1.5}]);
+    let proof_digest = sha256_hex(&canonical_json(&proof).unwrap());
+    let mut variants = Vec::new();
+    // A UUID request id and phone session, the derived audit id, the key = the request id,
+    // the proof digest of the proof itself (bare and prefixed).
+    let mut e = entry(1);
+    e.request_id = uuid.to_owned();
+    e.audit_id = format!("runtime:openclaw:{uuid}");
+    e.idempotency_key = Some(uuid.to_owned());
+    e.phone_session_id = Some(uuid.to_owned());
+    e.policy_proof = Some(proof.clone());
+    e.proof_digest = Some(proof_digest.clone());
+    variants.push(e.clone());
+    e.proof_digest = Some(format!("sha256:{proof_digest}"));
+    variants.push(e.clone());
+    // An upper-case UUID stays text; an audit id that is not derived; no key; bare digests.
+    let mut e = entry(2);
+    e.request_id = uuid.to_uppercase();
+    e.audit_id = "custom-audit-id".to_owned();
+    e.idempotency_key = None;
+    e.params_hash = Some(digest("p"));
+    e.result_digest = Some(format!("sha256:{}", digest("r")));
+    variants.push(e);
+    // A proof digest without a proof, a proof without a digest, an empty request id.
+    let mut e = entry(3);
+    e.policy_proof = None;
+    variants.push(e);
+    let mut e = entry(4);
+    e.proof_digest = None;
+    e.request_id = String::new();
+    e.audit_id = "runtime:openclaw:".to_owned();
+    variants.push(e);
+    // A proof digest that names another proof than the one given: both kept as given.
+    let mut e = entry(5);
+    e.policy_proof = Some(json!({"resolved_by": "operator"}));
+    e.proof_digest = Some(proof_digest);
+    variants.push(e);
+    for v in &variants {
+        let written = store.append_audit(v).unwrap();
+        assert_eq!(&written.entry, v);
+    }
+    let back: Vec<AuditEntry> = store
+        .export_audit(0, 100)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.entry)
+        .collect();
+    assert_eq!(back, variants);
+    assert!(store.verify_audit().unwrap().is_intact());
+    assert_eq!(
+        store
+            .find_audit(&format!("runtime:openclaw:{uuid}"))
+            .unwrap()
+            .len(),
+        2
+    );
+    assert_eq!(store.find_audit("custom-audit-id").unwrap().len(), 1);
+    assert_eq!(store.find_audit("runtime:openclaw:").unwrap().len(), 1);
+    assert_eq!(store.find_audit("runtime:other:req-1").unwrap().len(), 0);
+}
+
+/// A caller that names the digest of a proof it has used before for another proof gets its
+/// record stored as given: the cached proof is trusted only when equal by value.
+#[test]
+fn a_proof_digest_is_trusted_only_for_the_proof_it_was_checked_against() {
+    let dir = temp();
+    let store = open(&dir);
+    let proof = json!([{"layer": "tool_policy", "kind": "allow"}]);
+    let digest_of_proof = sha256_hex(&canonical_json(&proof).unwrap());
+    let mut honest = entry(1);
+    honest.policy_proof = Some(proof);
+    honest.proof_digest = Some(digest_of_proof.clone());
+    store.append_audit(&honest).unwrap();
+    let mut other = entry(2);
+    other.policy_proof = Some(json!([{"layer": "tool_policy", "kind": "deny"}]));
+    other.proof_digest = Some(digest_of_proof);
+    store.append_audit(&other).unwrap();
+    let back = store.export_audit(0, 10).unwrap();
+    assert_eq!(back[0].entry, honest);
+    assert_eq!(back[1].entry, other);
+    assert!(store.verify_audit().unwrap().is_intact());
 }
 
 #[test]
@@ -167,6 +279,11 @@ fn export_pages_and_iterates_as_jsonl() {
     assert_eq!(page.iter().map(|r| r.seq).collect::<Vec<_>>(), [6, 7]);
     let all: Vec<_> = store.audit_iter(0, 2).map(Result::unwrap).collect();
     assert_eq!(all.len(), 7);
+    // Pages link up: each record's prev_hash is the hash of the one before.
+    assert_eq!(all[0].prev_hash, GENESIS_HASH);
+    for pair in all.windows(2) {
+        assert_eq!(pair[1].prev_hash, pair[0].hash);
+    }
     let lines: Vec<String> = all
         .iter()
         .map(|r| serde_json::to_string(r).unwrap())
@@ -184,71 +301,168 @@ fn export_pages_and_iterates_as_jsonl() {
     assert!(reader.verify_audit().unwrap().is_intact());
 }
 
-#[test]
-fn tampering_with_one_row_breaks_the_chain_at_that_row() {
-    let dir = temp();
-    let store = open(&dir);
-    fill(&store, 6);
-    assert!(store.verify_audit().unwrap().is_intact());
-    raw(&dir)
-        .execute("UPDATE audit_log SET status = 'ok' WHERE seq = 4", [])
-        .unwrap();
-    let report = Store::open_read_only(data_dir(&dir))
+/// The first broken record after `sql` ran on the database file, read by a fresh read-only
+/// store (nothing cached).
+fn broken_after(dir: &tempfile::TempDir, sql: &str) -> BrokenRecord {
+    raw(dir).execute_batch(sql).unwrap();
+    let report = Store::open_read_only(data_dir(dir))
         .unwrap()
         .verify_audit()
         .unwrap();
-    let broken = report.first_broken.clone().unwrap();
+    report
+        .first_broken
+        .unwrap_or_else(|| panic!("still intact after {sql}"))
+}
+
+#[test]
+fn editing_a_record_breaks_the_chain_at_that_record() {
+    for sql in [
+        "UPDATE audit_records SET duration_ms = 99 WHERE seq = 4",
+        "UPDATE audit_records SET at_ms = at_ms + 1 WHERE seq = 4",
+        "UPDATE audit_records SET request_id = 'forged' WHERE seq = 4",
+        "UPDATE audit_records SET params_hash = randomblob(32) WHERE seq = 4",
+        "UPDATE audit_records SET confirmation_id = NULL WHERE seq = 4",
+    ] {
+        let dir = temp();
+        let store = open(&dir);
+        fill(&store, 6);
+        assert!(store.verify_audit().unwrap().is_intact());
+        let broken = broken_after(&dir, sql);
+        assert_eq!(broken.seq, 4, "{sql}");
+        assert!(
+            matches!(broken.problem, AuditProblem::HashMismatch { .. }),
+            "{sql}: {broken:?}"
+        );
+        if !sql.contains("request_id") {
+            assert_eq!(broken.audit_id.as_deref(), Some("runtime:openclaw:req-4"));
+            assert!(
+                broken
+                    .to_string()
+                    .contains("record seq 4 (runtime:openclaw:req-4)"),
+                "{broken}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_row_that_contradicts_its_shape_does_not_decode() {
+    for sql in [
+        // The shape says the audit id is derived: a stored one is not part of the record.
+        "UPDATE audit_records SET audit_id = 'runtime:openclaw:req-3' WHERE seq = 3",
+        "UPDATE audit_records SET idempotency_key = NULL WHERE seq = 3",
+        "UPDATE audit_records SET proof_digest = NULL WHERE seq = 3",
+        "UPDATE audit_records SET phone_session_id = x'01' WHERE seq = 3",
+        "UPDATE audit_records SET params_hash = x'00' WHERE seq = 3",
+        "UPDATE audit_records SET hash = x'00' WHERE seq = 3",
+        "UPDATE audit_records SET shape = 12345 WHERE seq = 3",
+    ] {
+        let dir = temp();
+        let store = open(&dir);
+        fill(&store, 4);
+        let broken = broken_after(&dir, sql);
+        assert_eq!(broken.seq, 3, "{sql}");
+        assert!(
+            matches!(broken.problem, AuditProblem::Undecodable { .. }),
+            "{sql}: {broken:?}"
+        );
+    }
+}
+
+#[test]
+fn editing_an_interned_shape_breaks_its_first_record() {
+    let dir = temp();
+    let store = open(&dir);
+    fill(&store, 6);
+    // Records 2, 4, 6 share a shape (tool requests); 1, 3, 5 another.
+    let broken = broken_after(
+        &dir,
+        "UPDATE audit_shapes SET shape = replace(shape, '\"status\":\"needs_confirmation\"',          '\"status\":\"ok\"') WHERE shape LIKE '%\"kind\":\"tool_request\"%'",
+    );
+    assert_eq!(broken.seq, 2);
+    let AuditProblem::Undecodable { detail } = &broken.problem else {
+        panic!("{broken:?}");
+    };
+    assert!(detail.contains("does not match its content"), "{detail}");
+
+    // Pointing a record at a well-formed shape of other content breaks its hash.
+    let dir = temp();
+    let store = open(&dir);
+    fill(&store, 6);
+    let broken = broken_after(
+        &dir,
+        "UPDATE audit_records SET shape = (SELECT shape FROM audit_records WHERE seq = 1)          WHERE seq = 4",
+    );
     assert_eq!(broken.seq, 4);
-    assert_eq!(broken.audit_id.as_deref(), Some("runtime:openclaw:req-4"));
     assert!(
         matches!(broken.problem, AuditProblem::HashMismatch { .. }),
         "{broken:?}"
     );
-    assert_eq!((report.checked, report.last_seq), (4, 3));
-    assert!(
-        broken
-            .to_string()
-            .contains("record seq 4 (runtime:openclaw:req-4)"),
-        "{broken}"
-    );
-}
 
-#[test]
-fn tampering_with_the_proof_json_is_detected() {
+    // A missing shape (foreign keys are off on a hand-made connection).
     let dir = temp();
     let store = open(&dir);
     fill(&store, 3);
-    raw(&dir)
-        .execute("UPDATE audit_log SET policy_proof = '[{\"layer\":\"autonomy\",\"verdict\":\"allow\"}]' WHERE seq = 2", [])
-        .unwrap();
-    let broken = store.verify_audit().unwrap().first_broken.unwrap();
-    assert_eq!(broken.seq, 2);
-    raw(&dir)
-        .execute(
-            "UPDATE audit_log SET policy_proof = 'not json' WHERE seq = 2",
-            [],
-        )
-        .unwrap();
-    let broken = store.verify_audit().unwrap().first_broken.unwrap();
-    assert_eq!(broken.seq, 2);
+    let broken = broken_after(&dir, "DELETE FROM audit_shapes");
+    assert_eq!(broken.seq, 1);
+    assert!(broken.to_string().contains("missing"), "{broken}");
+}
+
+#[test]
+fn editing_an_interned_proof_is_detected() {
+    // Every record of `fill` carries the same proof: an edit breaks the first of them.
+    let dir = temp();
+    let store = open(&dir);
+    fill(&store, 3);
+    let broken = broken_after(
+        &dir,
+        "UPDATE audit_proofs SET proof = '[{\"layer\":\"autonomy\",\"verdict\":\"allow\"}]'",
+    );
+    assert_eq!(broken.seq, 1);
+    assert!(
+        broken.to_string().contains("does not match its digest"),
+        "{broken}"
+    );
+    let broken = broken_after(&dir, "UPDATE audit_proofs SET proof = 'not json'");
+    assert_eq!(broken.seq, 1);
     assert!(
         matches!(broken.problem, AuditProblem::Undecodable { .. }),
+        "{broken:?}"
+    );
+    let broken = broken_after(&dir, "DELETE FROM audit_proofs");
+    assert!(broken.to_string().contains("missing"), "{broken}");
+    // Replacing the proof and its key consistently breaks the records' hashes instead.
+    let dir = temp();
+    let store = open(&dir);
+    fill(&store, 3);
+    let other = json!([{"layer": "autonomy", "verdict": "allow"}]);
+    let other_digest = sha256_hex(&canonical_json(&other).unwrap());
+    let broken = broken_after(
+        &dir,
+        &format!(
+            "INSERT INTO audit_proofs VALUES (x'{other_digest}', '{other}'); \
+             UPDATE audit_records SET proof = x'{other_digest}' WHERE seq = 3"
+        ),
+    );
+    assert_eq!(broken.seq, 3);
+    assert!(
+        matches!(broken.problem, AuditProblem::HashMismatch { .. }),
         "{broken:?}"
     );
 }
 
 #[test]
-fn rewriting_a_row_with_a_fresh_hash_breaks_the_next_link() {
+fn rewriting_a_row_with_a_fresh_hash_breaks_it() {
     let dir = temp();
     let store = open(&dir);
     fill(&store, 5);
-    raw(&dir)
-        .execute(
-            "UPDATE audit_log SET hash = ?1 WHERE seq = 2",
-            [digest("forged")],
-        )
-        .unwrap();
-    let broken = store.verify_audit().unwrap().first_broken.unwrap();
+    let broken = broken_after(
+        &dir,
+        &format!(
+            "UPDATE audit_records SET hash = x'{}' WHERE seq = 2",
+            digest("forged")
+        ),
+    );
     // Row 2's own hash no longer matches its content.
     assert_eq!(broken.seq, 2);
 }
@@ -258,29 +472,26 @@ fn deleting_a_middle_row_is_detected() {
     let dir = temp();
     let store = open(&dir);
     fill(&store, 5);
-    raw(&dir)
-        .execute("DELETE FROM audit_log WHERE seq = 3", [])
-        .unwrap();
-    let broken = store.verify_audit().unwrap().first_broken.unwrap();
+    let broken = broken_after(&dir, "DELETE FROM audit_records WHERE seq = 3");
     assert_eq!(broken.seq, 4);
-    assert_eq!(broken.audit_id.as_deref(), Some("runtime:openclaw:req-4"));
     assert_eq!(broken.problem, AuditProblem::SeqGap { expected: 3 });
 }
 
 #[test]
-fn deleting_and_renumbering_is_detected_by_the_link() {
+fn deleting_and_renumbering_is_detected_by_the_next_hash() {
     let dir = temp();
     let store = open(&dir);
     fill(&store, 5);
-    let conn = raw(&dir);
-    conn.execute("DELETE FROM audit_log WHERE seq = 3", [])
-        .unwrap();
-    conn.execute("UPDATE audit_log SET seq = seq - 1 WHERE seq > 3", [])
-        .unwrap();
-    let broken = store.verify_audit().unwrap().first_broken.unwrap();
+    let broken = broken_after(
+        &dir,
+        "DELETE FROM audit_records WHERE seq = 3; \
+         UPDATE audit_records SET seq = seq - 1 WHERE seq > 3",
+    );
+    // The old record 4, now 3: its hash covers the old record 3's hash and its old seq.
     assert_eq!(broken.seq, 3);
+    assert_eq!(broken.audit_id.as_deref(), Some("runtime:openclaw:req-4"));
     assert!(
-        matches!(broken.problem, AuditProblem::PrevHashMismatch { .. }),
+        matches!(broken.problem, AuditProblem::HashMismatch { .. }),
         "{broken:?}"
     );
 }
@@ -290,11 +501,7 @@ fn deleting_the_newest_rows_is_detected_by_the_head() {
     let dir = temp();
     let store = open(&dir);
     fill(&store, 5);
-    raw(&dir)
-        .execute("DELETE FROM audit_log WHERE seq >= 4", [])
-        .unwrap();
-    let report = store.verify_audit().unwrap();
-    let broken = report.first_broken.unwrap();
+    let broken = broken_after(&dir, "DELETE FROM audit_records WHERE seq >= 4");
     assert_eq!(broken.seq, 5);
     assert_eq!(broken.audit_id, None);
     assert!(

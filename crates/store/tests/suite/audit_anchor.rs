@@ -42,7 +42,7 @@ fn delete_and_rehash(dir: &tempfile::TempDir, seq: i64) {
         .map(|r| r.entry)
         .collect();
     let conn = rusqlite::Connection::open(db).unwrap();
-    conn.execute_batch("DELETE FROM audit_log; DELETE FROM audit_head;")
+    conn.execute_batch("DELETE FROM audit_records; DELETE FROM audit_head;")
         .unwrap();
     drop(conn);
     let store = Store::open(data_dir(dir)).unwrap();
@@ -135,7 +135,7 @@ fn an_anchor_past_a_broken_link_cannot_be_proved() {
     rusqlite::Connection::open(data_dir(&dir).join("openphone.db"))
         .unwrap()
         .execute(
-            "UPDATE audit_log SET request_id = 'forged' WHERE seq = 4",
+            "UPDATE audit_records SET request_id = 'forged' WHERE seq = 4",
             [],
         )
         .unwrap();

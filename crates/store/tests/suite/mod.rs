@@ -1,6 +1,8 @@
 mod approvals_settings;
 mod audit;
 mod audit_anchor;
+mod audit_migration;
+mod audit_size;
 mod confirmations;
 mod executions;
 mod fail_closed;
@@ -9,6 +11,8 @@ mod lock;
 mod memory;
 mod migrations;
 mod replay;
+mod retention;
 mod sessions;
+mod stats;
 mod support;
 mod watchers;

@@ -183,7 +183,8 @@ fn retention_keeps_24_hours_and_128_most_recent() {
         .prune_replay(
             now,
             Retention {
-                min_age_ms: 0,
+                max_age_ms: 0,
+                max_bytes: u64::MAX,
                 keep_at_least: 0,
             },
         )
@@ -192,12 +193,12 @@ fn retention_keeps_24_hours_and_128_most_recent() {
     assert_eq!(report.final_results, 32);
     assert_eq!(report.request_ids, 22);
     assert_eq!(store.count_final_results().unwrap(), 128);
-    assert!(
-        store
-            .find_final(&identity("t", "old-31", "k-31"))
-            .unwrap()
-            .is_none()
-    );
+    // A pruned result answers through its tombstone: never run again.
+    let pruned = store
+        .find_final(&identity("t", "old-31", "k-31"))
+        .unwrap()
+        .unwrap();
+    assert_eq!(pruned.result["error"]["code"], "execution_result_unknown");
     assert!(
         store
             .find_final(&identity("t", "old-32", "k-32"))
@@ -211,7 +212,8 @@ fn retention_keeps_24_hours_and_128_most_recent() {
     assert_eq!(
         Retention::default(),
         Retention {
-            min_age_ms: day,
+            max_age_ms: 7 * day,
+            max_bytes: 64 * 1024 * 1024,
             keep_at_least: 128
         }
     );

@@ -81,6 +81,12 @@ fn check_len(field: &str, text: &str) -> Result<(), DeviceError> {
 }
 
 fn screen_brief(st: &SimState, now: i64) -> Value {
+    // The home screen without an overlay: what `screens::build` names it, without building
+    // every element of it (`device.status` asks for this on every call).
+    if st.nav.overlay.is_none() && current_page(st).is_none() {
+        let (package, activity, title) = screens::home_identity();
+        return json!({ "package": package, "activity": activity, "title": title, "screen": "home" });
+    }
     let view = screens::build(st, now);
     let screen =
         current_page(st).map_or_else(|| "home".to_string(), |(_, p, _)| route_name(&p.route));

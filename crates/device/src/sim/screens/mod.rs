@@ -53,6 +53,11 @@ impl Ctx<'_> {
 }
 
 /// The screen as it is now.
+/// The package, activity and title of the home screen.
+pub(crate) fn home_identity() -> (&'static str, String, &'static str) {
+    (LAUNCHER, format!("{LAUNCHER}/.Launcher"), "Home")
+}
+
 pub(crate) fn build(st: &SimState, now: i64) -> View {
     let (w, h) = st.screen();
     let mut ui = Ui::new(w, h);
@@ -81,11 +86,8 @@ pub(crate) fn build(st: &SimState, now: i64) -> View {
             }
             None => {
                 home(&mut ui, root, st, now);
-                (
-                    LAUNCHER.to_string(),
-                    format!("{LAUNCHER}/.Launcher"),
-                    "Home".to_string(),
-                )
+                let (package, activity, title) = home_identity();
+                (package.to_string(), activity, title.to_string())
             }
         }
     };

@@ -1,7 +1,7 @@
 //! Running the stack, merging the verdicts, and the digests stored with a decision.
 
 use openphone_protocol::digest::sha256_hex;
-use openphone_protocol::{Command, ErrorCode, canonical_json, params_hash_hex};
+use openphone_protocol::{Command, ErrorCode, params_hash_hex};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -309,8 +309,8 @@ fn list_json(list: Option<&ToolList>) -> Value {
 }
 
 fn digest_value(value: &Value) -> String {
-    match canonical_json(value) {
-        Ok(text) => sha256_hex(&text),
+    match openphone_protocol::canonical_sha256_hex(value) {
+        Ok(hex) => hex,
         Err(e) => sha256_hex(&format!("non-canonical:{e}:{value}")),
     }
 }

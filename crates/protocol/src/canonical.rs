@@ -171,28 +171,54 @@ fn path_text(path: &[Step<'_>]) -> String {
     text
 }
 
+/// Appends text to a canonical-JSON sink (a `String`, or a hasher: `digest.rs`). Writing to
+/// either cannot fail; a sink that could would lose nothing the digest relies on.
+#[inline]
+fn push_str(out: &mut impl fmt::Write, text: &str) {
+    let _ = out.write_str(text);
+}
+
+#[inline]
+fn push(out: &mut impl fmt::Write, c: char) {
+    let _ = out.write_char(c);
+}
+
+/// Writes the canonical JSON text of `value` into any sink (the digests hash it as it is
+/// written, without building the text).
+pub fn write_canonical(value: &Value, out: &mut impl fmt::Write) -> Result<(), CanonicalError> {
+    write_value(value, out, &mut Vec::new())
+}
+
+/// [`write_canonical`] of `Value::Object(map)`, without building that value.
+pub fn write_canonical_object(
+    map: &Map<String, Value>,
+    out: &mut impl fmt::Write,
+) -> Result<(), CanonicalError> {
+    write_object(map, out, &mut Vec::new())
+}
+
 fn write_value<'a>(
     value: &'a Value,
-    out: &mut String,
+    out: &mut impl fmt::Write,
     path: &mut Vec<Step<'a>>,
 ) -> Result<(), CanonicalError> {
     match value {
-        Value::Null => out.push_str("null"),
-        Value::Bool(true) => out.push_str("true"),
-        Value::Bool(false) => out.push_str("false"),
+        Value::Null => push_str(out, "null"),
+        Value::Bool(true) => push_str(out, "true"),
+        Value::Bool(false) => push_str(out, "false"),
         Value::Number(n) => write_number(n, out, path)?,
         Value::String(s) => write_string(s, out),
         Value::Array(items) => {
-            out.push('[');
+            push(out, '[');
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    push(out, ',');
                 }
                 path.push(Step::Index(i));
                 write_value(item, out, path)?;
                 path.pop();
             }
-            out.push(']');
+            push(out, ']');
         }
         Value::Object(map) => write_object(map, out, path)?,
     }
@@ -201,10 +227,10 @@ fn write_value<'a>(
 
 fn write_object<'a>(
     map: &'a Map<String, Value>,
-    out: &mut String,
+    out: &mut impl fmt::Write,
     path: &mut Vec<Step<'a>>,
 ) -> Result<(), CanonicalError> {
-    out.push('{');
+    push(out, '{');
     // `Map` is sorted unless serde_json's `preserve_order` feature is on (another crate in the
     // build may turn it on): walk it as it is when its keys are in order, else sort them.
     if map.keys().is_sorted() {
@@ -218,7 +244,7 @@ fn write_object<'a>(
             write_member(i, key, v, out, path)?;
         }
     }
-    out.push('}');
+    push(out, '}');
     Ok(())
 }
 
@@ -226,23 +252,22 @@ fn write_member<'a>(
     i: usize,
     key: &'a str,
     value: &'a Value,
-    out: &mut String,
+    out: &mut impl fmt::Write,
     path: &mut Vec<Step<'a>>,
 ) -> Result<(), CanonicalError> {
     if i > 0 {
-        out.push(',');
+        push(out, ',');
     }
     write_string(key, out);
-    out.push(':');
+    push(out, ':');
     path.push(Step::Key(key));
     write_value(value, out, path)?;
     path.pop();
     Ok(())
 }
 
-fn write_string(s: &str, out: &mut String) {
-    use std::fmt::Write as _;
-    out.push('"');
+fn write_string(s: &str, out: &mut impl fmt::Write) {
+    push(out, '"');
     // Every character that needs escaping is ASCII, so runs between them are copied whole.
     let mut run = 0;
     for (i, byte) in s.bytes().enumerate() {
@@ -257,20 +282,23 @@ fn write_string(s: &str, out: &mut String) {
             0x00..=0x1f => "",
             _ => continue,
         };
-        out.push_str(&s[run..i]);
+        push_str(out, &s[run..i]);
         if escaped.is_empty() {
             let _ = write!(out, "\\u{:04x}", byte);
         } else {
-            out.push_str(escaped);
+            push_str(out, escaped);
         }
         run = i + 1;
     }
-    out.push_str(&s[run..]);
-    out.push('"');
+    push_str(out, &s[run..]);
+    push(out, '"');
 }
 
-fn write_number(n: &Number, out: &mut String, path: &[Step<'_>]) -> Result<(), CanonicalError> {
-    use std::fmt::Write as _;
+fn write_number(
+    n: &Number,
+    out: &mut impl fmt::Write,
+    path: &[Step<'_>],
+) -> Result<(), CanonicalError> {
     if let Some(i) = n.as_i64() {
         if i.unsigned_abs() <= MAX_SAFE_INTEGER as u64 {
             let _ = write!(out, "{i}");
@@ -286,7 +314,8 @@ fn write_number(n: &Number, out: &mut String, path: &[Step<'_>]) -> Result<(), C
     let f = n.as_f64().ok_or_else(|| CanonicalError::NonFinite {
         path: path_text(path),
     })?;
-    out.push_str(
+    push_str(
+        out,
         &format_js_number(f).ok_or_else(|| CanonicalError::NonFinite {
             path: path_text(path),
         })?,

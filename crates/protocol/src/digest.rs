@@ -11,7 +11,9 @@
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::canonical::{CanonicalError, canonical_json, canonical_json_object, check_params};
+use crate::canonical::{
+    CanonicalError, canonical_json, check_params, write_canonical, write_canonical_object,
+};
 
 /// Lowercase hex SHA-256 of a string's UTF-8 bytes.
 pub fn sha256_hex(text: &str) -> String {
@@ -26,6 +28,36 @@ pub fn sha256_hex(text: &str) -> String {
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
+/// A SHA-256 that canonical JSON is written into directly (no intermediate text).
+struct Hashing(Sha256);
+
+impl std::fmt::Write for Hashing {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.0.update(s.as_bytes());
+        Ok(())
+    }
+}
+
+impl Hashing {
+    fn hex(self) -> String {
+        let digest = self.0.finalize();
+        let mut out = String::with_capacity(64);
+        for byte in digest.iter() {
+            out.push(char::from(HEX[usize::from(byte >> 4)]));
+            out.push(char::from(HEX[usize::from(byte & 0x0f)]));
+        }
+        out
+    }
+}
+
+/// Lowercase hex SHA-256 of the canonical JSON of `value`: `sha256_hex(canonical_json(value))`,
+/// computed as the text is written.
+pub fn canonical_sha256_hex(value: &Value) -> Result<String, CanonicalError> {
+    let mut hashing = Hashing(Sha256::new());
+    write_canonical(value, &mut hashing)?;
+    Ok(hashing.hex())
+}
+
 /// `sha256:<hex>` of the canonical JSON of tool-request params. The params must pass
 /// [`check_params`] (an object, bounded depth, safe integers).
 pub fn params_hash(params: &Value) -> Result<String, CanonicalError> {
@@ -35,21 +67,20 @@ pub fn params_hash(params: &Value) -> Result<String, CanonicalError> {
 /// The 64 hex characters of [`params_hash`] (the confirmation identity key's `params_digest`).
 pub fn params_hash_hex(params: &Value) -> Result<String, CanonicalError> {
     check_params(params)?;
-    Ok(sha256_hex(&canonical_json(params)?))
+    canonical_sha256_hex(params)
 }
 
 /// `sha256:<hex>` of the canonical JSON of any JSON value (the CLI's `protocol hash`).
 pub fn value_hash(value: &Value) -> Result<String, CanonicalError> {
-    Ok(format!("sha256:{}", sha256_hex(&canonical_json(value)?)))
+    Ok(format!("sha256:{}", canonical_sha256_hex(value)?))
 }
 
 /// [`value_hash`] of `Value::Object(map)`, without building that value (a tool result's
 /// digest for the audit).
 pub fn object_hash(map: &serde_json::Map<String, Value>) -> Result<String, CanonicalError> {
-    Ok(format!(
-        "sha256:{}",
-        sha256_hex(&canonical_json_object(map)?)
-    ))
+    let mut hashing = Hashing(Sha256::new());
+    write_canonical_object(map, &mut hashing)?;
+    Ok(format!("sha256:{}", hashing.hex()))
 }
 
 /// Background-review `params_digest`: `hex(SHA-256(trim(tool + "\n" + canonical_json(params))))`

@@ -40,9 +40,13 @@ mod version;
 mod wire_enum;
 
 pub use autonomy::Autonomy;
-pub use canonical::{CanonicalError, canonical_json, canonical_json_object, parse_json_strict};
+pub use canonical::{
+    CanonicalError, canonical_json, canonical_json_object, parse_json_strict, write_canonical,
+    write_canonical_object,
+};
 pub use digest::{
-    Binding, binding_digest, object_hash, params_digest, params_hash, params_hash_hex, value_hash,
+    Binding, binding_digest, canonical_sha256_hex, object_hash, params_digest, params_hash,
+    params_hash_hex, value_hash,
 };
 pub use endpoint::Role;
 pub use error_code::{ErrorCode, UnknownErrorCode};

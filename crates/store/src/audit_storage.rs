@@ -84,7 +84,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
 use openphone_protocol::digest::sha256_hex;
-use openphone_protocol::{Risk, ToolStatus, canonical_json};
+use openphone_protocol::{Risk, ToolStatus};
 use rusqlite::types::{Value as SqlValue, ValueRef};
 use rusqlite::{Connection, ErrorCode, OptionalExtension, Row, params};
 use serde::{Deserialize, Serialize};
@@ -318,8 +318,8 @@ struct StoredProof {
 
 /// The digest of a proof's canonical JSON.
 fn proof_digest(value: &Value) -> std::result::Result<[u8; 32], String> {
-    let canonical = canonical_json(value).map_err(|e| e.to_string())?;
-    hex32(&sha256_hex(&canonical)).ok_or_else(|| "sha256_hex is not 64 hex digits".to_owned())
+    let hex = openphone_protocol::canonical_sha256_hex(value).map_err(|e| e.to_string())?;
+    hex32(&hex).ok_or_else(|| "sha256_hex is not 64 hex digits".to_owned())
 }
 
 /// Interns `proof` given the digest the caller claims for it: a cached proof with that
@@ -387,8 +387,8 @@ fn body_digest(entry: &mut AuditEntry, proof: Option<&[u8; 32]>) -> Result<Strin
         "policy_proof_sha256".to_owned(),
         proof.map_or(Value::Null, |d| Value::String(to_hex(d))),
     );
-    let text = canonical_json(&value).map_err(|e| StoreError::corrupt("audit.hash", &id, e))?;
-    Ok(sha256_hex(&text))
+    openphone_protocol::canonical_sha256_hex(&value)
+        .map_err(|e| StoreError::corrupt("audit.hash", &id, e))
 }
 
 /// The form-2 chain hash.

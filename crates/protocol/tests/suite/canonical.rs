@@ -237,3 +237,34 @@ proptest! {
         prop_assert_eq!(back, if f == 0.0 { 0.0 } else { f });
     }
 }
+
+proptest! {
+    /// The digests hash canonical JSON as it is written (no text built): the same digest as
+    /// hashing the text, for any value, and the object form the same as the value form.
+    #[test]
+    fn streamed_digests_equal_hashing_the_text(value in arb_json(), pairs in prop::collection::vec(("[\\x00-\\x7f\\PC]{0,6}", arb_json()), 0..6)) {
+        let text = canonical_json(&value).unwrap();
+        prop_assert_eq!(
+            openphone_protocol::canonical_sha256_hex(&value).unwrap(),
+            openphone_protocol::digest::sha256_hex(&text)
+        );
+        let map: Map<String, Value> = pairs.into_iter().collect();
+        prop_assert_eq!(
+            openphone_protocol::object_hash(&map).unwrap(),
+            value_hash(&Value::Object(map.clone())).unwrap()
+        );
+        prop_assert_eq!(
+            openphone_protocol::canonical_json_object(&map).unwrap(),
+            canonical_json(&Value::Object(map)).unwrap()
+        );
+    }
+}
+
+#[test]
+fn control_characters_are_escaped_the_same_in_a_run_of_text() {
+    let value = json!({"a\u{1}b": "x\u{0}y\"z\\\n\u{1f}\u{7f}é"});
+    assert_eq!(
+        canonical_json(&value).unwrap(),
+        "{\"a\\u0001b\":\"x\\u0000y\\\"z\\\\\\n\\u001f\u{7f}é\"}"
+    );
+}

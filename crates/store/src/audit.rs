@@ -178,18 +178,32 @@ pub(crate) fn append_prepared_in(tx: &Connection, prepared: PreparedAudit) -> Re
     storage::append_prepared(tx, prepared)
 }
 
+/// Whether the database has the compact audit tables (schema 6). A newer binary's offline
+/// tools may read a database the running, older daemon has not migrated: it has only
+/// `audit_log`.
+fn has_compact(conn: &Connection) -> Result<bool> {
+    conn.prepare_cached(
+        "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'audit_records')",
+    )
+    .and_then(|mut s| s.query_row([], |row| row.get(0)))
+    .ctx("audit.tables", "")
+}
+
 /// The hash of the record before `seq` (the nearest one, in either table), or the genesis
 /// hash.
 fn hash_before(conn: &Connection, seq: i64) -> Result<String> {
     const OP: &str = "audit.prev_hash";
-    let compact: Option<Vec<u8>> = conn
-        .query_row(
+    let compact: Option<Vec<u8>> = if has_compact(conn)? {
+        conn.query_row(
             "SELECT hash FROM audit_records WHERE seq < ?1 ORDER BY seq DESC LIMIT 1",
             [seq],
             |row| row.get(0),
         )
         .optional()
-        .ctx(OP, &seq.to_string())?;
+        .ctx(OP, &seq.to_string())?
+    } else {
+        None
+    };
     if let Some(hash) = compact {
         return Ok(storage::to_hex(&hash));
     }
@@ -207,14 +221,17 @@ fn hash_before(conn: &Connection, seq: i64) -> Result<String> {
 /// The stored hash of record `seq`, if there is one (anchors).
 pub(crate) fn hash_at(conn: &Connection, seq: i64) -> Result<Option<String>> {
     const OP: &str = "audit.anchor";
-    let compact: Option<Vec<u8>> = conn
-        .query_row(
+    let compact: Option<Vec<u8>> = if has_compact(conn)? {
+        conn.query_row(
             "SELECT hash FROM audit_records WHERE seq = ?1",
             [seq],
             |row| row.get(0),
         )
         .optional()
-        .ctx(OP, &seq.to_string())?;
+        .ctx(OP, &seq.to_string())?
+    } else {
+        None
+    };
     if let Some(hash) = compact {
         return Ok(Some(storage::to_hex(&hash)));
     }
@@ -233,6 +250,9 @@ fn compact_records(
     args: &[&dyn rusqlite::ToSql],
     op: &'static str,
 ) -> Result<Vec<AuditRecord>> {
+    if !has_compact(conn)? {
+        return Ok(Vec::new());
+    }
     let mut stmt = conn
         .prepare(&format!(
             "SELECT {RECORD_COLUMNS} FROM audit_records {sql_tail}"
@@ -339,6 +359,9 @@ impl Walk {
     /// Walks the compact rows; `Some` at the first broken one.
     fn compact(&mut self, conn: &Connection) -> Result<Option<VerifyReport>> {
         const OP: &str = "audit.verify";
+        if !has_compact(conn)? {
+            return Ok(None);
+        }
         let mut stmt = conn
             .prepare(&format!(
                 "SELECT {RECORD_COLUMNS} FROM audit_records ORDER BY seq"
@@ -498,7 +521,10 @@ impl Store {
     /// Walks the whole chain and reports the first broken record, if any. An `Err` means the
     /// database could not be read; a broken chain is an `Ok` report with `first_broken` set.
     pub fn verify_audit(&self) -> Result<VerifyReport> {
-        let conn = self.conn();
+        let mut conn = self.conn();
+        // One snapshot for the walk and the head: the writer commits on its own connection,
+        // and an append between the two reads would look like a removed record.
+        let conn = conn.transaction().ctx("audit.verify", "")?;
         let mut walk = Walk {
             checked: 0,
             last_seq: 0,

@@ -608,6 +608,13 @@ fn intern(conn: &Connection, p: &PreparedAudit) -> Result<()> {
     Ok(())
 }
 
+/// The text of the stored shape with this id, if any.
+fn stored_shape(conn: &Connection, id: i64) -> Result<Option<String>> {
+    conn.prepare_cached("SELECT shape FROM audit_shapes WHERE id = ?1")
+        .and_then(|mut s| s.query_row([id], |row| row.get(0)).optional())
+        .ctx("audit.append", "shape")
+}
+
 /// The chain's head: the last seq and its hash (`None` for an empty log).
 pub(crate) fn head(conn: &Connection) -> Result<Option<(i64, String)>> {
     conn.prepare_cached("SELECT seq, hash FROM audit_head WHERE id = 1")
@@ -628,6 +635,23 @@ pub(crate) fn append_prepared(conn: &Connection, p: PreparedAudit) -> Result<Aud
     let hash = chain_hash(&prev_hash, seq, &p.body_digest);
     let hash_bytes = hex32(&hash)
         .ok_or_else(|| StoreError::corrupt(OP, p.audit_id(), "hash is not 64 hex digits"))?;
+    // The shape id is a 64-bit prefix of a digest of free text (a runtime session id, a tool
+    // name a client chose): a colliding shape could be found by search. So the stored shape
+    // must be this record's, byte for byte, before a row points at it (found in review: a
+    // colliding record read back as another one and broke verification for good).
+    match stored_shape(conn, p.shape_id)? {
+        Some(text) if text != p.shape_text => {
+            return Err(StoreError::Invalid {
+                what: "audit record",
+                detail: format!(
+                    "its shape collides with a different stored shape (id {}); refused",
+                    p.shape_id
+                ),
+            });
+        }
+        Some(_) => {}
+        None => intern(conn, &p)?,
+    }
     match insert_row(conn, seq, &p, &hash_bytes) {
         Ok(()) => {}
         Err(e) if is_foreign_key_failure(&e) => {

@@ -169,7 +169,7 @@ impl Writer {
                 keep,
                 deliver: Box::new(move |commit_failure: Option<&str>| {
                     let outcome = match (outcome, commit_failure) {
-                        (Some(Err(e)), _) => Err(e),
+                        (Some(Err(e)), None) => Err(e),
                         (Some(Ok(v)), None) => Ok(v),
                         (_, failure) => Err(StoreError::Commit {
                             op,
@@ -229,48 +229,87 @@ fn serve(conn: Connection, jobs: &mpsc::Receiver<Job>, counters: &Counters) {
 }
 
 /// Runs one batch in one transaction and hands every outcome over once its fate is known
-/// (after counting it, so a caller that has its outcome sees the counts include it).
+/// (after counting it, so a caller that has its outcome sees the counts include it). A job's
+/// own failure is handed over after the commit too: it may have depended on what earlier jobs
+/// of the batch wrote, which the commit may yet lose.
+///
+/// SQLite may roll a whole transaction back by itself (a full disk, an I/O error, no memory)
+/// inside one job's statement; the writer checks after every job that its transaction is
+/// still open, and when it is not, fails every job of it and begins again for the rest. A
+/// savepoint that cannot be undone fails the whole batch.
 fn commit_batch(conn: &Connection, batch: Vec<Job>, counters: &Counters) {
+    let mut jobs = batch.into_iter();
+    while jobs.len() > 0 {
+        run_transaction(conn, &mut jobs, counters);
+    }
+}
+
+/// One transaction over the jobs `jobs` still holds (all of them, unless SQLite ends the
+/// transaction early: then the rest are left for the next one).
+fn run_transaction(conn: &Connection, jobs: &mut std::vec::IntoIter<Job>, counters: &Counters) {
+    if !conn.is_autocommit() {
+        // A transaction left open by an earlier failure: it is not ours to keep.
+        let _ = step(conn, "ROLLBACK");
+    }
     if let Err(e) = step(conn, "BEGIN IMMEDIATE") {
         let detail = format!("could not begin a transaction: {e}");
-        for job in batch {
+        for job in jobs.by_ref() {
             fail_unrun(job, &detail);
         }
         return;
     }
-    let mut ran: Vec<Deliver> = Vec::with_capacity(batch.len());
-    for job in batch {
+    let mut kept: Vec<Deliver> = Vec::new();
+    let mut failed: Vec<Deliver> = Vec::new();
+    while let Some(job) = jobs.next() {
         if let Err(e) = step(conn, "SAVEPOINT job") {
-            let detail = format!("could not open a savepoint: {e}");
-            fail_unrun(job, &detail);
+            fail_unrun(job, &format!("could not open a savepoint: {e}"));
             continue;
         }
+        let mut undone = true;
         match catch_unwind(AssertUnwindSafe(|| job(Some(conn)))) {
             Ok(Ran {
                 keep: true,
                 deliver,
             }) => match step(conn, "RELEASE job") {
-                Ok(()) => ran.push(deliver),
-                Err(e) => {
-                    undo_savepoint(conn);
-                    deliver(Some(&format!("could not keep its changes: {e}")));
+                Ok(()) => kept.push(deliver),
+                Err(_) => {
+                    undone = undo_savepoint(conn);
+                    failed.push(deliver);
                 }
             },
             Ok(Ran {
                 keep: false,
                 deliver,
             }) => {
-                undo_savepoint(conn);
-                // Its own error: nothing of it is committed, so the commit's fate is moot.
-                deliver(None);
+                undone = undo_savepoint(conn);
+                failed.push(deliver);
             }
             // The job's reply was dropped while unwinding: its caller sees a lost write.
-            Err(_panic) => undo_savepoint(conn),
+            Err(_panic) => undone = undo_savepoint(conn),
+        }
+        if conn.is_autocommit() || !undone {
+            // SQLite ended the transaction under us, or a failed job's changes cannot be
+            // taken back: nothing of this transaction may be kept.
+            let _ = step(conn, "ROLLBACK");
+            let detail = if undone {
+                "the database rolled the transaction back (see the daemon's log)"
+            } else {
+                "a failed write's changes could not be undone; the transaction was rolled back"
+            };
+            for deliver in kept.into_iter().chain(failed) {
+                deliver(Some(detail));
+            }
+            if !undone {
+                for job in jobs.by_ref() {
+                    fail_unrun(job, detail);
+                }
+            }
+            return;
         }
     }
     match step(conn, "COMMIT") {
         Ok(()) => {
-            let committed = u64::try_from(ran.len()).unwrap_or(u64::MAX);
+            let committed = u64::try_from(kept.len()).unwrap_or(u64::MAX);
             if committed > 0 {
                 counters.batches.fetch_add(1, Ordering::Relaxed);
                 counters.writes.fetch_add(committed, Ordering::Relaxed);
@@ -278,24 +317,26 @@ fn commit_batch(conn: &Connection, batch: Vec<Job>, counters: &Counters) {
                     .largest_batch
                     .fetch_max(committed, Ordering::Relaxed);
             }
-            for deliver in ran {
+            for deliver in kept.into_iter().chain(failed) {
                 deliver(None);
             }
         }
         Err(e) => {
-            let _ = conn.execute_batch("ROLLBACK");
+            let _ = step(conn, "ROLLBACK");
             let detail = format!("could not commit: {e}");
-            for deliver in ran {
+            for deliver in kept.into_iter().chain(failed) {
                 deliver(Some(&detail));
             }
         }
     }
 }
 
-/// Rolls back to and releases the current savepoint. If even that fails the connection is in
-/// an unknown state, and the whole transaction is rolled back at `COMMIT` failing.
-fn undo_savepoint(conn: &Connection) {
-    let _ = step(conn, "ROLLBACK TO job").and_then(|()| step(conn, "RELEASE job"));
+/// Rolls back to and releases the current savepoint; false when that failed (the job's
+/// changes may still be in the transaction).
+fn undo_savepoint(conn: &Connection) -> bool {
+    step(conn, "ROLLBACK TO job")
+        .and_then(|()| step(conn, "RELEASE job"))
+        .is_ok()
 }
 
 /// Runs one transaction-control statement, prepared once per connection (these run several

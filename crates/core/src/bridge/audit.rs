@@ -355,10 +355,17 @@ impl ToolBridge {
         &self,
         entry: store::AuditEntry,
     ) -> Result<(), StoreError> {
-        self.log_line(&entry);
+        let access = tracing::enabled!(target: ACCESS_LOG_TARGET, tracing::Level::INFO)
+            .then(|| entry.clone());
         let written = self.store.append_audit_async(entry).await.map(|_| ());
-        if let Err(e) = &written {
-            tracing::error!(error = %e, "writing the audit log");
+        match &written {
+            // The access line follows the durable record, as it does for the other writes.
+            Ok(()) => {
+                if let Some(entry) = &access {
+                    self.log_line(entry);
+                }
+            }
+            Err(e) => tracing::error!(error = %e, "writing the audit log"),
         }
         written
     }

@@ -118,7 +118,11 @@ impl ToolBridge {
         }
         let result = self.execute(caller, req, command, started).await;
         let outcome = attempt.outcome_entry(&result, self.now_ms() - started);
-        self.log_line(&outcome);
+        let access = tracing::enabled!(
+            target: super::ACCESS_LOG_TARGET,
+            tracing::Level::INFO
+        )
+        .then(|| outcome.clone());
         match self
             .store
             .finish_execution_async(
@@ -130,7 +134,12 @@ impl ToolBridge {
             )
             .await
         {
-            Ok(_) => result,
+            Ok(_) => {
+                if let Some(outcome) = &access {
+                    self.log_line(outcome);
+                }
+                result
+            }
             Err(e) => attempt.audit_unavailable(&e, Unaudited::RanUnrecorded),
         }
     }

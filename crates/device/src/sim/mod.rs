@@ -216,11 +216,19 @@ impl SimPhone {
         // ACTION_LOG_LIMIT records for every state change dominated the cost of a mutation).
         let log = std::mem::take(&mut guard.action_log);
         let mut work = guard.clone();
-        let outcome = match handler(&mut Exec { st: &mut work, now }, params_view) {
-            Ok(outcome) => outcome,
-            Err(e) => {
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            handler(&mut Exec { st: &mut work, now }, params_view)
+        }));
+        let outcome = match ran {
+            Ok(Ok(outcome)) => outcome,
+            Ok(Err(e)) => {
                 guard.action_log = log;
                 return Err(e);
+            }
+            Err(panic) => {
+                // The state is untouched (the handler had a copy); keep its log too.
+                guard.action_log = log;
+                std::panic::resume_unwind(panic);
             }
         };
         work.action_log = log;

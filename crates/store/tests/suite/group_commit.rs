@@ -143,3 +143,30 @@ fn a_read_only_store_refuses_writes_without_a_writer() {
     assert!(matches!(err, StoreError::Commit { .. }), "{err:?}");
     assert_eq!(reader.writer_stats().batches, 0);
 }
+
+/// Found in review: a shape id is a 64-bit prefix of a digest of text a client partly chooses,
+/// so a colliding shape could be searched for; a record whose shape id names a different
+/// stored shape used to point at it (reading back as another record, breaking verification
+/// for good). Now such a record is refused and nothing is appended.
+#[test]
+fn a_record_whose_shape_id_names_another_shape_is_refused() {
+    let dir = temp();
+    let store = open(&dir);
+    store.append_audit(&read_entry(1)).unwrap();
+    // Stand-in for a colliding shape stored first: same id, other text.
+    let raw = rusqlite::Connection::open(store.db_path()).unwrap();
+    let changed = raw
+        .execute(
+            "UPDATE audit_shapes SET shape = shape || ' ' WHERE id IN \
+             (SELECT shape FROM audit_records WHERE seq = 1)",
+            [],
+        )
+        .unwrap();
+    assert_eq!(changed, 1);
+    let err = store.append_audit(&read_entry(2)).unwrap_err();
+    assert!(err.to_string().contains("collides"), "{err}");
+    let rows: i64 = raw
+        .query_row("SELECT COUNT(*) FROM audit_records", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(rows, 1, "nothing appended");
+}

@@ -52,12 +52,12 @@ impl Ctx<'_> {
     }
 }
 
-/// The screen as it is now.
 /// The package, activity and title of the home screen.
 pub(crate) fn home_identity() -> (&'static str, String, &'static str) {
     (LAUNCHER, format!("{LAUNCHER}/.Launcher"), "Home")
 }
 
+/// The screen as it is now.
 pub(crate) fn build(st: &SimState, now: i64) -> View {
     let (w, h) = st.screen();
     let mut ui = Ui::new(w, h);

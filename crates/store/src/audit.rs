@@ -192,54 +192,31 @@ fn has_compact(conn: &Connection) -> Result<bool> {
 /// The hash of the record before `seq` (the nearest one, in either table), or the genesis
 /// hash.
 fn hash_before(conn: &Connection, seq: i64) -> Result<String> {
-    const OP: &str = "audit.prev_hash";
-    let compact: Option<Vec<u8>> = if has_compact(conn)? {
-        conn.query_row(
-            "SELECT hash FROM audit_records WHERE seq < ?1 ORDER BY seq DESC LIMIT 1",
-            [seq],
-            |row| row.get(0),
-        )
-        .optional()
-        .ctx(OP, &seq.to_string())?
-    } else {
-        None
-    };
-    if let Some(hash) = compact {
-        return Ok(storage::to_hex(&hash));
-    }
-    let legacy: Option<String> = conn
-        .query_row(
-            "SELECT hash FROM audit_log WHERE seq < ?1 ORDER BY seq DESC LIMIT 1",
-            [seq],
-            |row| row.get(0),
-        )
-        .optional()
-        .ctx(OP, &seq.to_string())?;
-    Ok(legacy.unwrap_or_else(|| GENESIS_HASH.to_owned()))
+    let tail = "WHERE seq < ?1 ORDER BY seq DESC LIMIT 1";
+    Ok(find_hash(conn, "audit.prev_hash", tail, seq)?.unwrap_or_else(|| GENESIS_HASH.to_owned()))
 }
 
 /// The stored hash of record `seq`, if there is one (anchors).
 pub(crate) fn hash_at(conn: &Connection, seq: i64) -> Result<Option<String>> {
-    const OP: &str = "audit.anchor";
-    let compact: Option<Vec<u8>> = if has_compact(conn)? {
-        conn.query_row(
-            "SELECT hash FROM audit_records WHERE seq = ?1",
-            [seq],
-            |row| row.get(0),
-        )
-        .optional()
-        .ctx(OP, &seq.to_string())?
-    } else {
-        None
-    };
-    if let Some(hash) = compact {
-        return Ok(Some(storage::to_hex(&hash)));
+    find_hash(conn, "audit.anchor", "WHERE seq = ?1", seq)
+}
+
+/// The hash of the record `tail` (`WHERE …`, `?1` = `seq`) selects: in the compact table
+/// (when the database has it), else in the legacy one.
+fn find_hash(conn: &Connection, op: &'static str, tail: &str, seq: i64) -> Result<Option<String>> {
+    let id = seq.to_string();
+    if has_compact(conn)? {
+        let compact: Option<Vec<u8>> = conn
+            .prepare_cached(&format!("SELECT hash FROM audit_records {tail}"))
+            .and_then(|mut s| s.query_row([seq], |row| row.get(0)).optional())
+            .ctx(op, &id)?;
+        if let Some(hash) = compact {
+            return Ok(Some(storage::to_hex(&hash)));
+        }
     }
-    conn.query_row("SELECT hash FROM audit_log WHERE seq = ?1", [seq], |row| {
-        row.get(0)
-    })
-    .optional()
-    .ctx(OP, &seq.to_string())
+    conn.prepare_cached(&format!("SELECT hash FROM audit_log {tail}"))
+        .and_then(|mut s| s.query_row([seq], |row| row.get(0)).optional())
+        .ctx(op, &id)
 }
 
 /// The compact rows `SELECT … FROM audit_records <sql_tail>` selects, decoded (their

@@ -10,7 +10,6 @@
 //! config that raises `[limits] rate_per_sec` and `rate_burst`, or the figures measure the
 //! limiter. Answers refused with `rate_limited` are counted apart and do not fail the run.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -22,14 +21,14 @@ use openphone_protocol::endpoint::{
     ClientInfo, Hello, HelloParams, Method, Request, RequestId, ServerMessage, ToolsInvoke,
     ToolsInvokeParams, VersionRange,
 };
-use openphone_server::{ENDPOINT_FILE, EndpointInfo, TOKEN_FILE};
+use openphone_server::TOKEN_FILE;
 use serde_json::{Value, json};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::{WebSocketStream, client_async};
 
-use super::{Load, Outcome, Pacer, Run, call_timeout, gather, rss_kib};
+use super::{Load, Outcome, Pacer, Run, Server, call_timeout, gather, rss_kib};
 use crate::data_dir::DataDir;
 
 /// Options of `bench invoke`.
@@ -51,19 +50,8 @@ pub struct InvokeBench {
     /// daemon.
     #[arg(long, value_name = "URL")]
     pub url: Option<String>,
-    /// The bearer token (default: the data directory's operator token).
-    #[arg(long, value_name = "TOKEN", conflicts_with = "token_file")]
-    pub token: Option<String>,
-    /// A file holding the bearer token.
-    #[arg(long, value_name = "FILE")]
-    pub token_file: Option<PathBuf>,
-    /// The server's process id, to report its memory (default with a data directory: the
-    /// daemon's).
-    #[arg(long, value_name = "PID")]
-    pub pid: Option<u32>,
-    /// Seconds to wait for one answer before counting a timeout.
-    #[arg(long, value_name = "SECS", default_value = "30", value_parser = super::positive_secs)]
-    pub timeout: f64,
+    #[command(flatten)]
+    pub server: Server,
     #[command(flatten)]
     pub load: Load,
     #[command(flatten)]
@@ -109,31 +97,18 @@ fn ws_target(url: &str, token: Option<String>) -> Result<Target> {
 
 /// The target and the server's pid: `--url` or the data directory's daemon.
 fn resolve(opts: &InvokeBench) -> Result<(Target, Option<u32>)> {
-    let token = match (&opts.token, &opts.token_file) {
-        (Some(t), _) if t.trim().is_empty() => bail!("--token is empty"),
-        (Some(t), _) => Some(t.trim().to_owned()),
-        (None, Some(path)) => Some(super::read_token_file(path)?),
-        (None, None) => None,
-    };
+    let token = opts.server.token()?;
     if let Some(url) = &opts.url {
-        return Ok((ws_target(url, token)?, opts.pid));
+        return Ok((ws_target(url, token)?, opts.server.pid));
     }
     let dir = opts.data_dir.resolve()?;
-    let endpoint: EndpointInfo = std::fs::read_to_string(dir.join(ENDPOINT_FILE))
-        .ok()
-        .and_then(|text| serde_json::from_str(&text).ok())
-        .with_context(|| {
-            format!(
-                "no daemon serves {} (no endpoint.json): start one, or pass --url",
-                dir.display()
-            )
-        })?;
+    let endpoint = super::read_endpoint(&dir)?;
     let token = match token {
         Some(t) => t,
         None => super::read_token_file(&dir.join(TOKEN_FILE))?,
     };
     let target = ws_target(&endpoint.url, Some(token))?;
-    Ok((target, opts.pid.or(Some(endpoint.pid))))
+    Ok((target, opts.server.pid.or(Some(endpoint.pid))))
 }
 
 /// One connection, after `hello`.
@@ -280,7 +255,7 @@ pub fn invoke(opts: InvokeBench) -> Result<ExitCode> {
     let params: Value = serde_json::from_str(&opts.params).context("--params is not JSON")?;
     let (target, pid) = resolve(&opts)?;
     let target = Arc::new(target);
-    let timeout = call_timeout(opts.timeout);
+    let timeout = call_timeout(opts.server.timeout);
     let rt = opts.load.runtime()?;
     rt.block_on(async move {
         let mut clients = Vec::with_capacity(opts.connections);

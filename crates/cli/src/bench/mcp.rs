@@ -18,19 +18,18 @@
 //! here, small and strict: it sets `TCP_NODELAY`, reads `Content-Length`, chunked and
 //! close-delimited bodies, and opens a new connection when the server closed the last one.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use openphone_clock::Stopwatch;
-use openphone_server::{ENDPOINT_FILE, EndpointInfo, MCP_TOKEN_FILE};
+use openphone_server::MCP_TOKEN_FILE;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
-use super::{Load, Outcome, Pacer, RATE_LIMITED, Run, call_timeout, gather, rss_kib};
+use super::{Load, Outcome, Pacer, RATE_LIMITED, Run, Server, call_timeout, gather, rss_kib};
 use crate::data_dir::DataDir;
 
 /// The MCP protocol era the clients speak.
@@ -74,19 +73,8 @@ pub struct McpBench {
     /// The server's MCP URL (http://host:port/path) instead of the data directory's daemon.
     #[arg(long, value_name = "URL")]
     pub url: Option<String>,
-    /// The bearer token (default: the data directory's mcp.token; with --url: none).
-    #[arg(long, value_name = "TOKEN", conflicts_with = "token_file")]
-    pub token: Option<String>,
-    /// A file holding the bearer token.
-    #[arg(long, value_name = "FILE")]
-    pub token_file: Option<PathBuf>,
-    /// The server's process id, to report its memory (default with a data directory: the
-    /// daemon's).
-    #[arg(long, value_name = "PID")]
-    pub pid: Option<u32>,
-    /// Seconds to wait for one answer before counting a timeout.
-    #[arg(long, value_name = "SECS", default_value = "30", value_parser = super::positive_secs)]
-    pub timeout: f64,
+    #[command(flatten)]
+    pub server: Server,
     #[command(flatten)]
     pub load: Load,
     #[command(flatten)]
@@ -144,25 +132,12 @@ fn http_target(url: &str, token: Option<String>) -> Result<Target> {
 
 /// The target and the server's pid: `--url` or the data directory's daemon.
 fn resolve(opts: &McpBench) -> Result<(Target, Option<u32>)> {
-    let token = match (&opts.token, &opts.token_file) {
-        (Some(t), _) if t.trim().is_empty() => bail!("--token is empty"),
-        (Some(t), _) => Some(t.trim().to_owned()),
-        (None, Some(path)) => Some(super::read_token_file(path)?),
-        (None, None) => None,
-    };
+    let token = opts.server.token()?;
     if let Some(url) = &opts.url {
-        return Ok((http_target(url, token)?, opts.pid));
+        return Ok((http_target(url, token)?, opts.server.pid));
     }
     let dir = opts.data_dir.resolve()?;
-    let endpoint: EndpointInfo = std::fs::read_to_string(dir.join(ENDPOINT_FILE))
-        .ok()
-        .and_then(|text| serde_json::from_str(&text).ok())
-        .with_context(|| {
-            format!(
-                "no daemon serves {} (no endpoint.json): start one, or pass --url",
-                dir.display()
-            )
-        })?;
+    let endpoint = super::read_endpoint(&dir)?;
     let url = endpoint
         .mcp_url
         .as_deref()
@@ -173,7 +148,7 @@ fn resolve(opts: &McpBench) -> Result<(Target, Option<u32>)> {
     };
     Ok((
         http_target(url, Some(token))?,
-        opts.pid.or(Some(endpoint.pid)),
+        opts.server.pid.or(Some(endpoint.pid)),
     ))
 }
 
@@ -694,7 +669,7 @@ pub fn mcp(opts: McpBench) -> Result<ExitCode> {
     let args: Value = serde_json::from_str(&opts.args).context("--args is not JSON")?;
     let (target, pid) = resolve(&opts)?;
     let target = Arc::new(target);
-    let timeout = call_timeout(opts.timeout);
+    let timeout = call_timeout(opts.server.timeout);
     let era = opts.era;
     let rt = opts.load.runtime()?;
     rt.block_on(async move {

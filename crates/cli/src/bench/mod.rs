@@ -19,7 +19,7 @@ mod invoke;
 mod mcp;
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -50,6 +50,50 @@ pub struct Load {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+/// How the load reaches a server besides its URL (shared by `invoke` and `mcp`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct Server {
+    /// The bearer token (default: the data directory's token for the protocol,
+    /// operator.token or mcp.token; with --url and no token: none).
+    #[arg(long, value_name = "TOKEN", conflicts_with = "token_file")]
+    pub token: Option<String>,
+    /// A file holding the bearer token.
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// The server's process id, to report its memory (default with a data directory: the
+    /// daemon's).
+    #[arg(long, value_name = "PID")]
+    pub pid: Option<u32>,
+    /// Seconds to wait for one answer before counting a timeout.
+    #[arg(long, value_name = "SECS", default_value = "30", value_parser = positive_secs)]
+    pub timeout: f64,
+}
+
+impl Server {
+    /// The token given with `--token` or `--token-file`, if any.
+    fn token(&self) -> Result<Option<String>> {
+        match (&self.token, &self.token_file) {
+            (Some(t), _) if t.trim().is_empty() => bail!("--token is empty"),
+            (Some(t), _) => Ok(Some(t.trim().to_owned())),
+            (None, Some(path)) => Ok(Some(read_token_file(path)?)),
+            (None, None) => Ok(None),
+        }
+    }
+}
+
+/// The `endpoint.json` of the daemon serving `dir`.
+fn read_endpoint(dir: &Path) -> Result<openphone_server::EndpointInfo> {
+    std::fs::read_to_string(dir.join(openphone_server::ENDPOINT_FILE))
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .with_context(|| {
+            format!(
+                "no daemon serves {} (no endpoint.json): start one, or pass --url",
+                dir.display()
+            )
+        })
 }
 
 /// The longest run or warm-up accepted (a day): a larger number is a typo.

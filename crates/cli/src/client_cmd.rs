@@ -8,11 +8,11 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Subcommand;
 use openphone_protocol::endpoint::{
-    AttentionRequest, AttentionRequestParams, ConfirmDecision, ConfirmationsList,
-    ConfirmationsListParams, ConfirmationsResolve, ConfirmationsResolveParams, Event,
-    EventsSubscribe, EventsSubscribeParams, RuntimeList, RuntimeListParams, RuntimeSelect,
-    RuntimeSelectParams, SessionStatus, SessionsList, SessionsListParams, ToolsInvoke,
-    ToolsInvokeParams, ToolsList, ToolsListParams,
+    ApprovalInfo, ApprovalsList, ApprovalsListParams, AttentionRequest, AttentionRequestParams,
+    ConfirmDecision, ConfirmationsList, ConfirmationsListParams, ConfirmationsResolve,
+    ConfirmationsResolveParams, Event, EventsSubscribe, EventsSubscribeParams, RuntimeList,
+    RuntimeListParams, RuntimeSelect, RuntimeSelectParams, SessionStatus, SessionsList,
+    SessionsListParams, ToolsInvoke, ToolsInvokeParams, ToolsList, ToolsListParams,
 };
 use openphone_protocol::{
     CanonicalError, PendingConfirmation, ToolResult, ToolStatus, parse_json_strict,
@@ -81,6 +81,12 @@ pub enum ConfirmationsCommand {
     /// Approve a pending confirmation (the stored request then runs once).
     Approve {
         confirmation_id: String,
+        /// Also let the same runtime use the same tool (on the same target, when the request
+        /// names one: the same contact, app or URL) without asking for the rest of this phone
+        /// session. Never for commands that always ask (the risk floor): there it approves this
+        /// request only, and says so. Revoke early with `openphone approvals revoke <id>`.
+        #[arg(long)]
+        for_session: bool,
         #[command(flatten)]
         data_dir: DataDir,
         /// Print JSON instead of text.
@@ -119,7 +125,7 @@ fn request_id() -> String {
     format!("cli-{}", uuid::Uuid::new_v4())
 }
 
-fn block_on<T>(f: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+pub(crate) fn block_on<T>(f: impl std::future::Future<Output = Result<T>>) -> Result<T> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -129,7 +135,7 @@ fn block_on<T>(f: impl std::future::Future<Output = Result<T>>) -> Result<T> {
 
 /// Prints `v` as pretty JSON with its object keys sorted (through [`Value`]), the form every
 /// `--json` output of the client commands has.
-fn print_json<T: Serialize>(v: &T) -> Result<()> {
+pub(crate) fn print_json<T: Serialize>(v: &T) -> Result<()> {
     let value = serde_json::to_value(v)?;
     println!("{}", serde_json::to_string_pretty(&value)?);
     Ok(())
@@ -193,6 +199,8 @@ struct StatusReport {
     phone: PhoneLine,
     commands_version: u32,
     pending_confirmations: usize,
+    /// Active standing approvals and session grants.
+    approvals: Vec<ApprovalInfo>,
 }
 
 /// The phone as `openphone status` names it.
@@ -209,6 +217,10 @@ pub fn status(data_dir: &DataDir, json: bool) -> Result<ExitCode> {
         let pending = client
             .call::<ConfirmationsList>(ConfirmationsListParams::default())
             .await?;
+        let approvals = client
+            .call::<ApprovalsList>(ApprovalsListParams::default())
+            .await?
+            .approvals;
         let hello = client.hello.clone();
         let endpoint = client.endpoint.clone();
         client.close().await;
@@ -224,6 +236,7 @@ pub fn status(data_dir: &DataDir, json: bool) -> Result<ExitCode> {
             },
             commands_version: hello.manifests.commands_version,
             pending_confirmations: pending.confirmations.len(),
+            approvals,
         };
         if json {
             print_json(&status)?;
@@ -233,6 +246,10 @@ pub fn status(data_dir: &DataDir, json: bool) -> Result<ExitCode> {
             println!("phone: {} {}", status.phone.platform, status.phone.model);
             println!("protocol version: {}", status.protocol_version);
             println!("pending confirmations: {}", status.pending_confirmations);
+            println!("approvals: {}", status.approvals.len());
+            for a in &status.approvals {
+                println!("  {}", crate::approvals_cmd::approval_line(a));
+            }
         }
         Ok(ExitCode::SUCCESS)
     })
@@ -395,12 +412,20 @@ pub fn confirmations(cmd: ConfirmationsCommand) -> Result<ExitCode> {
         ConfirmationsCommand::List { data_dir, json } => (data_dir, json, None),
         ConfirmationsCommand::Approve {
             confirmation_id,
+            for_session,
             data_dir,
             json,
         } => (
             data_dir,
             json,
-            Some((confirmation_id, ConfirmDecision::Approve)),
+            Some((
+                confirmation_id,
+                if for_session {
+                    ConfirmDecision::AcceptForSession
+                } else {
+                    ConfirmDecision::Approve
+                },
+            )),
         ),
         ConfirmationsCommand::Deny {
             confirmation_id,
@@ -427,8 +452,13 @@ pub fn confirmations(cmd: ConfirmationsCommand) -> Result<ExitCode> {
                         println!("no pending confirmations");
                     }
                     for c in &list.confirmations {
+                        let session = if c.session_grant_offered {
+                            "  [--for-session offered]"
+                        } else {
+                            ""
+                        };
                         println!(
-                            "{}  {}  {}  {}",
+                            "{}  {}  {}  {}{session}",
                             c.confirmation_id, c.runtime, c.tool, c.summary
                         );
                     }
@@ -446,13 +476,43 @@ pub fn confirmations(cmd: ConfirmationsCommand) -> Result<ExitCode> {
                     print_json(&result)?;
                 } else {
                     let done = match decision {
-                        ConfirmDecision::Approve => "approved",
+                        ConfirmDecision::Approve | ConfirmDecision::AcceptForSession => "approved",
                         ConfirmDecision::Deny => "denied",
                     };
                     println!(
                         "{done} {id}: the request finished with status {}",
                         result.status.as_str()
                     );
+                    if decision == ConfirmDecision::AcceptForSession {
+                        let grants = client
+                            .call::<ApprovalsList>(ApprovalsListParams {
+                                runtime: None,
+                                all: true,
+                            })
+                            .await?;
+                        match grants
+                            .approvals
+                            .iter()
+                            .find(|a| a.confirmation_id.as_deref() == Some(id.as_str()))
+                        {
+                            Some(grant) => println!(
+                                "for the rest of phone session {}: {} may use {}{} without \
+                                 asking (grant {}; end it early with `openphone approvals revoke \
+                                 {}`)",
+                                grant.phone_session_id.as_deref().unwrap_or("?"),
+                                grant.runtime,
+                                grant.tool,
+                                crate::approvals_cmd::constraints_text(&grant.constraints),
+                                grant.approval_id,
+                                grant.approval_id
+                            ),
+                            None => println!(
+                                "approved this request only: no session grant was made (the \
+                                 command always asks, or the request is not in an active phone \
+                                 session)"
+                            ),
+                        }
+                    }
                 }
                 ExitCode::SUCCESS
             }

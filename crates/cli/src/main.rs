@@ -9,6 +9,7 @@
 //! is not ok), 2 for unusable input or no daemon, 3 when a tool request waits for the user's
 //! confirmation.
 
+mod approvals_cmd;
 mod audit_cmd;
 mod bench;
 mod client;
@@ -16,6 +17,7 @@ mod client_cmd;
 mod crash_cmd;
 mod data_dir;
 mod mcp_cmd;
+mod policy_cmd;
 mod protocol_cmd;
 mod serve_cmd;
 mod store_cmd;
@@ -50,6 +52,9 @@ enum Command {
     /// List, approve or deny pending confirmations.
     #[command(subcommand, visible_alias = "confirm")]
     Confirmations(client_cmd::ConfirmationsCommand),
+    /// Standing approvals and session grants: grant, list, revoke.
+    #[command(subcommand)]
+    Approvals(approvals_cmd::ApprovalsCommand),
     /// List runtimes, or route a surface to one.
     #[command(subcommand, visible_alias = "runtime")]
     Runtimes(client_cmd::RuntimesCommand),
@@ -82,6 +87,9 @@ enum Command {
     /// Load tools: a daemon's or any server's endpoint and MCP, and the in-process bridge.
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// Tool profiles and `policy explain`: why a call is allowed, asks or is denied.
+    #[command(subcommand)]
+    Policy(policy_cmd::PolicyCommand),
     /// Print a shell completion script.
     Completions { shell: clap_complete::Shell },
     /// Inspect and check the protocol manifests, hash params, validate tool params (offline).
@@ -157,6 +165,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Protocol(cmd) => protocol_cmd::run(cmd),
+        Command::Policy(cmd) => policy_cmd::run(cmd),
         Command::Audit(cmd) => audit_cmd::run(cmd),
         Command::Store(cmd) => store_cmd::run(cmd),
         Command::Info { json } => info(json),
@@ -180,6 +189,7 @@ fn main() -> ExitCode {
             timeout_secs,
         ),
         Command::Runtimes(cmd) => client_cmd::runtimes(cmd),
+        Command::Approvals(cmd) => approvals_cmd::run(cmd),
         Command::Dev(DevCommand::CrashTest(args)) => crash_cmd::run(args),
         Command::Bench(BenchCommand::Invoke(opts)) => bench::invoke(opts),
         Command::Bench(BenchCommand::Mcp(opts)) => bench::mcp(opts),

@@ -23,9 +23,11 @@ pub mod summary;
 mod locks;
 
 pub use bridge::{
-    ACCESS_LOG_TARGET, BridgeConfig, BridgeError, ConfirmDecision, ConfirmingHost, MAX_TASK_SCOPES,
-    Operator, RESOLVED_BY_CONFIGURATION, RecoveryReport, ToolBridge, Waited, Withdrawn, waiting_on,
+    ACCESS_LOG_TARGET, ApprovalError, BridgeConfig, BridgeError, ConfirmDecision, ConfirmingHost,
+    MAX_TASK_SCOPES, Operator, RESOLVED_BY_CONFIGURATION, RecoveryReport, ToolBridge, Waited,
+    Withdrawn, waiting_on,
 };
+pub use bridge::{EXPLANATION_KEY, explanation_of};
 pub use events::{Audience, Event, EventBus, PublishError};
 pub use request::{NormalizedRequest, normalize};
 pub use runtimes::{

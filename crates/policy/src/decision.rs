@@ -10,7 +10,7 @@ use crate::input::{BackgroundRun, Caller, Context, PolicyInput, ToolList, ToolPo
 use crate::verdict::{DecisionSource, Layer, PolicyDetail, Verdict, VerdictKind};
 
 /// Version of the inputs-digest preimage layout; bump when the object below changes.
-pub const INPUTS_DIGEST_VERSION: u32 = 1;
+pub const INPUTS_DIGEST_VERSION: u32 = 2;
 
 /// What the bridge must do with the request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -107,6 +107,7 @@ pub fn visible(command: &Command, caller: &Caller, tool_policy: &ToolPolicy) -> 
         platform_supported: true,
         context: &Context::Interactive,
         standing_approvals: &[],
+        phone_session_id: None,
         params: &Value::Null,
         now_ms: 0,
     };
@@ -171,16 +172,15 @@ pub fn merge(proof: &[Verdict]) -> (Requirement, DecisionSource) {
                 .any(|v| v.layer == Layer::RiskFloor && v.kind == VerdictKind::Confirm);
             let park_for_review = strongest == VerdictKind::Park;
             let rule = proof.iter().find_map(|v| match (&v.layer, &v.source) {
-                (Layer::StandingApprovals, DecisionSource::StandingApproval { rule_id }) => {
-                    Some(rule_id.clone())
-                }
+                (
+                    Layer::StandingApprovals,
+                    source @ (DecisionSource::StandingApproval { .. }
+                    | DecisionSource::SessionGrant { .. }),
+                ) => Some(source.clone()),
                 _ => None,
             });
             match rule {
-                Some(rule_id) if !one_shot => (
-                    Requirement::Allow,
-                    DecisionSource::StandingApproval { rule_id },
-                ),
+                Some(source) if !one_shot => (Requirement::Allow, source),
                 Some(_) | None => {
                     let asking: Vec<&Verdict> = proof
                         .iter()
@@ -293,6 +293,7 @@ pub fn inputs_object(input: &PolicyInput<'_>) -> Value {
         "platform_supported": input.platform_supported,
         "context": context,
         "standing_approval_ids": rule_ids,
+        "phone_session_id": input.phone_session_id,
         "params_hash": params_hash,
         "now_ms": input.now_ms.to_string(),
     })
@@ -302,6 +303,7 @@ fn list_json(list: Option<&ToolList>) -> Value {
     match list {
         None => Value::Null,
         Some(l) => json!({
+            "profile": l.profile,
             "allow": l.allow.as_ref().map(|a| a.iter().map(ToString::to_string).collect::<Vec<_>>()),
             "deny": l.deny.iter().map(ToString::to_string).collect::<Vec<_>>(),
         }),

@@ -12,4 +12,19 @@ pub enum PolicyError {
     /// `group:` without a category.
     #[error("tool group entry `group:` names no category")]
     EmptyToolGroup,
+    /// A tool profile name that no profile has; the message lists the known names.
+    #[error(
+        "unknown tool profile `{0}` (known: {known})",
+        known = crate::profiles::known_profile_names()
+    )]
+    UnknownProfile(String),
+    /// A selector of a profile that names no category or command of the manifest.
+    #[error(
+        "tool profile `{profile}` includes `{selector}`, which names no category or canonical \
+         command name of the manifest"
+    )]
+    UnknownProfileSelector { profile: String, selector: String },
+    /// A profile file that does not parse or breaks a rule of its own.
+    #[error("tool profiles: {0}")]
+    ProfileFile(String),
 }

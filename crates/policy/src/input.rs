@@ -310,13 +310,49 @@ impl fmt::Display for ToolSelector {
     }
 }
 
-/// An allow list and a deny list. Deny wins; an allow list, when present, restricts to its
-/// entries (an empty allow list allows nothing).
+/// One tool list: an optional tool profile, an allow list and a deny list.
+///
+/// The profile (by name, see [`profiles`](mod@crate::profiles)) is the base surface and
+/// `allow` adds to it. Without a profile, no allow list admits everything and a present one
+/// restricts to its entries (an empty allow list admits nothing). `deny` removes from either
+/// and always wins. An unknown profile name admits nothing (fail closed).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ToolList {
+    /// A named tool profile (`crate::profiles`), the base surface before `allow` and `deny`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
     pub allow: Option<Vec<ToolSelector>>,
     pub deny: Vec<ToolSelector>,
+}
+
+/// How a [`ToolList`]'s surface (before `deny`) treats one command, and why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admission<'a> {
+    /// Neither a profile nor an allow list: everything is admitted.
+    Unfiltered,
+    /// The list's profile holds the command.
+    InProfile(&'a str),
+    /// An allow entry selects the command (with or without a profile).
+    Allowed(&'a ToolSelector),
+    /// Refused: the profile does not hold the command and no allow entry adds it.
+    NotInProfile(&'a str),
+    /// Refused: no profile, and the allow list has no entry for the command.
+    NotInAllowList,
+    /// Refused: the list names a profile that does not exist.
+    UnknownProfile(&'a str),
+}
+
+impl Admission<'_> {
+    /// Whether the command is on the surface.
+    pub fn admits(self) -> bool {
+        match self {
+            Admission::Unfiltered | Admission::InProfile(_) | Admission::Allowed(_) => true,
+            Admission::NotInProfile(_)
+            | Admission::NotInAllowList
+            | Admission::UnknownProfile(_) => false,
+        }
+    }
 }
 
 impl ToolList {
@@ -325,17 +361,37 @@ impl ToolList {
         self.deny.iter().find(|s| s.matches(command))
     }
 
-    /// Whether the allow list (if any) admits the command.
-    pub fn allows(&self, command: &Command) -> bool {
-        match &self.allow {
-            None => true,
-            Some(entries) => entries.iter().any(|s| s.matches(command)),
+    /// Whether the list's surface before `deny` (profile and allow list) holds the command, and
+    /// why.
+    pub fn admission(&self, command: &Command) -> Admission<'_> {
+        let allowed = || {
+            self.allow
+                .iter()
+                .flatten()
+                .find(|s| s.matches(command))
+                .map(Admission::Allowed)
+        };
+        match &self.profile {
+            Some(name) => match crate::profiles::profile(name) {
+                None => Admission::UnknownProfile(name),
+                Some(p) if p.admits(command) => Admission::InProfile(name),
+                Some(_) => allowed().unwrap_or(Admission::NotInProfile(name)),
+            },
+            None => match &self.allow {
+                None => Admission::Unfiltered,
+                Some(_) => allowed().unwrap_or(Admission::NotInAllowList),
+            },
         }
+    }
+
+    /// Whether the profile and the allow list admit the command (`deny` not considered).
+    pub fn allows(&self, command: &Command) -> bool {
+        self.admission(command).admits()
     }
 
     /// Whether the list says nothing at all.
     pub fn is_empty(&self) -> bool {
-        self.allow.is_none() && self.deny.is_empty()
+        self.profile.is_none() && self.allow.is_none() && self.deny.is_empty()
     }
 }
 
@@ -420,6 +476,10 @@ pub struct StandingApproval {
     #[serde(default)]
     pub background: bool,
     pub enabled: bool,
+    /// A session grant (`accept_for_session`): the rule applies only to requests made in this
+    /// phone session while it is active. `None`: a standing approval the user made.
+    #[serde(default)]
+    pub session: Option<String>,
 }
 
 /// Why a standing approval does not apply to a request (or `Applies`).
@@ -433,6 +493,9 @@ pub enum RuleMatch {
     OtherTool,
     ParamsMismatch,
     NotForBackground,
+    /// A session grant of another phone session (or the request is in none, or its session
+    /// has ended).
+    OtherSession,
 }
 
 impl StandingApproval {
@@ -443,6 +506,7 @@ impl StandingApproval {
         runtime: &str,
         params: &Value,
         context: &Context,
+        phone_session: Option<&str>,
         now_ms: u64,
     ) -> RuleMatch {
         if !self.enabled {
@@ -460,6 +524,13 @@ impl StandingApproval {
         };
         if !tool_matches {
             return RuleMatch::OtherTool;
+        }
+        if self
+            .session
+            .as_deref()
+            .is_some_and(|granted_in| phone_session != Some(granted_in))
+        {
+            return RuleMatch::OtherSession;
         }
         let params_match = self
             .constraints
@@ -491,6 +562,9 @@ pub struct PolicyInput<'a> {
     pub platform_supported: bool,
     pub context: &'a Context,
     pub standing_approvals: &'a [StandingApproval],
+    /// The request's phone session, when it is active and belongs to the caller (session
+    /// grants apply only inside the session they were given in).
+    pub phone_session_id: Option<&'a str>,
     /// The request params as received (only read for standing-approval constraints and, as a
     /// hash, for the inputs digest).
     pub params: &'a Value,
@@ -571,38 +645,66 @@ mod tests {
             expires_at_ms: Some(100),
             background: false,
             enabled: true,
+            session: None,
         };
         let p = json!({"x": 1});
         let i = Context::Interactive;
         let bg = Context::job(1);
-        assert_eq!(rule.check(&tap, "hermes", &p, &i, 99), RuleMatch::Applies);
-        assert_eq!(rule.check(&tap, "hermes", &p, &i, 100), RuleMatch::Expired);
         assert_eq!(
-            rule.check(&tap, "other", &p, &i, 0),
+            rule.check(&tap, "hermes", &p, &i, None, 99),
+            RuleMatch::Applies
+        );
+        assert_eq!(
+            rule.check(&tap, "hermes", &p, &i, None, 100),
+            RuleMatch::Expired
+        );
+        assert_eq!(
+            rule.check(&tap, "other", &p, &i, None, 0),
             RuleMatch::OtherRuntime
         );
         assert_eq!(
-            rule.check(&command("swipe"), "hermes", &p, &i, 0),
+            rule.check(&command("swipe"), "hermes", &p, &i, None, 0),
             RuleMatch::OtherTool
         );
         assert_eq!(
-            rule.check(&tap, "hermes", &json!({"x": 2}), &i, 0),
+            rule.check(&tap, "hermes", &json!({"x": 2}), &i, None, 0),
             RuleMatch::ParamsMismatch
         );
         assert_eq!(
-            rule.check(&tap, "hermes", &json!([1]), &i, 0),
+            rule.check(&tap, "hermes", &json!([1]), &i, None, 0),
             RuleMatch::ParamsMismatch
         );
         assert_eq!(
-            rule.check(&tap, "hermes", &p, &bg, 0),
+            rule.check(&tap, "hermes", &p, &bg, None, 0),
             RuleMatch::NotForBackground
         );
         rule.background = true;
-        assert_eq!(rule.check(&tap, "hermes", &p, &bg, 0), RuleMatch::Applies);
+        assert_eq!(
+            rule.check(&tap, "hermes", &p, &bg, None, 0),
+            RuleMatch::Applies
+        );
         rule.tool = ToolSelector::All;
-        assert_eq!(rule.check(&tap, "hermes", &p, &i, 0), RuleMatch::OtherTool);
+        assert_eq!(
+            rule.check(&tap, "hermes", &p, &i, None, 0),
+            RuleMatch::OtherTool
+        );
+        rule.tool = ToolSelector::parse("tap").unwrap();
+        rule.session = Some("s1".to_owned());
+        assert_eq!(
+            rule.check(&tap, "hermes", &p, &i, Some("s1"), 0),
+            RuleMatch::Applies
+        );
+        for other in [None, Some("s2")] {
+            assert_eq!(
+                rule.check(&tap, "hermes", &p, &i, other, 0),
+                RuleMatch::OtherSession
+            );
+        }
         rule.enabled = false;
-        assert_eq!(rule.check(&tap, "hermes", &p, &i, 0), RuleMatch::Disabled);
+        assert_eq!(
+            rule.check(&tap, "hermes", &p, &i, None, 0),
+            RuleMatch::Disabled
+        );
     }
 
     #[test]

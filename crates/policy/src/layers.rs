@@ -4,7 +4,7 @@
 use openphone_protocol::{Command, Confirmation, ErrorCode, Executor, Risk};
 
 use crate::autonomy::Autonomy;
-use crate::input::{PolicyInput, RuleMatch, ToolList};
+use crate::input::{Admission, PolicyInput, RuleMatch, ToolList};
 use crate::verdict::{DecisionSource, Layer, PolicyDetail, Verdict};
 
 impl Layer {
@@ -98,38 +98,82 @@ pub fn runtime_authorisation(input: &PolicyInput<'_>) -> Verdict {
     )
 }
 
-/// L2 — tool policy: global and per-runtime allow/deny lists; any deny entry wins; each allow
-/// list that is present must admit the command.
+/// L2 — tool policy: the global list and the runtime's list (each a profile, an allow list
+/// and a deny list, see [`ToolList`]). Any deny entry wins; then each list must admit the
+/// command: its profile holds it or an allow entry adds it, or — without a profile — its allow
+/// list (if present) names it. A list naming an unknown profile admits nothing.
 pub fn tool_policy(input: &PolicyInput<'_>) -> Verdict {
     let layer = Layer::ToolPolicy;
     let cmd = input.command;
     let runtime = input.caller.runtime.as_str();
     let per_runtime = input.tool_policy.for_runtime(runtime);
-    let lists: [(String, Option<&ToolList>); 2] = [
-        ("global".to_owned(), Some(&input.tool_policy.global)),
-        (format!("runtime `{runtime}`"), per_runtime),
+    // (scope in "the … allow list", owner in "profile `x` of …", the list)
+    let lists: [(String, String, Option<&ToolList>); 2] = [
+        (
+            "global".to_owned(),
+            "the global tool policy".to_owned(),
+            Some(&input.tool_policy.global),
+        ),
+        (
+            format!("runtime `{runtime}`"),
+            format!("runtime `{runtime}`"),
+            per_runtime,
+        ),
     ];
-    for (scope, list) in &lists {
+    let deny = |reason: String| {
+        Verdict::deny(
+            layer,
+            ErrorCode::ToolNotGranted,
+            PolicyDetail::ToolPolicyDeny,
+            reason,
+        )
+    };
+    for (scope, _, list) in &lists {
         if let Some(entry) = list.and_then(|l| l.denying_entry(cmd)) {
-            return Verdict::deny(
-                layer,
-                ErrorCode::ToolNotGranted,
-                PolicyDetail::ToolPolicyDeny,
-                format!("`{}` denied by {scope} deny entry `{entry}`", cmd.name),
-            );
+            return deny(format!(
+                "`{}` denied by {scope} deny entry `{entry}`",
+                cmd.name
+            ));
         }
     }
-    for (scope, list) in &lists {
-        if list.is_some_and(|l| !l.allows(cmd)) {
-            return Verdict::deny(
-                layer,
-                ErrorCode::ToolNotGranted,
-                PolicyDetail::ToolPolicyDeny,
-                format!("`{}` is not in the {scope} allow list", cmd.name),
-            );
+    let mut profiles_used: Vec<String> = Vec::new();
+    for (scope, owner, list) in &lists {
+        let Some(list) = list else { continue };
+        match list.admission(cmd) {
+            Admission::Unfiltered | Admission::Allowed(_) => {}
+            Admission::InProfile(name) => {
+                profiles_used.push(format!("profile `{name}` of {owner}"));
+            }
+            Admission::NotInAllowList => {
+                return deny(format!("`{}` is not in the {scope} allow list", cmd.name));
+            }
+            Admission::NotInProfile(name) => {
+                return deny(format!(
+                    "`{}` is not in profile `{name}` of {owner} (add it with allow, or choose \
+                     another profile)",
+                    cmd.name
+                ));
+            }
+            Admission::UnknownProfile(name) => {
+                let unknown = crate::error::PolicyError::UnknownProfile(name.to_owned());
+                return deny(format!(
+                    "`{}` is refused: {owner} names an {unknown}",
+                    cmd.name
+                ));
+            }
         }
     }
-    Verdict::allow(layer, "no tool-policy entry refuses the command")
+    if profiles_used.is_empty() {
+        Verdict::allow(layer, "no tool-policy entry refuses the command")
+    } else {
+        Verdict::allow(
+            layer,
+            format!(
+                "no tool-policy entry refuses the command ({} holds it)",
+                profiles_used.join(" and ")
+            ),
+        )
+    }
 }
 
 /// L3 — platform support: device commands need the backend's support; an unsupported command is
@@ -233,22 +277,38 @@ pub fn standing_approvals(input: &PolicyInput<'_>) -> Verdict {
             &input.caller.runtime,
             input.params,
             input.context,
+            input.phone_session_id,
             input.now_ms,
         );
         match outcome {
             RuleMatch::Applies => {
+                let (reason, source) = match &rule.session {
+                    Some(session) => (
+                        format!(
+                            "session grant `{}` (phone session {session}) covers `{}`",
+                            rule.id, cmd.name
+                        ),
+                        DecisionSource::SessionGrant {
+                            grant_id: rule.id.clone(),
+                        },
+                    ),
+                    None => (
+                        format!("standing approval `{}` covers `{}`", rule.id, cmd.name),
+                        DecisionSource::StandingApproval {
+                            rule_id: rule.id.clone(),
+                        },
+                    ),
+                };
                 return Verdict {
                     layer,
                     kind: crate::verdict::VerdictKind::Allow,
-                    reason: format!("standing approval `{}` covers `{}`", rule.id, cmd.name),
+                    reason,
                     code: None,
                     policy_detail: None,
-                    source: DecisionSource::StandingApproval {
-                        rule_id: rule.id.clone(),
-                    },
+                    source,
                 };
             }
-            RuleMatch::OtherRuntime | RuleMatch::OtherTool => {}
+            RuleMatch::OtherRuntime | RuleMatch::OtherTool | RuleMatch::OtherSession => {}
             RuleMatch::Disabled => skipped.push(format!("`{}` disabled", rule.id)),
             RuleMatch::Expired => skipped.push(format!("`{}` expired", rule.id)),
             RuleMatch::ParamsMismatch => {
@@ -308,6 +368,7 @@ mod tests {
             platform_supported: true,
             context: &ctx,
             standing_approvals: &[],
+            phone_session_id: None,
             params: &params,
             now_ms: 0,
         };

@@ -13,7 +13,7 @@
 //! | layer | rule | denial |
 //! |---|---|---|
 //! | L1 [`Layer::RuntimeAuthorisation`] | caller enabled; `remote_runtime: false` only for `builtin`; `mcp: false` never over MCP; the command's exposure class granted (remote default `safe_read`; `builtin` and the operator all three) | `tool_not_granted` (`runtime_registry_deny`, or `transport_not_allowed` for the two flags) |
-//! | L2 [`Layer::ToolPolicy`] | global and per-runtime allow/deny lists of names, `group:<category>` and `*`; any deny entry wins; each allow list present must admit the command | `tool_not_granted` (`tool_policy_deny`) |
+//! | L2 [`Layer::ToolPolicy`] | global and per-runtime lists: a [tool profile](mod@profiles) as the base surface, allow entries (names, `group:<category>`, `*`) adding to it — or, without a profile, an allow list restricting to its entries — and deny entries removing; any deny entry wins; each list must admit the command; an unknown profile name denies | `tool_not_granted` (`tool_policy_deny`) |
 //! | L3 [`Layer::PlatformSupport`] | a device command needs the backend's support (never replaced by another action); runtime-executor commands are served by the daemon | `tool_not_supported_by_phone_platform` (`platform_unsupported`) |
 //! | L4 [`Layer::Autonomy`] | reads Allow; mutating: `observe_only` Deny, `ask_before_action` Confirm, `trusted_actions` Allow | `observe_only_mutation_denied` (`observe_only_blocks_mutation`) |
 //! | L5 [`Layer::RiskFloor`] | `confirmation: always` / high risk: Confirm, one-shot, in every mode | — |
@@ -73,6 +73,7 @@
 //!     platform_supported: true,
 //!     context: &Context::Interactive,
 //!     standing_approvals: &[],
+//!     phone_session_id: None,
 //!     params: &params,
 //!     now_ms: 1_700_000_000_000,
 //! });
@@ -92,8 +93,11 @@
 mod autonomy;
 mod decision;
 mod error;
+mod explain;
+pub mod grants;
 mod input;
 pub mod layers;
+pub mod profiles;
 mod verdict;
 
 pub use autonomy::{Autonomy, effective_autonomy};
@@ -102,9 +106,13 @@ pub use decision::{
     proof_digest, visible,
 };
 pub use error::PolicyError;
+pub use explain::{explain, wire_layer, wire_outcome};
+pub use grants::{session_grant_constraints, target_params};
 pub use input::{
-    BUILTIN_RUNTIME, BackgroundRun, Caller, Context, ExposureGrants, PolicyInput, Role, RuleMatch,
-    RuntimeAuthorisation, StandingApproval, ToolList, ToolPolicy, ToolSelector, Transport,
+    Admission, BUILTIN_RUNTIME, BackgroundRun, Caller, Context, ExposureGrants, PolicyInput, Role,
+    RuleMatch, RuntimeAuthorisation, StandingApproval, ToolList, ToolPolicy, ToolSelector,
+    Transport,
 };
 pub use layers::{is_mutating, is_risk_floor};
+pub use profiles::{Profile, Profiles, profile, profiles};
 pub use verdict::{DecisionSource, Layer, PolicyDetail, Verdict, VerdictKind};

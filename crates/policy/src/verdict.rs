@@ -150,6 +150,9 @@ pub enum DecisionSource {
     Policy { layer: Layer },
     /// A user rule turned Confirm into Allow; the rule id is recorded.
     StandingApproval { rule_id: String },
+    /// An earlier `accept_for_session` in this phone session turned Confirm into Allow; the
+    /// grant id is recorded.
+    SessionGrant { grant_id: String },
 }
 
 impl DecisionSource {
@@ -158,6 +161,7 @@ impl DecisionSource {
         match self {
             DecisionSource::Policy { .. } => "policy",
             DecisionSource::StandingApproval { .. } => "standing_approval",
+            DecisionSource::SessionGrant { .. } => "session_grant",
         }
     }
 }

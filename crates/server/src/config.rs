@@ -34,7 +34,9 @@ pub struct Config {
     pub runtimes: Vec<RuntimeConfig>,
     /// Per-surface routing (surface → runtime id), applied by the runtime manager.
     pub routing: BTreeMap<String, String>,
-    /// Global and per-runtime allow/deny lists (policy layer 2).
+    /// Global and per-runtime tool profiles and allow/deny lists (policy layer 2). After
+    /// [`Config::parse`] this holds the `[[runtimes]] profile` shorthands too, and every
+    /// profile it names exists.
     pub tool_policy: ToolPolicy,
     pub limits: Limits,
     /// The MCP server (`docs/mcp.md`).
@@ -165,6 +167,10 @@ pub struct RuntimeConfig {
     /// the risk floor (`confirmation: "always"` still needs the phone). Default false.
     #[serde(default)]
     pub trust_client_confirmation: bool,
+    /// Shorthand for `[tool_policy.runtimes.<id>] profile`: the runtime's tool profile
+    /// (`openphone policy profiles`). Setting both to different names is an error.
+    #[serde(default)]
+    pub profile: Option<String>,
 }
 
 fn yes() -> bool {
@@ -258,8 +264,10 @@ impl std::fmt::Debug for RuntimeCredential {
 impl Config {
     /// Parses TOML text; `origin` names the file in errors. An inline runtime `token` that
     /// [`check_token`](crate::auth::check_token) refuses is an error naming the file and key.
+    /// A runtime's `profile` shorthand is moved into its tool-policy list; an unknown profile
+    /// name, or two different profiles for one runtime, is an error.
     pub fn parse(text: &str, origin: &str) -> Result<Config, ConfigError> {
-        let config: Config = toml::from_str(text).map_err(|e| ConfigError::Parse {
+        let mut config: Config = toml::from_str(text).map_err(|e| ConfigError::Parse {
             path: origin.to_owned(),
             message: e.to_string().trim().replace('\n', " "),
         })?;
@@ -277,7 +285,57 @@ impl Config {
                 });
             }
         }
+        config.apply_profiles(origin)?;
         Ok(config)
+    }
+
+    /// Moves each `[[runtimes]] profile` into `[tool_policy.runtimes.<id>]` and checks that every
+    /// profile named exists.
+    fn apply_profiles(&mut self, origin: &str) -> Result<(), ConfigError> {
+        for rt in &self.runtimes {
+            let Some(shorthand) = &rt.profile else {
+                continue;
+            };
+            if let Err(unknown) = openphone_policy::profiles::resolve_profile(shorthand) {
+                return Err(ConfigError::Runtime {
+                    id: rt.id.clone(),
+                    message: format!("profile: {unknown}"),
+                });
+            }
+            let list = self.tool_policy.runtimes.entry(rt.id.clone()).or_default();
+            match &list.profile {
+                Some(table) if table != shorthand => {
+                    return Err(ConfigError::Runtime {
+                        id: rt.id.clone(),
+                        message: format!(
+                            "`profile = {shorthand:?}` in [[runtimes]] and `profile = {table:?}` \
+                             in [tool_policy.runtimes.{}] differ (set the profile in one place)",
+                            rt.id
+                        ),
+                    });
+                }
+                Some(_) => {}
+                None => list.profile = Some(shorthand.clone()),
+            }
+        }
+        let named = std::iter::once(("[tool_policy.global]".to_owned(), &self.tool_policy.global))
+            .chain(
+                self.tool_policy
+                    .runtimes
+                    .iter()
+                    .map(|(id, list)| (format!("[tool_policy.runtimes.{id}]"), list)),
+            );
+        for (table, list) in named {
+            if let Some(name) = &list.profile
+                && let Err(unknown) = openphone_policy::profiles::resolve_profile(name)
+            {
+                return Err(ConfigError::Parse {
+                    path: origin.to_owned(),
+                    message: format!("{table} profile: {unknown}"),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Reads and parses a file.
@@ -473,6 +531,14 @@ mod tests {
         cfg.check_endpoint().unwrap();
         cfg.check_store().unwrap();
         assert_eq!(cfg.routing.get("chat").map(String::as_str), Some("hermes"));
+        assert_eq!(
+            cfg.tool_policy
+                .for_runtime("hermes")
+                .unwrap()
+                .profile
+                .as_deref(),
+            Some("messaging")
+        );
     }
 
     #[test]
@@ -603,5 +669,122 @@ rate_burst = 5.0
         assert_eq!(cfg.limits.max_in_flight, 16);
         assert_eq!(cfg.tool_policy.global.deny.len(), 1);
         assert!(!format!("{:?}", creds[0]).contains("0123456789"));
+    }
+
+    const TOKEN: &str = "0123456789abcdef0123";
+
+    #[test]
+    fn tool_profiles_are_read_from_both_tables_and_the_runtime_shorthand() {
+        let cfg = Config::parse(
+            &format!(
+                r#"
+[[runtimes]]
+id = "hermes"
+token = "{TOKEN}"
+profile = "messaging"
+
+[[runtimes]]
+id = "claw"
+token = "{TOKEN}x"
+profile = "read"
+
+[tool_policy.global]
+profile = "phone_control"
+deny = ["group:calls"]
+
+[tool_policy.runtimes.hermes]
+allow = ["openphone.ui.tap"]
+
+[tool_policy.runtimes.claw]
+profile = "read"
+"#
+            ),
+            "x.toml",
+        )
+        .unwrap();
+        let tp = &cfg.tool_policy;
+        assert_eq!(tp.global.profile.as_deref(), Some("phone_control"));
+        let hermes = tp.for_runtime("hermes").unwrap();
+        assert_eq!(hermes.profile.as_deref(), Some("messaging"));
+        assert_eq!(hermes.allow.as_ref().map(Vec::len), Some(1));
+        assert_eq!(
+            tp.for_runtime("claw").unwrap().profile.as_deref(),
+            Some("read")
+        );
+        // a shorthand with no tool-policy table creates one
+        let cfg = Config::parse(
+            &format!("[[runtimes]]\nid = \"a\"\ntoken = \"{TOKEN}\"\nprofile = \"minimal\"\n"),
+            "x.toml",
+        )
+        .unwrap();
+        assert_eq!(
+            cfg.tool_policy.for_runtime("a").unwrap().profile.as_deref(),
+            Some("minimal")
+        );
+        assert!(
+            Config::parse("", "x.toml")
+                .unwrap()
+                .tool_policy
+                .global
+                .profile
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn an_unknown_profile_is_refused_listing_the_known_ones() {
+        for (text, needle) in [
+            (
+                "[tool_policy.global]\nprofile = \"everything\"\n",
+                "[tool_policy.global]",
+            ),
+            (
+                "[tool_policy.runtimes.hermes]\nprofile = \"Messaging\"\n",
+                "[tool_policy.runtimes.hermes]",
+            ),
+            (
+                &format!(
+                    "[[runtimes]]\nid = \"hermes\"\ntoken = \"{TOKEN}\"\nprofile = \"mini\"\n"
+                ),
+                "runtime \"hermes\"",
+            ),
+        ] {
+            let err = Config::parse(text, "x.toml").unwrap_err().to_string();
+            assert!(err.contains(needle), "{text}: {err}");
+            assert!(err.contains("unknown tool profile"), "{err}");
+            assert!(
+                err.contains("known: minimal, read, messaging, phone_control, full"),
+                "{err}"
+            );
+        }
+        let err = Config::parse("[tool_policy.global]\nprofiles = \"read\"\n", "x.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("profiles"), "{err}");
+    }
+
+    #[test]
+    fn two_different_profiles_for_one_runtime_are_refused_naming_both() {
+        let text = format!(
+            "[[runtimes]]\nid = \"hermes\"\ntoken = \"{TOKEN}\"\nprofile = \"messaging\"\n\n\
+             [tool_policy.runtimes.hermes]\nprofile = \"read\"\n"
+        );
+        let err = Config::parse(&text, "x.toml").unwrap_err().to_string();
+        assert!(
+            err.contains("hermes") && err.contains("\"messaging\"") && err.contains("\"read\""),
+            "{err}"
+        );
+        assert!(err.contains("[tool_policy.runtimes.hermes]"), "{err}");
+        // the same profile twice is fine
+        let same = text.replace("\"read\"", "\"messaging\"");
+        let cfg = Config::parse(&same, "x.toml").unwrap();
+        assert_eq!(
+            cfg.tool_policy
+                .for_runtime("hermes")
+                .unwrap()
+                .profile
+                .as_deref(),
+            Some("messaging")
+        );
     }
 }

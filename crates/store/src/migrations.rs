@@ -274,10 +274,25 @@ CREATE TABLE final_tombstones (
 ) STRICT, WITHOUT ROWID;
 "#,
     },
+    Migration {
+        version: 7,
+        name: "approval_scopes",
+        // Standing approvals the user manages, and session grants (`accept_for_session`): a
+        // grant is a standing approval scoped to one phone session, made by approving one
+        // confirmation. A revoked approval keeps its row (who revoked it, and when).
+        sql: r#"
+ALTER TABLE standing_approvals ADD COLUMN phone_session_id TEXT;
+ALTER TABLE standing_approvals ADD COLUMN confirmation_id TEXT;
+ALTER TABLE standing_approvals ADD COLUMN created_by TEXT;
+ALTER TABLE standing_approvals ADD COLUMN note TEXT;
+ALTER TABLE standing_approvals ADD COLUMN revoked_at_ms INTEGER;
+ALTER TABLE standing_approvals ADD COLUMN revoked_by TEXT;
+"#,
+    },
 ];
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 
 /// Reads `PRAGMA user_version`.
 pub(crate) fn current_version(conn: &Connection) -> Result<i64> {

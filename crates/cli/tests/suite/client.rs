@@ -102,6 +102,14 @@ fn unaddressed(mut result: Value) -> Value {
     let body = result.as_object_mut().unwrap();
     assert!(body.remove("request_id").is_some(), "{result}");
     body.remove("audit_id");
+    // The explanation describes each request's own caller (the CLI's transport is `cli`).
+    if let Some(details) = body
+        .get_mut("error")
+        .and_then(|e| e.get_mut("details"))
+        .and_then(Value::as_object_mut)
+    {
+        details.remove("explanation");
+    }
     result
 }
 

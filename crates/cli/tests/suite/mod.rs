@@ -1,4 +1,5 @@
 mod access_log;
+mod approvals;
 mod audit;
 mod bench;
 mod client;
@@ -13,6 +14,8 @@ mod harness;
 mod local_hardening;
 mod mcp_clients;
 mod mcp_harness;
+mod policy_explain;
+mod profiles;
 mod protocol;
 mod readme;
 mod store;

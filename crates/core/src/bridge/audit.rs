@@ -305,6 +305,21 @@ impl ToolBridge {
         result: Option<&ToolResult>,
         duration_ms: Option<i64>,
     ) -> Result<(), StoreError> {
+        self.audit_transition_noted(record, stored, state, result, duration_ms, None)
+    }
+
+    /// [`Self::audit_transition`] with a note merged into the record's resolution object
+    /// (beside `resolved_by`): how an `accept_for_session` ended (the grant id, or why it
+    /// counted as a plain approval).
+    pub(super) fn audit_transition_noted(
+        &self,
+        record: &ConfirmationRecord,
+        stored: &StoredRequest,
+        state: store::AuditConfirmation,
+        result: Option<&ToolResult>,
+        duration_ms: Option<i64>,
+        note: Option<serde_json::Map<String, serde_json::Value>>,
+    ) -> Result<(), StoreError> {
         let caller = &stored.caller;
         let command = self.registry.resolve(&record.identity.tool);
         let entry = store::AuditEntry {
@@ -323,10 +338,16 @@ impl ToolBridge {
             autonomy: None,
             decision: None,
             proof_digest: None,
-            policy_proof: record
-                .resolved_by
-                .as_ref()
-                .map(|by| json!({"resolved_by": by})),
+            policy_proof: match (&record.resolved_by, note) {
+                (None, None) => None,
+                (by, note) => {
+                    let mut object = note.unwrap_or_default();
+                    if let Some(by) = by {
+                        object.insert("resolved_by".to_owned(), json!(by));
+                    }
+                    Some(serde_json::Value::Object(object))
+                }
+            },
             confirmation_id: Some(record.confirmation_id.clone()),
             confirmation: Some(state),
             status: result.map(|r| r.status),

@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 
 use super::audit::{Attempt, Unaudited};
 use super::authority::Standing;
+use super::grants::Grant;
 use super::{ToolBridge, needs_confirmation, result_json};
 use crate::locks::lock;
 use crate::request::{NormalizedRequest, Rejection, validate};
@@ -200,7 +201,13 @@ impl ToolBridge {
         };
         let result = attempt
             .finish_confirmation(
-                needs_confirmation(&runtime, &req.request_id, &record),
+                self.explained_confirmation(
+                    attempt,
+                    command,
+                    decision,
+                    &stored.context,
+                    needs_confirmation(&runtime, &req.request_id, &record),
+                ),
                 Some(record.confirmation_id.clone()),
                 store::AuditConfirmation::Pending,
             )
@@ -223,6 +230,15 @@ impl ToolBridge {
             risk: command.risk,
             phone_session_id: req.phone_session_id.clone(),
             created,
+            session_grant_offered: matches!(
+                decision.requirement,
+                Requirement::Confirm {
+                    one_shot: false,
+                    ..
+                }
+            ) && self
+                .own_session(caller, req.phone_session_id.as_deref())
+                .is_some(),
             result: result.clone(),
         };
         self.publish(&Event::ConfirmationRequired(required), &runtime);
@@ -319,7 +335,7 @@ impl ToolBridge {
     ) -> Result<ToolResult, BridgeError> {
         let now = self.now_ms();
         let resolution = match decision {
-            ConfirmDecision::Approve => Resolution::Approve,
+            ConfirmDecision::Approve | ConfirmDecision::AcceptForSession => Resolution::Approve,
             ConfirmDecision::Deny => Resolution::Deny,
         };
         let record = match self.store.resolve(confirmation_id, resolution, label, now) {
@@ -347,10 +363,9 @@ impl ToolBridge {
                     "the stored request could not be read; nothing was executed",
                 );
                 let closed = match decision {
-                    ConfirmDecision::Approve => {
-                        self.store
-                            .complete(&record.confirmation_id, &result_json(&failure), now)
-                    }
+                    ConfirmDecision::Approve | ConfirmDecision::AcceptForSession => self
+                        .store
+                        .complete(&record.confirmation_id, &result_json(&failure), now),
                     ConfirmDecision::Deny => self.store.attach_final_result(
                         &record.confirmation_id,
                         &result_json(&failure),
@@ -383,25 +398,37 @@ impl ToolBridge {
                     None,
                 )
             }
-            ConfirmDecision::Approve => {
+            ConfirmDecision::Approve | ConfirmDecision::AcceptForSession => {
                 // The identity lock keeps a retry of the same request from running beside it.
                 let _identity_guard = self.lock_identity(&record.identity).await;
+                // `accept_for_session`: the grant is made before the request runs (so the
+                // session's next step is covered), and named in the approval's audit record.
+                let grant = match decision {
+                    ConfirmDecision::AcceptForSession => self.grant_for_session(&record, &stored),
+                    ConfirmDecision::Approve | ConfirmDecision::Deny => Grant::NotAsked,
+                };
                 // Fail closed: nothing runs without the audit record of its approval.
-                let result = match self.audit_transition(
+                let audited = self.audit_transition_noted(
                     &record,
                     &stored,
                     store::AuditConfirmation::Approved,
                     None,
                     None,
-                ) {
+                    grant.audit_note(),
+                );
+                let result = match audited {
                     Ok(()) => self.execute_approved(&stored).await,
-                    Err(_) => ToolResult::failure(
-                        &stored.caller.runtime,
-                        &record.request_id,
-                        ErrorCode::AuditUnavailable,
-                        "the phone could not write its audit log, so the approved request was \
+                    Err(_) => {
+                        // The grant must not outlive an approval that left no record.
+                        self.withdraw_grant(&grant);
+                        ToolResult::failure(
+                            &stored.caller.runtime,
+                            &record.request_id,
+                            ErrorCode::AuditUnavailable,
+                            "the phone could not write its audit log, so the approved request was \
                          not executed; the daemon's log names the cause",
-                    ),
+                        )
+                    }
                 };
                 let duration = self.now_ms() - now;
                 match self.store.complete(
@@ -409,13 +436,14 @@ impl ToolBridge {
                     &result_json(&result),
                     self.now_ms(),
                 ) {
-                    Ok(done) => Ok(self.announce(
+                    Ok(done) => Ok(self.announce_with(
                         &done,
                         &stored,
                         &result,
                         store::AuditConfirmation::Completed,
                         ConfirmationResolution::Approved,
                         Some(duration),
+                        &grant,
                     )),
                     Err(e) => {
                         // Executed but neither result nor outcome recorded: whoever waits
@@ -506,6 +534,30 @@ impl ToolBridge {
         resolution: ConfirmationResolution,
         duration: Option<i64>,
     ) -> ToolResult {
+        self.announce_with(
+            record,
+            stored,
+            result,
+            state,
+            resolution,
+            duration,
+            &Grant::NotAsked,
+        )
+    }
+
+    /// [`Self::announce`], naming the session grant an `accept_for_session` made (or why it
+    /// made none) in the `runtime.confirmation.resolved` event.
+    #[allow(clippy::too_many_arguments)]
+    fn announce_with(
+        &self,
+        record: &ConfirmationRecord,
+        stored: &StoredRequest,
+        result: &ToolResult,
+        state: store::AuditConfirmation,
+        resolution: ConfirmationResolution,
+        duration: Option<i64>,
+        grant: &Grant,
+    ) -> ToolResult {
         let withheld;
         let audited = self.audit_transition(record, stored, state, Some(result), duration);
         let result = match audited {
@@ -522,7 +574,14 @@ impl ToolBridge {
             runtime: runtime.clone(),
             runtime_session_id: stored.request.runtime_session_id.clone(),
             tool: record.identity.tool.clone(),
-            resolution,
+            resolution: match (resolution, grant) {
+                (ConfirmationResolution::Approved, Grant::Made(_)) => {
+                    ConfirmationResolution::ApprovedForSession
+                }
+                (other, _) => other,
+            },
+            grant_id: grant.grant_id(),
+            downgraded: grant.downgrade_reason().map(str::to_owned),
             result: result.clone(),
         };
         self.publish(&Event::ConfirmationResolved(resolved), runtime);

@@ -28,10 +28,13 @@
 //! Requests with the same identity key are serialised by the per-identity lock
 //! (`identity.rs`).
 
+mod approvals;
 mod audit;
 mod authority;
 mod confirm;
 mod execute;
+mod explain;
+mod grants;
 mod identity;
 mod tasks;
 mod wait;
@@ -60,10 +63,12 @@ use crate::locks::{read, write};
 use crate::request::{NormalizedRequest, Rejection, normalize, validate};
 use crate::services;
 
+pub use approvals::ApprovalError;
 pub use audit::ACCESS_LOG_TARGET;
 use audit::{Attempt, Unaudited};
 pub use authority::{RESOLVED_BY_CONFIGURATION, Withdrawn};
 pub use confirm::{BridgeError, ConfirmDecision, ConfirmingHost, Operator, RecoveryReport};
+pub use explain::{EXPLANATION_KEY, explanation_of};
 use identity::IdentityLocks;
 pub use tasks::MAX_TASK_SCOPES;
 pub use wait::{Waited, waiting_on};
@@ -228,7 +233,11 @@ impl ToolBridge {
             let details = self.denial_details(caller, command, &decision, policy_detail.as_str());
             let result = ToolResult::failure(&runtime, &req.request_id, *code, reason.clone())
                 .with_details(details);
-            let result = attempt.finish(result).await;
+            let explanation =
+                self.explanation(caller, command, &req, session_autonomy, &context, &decision);
+            let result = attempt
+                .finish(explain::with_explanation(result, Some(&explanation)))
+                .await;
             self.publish_result(caller, &result);
             return result;
         }
@@ -356,12 +365,15 @@ impl ToolBridge {
                     ErrorCode::BackgroundConfirmationRequired,
                     format!("parked for the user's review: {reason}"),
                 );
+                let result = ToolResult {
+                    status: ToolStatus::NeedsConfirmation,
+                    requires_confirmation: true,
+                    ..result
+                };
+                let explanation =
+                    self.explanation(caller, command, &req, session_autonomy, &context, &decision);
                 return attempt
-                    .finish(ToolResult {
-                        status: ToolStatus::NeedsConfirmation,
-                        requires_confirmation: true,
-                        ..result
-                    })
+                    .finish(explain::with_explanation(result, Some(&explanation)))
                     .await;
             }
             return self
@@ -399,6 +411,14 @@ impl ToolBridge {
     ) -> Decision {
         let config = read(&self.config);
         let approvals = self.standing_approvals(&caller.runtime);
+        // Session grants apply only inside their phone session while it is active and the
+        // caller's own: the session is looked up only when the runtime holds a grant.
+        let in_session = approvals
+            .iter()
+            .any(|a| a.session.is_some())
+            .then(|| self.own_session(caller, req.phone_session_id.as_deref()))
+            .flatten()
+            .map(|s| s.phone_session_id);
         let now = u64::try_from(self.now_ms()).unwrap_or(0);
         let input = openphone_policy::PolicyInput {
             command,
@@ -409,6 +429,7 @@ impl ToolBridge {
             platform_supported: self.platform_supports(command),
             context,
             standing_approvals: &approvals,
+            phone_session_id: in_session.as_deref(),
             params: &req.params,
             now_ms: now,
         };
@@ -476,6 +497,7 @@ impl ToolBridge {
                     expires_at_ms: row.expires_at_ms.and_then(|t| u64::try_from(t).ok()),
                     background: row.background,
                     enabled: row.enabled,
+                    session: row.phone_session_id.clone(),
                 })
             })
             .collect()

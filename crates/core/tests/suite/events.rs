@@ -57,6 +57,7 @@ async fn a_confirmation_publishes_required_then_resolved_and_the_tool_result() {
                     "risk": "low",
                     "phone_session_id": null,
                     "created": true,
+                    "session_grant_offered": false,
                     "result": json_of(&first),
                 })
             ),

@@ -3,6 +3,7 @@ mod autonomy;
 mod confirmations;
 mod crash;
 mod events;
+mod explain;
 mod fail_closed;
 mod local_hardening;
 mod regression;

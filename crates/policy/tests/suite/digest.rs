@@ -107,6 +107,11 @@ fn inputs_digest_changes_when_any_input_changes() {
                 .policy(r#"{"global": {"deny": ["group:messages"]}}"#),
         ),
         (
+            "tool profile",
+            base.clone()
+                .policy(r#"{"runtimes": {"hermes": {"profile": "full"}}}"#),
+        ),
+        (
             "params",
             base.clone().params(json!({"reason": "test", "x": 1})),
         ),

@@ -339,6 +339,7 @@ fn l2_tool_selectors_parse_strictly() {
     assert!(serde_json::from_str::<ToolPolicy>(r#"{"global": {"deny": [""]}}"#).is_err());
     assert!(serde_json::from_str::<ToolPolicy>(r#"{"global": {"denny": []}}"#).is_err());
     let list = ToolList {
+        profile: None,
         allow: Some(vec![ToolSelector::parse("group:ui").unwrap()]),
         deny: vec![ToolSelector::parse("sms.send").unwrap()],
     };

@@ -500,6 +500,7 @@ fn every_command_profile_transport_platform_autonomy_and_context() {
                                 platform_supported: platform,
                                 context,
                                 standing_approvals: &[],
+                                phone_session_id: None,
                                 params: &params,
                                 now_ms: NOW,
                             };

@@ -229,3 +229,73 @@ fn standing_approvals_deserialize_with_defaults() {
     let d = Case::new("openphone.calendar.update").rule(r).decide();
     assert_eq!(d.source, lowered_by("sa-9"));
 }
+
+/// A session grant (`accept_for_session`) for `hermes` in phone session `s`.
+fn grant(id: &str, tool: &str, session: &str) -> StandingApproval {
+    let mut r = rule(id, tool);
+    r.session = Some(session.to_owned());
+    r
+}
+
+#[test]
+fn a_session_grant_covers_its_own_session_and_is_recorded_as_a_session_grant() {
+    let d = Case::new("openphone.ui.tap")
+        .rule(grant("g-1", "openphone.ui.tap", "s1"))
+        .in_session("s1")
+        .params(json!({"x": 1, "y": 2, "reason": "step"}))
+        .decide();
+    assert_eq!(d.requirement, Requirement::Allow);
+    assert_eq!(
+        d.source,
+        DecisionSource::SessionGrant {
+            grant_id: "g-1".to_owned()
+        }
+    );
+    assert_eq!(d.source.as_str(), "session_grant");
+    let l7 = d.verdict(Layer::StandingApprovals).unwrap();
+    assert!(
+        l7.reason.contains("g-1") && l7.reason.contains("s1"),
+        "{}",
+        l7.reason
+    );
+}
+
+#[test]
+fn a_session_grant_never_covers_another_session_no_session_or_another_runtime() {
+    for case in [
+        Case::new("openphone.ui.tap").in_session("s2"),
+        Case::new("openphone.ui.tap"),
+    ] {
+        let d = case.rule(grant("g-1", "openphone.ui.tap", "s1")).decide();
+        assert!(
+            matches!(d.requirement, Requirement::Confirm { .. }),
+            "{:?}",
+            d.requirement
+        );
+    }
+    let mut other_runtime = grant("g-1", "openphone.ui.tap", "s1");
+    other_runtime.runtime = "openclaw".to_owned();
+    let d = Case::new("openphone.ui.tap")
+        .in_session("s1")
+        .rule(other_runtime)
+        .decide();
+    assert!(matches!(d.requirement, Requirement::Confirm { .. }));
+}
+
+#[test]
+fn a_session_grant_never_lowers_the_risk_floor_or_a_deny() {
+    let d = Case::new("openphone.messages.send")
+        .in_session("s1")
+        .rule(grant("g-1", "openphone.messages.send", "s1"))
+        .decide();
+    assert!(matches!(
+        d.requirement,
+        Requirement::Confirm { one_shot: true, .. }
+    ));
+    let d = Case::new("openphone.ui.tap")
+        .session(Some(Observe))
+        .in_session("s1")
+        .rule(grant("g-1", "openphone.ui.tap", "s1"))
+        .decide();
+    assert!(d.requirement.is_deny());
+}

@@ -33,6 +33,8 @@ pub struct Case {
     pub platform_supported: bool,
     pub context: Context,
     pub approvals: Vec<StandingApproval>,
+    /// The request's active phone session (for session grants).
+    pub phone_session: Option<String>,
     pub params: Value,
     pub now_ms: u64,
 }
@@ -52,6 +54,7 @@ impl Case {
             platform_supported: true,
             context: Context::Interactive,
             approvals: Vec::new(),
+            phone_session: None,
             params: json!({"reason": "test"}),
             now_ms: NOW,
         }
@@ -88,6 +91,12 @@ impl Case {
         self
     }
 
+    /// The request is made in this (active) phone session.
+    pub fn in_session(mut self, id: &str) -> Case {
+        self.phone_session = Some(id.to_owned());
+        self
+    }
+
     pub fn policy(mut self, json_text: &str) -> Case {
         self.tool_policy = serde_json::from_str(json_text).expect("tool policy json");
         self
@@ -103,6 +112,7 @@ impl Case {
             platform_supported: self.platform_supported,
             context: &self.context,
             standing_approvals: &self.approvals,
+            phone_session_id: self.phone_session.as_deref(),
             params: &self.params,
             now_ms: self.now_ms,
         }
@@ -128,6 +138,7 @@ pub fn rule(id: &str, tool: &str) -> StandingApproval {
         expires_at_ms: None,
         background: false,
         enabled: true,
+        session: None,
     }
 }
 

@@ -26,6 +26,10 @@ pub struct PendingConfirmation {
     pub risk: Risk,
     pub created_at_ms: i64,
     pub expires_at_ms: i64,
+    /// Whether `accept_for_session` would make a session grant for this request (below the
+    /// risk floor, inside a phone session); otherwise it counts as a plain `approve`.
+    #[serde(default)]
+    pub session_grant_offered: bool,
 }
 
 /// `confirmations.list` result: the pending confirmations.
@@ -37,7 +41,14 @@ pub struct ConfirmationsListResult {
 crate::wire_enum!(
     /// The operator's answer to a confirmation.
     ConfirmDecision {
+        /// Run this one request.
         Approve = "approve",
+        /// Run it, and let the same runtime use the same tool (on the same target, when the
+        /// request names one) without asking for the rest of this phone session
+        /// (`approvals.md` §7). Below the risk floor only: on a `confirmation: "always"`
+        /// request it counts as `approve`, and the downgrade is recorded.
+        AcceptForSession = "accept_for_session",
+        /// Refuse it.
         Deny = "deny",
     }
 );
@@ -63,6 +74,11 @@ mod tests {
         let p: ConfirmationsResolveParams =
             serde_json::from_value(json!({"confirmation_id": "c", "decision": "deny"})).unwrap();
         assert_eq!(p.decision, ConfirmDecision::Deny);
+        let p: ConfirmationsResolveParams = serde_json::from_value(
+            json!({"confirmation_id": "c", "decision": "accept_for_session"}),
+        )
+        .unwrap();
+        assert_eq!(p.decision, ConfirmDecision::AcceptForSession);
         for bad in [
             json!({"confirmation_id": "c", "decision": "deny", "why": "x"}),
             json!({"confirmation_id": "c", "decision": "maybe"}),

@@ -175,6 +175,10 @@ pub struct ConfirmationRequired {
     pub phone_session_id: Option<String>,
     /// `false` when this request joined a confirmation that was already pending.
     pub created: bool,
+    /// Whether `accept_for_session` would make a session grant (below the risk floor, inside a
+    /// phone session).
+    #[serde(default)]
+    pub session_grant_offered: bool,
     /// The `needs_confirmation` tool result.
     pub result: ToolResult,
 }
@@ -184,6 +188,8 @@ crate::wire_enum!(
     ConfirmationResolution {
         /// Approved and executed.
         Approved = "approved",
+        /// Approved for the rest of the phone session (a session grant was made) and executed.
+        ApprovedForSession = "approved_for_session",
         /// Denied (by the user, a confirming host, or withdrawn by its caller).
         Denied = "denied",
         /// Expired before anyone answered.
@@ -203,6 +209,13 @@ pub struct ConfirmationResolved {
     /// Canonical command name.
     pub tool: String,
     pub resolution: ConfirmationResolution,
+    /// The session grant `accept_for_session` made (resolution `approved_for_session`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grant_id: Option<String>,
+    /// Why an `accept_for_session` counted as a plain approval (`risk_floor`,
+    /// `no_phone_session`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub downgraded: Option<String>,
     /// The final tool result.
     pub result: ToolResult,
 }

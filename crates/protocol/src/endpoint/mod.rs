@@ -30,16 +30,19 @@
 //! ```
 //!
 //! Params types keep the daemon's validation: the methods that refuse unknown fields
-//! (`tools.invoke`, `confirmations.resolve`, `events.subscribe`, `sessions.*`, `audit.query`)
+//! (`tools.invoke`, `confirmations.resolve`, `events.subscribe`, `sessions.*`, `audit.query`,
+//! `policy.explain`, `approvals.*`)
 //! are `deny_unknown_fields`; the others ignore fields they do not know.
 
 pub mod envelope;
 
+mod approvals;
 mod audit;
 mod confirmations;
 mod error;
 mod events;
 mod hello;
+mod policy;
 mod runtimes;
 mod sessions;
 mod tools;
@@ -47,6 +50,10 @@ mod tools;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+pub use approvals::{
+    ApprovalInfo, ApprovalKind, ApprovalState, ApprovalsGrantParams, ApprovalsGrantResult,
+    ApprovalsListParams, ApprovalsListResult, ApprovalsRevokeParams, ApprovalsRevokeResult,
+};
 pub use audit::{
     AuditCaller, AuditConfirmation, AuditEntry, AuditKind, AuditQueryParams, AuditQueryResult,
     AuditRecord, PolicyDecision,
@@ -68,6 +75,10 @@ pub use events::{
 };
 pub use hello::{
     ClientInfo, HelloParams, HelloResult, ManifestSummary, PhoneProfile, Role, VersionRange,
+};
+pub use policy::{
+    ExplainSource, Explanation, LayerExplanation, PolicyChange, PolicyChangeKind,
+    PolicyExplainParams, PolicyExplainResult, PolicyLayer, PolicyOutcome,
 };
 pub use runtimes::{
     AttentionAccepted, AttentionRequestParams, AttentionRequested, AttentionStatus, ManagerStatus,
@@ -152,6 +163,14 @@ methods! {
     RuntimeList = "runtime.list" => RuntimeListParams, RuntimeListResult;
     /// `runtime.select` (operator): route a surface to a runtime.
     RuntimeSelect = "runtime.select" => RuntimeSelectParams, RuntimeSelectResult;
+    /// `policy.explain` (operator): a dry run of one request through the policy stack.
+    PolicyExplain = "policy.explain" => PolicyExplainParams, PolicyExplainResult;
+    /// `approvals.list` (operator): standing approvals and session grants.
+    ApprovalsList = "approvals.list" => ApprovalsListParams, ApprovalsListResult;
+    /// `approvals.grant` (operator): create a standing approval.
+    ApprovalsGrant = "approvals.grant" => ApprovalsGrantParams, ApprovalsGrantResult;
+    /// `approvals.revoke` (operator): revoke a standing approval or a session grant.
+    ApprovalsRevoke = "approvals.revoke" => ApprovalsRevokeParams, ApprovalsRevokeResult;
 }
 
 #[cfg(test)]
@@ -178,6 +197,10 @@ mod tests {
             name_of::<RuntimeMessage>(),
             name_of::<RuntimeList>(),
             name_of::<RuntimeSelect>(),
+            name_of::<PolicyExplain>(),
+            name_of::<ApprovalsList>(),
+            name_of::<ApprovalsGrant>(),
+            name_of::<ApprovalsRevoke>(),
         ];
         assert_eq!(markers.len(), MethodName::ALL.len());
         for ((name, method), listed) in markers.into_iter().zip(MethodName::ALL) {

@@ -151,12 +151,14 @@ fn confirmations_round_trip() {
                 risk: Risk::Medium,
                 created_at_ms: 1,
                 expires_at_ms: 2,
+                session_grant_offered: true,
             }],
         },
         json!({"confirmations": [{"confirmation_id": "runtime-confirm-1",
             "tool": "openphone.ui.tap", "runtime": "hermes", "request_id": "req-42",
             "phone_session_id": null, "summary": "openphone.ui.tap: open Messages",
-            "risk": "medium", "created_at_ms": 1, "expires_at_ms": 2}]}),
+            "risk": "medium", "created_at_ms": 1, "expires_at_ms": 2,
+            "session_grant_offered": true}]}),
     );
     round_trip(
         &ConfirmationsResolveParams {
@@ -372,6 +374,22 @@ fn unknown_fields_are_refused_exactly_where_the_daemon_refuses_them() {
             MethodName::RuntimeSelect,
             refuses::<RuntimeSelect>(json!({"surface": "chat", "runtime": "r"})),
         ),
+        (
+            MethodName::PolicyExplain,
+            refuses::<PolicyExplain>(json!({"tool": "t"})),
+        ),
+        (
+            MethodName::ApprovalsList,
+            refuses::<ApprovalsList>(json!({})),
+        ),
+        (
+            MethodName::ApprovalsGrant,
+            refuses::<ApprovalsGrant>(json!({"runtime": "r", "tool": "t"})),
+        ),
+        (
+            MethodName::ApprovalsRevoke,
+            refuses::<ApprovalsRevoke>(json!({"approval_id": "1"})),
+        ),
     ];
     let refusing: Vec<&str> = table
         .iter()
@@ -386,7 +404,11 @@ fn unknown_fields_are_refused_exactly_where_the_daemon_refuses_them() {
             "events.subscribe",
             "sessions.list",
             "sessions.get",
-            "audit.query"
+            "audit.query",
+            "policy.explain",
+            "approvals.list",
+            "approvals.grant",
+            "approvals.revoke"
         ]
     );
     assert_eq!(table.len(), MethodName::ALL.len());
@@ -474,6 +496,7 @@ fn event_payloads_round_trip() {
                 risk: Risk::Medium,
                 phone_session_id: None,
                 created: true,
+                session_grant_offered: false,
                 result: ToolResult::failure(
                     "hermes",
                     "req-42",
@@ -486,6 +509,7 @@ fn event_payloads_round_trip() {
                    "reason": "open Messages", "autonomy": "ask_before_action",
                    "timeout_ms": 30000, "expires_at_ms": 40000, "risk": "medium",
                    "phone_session_id": null, "created": true,
+                   "session_grant_offered": false,
                    "result": {"request_id": "req-42", "status": "needs_confirmation",
                               "requires_confirmation": true, "result": {},
                               "audit_id": "runtime:hermes:req-42",
@@ -499,12 +523,15 @@ fn event_payloads_round_trip() {
                 runtime: "hermes".into(),
                 runtime_session_id: "".into(),
                 tool: "openphone.ui.tap".into(),
-                resolution: ConfirmationResolution::Approved,
+                resolution: ConfirmationResolution::ApprovedForSession,
+                grant_id: Some("7".into()),
+                downgraded: None,
                 result: ok_result(),
             }),
             json!({"confirmation_id": "c", "request_id": "req-42", "runtime": "hermes",
                    "runtime_session_id": "", "tool": "openphone.ui.tap",
-                   "resolution": "approved", "result": ok_result_wire()}),
+                   "resolution": "approved_for_session", "grant_id": "7",
+                   "result": ok_result_wire()}),
         ),
         (
             Event::SessionUpdated(SessionUpdated {

@@ -115,6 +115,10 @@ fn method_checks(method: MethodName) -> (Check, Check) {
         MethodName::RuntimeMessage => checks::<RuntimeMessage>(),
         MethodName::RuntimeList => checks::<RuntimeList>(),
         MethodName::RuntimeSelect => checks::<RuntimeSelect>(),
+        MethodName::PolicyExplain => checks::<PolicyExplain>(),
+        MethodName::ApprovalsList => checks::<ApprovalsList>(),
+        MethodName::ApprovalsGrant => checks::<ApprovalsGrant>(),
+        MethodName::ApprovalsRevoke => checks::<ApprovalsRevoke>(),
     }
 }
 

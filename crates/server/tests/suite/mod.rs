@@ -4,5 +4,6 @@ mod front_door;
 mod mcp_http;
 mod mcp_replayed;
 mod one_write;
+mod profiles;
 mod regression;
 mod support;

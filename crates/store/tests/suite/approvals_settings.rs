@@ -13,6 +13,7 @@ fn rule(runtime: &str, tool: &str, expires: Option<i64>) -> NewStandingApproval 
         constraints: json!({"url": {"prefix": "https://example.org/"}}),
         expires_at_ms: expires,
         background: false,
+        ..NewStandingApproval::default()
     }
 }
 
@@ -35,6 +36,12 @@ fn standing_approvals_crud_and_active_lookup() {
             enabled: true,
             created_at_ms: T0,
             updated_at_ms: T0,
+            phone_session_id: None,
+            confirmation_id: None,
+            created_by: None,
+            note: None,
+            revoked_at_ms: None,
+            revoked_by: None,
         }
     );
     let b = store
@@ -143,4 +150,47 @@ fn settings_set_get_list_delete_and_reopen() {
     assert!(store.delete_setting("routing.chat").unwrap());
     assert!(!store.delete_setting("routing.chat").unwrap());
     assert_eq!(store.list_settings().unwrap().len(), 1);
+}
+
+#[test]
+fn revoking_keeps_the_row_disabled_with_who_and_when_and_is_idempotent() {
+    let dir = temp();
+    let store = open(&dir);
+    let grant = store
+        .create_approval(
+            &NewStandingApproval {
+                phone_session_id: Some("phone-session-1".to_owned()),
+                confirmation_id: Some("runtime-confirm-1".to_owned()),
+                created_by: Some("cli:operator".to_owned()),
+                ..rule("hermes", "openphone.ui.tap", None)
+            },
+            T0,
+        )
+        .unwrap();
+    assert!(grant.is_session_grant());
+    assert_eq!(grant.phone_session_id.as_deref(), Some("phone-session-1"));
+    let generation = store.approvals_generation();
+    let revoked = store
+        .revoke_approval(grant.approval_id, "cli:operator", T0 + 5)
+        .unwrap();
+    assert!(!revoked.enabled && !revoked.is_active(T0 + 6));
+    assert_eq!(revoked.revoked_at_ms, Some(T0 + 5));
+    assert_eq!(revoked.revoked_by.as_deref(), Some("cli:operator"));
+    assert_ne!(store.approvals_generation(), generation);
+    assert!(
+        store
+            .active_approvals("hermes", "openphone.ui.tap", T0 + 6)
+            .unwrap()
+            .is_empty()
+    );
+    // A second revoke keeps the first one's record.
+    let again = store
+        .revoke_approval(grant.approval_id, "ws:someone", T0 + 9)
+        .unwrap();
+    assert_eq!(again.revoked_at_ms, Some(T0 + 5));
+    assert_eq!(again.revoked_by.as_deref(), Some("cli:operator"));
+    assert!(matches!(
+        store.revoke_approval(999_999, "cli:operator", T0),
+        Err(StoreError::NotFound { .. })
+    ));
 }

@@ -2,8 +2,8 @@
 
 use openphone_core::Operator;
 use openphone_protocol::endpoint::{
-    ConfirmDecision, ConfirmationsListResult, ConfirmationsResolveParams,
-    ConfirmationsResolveResult, ErrorObject, PendingConfirmation,
+    ConfirmationsListResult, ConfirmationsResolveParams, ConfirmationsResolveResult, ErrorObject,
+    PendingConfirmation,
 };
 use openphone_store::{ConfirmationFilter, ConfirmationState};
 
@@ -21,9 +21,11 @@ pub(super) fn list(conn: &Conn) -> Result<ConfirmationsListResult, ErrorObject> 
             ..Default::default()
         })
         .map_err(internal)?;
+    let bridge = &conn.state.bridge;
     let confirmations = records
         .into_iter()
         .map(|r| PendingConfirmation {
+            session_grant_offered: bridge.session_grant_offered(&r),
             confirmation_id: r.confirmation_id,
             tool: r.identity.tool,
             runtime: r.identity.runtime,
@@ -47,19 +49,16 @@ pub(super) fn operator(conn: &Conn) -> Result<Operator, ErrorObject> {
 }
 
 /// `confirmations.resolve {confirmation_id, decision}` (operator only): the final tool result
-/// (approve: the stored request re-checked and run once; deny: `denied`).
+/// (approve: the stored request re-checked and run once; `accept_for_session`: the same, and a
+/// session grant for the rest of the phone session when one can be made; deny: `denied`).
 pub(super) async fn resolve(
     conn: &Conn,
     operator: &Operator,
     p: ConfirmationsResolveParams,
 ) -> Result<ConfirmationsResolveResult, ErrorObject> {
-    let decision = match p.decision {
-        ConfirmDecision::Approve => openphone_core::ConfirmDecision::Approve,
-        ConfirmDecision::Deny => openphone_core::ConfirmDecision::Deny,
-    };
     conn.state
         .bridge
-        .resolve(operator, &p.confirmation_id, decision)
+        .resolve(operator, &p.confirmation_id, p.decision)
         .await
         .map_err(|e| ErrorObject::new(e.code(), e.to_string()))
 }

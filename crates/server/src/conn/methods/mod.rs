@@ -4,9 +4,11 @@
 //! `openphone_protocol::endpoint`; [`dispatch`] parses the params and writes the result, so
 //! the wire shapes live only in the protocol crate.
 
+mod approvals;
 mod audit;
 mod confirmations;
 mod events;
+mod policy;
 mod runtime;
 mod sessions;
 mod tools;
@@ -15,9 +17,9 @@ use std::sync::Arc;
 
 use openphone_policy::Role;
 use openphone_protocol::endpoint::{
-    AttentionRequest, AuditQuery, ConfirmationsResolve, EndpointErrorCode, ErrorObject,
-    EventsSubscribe, MethodName, Request, RuntimeMessage, RuntimeSelect, SessionsGet, SessionsList,
-    ToolsInvoke,
+    ApprovalsGrant, ApprovalsList, ApprovalsRevoke, AttentionRequest, AuditQuery,
+    ConfirmationsResolve, EndpointErrorCode, ErrorObject, EventsSubscribe, MethodName,
+    PolicyExplain, Request, RuntimeMessage, RuntimeSelect, SessionsGet, SessionsList, ToolsInvoke,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -94,6 +96,22 @@ pub(super) async fn dispatch(conn: &Arc<Conn>, req: &Request) -> Result<Value, E
         MethodName::RuntimeSelect => {
             operator_only(conn, method)?;
             written(runtime::select(conn, req.params_as::<RuntimeSelect>()?))
+        }
+        MethodName::PolicyExplain => {
+            operator_only(conn, method)?;
+            written(policy::explain(conn, req.params_as::<PolicyExplain>()?).await)
+        }
+        MethodName::ApprovalsList => {
+            operator_only(conn, method)?;
+            written(approvals::list(conn, req.params_as::<ApprovalsList>()?))
+        }
+        MethodName::ApprovalsGrant => {
+            operator_only(conn, method)?;
+            written(approvals::grant(conn, req.params_as::<ApprovalsGrant>()?))
+        }
+        MethodName::ApprovalsRevoke => {
+            operator_only(conn, method)?;
+            written(approvals::revoke(conn, req.params_as::<ApprovalsRevoke>()?))
         }
     }
 }

@@ -1,0 +1,148 @@
+//! Session grants: what approving a confirmation `accept_for_session` makes (`approvals.md`
+//! §7).
+//!
+//! A grant is a standing approval scoped to the approved request's phone session, runtime and
+//! tool, plus the request's target when the command has one (`openphone_policy::grants`). It
+//! applies (policy layer 7, source `session_grant`) only to requests made in that session while
+//! it is active, and never on the risk floor: there, and wherever no grant can
+//! be made (no phone session, the session has ended, a background request), the decision counts
+//! as a plain approval and the reason is recorded beside the approval. Every request a grant
+//! lets through carries the grant id in its proof.
+
+use openphone_policy::{is_risk_floor, session_grant_constraints};
+use openphone_store::{ConfirmationRecord, NewStandingApproval};
+use serde_json::{Map, Value, json};
+
+use super::ToolBridge;
+use super::confirm::StoredRequest;
+
+/// What an approval did about a session grant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Grant {
+    /// A plain `approve`.
+    NotAsked,
+    /// `accept_for_session` made this grant (its approval id).
+    Made(i64),
+    /// `accept_for_session` counted as `approve`, for this reason.
+    Downgraded(&'static str),
+}
+
+impl Grant {
+    /// The grant id, when one was made.
+    pub(super) fn grant_id(&self) -> Option<String> {
+        match self {
+            Grant::Made(id) => Some(id.to_string()),
+            Grant::NotAsked | Grant::Downgraded(_) => None,
+        }
+    }
+
+    /// Why `accept_for_session` made no grant.
+    pub(super) fn downgrade_reason(&self) -> Option<&'static str> {
+        match self {
+            Grant::Downgraded(reason) => Some(reason),
+            Grant::NotAsked | Grant::Made(_) => None,
+        }
+    }
+
+    /// What the approval's audit record notes beside `resolved_by`.
+    pub(super) fn audit_note(&self) -> Option<Map<String, Value>> {
+        let mut note = Map::new();
+        match self {
+            Grant::NotAsked => return None,
+            Grant::Made(id) => {
+                note.insert("decision".into(), json!("accept_for_session"));
+                note.insert("grant_id".into(), json!(id.to_string()));
+            }
+            Grant::Downgraded(reason) => {
+                note.insert("decision".into(), json!("accept_for_session"));
+                note.insert("recorded_as".into(), json!("approve"));
+                note.insert("downgraded".into(), json!(reason));
+            }
+        }
+        Some(note)
+    }
+}
+
+impl ToolBridge {
+    /// Whether `accept_for_session` would make a grant for this confirmation now: below the
+    /// risk floor, an interactive request, in a phone session of its runtime that is active.
+    pub fn session_grant_offered(&self, record: &ConfirmationRecord) -> bool {
+        let Ok(stored) = serde_json::from_value::<StoredRequest>(record.request.clone()) else {
+            return false;
+        };
+        self.grant_refusal(record, &stored).is_none()
+    }
+
+    /// Why no grant can be made for this approved request, if none can.
+    fn grant_refusal(
+        &self,
+        record: &ConfirmationRecord,
+        stored: &StoredRequest,
+    ) -> Option<&'static str> {
+        let Some(command) = self.registry.resolve(&record.identity.tool) else {
+            return Some("unknown_tool");
+        };
+        if is_risk_floor(command) {
+            return Some("risk_floor");
+        }
+        if stored.context.is_background() {
+            return Some("background");
+        }
+        let Some(session) = stored.request.phone_session_id.as_deref() else {
+            return Some("no_phone_session");
+        };
+        if self.own_session(&stored.caller, Some(session)).is_none() {
+            return Some("session_ended");
+        }
+        None
+    }
+
+    /// Makes the session grant for an approved request, or says why it counts as a plain
+    /// approval. A grant that cannot be stored is not made (the approval stands; the next step
+    /// asks again).
+    pub(super) fn grant_for_session(
+        &self,
+        record: &ConfirmationRecord,
+        stored: &StoredRequest,
+    ) -> Grant {
+        if let Some(reason) = self.grant_refusal(record, stored) {
+            return Grant::Downgraded(reason);
+        }
+        let Some(command) = self.registry.resolve(&record.identity.tool) else {
+            return Grant::Downgraded("unknown_tool");
+        };
+        let constraints: Map<String, Value> =
+            session_grant_constraints(command, &stored.request.params)
+                .into_iter()
+                .collect();
+        let new = NewStandingApproval {
+            runtime: stored.caller.runtime.clone(),
+            tool: command.name.clone(),
+            constraints: Value::Object(constraints),
+            expires_at_ms: None,
+            background: false,
+            phone_session_id: stored.request.phone_session_id.clone(),
+            confirmation_id: Some(record.confirmation_id.clone()),
+            created_by: record.resolved_by.clone(),
+            note: None,
+        };
+        match self.store.create_approval(&new, self.now_ms()) {
+            Ok(row) => Grant::Made(row.approval_id),
+            Err(e) => {
+                tracing::error!(error = %e, "storing a session grant");
+                Grant::Downgraded("grant_not_stored")
+            }
+        }
+    }
+
+    /// Revokes a grant made for an approval that then could not be recorded.
+    pub(super) fn withdraw_grant(&self, grant: &Grant) {
+        if let Grant::Made(id) = grant
+            && let Err(e) =
+                self.store
+                    .revoke_approval(*id, "daemon:approval-unrecorded", self.now_ms())
+        {
+            tracing::error!(error = %e, grant = id, "revoking an unrecorded session grant");
+        }
+    }
+}

@@ -1,5 +1,5 @@
 //! Client commands: `status`, `tools list|invoke`, `confirmations list|approve|deny`,
-//! `runtimes list|select`, `sessions list` and `ask`. Each finds its daemon through the data
+//! `runtimes list|select`, `sessions list|cancel` and `ask`. Each finds its daemon through the data
 //! directory and acts with the operator credential.
 
 use std::path::Path;
@@ -11,8 +11,9 @@ use openphone_protocol::endpoint::{
     ApprovalInfo, ApprovalsList, ApprovalsListParams, AttentionRequest, AttentionRequestParams,
     ConfirmDecision, ConfirmationsList, ConfirmationsListParams, ConfirmationsResolve,
     ConfirmationsResolveParams, Event, EventsSubscribe, EventsSubscribeParams, RuntimeList,
-    RuntimeListParams, RuntimeSelect, RuntimeSelectParams, SessionStatus, SessionsList,
-    SessionsListParams, ToolsInvoke, ToolsInvokeParams, ToolsList, ToolsListParams,
+    RuntimeListParams, RuntimeSelect, RuntimeSelectParams, SessionStatus, SessionsCancel,
+    SessionsCancelParams, SessionsList, SessionsListParams, ToolsInvoke, ToolsInvokeParams,
+    ToolsList, ToolsListParams,
 };
 use openphone_protocol::{
     CanonicalError, PendingConfirmation, ToolResult, ToolStatus, parse_json_strict,
@@ -113,6 +114,17 @@ pub enum SessionsCommand {
         /// At most this many (the daemon's default is 50, its maximum 500).
         #[arg(long)]
         limit: Option<usize>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stop an active phone session: it fails with reason `cancelled`; a built-in loop working
+    /// on it stops before its next model or tool call.
+    Cancel {
+        /// The phone session id (`openphone sessions list`).
+        phone_session_id: String,
+        #[command(flatten)]
+        data_dir: DataDir,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
@@ -523,11 +535,18 @@ pub fn confirmations(cmd: ConfirmationsCommand) -> Result<ExitCode> {
 }
 
 pub fn sessions(cmd: SessionsCommand) -> Result<ExitCode> {
-    let SessionsCommand::List {
-        data_dir,
-        limit,
-        json,
-    } = cmd;
+    let (data_dir, limit, json) = match cmd {
+        SessionsCommand::List {
+            data_dir,
+            limit,
+            json,
+        } => (data_dir, limit, json),
+        SessionsCommand::Cancel {
+            phone_session_id,
+            data_dir,
+            json,
+        } => return cancel_session(&data_dir, phone_session_id, json),
+    };
     let dir = data_dir.resolve()?;
     block_on(async {
         let mut client = DaemonClient::connect(&dir).await?;
@@ -559,16 +578,61 @@ pub fn sessions(cmd: SessionsCommand) -> Result<ExitCode> {
     })
 }
 
+/// `openphone sessions cancel <id>`.
+fn cancel_session(data_dir: &DataDir, phone_session_id: String, json: bool) -> Result<ExitCode> {
+    let dir = data_dir.resolve()?;
+    block_on(async {
+        let mut client = DaemonClient::connect(&dir).await?;
+        let result = client
+            .call::<SessionsCancel>(SessionsCancelParams { phone_session_id })
+            .await?;
+        client.close().await;
+        if json {
+            print_json(&result)?;
+        } else {
+            let how = if result.stopped_loop {
+                "; its built-in run was stopped"
+            } else {
+                ""
+            };
+            println!(
+                "cancelled {} ({}){how}",
+                result.session.phone_session_id, result.session.runtime_kind
+            );
+        }
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// What `ask --session` names: `main`, `isolated`, or a phone session id to continue.
+fn session_target(session: Option<&str>) -> Option<String> {
+    let session = session.map(str::trim).filter(|s| !s.is_empty())?;
+    Some(match session {
+        "main" | "isolated" => session.to_owned(),
+        id if id.starts_with("session:") => id.to_owned(),
+        id => format!("session:{id}"),
+    })
+}
+
+/// The settings of one `openphone ask`.
+#[derive(Debug, Clone, Copy)]
+pub struct AskOptions<'a> {
+    /// The entry point (`chat`, …).
+    pub surface: &'a str,
+    /// A runtime instead of the routed one.
+    pub runtime: Option<&'a str>,
+    /// The session's autonomy.
+    pub autonomy: Option<&'a str>,
+    /// `main`, `isolated`, or a phone session id to continue.
+    pub session: Option<&'a str>,
+    /// How long to wait for the final reply.
+    pub timeout_secs: u64,
+}
+
 /// `openphone ask`: asks the runtime routed for a surface (or the one named) and prints its
-/// reply as it streams.
-pub fn ask(
-    data_dir: &DataDir,
-    text: &str,
-    surface: &str,
-    runtime: Option<&str>,
-    autonomy: Option<&str>,
-    timeout_secs: u64,
-) -> Result<ExitCode> {
+/// reply as it streams. A confirmation the reply waits for is announced on stderr with the
+/// commands that decide it. Without a model for the built-in runtime, prints the one-line fix.
+pub fn ask(data_dir: &DataDir, text: &str, options: AskOptions<'_>) -> Result<ExitCode> {
     let dir = data_dir.resolve()?;
     block_on(async {
         let mut client = DaemonClient::connect(&dir).await?;
@@ -576,31 +640,49 @@ pub fn ask(
             "runtime.message.delta",
             "runtime.message.final",
             "runtime.session.updated",
+            "runtime.confirmation.required",
         ];
         client
             .call::<EventsSubscribe>(EventsSubscribeParams {
                 events: events.map(str::to_owned).to_vec(),
             })
             .await?;
-        let accepted = client
+        let asked = client
             .call::<AttentionRequest>(AttentionRequestParams {
-                surface: surface.to_owned(),
+                surface: options.surface.to_owned(),
                 text: text.to_owned(),
-                runtime: runtime.map(str::to_owned),
-                autonomy: autonomy.map(str::to_owned),
+                runtime: options.runtime.map(str::to_owned),
+                autonomy: options.autonomy.map(str::to_owned),
+                session_target: session_target(options.session),
                 ..AttentionRequestParams::default()
             })
-            .await?;
-        let session = accepted.phone_session_id;
-        eprintln!("asked {} (session {session})", accepted.runtime);
-        let limit = std::time::Duration::from_secs(timeout_secs);
-        let code = match tokio::time::timeout(limit, follow_reply(&mut client, &session)).await {
-            Ok(code) => code?,
-            Err(_) => {
-                eprintln!("no final reply within {timeout_secs} s (session {session})");
-                ExitCode::from(1)
+            .await;
+        let accepted = match asked {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                if let Some(failure) = e.downcast_ref::<crate::client::RpcFailure>()
+                    && failure.code.as_str() == "runtime_not_configured"
+                {
+                    // The daemon's message is the fix; one line, without the code.
+                    eprintln!("openphone: {}", failure.message);
+                    client.close().await;
+                    return Ok(ExitCode::from(1));
+                }
+                return Err(e);
             }
         };
+        let session = accepted.phone_session_id;
+        eprintln!("asked {} (session {session})", accepted.runtime);
+        let limit = std::time::Duration::from_secs(options.timeout_secs);
+        let timeout_secs = options.timeout_secs;
+        let code =
+            match tokio::time::timeout(limit, follow_reply(&mut client, &session, &dir)).await {
+                Ok(code) => code?,
+                Err(_) => {
+                    eprintln!("no final reply within {timeout_secs} s (session {session})");
+                    ExitCode::from(1)
+                }
+            };
         client.close().await;
         Ok(code)
     })
@@ -608,7 +690,7 @@ pub fn ask(
 
 /// Prints the reply of phone session `session` as it streams, until its final message (exit 0,
 /// or 1 when the runtime reports an error) or its failure (exit 1).
-async fn follow_reply(client: &mut DaemonClient, session: &str) -> Result<ExitCode> {
+async fn follow_reply(client: &mut DaemonClient, session: &str, dir: &Path) -> Result<ExitCode> {
     use std::io::Write;
     let mut streamed = false;
     let mut stdout = std::io::stdout();
@@ -638,6 +720,23 @@ async fn follow_reply(client: &mut DaemonClient, session: &str) -> Result<ExitCo
                     u.reason.as_deref().unwrap_or("no reason given")
                 );
                 return Ok(ExitCode::from(1));
+            }
+            Event::ConfirmationRequired(c)
+                if c.phone_session_id.as_deref() == Some(session) && c.created =>
+            {
+                if streamed {
+                    // Off the line the reply is streaming on (stdout keeps only the reply).
+                    eprintln!();
+                }
+                announce_wait(
+                    &PendingConfirmation {
+                        confirmation_id: c.confirmation_id,
+                        summary: c.summary,
+                        timeout_ms: Some(c.timeout_ms),
+                        expires_at_ms: Some(c.expires_at_ms),
+                    },
+                    dir,
+                );
             }
             // Another session's messages, other statuses, and events not asked for.
             Event::MessageDelta(_)

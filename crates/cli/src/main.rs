@@ -75,6 +75,10 @@ enum Command {
         /// Autonomy granted to the session (default ask_before_action).
         #[arg(long)]
         autonomy: Option<String>,
+        /// Continue this phone session (its id from `openphone sessions list`), or `main`
+        /// for the runtime's latest chat session; default: a new session.
+        #[arg(long, value_name = "ID")]
+        session: Option<String>,
         /// Give up after this many seconds.
         #[arg(long, default_value_t = 300)]
         timeout_secs: u64,
@@ -178,15 +182,19 @@ fn main() -> ExitCode {
             surface,
             runtime,
             autonomy,
+            session,
             timeout_secs,
             data_dir,
         } => client_cmd::ask(
             &data_dir,
             &text,
-            &surface,
-            runtime.as_deref(),
-            autonomy.as_deref(),
-            timeout_secs,
+            client_cmd::AskOptions {
+                surface: &surface,
+                runtime: runtime.as_deref(),
+                autonomy: autonomy.as_deref(),
+                session: session.as_deref(),
+                timeout_secs,
+            },
         ),
         Command::Runtimes(cmd) => client_cmd::runtimes(cmd),
         Command::Approvals(cmd) => approvals_cmd::run(cmd),

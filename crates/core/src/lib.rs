@@ -31,6 +31,6 @@ pub use bridge::{EXPLANATION_KEY, explanation_of};
 pub use events::{Audience, Event, EventBus, PublishError};
 pub use request::{NormalizedRequest, normalize};
 pub use runtimes::{
-    Presence, RuntimeConfigError, RuntimeEntry, RuntimeError, RuntimeKind, RuntimeManager,
-    RuntimesConfig, Source, Surface,
+    BUILTIN_NOT_CONFIGURED, CANCELLED_REASON, LocalRuntime, Presence, RuntimeConfigError,
+    RuntimeEntry, RuntimeError, RuntimeKind, RuntimeManager, RuntimesConfig, Source, Surface,
 };

@@ -7,6 +7,16 @@
 //! with a reason, presence goes offline). Attention requests create a durable phone session and
 //! are delivered as `runtime.attention.requested` events addressed to the routed runtime;
 //! the runtime's replies (`runtime.message`) move the session and stream to operators.
+//!
+//! The built-in runtime is a [`LocalRuntime`] attached with [`RuntimeManager::set_local`]:
+//! while it says it is configured, an attention request routed to `builtin` is accepted like
+//! one for a connected WebSocket runtime (the session is created, the event published) and
+//! handed to [`LocalRuntime::attend`]; its replies come back through
+//! [`RuntimeManager::runtime_message`] like a remote runtime's, so the session moves the same
+//! way. Without one, `builtin` answers `runtime_not_configured` with the one-line fix.
+//!
+//! An attention request may continue an earlier session (`session_target`, see
+//! [`SessionTarget`]); [`RuntimeManager::cancel_session`] stops one.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -16,7 +26,7 @@ use openphone_policy::Autonomy;
 use openphone_protocol::endpoint::{
     AttentionAccepted, AttentionRequestParams, AttentionRequested, AttentionStatus, Event,
     ManagerStatus, MessagePayload, PresenceOffline, PresenceOnline, PresenceTrigger, RuntimeInfo,
-    RuntimeMessageParams, RuntimeState, SessionUpdated, Trust, UntrustedData,
+    RuntimeMessageParams, RuntimeState, SessionTarget, SessionUpdated, Trust, UntrustedData,
 };
 pub use openphone_protocol::endpoint::{RuntimeKind, Source, Surface};
 use openphone_protocol::{ErrorCode, normalize_runtime_id};
@@ -27,6 +37,32 @@ use serde_json::Value;
 use crate::events::{Audience, EventBus};
 use crate::locks::lock;
 use crate::summary::cut;
+
+/// The one-line fix `runtime_not_configured` gives for the built-in runtime without a model.
+pub const BUILTIN_NOT_CONFIGURED: &str = "no model is configured for the built-in runtime: add \
+     a [builtin] table with base_url and model to the config (README: Use a local model)";
+
+/// The id of the daemon's own runtime.
+const BUILTIN: &str = "builtin";
+
+/// The reason a session stopped with [`RuntimeManager::cancel_session`] fails with.
+pub const CANCELLED_REASON: &str = "cancelled";
+
+/// A runtime that lives inside the daemon (the built-in agent loop), attached to the manager
+/// with [`RuntimeManager::set_local`].
+///
+/// The manager creates the phone session and then calls [`LocalRuntime::attend`]; the runtime
+/// answers through [`RuntimeManager::runtime_message`] as a remote runtime would.
+pub trait LocalRuntime: Send + Sync + std::fmt::Debug {
+    /// Starts work on an accepted attention request (its session exists and is
+    /// `waiting_for_runtime`). Must not block: the work runs on its own task.
+    fn attend(&self, requested: AttentionRequested);
+    /// Stops the work on a session before its next model or tool call. Returns whether any
+    /// was running or queued. The manager fails the session itself.
+    fn cancel(&self, phone_session_id: &str) -> bool;
+    /// Whether the runtime can take requests; `Err` holds the one-line fix shown to the user.
+    fn configured(&self) -> Result<(), String>;
+}
 
 /// Longest attention text delivered to a runtime (characters).
 pub const ATTENTION_TEXT_CHARS: usize = 18_000;
@@ -121,7 +157,12 @@ pub struct RuntimeManager {
     events: Arc<EventBus>,
     clock: Arc<dyn Clock>,
     state: Mutex<State>,
+    /// The built-in runtime, once attached.
+    local: Mutex<Option<Arc<dyn LocalRuntime>>>,
 }
+
+/// How many recent sessions `session_target: main` looks through.
+const MAIN_LOOKBACK: usize = 50;
 
 impl RuntimeManager {
     /// Validates the configuration (ids normalised, no duplicates, routes to configured
@@ -185,7 +226,33 @@ impl RuntimeManager {
             events,
             clock,
             state: Mutex::new(State { runtimes, routing }),
+            local: Mutex::new(None),
         })
+    }
+
+    /// Attaches the built-in runtime: attention requests for `builtin` go to it while it says
+    /// it is [configured](LocalRuntime::configured).
+    pub fn set_local(&self, local: Arc<dyn LocalRuntime>) {
+        *lock(&self.local) = Some(local);
+    }
+
+    /// Detaches the built-in runtime (at shutdown, so it and the manager do not keep each
+    /// other alive).
+    pub fn clear_local(&self) {
+        lock(&self.local).take();
+    }
+
+    fn local(&self) -> Option<Arc<dyn LocalRuntime>> {
+        lock(&self.local).clone()
+    }
+
+    /// Whether the built-in runtime is attached and configured; `Err` holds the one-line fix.
+    pub fn builtin_ready(&self) -> Result<Arc<dyn LocalRuntime>, String> {
+        let local = self
+            .local()
+            .ok_or_else(|| BUILTIN_NOT_CONFIGURED.to_owned())?;
+        local.configured()?;
+        Ok(local)
     }
 
     /// Publishes `event` to `runtime` and to operators.
@@ -299,8 +366,10 @@ impl RuntimeManager {
         Ok(())
     }
 
-    /// Every runtime with its status and routed surfaces.
+    /// Every runtime with its status and routed surfaces. The built-in runtime is `connected`
+    /// while a configured local runtime is attached, `not_configured` otherwise.
     pub fn list(&self) -> Vec<RuntimeInfo> {
+        let builtin_ready = self.builtin_ready().is_ok();
         let state = lock(&self.state);
         state
             .runtimes
@@ -309,7 +378,7 @@ impl RuntimeManager {
                 id: e.config.id.clone(),
                 kind: e.config.kind,
                 enabled: e.config.enabled,
-                status: entry_status(e),
+                status: entry_status(e, builtin_ready),
                 connections: e.connections,
                 surfaces: state
                     .routing
@@ -321,29 +390,35 @@ impl RuntimeManager {
             .collect()
     }
 
-    /// The manager's aggregate status over the enabled WebSocket runtimes (§13.5, for the
-    /// statuses this daemon has).
+    /// The manager's aggregate status over the enabled WebSocket runtimes and the built-in
+    /// runtime when a model is configured for it (§13.5, for the statuses this daemon has).
     pub fn aggregate_status(&self) -> ManagerStatus {
+        let builtin_ready = self.builtin_ready().is_ok();
         let state = lock(&self.state);
-        let remote: Vec<&Entry> = state
+        // One entry per runtime that counts: whether it can take a request now.
+        let up: Vec<bool> = state
             .runtimes
             .values()
-            .filter(|e| e.config.kind == RuntimeKind::Websocket && e.config.enabled)
+            .filter(|e| e.config.enabled)
+            .filter_map(|e| match e.config.kind {
+                RuntimeKind::Websocket => Some(e.connections > 0),
+                RuntimeKind::Builtin => builtin_ready.then_some(true),
+            })
             .collect();
-        if remote.is_empty() {
+        if up.is_empty() {
             return ManagerStatus::NotConfigured;
         }
-        let connected = remote.iter().filter(|e| e.connections > 0).count();
-        match connected {
+        match up.iter().filter(|u| **u).count() {
             0 => ManagerStatus::Offline,
-            n if n == remote.len() => ManagerStatus::Connected,
+            n if n == up.len() => ManagerStatus::Connected,
             _ => ManagerStatus::Degraded,
         }
     }
 
-    /// The attention flow of §2.3: resolve the runtime, create the phone session, deliver
-    /// `runtime.attention.requested` to the runtime. `screen` is the screen preflight the
-    /// caller read when `include_screen` is set (ignored otherwise).
+    /// The attention flow of §2.3: resolve the runtime, create the phone session (or find the
+    /// one `session_target` names), deliver `runtime.attention.requested` to the runtime — and,
+    /// for the built-in runtime, hand it to the attached [`LocalRuntime`]. `screen` is the
+    /// screen preflight the caller read when `include_screen` is set (ignored otherwise).
     pub fn request_attention(
         &self,
         req: AttentionRequestParams,
@@ -365,6 +440,9 @@ impl RuntimeManager {
         if text.is_empty() {
             return Err(err(ErrorCode::MissingText, "the attention text is empty"));
         }
+        let target = SessionTarget::parse(req.session_target.as_deref())
+            .map_err(|message| err(ErrorCode::InvalidParams, message))?;
+        let mut local = None;
         {
             let state = lock(&self.state);
             let Some(entry) = state.runtimes.get(&runtime) else {
@@ -374,11 +452,18 @@ impl RuntimeManager {
                 ));
             };
             match entry.config.kind {
-                RuntimeKind::Builtin => {
+                RuntimeKind::Builtin if !entry.config.enabled => {
                     return Err(err(
                         ErrorCode::RuntimeNotConfigured,
-                        "the built-in runtime is not available yet; route the surface to a connected runtime",
+                        format!("runtime {runtime:?} is disabled in the configuration"),
                     ));
+                }
+                RuntimeKind::Builtin => {
+                    drop(state);
+                    local = Some(
+                        self.builtin_ready()
+                            .map_err(|fix| err(ErrorCode::RuntimeNotConfigured, fix))?,
+                    );
                 }
                 RuntimeKind::Websocket if !entry.config.enabled || entry.connections == 0 => {
                     return Err(err(
@@ -389,32 +474,54 @@ impl RuntimeManager {
                 RuntimeKind::Websocket => {}
             }
         }
-        let autonomy = req
-            .autonomy
-            .as_deref()
-            .and_then(Autonomy::normalize)
-            .unwrap_or(Autonomy::AskBeforeAction);
-        let stored_autonomy = openphone_store::Autonomy::parse(autonomy.as_str())
-            .unwrap_or(openphone_store::Autonomy::AskBeforeAction);
-        let phone_session_id = format!("phone-sess-{}", uuid::Uuid::new_v4());
-        let attention_id = format!("attn-{}", uuid::Uuid::new_v4());
-        let runtime_session_id = phone_session_id.clone();
-        let now = self.clock.now_ms();
         let store_err = |e: openphone_store::StoreError| err(ErrorCode::SendFailed, e.to_string());
-        self.store
-            .create_session(
-                &NewPhoneSession {
-                    phone_session_id: phone_session_id.clone(),
-                    runtime_kind: runtime.clone(),
-                    runtime_session_id: runtime_session_id.clone(),
-                    attention_id: attention_id.clone(),
-                    source: source.as_str().to_owned(),
-                    autonomy: stored_autonomy,
-                    summary: cut(text, 120),
-                },
-                now,
-            )
-            .map_err(store_err)?;
+        let existing = match target {
+            SessionTarget::Isolated => None,
+            SessionTarget::Main => self.main_session(&runtime).map_err(store_err)?,
+            SessionTarget::Session(id) => Some(self.continued_session(&runtime, &id)?),
+        };
+        let now = self.clock.now_ms();
+        let attention_id = format!("attn-{}", uuid::Uuid::new_v4());
+        // A session still active keeps its status (its runtime is at work on it); a new or a
+        // completed one waits for the runtime.
+        let mut waits = true;
+        let (phone_session_id, runtime_session_id, autonomy) = match existing {
+            // A continued session keeps the autonomy it was opened with.
+            Some(session) => {
+                waits = !session.status.is_active();
+                (
+                    session.phone_session_id.clone(),
+                    session.runtime_session_id.clone(),
+                    Autonomy::normalize(session.autonomy.as_str())
+                        .unwrap_or(Autonomy::AskBeforeAction),
+                )
+            }
+            None => {
+                let autonomy = req
+                    .autonomy
+                    .as_deref()
+                    .and_then(Autonomy::normalize)
+                    .unwrap_or(Autonomy::AskBeforeAction);
+                let stored_autonomy = openphone_store::Autonomy::parse(autonomy.as_str())
+                    .unwrap_or(openphone_store::Autonomy::AskBeforeAction);
+                let phone_session_id = format!("phone-sess-{}", uuid::Uuid::new_v4());
+                self.store
+                    .create_session(
+                        &NewPhoneSession {
+                            phone_session_id: phone_session_id.clone(),
+                            runtime_kind: runtime.clone(),
+                            runtime_session_id: phone_session_id.clone(),
+                            attention_id: attention_id.clone(),
+                            source: source.as_str().to_owned(),
+                            autonomy: stored_autonomy,
+                            summary: cut(text, 120),
+                        },
+                        now,
+                    )
+                    .map_err(store_err)?;
+                (phone_session_id.clone(), phone_session_id, autonomy)
+            }
+        };
         let screen = match &screen {
             Some(screen) if req.include_screen => {
                 Some(untrusted(&strip_screenshot(screen), SCREEN_JSON_CHARS))
@@ -436,17 +543,22 @@ impl RuntimeManager {
                 .map(|context| untrusted(context, CONTEXT_JSON_CHARS)),
             screen,
         };
-        self.publish(&Event::AttentionRequested(requested), &runtime);
-        let session = self
-            .store
-            .update_session_status(
-                &phone_session_id,
-                SessionStatus::WaitingForRuntime,
-                None,
-                now,
-            )
-            .map_err(store_err)?;
-        self.session_updated(&session);
+        self.publish(&Event::AttentionRequested(requested.clone()), &runtime);
+        if waits {
+            let session = self
+                .store
+                .update_session_status(
+                    &phone_session_id,
+                    SessionStatus::WaitingForRuntime,
+                    None,
+                    now,
+                )
+                .map_err(store_err)?;
+            self.session_updated(&session);
+        }
+        if let Some(local) = local {
+            local.attend(requested);
+        }
         Ok(AttentionAccepted {
             ok: true,
             status: AttentionStatus::Sent,
@@ -456,6 +568,160 @@ impl RuntimeManager {
             runtime,
             runtime_session_id,
         })
+    }
+
+    /// `session_target: main`: the runtime's most recent chat-surface session that has not
+    /// failed.
+    fn main_session(
+        &self,
+        runtime: &str,
+    ) -> Result<Option<PhoneSession>, openphone_store::StoreError> {
+        let recent = self.store.list_sessions(&openphone_store::SessionFilter {
+            runtime: Some(runtime.to_owned()),
+            status: None,
+            limit: Some(MAIN_LOOKBACK),
+        })?;
+        Ok(recent.into_iter().find(|s| {
+            s.status != SessionStatus::Failed
+                && Surface::for_source(Source::normalize(&s.source)) == Surface::Chat
+        }))
+    }
+
+    /// `session_target: session:<id>`: the session must exist, be `runtime`'s, and be active or
+    /// completed.
+    fn continued_session(&self, runtime: &str, id: &str) -> Result<PhoneSession, RuntimeError> {
+        let session = self
+            .store
+            .get_session(id)
+            .map_err(|e| err(ErrorCode::SendFailed, e.to_string()))?
+            .ok_or_else(|| {
+                err(
+                    ErrorCode::SessionMismatch,
+                    format!("no phone session {id:?}"),
+                )
+            })?;
+        if session.runtime_kind != runtime {
+            return Err(err(
+                ErrorCode::RuntimeMismatch,
+                format!(
+                    "phone session {id:?} belongs to runtime {:?}, not {runtime:?}",
+                    session.runtime_kind
+                ),
+            ));
+        }
+        if session.status == SessionStatus::Failed {
+            return Err(err(
+                ErrorCode::SessionMismatch,
+                format!(
+                    "phone session {id:?} failed ({}); start a new one",
+                    session
+                        .failure_reason
+                        .as_deref()
+                        .unwrap_or("no reason given")
+                ),
+            ));
+        }
+        Ok(session)
+    }
+
+    /// Moves one of `runtime`'s sessions to `running` before a local runtime works on it
+    /// again (a follow-up queued behind an earlier turn finds it `completed`). A failed
+    /// session stays failed (`session_mismatch`).
+    pub fn resume_session(
+        &self,
+        runtime: &str,
+        phone_session_id: &str,
+    ) -> Result<PhoneSession, RuntimeError> {
+        let session = self
+            .store
+            .get_session(phone_session_id)
+            .map_err(|e| err(ErrorCode::SendFailed, e.to_string()))?
+            .ok_or_else(|| {
+                err(
+                    ErrorCode::SessionMismatch,
+                    format!("no phone session {phone_session_id:?}"),
+                )
+            })?;
+        if session.runtime_kind != runtime {
+            return Err(err(
+                ErrorCode::RuntimeMismatch,
+                "this session is routed to another runtime",
+            ));
+        }
+        match session.status {
+            SessionStatus::Failed => Err(err(
+                ErrorCode::SessionMismatch,
+                format!(
+                    "session {phone_session_id} failed: {}",
+                    session
+                        .failure_reason
+                        .as_deref()
+                        .unwrap_or("no reason given")
+                ),
+            )),
+            SessionStatus::Running => Ok(session),
+            _ => {
+                let updated = self
+                    .store
+                    .update_session_status(
+                        phone_session_id,
+                        SessionStatus::Running,
+                        None,
+                        self.clock.now_ms(),
+                    )
+                    .map_err(|e| err(ErrorCode::SendFailed, e.to_string()))?;
+                self.session_updated(&updated);
+                Ok(updated)
+            }
+        }
+    }
+
+    /// Stops an active session: the built-in runtime (when attached) is told to stop its
+    /// work on it, then the session fails with reason [`CANCELLED_REASON`] through a final
+    /// message, as a runtime's own failure would. Returns the session and whether a local loop
+    /// was running or queued. A finished session is `session_mismatch`.
+    pub fn cancel_session(
+        &self,
+        phone_session_id: &str,
+    ) -> Result<(PhoneSession, bool), RuntimeError> {
+        let session = self
+            .store
+            .get_session(phone_session_id)
+            .map_err(|e| err(ErrorCode::SendFailed, e.to_string()))?
+            .ok_or_else(|| {
+                err(
+                    ErrorCode::SessionMismatch,
+                    format!("no phone session {phone_session_id:?}"),
+                )
+            })?;
+        if !session.status.is_active() {
+            return Err(err(
+                ErrorCode::SessionMismatch,
+                format!(
+                    "session {} is already {}",
+                    session.phone_session_id,
+                    session.status.as_str()
+                ),
+            ));
+        }
+        // The loop first, so it makes no further call; then the session.
+        let stopped = session.runtime_kind == BUILTIN
+            && self
+                .local()
+                .is_some_and(|local| local.cancel(&session.phone_session_id));
+        let runtime = session.runtime_kind.clone();
+        let updated = self.runtime_message(
+            &runtime,
+            RuntimeMessageParams {
+                phone_session_id: session.phone_session_id,
+                runtime_session_id: None,
+                text: "The session was cancelled.".to_owned(),
+                is_final: true,
+                output: None,
+                error: Some(CANCELLED_REASON.to_owned()),
+            },
+        )?;
+        Ok((updated, stopped))
     }
 
     /// A reply from `runtime` for one of its sessions: a non-final message moves the session
@@ -534,9 +800,10 @@ impl RuntimeManager {
     }
 }
 
-fn entry_status(e: &Entry) -> RuntimeState {
+fn entry_status(e: &Entry, builtin_ready: bool) -> RuntimeState {
     match (e.config.kind, e.config.enabled, e.connections) {
         (_, false, _) => RuntimeState::Disabled,
+        (RuntimeKind::Builtin, true, _) if builtin_ready => RuntimeState::Connected,
         (RuntimeKind::Builtin, true, _) => RuntimeState::NotConfigured,
         (RuntimeKind::Websocket, true, 0) => RuntimeState::Idle,
         (RuntimeKind::Websocket, true, _) => RuntimeState::Connected,

@@ -47,6 +47,9 @@ pub struct Config {
     pub log: LogConfig,
     /// How long stored results are kept (`[store]`).
     pub store: StoreConfig,
+    /// The built-in runtime's model and limits (`[builtin]`); without it the built-in runtime
+    /// answers `runtime_not_configured` with the fix.
+    pub builtin: Option<openphone_agent::BuiltinConfig>,
 }
 
 /// The `[store]` table: retention of the final results kept for replay. The audit log is never
@@ -286,6 +289,14 @@ impl Config {
             }
         }
         config.apply_profiles(origin)?;
+        if let Some(builtin) = &config.builtin
+            && let Err(problem) = builtin.check()
+        {
+            return Err(ConfigError::Parse {
+                path: origin.to_owned(),
+                message: problem.to_string(),
+            });
+        }
         Ok(config)
     }
 
@@ -786,5 +797,54 @@ profile = "read"
                 .as_deref(),
             Some("messaging")
         );
+    }
+
+    #[test]
+    fn the_builtin_table_is_closed_and_checked() {
+        let cfg = Config::parse(
+            "[builtin]\nbase_url = \"http://127.0.0.1:11434/v1\"\nmodel = \"llama3.2\"\n\
+             max_turns = 8\n\n[builtin.background_model]\nbase_url = \"http://127.0.0.1:8080/v1\"\n\
+             model = \"small\"\n",
+            "x.toml",
+        )
+        .unwrap();
+        let builtin = cfg.builtin.unwrap();
+        assert_eq!((builtin.model.as_str(), builtin.max_turns), ("llama3.2", 8));
+        assert_eq!(builtin.background_model.unwrap().model, "small");
+        assert!(Config::parse("", "x.toml").unwrap().builtin.is_none());
+        // The commented `[builtin]` block of the example names every key, and parses once
+        // uncommented (with one key source).
+        let example = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/openphone.example.toml"),
+        )
+        .unwrap();
+        let block: String = example[example.find("# [builtin]").unwrap()..]
+            .lines()
+            .filter_map(|line| line.strip_prefix("# "))
+            .filter(|line| line.starts_with('[') || line.contains(" = "))
+            .filter(|line| !line.starts_with("api_key_file"))
+            .map(|line| format!("{line}\n"))
+            .collect();
+        let documented = Config::parse(&block, "example").unwrap().builtin.unwrap();
+        assert_eq!(documented.api_key_env.as_deref(), Some("OPENAI_API_KEY"));
+        assert_eq!(documented.confirmation_timeout_secs, 120);
+        assert!(documented.background_model.is_some());
+        for (text, needle) in [
+            (
+                "[builtin]\nbase_url = \"http://h/v1\"\nmodel = \"m\"\nmodle = 1\n",
+                "modle",
+            ),
+            (
+                "[builtin]\nbase_url = \"http://h/v1\"\nmodel = \"\"\n",
+                "model is empty",
+            ),
+            (
+                "[builtin]\nbase_url = \"http://h/v1\"\nmodel = \"m\"\nmax_turns = 0\n",
+                "max_turns",
+            ),
+        ] {
+            let err = Config::parse(text, "x.toml").unwrap_err().to_string();
+            assert!(err.contains(needle), "{err}");
+        }
     }
 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use openphone_agent::{BuiltinConfigError, BuiltinRuntime, BuiltinSetup};
 use openphone_clock::{Clock, SystemClock};
 use openphone_core::{EventBus, RuntimeManager, ToolBridge};
 use openphone_device::{PhoneDevice, SimPhone, SimState};
@@ -86,6 +87,9 @@ pub struct DaemonOptions {
 pub enum DaemonError {
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// The `[builtin]` table cannot be used (a key it names is missing or unreadable).
+    #[error("config: {0}")]
+    Builtin(#[from] BuiltinConfigError),
     #[error(transparent)]
     Store(#[from] openphone_store::StoreError),
     #[error("the embedded manifests do not load: {0}")]
@@ -145,6 +149,8 @@ pub struct Daemon {
     shutdown: watch::Sender<bool>,
     server: JoinHandle<()>,
     timer: JoinHandle<()>,
+    /// The built-in runtime (stopped first at shutdown).
+    builtin: BuiltinRuntime,
 }
 
 fn write_file(path: &Path, contents: &[u8], mode: u32) -> Result<(), DaemonError> {
@@ -278,6 +284,7 @@ impl Daemon {
                 "withdrew pending confirmations"
             );
         }
+        let builtin = builtin_runtime(&config, &runtimes, &bridge, &manager, registry)?;
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
         let state = Arc::new(AppState {
             bridge: bridge.clone(),
@@ -376,6 +383,7 @@ impl Daemon {
             shutdown: shutdown_tx,
             server,
             timer,
+            builtin,
         })
     }
 
@@ -392,6 +400,9 @@ impl Daemon {
     /// Stops accepting, lets in-flight requests answer, closes connections, removes
     /// `endpoint.json`, and releases the data directory.
     pub async fn shutdown(self) {
+        // Built-in runs stop before their next model or tool call; their sessions fail with
+        // `daemon_stopped` (the transcripts stay).
+        self.builtin.shutdown().await;
         if let Some(mcp) = &self.state.mcp {
             // Interrupted MCP calls keep their confirmations pending for after a restart.
             mcp.backend.begin_shutdown();
@@ -421,6 +432,48 @@ impl Daemon {
         let _ = std::fs::remove_file(self.data_dir.join(crate::front::ENDPOINT_SOCKET_FILE));
         tracing::info!("stopped");
     }
+}
+
+/// The built-in runtime under the `builtin` entry of the bridge's runtime table, attached to
+/// the manager: configured by `[builtin]` (the API key read now), or unconfigured without it.
+/// Built-in sessions a previous daemon left active fail with `daemon_stopped`.
+fn builtin_runtime(
+    config: &Config,
+    runtimes: &[crate::config::RuntimeCredential],
+    bridge: &Arc<ToolBridge>,
+    manager: &Arc<RuntimeManager>,
+    registry: &'static Registry,
+) -> Result<BuiltinRuntime, DaemonError> {
+    let authorisation = crate::runtime_policy::bridge_config(config, runtimes)
+        .runtimes
+        .and_then(|table| table.get(openphone_agent::BUILTIN).copied())
+        .unwrap_or_else(|| openphone_policy::Caller::builtin("daemon").authorisation());
+    let setup = BuiltinSetup {
+        bridge: Arc::clone(bridge),
+        manager: Arc::clone(manager),
+        registry,
+        authorisation,
+        tool_policy: config.tool_policy.clone(),
+    };
+    let builtin = BuiltinRuntime::from_config(setup, config.builtin.as_ref())?;
+    let interrupted = builtin.recover();
+    if interrupted > 0 {
+        tracing::info!(
+            sessions = interrupted,
+            "built-in sessions interrupted by the previous stop marked failed"
+        );
+    }
+    match &config.builtin {
+        Some(table) => tracing::info!(
+            base_url = %table.base_url,
+            model = %table.model,
+            tools = builtin.tool_names().len(),
+            "built-in runtime configured"
+        ),
+        None => tracing::info!("built-in runtime not configured (no [builtin] table)"),
+    }
+    builtin.attach();
+    Ok(builtin)
 }
 
 /// Logs what [`crate::secure_dir::secure`] tightened.

@@ -42,6 +42,7 @@
 //! | `runtime_settings` | key → JSON | [`Store::set_setting`] … |
 //! | `memories`, `memories_fts` | memory with FTS5 search | [`Store::save_memory`], [`Store::search_memory`] |
 //! | `watchers` | durable watcher records | [`Store::create_watcher`] … |
+//! | `session_transcripts` | the conversation of a phone session (built-in runtime), numbered per session | [`Store::append_transcript`], [`Store::transcript`] |
 //! | all of them | rows and bytes per table, file sizes (`stats.rs`) | [`Store::stats`] |
 //!
 //! States are closed enums stored as their wire strings; JSON blobs are `serde_json::Value`.
@@ -103,6 +104,7 @@ mod rows;
 mod sessions;
 mod settings;
 mod stats;
+mod transcripts;
 mod watchers;
 mod wire;
 mod writer;
@@ -137,6 +139,7 @@ pub use sessions::{
 };
 pub use settings::Setting;
 pub use stats::{AuditStats, ResultStats, StoreStats, TableStats};
+pub use transcripts::{MAX_TRANSCRIPT_ROLE_CHARS, TranscriptEntry};
 pub use watchers::{NewWatcher, WatcherRecord, WatcherSelector, WatcherState};
 pub use wire::{Autonomy, risk_serde};
 pub use writer::WriterStats;

@@ -289,10 +289,31 @@ ALTER TABLE standing_approvals ADD COLUMN revoked_at_ms INTEGER;
 ALTER TABLE standing_approvals ADD COLUMN revoked_by TEXT;
 "#,
     },
+    Migration {
+        version: 8,
+        name: "session_transcripts",
+        // The conversation of a phone session (the built-in runtime's messages, tool calls and
+        // result digests), numbered within the session; its rows go with the session.
+        sql: r#"
+CREATE TABLE session_transcripts (
+    phone_session_id TEXT NOT NULL,
+    seq              INTEGER NOT NULL,
+    role             TEXT NOT NULL,
+    body_json        TEXT NOT NULL,
+    created_at_ms    INTEGER NOT NULL,
+    PRIMARY KEY (phone_session_id, seq)
+) STRICT, WITHOUT ROWID;
+
+CREATE TRIGGER phone_sessions_drop_transcript AFTER DELETE ON phone_sessions
+BEGIN
+    DELETE FROM session_transcripts WHERE phone_session_id = old.phone_session_id;
+END;
+"#,
+    },
 ];
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: i64 = 7;
+pub const SCHEMA_VERSION: i64 = 8;
 
 /// Reads `PRAGMA user_version`.
 pub(crate) fn current_version(conn: &Connection) -> Result<i64> {

@@ -2,6 +2,7 @@ mod access_log;
 mod approvals;
 mod audit;
 mod bench;
+mod builtin;
 mod client;
 mod crash_safety;
 mod current_policy;

@@ -251,6 +251,33 @@ async fn routing_status_and_selection() {
     assert_eq!(f.manager.aggregate_status(), ManagerStatus::Connected);
 }
 
+/// A local runtime that is always ready and does nothing (the manager's bookkeeping only).
+#[derive(Debug)]
+struct ReadyLocal;
+
+impl openphone_core::LocalRuntime for ReadyLocal {
+    fn attend(&self, _requested: openphone_protocol::endpoint::AttentionRequested) {}
+    fn cancel(&self, _phone_session_id: &str) -> bool {
+        false
+    }
+    fn configured(&self) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn the_aggregate_status_counts_a_configured_builtin_runtime() {
+    let f = fixture(&[]);
+    assert_eq!(f.manager.aggregate_status(), ManagerStatus::Offline);
+    f.manager.set_local(Arc::new(ReadyLocal));
+    // The built-in runtime is up, `hermes` is not connected.
+    assert_eq!(f.manager.aggregate_status(), ManagerStatus::Degraded);
+    let _p = f.manager.connect("hermes").unwrap();
+    assert_eq!(f.manager.aggregate_status(), ManagerStatus::Connected);
+    f.manager.clear_local();
+    assert_eq!(f.manager.aggregate_status(), ManagerStatus::Connected);
+}
+
 #[test]
 fn bad_configuration_is_refused_with_the_reason() {
     let dir = tempfile::tempdir().unwrap();

@@ -83,11 +83,12 @@ pub use policy::{
 pub use runtimes::{
     AttentionAccepted, AttentionRequestParams, AttentionRequested, AttentionStatus, ManagerStatus,
     RuntimeInfo, RuntimeKind, RuntimeListParams, RuntimeListResult, RuntimeMessageParams,
-    RuntimeMessageResult, RuntimeSelectParams, RuntimeSelectResult, RuntimeState, Source, Surface,
+    RuntimeMessageResult, RuntimeSelectParams, RuntimeSelectResult, RuntimeState, SessionTarget,
+    Source, Surface,
 };
 pub use sessions::{
-    PhoneSession, SessionStatus, SessionsGetParams, SessionsGetResult, SessionsListParams,
-    SessionsListResult,
+    PhoneSession, SessionStatus, SessionsCancelParams, SessionsCancelResult, SessionsGetParams,
+    SessionsGetResult, SessionsListParams, SessionsListResult,
 };
 pub use tools::{ToolInfo, ToolsInvokeParams, ToolsInvokeResult, ToolsListParams, ToolsListResult};
 
@@ -153,6 +154,9 @@ methods! {
     SessionsList = "sessions.list" => SessionsListParams, SessionsListResult;
     /// `sessions.get` (operator; a runtime sees only its own sessions).
     SessionsGet = "sessions.get" => SessionsGetParams, SessionsGetResult;
+    /// `sessions.cancel` (operator): stop a phone session (its built-in loop stops before
+    /// its next model or tool call); the session fails with reason `cancelled`.
+    SessionsCancel = "sessions.cancel" => SessionsCancelParams, SessionsCancelResult;
     /// `audit.query` (operator): a page of audit records.
     AuditQuery = "audit.query" => AuditQueryParams, AuditQueryResult;
     /// `attention.request` (operator): a phone session routed to a runtime.
@@ -192,6 +196,7 @@ mod tests {
             name_of::<EventsSubscribe>(),
             name_of::<SessionsList>(),
             name_of::<SessionsGet>(),
+            name_of::<SessionsCancel>(),
             name_of::<AuditQuery>(),
             name_of::<AttentionRequest>(),
             name_of::<RuntimeMessage>(),

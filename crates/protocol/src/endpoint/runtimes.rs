@@ -13,7 +13,8 @@ use crate::autonomy::Autonomy;
 crate::wire_enum!(
     /// How a runtime is reached.
     RuntimeKind {
-        /// The daemon's own agent loop (answers `runtime_not_configured` until it exists).
+        /// The daemon's own agent loop (answers `runtime_not_configured` while no model is
+        /// configured for it).
         Builtin = "builtin",
         /// A runtime that connects to the daemon's WebSocket endpoint.
         Websocket = "websocket",
@@ -82,7 +83,7 @@ crate::wire_enum!(
         Idle = "idle",
         /// Disabled in the configuration.
         Disabled = "disabled",
-        /// The built-in loop, until it exists.
+        /// The built-in loop without a configured model.
         NotConfigured = "not_configured",
     }
 );
@@ -129,6 +130,45 @@ pub struct AttentionRequestParams {
     /// Extra context, delivered wrapped as untrusted data.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<Value>,
+    /// Which phone session the request belongs to: `isolated` (a new session, the default),
+    /// `main` (the runtime's most recent chat session that has not failed, or a new one) or
+    /// `session:<phone_session_id>` (continue that session: it must be the same runtime's and
+    /// active or completed; a completed one is re-opened). See [`SessionTarget::parse`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_target: Option<String>,
+}
+
+/// The parsed `session_target` of an attention request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionTarget {
+    /// A new phone session.
+    Isolated,
+    /// The runtime's most recent chat session that has not failed, or a new one.
+    Main,
+    /// Continue this phone session.
+    Session(String),
+}
+
+impl SessionTarget {
+    /// Parses `isolated`, `main` or `session:<id>` (surrounding whitespace ignored); absent or
+    /// empty is `isolated`. Anything else is refused with a one-line reason.
+    pub fn parse(raw: Option<&str>) -> Result<SessionTarget, String> {
+        let Some(raw) = raw.map(str::trim).filter(|r| !r.is_empty()) else {
+            return Ok(SessionTarget::Isolated);
+        };
+        match raw {
+            "isolated" => Ok(SessionTarget::Isolated),
+            "main" => Ok(SessionTarget::Main),
+            _ => match raw.strip_prefix("session:").map(str::trim) {
+                Some(id) if !id.is_empty() => Ok(SessionTarget::Session(id.to_owned())),
+                _ => Err(format!(
+                    "unknown session_target \"{}\": use isolated, main or \
+                     session:<phone_session_id>",
+                    crate::log_value(raw)
+                )),
+            },
+        }
+    }
 }
 
 fn is_false(b: &bool) -> bool {
@@ -259,6 +299,34 @@ mod tests {
         assert_eq!(Surface::parse_trimmed("\tvolume\n"), Some(Surface::Volume));
         assert_eq!(Surface::parse_trimmed(" Volume"), None);
         assert_eq!(Surface::parse(" volume"), None, "the wire form is exact");
+    }
+
+    #[test]
+    fn session_targets_parse() {
+        assert_eq!(SessionTarget::parse(None), Ok(SessionTarget::Isolated));
+        assert_eq!(
+            SessionTarget::parse(Some("  ")),
+            Ok(SessionTarget::Isolated)
+        );
+        assert_eq!(
+            SessionTarget::parse(Some("isolated")),
+            Ok(SessionTarget::Isolated)
+        );
+        assert_eq!(
+            SessionTarget::parse(Some(" main ")),
+            Ok(SessionTarget::Main)
+        );
+        assert_eq!(
+            SessionTarget::parse(Some("session: phone-sess-1")),
+            Ok(SessionTarget::Session("phone-sess-1".into()))
+        );
+        for bad in ["session:", "Main", "sessions:x", "other"] {
+            assert!(SessionTarget::parse(Some(bad)).is_err(), "{bad}");
+        }
+        let p: AttentionRequestParams =
+            serde_json::from_value(serde_json::json!({"text": "hi", "session_target": "main"}))
+                .unwrap();
+        assert_eq!(p.session_target.as_deref(), Some("main"));
     }
 
     #[test]

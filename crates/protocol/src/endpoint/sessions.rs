@@ -1,4 +1,5 @@
-//! Phone sessions (`runtime-protocol.md` §2.2): `sessions.list` and `sessions.get`.
+//! Phone sessions (`runtime-protocol.md` §2.2): `sessions.list`, `sessions.get` and
+//! `sessions.cancel`.
 //!
 //! [`PhoneSession`] is also the store's record (`openphone_store::PhoneSession`): the session
 //! is sent exactly as it is stored.
@@ -86,6 +87,23 @@ pub struct SessionsGetParams {
 /// `sessions.get` result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionsGetResult {
+    pub session: PhoneSession,
+}
+
+/// `sessions.cancel` params. Unknown fields are refused.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionsCancelParams {
+    pub phone_session_id: String,
+}
+
+/// `sessions.cancel` result: the session after the cancellation (`failed`, reason
+/// `cancelled`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionsCancelResult {
+    /// Whether a running built-in loop was told to stop (false for a remote runtime, or when
+    /// no loop was running).
+    pub stopped_loop: bool,
     pub session: PhoneSession,
 }
 

@@ -240,9 +240,10 @@ fn runtime_methods_round_trip() {
             autonomy: None,
             include_screen: true,
             context: Some(json!({"app": "calendar"})),
+            session_target: Some("main".into()),
         },
         json!({"surface": "chat", "text": "What is next?", "include_screen": true,
-               "context": {"app": "calendar"}}),
+               "context": {"app": "calendar"}, "session_target": "main"}),
     );
     // Only `text` is required; unknown fields (e.g. `screen`) are ignored, as today.
     let p = params::<AttentionRequest>(json!({"text": "hi", "screen": 5})).unwrap();
@@ -360,6 +361,10 @@ fn unknown_fields_are_refused_exactly_where_the_daemon_refuses_them() {
             MethodName::SessionsGet,
             refuses::<SessionsGet>(json!({"phone_session_id": "p"})),
         ),
+        (
+            MethodName::SessionsCancel,
+            refuses::<SessionsCancel>(json!({"phone_session_id": "p"})),
+        ),
         (MethodName::AuditQuery, refuses::<AuditQuery>(json!({}))),
         (
             MethodName::AttentionRequest,
@@ -404,6 +409,7 @@ fn unknown_fields_are_refused_exactly_where_the_daemon_refuses_them() {
             "events.subscribe",
             "sessions.list",
             "sessions.get",
+            "sessions.cancel",
             "audit.query",
             "policy.explain",
             "approvals.list",

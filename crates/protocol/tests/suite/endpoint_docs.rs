@@ -110,6 +110,7 @@ fn method_checks(method: MethodName) -> (Check, Check) {
         MethodName::EventsSubscribe => checks::<EventsSubscribe>(),
         MethodName::SessionsList => checks::<SessionsList>(),
         MethodName::SessionsGet => checks::<SessionsGet>(),
+        MethodName::SessionsCancel => checks::<SessionsCancel>(),
         MethodName::AuditQuery => checks::<AuditQuery>(),
         MethodName::AttentionRequest => checks::<AttentionRequest>(),
         MethodName::RuntimeMessage => checks::<RuntimeMessage>(),

@@ -19,7 +19,8 @@ use openphone_policy::Role;
 use openphone_protocol::endpoint::{
     ApprovalsGrant, ApprovalsList, ApprovalsRevoke, AttentionRequest, AuditQuery,
     ConfirmationsResolve, EndpointErrorCode, ErrorObject, EventsSubscribe, MethodName,
-    PolicyExplain, Request, RuntimeMessage, RuntimeSelect, SessionsGet, SessionsList, ToolsInvoke,
+    PolicyExplain, Request, RuntimeMessage, RuntimeSelect, SessionsCancel, SessionsGet,
+    SessionsList, ToolsInvoke,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -76,6 +77,10 @@ pub(super) async fn dispatch(conn: &Arc<Conn>, req: &Request) -> Result<Value, E
         }
         MethodName::SessionsList => written(sessions::list(conn, req.params_as::<SessionsList>()?)),
         MethodName::SessionsGet => written(sessions::get(conn, req.params_as::<SessionsGet>()?)),
+        MethodName::SessionsCancel => {
+            operator_only(conn, method)?;
+            written(sessions::cancel(conn, req.params_as::<SessionsCancel>()?))
+        }
         MethodName::AuditQuery => {
             operator_only(conn, method)?;
             written(audit::query(conn, req.params_as::<AuditQuery>()?))

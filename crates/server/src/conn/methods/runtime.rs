@@ -28,9 +28,10 @@ pub(super) fn runtime_only(conn: &Conn) -> Result<(), ErrorObject> {
     }
 }
 
-/// `attention.request {surface, text, runtime?, autonomy?, include_screen?, context?}`
-/// (operator): a phone session routed to a runtime, which receives
-/// `runtime.attention.requested`.
+/// `attention.request {surface, text, runtime?, autonomy?, include_screen?, context?,
+/// session_target?}` (operator): a phone session (new, or the one `session_target` continues)
+/// routed to a runtime, which receives `runtime.attention.requested`; the built-in runtime is
+/// handed it directly.
 pub(super) async fn attention_request(
     conn: &Arc<Conn>,
     p: AttentionRequestParams,

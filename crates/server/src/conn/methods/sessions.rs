@@ -1,9 +1,10 @@
-//! `sessions.list` and `sessions.get` (an operator sees every session, a runtime its own).
+//! `sessions.list` and `sessions.get` (an operator sees every session, a runtime its own), and
+//! `sessions.cancel` (operator).
 
 use openphone_policy::Role;
 use openphone_protocol::endpoint::{
-    EndpointErrorCode, ErrorObject, SessionsGetParams, SessionsGetResult, SessionsListParams,
-    SessionsListResult,
+    EndpointErrorCode, ErrorObject, SessionsCancelParams, SessionsCancelResult, SessionsGetParams,
+    SessionsGetResult, SessionsListParams, SessionsListResult,
 };
 use openphone_store::SessionFilter;
 
@@ -56,4 +57,36 @@ pub(super) fn get(conn: &Conn, p: SessionsGetParams) -> Result<SessionsGetResult
             format!("no phone session {:?}", p.phone_session_id),
         )),
     }
+}
+
+/// `sessions.cancel {phone_session_id}` (operator): the session fails with reason `cancelled`;
+/// a built-in loop working on it stops before its next model or tool call. `not_found` for an
+/// unknown id, `session_mismatch` for a finished session.
+pub(super) fn cancel(
+    conn: &Conn,
+    p: SessionsCancelParams,
+) -> Result<SessionsCancelResult, ErrorObject> {
+    let id = p.phone_session_id.trim();
+    let exists = conn
+        .state
+        .bridge
+        .store()
+        .get_session(id)
+        .map_err(internal)?
+        .is_some();
+    if !exists {
+        return Err(ErrorObject::new(
+            EndpointErrorCode::NotFound,
+            format!("no phone session {:?}", p.phone_session_id),
+        ));
+    }
+    let (session, stopped_loop) = conn
+        .state
+        .runtimes
+        .cancel_session(id)
+        .map_err(|e| ErrorObject::new(e.code, e.message))?;
+    Ok(SessionsCancelResult {
+        stopped_loop,
+        session,
+    })
 }

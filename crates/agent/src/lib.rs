@@ -1,0 +1,36 @@
+//! The built-in runtime: a bounded agent loop on any OpenAI-compatible model (Ollama,
+//! llama.cpp's server, vLLM, a hosted API), running inside the daemon under exactly the same
+//! `ToolBridge` as every remote runtime.
+//!
+//! - [`BuiltinConfig`] is the `[builtin]` table: the endpoint, the model, the key source and
+//!   the bounds of a run.
+//! - [`BuiltinRuntime`] is attached to the `RuntimeManager` as its
+//!   [`LocalRuntime`](openphone_core::LocalRuntime): an attention request routed to `builtin`
+//!   starts one run on its own task; `sessions.cancel` stops it.
+//! - A run ([`run`](mod@run)) calls the model, streams its text as `runtime.message` deltas,
+//!   executes the tool calls it makes through `ToolBridge::invoke` as `builtin` in the phone
+//!   session (a confirmation pauses it until the user decides), and ends with a final message
+//!   or a failure with a stable reason: `model_unconfigured`, `model_unreachable`,
+//!   `model_timeout`, `model_http_<status>`, `model_bad_response`, `model_provider_error`,
+//!   `run_budget_exceeded`, `max_turns_exceeded`, `max_tool_calls_exceeded`, `cancelled`
+//!   (and `daemon_stopped`, `store_unavailable`, `transcript_unreadable` for the daemon's own
+//!   troubles).
+//! - The tools ([`tools`]) are the manifest commands the `builtin` runtime may see, under
+//!   their model-tool names, with the manifest's descriptions and schemas.
+//! - Phone content reaches the model only as labelled data ([`prompt`]); the system prompt
+//!   says it is never instructions. What stops an injected instruction from doing harm is the
+//!   bridge: a state-changing command still needs the user's confirmation.
+//! - The conversation of each phone session is stored ([`transcript`]), so a follow-up in the
+//!   same session continues it, also after a restart.
+
+#![deny(missing_docs)]
+
+mod config;
+pub mod prompt;
+pub mod run;
+mod runtime;
+pub mod tools;
+pub mod transcript;
+
+pub use config::{BuiltinConfig, BuiltinConfigError, ModelEndpoint};
+pub use runtime::{BUILTIN, BuiltinRuntime, BuiltinSetup, DAEMON_STOPPED};

@@ -1,0 +1,384 @@
+//! [`BuiltinRuntime`]: the daemon's own runtime. It takes the attention requests the
+//! [`RuntimeManager`] routes to `builtin`, runs one bounded loop per request on its own task
+//! (runs of one session one after another), and keeps a stop signal per run for
+//! cancellation and shutdown.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::Duration;
+
+use openphone_clock::Clock;
+use openphone_core::{BUILTIN_NOT_CONFIGURED, LocalRuntime, RuntimeManager, ToolBridge};
+use openphone_model::{ModelClient, ModelConfig};
+use openphone_policy::{Caller, RuntimeAuthorisation, ToolPolicy};
+use openphone_protocol::Registry;
+use openphone_protocol::endpoint::{AttentionRequested, RuntimeMessageParams};
+use openphone_store::{SessionFilter, Store, TranscriptEntry};
+use tokio::sync::{Notify, watch};
+
+use crate::config::{BuiltinConfig, BuiltinConfigError};
+use crate::run;
+use crate::tools::ToolCatalogue;
+
+/// The runtime id of the built-in runtime.
+pub const BUILTIN: &str = "builtin";
+
+/// The reason sessions interrupted by a daemon stop (or found active after a crash) fail with.
+pub const DAEMON_STOPPED: &str = "daemon_stopped";
+
+/// How long [`BuiltinRuntime::shutdown`] waits for running loops to stop.
+const SHUTDOWN_WAIT: Duration = Duration::from_secs(10);
+
+/// Why a run is told to stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stop {
+    /// `sessions.cancel`: the manager fails the session itself.
+    Cancelled,
+    /// The daemon is stopping: [`BuiltinRuntime::shutdown`] fails the session.
+    Shutdown,
+}
+
+/// What the built-in runtime is built from.
+#[derive(Debug, Clone)]
+pub struct BuiltinSetup {
+    /// The one bridge every tool call goes through.
+    pub bridge: Arc<ToolBridge>,
+    /// The manager the replies go through (held weakly: it holds the runtime).
+    pub manager: Arc<RuntimeManager>,
+    /// The manifests.
+    pub registry: &'static Registry,
+    /// The `builtin` runtime's configured authorisation (enabled, grants, ceiling).
+    pub authorisation: RuntimeAuthorisation,
+    /// The configured tool policy (profiles, allow and deny lists).
+    pub tool_policy: ToolPolicy,
+}
+
+/// The built-in runtime. Cheap to clone (one shared state).
+#[derive(Debug, Clone)]
+pub struct BuiltinRuntime {
+    inner: Arc<Inner>,
+}
+
+/// The shared state of the runtime and its runs.
+#[derive(Debug)]
+pub(crate) struct Inner {
+    pub(crate) bridge: Arc<ToolBridge>,
+    pub(crate) manager: Weak<RuntimeManager>,
+    pub(crate) store: Arc<Store>,
+    pub(crate) clock: Arc<dyn Clock>,
+    /// `None` without a configured model.
+    pub(crate) client: Option<ModelClient>,
+    /// The limits of a run (and the rest of the `[builtin]` table).
+    pub(crate) config: BuiltinConfig,
+    /// `builtin` under its configured authorisation.
+    pub(crate) caller: Caller,
+    pub(crate) tools: ToolCatalogue,
+    runs: Mutex<Runs>,
+    idle: Notify,
+}
+
+#[derive(Debug, Default)]
+struct Runs {
+    next: u64,
+    shutting_down: bool,
+    sessions: HashMap<String, SessionRuns>,
+}
+
+/// The runs of one session: the gate that makes them take turns, and each one's stop signal.
+#[derive(Debug)]
+struct SessionRuns {
+    gate: Arc<tokio::sync::Mutex<()>>,
+    stops: BTreeMap<u64, watch::Sender<Option<Stop>>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl BuiltinRuntime {
+    /// The runtime for a `[builtin]` table, or an unconfigured one without it (attention
+    /// requests then answer `runtime_not_configured` with the fix). The API key is read
+    /// now; a table that cannot be used is an error naming the key.
+    pub fn from_config(
+        setup: BuiltinSetup,
+        config: Option<&BuiltinConfig>,
+    ) -> Result<BuiltinRuntime, BuiltinConfigError> {
+        let Some(config) = config else {
+            return Ok(BuiltinRuntime::build(
+                setup,
+                BuiltinConfig::new("", ""),
+                None,
+            ));
+        };
+        let model = config.model_config()?;
+        let client = ModelClient::with_clock(model, setup.bridge.clock())
+            .map_err(|e| BuiltinConfigError(e.detail()))?;
+        Ok(BuiltinRuntime::build(setup, config.clone(), Some(client)))
+    }
+
+    /// The runtime with a model client built by the caller (tests set its retry policy);
+    /// `config` gives the limits of a run.
+    pub fn with_client(
+        setup: BuiltinSetup,
+        config: BuiltinConfig,
+        client: ModelClient,
+    ) -> BuiltinRuntime {
+        BuiltinRuntime::build(setup, config, Some(client))
+    }
+
+    /// [`BuiltinRuntime::with_client`] from a model configuration.
+    pub fn with_model(
+        setup: BuiltinSetup,
+        config: BuiltinConfig,
+        model: ModelConfig,
+    ) -> Result<BuiltinRuntime, BuiltinConfigError> {
+        let client = ModelClient::with_clock(model, setup.bridge.clock())
+            .map_err(|e| BuiltinConfigError(e.detail()))?;
+        Ok(BuiltinRuntime::with_client(setup, config, client))
+    }
+
+    fn build(
+        setup: BuiltinSetup,
+        config: BuiltinConfig,
+        client: Option<ModelClient>,
+    ) -> BuiltinRuntime {
+        let caller = Caller::builtin("daemon").with_authorisation(setup.authorisation);
+        let bridge = setup.bridge;
+        let tools = ToolCatalogue::new(setup.registry, &caller, &setup.tool_policy, |c| {
+            bridge.supports(c)
+        });
+        BuiltinRuntime {
+            inner: Arc::new(Inner {
+                store: Arc::clone(bridge.store()),
+                clock: bridge.clock(),
+                bridge,
+                manager: Arc::downgrade(&setup.manager),
+                client,
+                config,
+                caller,
+                tools,
+                runs: Mutex::new(Runs::default()),
+                idle: Notify::new(),
+            }),
+        }
+    }
+
+    /// Attaches this runtime to its manager ([`RuntimeManager::set_local`]).
+    pub fn attach(&self) {
+        if let Some(manager) = self.inner.manager.upgrade() {
+            manager.set_local(Arc::new(self.clone()));
+        }
+    }
+
+    /// Whether a model is configured.
+    pub fn is_configured(&self) -> bool {
+        self.inner.client.is_some()
+    }
+
+    /// The model-tool names offered to the model.
+    pub fn tool_names(&self) -> Vec<String> {
+        self.inner.tools.names().map(str::to_owned).collect()
+    }
+
+    /// Runs in progress or queued.
+    pub fn running(&self) -> usize {
+        lock(&self.inner.runs)
+            .sessions
+            .values()
+            .map(|s| s.stops.len())
+            .sum()
+    }
+
+    /// The stored transcript of a session.
+    pub fn transcript(
+        &self,
+        phone_session_id: &str,
+    ) -> Result<Vec<TranscriptEntry>, openphone_store::StoreError> {
+        self.inner.store.transcript(phone_session_id)
+    }
+
+    /// At start: the built-in sessions still active (a previous daemon stopped or crashed
+    /// mid-run) fail with [`DAEMON_STOPPED`]; their transcripts stay. Returns how many.
+    pub fn recover(&self) -> usize {
+        self.inner.fail_active(DAEMON_STOPPED)
+    }
+
+    /// Stops every run (each stops before its next model or tool call; a confirmation it
+    /// waits on is withdrawn), waits for them up to ten seconds, fails the sessions that were
+    /// still active with [`DAEMON_STOPPED`] and detaches from the manager. New requests are
+    /// refused from now on.
+    pub async fn shutdown(&self) {
+        {
+            let mut runs = lock(&self.inner.runs);
+            runs.shutting_down = true;
+            for session in runs.sessions.values() {
+                for stop in session.stops.values() {
+                    stop.send_replace(Some(Stop::Shutdown));
+                }
+            }
+        }
+        let all_done = async {
+            loop {
+                let notified = self.inner.idle.notified();
+                if self.running() == 0 {
+                    break;
+                }
+                notified.await;
+            }
+        };
+        if tokio::time::timeout(SHUTDOWN_WAIT, all_done).await.is_err() {
+            tracing::warn!(
+                running = self.running(),
+                "built-in runs still going at the shutdown deadline"
+            );
+        }
+        let failed = self.inner.fail_active(DAEMON_STOPPED);
+        if failed > 0 {
+            tracing::info!(
+                sessions = failed,
+                "built-in sessions stopped with the daemon"
+            );
+        }
+        if let Some(manager) = self.inner.manager.upgrade() {
+            manager.clear_local();
+        }
+    }
+}
+
+impl Inner {
+    /// Fails every active built-in session with `reason` through a final message.
+    fn fail_active(&self, reason: &str) -> usize {
+        let Some(manager) = self.manager.upgrade() else {
+            return 0;
+        };
+        let sessions = match self.store.list_sessions(&SessionFilter {
+            runtime: Some(BUILTIN.to_owned()),
+            status: None,
+            limit: None,
+        }) {
+            Ok(sessions) => sessions,
+            Err(e) => {
+                tracing::error!(error = %e, "listing built-in sessions");
+                return 0;
+            }
+        };
+        let mut failed = 0;
+        for session in sessions.into_iter().filter(|s| s.status.is_active()) {
+            let message = RuntimeMessageParams {
+                phone_session_id: session.phone_session_id.clone(),
+                runtime_session_id: None,
+                text: "The daemon stopped before this request was finished.".to_owned(),
+                is_final: true,
+                output: None,
+                error: Some(reason.to_owned()),
+            };
+            match manager.runtime_message(BUILTIN, message) {
+                Ok(_) => failed += 1,
+                Err(e) => tracing::warn!(error = %e, session = %session.phone_session_id,
+                    "failing an interrupted built-in session"),
+            }
+        }
+        failed
+    }
+
+    /// Forgets a finished run.
+    fn finish(&self, phone_session_id: &str, run: u64) {
+        let mut runs = lock(&self.runs);
+        if let Some(session) = runs.sessions.get_mut(phone_session_id) {
+            session.stops.remove(&run);
+            if session.stops.is_empty() {
+                runs.sessions.remove(phone_session_id);
+            }
+        }
+        drop(runs);
+        self.idle.notify_waiters();
+    }
+
+    /// Ends a session that could not be started, with `reason`.
+    fn refuse(&self, requested: &AttentionRequested, reason: &str, detail: &str) {
+        let Some(manager) = self.manager.upgrade() else {
+            return;
+        };
+        let message = RuntimeMessageParams {
+            phone_session_id: requested.phone_session_id.clone(),
+            runtime_session_id: None,
+            text: detail.to_owned(),
+            is_final: true,
+            output: None,
+            error: Some(reason.to_owned()),
+        };
+        if let Err(e) = manager.runtime_message(BUILTIN, message) {
+            tracing::warn!(error = %e, "failing a built-in session that could not start");
+        }
+    }
+}
+
+impl LocalRuntime for BuiltinRuntime {
+    fn attend(&self, requested: AttentionRequested) {
+        let handle = match tokio::runtime::Handle::try_current() {
+            Ok(handle) => handle,
+            Err(_) => {
+                self.inner.refuse(
+                    &requested,
+                    "runtime_unavailable",
+                    "the built-in runtime was called outside the daemon's async runtime",
+                );
+                return;
+            }
+        };
+        let (tx, rx) = watch::channel(None);
+        let session = requested.phone_session_id.clone();
+        let (run, gate) = {
+            let mut runs = lock(&self.inner.runs);
+            if runs.shutting_down {
+                drop(runs);
+                self.inner.refuse(
+                    &requested,
+                    DAEMON_STOPPED,
+                    "the daemon is stopping; ask again once it is back",
+                );
+                return;
+            }
+            runs.next += 1;
+            let run = runs.next;
+            let entry = runs
+                .sessions
+                .entry(session.clone())
+                .or_insert_with(|| SessionRuns {
+                    gate: Arc::new(tokio::sync::Mutex::new(())),
+                    stops: BTreeMap::new(),
+                });
+            entry.stops.insert(run, tx);
+            (run, Arc::clone(&entry.gate))
+        };
+        let inner = Arc::clone(&self.inner);
+        handle.spawn(async move {
+            {
+                // Runs of one session take turns: a follow-up waits for the turn before it.
+                let _turn = gate.lock().await;
+                run::run(&inner, requested, rx).await;
+            }
+            inner.finish(&session, run);
+        });
+    }
+
+    fn cancel(&self, phone_session_id: &str) -> bool {
+        let runs = lock(&self.inner.runs);
+        match runs.sessions.get(phone_session_id) {
+            Some(session) => {
+                for stop in session.stops.values() {
+                    stop.send_replace(Some(Stop::Cancelled));
+                }
+                !session.stops.is_empty()
+            }
+            None => false,
+        }
+    }
+
+    fn configured(&self) -> Result<(), String> {
+        match self.inner.client {
+            Some(_) => Ok(()),
+            None => Err(BUILTIN_NOT_CONFIGURED.to_owned()),
+        }
+    }
+}

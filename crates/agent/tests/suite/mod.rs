@@ -1,0 +1,5 @@
+mod continuity;
+mod failures;
+mod injection;
+mod support;
+mod tools;

@@ -1,0 +1,285 @@
+//! One in-process daemon core: store, event bus, bridge over the simulated phone, runtime
+//! manager with the built-in runtime attached, and a fake model.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use openphone_agent::{BuiltinConfig, BuiltinRuntime, BuiltinSetup};
+use openphone_clock::ManualClock;
+use openphone_core::{
+    BridgeConfig, ConfirmDecision, EventBus, Operator, RuntimeManager, RuntimesConfig, ToolBridge,
+};
+use openphone_device::{SimPhone, SimState};
+use openphone_fake_model::FakeModel;
+use openphone_model::{ModelConfig, RetryPolicy};
+use openphone_policy::{Caller, ToolPolicy, Transport};
+use openphone_protocol::Registry;
+use openphone_protocol::endpoint::{AttentionAccepted, AttentionRequestParams};
+use openphone_store::{
+    ConfirmationFilter, ConfirmationState, PhoneSession, SessionStatus, Store, TranscriptEntry,
+};
+use serde_json::Value;
+use tokio::sync::broadcast;
+
+pub fn registry() -> &'static Registry {
+    Registry::embedded().unwrap()
+}
+
+/// Limits small enough for tests.
+pub fn limits() -> BuiltinConfig {
+    BuiltinConfig {
+        run_budget_secs: 20,
+        request_timeout_secs: 5,
+        ..BuiltinConfig::new("http://unused.invalid/v1", "fake-model")
+    }
+}
+
+/// Fast retries: no jitter, 20 ms apart.
+pub fn model(fake: &FakeModel, limits: &BuiltinConfig) -> ModelConfig {
+    let mut config = limits.model_config().unwrap();
+    config.base_url = fake.url();
+    config.retry = RetryPolicy {
+        max_attempts: 3,
+        base_delay: Duration::from_millis(20),
+        max_delay: Duration::from_millis(50),
+        jitter: false,
+        max_retry_after: Duration::from_secs(5),
+    };
+    config
+}
+
+pub struct Agent {
+    pub dir: tempfile::TempDir,
+    pub phone: Arc<SimPhone>,
+    pub bridge: Arc<ToolBridge>,
+    pub manager: Arc<RuntimeManager>,
+    pub events: Arc<EventBus>,
+    pub store: Arc<Store>,
+    pub builtin: BuiltinRuntime,
+    pub fake: FakeModel,
+}
+
+/// The default scenario with one more incoming SMS in a new thread from `address`.
+pub fn scenario_with_message(address: &str, body: &str) -> SimState {
+    let state = SimState::default_scenario().unwrap();
+    let mut value = serde_json::to_value(&state).unwrap();
+    let at = value["clock"]["start_ms"].as_i64().unwrap() - 60_000;
+    value["threads"].as_array_mut().unwrap().push(serde_json::json!({
+        "id": 990, "address": address, "display_name": "Unknown sender",
+        "messages": [{"id": 9901, "direction": "incoming", "body": body, "at_ms": at, "read": false}]
+    }));
+    SimState::from_json(&value.to_string()).unwrap()
+}
+
+impl Agent {
+    pub async fn start() -> Agent {
+        Agent::with(SimState::default_scenario().unwrap(), limits()).await
+    }
+
+    pub async fn with(state: SimState, limits: BuiltinConfig) -> Agent {
+        let dir = tempfile::tempdir().unwrap();
+        let fake = FakeModel::start().await;
+        Agent::open(dir, state, limits, fake).await
+    }
+
+    /// Everything over an existing data directory (a restart keeps the directory).
+    pub async fn open(
+        dir: tempfile::TempDir,
+        state: SimState,
+        limits: BuiltinConfig,
+        fake: FakeModel,
+    ) -> Agent {
+        let clock = ManualClock::new(state.clock.start_ms);
+        let phone = Arc::new(SimPhone::new(state, Arc::new(clock.clone())).unwrap());
+        let store = Arc::new(Store::open(dir.path()).unwrap());
+        let events = Arc::new(EventBus::new(registry(), 1024));
+        let bridge = Arc::new(ToolBridge::new(
+            registry(),
+            store.clone(),
+            phone.clone(),
+            Arc::new(clock.clone()),
+            events.clone(),
+            BridgeConfig::default(),
+        ));
+        let manager = Arc::new(
+            RuntimeManager::new(
+                store.clone(),
+                events.clone(),
+                Arc::new(clock),
+                RuntimesConfig::default(),
+            )
+            .unwrap(),
+        );
+        let setup = BuiltinSetup {
+            bridge: bridge.clone(),
+            manager: manager.clone(),
+            registry: registry(),
+            authorisation: Caller::builtin("daemon").authorisation(),
+            tool_policy: ToolPolicy::default(),
+        };
+        let model = model(&fake, &limits);
+        let builtin = BuiltinRuntime::with_model(setup, limits, model).unwrap();
+        builtin.recover();
+        builtin.attach();
+        Agent {
+            dir,
+            phone,
+            bridge,
+            manager,
+            events,
+            store,
+            builtin,
+            fake,
+        }
+    }
+
+    /// Stops the runtime and gives back the data directory and the fake (a "restart").
+    pub async fn stop(self) -> (tempfile::TempDir, FakeModel) {
+        self.builtin.shutdown().await;
+        let Agent { dir, fake, .. } = self;
+        (dir, fake)
+    }
+
+    pub fn ask(&self, text: &str) -> AttentionAccepted {
+        self.manager
+            .request_attention(
+                AttentionRequestParams {
+                    surface: "chat".into(),
+                    text: text.into(),
+                    ..AttentionRequestParams::default()
+                },
+                None,
+            )
+            .unwrap()
+    }
+
+    pub fn ask_in(&self, session: &str, text: &str) -> AttentionAccepted {
+        self.manager
+            .request_attention(
+                AttentionRequestParams {
+                    surface: "chat".into(),
+                    text: text.into(),
+                    session_target: Some(format!("session:{session}")),
+                    ..AttentionRequestParams::default()
+                },
+                None,
+            )
+            .unwrap()
+    }
+
+    pub fn session(&self, id: &str) -> PhoneSession {
+        self.store.get_session(id).unwrap().unwrap()
+    }
+
+    /// Waits (up to 30 s, polling) until the session satisfies `done`.
+    pub async fn until(&self, id: &str, done: impl Fn(&PhoneSession) -> bool) -> PhoneSession {
+        for _ in 0..1500 {
+            let session = self.session(id);
+            if done(&session) {
+                return session;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("session {id} never got there: {:?}", self.session(id));
+    }
+
+    /// Waits until the session is completed or failed and no run is left.
+    pub async fn finished(&self, id: &str) -> PhoneSession {
+        self.until(id, |s| !s.status.is_active()).await;
+        for _ in 0..1500 {
+            if self.builtin.running() == 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        self.session(id)
+    }
+
+    /// Waits until the session waits for a confirmation; returns the pending one.
+    pub async fn pending_confirmation(&self, id: &str) -> String {
+        self.until(id, |s| s.status == SessionStatus::WaitingForConfirmation)
+            .await;
+        let pending = self
+            .store
+            .list_confirmations(&ConfirmationFilter {
+                state: Some(ConfirmationState::Pending),
+                runtime: Some("builtin".into()),
+                limit: None,
+            })
+            .unwrap();
+        pending
+            .iter()
+            .find(|c| c.phone_session_id.as_deref() == Some(id))
+            .expect("a pending confirmation of the session")
+            .confirmation_id
+            .clone()
+    }
+
+    pub async fn decide(&self, confirmation_id: &str, decision: ConfirmDecision) {
+        let operator =
+            Operator::from_caller(&Caller::operator("cli", Transport::Cli, "user")).unwrap();
+        self.bridge
+            .resolve(&operator, confirmation_id, decision)
+            .await
+            .unwrap();
+    }
+
+    pub fn transcript(&self, id: &str) -> Vec<TranscriptEntry> {
+        self.builtin.transcript(id).unwrap()
+    }
+
+    /// The SMS bodies sent during the test (not the scenario's) to `address` (by digits).
+    pub fn sms_to(&self, address_digits: &str) -> Vec<String> {
+        let state = serde_json::to_value(self.phone.snapshot()).unwrap();
+        let start = state["clock"]["start_ms"].as_i64().unwrap();
+        let digits = |s: &str| s.chars().filter(char::is_ascii_digit).collect::<String>();
+        state["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| digits(t["address"].as_str().unwrap()) == address_digits)
+            .flat_map(|t| t["messages"].as_array().unwrap().clone())
+            .filter(|m| m["direction"] == "outgoing" && m["at_ms"].as_i64().unwrap() >= start)
+            .map(|m| m["body"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    /// The commands the phone executed (its action log).
+    pub fn actions(&self) -> Vec<String> {
+        self.phone
+            .action_log()
+            .into_iter()
+            .map(|a| a.tool)
+            .collect()
+    }
+}
+
+/// The messages of the `n`th request the fake received (0-based).
+pub fn sent_messages(fake: &FakeModel, n: usize) -> Vec<Value> {
+    fake.requests()[n]["messages"].as_array().unwrap().clone()
+}
+
+/// Events for one session: the `runtime.message.*` payloads in order.
+pub async fn messages_of(
+    rx: &mut broadcast::Receiver<openphone_core::Event>,
+    session: &str,
+    until_final: bool,
+) -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(30), rx.recv())
+            .await
+            .expect("an event within 30 s")
+            .unwrap();
+        if !event.name.starts_with("runtime.message.")
+            || event.payload["phone_session_id"] != session
+        {
+            continue;
+        }
+        let last = event.name == "runtime.message.final";
+        out.push((event.name, event.payload));
+        if last || !until_final {
+            return out;
+        }
+    }
+}

@@ -32,7 +32,8 @@ pub enum ApprovalsCommand {
         #[arg(long)]
         tool: String,
         /// Only requests whose param KEY equals VALUE (VALUE is JSON; a bare word is taken as
-        /// a string), e.g. `--param package_or_label=Maps`. Repeatable.
+        /// a string; `null` means the request must not carry KEY), e.g.
+        /// `--param package_or_label=Maps`. Repeatable.
         #[arg(long = "param", value_name = "KEY=VALUE")]
         params: Vec<String>,
         /// Stop applying after this long, e.g. `30m`, `2h`, `7d`.

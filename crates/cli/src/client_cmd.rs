@@ -8,12 +8,12 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Subcommand;
 use openphone_protocol::endpoint::{
-    ApprovalInfo, ApprovalsList, ApprovalsListParams, AttentionRequest, AttentionRequestParams,
-    ConfirmDecision, ConfirmationsList, ConfirmationsListParams, ConfirmationsResolve,
-    ConfirmationsResolveParams, Event, EventsSubscribe, EventsSubscribeParams, RuntimeList,
-    RuntimeListParams, RuntimeSelect, RuntimeSelectParams, SessionStatus, SessionsCancel,
-    SessionsCancelParams, SessionsList, SessionsListParams, ToolsInvoke, ToolsInvokeParams,
-    ToolsList, ToolsListParams,
+    ApprovalInfo, ApprovalState, ApprovalsList, ApprovalsListParams, AttentionRequest,
+    AttentionRequestParams, ConfirmDecision, ConfirmationsList, ConfirmationsListParams,
+    ConfirmationsResolve, ConfirmationsResolveParams, Event, EventsSubscribe,
+    EventsSubscribeParams, RuntimeList, RuntimeListParams, RuntimeSelect, RuntimeSelectParams,
+    SessionStatus, SessionsCancel, SessionsCancelParams, SessionsList, SessionsListParams,
+    ToolsInvoke, ToolsInvokeParams, ToolsList, ToolsListParams,
 };
 use openphone_protocol::{
     CanonicalError, PendingConfirmation, ToolResult, ToolStatus, parse_json_strict,
@@ -502,11 +502,10 @@ pub fn confirmations(cmd: ConfirmationsCommand) -> Result<ExitCode> {
                                 all: true,
                             })
                             .await?;
-                        match grants
-                            .approvals
-                            .iter()
-                            .find(|a| a.confirmation_id.as_deref() == Some(id.as_str()))
-                        {
+                        match grants.approvals.iter().find(|a| {
+                            a.confirmation_id.as_deref() == Some(id.as_str())
+                                && a.state == ApprovalState::Active
+                        }) {
                             Some(grant) => println!(
                                 "for the rest of phone session {}: {} may use {}{} without \
                                  asking (grant {}; end it early with `openphone approvals revoke \
@@ -520,8 +519,9 @@ pub fn confirmations(cmd: ConfirmationsCommand) -> Result<ExitCode> {
                             ),
                             None => println!(
                                 "approved this request only: no session grant was made (the \
-                                 command always asks, or the request is not in an active phone \
-                                 session)"
+                                 command always asks, the request is not in an active phone \
+                                 session, or it did not run); `openphone audit export` names \
+                                 the reason"
                             ),
                         }
                     }

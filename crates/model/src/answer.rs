@@ -283,7 +283,7 @@ impl Accumulator {
     fn next_index(&self) -> usize {
         self.calls
             .iter()
-            .map(|call| call.index + 1)
+            .map(|call| call.index.saturating_add(1))
             .max()
             .unwrap_or(0)
     }

@@ -510,6 +510,20 @@ fn endpoint_url(config: &ModelConfig) -> Result<Url, ModelError> {
             "base_url {shown:?} must not have a query or fragment"
         )));
     }
+    // The outbound rule of `runtime-protocol.md` §16.1: what the model is sent (phone content,
+    // the API key) crosses the network encrypted, unless the server is on this machine or a
+    // private network written as a literal address.
+    if let Err(e) = openphone_protocol::check_outbound_url(base) {
+        return Err(ModelError::unconfigured(format!(
+            "base_url {shown:?}: {}",
+            match e {
+                openphone_protocol::TransportError::InsecureHost(host) => format!(
+                    "plain http is only allowed to loopback or private addresses written as                      numbers (this is {host:?}); use https://"
+                ),
+                other => other.to_string(),
+            }
+        )));
+    }
     let joined = format!("{}/chat/completions", base.trim_end_matches('/'));
     Url::parse(&joined).map_err(|e| {
         ModelError::unconfigured(format!("base_url {shown:?} gives no valid endpoint: {e}"))
@@ -607,13 +621,24 @@ mod tests {
             ("not a url", "not a URL"),
             ("http://user:pw@host/v1", "credentials"),
             ("http://host/v1?x=1", "query"),
+            ("http://api.example.com/v1", "plain http is only allowed"),
+            ("http://ollama.lan:11434/v1", "use https://"),
+            ("http://8.8.8.8/v1", "plain http"),
         ] {
             let error = ModelClient::new(config(url)).unwrap_err();
             assert_eq!(error.reason(), "model_unconfigured", "{url}");
             assert!(error.to_string().contains(needle), "{url}: {error}");
             assert!(!error.to_string().contains("pw"), "{error}");
         }
-        let error = ModelClient::new(ModelConfig::new("http://h/v1", " ")).unwrap_err();
+        for private in [
+            "http://127.0.0.1:11434/v1",
+            "http://localhost:8080/v1",
+            "http://192.168.1.20:11434/v1",
+            "http://10.0.0.7/v1",
+        ] {
+            assert!(ModelClient::new(config(private)).is_ok(), "{private}");
+        }
+        let error = ModelClient::new(ModelConfig::new("http://127.0.0.1/v1", " ")).unwrap_err();
         assert!(error.to_string().contains("no model"));
     }
 

@@ -1,31 +1,54 @@
 //! What a session grant (`accept_for_session`) covers: the same runtime, the same tool, in the
-//! same phone session — and, where the request names a target, only that target
-//! (`approvals.md` §7: "the same app or contact").
+//! same phone session — and, where the command has a target, only the approved request's
+//! target (`approvals.md` §7: "the same app or contact").
 //!
-//! The target of a command is the first of its target params the approved request carries; the
-//! grant then carries that param as an exact-match constraint, so approving a draft to Alice for
-//! the session never covers a draft to Bob. Commands without a target param (a tap at a point,
+//! A command's target is every param that decides what it acts on. The grant pins each one:
+//! to the approved value when the request carried it, and to "absent" (a `null` constraint)
+//! when it did not. Pinning only the first one present would not do: a later request could keep
+//! that value and add another target param the device reads first (`to` beside
+//! `contact_query`, `all` beside `watcher_id`). Commands without a target (a tap at a point,
 //! typing, a key press) are covered for the session whatever their params: that is the
-//! ten-step UI task the user approved once.
+//! ten-step UI task the user approved once. Every state-changing command below the risk floor
+//! is listed in exactly one of [`TARGETS`] and [`UNTARGETED`] (a test keeps it so).
 
 use std::collections::BTreeMap;
 
 use openphone_protocol::Command;
 use serde_json::Value;
 
-/// Target params by canonical command name, in order of preference.
-const TARGETS: &[(&str, &[&str])] = &[
+/// Target params by canonical command name: every param that names what the command acts on.
+pub const TARGETS: &[(&str, &[&str])] = &[
     ("openphone.app.open", &["package_or_label", "label"]),
     ("openphone.url.open", &["url"]),
     (
         "openphone.notifications.open",
-        &["package", "notification_key"],
+        &["notification_key", "package", "query"],
     ),
     ("openphone.calendar.add", &["calendar_id"]),
     ("openphone.calendar.update", &["event_id"]),
     ("openphone.messages.draft", &["to", "contact_query"]),
-    ("openphone.watchers.stop", &["watcher_id"]),
+    (
+        "openphone.watchers.stop",
+        &["watcher_id", "scope", "all", "query"],
+    ),
     ("openphone.jobs.stop", &["job_id"]),
+];
+
+/// State-changing commands below the risk floor that act on no particular target: a grant
+/// covers them whatever their params.
+pub const UNTARGETED: &[&str] = &[
+    "openphone.ui.tap",
+    "openphone.ui.tap_element",
+    "openphone.ui.long_press",
+    "openphone.ui.long_press_element",
+    "openphone.ui.swipe",
+    "openphone.ui.type_text",
+    "openphone.input.press_key",
+    "openphone.clipboard.set",
+    "openphone.clipboard.paste",
+    "openphone.memory.save",
+    "openphone.watchers.create",
+    "openphone.jobs.create",
 ];
 
 /// The target params of a command (empty when it has none).
@@ -36,18 +59,17 @@ pub fn target_params(command: &Command) -> &'static [&'static str] {
         .map_or(&[], |(_, params)| *params)
 }
 
-/// The constraints of a session grant made by approving `params` for `command`: the first
-/// target param present in the request, with its value; empty for a command without one.
+/// The constraints of a session grant made by approving `params` for `command`: every target
+/// param, with the approved value, or `null` ("must be absent") when the request did not carry
+/// it. Empty for a command without a target.
 pub fn session_grant_constraints(command: &Command, params: &Value) -> BTreeMap<String, Value> {
     target_params(command)
         .iter()
-        .find_map(|key| {
-            params
-                .get(*key)
-                .filter(|v| !v.is_null())
-                .map(|v| BTreeMap::from([((*key).to_owned(), v.clone())]))
+        .map(|key| {
+            let value = params.get(*key).cloned().unwrap_or(Value::Null);
+            ((*key).to_owned(), value)
         })
-        .unwrap_or_default()
+        .collect()
 }
 
 #[cfg(test)]
@@ -76,20 +98,34 @@ mod tests {
     }
 
     #[test]
-    fn the_first_target_present_becomes_the_constraint() {
+    fn every_target_is_pinned_to_its_value_or_to_absent() {
         let draft = command("openphone.messages.draft");
         assert_eq!(
-            session_grant_constraints(
-                draft,
-                &json!({"to": "+1555", "contact_query": "Al", "body": "x"})
-            ),
-            BTreeMap::from([("to".to_owned(), json!("+1555"))])
-        );
-        assert_eq!(
             session_grant_constraints(draft, &json!({"contact_query": "Alice", "body": "x"})),
-            BTreeMap::from([("contact_query".to_owned(), json!("Alice"))])
+            BTreeMap::from([
+                ("to".to_owned(), Value::Null),
+                ("contact_query".to_owned(), json!("Alice")),
+            ])
         );
         let tap = command("openphone.ui.tap");
         assert!(session_grant_constraints(tap, &json!({"x": 1, "y": 2})).is_empty());
+    }
+
+    #[test]
+    fn every_approvable_command_is_classified_once() {
+        let registry = Registry::embedded().unwrap();
+        for cmd in registry.commands() {
+            let approvable = crate::is_mutating(cmd) && !crate::is_risk_floor(cmd);
+            let targeted = TARGETS.iter().any(|(n, _)| *n == cmd.name);
+            let untargeted = UNTARGETED.contains(&cmd.name.as_str());
+            assert!(!(targeted && untargeted), "{} is listed twice", cmd.name);
+            assert_eq!(
+                approvable,
+                targeted || untargeted,
+                "{}: a state-changing command below the risk floor must be in TARGETS or \
+                 UNTARGETED, and nothing else may be",
+                cmd.name
+            );
+        }
     }
 }

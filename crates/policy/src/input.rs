@@ -466,7 +466,8 @@ pub struct StandingApproval {
     /// approval names what it approves.
     pub tool: ToolSelector,
     /// Exact-match constraints on the request params: every key must be present with an equal
-    /// JSON value.
+    /// JSON value; a `null` constraint means the request must not carry the param (or carry
+    /// `null`).
     #[serde(default)]
     pub constraints: BTreeMap<String, Value>,
     /// The rule stops applying when `now_ms >= expires_at_ms`.
@@ -532,10 +533,13 @@ impl StandingApproval {
         {
             return RuleMatch::OtherSession;
         }
-        let params_match = self
-            .constraints
-            .iter()
-            .all(|(key, expected)| params.get(key) == Some(expected));
+        let params_match =
+            self.constraints
+                .iter()
+                .all(|(key, expected)| match (params.get(key), expected) {
+                    (None | Some(Value::Null), Value::Null) => true,
+                    (found, expected) => found == Some(expected),
+                });
         if !params_match {
             return RuleMatch::ParamsMismatch;
         }

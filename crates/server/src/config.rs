@@ -346,6 +346,32 @@ impl Config {
                 });
             }
         }
+        // A list for a runtime that does not exist applies to nothing: a misspelt id would
+        // leave the real runtime on the global surface without a word.
+        let known: Vec<String> = self
+            .runtimes
+            .iter()
+            .map(|r| r.id.clone())
+            .chain([
+                self.mcp.default_runtime.clone(),
+                openphone_policy::BUILTIN_RUNTIME.to_owned(),
+            ])
+            .collect();
+        if let Some(unknown) = self
+            .tool_policy
+            .runtimes
+            .keys()
+            .find(|id| !known.contains(id))
+        {
+            return Err(ConfigError::Parse {
+                path: origin.to_owned(),
+                message: format!(
+                    "[tool_policy.runtimes.{unknown}] names no runtime (configured: {}); \
+                     fix the id or add a [[runtimes]] entry",
+                    known.join(", ")
+                ),
+            });
+        }
         Ok(())
     }
 
@@ -740,6 +766,29 @@ profile = "read"
                 .profile
                 .is_none()
         );
+    }
+
+    /// Review of issue 14: a misspelt runtime id under `[tool_policy.runtimes]` restricted
+    /// nothing and left the real runtime on the global surface.
+    #[test]
+    fn a_tool_policy_for_a_runtime_that_does_not_exist_is_refused() {
+        let text = format!(
+            "[[runtimes]]\nid = \"hermes\"\ntoken = \"{TOKEN}\"\n\n\
+             [tool_policy.runtimes.hermez]\nprofile = \"read\"\n"
+        );
+        let err = Config::parse(&text, "x.toml").unwrap_err().to_string();
+        assert!(
+            err.contains("[tool_policy.runtimes.hermez] names no runtime"),
+            "{err}"
+        );
+        assert!(err.contains("configured: hermes, mcp, builtin"), "{err}");
+        for id in ["hermes", "mcp", "builtin"] {
+            let ok = format!(
+                "[[runtimes]]\nid = \"hermes\"\ntoken = \"{TOKEN}\"\n\n\
+                 [tool_policy.runtimes.{id}]\nprofile = \"read\"\n"
+            );
+            assert!(Config::parse(&ok, "x.toml").is_ok(), "{id}");
+        }
     }
 
     #[test]

@@ -281,9 +281,10 @@ async fn a_session_grant_ends_with_its_session_and_keeps_its_target() {
     let list: Value =
         serde_json::from_str(&cli_ok(&["approvals", "list", "--json"], &data).await).unwrap();
     let grant = list["approvals"][0].clone();
+    // Every target param is pinned: the approved app, and no `label` beside it.
     assert_eq!(
         grant["constraints"],
-        json!({"package_or_label": "Settings"}),
+        json!({"package_or_label": "Settings", "label": null}),
         "{grant}"
     );
     // The same app runs; another app asks.

@@ -296,21 +296,9 @@ impl ToolBridge {
         (value, digest)
     }
 
-    /// Records a confirmation's move to `state` (with its final `result`, once there is one).
-    pub(super) fn audit_transition(
-        &self,
-        record: &ConfirmationRecord,
-        stored: &StoredRequest,
-        state: store::AuditConfirmation,
-        result: Option<&ToolResult>,
-        duration_ms: Option<i64>,
-    ) -> Result<(), StoreError> {
-        self.audit_transition_noted(record, stored, state, result, duration_ms, None)
-    }
-
-    /// [`Self::audit_transition`] with a note merged into the record's resolution object
-    /// (beside `resolved_by`): how an `accept_for_session` ended (the grant id, or why it
-    /// counted as a plain approval).
+    /// The audit record of a confirmation's transition, with an optional note merged into its
+    /// resolution object (beside `resolved_by`): how an `accept_for_session` ended (the grant
+    /// id, or why it counted as a plain approval).
     pub(super) fn audit_transition_noted(
         &self,
         record: &ConfirmationRecord,

@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 
 use super::audit::{Attempt, Unaudited};
 use super::authority::Standing;
-use super::grants::Grant;
+use super::grants::{self, Grant};
 use super::{ToolBridge, needs_confirmation, result_json};
 use crate::locks::lock;
 use crate::request::{NormalizedRequest, Rejection, validate};
@@ -295,6 +295,12 @@ impl ToolBridge {
             ErrorCode::ConfirmationCancelled => "the user dismissed the confirmation prompt",
             _ => "the user denied this request",
         };
+        // A host's prompt approves one request; only the user's own surfaces make a rule
+        // that outlives it.
+        let decision = match decision {
+            ConfirmDecision::AcceptForSession => ConfirmDecision::Approve,
+            other => other,
+        };
         self.resolve_as(&host.label(), confirmation_id, decision, (denial, message))
             .await
     }
@@ -401,11 +407,12 @@ impl ToolBridge {
             ConfirmDecision::Approve | ConfirmDecision::AcceptForSession => {
                 // The identity lock keeps a retry of the same request from running beside it.
                 let _identity_guard = self.lock_identity(&record.identity).await;
-                // `accept_for_session`: the grant is made before the request runs (so the
-                // session's next step is covered), and named in the approval's audit record.
-                let grant = match decision {
-                    ConfirmDecision::AcceptForSession => self.grant_for_session(&record, &stored),
-                    ConfirmDecision::Approve | ConfirmDecision::Deny => Grant::NotAsked,
+                // `accept_for_session`: whether a grant may be made is decided now and noted
+                // in the approval's audit record; the grant itself is made only after that
+                // record is written and the re-checked request has run (`grants.rs`).
+                let refusal = match decision {
+                    ConfirmDecision::AcceptForSession => Some(self.grant_refusal(&record, &stored)),
+                    ConfirmDecision::Approve | ConfirmDecision::Deny => None,
                 };
                 // Fail closed: nothing runs without the audit record of its approval.
                 let audited = self.audit_transition_noted(
@@ -414,21 +421,26 @@ impl ToolBridge {
                     store::AuditConfirmation::Approved,
                     None,
                     None,
-                    grant.audit_note(),
+                    refusal.map(grants::approval_note),
                 );
-                let result = match audited {
+                let (result, ran) = match audited {
                     Ok(()) => self.execute_approved(&stored).await,
-                    Err(_) => {
-                        // The grant must not outlive an approval that left no record.
-                        self.withdraw_grant(&grant);
+                    Err(_) => (
                         ToolResult::failure(
                             &stored.caller.runtime,
                             &record.request_id,
                             ErrorCode::AuditUnavailable,
-                            "the phone could not write its audit log, so the approved request was \
-                         not executed; the daemon's log names the cause",
-                        )
-                    }
+                            "the phone could not write its audit log, so the approved request \
+                             was not executed; the daemon's log names the cause",
+                        ),
+                        false,
+                    ),
+                };
+                let grant = match refusal {
+                    None => Grant::NotAsked,
+                    Some(Some(reason)) => Grant::Downgraded(reason),
+                    Some(None) if !ran => Grant::Downgraded("not_run"),
+                    Some(None) => self.grant_for_session(&record, &stored),
                 };
                 let duration = self.now_ms() - now;
                 match self.store.complete(
@@ -447,7 +459,9 @@ impl ToolBridge {
                     )),
                     Err(e) => {
                         // Executed but neither result nor outcome recorded: whoever waits
-                        // learns that, never the unrecorded result itself.
+                        // learns that, never the unrecorded result itself, and no grant
+                        // outlives it.
+                        self.withdraw_grant(&grant);
                         let unrecorded = Unaudited::RanUnrecorded
                             .answer(&stored.caller.runtime, &result.request_id);
                         self.wake(&record.confirmation_id, &unrecorded);
@@ -459,8 +473,8 @@ impl ToolBridge {
     }
 
     /// Re-runs steps 1 and 2 on the stored request; a Confirm counts as satisfied by this
-    /// approval, a Deny wins; then executes.
-    async fn execute_approved(&self, stored: &StoredRequest) -> ToolResult {
+    /// approval, a Deny wins; then executes. The flag says whether it ran (false: refused now).
+    async fn execute_approved(&self, stored: &StoredRequest) -> (ToolResult, bool) {
         // Under the runtime's configuration now, not the one it had when it asked
         // (`authority.rs`).
         let standing = self.standing(&stored.caller);
@@ -470,7 +484,10 @@ impl ToolBridge {
         let command = match validate(self.registry, caller, req, true) {
             Ok(v) => v.command,
             Err(Rejection { code, message, .. }) => {
-                return ToolResult::failure(runtime, &req.request_id, code, message);
+                return (
+                    ToolResult::failure(runtime, &req.request_id, code, message),
+                    false,
+                );
             }
         };
         let session_autonomy = self.session_autonomy(caller, req.phone_session_id.as_deref());
@@ -486,13 +503,14 @@ impl ToolBridge {
                 Standing::Removed(_) => format!("runtime `{runtime}` is no longer configured"),
                 Standing::Configured(_) => reason.clone(),
             };
-            return ToolResult::failure(
+            let refused = ToolResult::failure(
                 runtime,
                 &req.request_id,
                 *code,
                 format!("denied after approval: {reason}"),
             )
             .with_details(details);
+            return (refused, false);
         }
         let started = self.now_ms();
         let result = self.execute(caller, req, command, started).await;
@@ -501,7 +519,7 @@ impl ToolBridge {
             req.phone_session_id.as_deref(),
             SessionStatus::Running,
         );
-        result
+        (result, true)
     }
 
     /// Stores a final result for a confirmation that ended without executing, then announces.
@@ -559,10 +577,19 @@ impl ToolBridge {
         grant: &Grant,
     ) -> ToolResult {
         let withheld;
-        let audited = self.audit_transition(record, stored, state, Some(result), duration);
+        let audited = self.audit_transition_noted(
+            record,
+            stored,
+            state,
+            Some(result),
+            duration,
+            grant.audit_note(),
+        );
         let result = match audited {
             Ok(_) => result,
             Err(_) => {
+                // No grant outlives an outcome that left no record.
+                self.withdraw_grant(grant);
                 withheld = Unaudited::Withheld.answer(&stored.caller.runtime, &result.request_id);
                 &withheld
             }
@@ -711,6 +738,8 @@ impl ToolBridge {
             }
             report.result_unknown.push(record.confirmation_id.clone());
         }
+        // A grant made for a request whose outcome is unknown is not left standing.
+        self.revoke_grants_of(&report.result_unknown);
         for record in &recovery.timed_out {
             self.finish_timeout(record);
             report.timed_out.push(record.confirmation_id.clone());

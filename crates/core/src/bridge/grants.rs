@@ -2,12 +2,20 @@
 //! §7).
 //!
 //! A grant is a standing approval scoped to the approved request's phone session, runtime and
-//! tool, plus the request's target when the command has one (`openphone_policy::grants`). It
-//! applies (policy layer 7, source `session_grant`) only to requests made in that session while
-//! it is active, and never on the risk floor: there, and wherever no grant can
-//! be made (no phone session, the session has ended, a background request), the decision counts
-//! as a plain approval and the reason is recorded beside the approval. Every request a grant
-//! lets through carries the grant id in its proof.
+//! tool, with every target param of the command pinned to the approved request's value (or to
+//! "absent"; `openphone_policy::grants`). It applies (policy layer 7, source `session_grant`)
+//! only to requests made in that session while it is active, and never on the risk floor:
+//! there, and wherever no grant can be made (no phone session, the session has ended, a
+//! background request, a confirming host's prompt), the decision counts as a plain approval
+//! and the reason is recorded. Every request a grant lets through carries the grant id in its
+//! proof.
+//!
+//! Order, so that no grant exists without its records: whether a grant may be made is decided
+//! and noted in the approval's audit record first; the request is re-checked and run; only if
+//! it ran is the grant made, and the outcome's audit record names it. A grant whose outcome
+//! could not be recorded is withdrawn (and kept out of every decision even if that revoke
+//! cannot be written); one left behind by a crash between the two is revoked at start
+//! (`ToolBridge::recover`).
 
 use openphone_policy::{is_risk_floor, session_grant_constraints};
 use openphone_store::{ConfirmationRecord, NewStandingApproval};
@@ -44,7 +52,7 @@ impl Grant {
         }
     }
 
-    /// What the approval's audit record notes beside `resolved_by`.
+    /// What the outcome's audit record notes beside `resolved_by`.
     pub(super) fn audit_note(&self) -> Option<Map<String, Value>> {
         let mut note = Map::new();
         match self {
@@ -63,6 +71,18 @@ impl Grant {
     }
 }
 
+/// What the approval's audit record notes beside `resolved_by` for an `accept_for_session`:
+/// the decision, and why no grant will be made when none can be.
+pub(super) fn approval_note(refusal: Option<&'static str>) -> Map<String, Value> {
+    let mut note = Map::new();
+    note.insert("decision".into(), json!("accept_for_session"));
+    if let Some(reason) = refusal {
+        note.insert("recorded_as".into(), json!("approve"));
+        note.insert("downgraded".into(), json!(reason));
+    }
+    note
+}
+
 impl ToolBridge {
     /// Whether `accept_for_session` would make a grant for this confirmation now: below the
     /// risk floor, an interactive request, in a phone session of its runtime that is active.
@@ -74,7 +94,7 @@ impl ToolBridge {
     }
 
     /// Why no grant can be made for this approved request, if none can.
-    fn grant_refusal(
+    pub(super) fn grant_refusal(
         &self,
         record: &ConfirmationRecord,
         stored: &StoredRequest,
@@ -135,14 +155,52 @@ impl ToolBridge {
         }
     }
 
-    /// Revokes a grant made for an approval that then could not be recorded.
+    /// Withdraws a grant whose outcome could not be recorded: kept out of every decision from
+    /// now on (in memory, so even when the revoke below cannot be written), and revoked.
     pub(super) fn withdraw_grant(&self, grant: &Grant) {
-        if let Grant::Made(id) = grant
-            && let Err(e) =
+        if let Grant::Made(id) = grant {
+            crate::locks::lock(&self.withdrawn_grants).insert(*id);
+            if let Err(e) =
                 self.store
-                    .revoke_approval(*id, "daemon:approval-unrecorded", self.now_ms())
-        {
-            tracing::error!(error = %e, grant = id, "revoking an unrecorded session grant");
+                    .revoke_approval(*id, "daemon:outcome-unrecorded", self.now_ms())
+            {
+                tracing::error!(error = %e, grant = id, "revoking an unrecorded session grant");
+            }
         }
+    }
+
+    /// At start: revokes the grants of confirmations whose outcome is unknown (the daemon
+    /// stopped between making the grant and recording the outcome). Returns their ids.
+    pub(super) fn revoke_grants_of(&self, confirmation_ids: &[String]) -> Vec<i64> {
+        if confirmation_ids.is_empty() {
+            return Vec::new();
+        }
+        let rows = match self.store.list_approvals(None) {
+            Ok(rows) => rows,
+            Err(e) => {
+                tracing::error!(error = %e, "reading session grants at start");
+                return Vec::new();
+            }
+        };
+        let mut revoked = Vec::new();
+        for row in rows.iter().filter(|r| {
+            r.revoked_at_ms.is_none()
+                && r.confirmation_id
+                    .as_ref()
+                    .is_some_and(|c| confirmation_ids.contains(c))
+        }) {
+            match self.store.revoke_approval(
+                row.approval_id,
+                "daemon:outcome-unknown",
+                self.now_ms(),
+            ) {
+                Ok(_) => revoked.push(row.approval_id),
+                Err(e) => {
+                    crate::locks::lock(&self.withdrawn_grants).insert(row.approval_id);
+                    tracing::error!(error = %e, grant = row.approval_id, "revoking a session grant");
+                }
+            }
+        }
+        revoked
     }
 }

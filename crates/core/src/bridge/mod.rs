@@ -107,6 +107,9 @@ pub struct ToolBridge {
     approvals: Mutex<ApprovalCache>,
     /// Proofs already serialised for the audit (`audit.rs`).
     proofs: Mutex<audit::ProofCache>,
+    /// Session grants withdrawn because their outcome could not be recorded: never applied,
+    /// even if their revocation could not be written (`grants.rs`).
+    withdrawn_grants: Mutex<std::collections::HashSet<i64>>,
 }
 
 /// Standing approvals as of one `Store::approvals_generation`.
@@ -145,6 +148,7 @@ impl ToolBridge {
             expiry: tokio::sync::Mutex::new(()),
             approvals: Mutex::default(),
             proofs: Mutex::default(),
+            withdrawn_grants: Mutex::default(),
         }
     }
 
@@ -481,8 +485,10 @@ impl ToolBridge {
                 rows
             }
         };
+        let withdrawn = crate::locks::lock(&self.withdrawn_grants);
         rows.iter()
             .filter(|r| r.is_active(now))
+            .filter(|r| !withdrawn.contains(&r.approval_id))
             .filter_map(|row| {
                 let tool = ToolSelector::parse(&row.tool).ok()?;
                 let constraints = match &row.constraints {

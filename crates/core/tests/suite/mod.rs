@@ -5,6 +5,7 @@ mod crash;
 mod events;
 mod explain;
 mod fail_closed;
+mod grants;
 mod local_hardening;
 mod regression;
 mod runtimes;

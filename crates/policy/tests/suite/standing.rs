@@ -299,3 +299,61 @@ fn a_session_grant_never_lowers_the_risk_floor_or_a_deny() {
         .decide();
     assert!(d.requirement.is_deny());
 }
+
+/// The grant `accept_for_session` makes for `approved` (the constraints it pins).
+fn grant_for(id: &str, tool: &str, session: &str, approved: serde_json::Value) -> StandingApproval {
+    let mut r = grant(id, tool, session);
+    r.constraints = openphone_policy::session_grant_constraints(&cmd(tool), &approved);
+    r
+}
+
+/// Review of issue 14: a grant pinned only the first target param present, so a later request
+/// could keep it and add another target param the device reads first.
+#[test]
+fn a_session_grant_cannot_be_stretched_by_adding_another_target_param() {
+    let cases = [
+        (
+            "openphone.app.open",
+            json!({"label": "Maps", "reason": "r"}),
+            json!({"label": "Maps", "package_or_label": "com.bank", "reason": "r"}),
+        ),
+        (
+            "openphone.messages.draft",
+            json!({"contact_query": "Alice", "body": "hi", "reason": "r"}),
+            json!({"contact_query": "Alice", "to": "+15550002", "body": "hi", "reason": "r"}),
+        ),
+        (
+            "openphone.messages.draft",
+            json!({"body": "no recipient yet", "reason": "r"}),
+            json!({"body": "x", "to": "+15550002", "reason": "r"}),
+        ),
+        (
+            "openphone.watchers.stop",
+            json!({"watcher_id": 5, "reason": "r"}),
+            json!({"watcher_id": 5, "all": true, "reason": "r"}),
+        ),
+        (
+            "openphone.notifications.open",
+            json!({"query": "bank", "reason": "r"}),
+            json!({"package": "com.other", "reason": "r"}),
+        ),
+    ];
+    for (tool, approved, stretched) in cases {
+        let g = grant_for("g-1", tool, "s1", approved.clone());
+        let same = Case::new(tool)
+            .in_session("s1")
+            .params(approved.clone())
+            .rule(g.clone())
+            .decide();
+        assert_eq!(same.requirement, Requirement::Allow, "{tool}: {approved}");
+        let d = Case::new(tool)
+            .in_session("s1")
+            .params(stretched.clone())
+            .rule(g)
+            .decide();
+        assert!(
+            matches!(d.requirement, Requirement::Confirm { .. }),
+            "{tool}: the grant for {approved} covered {stretched}"
+        );
+    }
+}

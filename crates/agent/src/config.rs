@@ -49,6 +49,11 @@ pub struct BuiltinConfig {
     /// 600). Default 120.
     #[serde(default = "default_confirmation_timeout_secs")]
     pub confirmation_timeout_secs: u64,
+    /// The most characters of earlier conversation sent to the model with each call (the
+    /// system prompt and the tool list not counted). Over it, the bodies of the oldest tool
+    /// results are left out first, then the oldest exchanges. Default 120000.
+    #[serde(default = "default_max_history_chars")]
+    pub max_history_chars: u32,
     /// A second model for background jobs (kept for them; the interactive loop does not use
     /// it).
     #[serde(default)]
@@ -105,6 +110,9 @@ fn default_request_timeout_secs() -> u64 {
 fn default_confirmation_timeout_secs() -> u64 {
     120
 }
+fn default_max_history_chars() -> u32 {
+    120_000
+}
 
 /// The longest confirmation wait the bridge accepts, in seconds.
 const MAX_CONFIRMATION_TIMEOUT_SECS: u64 = 600;
@@ -134,6 +142,7 @@ impl BuiltinConfig {
             max_tokens: default_max_tokens(),
             request_timeout_secs: default_request_timeout_secs(),
             confirmation_timeout_secs: default_confirmation_timeout_secs(),
+            max_history_chars: default_max_history_chars(),
             background_model: None,
         }
     }
@@ -155,6 +164,7 @@ impl BuiltinConfig {
             ("max_tokens", u64::from(self.max_tokens)),
             ("request_timeout_secs", self.request_timeout_secs),
             ("confirmation_timeout_secs", self.confirmation_timeout_secs),
+            ("max_history_chars", u64::from(self.max_history_chars)),
         ];
         if let Some((key, _)) = limits.iter().find(|(_, value)| *value == 0) {
             return Err(problem(format!("{key} must be above zero")));

@@ -14,7 +14,8 @@
 //!   `model_timeout`, `model_http_<status>`, `model_bad_response`, `model_provider_error`,
 //!   `run_budget_exceeded`, `max_turns_exceeded`, `max_tool_calls_exceeded`, `cancelled`
 //!   (and `daemon_stopped`, `store_unavailable`, `transcript_unreadable` for the daemon's own
-//!   troubles).
+//!   troubles). A follow-up queued behind a run whose session then ended gets a final
+//!   message with error `session_ended`.
 //! - The tools ([`tools`]) are the manifest commands the `builtin` runtime may see, under
 //!   their model-tool names, with the manifest's descriptions and schemas.
 //! - Phone content reaches the model only as labelled data ([`prompt`]); the system prompt

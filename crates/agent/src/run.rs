@@ -12,25 +12,34 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use openphone_clock::Stopwatch;
-use openphone_core::{RuntimeManager, Waited, waiting_on};
+use openphone_core::{Audience, RuntimeManager, Waited, waiting_on};
 use openphone_model::{
     ChatRequest, Completion, ContentPart, Message, ModelClient, StreamEvent, ToolCall, ToolChoice,
 };
 use openphone_policy::Context;
-use openphone_protocol::endpoint::{AttentionRequested, RuntimeMessageParams};
+use openphone_protocol::endpoint::{
+    AttentionRequested, Event, MessagePayload, RuntimeMessageParams,
+};
 use openphone_protocol::{Command, ErrorCode, ToolRequest, ToolResult, ToolStatus};
 use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 
 use crate::prompt::{self, Image, TOOL_RESULT_CHARS};
 use crate::runtime::{BUILTIN, Inner, Stop};
-use crate::transcript::{self, STATUS_ROLE};
+use crate::transcript::{self, Kept, STATUS_ROLE};
 
 /// The shortest time between two streamed deltas of one session.
 pub const DELTA_INTERVAL: Duration = Duration::from_millis(100);
 
 /// The longest `reason` the loop writes for a tool call (characters).
 const REASON_CHARS: usize = 200;
+
+/// The error of the final message a follow-up gets when its session ended before it ran.
+pub const SESSION_ENDED: &str = "session_ended";
+
+/// How long a stopped run waits for the result of a confirmation the user approved just as
+/// the run stopped (its withdrawal came too late).
+const LATE_RESULT_WAIT: Duration = Duration::from_secs(5);
 
 /// How a run ended.
 #[derive(Debug)]
@@ -45,6 +54,13 @@ enum Ended {
     Gone(String),
 }
 
+/// A tool call that ends the run: why, and the answer to record for the call when it is not
+/// simply "not run" (a confirmation the user decided just as the run stopped).
+struct Cut {
+    ended: Ended,
+    answer: Option<(Message, Value)>,
+}
+
 fn failed(reason: &str, detail: impl Into<String>) -> Ended {
     Ended::Failed {
         reason: reason.to_owned(),
@@ -56,6 +72,8 @@ fn failed(reason: &str, detail: impl Into<String>) -> Ended {
 struct Streamer {
     manager: Arc<RuntimeManager>,
     session: String,
+    /// The attention request the run answers (named on every message).
+    attention_id: String,
     pending: Arc<Mutex<String>>,
     /// Something was streamed in this run.
     streamed: bool,
@@ -86,6 +104,7 @@ impl Streamer {
             is_final: false,
             output: None,
             error: None,
+            attention_id: Some(self.attention_id.clone()),
         };
         if let Err(e) = send(&self.manager, message).await {
             tracing::debug!(error = %e, session = %self.session, "a streamed delta was refused");
@@ -126,11 +145,13 @@ struct Run<'a> {
     /// Time spent waiting for the user's decisions (not counted against the budget).
     paused: Duration,
     /// The conversation so far, without the system prompt.
-    messages: Vec<Message>,
+    messages: Vec<Kept>,
+    /// Where this run's own messages start in `messages` (never left out of a request).
+    run_start: usize,
     turns: u32,
     tool_calls: u32,
     /// The number of the next tool request in this session.
-    next_request: usize,
+    next_request: u64,
     stream: Streamer,
 }
 
@@ -144,9 +165,10 @@ pub(crate) async fn run(
         return;
     };
     let session = requested.phone_session_id.clone();
+    let attention = requested.attention_id.clone();
     let Some(client) = inner.client.clone() else {
         let ended = failed("model_unconfigured", openphone_core::BUILTIN_NOT_CONFIGURED);
-        report(inner, &manager, &session, ended, 0, 0).await;
+        report(inner, &manager, &session, &attention, ended, (0, 0)).await;
         return;
     };
     let mut run = Run {
@@ -155,6 +177,7 @@ pub(crate) async fn run(
         stream: Streamer {
             manager: Arc::clone(&manager),
             session: session.clone(),
+            attention_id: attention.clone(),
             pending: Arc::default(),
             streamed: false,
             turn_streamed: false,
@@ -164,13 +187,14 @@ pub(crate) async fn run(
         watch: Stopwatch::start(),
         paused: Duration::ZERO,
         messages: Vec::new(),
+        run_start: 0,
         turns: 0,
         tool_calls: 0,
         next_request: 1,
     };
     let ended = run.go(&manager).await;
-    let (turns, tool_calls) = (run.turns, run.tool_calls);
-    report(inner, &manager, &session, ended, turns, tool_calls).await;
+    let counts = (run.turns, run.tool_calls);
+    report(inner, &manager, &session, &attention, ended, counts).await;
 }
 
 /// Records how the run ended and tells the manager (a final message, or nothing when the
@@ -179,9 +203,9 @@ async fn report(
     inner: &Inner,
     manager: &Arc<RuntimeManager>,
     session: &str,
+    attention: &str,
     ended: Ended,
-    turns: u32,
-    tool_calls: u32,
+    (turns, tool_calls): (u32, u32),
 ) {
     let (outcome, reason, message) = match ended {
         Ended::Answer(text) => {
@@ -194,6 +218,7 @@ async fn report(
                 phone_session_id: session.to_owned(),
                 text,
                 is_final: true,
+                attention_id: Some(attention.to_owned()),
                 ..RuntimeMessageParams::default()
             };
             ("completed", None, Some(message))
@@ -205,6 +230,7 @@ async fn report(
                 text: detail,
                 is_final: true,
                 error: Some(reason.clone()),
+                attention_id: Some(attention.to_owned()),
                 ..RuntimeMessageParams::default()
             };
             ("failed", Some(reason), Some(message))
@@ -213,7 +239,7 @@ async fn report(
         Ended::Stopped(Stop::Shutdown) => ("interrupted", None, None),
         Ended::Gone(detail) => {
             tracing::info!(session, detail = %detail, "built-in run ended: the session is gone");
-            ("gone", None, None)
+            ("gone", Some(SESSION_ENDED.to_owned()), None)
         }
     };
     let body = transcript::outcome(outcome, reason.as_deref(), turns, tool_calls);
@@ -245,25 +271,51 @@ impl Run<'_> {
             let session = self.session().to_owned();
             tokio::task::spawn_blocking(move || manager.resume_session(BUILTIN, &session)).await
         };
+        let user = Message::user(prompt::user_turn(&self.requested));
+        let mut meta = json!({
+            "attention_id": self.requested.attention_id,
+            "source": self.requested.source.as_str(),
+        });
         match resumed {
             Ok(Ok(_)) => {}
-            Ok(Err(e)) => return Ended::Gone(e.to_string()),
+            // The store could not be read or written: the session is still active.
+            Ok(Err(e)) if e.code == ErrorCode::SendFailed => {
+                return failed("store_unavailable", e.message);
+            }
+            Ok(Err(e)) => {
+                // The session ended before this request's turn came (the run ahead of it
+                // failed, or it was removed): keep the user's words and say so.
+                meta["not_run"] = Value::Bool(true);
+                let body = transcript::body(&user, meta);
+                if let Err(error) = self
+                    .inner
+                    .store
+                    .append_transcript_async(
+                        self.session(),
+                        "user",
+                        &body,
+                        self.inner.clock.now_ms(),
+                    )
+                    .await
+                {
+                    tracing::warn!(error = %error, session = %self.session(),
+                        "recording a follow-up that did not run");
+                }
+                self.ended_before_it_ran(&e.message);
+                return Ended::Gone(e.message);
+            }
             Err(e) => return failed("runtime_unavailable", e.to_string()),
         }
         let entries = match self.inner.store.transcript(self.session()) {
             Ok(entries) => entries,
             Err(e) => return failed("store_unavailable", e.to_string()),
         };
-        self.messages = match transcript::messages(&entries) {
+        self.messages = match transcript::history(&entries) {
             Ok(messages) => messages,
             Err(e) => return failed("transcript_unreadable", e.to_string()),
         };
-        self.next_request = transcript::tool_results(&self.messages) + 1;
-        let user = Message::user(prompt::user_turn(&self.requested));
-        let meta = json!({
-            "attention_id": self.requested.attention_id,
-            "source": self.requested.source.as_str(),
-        });
+        self.next_request = transcript::next_request(&entries, self.session());
+        self.run_start = self.messages.len();
         if let Err(ended) = self.record(user, meta).await {
             return ended;
         }
@@ -302,6 +354,36 @@ impl Run<'_> {
         }
     }
 
+    /// Tells the user that this request did not run because its session ended first: a final
+    /// message for this attention request, published directly (the manager no longer takes
+    /// messages for an ended session).
+    fn ended_before_it_ran(&self, detail: &str) {
+        let payload = MessagePayload {
+            phone_session_id: self.session().to_owned(),
+            runtime_session_id: self.requested.runtime_session_id.clone(),
+            text: format!(
+                "This request was not run: its session ended before its turn came ({detail}). \
+                 Ask again to start a new session."
+            ),
+            output: None,
+            error: Some(SESSION_ENDED.to_owned()),
+            attention_id: Some(self.requested.attention_id.clone()),
+        };
+        let audience = Audience {
+            runtime: Some(BUILTIN.to_owned()),
+            operators: true,
+        };
+        if let Err(e) = self
+            .inner
+            .bridge
+            .events()
+            .publish(&Event::MessageFinal(payload), audience)
+        {
+            tracing::warn!(error = %e, session = %self.session(),
+                "telling the user a follow-up did not run");
+        }
+    }
+
     /// The stop signal and the budget, checked before every model and tool call.
     fn check(&self) -> Result<(), Ended> {
         if let Some(stop) = *self.stop.borrow() {
@@ -326,7 +408,7 @@ impl Run<'_> {
 
     /// Appends a message to the conversation and to the stored transcript.
     async fn record(&mut self, message: Message, meta: Value) -> Result<(), Ended> {
-        let body = transcript::body(&stored_form(&message), meta);
+        let body = transcript::body(&transcript::without_images(&message), meta);
         let role = transcript::role_of(&message);
         let now = self.inner.clock.now_ms();
         if let Err(e) = self
@@ -337,7 +419,7 @@ impl Run<'_> {
         {
             return Err(failed("store_unavailable", e.to_string()));
         }
-        self.messages.push(message);
+        self.messages.push(Kept::new(message, &body));
         Ok(())
     }
 
@@ -347,9 +429,19 @@ impl Run<'_> {
         // A deadline without reading the clock: the sleep computes it.
         let budget_end = tokio::time::sleep(remaining);
         let deadline = budget_end.deadline();
-        let mut messages = Vec::with_capacity(self.messages.len() + 1);
+        // Images are sent once, in the turn right after the call that produced them; later
+        // turns read the placeholder.
+        let last = self.messages.len().saturating_sub(1);
+        for kept in &mut self.messages[..last] {
+            if transcript::has_images(&kept.message) {
+                kept.message = transcript::without_images(&kept.message);
+            }
+        }
+        let budget = usize::try_from(self.inner.config.max_history_chars).unwrap_or(usize::MAX);
+        let history = transcript::fit(&self.messages, budget, self.run_start);
+        let mut messages = Vec::with_capacity(history.len() + 1);
         messages.push(Message::system(prompt::system_prompt()));
-        messages.extend(self.messages.iter().cloned());
+        messages.extend(history);
         let request = ChatRequest {
             messages,
             tools: self.inner.tools.specs().to_vec(),
@@ -426,15 +518,25 @@ impl Run<'_> {
                     self.tool_calls += 1;
                     self.call_tool(call, &completion.content).await
                 }
-                Err(ended) => Err(ended),
+                Err(ended) => Err(Cut {
+                    ended,
+                    answer: None,
+                }),
             };
             match outcome {
                 Ok((message, meta, found)) => {
                     images.extend(found);
                     self.record(message, meta).await?;
                 }
-                Err(ended) => {
-                    self.not_run(&completion.tool_calls[index..], &ended).await;
+                Err(Cut { ended, answer }) => {
+                    let mut rest = index;
+                    if let Some((message, meta)) = answer {
+                        if self.record(message, meta).await.is_err() {
+                            return Err(ended);
+                        }
+                        rest += 1;
+                    }
+                    self.not_run(&completion.tool_calls[rest..], &ended).await;
                     return Err(ended);
                 }
             }
@@ -481,12 +583,13 @@ impl Run<'_> {
 
     /// One tool call: the arguments parsed, the command found, the request sent through the
     /// bridge, a confirmation waited for. Returns the tool message for the model, the
-    /// transcript metadata and the images of the result; `Err` when the run must end.
+    /// transcript metadata and the images of the result; `Err` when the run must end (with
+    /// the answer to record for this call when something may have happened).
     async fn call_tool(
         &mut self,
         call: &ToolCall,
         said: &str,
-    ) -> Result<(Message, Value, Vec<Image>), Ended> {
+    ) -> Result<(Message, Value, Vec<Image>), Cut> {
         let number = self.next_request;
         self.next_request += 1;
         let Some(command) = self.inner.tools.command(&call.name) else {
@@ -527,7 +630,8 @@ impl Run<'_> {
             tool: command.name.clone(),
             params: Value::Object(arguments),
             reason,
-            autonomy: None,
+            // The run's own autonomy, whatever happens to the session meanwhile.
+            autonomy: Some(self.requested.autonomy.as_str().to_owned()),
             idempotency_key: None,
             timeout_ms: i64::try_from(self.inner.config.confirmation_timeout_secs)
                 .ok()
@@ -552,10 +656,7 @@ impl Run<'_> {
                 match waited {
                     Waited::Final(result) => (result, Some(confirmation_id)),
                     Waited::Stopped(_) => {
-                        if let Err(e) = bridge.withdraw(caller, &confirmation_id).await {
-                            tracing::debug!(error = %e, "withdrawing the confirmation of a stopped run");
-                        }
-                        return Err(match *self.stop.borrow() {
+                        let ended = match *self.stop.borrow() {
                             Some(stop) => Ended::Stopped(stop),
                             None => failed(
                                 "confirmation_unavailable",
@@ -563,11 +664,71 @@ impl Run<'_> {
                                     "the outcome of confirmation {confirmation_id} could not be read"
                                 ),
                             ),
+                        };
+                        let withdrawn = bridge.withdraw(caller, &confirmation_id).await;
+                        let Err(e) = withdrawn else {
+                            // Withdrawn: the request never runs (the call is answered as
+                            // not run).
+                            return Err(Cut {
+                                ended,
+                                answer: None,
+                            });
+                        };
+                        // Too late to withdraw: the user decided meanwhile, so the request
+                        // may have run. Record what happened, never "nothing was done".
+                        tracing::info!(error = %e, confirmation = %confirmation_id,
+                            "a stopped run's confirmation was decided before it was withdrawn");
+                        let late = bridge
+                            .wait_for_final(&first, tokio::time::sleep(LATE_RESULT_WAIT))
+                            .await;
+                        let answer = match late {
+                            Waited::Final(result) => {
+                                let (message, meta, _) = self.answer(
+                                    call,
+                                    command,
+                                    &request_id,
+                                    result,
+                                    Some(confirmation_id),
+                                );
+                                (message, meta)
+                            }
+                            Waited::Stopped(_) => {
+                                let text = format!(
+                                    "The outcome of {} is unknown: the run stopped while the \
+                                     user was deciding on it, and its result could not be read. \
+                                     It may have run; check the phone before trying it again.",
+                                    command.android_tool
+                                );
+                                let meta = json!({
+                                    "tool": command.name,
+                                    "request_id": request_id,
+                                    "status": "unknown",
+                                    "confirmation_id": confirmation_id,
+                                });
+                                (Message::tool(call.id.clone(), text), meta)
+                            }
+                        };
+                        return Err(Cut {
+                            ended,
+                            answer: Some(answer),
                         });
                     }
                 }
             }
         };
+        Ok(self.answer(call, command, &request_id, result, confirmation_id))
+    }
+
+    /// The tool message, its transcript metadata and its images for the final result of a
+    /// request the bridge handled.
+    fn answer(
+        &self,
+        call: &ToolCall,
+        command: &Command,
+        request_id: &str,
+        result: ToolResult,
+        confirmation_id: Option<String>,
+    ) -> (Message, Value, Vec<Image>) {
         let digest = (!result.result.is_empty())
             .then(|| openphone_protocol::object_hash(&result.result).ok())
             .flatten();
@@ -585,7 +746,7 @@ impl Run<'_> {
         } else {
             Vec::new()
         };
-        Ok((Message::tool(call.id.clone(), text), meta, images))
+        (Message::tool(call.id.clone(), text), meta, images)
     }
 }
 
@@ -675,26 +836,6 @@ fn describe(result: ToolResult, command: &Command, asked: bool) -> (String, Vec<
     (format!("{headline}\n{body}"), images)
 }
 
-/// The form of a message kept in the transcript: image bytes are not stored.
-fn stored_form(message: &Message) -> Message {
-    match message {
-        Message::User {
-            content: openphone_model::Content::Parts(parts),
-        } => Message::user_parts(
-            parts
-                .iter()
-                .map(|part| match part {
-                    ContentPart::ImageUrl { .. } => {
-                        ContentPart::text("[an image was shown here; it is not kept]")
-                    }
-                    other => other.clone(),
-                })
-                .collect(),
-        ),
-        other => other.clone(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -752,7 +893,7 @@ mod tests {
             ContentPart::text("look"),
             ContentPart::image_data("image/png", b"png"),
         ]);
-        let stored = serde_json::to_string(&stored_form(&message)).unwrap();
+        let stored = serde_json::to_string(&transcript::without_images(&message)).unwrap();
         assert!(!stored.contains("base64"), "{stored}");
         assert!(stored.contains("look"));
     }

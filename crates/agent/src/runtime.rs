@@ -13,7 +13,9 @@ use openphone_model::{ModelClient, ModelConfig};
 use openphone_policy::{Caller, RuntimeAuthorisation, ToolPolicy};
 use openphone_protocol::Registry;
 use openphone_protocol::endpoint::{AttentionRequested, RuntimeMessageParams};
-use openphone_store::{SessionFilter, Store, TranscriptEntry};
+use openphone_store::{
+    ConfirmationFilter, ConfirmationState, SessionFilter, Store, TranscriptEntry,
+};
 use tokio::sync::{Notify, watch};
 
 use crate::config::{BuiltinConfig, BuiltinConfigError};
@@ -197,9 +199,18 @@ impl BuiltinRuntime {
         self.inner.store.transcript(phone_session_id)
     }
 
-    /// At start: the built-in sessions still active (a previous daemon stopped or crashed
-    /// mid-run) fail with [`DAEMON_STOPPED`]; their transcripts stay. Returns how many.
-    pub fn recover(&self) -> usize {
+    /// At start: the pending confirmations of `builtin` that no run waits for (a previous
+    /// daemon stopped or crashed mid-run) are withdrawn, so approving one can never run an
+    /// orphaned request, and the built-in sessions still active fail with
+    /// [`DAEMON_STOPPED`]; their transcripts stay. Returns how many sessions failed.
+    pub async fn recover(&self) -> usize {
+        let withdrawn = self.inner.withdraw_orphans().await;
+        if withdrawn > 0 {
+            tracing::info!(
+                confirmations = withdrawn,
+                "withdrew the pending confirmations of interrupted built-in runs"
+            );
+        }
         self.inner.fail_active(DAEMON_STOPPED)
     }
 
@@ -246,6 +257,42 @@ impl BuiltinRuntime {
 }
 
 impl Inner {
+    /// Withdraws every pending confirmation of `builtin` whose session has no run here.
+    /// Returns how many were withdrawn.
+    async fn withdraw_orphans(&self) -> usize {
+        let pending = match self.store.list_confirmations(&ConfirmationFilter {
+            state: Some(ConfirmationState::Pending),
+            runtime: Some(BUILTIN.to_owned()),
+            limit: None,
+        }) {
+            Ok(pending) => pending,
+            Err(e) => {
+                tracing::error!(error = %e, "listing the pending confirmations of builtin");
+                return 0;
+            }
+        };
+        let mut withdrawn = 0;
+        for record in pending {
+            let running = record
+                .phone_session_id
+                .as_deref()
+                .is_some_and(|session| lock(&self.runs).sessions.contains_key(session));
+            if running {
+                continue;
+            }
+            match self
+                .bridge
+                .withdraw(&self.caller, &record.confirmation_id)
+                .await
+            {
+                Ok(_) => withdrawn += 1,
+                Err(e) => tracing::warn!(error = %e, confirmation = %record.confirmation_id,
+                    "withdrawing the confirmation of an interrupted built-in run"),
+            }
+        }
+        withdrawn
+    }
+
     /// Fails every active built-in session with `reason` through a final message.
     fn fail_active(&self, reason: &str) -> usize {
         let Some(manager) = self.manager.upgrade() else {
@@ -271,6 +318,7 @@ impl Inner {
                 is_final: true,
                 output: None,
                 error: Some(reason.to_owned()),
+                attention_id: None,
             };
             match manager.runtime_message(BUILTIN, message) {
                 Ok(_) => failed += 1,
@@ -306,6 +354,7 @@ impl Inner {
             is_final: true,
             output: None,
             error: Some(reason.to_owned()),
+            attention_id: Some(requested.attention_id.clone()),
         };
         if let Err(e) = manager.runtime_message(BUILTIN, message) {
             tracing::warn!(error = %e, "failing a built-in session that could not start");

@@ -672,17 +672,18 @@ pub fn ask(data_dir: &DataDir, text: &str, options: AskOptions<'_>) -> Result<Ex
             }
         };
         let session = accepted.phone_session_id;
+        let attention = accepted.attention_id;
         eprintln!("asked {} (session {session})", accepted.runtime);
         let limit = std::time::Duration::from_secs(options.timeout_secs);
         let timeout_secs = options.timeout_secs;
-        let code =
-            match tokio::time::timeout(limit, follow_reply(&mut client, &session, &dir)).await {
-                Ok(code) => code?,
-                Err(_) => {
-                    eprintln!("no final reply within {timeout_secs} s (session {session})");
-                    ExitCode::from(1)
-                }
-            };
+        let followed = follow_reply(&mut client, &session, &attention, &dir);
+        let code = match tokio::time::timeout(limit, followed).await {
+            Ok(code) => code?,
+            Err(_) => {
+                eprintln!("no final reply within {timeout_secs} s (session {session})");
+                ExitCode::from(1)
+            }
+        };
         client.close().await;
         Ok(code)
     })
@@ -690,18 +691,29 @@ pub fn ask(data_dir: &DataDir, text: &str, options: AskOptions<'_>) -> Result<Ex
 
 /// Prints the reply of phone session `session` as it streams, until its final message (exit 0,
 /// or 1 when the runtime reports an error) or its failure (exit 1).
-async fn follow_reply(client: &mut DaemonClient, session: &str, dir: &Path) -> Result<ExitCode> {
+async fn follow_reply(
+    client: &mut DaemonClient,
+    session: &str,
+    attention: &str,
+    dir: &Path,
+) -> Result<ExitCode> {
     use std::io::Write;
     let mut streamed = false;
     let mut stdout = std::io::stdout();
+    // A reply that names another attention request answers an earlier turn of the same
+    // session (a follow-up queued behind a busy one): not ours. Runtimes that name none are
+    // taken at their word.
+    let ours = |m: &openphone_protocol::endpoint::MessagePayload| {
+        m.phone_session_id == session && m.attention_id.as_deref().is_none_or(|a| a == attention)
+    };
     loop {
         match client.next_event().await? {
-            Event::MessageDelta(m) if m.phone_session_id == session => {
+            Event::MessageDelta(m) if ours(&m) => {
                 write!(stdout, "{}", m.text)?;
                 stdout.flush()?;
                 streamed = true;
             }
-            Event::MessageFinal(m) if m.phone_session_id == session => {
+            Event::MessageFinal(m) if ours(&m) => {
                 if !streamed {
                     write!(stdout, "{}", m.text)?;
                 }

@@ -486,14 +486,47 @@ impl RuntimeManager {
         // completed one waits for the runtime.
         let mut waits = true;
         let (phone_session_id, runtime_session_id, autonomy) = match existing {
-            // A continued session keeps the autonomy it was opened with.
+            // A continued session keeps the autonomy it was opened with, or takes a stricter
+            // one the follow-up asks for (stored, so it holds from now on); a looser one is
+            // refused — that takes a new session.
             Some(session) => {
                 waits = !session.status.is_active();
+                let current =
+                    Autonomy::normalize(session.autonomy.as_str()).unwrap_or(Autonomy::ObserveOnly);
+                let asked = match req.autonomy.as_deref().map(str::trim) {
+                    None | Some("") => None,
+                    Some(raw) => Some(Autonomy::normalize(raw).ok_or_else(|| {
+                        err(
+                            ErrorCode::InvalidParams,
+                            format!("unknown autonomy {:?}", openphone_protocol::log_value(raw)),
+                        )
+                    })?),
+                };
+                let autonomy = match asked {
+                    Some(asked) if asked.strictness() < current.strictness() => {
+                        return Err(err(
+                            ErrorCode::InvalidParams,
+                            format!(
+                                "session {} runs in {current}; a follow-up cannot raise it to \
+                                 {asked} (start a new session for that)",
+                                session.phone_session_id
+                            ),
+                        ));
+                    }
+                    Some(asked) if asked != current => {
+                        let stored = openphone_store::Autonomy::parse(asked.as_str())
+                            .unwrap_or(openphone_store::Autonomy::ObserveOnly);
+                        self.store
+                            .set_session_autonomy(&session.phone_session_id, stored, now)
+                            .map_err(store_err)?;
+                        asked
+                    }
+                    _ => current,
+                };
                 (
                     session.phone_session_id.clone(),
                     session.runtime_session_id.clone(),
-                    Autonomy::normalize(session.autonomy.as_str())
-                        .unwrap_or(Autonomy::AskBeforeAction),
+                    autonomy,
                 )
             }
             None => {
@@ -719,6 +752,7 @@ impl RuntimeManager {
                 is_final: true,
                 output: None,
                 error: Some(CANCELLED_REASON.to_owned()),
+                attention_id: None,
             },
         )?;
         Ok((updated, stopped))
@@ -772,6 +806,7 @@ impl RuntimeManager {
             text: msg.text.clone(),
             output: None,
             error: None,
+            attention_id: msg.attention_id.clone(),
         };
         let event = if msg.is_final {
             payload.output.clone_from(&msg.output);
@@ -783,16 +818,30 @@ impl RuntimeManager {
         } else {
             Event::MessageDelta(payload)
         };
-        self.publish(&event, runtime);
+        // A delta for a session already running changes nothing durable (no write per
+        // streamed fragment).
+        if !msg.is_final && session.status == SessionStatus::Running {
+            self.publish(&event, runtime);
+            return Ok(session);
+        }
+        // Compare-and-set: a message racing the session's end (a cancel, a failure) never
+        // moves it back to running or completed.
         let updated = self
             .store
-            .update_session_status(
+            .update_active_session_status(
                 &session.phone_session_id,
                 status,
                 msg.error.as_deref(),
                 self.clock.now_ms(),
             )
-            .map_err(|e| err(ErrorCode::SendFailed, e.to_string()))?;
+            .map_err(|e| err(ErrorCode::SendFailed, e.to_string()))?
+            .ok_or_else(|| {
+                err(
+                    ErrorCode::SessionMismatch,
+                    format!("session {} has already ended", session.phone_session_id),
+                )
+            })?;
+        self.publish(&event, runtime);
         if updated.status != session.status {
             self.session_updated(&updated);
         }

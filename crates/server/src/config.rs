@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use openphone_policy::{Autonomy, ExposureGrants, ToolPolicy};
+use openphone_policy::{Autonomy, ExposureGrants, RuntimeAuthorisation, ToolPolicy};
 use openphone_protocol::Exposure;
 use serde::Deserialize;
 
@@ -289,6 +289,7 @@ impl Config {
             }
         }
         config.apply_profiles(origin)?;
+        config.builtin_authorisation()?;
         if let Some(builtin) = &config.builtin
             && let Err(problem) = builtin.check()
         {
@@ -482,6 +483,32 @@ impl Config {
         Ok(openphone_core::RuntimesConfig { runtimes, routing })
     }
 
+    /// The built-in runtime's authorisation: its `[[runtimes]] id = "builtin"` entry (enabled,
+    /// `grants` — every class unless listed —, `max_autonomy`), or the defaults without one.
+    pub fn builtin_authorisation(&self) -> Result<RuntimeAuthorisation, ConfigError> {
+        let mut auth = openphone_policy::Caller::builtin("daemon").authorisation();
+        let Some(rt) = self.runtimes.iter().find(|r| is_builtin_id(&r.id)) else {
+            return Ok(auth);
+        };
+        let err = |message: String| ConfigError::Runtime {
+            id: rt.id.clone(),
+            message,
+        };
+        if rt.token.is_some() || rt.token_env.is_some() {
+            return Err(err(
+                "the built-in runtime runs inside the daemon and takes no token; remove \
+                 `token`/`token_env` (its grants and max_autonomy still apply)"
+                    .into(),
+            ));
+        }
+        auth.enabled = rt.enabled;
+        auth.grants = parse_grants(rt.grants.as_deref(), ExposureGrants::ALL).map_err(err)?;
+        if rt.max_autonomy.is_some() {
+            auth.max_autonomy = parse_max_autonomy(rt.max_autonomy.as_deref()).map_err(err)?;
+        }
+        Ok(auth)
+    }
+
     /// The runtime credentials, with tokens resolved (inline or from the environment).
     pub fn credentials(&self) -> Result<Vec<RuntimeCredential>, ConfigError> {
         let mut out: Vec<RuntimeCredential> = Vec::new();
@@ -509,32 +536,22 @@ impl Config {
                 // A runtime without a token cannot connect over the endpoint (e.g. `builtin`).
                 (None, None) => continue,
             };
+            if is_builtin_id(&rt.id) {
+                return Err(err(
+                    "the built-in runtime runs inside the daemon and takes no token; remove \
+                     `token`/`token_env` (its grants and max_autonomy still apply)"
+                        .into(),
+                ));
+            }
             if let Err(weak) = crate::auth::check_token(&token) {
                 return Err(err(format!(
                     "{source} is refused: {weak} (use a long random string, e.g. `openssl \
                      rand -hex 32`)"
                 )));
             }
-            let grants = match &rt.grants {
-                None => ExposureGrants::REMOTE_DEFAULT,
-                Some(list) => {
-                    let mut g = ExposureGrants::NONE;
-                    for name in list {
-                        let exposure = Exposure::ALL
-                            .iter()
-                            .copied()
-                            .find(|e| e.as_str() == name)
-                            .ok_or_else(|| err(format!("unknown grant {name:?}")))?;
-                        g = g.with(exposure);
-                    }
-                    g
-                }
-            };
-            let max_autonomy = match &rt.max_autonomy {
-                None => Autonomy::AskBeforeAction,
-                Some(raw) => Autonomy::parse_canonical(raw)
-                    .ok_or_else(|| err(format!("unknown max_autonomy {raw:?}")))?,
-            };
+            let grants =
+                parse_grants(rt.grants.as_deref(), ExposureGrants::REMOTE_DEFAULT).map_err(err)?;
+            let max_autonomy = parse_max_autonomy(rt.max_autonomy.as_deref()).map_err(err)?;
             out.push(RuntimeCredential {
                 id: rt.id.clone(),
                 token,
@@ -546,6 +563,42 @@ impl Config {
             });
         }
         Ok(out)
+    }
+}
+
+/// Whether a configured id names the daemon's own runtime (`builtin` or one of its aliases).
+fn is_builtin_id(id: &str) -> bool {
+    openphone_protocol::normalize_runtime_id(id)
+        .is_ok_and(|id| id == openphone_policy::BUILTIN_RUNTIME)
+}
+
+/// A `grants` list as exposure classes (`default` when absent).
+fn parse_grants(
+    list: Option<&[String]>,
+    default: ExposureGrants,
+) -> Result<ExposureGrants, String> {
+    let Some(list) = list else {
+        return Ok(default);
+    };
+    let mut g = ExposureGrants::NONE;
+    for name in list {
+        let exposure = Exposure::ALL
+            .iter()
+            .copied()
+            .find(|e| e.as_str() == name)
+            .ok_or_else(|| format!("unknown grant {name:?}"))?;
+        g = g.with(exposure);
+    }
+    Ok(g)
+}
+
+/// A `max_autonomy` value (`ask_before_action` when absent).
+fn parse_max_autonomy(raw: Option<&str>) -> Result<Autonomy, String> {
+    match raw {
+        None => Ok(Autonomy::AskBeforeAction),
+        Some(raw) => {
+            Autonomy::parse_canonical(raw).ok_or_else(|| format!("unknown max_autonomy {raw:?}"))
+        }
     }
 }
 

@@ -284,7 +284,7 @@ impl Daemon {
                 "withdrew pending confirmations"
             );
         }
-        let builtin = builtin_runtime(&config, &runtimes, &bridge, &manager, registry)?;
+        let builtin = builtin_runtime(&config, &runtimes, &bridge, &manager, registry).await?;
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
         let state = Arc::new(AppState {
             bridge: bridge.clone(),
@@ -437,7 +437,7 @@ impl Daemon {
 /// The built-in runtime under the `builtin` entry of the bridge's runtime table, attached to
 /// the manager: configured by `[builtin]` (the API key read now), or unconfigured without it.
 /// Built-in sessions a previous daemon left active fail with `daemon_stopped`.
-fn builtin_runtime(
+async fn builtin_runtime(
     config: &Config,
     runtimes: &[crate::config::RuntimeCredential],
     bridge: &Arc<ToolBridge>,
@@ -456,7 +456,7 @@ fn builtin_runtime(
         tool_policy: config.tool_policy.clone(),
     };
     let builtin = BuiltinRuntime::from_config(setup, config.builtin.as_ref())?;
-    let interrupted = builtin.recover();
+    let interrupted = builtin.recover().await;
     if interrupted > 0 {
         tracing::info!(
             sessions = interrupted,

@@ -15,7 +15,7 @@
 use std::collections::BTreeMap;
 
 use openphone_core::{BridgeConfig, BridgeError, ToolBridge, Withdrawn};
-use openphone_policy::{BUILTIN_RUNTIME, Caller, RuntimeAuthorisation};
+use openphone_policy::{BUILTIN_RUNTIME, RuntimeAuthorisation};
 
 use crate::config::{Config, RuntimeCredential};
 
@@ -35,10 +35,12 @@ pub fn bridge_config(config: &Config, credentials: &[RuntimeCredential]) -> Brid
         .collect();
     // The daemon's own runtime is always there (the runtime manager adds it), enabled unless
     // a `[[runtimes]]` entry says otherwise.
-    let mut builtin = Caller::builtin("daemon").authorisation();
-    if let Some(entry) = config.runtimes.iter().find(|r| r.id == BUILTIN_RUNTIME) {
-        builtin.enabled = entry.enabled;
-    }
+    // Its `[[runtimes]] id = "builtin"` entry (grants, max_autonomy, enabled) when there is
+    // one; a configuration that could not be read that far grants it nothing (fail closed:
+    // `Config::parse` refuses such a file before this runs).
+    let builtin = config
+        .builtin_authorisation()
+        .unwrap_or(RuntimeAuthorisation::REVOKED);
     runtimes
         .entry(BUILTIN_RUNTIME.to_owned())
         .or_insert(builtin);
@@ -109,5 +111,41 @@ enabled = false
         assert!(!table["openclaw"].enabled);
         assert!(!table["builtin"].enabled);
         assert_eq!(table["builtin"].grants, ExposureGrants::ALL);
+    }
+
+    /// Review of issue 15: the `builtin` entry's grants and max_autonomy were ignored (only
+    /// `enabled` was read), so a user who limited the built-in runtime to safe reads still had
+    /// it read and send private data.
+    #[test]
+    fn the_builtin_entry_limits_the_builtin_runtime() {
+        let config = Config::parse(
+            "[[runtimes]]\nid = \"builtin\"\nkind = \"builtin\"\ngrants = [\"safe_read\"]\n\
+             max_autonomy = \"observe_only\"\n",
+            "x.toml",
+        )
+        .unwrap();
+        let table = bridge_config(&config, &config.credentials().unwrap())
+            .runtimes
+            .unwrap();
+        let builtin = table["builtin"];
+        assert_eq!(builtin.grants, ExposureGrants::REMOTE_DEFAULT);
+        assert_eq!(builtin.max_autonomy, Autonomy::ObserveOnly);
+        assert!(builtin.enabled);
+        // Without an entry: every class, the default ceiling.
+        let none = Config::parse("", "x.toml").unwrap();
+        let table = bridge_config(&none, &[]).runtimes.unwrap();
+        assert_eq!(table["builtin"].grants, ExposureGrants::ALL);
+        assert_eq!(table["builtin"].max_autonomy, Autonomy::AskBeforeAction);
+    }
+
+    /// Review of issue 15: `[[runtimes]] id = "builtin"` with a token was accepted as a
+    /// WebSocket runtime that a remote client could authenticate as.
+    #[test]
+    fn the_builtin_runtime_takes_no_token() {
+        for id in ["builtin", "phone"] {
+            let text = format!("[[runtimes]]\nid = \"{id}\"\ntoken = \"0123456789abcdef0123\"\n");
+            let err = Config::parse(&text, "x.toml").unwrap_err().to_string();
+            assert!(err.contains("takes no token"), "{id}: {err}");
+        }
     }
 }

@@ -140,31 +140,95 @@ impl Store {
         failure_reason: Option<&str>,
         now_ms: i64,
     ) -> Result<PhoneSession> {
+        let id = phone_session_id.to_owned();
+        let changed = self.set_status(phone_session_id, status, failure_reason, now_ms, false)?;
+        changed.ok_or(StoreError::NotFound {
+            table: "phone_sessions",
+            id,
+        })
+    }
+
+    /// Sets the status (and failure reason) only while the session is still active: a session
+    /// that has completed or failed is never moved back by a late message, a streamed delta or
+    /// a tool result racing its end (compare-and-set in one statement). `Ok(None)`: it had
+    /// already ended, nothing changed. Re-opening a completed session on purpose is
+    /// [`Store::update_session_status`].
+    pub fn update_active_session_status(
+        &self,
+        phone_session_id: &str,
+        status: SessionStatus,
+        failure_reason: Option<&str>,
+        now_ms: i64,
+    ) -> Result<Option<PhoneSession>> {
+        let found = self.get_session(phone_session_id)?;
+        if found.is_none() {
+            return Err(StoreError::NotFound {
+                table: "phone_sessions",
+                id: phone_session_id.to_owned(),
+            });
+        }
+        self.set_status(phone_session_id, status, failure_reason, now_ms, true)
+    }
+
+    /// The one status write: the session after it, or `None` when no row changed (unknown,
+    /// or — with `only_active` — already ended).
+    fn set_status(
+        &self,
+        phone_session_id: &str,
+        status: SessionStatus,
+        failure_reason: Option<&str>,
+        now_ms: i64,
+        only_active: bool,
+    ) -> Result<Option<PhoneSession>> {
+        const OP: &str = "phone_sessions.update_status";
         let owned = (
             phone_session_id.to_owned(),
             failure_reason.map(str::to_owned),
         );
-        self.write(
-            "phone_sessions.update_status",
-            phone_session_id,
-            move |tx| {
-                let (id, failure_reason) = (owned.0.as_str(), owned.1.as_deref());
-                let n = tx
-                    .execute(
-                        "UPDATE phone_sessions SET status = ?2, failure_reason = ?3, \
-                     updated_at_ms = ?4 WHERE phone_session_id = ?1",
-                        params![id, status.as_str(), failure_reason, now_ms],
-                    )
-                    .ctx("phone_sessions.update_status", id)?;
-                if n == 0 {
-                    return Err(StoreError::NotFound {
-                        table: "phone_sessions",
-                        id: id.to_owned(),
-                    });
-                }
-                require(tx, id)
-            },
-        )
+        let sql = if only_active {
+            "UPDATE phone_sessions SET status = ?2, failure_reason = ?3, updated_at_ms = ?4 \
+             WHERE phone_session_id = ?1 AND status IN \
+             ('created', 'waiting_for_runtime', 'running', 'waiting_for_confirmation')"
+        } else {
+            "UPDATE phone_sessions SET status = ?2, failure_reason = ?3, updated_at_ms = ?4 \
+             WHERE phone_session_id = ?1"
+        };
+        self.write(OP, phone_session_id, move |tx| {
+            let (id, failure_reason) = (owned.0.as_str(), owned.1.as_deref());
+            let n = tx
+                .execute(sql, params![id, status.as_str(), failure_reason, now_ms])
+                .ctx(OP, id)?;
+            if n == 0 {
+                return Ok(None);
+            }
+            require(tx, id).map(Some)
+        })
+    }
+
+    /// Sets a session's autonomy (a follow-up asked for a stricter one).
+    pub fn set_session_autonomy(
+        &self,
+        phone_session_id: &str,
+        autonomy: Autonomy,
+        now_ms: i64,
+    ) -> Result<PhoneSession> {
+        let id = phone_session_id.to_owned();
+        self.write("phone_sessions.set_autonomy", phone_session_id, move |tx| {
+            let n = tx
+                .execute(
+                    "UPDATE phone_sessions SET autonomy = ?2, updated_at_ms = ?3 \
+                         WHERE phone_session_id = ?1",
+                    params![id, autonomy.as_str(), now_ms],
+                )
+                .ctx("phone_sessions.set_autonomy", &id)?;
+            if n == 0 {
+                return Err(StoreError::NotFound {
+                    table: "phone_sessions",
+                    id: id.clone(),
+                });
+            }
+            require(tx, &id)
+        })
     }
 
     /// Records the runtime session key once the adapter knows it.

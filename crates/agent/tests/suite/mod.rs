@@ -1,5 +1,6 @@
 mod continuity;
 mod failures;
 mod injection;
+mod regressions;
 mod support;
 mod tools;

@@ -119,7 +119,7 @@ impl Agent {
         };
         let model = model(&fake, &limits);
         let builtin = BuiltinRuntime::with_model(setup, limits, model).unwrap();
-        builtin.recover();
+        builtin.recover().await;
         builtin.attach();
         Agent {
             dir,
@@ -131,6 +131,13 @@ impl Agent {
             builtin,
             fake,
         }
+    }
+
+    /// Drops everything without stopping the runtime (a crash) and gives back the data
+    /// directory and the fake.
+    pub fn crash(self) -> (tempfile::TempDir, FakeModel) {
+        let Agent { dir, fake, .. } = self;
+        (dir, fake)
     }
 
     /// Stops the runtime and gives back the data directory and the fake (a "restart").

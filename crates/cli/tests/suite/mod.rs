@@ -19,5 +19,6 @@ mod policy_explain;
 mod profiles;
 mod protocol;
 mod readme;
+mod sessions;
 mod store;
 mod support;

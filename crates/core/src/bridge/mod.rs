@@ -580,12 +580,17 @@ impl ToolBridge {
         if session.status == status {
             return;
         }
-        if let Err(e) = self
+        match self
             .store
-            .update_session_status(id, status, None, self.now_ms())
+            .update_active_session_status(id, status, None, self.now_ms())
         {
-            tracing::error!(error = %e, "updating a phone session");
-            return;
+            Ok(Some(_)) => {}
+            // It ended meanwhile (cancelled, failed): a late tool result does not reopen it.
+            Ok(None) => return,
+            Err(e) => {
+                tracing::error!(error = %e, "updating a phone session");
+                return;
+            }
         }
         let update = SessionUpdated {
             phone_session_id: id.to_owned(),

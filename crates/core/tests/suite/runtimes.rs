@@ -307,3 +307,100 @@ fn bad_configuration_is_refused_with_the_reason() {
     let e = RuntimeManager::new(store, events, clock, config).unwrap_err();
     assert!(e.to_string().contains("ghost"));
 }
+
+/// Review of issue 15: status writes were read-then-write, so a streamed delta racing a cancel
+/// moved the cancelled session back to `running` (51 of 60 in the reviewer's probe), with no
+/// loop behind it. Deltas stream while the cancel lands, for many sessions at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_racing_a_cancel_never_reopens_the_session() {
+    let f = fixture(&[(Surface::Chat, "hermes")]);
+    let _presence = f.manager.connect("hermes").unwrap();
+    let mut ids = Vec::new();
+    let mut tasks = Vec::new();
+    for _ in 0..40 {
+        let id = f
+            .manager
+            .request_attention(ask("hello"), None)
+            .unwrap()
+            .phone_session_id;
+        ids.push(id.clone());
+        // A runtime streaming deltas (the first one moves the session to running)…
+        let manager = Arc::clone(&f.manager);
+        let streamer = id.clone();
+        tasks.push(tokio::task::spawn_blocking(move || {
+            for n in 0..20 {
+                let msg = RuntimeMessageParams {
+                    phone_session_id: streamer.clone(),
+                    text: format!("delta {n}"),
+                    ..Default::default()
+                };
+                if manager.runtime_message("hermes", msg).is_err() {
+                    break;
+                }
+            }
+        }));
+        // … while the user cancels.
+        let manager = Arc::clone(&f.manager);
+        tasks.push(tokio::task::spawn_blocking(move || {
+            let _ = manager.cancel_session(&id);
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    for id in &ids {
+        let stored = f.store.get_session(id).unwrap().unwrap();
+        // Cancelled (or, when the cancel came before the first delta, still cancelled: a
+        // session that ended never comes back).
+        assert_eq!(stored.status, SessionStatus::Failed, "{id}");
+        assert_eq!(stored.failure_reason.as_deref(), Some("cancelled"), "{id}");
+    }
+    // A final message after the end is refused as well.
+    let late = RuntimeMessageParams {
+        phone_session_id: ids[0].clone(),
+        text: "done".into(),
+        is_final: true,
+        ..Default::default()
+    };
+    let refused = f.manager.runtime_message("hermes", late).unwrap_err();
+    assert_eq!(refused.code.as_str(), "session_mismatch", "{refused}");
+}
+
+/// Review of issue 15: a follow-up asking for a stricter autonomy was run under the session's
+/// looser one.
+#[tokio::test]
+async fn a_follow_up_can_tighten_a_sessions_autonomy_but_never_loosen_it() {
+    let f = fixture(&[(Surface::Chat, "hermes")]);
+    let _presence = f.manager.connect("hermes").unwrap();
+    let first = f
+        .manager
+        .request_attention(
+            AttentionRequestParams {
+                autonomy: Some("trusted_actions".into()),
+                ..ask("tidy my inbox")
+            },
+            None,
+        )
+        .unwrap();
+    let id = first.phone_session_id.clone();
+    let follow = |autonomy: &str| AttentionRequestParams {
+        autonomy: Some(autonomy.into()),
+        session_target: Some(format!("session:{id}")),
+        ..ask("only look, change nothing")
+    };
+    f.manager
+        .request_attention(follow("observe_only"), None)
+        .unwrap();
+    let stored = f.store.get_session(&id).unwrap().unwrap();
+    assert_eq!(stored.autonomy.as_str(), "observe_only");
+    let refused = f
+        .manager
+        .request_attention(follow("trusted_actions"), None)
+        .unwrap_err();
+    assert_eq!(refused.code.as_str(), "invalid_params", "{refused}");
+    assert!(refused.message.contains("cannot raise"), "{refused}");
+    assert_eq!(
+        f.store.get_session(&id).unwrap().unwrap().autonomy.as_str(),
+        "observe_only"
+    );
+}

@@ -151,6 +151,9 @@ pub struct MessagePayload {
     /// Final messages only: the runtime reports that the turn failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The attention request this reply answers, when the runtime named it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attention_id: Option<String>,
 }
 
 /// `runtime.confirmation.required` payload.

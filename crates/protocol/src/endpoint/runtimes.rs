@@ -226,6 +226,11 @@ pub struct RuntimeMessageParams {
     /// The runtime reports that the turn failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The attention request this reply answers (`runtime.attention.requested`'s
+    /// `attention_id`), when the runtime says so: a follow-up in a busy session is told apart
+    /// from the turn before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attention_id: Option<String>,
 }
 
 /// `runtime.message` result: the session after the message.

@@ -271,8 +271,10 @@ fn runtime_methods_round_trip() {
             is_final: true,
             output: None,
             error: None,
+            attention_id: Some("attn-1".into()),
         },
-        json!({"phone_session_id": "p", "text": "Lunch at 12:30", "final": true}),
+        json!({"phone_session_id": "p", "text": "Lunch at 12:30", "final": true,
+               "attention_id": "attn-1"}),
     );
     round_trip(
         &RuntimeMessageResult {
@@ -472,6 +474,7 @@ fn event_payloads_round_trip() {
                 text: "Lun".into(),
                 output: None,
                 error: None,
+                attention_id: None,
             }),
             json!({"phone_session_id": "p", "runtime_session_id": "r", "text": "Lun"}),
         ),
@@ -482,9 +485,10 @@ fn event_payloads_round_trip() {
                 text: "".into(),
                 output: None,
                 error: Some("model unavailable".into()),
+                attention_id: Some("attn-1".into()),
             }),
             json!({"phone_session_id": "p", "runtime_session_id": "r", "text": "",
-                   "error": "model unavailable"}),
+                   "error": "model unavailable", "attention_id": "attn-1"}),
         ),
         (Event::ToolResult(ok_result()), ok_result_wire()),
         (

@@ -79,7 +79,7 @@ pub(super) async fn dispatch(conn: &Arc<Conn>, req: &Request) -> Result<Value, E
         MethodName::SessionsGet => written(sessions::get(conn, req.params_as::<SessionsGet>()?)),
         MethodName::SessionsCancel => {
             operator_only(conn, method)?;
-            written(sessions::cancel(conn, req.params_as::<SessionsCancel>()?))
+            written(sessions::cancel(conn, req.params_as::<SessionsCancel>()?).await)
         }
         MethodName::AuditQuery => {
             operator_only(conn, method)?;

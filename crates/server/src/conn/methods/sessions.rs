@@ -62,7 +62,7 @@ pub(super) fn get(conn: &Conn, p: SessionsGetParams) -> Result<SessionsGetResult
 /// `sessions.cancel {phone_session_id}` (operator): the session fails with reason `cancelled`;
 /// a built-in loop working on it stops before its next model or tool call. `not_found` for an
 /// unknown id, `session_mismatch` for a finished session.
-pub(super) fn cancel(
+pub(super) async fn cancel(
     conn: &Conn,
     p: SessionsCancelParams,
 ) -> Result<SessionsCancelResult, ErrorObject> {
@@ -85,6 +85,31 @@ pub(super) fn cancel(
         .runtimes
         .cancel_session(id)
         .map_err(|e| ErrorObject::new(e.code, e.message))?;
+    // What the session still waits for the user to approve is withdrawn with it: a cancelled
+    // session leaves nothing approvable behind (a remote runtime's too).
+    let bridge = &conn.state.bridge;
+    let pending = bridge
+        .store()
+        .list_confirmations(&openphone_store::ConfirmationFilter {
+            state: Some(openphone_store::ConfirmationState::Pending),
+            runtime: Some(session.runtime_kind.clone()),
+            limit: None,
+        })
+        .map_err(internal)?;
+    let owner = openphone_policy::Caller::remote(
+        &session.runtime_kind,
+        openphone_policy::Transport::Internal,
+        "sessions.cancel",
+    );
+    for record in pending
+        .iter()
+        .filter(|r| r.phone_session_id.as_deref() == Some(id))
+    {
+        if let Err(e) = bridge.withdraw(&owner, &record.confirmation_id).await {
+            tracing::warn!(error = %e, confirmation = %record.confirmation_id,
+                "withdrawing a cancelled session's confirmation");
+        }
+    }
     Ok(SessionsCancelResult {
         stopped_loop,
         session,

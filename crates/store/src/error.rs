@@ -91,6 +91,21 @@ pub enum StoreError {
     /// An insert would duplicate an existing primary key.
     #[error("{table} {id} already exists")]
     AlreadyExists { table: &'static str, id: String },
+    /// A compare-and-set write found the record changed since the caller read it (another
+    /// writer won): nothing was written. Read the record again and decide anew.
+    #[error("{table} {id} changed since it was read ({detail}); nothing was written")]
+    Conflict {
+        table: &'static str,
+        id: String,
+        detail: String,
+    },
+    /// A bounded table is full and nothing could be made room for (e.g. `job_limit_reached`).
+    #[error("{what}: limit of {limit} reached ({detail})")]
+    LimitReached {
+        what: &'static str,
+        limit: usize,
+        detail: String,
+    },
     /// An argument is malformed (e.g. a params digest that is not 64 lowercase hex digits).
     #[error("invalid {what}: {detail}")]
     Invalid { what: &'static str, detail: String },

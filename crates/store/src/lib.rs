@@ -42,6 +42,7 @@
 //! | `runtime_settings` | key → JSON | [`Store::set_setting`] … |
 //! | `memories`, `memories_fts` | memory with FTS5 search | [`Store::save_memory`], [`Store::search_memory`] |
 //! | `watchers` | durable watcher records | [`Store::create_watcher`] … |
+//! | `agent_jobs`, `agent_job_runs` | background jobs (`agent-jobs.md` §2, with a `version` for compare-and-set writes) and their attempt ledger | [`Store::create_job`], [`Store::claim_due_jobs`], [`Store::update_job`] … |
 //! | `session_transcripts` | the conversation of a phone session (built-in runtime), numbered per session | [`Store::append_transcript`], [`Store::transcript`] |
 //! | all of them | rows and bytes per table, file sizes (`stats.rs`) | [`Store::stats`] |
 //!
@@ -94,6 +95,7 @@ mod audit_storage;
 mod confirmations;
 mod error;
 mod executions;
+mod jobs;
 mod lock;
 mod memory;
 mod migrations;
@@ -127,6 +129,11 @@ pub use confirmations::{
 };
 pub use error::{NotPending, Result, StoreError};
 pub use executions::Execution;
+pub use jobs::{
+    AgentJob, AttemptFinish, ClaimRequest, ClaimedJob, DeliveryState, JobFilter, JobPhase, JobRun,
+    JobStatus, JobType, NewAgentJob, RUNS_KEPT_PER_JOB, Repair, RunOutcome, StaleSelection,
+    StoredJob,
+};
 pub use lock::Holder;
 pub use memory::{MemoryHit, MemoryRecord, NewMemory};
 pub use migrations::SCHEMA_VERSION;

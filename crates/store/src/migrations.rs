@@ -310,10 +310,86 @@ BEGIN
 END;
 "#,
     },
+    Migration {
+        version: 9,
+        name: "agent_jobs",
+        // Background agent jobs (`agent-jobs.md` §2): one column per field of the wire record,
+        // plus the internal `version` (optimistic concurrency), `current_attempt` and `owner`
+        // (the fence of the run in progress) and `delivery_state`; ids from AUTOINCREMENT's
+        // persisted counter, never reused. Beside it the attempt ledger, one row per run,
+        // deleted with its job.
+        sql: r#"
+CREATE TABLE agent_jobs (
+    id                        INTEGER PRIMARY KEY AUTOINCREMENT,
+    type                      TEXT NOT NULL
+                                  CHECK (type IN ('agent_turn', 'system_event', 'heartbeat')),
+    title                     TEXT NOT NULL CHECK (length(title) >= 1),
+    prompt                    TEXT NOT NULL,
+    payload_json              TEXT NOT NULL CHECK (json_type(payload_json) = 'object'),
+    schedule_json             TEXT NOT NULL CHECK (json_type(schedule_json) = 'object'),
+    session_target            TEXT NOT NULL,
+    delivery_json             TEXT NOT NULL CHECK (json_type(delivery_json) = 'object'),
+    status                    TEXT NOT NULL CHECK (status IN ('active', 'queued', 'running',
+                                  'waiting', 'awaiting_review', 'paused', 'completed', 'failed',
+                                  'stopped', 'dispatched')),
+    created_at                INTEGER NOT NULL CHECK (created_at >= 0),
+    updated_at                INTEGER NOT NULL CHECK (updated_at >= 0),
+    next_run_at               INTEGER NOT NULL CHECK (next_run_at >= 0),
+    running_at                INTEGER NOT NULL CHECK (running_at >= 0),
+    last_run_at               INTEGER NOT NULL CHECK (last_run_at >= 0),
+    last_result               TEXT NOT NULL,
+    failure_count             INTEGER NOT NULL CHECK (failure_count >= 0),
+    failure_alert_at          INTEGER NOT NULL CHECK (failure_alert_at >= 0),
+    phase                     TEXT NOT NULL CHECK (phase IN ('queued', 'running', 'waiting',
+                                  'awaiting_review', 'approval_executing', 'denial_resolving',
+                                  'resuming', 'completed', 'failed', 'stopped', 'paused',
+                                  'waiting_for_runtime', 'review_resolution_unknown')),
+    progress_text             TEXT NOT NULL CHECK (length(progress_text) <= 4000),
+    progress_current          INTEGER NOT NULL CHECK (progress_current >= 0),
+    progress_total            INTEGER NOT NULL CHECK (progress_total >= 0),
+    checkpoint_json           TEXT NOT NULL CHECK (json_type(checkpoint_json) = 'object'),
+    pending_confirmation_id   TEXT NOT NULL CHECK (length(pending_confirmation_id) <= 200),
+    pending_tool_request_json TEXT NOT NULL
+                                  CHECK (json_type(pending_tool_request_json) = 'object'),
+    last_surface_id           TEXT NOT NULL CHECK (length(last_surface_id) <= 160),
+    resume_token              TEXT NOT NULL CHECK (length(resume_token) <= 200),
+    last_event_at             INTEGER NOT NULL CHECK (last_event_at >= 0),
+    unread_result             INTEGER NOT NULL CHECK (unread_result IN (0, 1)),
+    paused_at                 INTEGER NOT NULL CHECK (paused_at >= 0),
+    version                   INTEGER NOT NULL CHECK (version >= 1),
+    current_attempt           INTEGER NOT NULL CHECK (current_attempt >= 0),
+    owner                     TEXT NOT NULL,
+    delivery_state            TEXT CHECK (delivery_state IN ('pending', 'sent', 'unverified',
+                                  'failed', 'suppressed'))
+) STRICT;
+CREATE INDEX agent_jobs_due ON agent_jobs (next_run_at, id)
+    WHERE status IN ('queued', 'active');
+CREATE INDEX agent_jobs_running ON agent_jobs (running_at) WHERE status = 'running';
+CREATE INDEX agent_jobs_awaiting_review ON agent_jobs (id) WHERE status = 'awaiting_review';
+CREATE INDEX agent_jobs_waiting ON agent_jobs (id) WHERE status = 'waiting';
+CREATE INDEX agent_jobs_terminal ON agent_jobs (updated_at, id)
+    WHERE status IN ('completed', 'failed', 'stopped', 'dispatched');
+
+CREATE TABLE agent_job_runs (
+    job_id      INTEGER NOT NULL REFERENCES agent_jobs (id) ON DELETE CASCADE,
+    attempt     INTEGER NOT NULL CHECK (attempt >= 1),
+    intended_at INTEGER NOT NULL,
+    catch_up    INTEGER NOT NULL CHECK (catch_up IN (0, 1)),
+    owner       TEXT NOT NULL,
+    started_at  INTEGER NOT NULL,
+    finished_at INTEGER,
+    outcome     TEXT NOT NULL CHECK (outcome IN ('running', 'succeeded', 'failed', 'timed_out',
+                    'cancelled', 'interrupted', 'unknown', 'dispatched', 'parked')),
+    reason      TEXT NOT NULL,
+    output_ref  TEXT NOT NULL,
+    PRIMARY KEY (job_id, attempt)
+) STRICT, WITHOUT ROWID;
+"#,
+    },
 ];
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: i64 = 8;
+pub const SCHEMA_VERSION: i64 = 9;
 
 /// Reads `PRAGMA user_version`.
 pub(crate) fn current_version(conn: &Connection) -> Result<i64> {

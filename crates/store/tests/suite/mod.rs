@@ -7,6 +7,7 @@ mod confirmations;
 mod executions;
 mod fail_closed;
 mod group_commit;
+mod jobs;
 mod lock;
 mod memory;
 mod migrations;

@@ -1,0 +1,40 @@
+//! Background agent jobs (`docs/spec/agent-jobs.md`): durable work that continues after a
+//! conversation ends, on the daemon's injected clock.
+//!
+//! - [`model`]: the 29-field job record and its enums (persisted by `openphone-store`, which
+//!   defines them once; re-exported here), the delivery mode and the job view of the tools;
+//! - [`transition`](mod@transition): the transition table of §2.3 in one place ([`transition()`]) and the
+//!   effects of each edge ([`apply`]);
+//! - [`validate`]: creation (§5): the arguments, their normalisation, errors naming the field;
+//! - [`schedule`]: the backoff ladder and the single-wake rule as pure functions;
+//! - [`runner`]: the [`JobRunner`] trait, the run context (deadline, stop signal) and the
+//!   runners of `system_event` and `heartbeat`;
+//! - [`scheduler`]: the [`Scheduler`] (§6): ticks, claims, runners, repair, stop, pause,
+//!   resume and the driver loop;
+//! - [`reason`]: the failure reasons of §7.8; [`limits`]: the numbers of §6.1.
+//!
+//! Not here yet: the `agent_turn` runner (the built-in model loop), reviewed approvals (§9),
+//! the job tools and endpoint methods (§10), and delivery of notifications.
+
+pub mod error;
+pub mod limits;
+pub mod model;
+pub mod reason;
+pub mod runner;
+pub mod schedule;
+pub mod scheduler;
+pub mod transition;
+pub mod validate;
+
+pub use error::JobsError;
+pub use model::{
+    AgentJob, AgentJobExt, DeliveryMode, DeliveryState, JobPhase, JobRun, JobStatus, JobType,
+    JobView, NewAgentJob, RunOutcome, StoredJob,
+};
+pub use reason::FailureReason;
+pub use runner::{
+    HeartbeatRunner, JobRunner, RunContext, RunResult, Runners, StopSignal, SystemEventRunner,
+};
+pub use scheduler::{Scheduler, SchedulerConfig, SchedulerEvent, StopOutcome, TickReport};
+pub use transition::{Change, IllegalTransition, JobEvent, apply, transition};
+pub use validate::{CreateContext, InvalidJob, JobRequest, normalise};

@@ -665,48 +665,23 @@ impl RuntimeManager {
         runtime: &str,
         phone_session_id: &str,
     ) -> Result<PhoneSession, RuntimeError> {
-        let session = self
+        let session = self.continued_session(runtime, phone_session_id)?;
+        if session.status == SessionStatus::Running {
+            return Ok(session);
+        }
+        // Compare-and-set: a cancel landing between the read and this write wins.
+        let updated = self
             .store
-            .get_session(phone_session_id)
+            .reopen_session(phone_session_id, self.clock.now_ms())
             .map_err(|e| err(ErrorCode::SendFailed, e.to_string()))?
             .ok_or_else(|| {
                 err(
                     ErrorCode::SessionMismatch,
-                    format!("no phone session {phone_session_id:?}"),
+                    format!("phone session {phone_session_id:?} failed; start a new one"),
                 )
             })?;
-        if session.runtime_kind != runtime {
-            return Err(err(
-                ErrorCode::RuntimeMismatch,
-                "this session is routed to another runtime",
-            ));
-        }
-        match session.status {
-            SessionStatus::Failed => Err(err(
-                ErrorCode::SessionMismatch,
-                format!(
-                    "session {phone_session_id} failed: {}",
-                    session
-                        .failure_reason
-                        .as_deref()
-                        .unwrap_or("no reason given")
-                ),
-            )),
-            SessionStatus::Running => Ok(session),
-            _ => {
-                let updated = self
-                    .store
-                    .update_session_status(
-                        phone_session_id,
-                        SessionStatus::Running,
-                        None,
-                        self.clock.now_ms(),
-                    )
-                    .map_err(|e| err(ErrorCode::SendFailed, e.to_string()))?;
-                self.session_updated(&updated);
-                Ok(updated)
-            }
-        }
+        self.session_updated(&updated);
+        Ok(updated)
     }
 
     /// Stops an active session: the built-in runtime (when attached) is told to stop its

@@ -141,7 +141,13 @@ impl Store {
         now_ms: i64,
     ) -> Result<PhoneSession> {
         let id = phone_session_id.to_owned();
-        let changed = self.set_status(phone_session_id, status, failure_reason, now_ms, false)?;
+        let changed = self.set_status(
+            phone_session_id,
+            status,
+            failure_reason,
+            now_ms,
+            StatusGuard::Any,
+        )?;
         changed.ok_or(StoreError::NotFound {
             table: "phone_sessions",
             id,
@@ -167,31 +173,60 @@ impl Store {
                 id: phone_session_id.to_owned(),
             });
         }
-        self.set_status(phone_session_id, status, failure_reason, now_ms, true)
+        self.set_status(
+            phone_session_id,
+            status,
+            failure_reason,
+            now_ms,
+            StatusGuard::Active,
+        )
+    }
+
+    /// Moves a session that has not failed (active, or completed: a follow-up re-opens it) to
+    /// `running`, in one compare-and-set. `Ok(None)`: it failed meanwhile (a cancel won).
+    pub fn reopen_session(
+        &self,
+        phone_session_id: &str,
+        now_ms: i64,
+    ) -> Result<Option<PhoneSession>> {
+        self.set_status(
+            phone_session_id,
+            SessionStatus::Running,
+            None,
+            now_ms,
+            StatusGuard::NotFailed,
+        )
     }
 
     /// The one status write: the session after it, or `None` when no row changed (unknown,
-    /// or — with `only_active` — already ended).
+    /// or its status not the one `guard` expects).
     fn set_status(
         &self,
         phone_session_id: &str,
         status: SessionStatus,
         failure_reason: Option<&str>,
         now_ms: i64,
-        only_active: bool,
+        guard: StatusGuard,
     ) -> Result<Option<PhoneSession>> {
         const OP: &str = "phone_sessions.update_status";
         let owned = (
             phone_session_id.to_owned(),
             failure_reason.map(str::to_owned),
         );
-        let sql = if only_active {
-            "UPDATE phone_sessions SET status = ?2, failure_reason = ?3, updated_at_ms = ?4 \
-             WHERE phone_session_id = ?1 AND status IN \
-             ('created', 'waiting_for_runtime', 'running', 'waiting_for_confirmation')"
-        } else {
-            "UPDATE phone_sessions SET status = ?2, failure_reason = ?3, updated_at_ms = ?4 \
-             WHERE phone_session_id = ?1"
+        let sql = match guard {
+            StatusGuard::Any => {
+                "UPDATE phone_sessions SET status = ?2, failure_reason = ?3, updated_at_ms = ?4 \
+                 WHERE phone_session_id = ?1"
+            }
+            StatusGuard::Active => {
+                "UPDATE phone_sessions SET status = ?2, failure_reason = ?3, updated_at_ms = ?4 \
+                 WHERE phone_session_id = ?1 AND status IN \
+                 ('created', 'waiting_for_runtime', 'running', 'waiting_for_confirmation')"
+            }
+            StatusGuard::NotFailed => {
+                "UPDATE phone_sessions SET status = ?2, failure_reason = ?3, updated_at_ms = ?4 \
+                 WHERE phone_session_id = ?1 AND status <> 'failed'"
+            }
         };
         self.write(OP, phone_session_id, move |tx| {
             let (id, failure_reason) = (owned.0.as_str(), owned.1.as_deref());
@@ -340,4 +375,15 @@ impl Store {
             .ctx("phone_sessions.prune", "")
         })
     }
+}
+
+/// Which current status a status write expects (compare-and-set).
+#[derive(Debug, Clone, Copy)]
+enum StatusGuard {
+    /// Whatever it is.
+    Any,
+    /// Still active.
+    Active,
+    /// Anything but failed.
+    NotFailed,
 }

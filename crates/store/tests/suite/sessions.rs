@@ -205,3 +205,47 @@ fn prune_keeps_at_least_the_200_most_recent() {
     assert!(store.get_session("s-029").unwrap().is_none());
     assert_eq!(store.prune_sessions(200).unwrap(), 0);
 }
+
+/// Review of issue 15: status writes were read-then-write, so a message or a resume racing a
+/// cancel moved a failed session back to running. The guarded writes decide in one statement.
+#[test]
+fn guarded_status_writes_never_bring_a_failed_session_back() {
+    let dir = temp();
+    let store = open(&dir);
+    store
+        .create_session(&new_session("s1", "hermes"), T0)
+        .unwrap();
+    store
+        .update_session_status("s1", SessionStatus::Failed, Some("cancelled"), T0 + 1)
+        .unwrap();
+    assert_eq!(
+        store
+            .update_active_session_status("s1", SessionStatus::Running, None, T0 + 2)
+            .unwrap(),
+        None
+    );
+    assert_eq!(store.reopen_session("s1", T0 + 3).unwrap(), None);
+    let s = store.get_session("s1").unwrap().unwrap();
+    assert_eq!(s.status, SessionStatus::Failed);
+    assert_eq!(s.failure_reason.as_deref(), Some("cancelled"));
+
+    // A completed session is re-opened by a follow-up, but not by a late message.
+    store
+        .create_session(&new_session("s2", "hermes"), T0)
+        .unwrap();
+    store
+        .update_session_status("s2", SessionStatus::Completed, None, T0 + 1)
+        .unwrap();
+    assert_eq!(
+        store
+            .update_active_session_status("s2", SessionStatus::Running, None, T0 + 2)
+            .unwrap(),
+        None
+    );
+    let reopened = store.reopen_session("s2", T0 + 3).unwrap().unwrap();
+    assert_eq!(reopened.status, SessionStatus::Running);
+    assert!(matches!(
+        store.update_active_session_status("nope", SessionStatus::Running, None, T0),
+        Err(StoreError::NotFound { .. })
+    ));
+}

@@ -12,9 +12,10 @@
 //! - [`ServerMessage::parse`] (the client reading any frame) never panics.
 
 use openphone_protocol::endpoint::{
-    AttentionRequest, AuditQuery, ConfirmationsList, ConfirmationsResolve, EventsSubscribe, Hello,
-    Method, MethodName, Request, RuntimeList, RuntimeMessage, RuntimeSelect, ServerMessage,
-    SessionsGet, SessionsList, ToolsInvoke, ToolsList, parse_request,
+    ApprovalsGrant, ApprovalsList, ApprovalsRevoke, AttentionRequest, AuditQuery,
+    ConfirmationsList, ConfirmationsResolve, EventsSubscribe, Hello, Method, MethodName,
+    PolicyExplain, Request, RuntimeList, RuntimeMessage, RuntimeSelect, ServerMessage,
+    SessionsCancel, SessionsGet, SessionsList, ToolsInvoke, ToolsList, parse_request,
 };
 use serde_json::Value;
 
@@ -68,6 +69,11 @@ fn accepted(request: &Request) {
         MethodName::RuntimeMessage => typed::<RuntimeMessage>(request),
         MethodName::RuntimeList => typed::<RuntimeList>(request),
         MethodName::RuntimeSelect => typed::<RuntimeSelect>(request),
+        MethodName::SessionsCancel => typed::<SessionsCancel>(request),
+        MethodName::PolicyExplain => typed::<PolicyExplain>(request),
+        MethodName::ApprovalsList => typed::<ApprovalsList>(request),
+        MethodName::ApprovalsGrant => typed::<ApprovalsGrant>(request),
+        MethodName::ApprovalsRevoke => typed::<ApprovalsRevoke>(request),
     }
 }
 

@@ -20,7 +20,6 @@ use serde_json::{Map, Value};
 use super::ToolBridge;
 use super::audit::Attempt;
 use super::authority::Standing;
-use crate::locks::read;
 use crate::request::{NormalizedRequest, normalize, validate};
 
 /// The member of a denied or waiting result's `error.details` that holds the explanation.
@@ -64,9 +63,8 @@ impl ToolBridge {
         ))
     }
 
-    /// The explanation of `decision`, made for this request: the policy inputs rebuilt as
-    /// `decide` builds them (the tool policy, platform support, the runtime's standing
-    /// approvals, the caller's own active phone session, now).
+    /// The explanation of `decision`, made for this request from the same policy inputs
+    /// `decide` read (`ToolBridge::with_policy_input`).
     pub(super) fn explanation(
         &self,
         caller: &Caller,
@@ -76,25 +74,16 @@ impl ToolBridge {
         context: &Context,
         decision: &Decision,
     ) -> Explanation {
-        let approvals = self.standing_approvals(&caller.runtime);
-        let session = self
-            .own_session(caller, req.phone_session_id.as_deref())
-            .map(|s| s.phone_session_id);
-        let config = read(&self.config);
-        let input = openphone_policy::PolicyInput {
-            command,
+        let inputs = super::PolicyRequest {
             caller,
-            request_autonomy: req.autonomy.as_deref(),
+            command,
+            req,
             session_autonomy,
-            tool_policy: &config.tool_policy,
-            platform_supported: self.platform_supports(command),
             context,
-            standing_approvals: &approvals,
-            phone_session_id: session.as_deref(),
-            params: &req.params,
-            now_ms: u64::try_from(self.now_ms()).unwrap_or(0),
         };
-        openphone_policy::explain(&input, decision)
+        self.with_policy_input(&inputs, true, |input| {
+            openphone_policy::explain(input, decision)
+        })
     }
 }
 

@@ -112,6 +112,16 @@ pub struct ToolBridge {
     withdrawn_grants: Mutex<std::collections::HashSet<i64>>,
 }
 
+/// What the policy inputs of one request are built from (`ToolBridge::with_policy_input`).
+#[derive(Clone, Copy)]
+struct PolicyRequest<'a> {
+    caller: &'a Caller,
+    command: &'a Command,
+    req: &'a NormalizedRequest,
+    session_autonomy: Option<Autonomy>,
+    context: &'a Context,
+}
+
 /// Standing approvals as of one `Store::approvals_generation`.
 #[derive(Default)]
 struct ApprovalCache {
@@ -413,17 +423,42 @@ impl ToolBridge {
         session_autonomy: Option<Autonomy>,
         context: &Context,
     ) -> Decision {
+        let inputs = PolicyRequest {
+            caller,
+            command,
+            req,
+            session_autonomy,
+            context,
+        };
+        self.with_policy_input(&inputs, false, openphone_policy::decide)
+    }
+
+    /// Builds the policy inputs of a request — the tool policy, platform support, the
+    /// runtime's standing approvals, the caller's own active phone session, now — and hands
+    /// them to `f`: the one place `decide` and `explain` (`explain.rs`) get them from. The
+    /// session is looked up only when a session grant could apply, or when `with_session`
+    /// asks for it (an explanation names it).
+    fn with_policy_input<T>(
+        &self,
+        r: &PolicyRequest<'_>,
+        with_session: bool,
+        f: impl FnOnce(&openphone_policy::PolicyInput<'_>) -> T,
+    ) -> T {
+        let PolicyRequest {
+            caller,
+            command,
+            req,
+            session_autonomy,
+            context,
+        } = *r;
         let config = read(&self.config);
         let approvals = self.standing_approvals(&caller.runtime);
         // Session grants apply only inside their phone session while it is active and the
-        // caller's own: the session is looked up only when the runtime holds a grant.
-        let in_session = approvals
-            .iter()
-            .any(|a| a.session.is_some())
+        // caller's own.
+        let in_session = (with_session || approvals.iter().any(|a| a.session.is_some()))
             .then(|| self.own_session(caller, req.phone_session_id.as_deref()))
             .flatten()
             .map(|s| s.phone_session_id);
-        let now = u64::try_from(self.now_ms()).unwrap_or(0);
         let input = openphone_policy::PolicyInput {
             command,
             caller,
@@ -435,9 +470,9 @@ impl ToolBridge {
             standing_approvals: &approvals,
             phone_session_id: in_session.as_deref(),
             params: &req.params,
-            now_ms: now,
+            now_ms: u64::try_from(self.now_ms()).unwrap_or(0),
         };
-        openphone_policy::decide(&input)
+        f(&input)
     }
 
     /// Whether this daemon can run `command`: the device supports it, or (for a runtime-owned

@@ -34,3 +34,4 @@ pub use runtimes::{
     BUILTIN_NOT_CONFIGURED, CANCELLED_REASON, LocalRuntime, Presence, RuntimeConfigError,
     RuntimeEntry, RuntimeError, RuntimeKind, RuntimeManager, RuntimesConfig, Source, Surface,
 };
+pub use services::{RuntimeService, ServiceCall};

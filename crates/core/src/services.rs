@@ -1,15 +1,69 @@
 //! Runtime-owned commands: the ones the daemon serves itself (`executor: "runtime"` in the
-//! manifest). Memory and watchers are stored durably; background jobs arrive with their own
-//! layer, so until then the bridge reports them as unsupported (policy layer 3) rather than
-//! pretending to run them.
+//! manifest). Memory and watcher records are stored here; other families (background jobs,
+//! live watchers) are served by a [`RuntimeService`] another crate implements and the daemon
+//! installs on the bridge ([`crate::ToolBridge::install_service`]). A runtime-owned command
+//! that nothing serves is reported as unsupported (policy layer 3), never pretended.
 
+use std::sync::Arc;
+
+use async_trait::async_trait;
 use openphone_policy::Caller;
 use openphone_store::{NewMemory, NewWatcher, Store, WatcherSelector};
 use serde_json::{Value, json};
 
 use openphone_device::DeviceError;
 
-/// Whether this daemon serves the runtime-owned command `name`.
+/// One call of a runtime-owned command, as a [`RuntimeService`] receives it: params already
+/// validated against the manifest, the policy already passed (and any confirmation approved).
+#[derive(Debug, Clone, Copy)]
+pub struct ServiceCall<'a> {
+    /// Who asked.
+    pub caller: &'a Caller,
+    /// The canonical command name.
+    pub name: &'a str,
+    /// The params (a JSON object; the bridge's own `_`-prefixed members included).
+    pub params: &'a Value,
+    /// The phone session of the request, if any.
+    pub phone_session_id: Option<&'a str>,
+    /// The runtime session of the request (`background-job:<id>` inside a job run).
+    pub runtime_session_id: &'a str,
+    /// The bridge's clock when the request arrived (Unix ms).
+    pub now_ms: i64,
+}
+
+/// A family of runtime-owned commands served outside the core (background jobs, live
+/// watchers). Installed by the daemon; consulted before the core's own services, so an
+/// installed service may take over a command the core would otherwise serve.
+#[async_trait]
+pub trait RuntimeService: Send + Sync + 'static {
+    /// Whether this service runs the canonical command `name`.
+    fn serves(&self, name: &str) -> bool;
+
+    /// Runs one call; the result object becomes the tool result's data.
+    async fn execute(&self, call: ServiceCall<'_>) -> Result<Value, DeviceError>;
+}
+
+/// The installed services, in installation order.
+#[derive(Default)]
+pub(crate) struct Installed {
+    services: std::sync::RwLock<Vec<Arc<dyn RuntimeService>>>,
+}
+
+impl Installed {
+    pub(crate) fn install(&self, service: Arc<dyn RuntimeService>) {
+        crate::locks::write(&self.services).push(service);
+    }
+
+    /// The installed service that runs `name`, if any.
+    pub(crate) fn find(&self, name: &str) -> Option<Arc<dyn RuntimeService>> {
+        crate::locks::read(&self.services)
+            .iter()
+            .find(|s| s.serves(name))
+            .cloned()
+    }
+}
+
+/// Whether the core itself serves the runtime-owned command `name`.
 pub fn serves(name: &str) -> bool {
     matches!(
         name,

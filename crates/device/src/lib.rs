@@ -43,6 +43,7 @@
 mod error;
 mod params;
 pub mod sim;
+pub mod world;
 
 use std::fmt::Debug;
 
@@ -53,6 +54,7 @@ pub use error::{DeviceError, EntityKind};
 /// What a device is and what it can do: the profile `hello` answers with, one type.
 pub use openphone_protocol::endpoint::PhoneProfile;
 pub use sim::{ScenarioError, SimPhone, SimState};
+pub use world::{DeviceEvent, Injection, SystemNotification};
 
 /// A phone that executes device-owned commands.
 #[async_trait]
@@ -66,4 +68,38 @@ pub trait PhoneDevice: Send + Sync + Debug {
     /// Executes `tool` (a canonical command name) with `params` (a JSON object) and returns
     /// the result object.
     async fn execute(&self, tool: &str, params: &Value) -> Result<Value, DeviceError>;
+
+    /// The phone's own events ([`DeviceEvent`]): messages, calls and notifications nobody's
+    /// tool call caused. `None` when the backend cannot observe them.
+    fn subscribe(&self) -> Option<tokio::sync::broadcast::Receiver<DeviceEvent>> {
+        None
+    }
+
+    /// Makes something happen in the world (an operator's `sim inject`); answers with the
+    /// event it raised. Only a simulated phone can.
+    async fn inject(&self, injection: &Injection) -> Result<DeviceEvent, DeviceError> {
+        let _ = injection;
+        Err(DeviceError::UnsupportedTool {
+            tool: "sim.inject".to_owned(),
+        })
+    }
+
+    /// Posts (or updates in place, by key) one of the runtime's own notifications in the
+    /// shade; answers with its key once the phone shows it.
+    async fn post_notification(
+        &self,
+        notification: &SystemNotification,
+    ) -> Result<String, DeviceError> {
+        let _ = notification;
+        Err(DeviceError::UnsupportedTool {
+            tool: "notifications.post".to_owned(),
+        })
+    }
+
+    /// Removes one of the runtime's own notifications (a review that was decided); `Ok(false)`
+    /// when it was not there.
+    async fn withdraw_notification(&self, key: &str) -> Result<bool, DeviceError> {
+        let _ = key;
+        Ok(false)
+    }
 }

@@ -20,6 +20,7 @@ pub mod error;
 pub mod limits;
 pub mod model;
 pub mod reason;
+pub mod review;
 pub mod runner;
 pub mod schedule;
 pub mod scheduler;
@@ -32,6 +33,7 @@ pub use model::{
     JobView, NewAgentJob, RunOutcome, StoredJob,
 };
 pub use reason::FailureReason;
+pub use review::{Checkpoint, ConfirmationRecord, ReviewProposal, ReviewRefused};
 pub use runner::{
     HeartbeatRunner, JobRunner, RunContext, RunResult, Runners, StopSignal, SystemEventRunner,
 };

@@ -107,6 +107,12 @@ pub enum RunResult {
         /// What `last_result` records about the dispatch.
         note: String,
     },
+    /// The run wants a state-changing tool call made and ends here: the scheduler parks the
+    /// job on a review of exactly this call (§9.3); nothing executes until the user approves.
+    Parked {
+        /// The call to review.
+        proposal: crate::review::ReviewProposal,
+    },
     /// The run failed.
     Failed {
         /// Why (§7.8).

@@ -754,6 +754,17 @@ impl Inner {
                         .map(|s| truncate_chars(s.trim(), SUMMARY_MAX_CHARS))
                         .filter(|s| !s.is_empty()),
                 ),
+                // Parking is the review layer's (§9.3); until it lands a parked run fails.
+                Ended::Report(RunResult::Parked { .. }) => (
+                    Change::Fail {
+                        reason: FailureReason::job_error("review_unavailable"),
+                        detail: String::new(),
+                    },
+                    RunOutcome::Failed,
+                    FailureReason::job_error("review_unavailable").to_string(),
+                    String::new(),
+                    None,
+                ),
                 Ended::Report(RunResult::Dispatched { note }) => (
                     Change::Dispatch { note: note.clone() },
                     RunOutcome::Dispatched,

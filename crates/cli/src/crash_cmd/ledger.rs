@@ -241,7 +241,10 @@ impl Findings {
                 {
                     approvals.insert(key);
                 }
-                AuditKind::ToolRequest | AuditKind::ConfirmationTransition => {}
+                AuditKind::ToolRequest
+                | AuditKind::ConfirmationTransition
+                | AuditKind::BackgroundEvent
+                | AuditKind::OperatorAction => {}
             }
         }
         for call in &ledger.calls {

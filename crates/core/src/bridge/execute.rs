@@ -55,13 +55,26 @@ impl ToolBridge {
             Executor::Device => {
                 tokio::time::timeout(timeout, self.device.execute(&command.name, &params)).await
             }
-            Executor::Runtime => Ok(services::execute(
-                &self.store,
-                caller,
-                &command.name,
-                &params,
-                started,
-            )),
+            Executor::Runtime => match self.services.find(&command.name) {
+                Some(service) => {
+                    let call = services::ServiceCall {
+                        caller,
+                        name: &command.name,
+                        params: &params,
+                        phone_session_id: req.phone_session_id.as_deref(),
+                        runtime_session_id: &req.runtime_session_id,
+                        now_ms: started,
+                    };
+                    tokio::time::timeout(timeout, service.execute(call)).await
+                }
+                None => Ok(services::execute(
+                    &self.store,
+                    caller,
+                    &command.name,
+                    &params,
+                    started,
+                )),
+            },
         };
         let mut result = match outcome {
             Ok(Ok(Value::Object(map))) => ToolResult::ok(runtime, &req.request_id, map),

@@ -110,6 +110,8 @@ pub struct ToolBridge {
     /// Session grants withdrawn because their outcome could not be recorded: never applied,
     /// even if their revocation could not be written (`grants.rs`).
     withdrawn_grants: Mutex<std::collections::HashSet<i64>>,
+    /// Runtime-owned command families served by other crates (`services::RuntimeService`).
+    services: services::Installed,
 }
 
 /// What the policy inputs of one request are built from (`ToolBridge::with_policy_input`).
@@ -159,7 +161,16 @@ impl ToolBridge {
             approvals: Mutex::default(),
             proofs: Mutex::default(),
             withdrawn_grants: Mutex::default(),
+            services: services::Installed::default(),
         }
+    }
+
+    /// Installs a service for runtime-owned commands (background jobs, live watchers): the
+    /// bridge runs the commands it serves through it, after validation, policy and any
+    /// confirmation, exactly as it runs device commands. Installed services take precedence
+    /// over the core's own, in installation order.
+    pub fn install_service(&self, service: Arc<dyn services::RuntimeService>) {
+        self.services.install(service);
     }
 
     /// The store the bridge records into.
@@ -484,7 +495,9 @@ impl ToolBridge {
     fn platform_supports(&self, command: &Command) -> bool {
         match command.executor {
             Executor::Device => self.device.supports(&command.name),
-            Executor::Runtime => services::serves(&command.name),
+            Executor::Runtime => {
+                self.services.find(&command.name).is_some() || services::serves(&command.name)
+            }
         }
     }
 

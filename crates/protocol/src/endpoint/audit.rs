@@ -20,6 +20,16 @@ crate::wire_enum!(
         ToolRequest = "tool_request",
         /// A confirmation changed state (approved, denied, timeout, result unknown, …).
         ConfirmationTransition = "confirmation_transition",
+        /// Something background work did that no tool request records: a job's catch-up run,
+        /// a discarded late report, a review resolved, a delivery that failed, a watcher
+        /// firing. `tool` names the event (e.g. `assistant.background_job.review_resolved`)
+        /// and `policy_proof` carries its payload: lifecycle data and digests, never raw
+        /// params or results.
+        BackgroundEvent = "background_event",
+        /// An operator moved the world of the simulated phone (`openphone sim inject`):
+        /// `tool` names what (`sim.inject.message`, …), `params_hash` digests what was
+        /// injected.
+        OperatorAction = "operator_action",
     }
 );
 

@@ -1,0 +1,143 @@
+//! The phone's own world: events nobody's tool call caused (a message arrives, a call comes
+//! in, a notification appears, the user taps a notification's button), and the runtime's own
+//! notifications (a job's result, a review request).
+//!
+//! A backend that can observe such things offers a [`DeviceEvent`] stream through
+//! [`crate::PhoneDevice::subscribe`]; the simulated phone raises them when the world is moved
+//! ([`crate::PhoneDevice::inject`], its scenario timeline). These are facts about the phone,
+//! not actions of an agent: injecting is an operator's act (audited by the daemon), and
+//! posting the runtime's own notification is the phone's system UI, not a tool call.
+
+use serde::{Deserialize, Serialize};
+
+/// Something that happened on the phone by itself.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum DeviceEvent {
+    /// A message arrived (`phone.message.received`).
+    MessageReceived {
+        /// The SMS thread it landed in.
+        thread_id: i64,
+        /// The sender's address (a phone number, or a name the scenario uses).
+        address: String,
+        /// The sender's contact name, when known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        /// The message text.
+        text: String,
+        /// When it arrived (Unix ms, the device's clock).
+        at_ms: i64,
+    },
+    /// A call reached the phone (`phone.call.received`).
+    CallReceived {
+        /// The caller's number.
+        number: String,
+        /// The caller's contact name, when known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        /// `incoming` or `outgoing`.
+        direction: String,
+        /// `answered`, `missed` or `rejected`.
+        outcome: String,
+        /// When (Unix ms).
+        at_ms: i64,
+    },
+    /// A notification appeared in the shade (`phone.notification.posted`).
+    NotificationPosted {
+        /// The notification's key in the shade.
+        key: String,
+        /// The app that posted it.
+        app: String,
+        /// Its title.
+        title: String,
+        /// Its text.
+        text: String,
+        /// When (Unix ms).
+        at_ms: i64,
+    },
+    /// The user tapped one of a notification's action buttons (`phone.notification.action`).
+    NotificationAction {
+        /// The notification's key.
+        key: String,
+        /// The action's id (e.g. `approve`, `deny`).
+        action: String,
+        /// When (Unix ms).
+        at_ms: i64,
+    },
+}
+
+impl DeviceEvent {
+    /// The manifest event this maps to.
+    pub fn event_name(&self) -> &'static str {
+        match self {
+            DeviceEvent::MessageReceived { .. } => "phone.message.received",
+            DeviceEvent::CallReceived { .. } => "phone.call.received",
+            DeviceEvent::NotificationPosted { .. } => "phone.notification.posted",
+            DeviceEvent::NotificationAction { .. } => "phone.notification.action",
+        }
+    }
+
+    /// When it happened (Unix ms).
+    pub fn at_ms(&self) -> i64 {
+        match self {
+            DeviceEvent::MessageReceived { at_ms, .. }
+            | DeviceEvent::CallReceived { at_ms, .. }
+            | DeviceEvent::NotificationPosted { at_ms, .. }
+            | DeviceEvent::NotificationAction { at_ms, .. } => *at_ms,
+        }
+    }
+}
+
+/// What an operator (or a test) makes happen in the world (`openphone sim inject …`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Injection {
+    /// An incoming message from `address` (a number or a contact's name).
+    Message {
+        /// The sender.
+        address: String,
+        /// The text.
+        text: String,
+    },
+    /// A call from `number`; `outcome` is `missed` (default), `answered` or `rejected`.
+    Call {
+        /// The caller.
+        number: String,
+        /// What became of it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        outcome: Option<String>,
+    },
+    /// A notification from `app`.
+    Notification {
+        /// The posting app (its package or display name).
+        app: String,
+        /// The title.
+        title: String,
+        /// The text.
+        #[serde(default)]
+        text: String,
+    },
+    /// The user taps action `action` of the notification `key`.
+    NotificationAction {
+        /// The notification's key.
+        key: String,
+        /// The action id.
+        action: String,
+    },
+}
+
+/// One of the runtime's own notifications (a job's result, a failure alert, a review request).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SystemNotification {
+    /// A stable key chosen by the poster (e.g. `job-7-result`): posting the same key again
+    /// updates that notification in place.
+    pub key: String,
+    /// The title line.
+    pub title: String,
+    /// The body, shown exactly as given.
+    pub body: String,
+    /// Action buttons (id, label), e.g. `("approve", "Approve")`; tapping one raises
+    /// [`DeviceEvent::NotificationAction`].
+    #[serde(default)]
+    pub actions: Vec<(String, String)>,
+}

@@ -230,13 +230,18 @@ fn parse_constraints(pairs: &[String]) -> Result<Map<String, Value>> {
     Ok(out)
 }
 
-/// `30m`, `2h`, `7d`, `1h 30m` into milliseconds.
+/// `30m`, `2h`, `7d`, `1h 30m` into milliseconds (`--expires-in`).
 fn parse_duration_ms(raw: &str) -> Result<i64> {
+    duration_ms("--expires-in", raw)
+}
+
+/// A human duration given to `flag` (`30s`, `2h`, `1h 30m`) into milliseconds; zero refused.
+pub(crate) fn duration_ms(flag: &str, raw: &str) -> Result<i64> {
     let d = humantime::parse_duration(raw)
-        .with_context(|| format!("--expires-in {raw:?}: expected a duration like 30m, 2h or 7d"))?;
-    let ms = i64::try_from(d.as_millis()).context("--expires-in is too long")?;
+        .with_context(|| format!("{flag} {raw:?}: expected a duration like 30m, 2h or 7d"))?;
+    let ms = i64::try_from(d.as_millis()).with_context(|| format!("{flag} is too long"))?;
     if ms == 0 {
-        bail!("--expires-in must be longer than zero");
+        bail!("{flag} must be longer than zero");
     }
     Ok(ms)
 }

@@ -751,15 +751,7 @@ async fn follow_reply(
                 );
             }
             // Another session's messages, other statuses, and events not asked for.
-            Event::MessageDelta(_)
-            | Event::MessageFinal(_)
-            | Event::SessionUpdated(_)
-            | Event::PresenceOnline(_)
-            | Event::PresenceOffline(_)
-            | Event::AttentionRequested(_)
-            | Event::ToolResult(_)
-            | Event::ConfirmationRequired(_)
-            | Event::ConfirmationResolved(_) => {}
+            _ => {}
         }
     }
 }

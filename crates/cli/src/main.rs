@@ -16,6 +16,8 @@ mod client;
 mod client_cmd;
 mod crash_cmd;
 mod data_dir;
+mod jobs_check;
+mod jobs_cmd;
 mod mcp_cmd;
 mod policy_cmd;
 mod protocol_cmd;
@@ -52,6 +54,10 @@ enum Command {
     /// List, approve or deny pending confirmations.
     #[command(subcommand, visible_alias = "confirm")]
     Confirmations(client_cmd::ConfirmationsCommand),
+    /// Background jobs: create, list, show, runs, stop, pause, resume, wake, approve or deny
+    /// a parked call, check a stored review record.
+    #[command(subcommand)]
+    Jobs(jobs_cmd::JobsCommand),
     /// Standing approvals and session grants: grant, list, revoke.
     #[command(subcommand)]
     Approvals(approvals_cmd::ApprovalsCommand),
@@ -198,6 +204,7 @@ fn main() -> ExitCode {
         ),
         Command::Runtimes(cmd) => client_cmd::runtimes(cmd),
         Command::Approvals(cmd) => approvals_cmd::run(cmd),
+        Command::Jobs(cmd) => jobs_cmd::run(cmd),
         Command::Dev(DevCommand::CrashTest(args)) => crash_cmd::run(args),
         Command::Bench(BenchCommand::Invoke(opts)) => bench::invoke(opts),
         Command::Bench(BenchCommand::Mcp(opts)) => bench::mcp(opts),

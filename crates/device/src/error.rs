@@ -125,6 +125,15 @@ pub enum DeviceError {
     /// Paste with nothing on the clipboard.
     #[error("the clipboard is empty")]
     ClipboardEmpty,
+    /// A runtime-owned service (background jobs, watchers) refused the call with one of its
+    /// own stable codes (`job_not_found`, `job_limit_reached`, `job_state_conflict`, …).
+    #[error("{code}: {message}")]
+    Refused {
+        /// The service's stable code.
+        code: &'static str,
+        /// What happened, for people.
+        message: String,
+    },
     /// The device cannot be reached.
     #[error("the device is offline: {reason}")]
     DeviceOffline {
@@ -171,6 +180,7 @@ impl DeviceError {
             DeviceError::NoFocusedField => "no_focused_field",
             DeviceError::ClipboardEmpty => "clipboard_empty",
             DeviceError::DeviceOffline { .. } => "device_offline",
+            DeviceError::Refused { code, .. } => code,
             DeviceError::Internal { .. } => "internal_error",
         }
     }
@@ -199,7 +209,9 @@ impl DeviceError {
             } => json!({ "kind": kind, "query": query, "candidates": candidates }),
             DeviceError::NoFocusedField | DeviceError::ClipboardEmpty => json!({}),
             DeviceError::DeviceOffline { reason } => json!({ "reason": reason }),
-            DeviceError::Internal { message } => json!({ "message": message }),
+            DeviceError::Refused { message, .. } | DeviceError::Internal { message } => {
+                json!({ "message": message })
+            }
         };
         if let Some(map) = details.as_object_mut() {
             map.insert("code".into(), Value::from(self.code()));

@@ -16,6 +16,7 @@
 //! Not here yet: the `agent_turn` runner (the built-in model loop), reviewed approvals (§9),
 //! the job tools and endpoint methods (§10), and delivery of notifications.
 
+pub mod delivery;
 pub mod error;
 pub mod limits;
 pub mod model;
@@ -24,6 +25,7 @@ pub mod review;
 pub mod runner;
 pub mod schedule;
 pub mod scheduler;
+pub mod service;
 pub mod transition;
 pub mod validate;
 
@@ -38,5 +40,6 @@ pub use runner::{
     HeartbeatRunner, JobRunner, RunContext, RunResult, Runners, StopSignal, SystemEventRunner,
 };
 pub use scheduler::{Scheduler, SchedulerConfig, SchedulerEvent, StopOutcome, TickReport};
+pub use service::JobTools;
 pub use transition::{Change, IllegalTransition, JobEvent, apply, transition};
 pub use validate::{CreateContext, InvalidJob, JobRequest, normalise};

@@ -97,6 +97,11 @@ impl SchedulerConfig {
 /// receiver loses the oldest events, never blocks the scheduler).
 #[derive(Debug, Clone, PartialEq)]
 pub enum SchedulerEvent {
+    /// A job was created.
+    Created {
+        /// The job as stored.
+        job: Box<AgentJob>,
+    },
     /// A tick claimed a job.
     Claimed {
         /// The job.
@@ -372,6 +377,9 @@ impl Scheduler {
             .inner
             .store
             .create_job(&new, now, self.inner.config.max_jobs)?;
+        self.inner.emit(SchedulerEvent::Created {
+            job: Box::new(job.job.clone()),
+        });
         self.inner.reschedule_at(now)?;
         Ok(job)
     }

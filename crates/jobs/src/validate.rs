@@ -22,7 +22,8 @@ pub struct InvalidJob {
 }
 
 impl InvalidJob {
-    fn new(field: impl Into<String>, problem: impl Into<String>) -> InvalidJob {
+    /// A refusal of `field`.
+    pub fn new(field: impl Into<String>, problem: impl Into<String>) -> InvalidJob {
         InvalidJob {
             field: field.into(),
             problem: problem.into(),

@@ -145,7 +145,8 @@ pub fn retryable(code: ErrorCode) -> bool {
         | C::StaleRevision
         | C::DaemonUnavailable
         | C::AuditUnavailable
-        | C::ConfirmationInvalid => true,
+        | C::ConfirmationInvalid
+        | C::JobStateConflict => true,
         C::UnsupportedVersion
         | C::MissingRequestId
         | C::MissingRuntimeIdentity
@@ -191,6 +192,8 @@ pub fn retryable(code: ErrorCode) -> bool {
         | C::BackgroundReviewCommitFailed
         | C::BackgroundReviewInterruptedResultUnknown
         | C::BackgroundReviewResultMissing
+        | C::JobNotFound
+        | C::JobLimitReached
         | C::ConfirmationCancelled => false,
     }
 }

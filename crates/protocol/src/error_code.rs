@@ -172,6 +172,13 @@ error_codes! {
     BackgroundReviewInterruptedResultUnknown = "background.review_interrupted_result_unknown",
     /// The bound result of a review is missing.
     BackgroundReviewResultMissing = "background.review_result_missing",
+    /// **[project]** No background job has this id (`agent-jobs.md` §8, §10).
+    JobNotFound = "job_not_found",
+    /// **[project]** Every stored job is live and the store is full (§2.4).
+    JobLimitReached = "job_limit_reached",
+    /// **[project]** The job's status does not allow this (pausing a running job, resuming
+    /// one that is not paused), or it kept changing under concurrent writes.
+    JobStateConflict = "job_state_conflict",
 }
 
 /// A string that is not in the catalogue.
@@ -246,7 +253,10 @@ impl ErrorCode {
             | C::BackgroundReviewResolved
             | C::BackgroundReviewCommitFailed
             | C::BackgroundReviewInterruptedResultUnknown
-            | C::BackgroundReviewResultMissing => None,
+            | C::BackgroundReviewResultMissing
+            | C::JobNotFound
+            | C::JobLimitReached
+            | C::JobStateConflict => None,
         }
     }
 }

@@ -151,6 +151,8 @@ pub struct Daemon {
     timer: JoinHandle<()>,
     /// The built-in runtime (stopped first at shutdown).
     builtin: BuiltinRuntime,
+    /// The job scheduler's driver and its event loop (`background.rs`).
+    background: Vec<JoinHandle<()>>,
 }
 
 fn write_file(path: &Path, contents: &[u8], mode: u32) -> Result<(), DaemonError> {
@@ -209,6 +211,7 @@ impl Daemon {
         }
         .map_err(|e| DaemonError::Scenario(e.to_string()))?;
         let phone: Arc<dyn PhoneDevice> = Arc::new(phone);
+        let device = Arc::clone(&phone);
         let profile = phone.profile();
         let events = Arc::new(EventBus::new(registry, 1024));
         let store = Arc::new(store);
@@ -285,7 +288,9 @@ impl Daemon {
             );
         }
         let builtin = builtin_runtime(&config, &runtimes, &bridge, &manager, registry).await?;
+        let jobs = crate::background::scheduler(&bridge, openphone_jobs::Runners::builtin());
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
+        let background = crate::background::start(&jobs, &bridge, device, shutdown_rx.clone());
         let state = Arc::new(AppState {
             bridge: bridge.clone(),
             runtimes: manager,
@@ -308,6 +313,7 @@ impl Daemon {
                 config.endpoint.extra_allowed_origins.clone(),
                 descriptors,
             ),
+            jobs,
         });
         let mcp_socket = if state.mcp.is_some() {
             let listener = crate::mcp::bind_socket(&data_dir).map_err(|e| {
@@ -384,6 +390,7 @@ impl Daemon {
             server,
             timer,
             builtin,
+            background,
         })
     }
 
@@ -411,6 +418,10 @@ impl Daemon {
         let _ = self.shutdown.send(true);
         let _ = self.server.await;
         let _ = self.timer.await;
+        // The scheduler aborts its runs; rows left `running` are repaired at the next start.
+        for task in self.background {
+            let _ = task.await;
+        }
         let state = self.state;
         let all_closed = async {
             while state.connections.load(Ordering::SeqCst) > 0 {

@@ -21,6 +21,7 @@
 //! Tokens never appear in logs.
 
 pub mod auth;
+pub mod background;
 pub mod config;
 mod conn;
 pub mod daemon;

@@ -43,6 +43,8 @@ pub struct AppState {
     pub mcp: Option<crate::mcp::McpState>,
     /// The connection caps, timeouts, allowed origins and the log of unauthenticated peers.
     pub front: Front,
+    /// The background job scheduler (`jobs.*`).
+    pub jobs: openphone_jobs::Scheduler,
 }
 
 impl AppState {
@@ -75,6 +77,36 @@ impl AppState {
         if let Err(e) = self.bridge.store().append_audit(&entry) {
             tracing::error!(error = %e, "recording an oversize frame");
         }
+    }
+
+    /// Records an operator's act that is not a tool request (creating a job from the CLI,
+    /// moving the simulated phone's world) in the audit log, before it takes effect:
+    /// `what` names it, `params_hash` digests its arguments (never the arguments). An act
+    /// whose record cannot be written does not happen (`audit_unavailable`).
+    pub fn audit_operator_action(
+        &self,
+        caller: &Caller,
+        what: &str,
+        args: &serde_json::Value,
+    ) -> Result<(), openphone_store::StoreError> {
+        let now = self.bridge.now_ms();
+        let request_id = format!("{what}-{}", uuid::Uuid::new_v4());
+        let entry = AuditEntry {
+            audit_id: format!("endpoint:{}:{request_id}", caller.runtime),
+            kind: AuditKind::OperatorAction,
+            at_ms: now,
+            runtime: caller.runtime.clone(),
+            caller: openphone_store::Caller {
+                runtime: caller.runtime.clone(),
+                transport: caller.transport.as_str().to_owned(),
+                principal: caller.principal.clone(),
+            },
+            request_id,
+            tool: Some(what.to_owned()),
+            params_hash: openphone_protocol::digest::params_hash(args).ok(),
+            ..Default::default()
+        };
+        self.bridge.store().append_audit(&entry).map(|_| ())
     }
 }
 

@@ -83,6 +83,23 @@ impl ToolBridge {
                 map.insert("value".into(), other);
                 ToolResult::ok(runtime, &req.request_id, map)
             }
+            // A runtime-owned service that finds the params semantically wrong (an empty
+            // title, an unknown job type) answers invalid_params, as its tool's spec says.
+            Ok(Err(e @ DeviceError::InvalidInput { .. }))
+                if command.executor == Executor::Runtime =>
+            {
+                let details = device_failure(runtime, &req.request_id, &e)
+                    .error
+                    .and_then(|error| error.details)
+                    .unwrap_or_default();
+                ToolResult::failure(
+                    runtime,
+                    &req.request_id,
+                    ErrorCode::InvalidParams,
+                    e.to_string(),
+                )
+                .with_details(details)
+            }
             Ok(Err(e)) => device_failure(runtime, &req.request_id, &e),
             // Past the deadline a state-changing command may or may not have happened.
             Err(_elapsed) if command.mutating => ToolResult::failure(

@@ -57,11 +57,29 @@ pub enum Event {
     /// A phone session changed status.
     #[serde(rename = "runtime.session.updated")]
     SessionUpdated(SessionUpdated),
+    /// A background job was created (to operators).
+    #[serde(rename = "background_job.created")]
+    JobCreated(BackgroundJobEvent),
+    /// A background job changed status, phase or progress (to operators).
+    #[serde(rename = "background_job.updated")]
+    JobUpdated(BackgroundJobEvent),
+    /// A background run parked a state-changing call for the user's review (to operators).
+    #[serde(rename = "background_job.review_required")]
+    JobReviewRequired(BackgroundJobEvent),
+    /// A background review was settled (to operators).
+    #[serde(rename = "background_job.review_resolved")]
+    JobReviewResolved(BackgroundJobEvent),
+    /// A job's result was delivered, or its delivery failed (to operators).
+    #[serde(rename = "background_job.delivered")]
+    JobDelivered(BackgroundJobEvent),
+    /// A job failed 3 or more times in a row, or gave up (to operators).
+    #[serde(rename = "background_job.failure_alert")]
+    JobFailureAlert(BackgroundJobEvent),
 }
 
 impl Event {
     /// Every event name the daemon sends, in declaration order.
-    pub const NAMES: [&'static str; 9] = [
+    pub const NAMES: [&'static str; 15] = [
         "runtime.presence.online",
         "runtime.presence.offline",
         "runtime.attention.requested",
@@ -71,6 +89,12 @@ impl Event {
         "runtime.confirmation.required",
         "runtime.confirmation.resolved",
         "runtime.session.updated",
+        "background_job.created",
+        "background_job.updated",
+        "background_job.review_required",
+        "background_job.review_resolved",
+        "background_job.delivered",
+        "background_job.failure_alert",
     ];
 
     /// The manifest event name.
@@ -85,6 +109,12 @@ impl Event {
             Event::ConfirmationRequired(_) => "runtime.confirmation.required",
             Event::ConfirmationResolved(_) => "runtime.confirmation.resolved",
             Event::SessionUpdated(_) => "runtime.session.updated",
+            Event::JobCreated(_) => "background_job.created",
+            Event::JobUpdated(_) => "background_job.updated",
+            Event::JobReviewRequired(_) => "background_job.review_required",
+            Event::JobReviewResolved(_) => "background_job.review_resolved",
+            Event::JobDelivered(_) => "background_job.delivered",
+            Event::JobFailureAlert(_) => "background_job.failure_alert",
         }
     }
 
@@ -99,6 +129,12 @@ impl Event {
             Event::ConfirmationRequired(p) => serde_json::to_value(p),
             Event::ConfirmationResolved(p) => serde_json::to_value(p),
             Event::SessionUpdated(p) => serde_json::to_value(p),
+            Event::JobCreated(p)
+            | Event::JobUpdated(p)
+            | Event::JobReviewRequired(p)
+            | Event::JobReviewResolved(p)
+            | Event::JobDelivered(p)
+            | Event::JobFailureAlert(p) => serde_json::to_value(p),
         }
     }
 
@@ -285,4 +321,33 @@ mod tests {
         assert_eq!(one(online.name()), 1);
         assert!(Event::from_parts("runtime.made.up", json!({})).is_err());
     }
+}
+
+/// The payload of every `background_job.*` event: the job's view (`agent-jobs.md` §10: never
+/// the prompt, payload, result trace or review params) and what the event is about.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BackgroundJobEvent {
+    pub job_id: i64,
+    pub title: String,
+    /// The job's status after the event.
+    pub status: String,
+    pub phase: String,
+    pub progress_text: String,
+    pub unread_result: bool,
+    pub failure_count: i64,
+    /// The next due time (Unix ms; 0 when none).
+    pub next_run_at: i64,
+    /// The review this event concerns (`job-confirm-…`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirmation_id: Option<String>,
+    /// The reviewed call's summary (`review_required`), or the resolution
+    /// (`review_resolved`: `approved`, `denied`, `approval_expired`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// `delivered`: `sent` or `failed`; `review_resolved`: the bound result's status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<String>,
+    /// When the review window ends (`review_required`, Unix ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<i64>,
 }

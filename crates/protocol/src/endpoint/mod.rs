@@ -31,7 +31,8 @@
 //!
 //! Params types keep the daemon's validation: the methods that refuse unknown fields
 //! (`tools.invoke`, `confirmations.resolve`, `events.subscribe`, `sessions.*`, `audit.query`,
-//! `policy.explain`, `approvals.*`)
+//! `policy.explain`, `approvals.*`, `jobs.*` but `jobs.create`, whose arguments the creation
+//! rules check by name, and `jobs.wake`, which takes none)
 //! are `deny_unknown_fields`; the others ignore fields they do not know.
 
 pub mod envelope;
@@ -42,6 +43,7 @@ mod confirmations;
 mod error;
 mod events;
 mod hello;
+mod jobs;
 mod policy;
 mod runtimes;
 mod sessions;
@@ -69,12 +71,17 @@ pub use envelope::{
 };
 pub use error::{EndpointErrorCode, UnknownEndpointErrorCode};
 pub use events::{
-    ConfirmationRequired, ConfirmationResolution, ConfirmationResolved, Event,
+    BackgroundJobEvent, ConfirmationRequired, ConfirmationResolution, ConfirmationResolved, Event,
     EventsSubscribeParams, EventsSubscribeResult, MessagePayload, PresenceOffline, PresenceOnline,
     PresenceTrigger, SessionUpdated, Trust, UntrustedData,
 };
 pub use hello::{
     ClientInfo, HelloParams, HelloResult, ManifestSummary, PhoneProfile, Role, VersionRange,
+};
+pub use jobs::{
+    JobEntry, JobIdParams, JobResult, JobRunInfo, JobsCreateParams, JobsGetResult, JobsListParams,
+    JobsListResult, JobsReviewParams, JobsReviewResult, JobsStopResult, JobsWakeResult,
+    ReviewDecision,
 };
 pub use policy::{
     ExplainSource, Explanation, LayerExplanation, PolicyChange, PolicyChangeKind,
@@ -175,6 +182,22 @@ methods! {
     ApprovalsGrant = "approvals.grant" => ApprovalsGrantParams, ApprovalsGrantResult;
     /// `approvals.revoke` (operator): revoke a standing approval or a session grant.
     ApprovalsRevoke = "approvals.revoke" => ApprovalsRevokeParams, ApprovalsRevokeResult;
+    /// `jobs.list` (operator): background jobs with their full records.
+    JobsList = "jobs.list" => JobsListParams, JobsListResult;
+    /// `jobs.get` (operator): one job, its delivery state and its attempts.
+    JobsGet = "jobs.get" => JobIdParams, JobsGetResult;
+    /// `jobs.create` (operator): create a job (§5).
+    JobsCreate = "jobs.create" => JobsCreateParams, JobResult;
+    /// `jobs.stop` (operator): stop a job for good (§8).
+    JobsStop = "jobs.stop" => JobIdParams, JobsStopResult;
+    /// `jobs.pause` (operator): pause a queued job.
+    JobsPause = "jobs.pause" => JobIdParams, JobResult;
+    /// `jobs.resume` (operator): resume a paused job (due at once).
+    JobsResume = "jobs.resume" => JobIdParams, JobResult;
+    /// `jobs.wake` (operator): run a scheduler tick now.
+    JobsWake = "jobs.wake" => NoParams, JobsWakeResult;
+    /// `jobs.review` (operator): approve or deny a parked background call (§9.5).
+    JobsReview = "jobs.review" => JobsReviewParams, JobsReviewResult;
 }
 
 #[cfg(test)]
@@ -206,6 +229,14 @@ mod tests {
             name_of::<ApprovalsList>(),
             name_of::<ApprovalsGrant>(),
             name_of::<ApprovalsRevoke>(),
+            name_of::<JobsList>(),
+            name_of::<JobsGet>(),
+            name_of::<JobsCreate>(),
+            name_of::<JobsStop>(),
+            name_of::<JobsPause>(),
+            name_of::<JobsResume>(),
+            name_of::<JobsWake>(),
+            name_of::<JobsReview>(),
         ];
         assert_eq!(markers.len(), MethodName::ALL.len());
         for ((name, method), listed) in markers.into_iter().zip(MethodName::ALL) {

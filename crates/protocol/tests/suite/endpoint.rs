@@ -397,6 +397,30 @@ fn unknown_fields_are_refused_exactly_where_the_daemon_refuses_them() {
             MethodName::ApprovalsRevoke,
             refuses::<ApprovalsRevoke>(json!({"approval_id": "1"})),
         ),
+        (MethodName::JobsList, refuses::<JobsList>(json!({}))),
+        (
+            MethodName::JobsGet,
+            refuses::<JobsGet>(json!({"job_id": 1})),
+        ),
+        // The creation rules (§5) refuse unknown members, naming them, not serde.
+        (MethodName::JobsCreate, refuses::<JobsCreate>(json!({}))),
+        (
+            MethodName::JobsStop,
+            refuses::<JobsStop>(json!({"job_id": 1})),
+        ),
+        (
+            MethodName::JobsPause,
+            refuses::<JobsPause>(json!({"job_id": 1})),
+        ),
+        (
+            MethodName::JobsResume,
+            refuses::<JobsResume>(json!({"job_id": 1})),
+        ),
+        (MethodName::JobsWake, refuses::<JobsWake>(json!({}))),
+        (
+            MethodName::JobsReview,
+            refuses::<JobsReview>(json!({"confirmation_id": "c", "decision": "deny"})),
+        ),
     ];
     let refusing: Vec<&str> = table
         .iter()
@@ -416,7 +440,13 @@ fn unknown_fields_are_refused_exactly_where_the_daemon_refuses_them() {
             "policy.explain",
             "approvals.list",
             "approvals.grant",
-            "approvals.revoke"
+            "approvals.revoke",
+            "jobs.list",
+            "jobs.get",
+            "jobs.stop",
+            "jobs.pause",
+            "jobs.resume",
+            "jobs.review"
         ]
     );
     assert_eq!(table.len(), MethodName::ALL.len());
@@ -555,6 +585,46 @@ fn event_payloads_round_trip() {
                    "status": "waiting_for_runtime", "updated_at_ms": 9}),
         ),
     ];
+    let job = |detail: Option<&str>| BackgroundJobEvent {
+        job_id: 7,
+        title: "Tell Alice".into(),
+        status: "awaiting_review".into(),
+        phase: "awaiting_review".into(),
+        progress_text: "Approval needed: messages_send".into(),
+        unread_result: false,
+        failure_count: 0,
+        next_run_at: 0,
+        confirmation_id: detail.map(|_| "job-confirm-1".into()),
+        detail: detail.map(str::to_owned),
+        outcome: None,
+        expires_at: detail.map(|_| 99),
+    };
+    let job_wire = |detail: Option<&str>| {
+        let mut wire = json!({"job_id": 7, "title": "Tell Alice", "status": "awaiting_review",
+            "phase": "awaiting_review", "progress_text": "Approval needed: messages_send",
+            "unread_result": false, "failure_count": 0, "next_run_at": 0});
+        if let Some(detail) = detail {
+            wire["confirmation_id"] = json!("job-confirm-1");
+            wire["detail"] = json!(detail);
+            wire["expires_at"] = json!(99);
+        }
+        wire
+    };
+    let mut cases = cases;
+    cases.extend([
+        (Event::JobCreated(job(None)), job_wire(None)),
+        (Event::JobUpdated(job(None)), job_wire(None)),
+        (
+            Event::JobReviewRequired(job(Some("x"))),
+            job_wire(Some("x")),
+        ),
+        (
+            Event::JobReviewResolved(job(Some("y"))),
+            job_wire(Some("y")),
+        ),
+        (Event::JobDelivered(job(None)), job_wire(None)),
+        (Event::JobFailureAlert(job(None)), job_wire(None)),
+    ]);
     assert_eq!(cases.len(), Event::NAMES.len());
     for (event, payload) in cases {
         assert_eq!(event.payload().unwrap(), payload, "{}", event.name());

@@ -120,6 +120,14 @@ fn method_checks(method: MethodName) -> (Check, Check) {
         MethodName::ApprovalsList => checks::<ApprovalsList>(),
         MethodName::ApprovalsGrant => checks::<ApprovalsGrant>(),
         MethodName::ApprovalsRevoke => checks::<ApprovalsRevoke>(),
+        MethodName::JobsList => checks::<JobsList>(),
+        MethodName::JobsGet => checks::<JobsGet>(),
+        MethodName::JobsCreate => checks::<JobsCreate>(),
+        MethodName::JobsStop => checks::<JobsStop>(),
+        MethodName::JobsPause => checks::<JobsPause>(),
+        MethodName::JobsResume => checks::<JobsResume>(),
+        MethodName::JobsWake => checks::<JobsWake>(),
+        MethodName::JobsReview => checks::<JobsReview>(),
     }
 }
 

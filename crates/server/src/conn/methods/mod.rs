@@ -8,6 +8,7 @@ mod approvals;
 mod audit;
 mod confirmations;
 mod events;
+mod jobs;
 mod policy;
 mod runtime;
 mod sessions;
@@ -18,9 +19,9 @@ use std::sync::Arc;
 use openphone_policy::Role;
 use openphone_protocol::endpoint::{
     ApprovalsGrant, ApprovalsList, ApprovalsRevoke, AttentionRequest, AuditQuery,
-    ConfirmationsResolve, EndpointErrorCode, ErrorObject, EventsSubscribe, MethodName,
-    PolicyExplain, Request, RuntimeMessage, RuntimeSelect, SessionsCancel, SessionsGet,
-    SessionsList, ToolsInvoke,
+    ConfirmationsResolve, EndpointErrorCode, ErrorObject, EventsSubscribe, JobsCreate, JobsGet,
+    JobsList, JobsPause, JobsResume, JobsStop, JobsWake, MethodName, PolicyExplain, Request,
+    RuntimeMessage, RuntimeSelect, SessionsCancel, SessionsGet, SessionsList, ToolsInvoke,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -117,6 +118,41 @@ pub(super) async fn dispatch(conn: &Arc<Conn>, req: &Request) -> Result<Value, E
         MethodName::ApprovalsRevoke => {
             operator_only(conn, method)?;
             written(approvals::revoke(conn, req.params_as::<ApprovalsRevoke>()?))
+        }
+        MethodName::JobsList => {
+            operator_only(conn, method)?;
+            written(jobs::list(conn, req.params_as::<JobsList>()?))
+        }
+        MethodName::JobsGet => {
+            operator_only(conn, method)?;
+            written(jobs::get(conn, req.params_as::<JobsGet>()?))
+        }
+        MethodName::JobsCreate => {
+            operator_only(conn, method)?;
+            written(jobs::create(conn, req.params_as::<JobsCreate>()?))
+        }
+        MethodName::JobsStop => {
+            operator_only(conn, method)?;
+            written(jobs::stop(conn, req.params_as::<JobsStop>()?))
+        }
+        MethodName::JobsPause => {
+            operator_only(conn, method)?;
+            written(jobs::pause(conn, req.params_as::<JobsPause>()?))
+        }
+        MethodName::JobsResume => {
+            operator_only(conn, method)?;
+            written(jobs::resume(conn, req.params_as::<JobsResume>()?))
+        }
+        MethodName::JobsWake => {
+            operator_only(conn, method)?;
+            written(jobs::wake(conn, req.params_as::<JobsWake>()?).await)
+        }
+        MethodName::JobsReview => {
+            operator_only(conn, method)?;
+            Err(ErrorObject::new(
+                EndpointErrorCode::MethodNotFound,
+                "jobs.review arrives with the review layer",
+            ))
         }
     }
 }

@@ -1,0 +1,492 @@
+//! `openphone jobs …`: background agent jobs (`agent-jobs.md`; endpoint `jobs.*`, operator
+//! only) — create, list, show, runs, stop, pause, resume, wake, approve, deny — and
+//! `jobs check-review`, which checks a stored background-confirmation record offline.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use clap::Subcommand;
+use openphone_protocol::endpoint::{
+    JobEntry, JobIdParams, JobsCreate, JobsCreateParams, JobsGet, JobsList, JobsListParams,
+    JobsPause, JobsResume, JobsReview, JobsReviewParams, JobsStop, JobsWake, NoParams,
+    ReviewDecision,
+};
+use serde_json::{Map, Value, json};
+
+use crate::client::DaemonClient;
+use crate::client_cmd::{block_on, print_json};
+use crate::data_dir::DataDir;
+
+/// `openphone jobs` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum JobsCommand {
+    /// Create a background job: an agent turn (or a system event, a heartbeat) that runs
+    /// later, once or every `--every`. Its state-changing tool calls wait for your review.
+    Create {
+        /// A short name, shown in lists and notifications.
+        #[arg(long)]
+        title: String,
+        /// What the agent should do each time the job runs.
+        #[arg(long)]
+        prompt: Option<String>,
+        /// agent_turn (default), system_event or heartbeat.
+        #[arg(long = "type", value_name = "TYPE")]
+        job_type: Option<String>,
+        /// First run this long from now, e.g. `30s`, `10m`, `2h` (default: soon).
+        #[arg(long, value_name = "DURATION")]
+        r#in: Option<String>,
+        /// First run at this Unix time in milliseconds.
+        #[arg(long, value_name = "UNIX_MS", conflicts_with = "in")]
+        at: Option<i64>,
+        /// Repeat every DURATION (at least 15 s), e.g. `1h`.
+        #[arg(long, value_name = "DURATION")]
+        every: Option<String>,
+        /// notification (default for agent turns), silent or none.
+        #[arg(long)]
+        delivery: Option<String>,
+        /// The exact words of the completion notification.
+        #[arg(long)]
+        notification_text: Option<String>,
+        /// main (default), isolated, or session:<id>.
+        #[arg(long)]
+        session_target: Option<String>,
+        /// Structured input for the runs, a JSON object (passed to the agent as data).
+        #[arg(long, value_name = "JSON")]
+        payload: Option<String>,
+        #[command(flatten)]
+        data_dir: DataDir,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The jobs: live ones first by next run, then finished ones, newest first.
+    List {
+        /// Only jobs whose title or prompt contains this (any case).
+        #[arg(long)]
+        query: Option<String>,
+        /// Only jobs with this status, e.g. awaiting_review.
+        #[arg(long)]
+        status: Option<String>,
+        /// At most this many (default 20, at most 200).
+        #[arg(long)]
+        limit: Option<usize>,
+        #[command(flatten)]
+        data_dir: DataDir,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One job's full record, with the review it waits on.
+    Show {
+        job_id: i64,
+        #[command(flatten)]
+        data_dir: DataDir,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One job's attempts: when each was due, started and ended, and how.
+    Runs {
+        job_id: i64,
+        #[command(flatten)]
+        data_dir: DataDir,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stop a job for good (a run in progress is told to stop; a pending review is closed).
+    Stop {
+        job_id: i64,
+        #[command(flatten)]
+        data_dir: DataDir,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Pause a queued job: it keeps its place but does not run until resumed.
+    Pause {
+        job_id: i64,
+        #[command(flatten)]
+        data_dir: DataDir,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Resume a paused job: it runs at the next wake.
+    Resume {
+        job_id: i64,
+        #[command(flatten)]
+        data_dir: DataDir,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run the scheduler now: repair stale runs, start the jobs that are due.
+    Wake {
+        #[command(flatten)]
+        data_dir: DataDir,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Approve the state-changing call a background job waits on (its review id from
+    /// `jobs list --status awaiting_review` or `jobs show`). The stored call runs once.
+    Approve {
+        /// `job-confirm-…`.
+        confirmation_id: String,
+        #[command(flatten)]
+        data_dir: DataDir,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Deny it: nothing runs; the job goes on, told that you said no.
+    Deny {
+        /// `job-confirm-…`.
+        confirmation_id: String,
+        #[command(flatten)]
+        data_dir: DataDir,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check a stored background-confirmation record (or a whole job record) offline:
+    /// schema, field rules, both digests and the binding. Exit 0 valid, 1 invalid (the
+    /// first failure named), 2 unreadable.
+    CheckReview {
+        /// The record as JSON (`-` for standard input).
+        path: PathBuf,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Runs a `jobs` subcommand.
+pub fn run(cmd: JobsCommand) -> Result<ExitCode> {
+    match cmd {
+        JobsCommand::Create {
+            title,
+            prompt,
+            job_type,
+            r#in,
+            at,
+            every,
+            delivery,
+            notification_text,
+            session_target,
+            payload,
+            data_dir,
+            json,
+        } => {
+            let mut args = Map::new();
+            args.insert("title".into(), json!(title));
+            if let Some(prompt) = prompt {
+                args.insert("prompt".into(), json!(prompt));
+            }
+            if let Some(t) = job_type {
+                args.insert("type".into(), json!(t));
+            }
+            if let Some(delay) = r#in {
+                let ms = crate::approvals_cmd::duration_ms("--in", &delay)?;
+                let now = openphone_clock::Clock::now_ms(&openphone_clock::SystemClock);
+                args.insert("next_run_at".into(), json!(now.saturating_add(ms)));
+            }
+            if let Some(at) = at {
+                args.insert("next_run_at".into(), json!(at));
+            }
+            if let Some(every) = every {
+                let ms = crate::approvals_cmd::duration_ms("--every", &every)?;
+                args.insert("interval_ms".into(), json!(ms));
+            }
+            if let Some(mode) = delivery {
+                args.insert("delivery".into(), json!({ "mode": mode }));
+            }
+            if let Some(text) = notification_text {
+                args.insert("notification_text".into(), json!(text));
+            }
+            if let Some(target) = session_target {
+                args.insert("session_target".into(), json!(target));
+            }
+            if let Some(payload) = payload {
+                let value: Value =
+                    serde_json::from_str(&payload).context("--payload must be a JSON object")?;
+                if !value.is_object() {
+                    bail!("--payload must be a JSON object");
+                }
+                args.insert("payload".into(), value);
+            }
+            with_client(&data_dir, |mut client| async move {
+                let made = client.call::<JobsCreate>(JobsCreateParams(args)).await?;
+                client.close().await;
+                if json {
+                    print_json(&made)?;
+                } else {
+                    println!("created: {}", job_line(&made.entry));
+                }
+                Ok(ExitCode::SUCCESS)
+            })
+        }
+        JobsCommand::List {
+            query,
+            status,
+            limit,
+            data_dir,
+            json,
+        } => with_client(&data_dir, |mut client| async move {
+            let list = client
+                .call::<JobsList>(JobsListParams {
+                    query,
+                    status,
+                    limit,
+                })
+                .await?;
+            client.close().await;
+            if json {
+                print_json(&list)?;
+            } else if list.jobs.is_empty() {
+                println!("no jobs");
+            } else {
+                for entry in &list.jobs {
+                    println!("{}", job_line(entry));
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }),
+        JobsCommand::Show {
+            job_id,
+            data_dir,
+            json,
+        } => with_client(&data_dir, |mut client| async move {
+            let got = client.call::<JobsGet>(JobIdParams { job_id }).await?;
+            client.close().await;
+            if json {
+                print_json(&got)?;
+            } else {
+                println!("{}", job_line(&got.entry));
+                for key in ["prompt", "progress_text", "last_result"] {
+                    if let Some(text) = str_field(&got.entry.job, key).filter(|t| !t.is_empty()) {
+                        println!("  {key}: {text}");
+                    }
+                }
+                if let Some(state) = &got.entry.delivery_state {
+                    println!("  delivery: {state}");
+                }
+                if let Some(review) = review_line(&got.entry) {
+                    println!("  {review}");
+                }
+                println!("  attempts: {}", got.runs.len());
+            }
+            Ok(ExitCode::SUCCESS)
+        }),
+        JobsCommand::Runs {
+            job_id,
+            data_dir,
+            json,
+        } => with_client(&data_dir, |mut client| async move {
+            let got = client.call::<JobsGet>(JobIdParams { job_id }).await?;
+            client.close().await;
+            if json {
+                print_json(&got.runs)?;
+            } else if got.runs.is_empty() {
+                println!("job {job_id} has not run yet");
+            } else {
+                for run in &got.runs {
+                    println!(
+                        "attempt {}: due {} started {} {}{}{}",
+                        run.attempt,
+                        run.intended_at,
+                        run.started_at,
+                        run.outcome.as_deref().unwrap_or("running"),
+                        if run.reason.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" ({})", run.reason)
+                        },
+                        if run.catch_up { " [catch-up]" } else { "" },
+                    );
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }),
+        JobsCommand::Stop {
+            job_id,
+            data_dir,
+            json,
+        } => with_client(&data_dir, |mut client| async move {
+            let stopped = client.call::<JobsStop>(JobIdParams { job_id }).await?;
+            client.close().await;
+            if json {
+                print_json(&stopped)?;
+            } else if stopped.stopped {
+                println!("stopped: {}", job_line(&stopped.entry));
+            } else {
+                println!("already ended: {}", job_line(&stopped.entry));
+            }
+            Ok(ExitCode::SUCCESS)
+        }),
+        JobsCommand::Pause {
+            job_id,
+            data_dir,
+            json,
+        } => with_client(&data_dir, |mut client| async move {
+            let paused = client.call::<JobsPause>(JobIdParams { job_id }).await?;
+            client.close().await;
+            if json {
+                print_json(&paused)?;
+            } else {
+                println!("paused: {}", job_line(&paused.entry));
+            }
+            Ok(ExitCode::SUCCESS)
+        }),
+        JobsCommand::Resume {
+            job_id,
+            data_dir,
+            json,
+        } => with_client(&data_dir, |mut client| async move {
+            let resumed = client.call::<JobsResume>(JobIdParams { job_id }).await?;
+            client.close().await;
+            if json {
+                print_json(&resumed)?;
+            } else {
+                println!("resumed: {}", job_line(&resumed.entry));
+            }
+            Ok(ExitCode::SUCCESS)
+        }),
+        JobsCommand::Wake { data_dir, json } => with_client(&data_dir, |mut client| async move {
+            let woke = client.call::<JobsWake>(NoParams {}).await?;
+            client.close().await;
+            if json {
+                print_json(&woke)?;
+            } else {
+                println!(
+                    "started {} job(s), repaired {}; next wake: {}",
+                    woke.claimed.len(),
+                    woke.repaired.len(),
+                    woke.next_wake_at
+                        .map_or_else(|| "none".to_owned(), |at| at.to_string())
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }),
+        JobsCommand::Approve {
+            confirmation_id,
+            data_dir,
+            json,
+        } => review(&data_dir, confirmation_id, ReviewDecision::Approve, json),
+        JobsCommand::Deny {
+            confirmation_id,
+            data_dir,
+            json,
+        } => review(&data_dir, confirmation_id, ReviewDecision::Deny, json),
+        JobsCommand::CheckReview { path, json } => Ok(crate::jobs_check::run(&path, json)),
+    }
+}
+
+fn review(
+    data_dir: &DataDir,
+    confirmation_id: String,
+    decision: ReviewDecision,
+    json: bool,
+) -> Result<ExitCode> {
+    with_client(data_dir, |mut client| async move {
+        let answer = client
+            .call::<JobsReview>(JobsReviewParams {
+                confirmation_id,
+                decision,
+            })
+            .await?;
+        client.close().await;
+        let applied = answer.code == "background.review_resolved";
+        if json {
+            print_json(&answer)?;
+        } else if applied {
+            println!(
+                "{}: job {} resumes with {}",
+                match decision {
+                    ReviewDecision::Approve => "approved",
+                    ReviewDecision::Deny => "denied",
+                },
+                answer
+                    .job_id
+                    .map_or_else(|| "?".to_owned(), |id| id.to_string()),
+                answer.result_status.as_deref().unwrap_or("its result"),
+            );
+        } else {
+            println!(
+                "not applied: {}{}",
+                answer.code,
+                answer
+                    .reason
+                    .as_deref()
+                    .map(|r| format!(" ({r})"))
+                    .unwrap_or_default()
+            );
+        }
+        Ok(if applied {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        })
+    })
+}
+
+fn with_client<F, Fut>(data_dir: &DataDir, f: F) -> Result<ExitCode>
+where
+    F: FnOnce(DaemonClient) -> Fut,
+    Fut: std::future::Future<Output = Result<ExitCode>>,
+{
+    let dir = data_dir.resolve()?;
+    block_on(async move {
+        let client = DaemonClient::connect(&dir).await?;
+        f(client).await
+    })
+}
+
+fn str_field<'a>(job: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
+    job.get(key).and_then(Value::as_str)
+}
+
+fn int_field(job: &Map<String, Value>, key: &str) -> i64 {
+    job.get(key).and_then(Value::as_i64).unwrap_or(0)
+}
+
+/// `#7 agent_turn "Title" queued (waiting) next 1764…: progress`.
+fn job_line(entry: &JobEntry) -> String {
+    let job = &entry.job;
+    let mut line = format!(
+        "#{} {} {:?} {} ({})",
+        int_field(job, "id"),
+        str_field(job, "type").unwrap_or("?"),
+        str_field(job, "title").unwrap_or(""),
+        str_field(job, "status").unwrap_or("?"),
+        str_field(job, "phase").unwrap_or("?"),
+    );
+    let next = int_field(job, "next_run_at");
+    if next > 0 {
+        line.push_str(&format!(" next {next}"));
+    }
+    if let Some(progress) = str_field(job, "progress_text").filter(|p| !p.is_empty()) {
+        line.push_str(&format!(": {progress}"));
+    }
+    if let Some(review) = str_field(job, "pending_confirmation_id").filter(|c| !c.is_empty()) {
+        line.push_str(&format!(" [review {review}]"));
+    }
+    line
+}
+
+/// The review a job waits on, as the user must see it (§9.4): the exact action and the time
+/// left, and the commands that decide it.
+fn review_line(entry: &JobEntry) -> Option<String> {
+    let record = entry.job.get("pending_tool_request_json")?.as_object()?;
+    let id = record.get("confirmation_id")?.as_str()?;
+    let summary = record.get("summary").and_then(Value::as_str).unwrap_or("");
+    let expires = record
+        .get("expires_at")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    Some(format!(
+        "review {id}: {summary} (expires at {expires})\n  approve: openphone jobs approve {id}\n  deny:    openphone jobs deny {id}"
+    ))
+}

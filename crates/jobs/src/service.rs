@@ -1,0 +1,136 @@
+//! The job tools (§10) as a runtime-owned service of the tool bridge:
+//! `openphone.jobs.create` (`background_job_create`), `openphone.jobs.list`
+//! (`background_job_list`) and `openphone.jobs.stop` (`background_job_stop`).
+//!
+//! The bridge has validated the params against the manifest, decided the policy (creating and
+//! stopping are state-changing: confirmed in the foreground, parked for review inside a
+//! background run) and only then calls [`JobTools::execute`]. The answers are the job view of
+//! §10, never the prompt, payload, result trace or review data.
+
+use async_trait::async_trait;
+use openphone_core::services::{RuntimeService, ServiceCall};
+use openphone_device::DeviceError;
+use serde_json::{Map, Value, json};
+
+use crate::error::JobsError;
+use crate::model::JobView;
+use crate::scheduler::Scheduler;
+use crate::validate::JobRequest;
+
+/// `openphone.jobs.create`.
+pub const CREATE: &str = "openphone.jobs.create";
+/// `openphone.jobs.list`.
+pub const LIST: &str = "openphone.jobs.list";
+/// `openphone.jobs.stop`.
+pub const STOP: &str = "openphone.jobs.stop";
+
+/// The job tools over one [`Scheduler`]; installed on the bridge by the daemon.
+#[derive(Debug, Clone)]
+pub struct JobTools {
+    scheduler: Scheduler,
+}
+
+impl JobTools {
+    /// The tools over `scheduler`.
+    pub fn new(scheduler: Scheduler) -> JobTools {
+        JobTools { scheduler }
+    }
+
+    fn create(&self, call: &ServiceCall<'_>) -> Result<Value, JobsError> {
+        let request = JobRequest::from_json(&tool_args(call.params))?;
+        let job = self.scheduler.create(&request, call.phone_session_id)?;
+        Ok(json!({ "job": JobView::from(&job.job) }))
+    }
+
+    fn list(&self, call: &ServiceCall<'_>) -> Result<Value, JobsError> {
+        let query = call
+            .params
+            .get("query")
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|q| !q.is_empty());
+        let limit = match call.params.get("limit").and_then(Value::as_i64) {
+            None => None,
+            Some(n) if n >= 1 => Some(usize::try_from(n).unwrap_or(usize::MAX)),
+            Some(_) => {
+                return Err(JobsError::Invalid(crate::validate::InvalidJob::new(
+                    "limit",
+                    "must be at least 1",
+                )));
+            }
+        };
+        let jobs: Vec<JobView> = self
+            .scheduler
+            .list(query, limit)?
+            .iter()
+            .map(|row| JobView::from(&row.job))
+            .collect();
+        Ok(json!({ "count": jobs.len(), "jobs": jobs }))
+    }
+
+    fn stop(&self, call: &ServiceCall<'_>) -> Result<Value, JobsError> {
+        let id = call
+            .params
+            .get("job_id")
+            .and_then(Value::as_i64)
+            .ok_or_else(|| {
+                JobsError::Invalid(crate::validate::InvalidJob::new(
+                    "job_id",
+                    "must be an integer job id",
+                ))
+            })?;
+        let outcome = self.scheduler.stop(id)?;
+        Ok(json!({ "job": JobView::from(&outcome.job.job), "stopped": outcome.stopped }))
+    }
+}
+
+/// The tool's own arguments: without `reason` (the audit's) and the bridge's `_`-members.
+fn tool_args(params: &Value) -> Value {
+    let map: Map<String, Value> = params
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .filter(|(k, _)| !k.starts_with('_') && k.as_str() != "reason")
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    Value::Object(map)
+}
+
+/// A job error as the bridge reports it: bad arguments are `invalid_params` (naming the
+/// field); the rest keep their own codes (`job_not_found`, `job_limit_reached`,
+/// `job_state_conflict`, `store_unavailable`).
+fn device_error(error: JobsError) -> DeviceError {
+    match error {
+        JobsError::Invalid(invalid) => DeviceError::InvalidInput {
+            field: invalid.field.clone(),
+            message: invalid.to_string(),
+        },
+        other => DeviceError::Refused {
+            code: other.code(),
+            message: other.to_string(),
+        },
+    }
+}
+
+#[async_trait]
+impl RuntimeService for JobTools {
+    fn serves(&self, name: &str) -> bool {
+        matches!(name, CREATE | LIST | STOP)
+    }
+
+    async fn execute(&self, call: ServiceCall<'_>) -> Result<Value, DeviceError> {
+        let outcome = match call.name {
+            CREATE => self.create(&call),
+            LIST => self.list(&call),
+            STOP => self.stop(&call),
+            other => {
+                return Err(DeviceError::UnsupportedTool {
+                    tool: other.to_owned(),
+                });
+            }
+        };
+        outcome.map_err(device_error)
+    }
+}

@@ -1,0 +1,272 @@
+//! The daemon's side of background jobs: the scheduler's driver, the job tools on the bridge,
+//! and what turns the scheduler's events into things a person sees — `background_job.*`
+//! events for operators, the completion and failure notifications in the phone's shade
+//! (delivery, `agent-jobs.md` §4), and audit records for what no tool request records
+//! (catch-up runs §6.6, discarded late reports §8, failed deliveries §4).
+
+use std::sync::Arc;
+
+use openphone_core::{Audience, ToolBridge};
+use openphone_device::{PhoneDevice, SystemNotification};
+use openphone_jobs::AgentJobExt;
+use openphone_jobs::delivery::{self, completion_body, failure_body};
+use openphone_jobs::{
+    AgentJob, DeliveryMode, DeliveryState, JobTools, Runners, Scheduler, SchedulerConfig,
+    SchedulerEvent,
+};
+use openphone_protocol::endpoint::{BackgroundJobEvent, Event};
+use openphone_store::{AuditEntry, AuditKind, Store};
+use serde_json::{Value, json};
+use tokio::sync::{broadcast, watch};
+use tokio::task::JoinHandle;
+
+/// The scheduler of this daemon over the bridge's store and clock, with `runners`.
+pub fn scheduler(bridge: &ToolBridge, runners: Runners) -> Scheduler {
+    Scheduler::new(
+        Arc::clone(bridge.store()),
+        bridge.clock(),
+        SchedulerConfig::with_random_owner(),
+        runners,
+    )
+}
+
+/// Installs the job tools on the bridge and starts the driver and the event loop. Wakes at
+/// start (repairing what a previous process left running, catching up missed runs), then at
+/// every scheduled wake, until `shutdown`.
+pub fn start(
+    scheduler: &Scheduler,
+    bridge: &Arc<ToolBridge>,
+    device: Arc<dyn PhoneDevice>,
+    shutdown: watch::Receiver<bool>,
+) -> Vec<JoinHandle<()>> {
+    bridge.install_service(Arc::new(JobTools::new(scheduler.clone())));
+    let events = scheduler.subscribe();
+    let glue = Glue {
+        bridge: Arc::clone(bridge),
+        device,
+    };
+    let listener = tokio::spawn(glue.listen(events, shutdown.clone()));
+    let driver = tokio::spawn({
+        let scheduler = scheduler.clone();
+        let mut stop = shutdown;
+        async move {
+            scheduler
+                .run(async move { crate::daemon::stopped(&mut stop).await })
+                .await;
+        }
+    });
+    vec![driver, listener]
+}
+
+struct Glue {
+    bridge: Arc<ToolBridge>,
+    device: Arc<dyn PhoneDevice>,
+}
+
+impl Glue {
+    fn store(&self) -> &Store {
+        self.bridge.store()
+    }
+
+    async fn listen(
+        self,
+        mut events: broadcast::Receiver<SchedulerEvent>,
+        mut shutdown: watch::Receiver<bool>,
+    ) {
+        loop {
+            let event = tokio::select! {
+                event = events.recv() => event,
+                () = crate::daemon::stopped(&mut shutdown) => return,
+            };
+            match event {
+                Ok(event) => self.handle(event).await,
+                Err(broadcast::error::RecvError::Lagged(n)) => {
+                    tracing::warn!(missed = n, "jobs: the event loop fell behind the scheduler");
+                }
+                Err(broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    }
+
+    async fn handle(&self, event: SchedulerEvent) {
+        match event {
+            SchedulerEvent::Created { job } => self.publish(Event::JobCreated(view(&job))),
+            SchedulerEvent::Claimed {
+                job_id,
+                attempt,
+                intended_at,
+                started_at,
+                catch_up,
+            } => {
+                if catch_up {
+                    self.audit(
+                        "assistant.background_job.catch_up",
+                        json!({
+                            "job_id": job_id, "attempt": attempt,
+                            "intended_at": intended_at, "started_at": started_at,
+                        }),
+                    );
+                }
+                self.publish_current(job_id);
+            }
+            SchedulerEvent::Finished {
+                job,
+                summary,
+                delivery,
+                ..
+            } => {
+                self.publish(Event::JobUpdated(view(&job)));
+                if delivery == Some(DeliveryState::Pending) {
+                    self.deliver(&job, summary.as_deref()).await;
+                }
+            }
+            SchedulerEvent::FailureAlert { job_id, notify, .. } => {
+                let Some(job) = self.current(job_id) else {
+                    return;
+                };
+                self.publish(Event::JobFailureAlert(view(&job)));
+                if notify {
+                    self.alert(&job).await;
+                }
+            }
+            SchedulerEvent::Repaired { job, .. } => self.publish(Event::JobUpdated(view(&job))),
+            SchedulerEvent::Discarded {
+                job_id,
+                attempt,
+                status,
+            } => {
+                self.audit(
+                    "assistant.background_job.report_discarded",
+                    json!({
+                        "job_id": job_id, "attempt": attempt,
+                        "status": status.map(|s| s.as_str()),
+                    }),
+                );
+            }
+            SchedulerEvent::Stopped { job_id } => self.publish_current(job_id),
+        }
+    }
+
+    /// The completion notification (§4): posted only in `notification` mode, recorded as
+    /// `sent` only when the phone confirms it; a failure is audited and leaves
+    /// `unread_result` set.
+    async fn deliver(&self, job: &AgentJob, summary: Option<&str>) {
+        if job.delivery_mode() != DeliveryMode::Notification {
+            return;
+        }
+        let notification = SystemNotification {
+            key: delivery::result_key(job.id),
+            title: job.title.clone(),
+            body: completion_body(job, summary),
+            actions: Vec::new(),
+        };
+        let (state, outcome) = match self.device.post_notification(&notification).await {
+            Ok(_) => (DeliveryState::Sent, "sent"),
+            Err(e) => {
+                tracing::warn!(job_id = job.id, error = %e, "jobs: delivering a result failed");
+                self.audit(
+                    "assistant.background_job.delivery_failed",
+                    json!({ "job_id": job.id, "error": e.code() }),
+                );
+                (DeliveryState::Failed, "failed")
+            }
+        };
+        if let Err(e) = delivery::record_delivery(self.store(), job.id, job.last_run_at, state) {
+            tracing::warn!(job_id = job.id, error = %e, "jobs: recording a delivery failed");
+        }
+        let mut event = view(job);
+        event.outcome = Some(outcome.to_owned());
+        self.publish(Event::JobDelivered(event));
+    }
+
+    /// The failure alert (§7.6): one notification per job, updated in place.
+    async fn alert(&self, job: &AgentJob) {
+        let notification = SystemNotification {
+            key: delivery::failure_key(job.id),
+            title: format!("Background job failed: {}", job.title),
+            body: failure_body(job, self.bridge.now_ms()),
+            actions: Vec::new(),
+        };
+        if let Err(e) = self.device.post_notification(&notification).await {
+            tracing::warn!(job_id = job.id, error = %e, "jobs: posting a failure alert failed");
+            self.audit(
+                "assistant.background_job.delivery_failed",
+                json!({ "job_id": job.id, "alert": true, "error": e.code() }),
+            );
+        }
+    }
+
+    fn current(&self, job_id: i64) -> Option<AgentJob> {
+        match self.store().get_job(job_id) {
+            Ok(row) => row.map(|r| r.job),
+            Err(e) => {
+                tracing::warn!(job_id, error = %e, "jobs: reading a job for its event failed");
+                None
+            }
+        }
+    }
+
+    fn publish_current(&self, job_id: i64) {
+        if let Some(job) = self.current(job_id) {
+            self.publish(Event::JobUpdated(view(&job)));
+        }
+    }
+
+    fn publish(&self, event: Event) {
+        let audience = Audience {
+            runtime: None,
+            operators: true,
+        };
+        if let Err(e) = self.bridge.events().publish(&event, audience) {
+            tracing::warn!(error = %e, "jobs: publishing an event failed");
+        }
+    }
+
+    /// A `background_event` audit record: `what` names it, `payload` holds ids and
+    /// lifecycle data only.
+    fn audit(&self, what: &str, payload: Value) {
+        audit_background(self.store(), self.bridge.now_ms(), what, payload);
+    }
+}
+
+/// Appends a `background_event` record (`what`, with `payload` as its data) to the audit log.
+pub fn audit_background(store: &Store, now_ms: i64, what: &str, payload: Value) {
+    let request_id = format!("{what}-{}", uuid::Uuid::new_v4());
+    let entry = AuditEntry {
+        audit_id: format!("background:{request_id}"),
+        kind: AuditKind::BackgroundEvent,
+        at_ms: now_ms,
+        runtime: "daemon".into(),
+        caller: openphone_store::Caller {
+            runtime: "daemon".into(),
+            transport: "internal".into(),
+            principal: "scheduler".into(),
+        },
+        request_id,
+        tool: Some(what.to_owned()),
+        policy_proof: Some(payload),
+        ..Default::default()
+    };
+    if let Err(e) = store.append_audit(&entry) {
+        tracing::error!(error = %e, event = what, "jobs: an audit record could not be written");
+    }
+}
+
+/// A job as its events carry it (the view of §10).
+pub fn view(job: &AgentJob) -> BackgroundJobEvent {
+    BackgroundJobEvent {
+        job_id: job.id,
+        title: job.title.clone(),
+        status: job.status.as_str().to_owned(),
+        phase: job.phase.as_str().to_owned(),
+        progress_text: job.progress_text.clone(),
+        unread_result: job.unread_result,
+        failure_count: job.failure_count,
+        next_run_at: job.next_run_at,
+        confirmation_id: (!job.pending_confirmation_id.is_empty())
+            .then(|| job.pending_confirmation_id.clone()),
+        detail: None,
+        outcome: None,
+        expires_at: None,
+    }
+}

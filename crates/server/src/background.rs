@@ -20,14 +20,12 @@ use serde_json::{Value, json};
 use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
 
-/// The scheduler of this daemon over the bridge's store and clock, with `runners`.
-pub fn scheduler(bridge: &ToolBridge, runners: Runners) -> Scheduler {
-    Scheduler::new(
-        Arc::clone(bridge.store()),
-        bridge.clock(),
-        SchedulerConfig::with_random_owner(),
-        runners,
-    )
+/// The scheduler of this daemon over the bridge's store and clock, with `runners`, keeping at
+/// most `max_jobs` jobs.
+pub fn scheduler(bridge: &ToolBridge, runners: Runners, max_jobs: usize) -> Scheduler {
+    let mut config = SchedulerConfig::with_random_owner();
+    config.max_jobs = max_jobs;
+    Scheduler::new(Arc::clone(bridge.store()), bridge.clock(), config, runners)
 }
 
 /// Installs the job tools on the bridge and starts the driver and the event loop. Wakes at

@@ -50,6 +50,29 @@ pub struct Config {
     /// The built-in runtime's model and limits (`[builtin]`); without it the built-in runtime
     /// answers `runtime_not_configured` with the fix.
     pub builtin: Option<openphone_agent::BuiltinConfig>,
+    /// Background agent jobs (`[jobs]`).
+    pub jobs: JobsConfig,
+}
+
+/// The `[jobs]` table: background agent jobs (`docs/jobs.md`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct JobsConfig {
+    /// Which runtime runs `agent_turn` jobs: `builtin` (default; the built-in loop with the
+    /// `[builtin]` model, or `[builtin.background_model]`), or the id of a configured runtime
+    /// the job is dispatched to as an attention request (`agent-jobs.md` §7.3).
+    pub background_runtime: String,
+    /// How many jobs the store keeps (finished ones are trimmed first; default 200).
+    pub max_jobs: usize,
+}
+
+impl Default for JobsConfig {
+    fn default() -> JobsConfig {
+        JobsConfig {
+            background_runtime: "builtin".to_owned(),
+            max_jobs: openphone_jobs::limits::MAX_JOBS,
+        }
+    }
 }
 
 /// The `[store]` table: retention of the final results kept for replay. The audit log is never
@@ -410,6 +433,22 @@ impl Config {
 
     /// Checks the `[store]` table.
     pub fn check_store(&self) -> Result<(), ConfigError> {
+        if self.jobs.max_jobs == 0 || self.jobs.max_jobs > 1_000_000 {
+            return Err(ConfigError::Parse {
+                path: "jobs".into(),
+                message: "max_jobs must be between 1 and 1000000".into(),
+            });
+        }
+        let runtime = self.jobs.background_runtime.trim();
+        if runtime != "builtin" && !self.runtimes.iter().any(|r| r.id == runtime) {
+            return Err(ConfigError::Parse {
+                path: "jobs".into(),
+                message: format!(
+                    "background_runtime {runtime:?} is neither `builtin` nor the id of a \
+                     [[runtimes]] entry"
+                ),
+            });
+        }
         let s = &self.store;
         if s.result_retention_days == 0 || s.result_retention_mb == 0 {
             return Err(ConfigError::Parse {

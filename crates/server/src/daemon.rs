@@ -288,7 +288,11 @@ impl Daemon {
             );
         }
         let builtin = builtin_runtime(&config, &runtimes, &bridge, &manager, registry).await?;
-        let jobs = crate::background::scheduler(&bridge, openphone_jobs::Runners::builtin());
+        let jobs = crate::background::scheduler(
+            &bridge,
+            openphone_jobs::Runners::builtin(),
+            config.jobs.max_jobs,
+        );
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
         let background = crate::background::start(&jobs, &bridge, device, shutdown_rx.clone());
         let state = Arc::new(AppState {

@@ -12,6 +12,7 @@ mod first_contact;
 mod front_door;
 mod hardening;
 mod harness;
+mod jobs;
 mod local_hardening;
 mod mcp_clients;
 mod mcp_harness;

@@ -54,8 +54,12 @@ pub struct BuiltinConfig {
     /// results are left out first, then the oldest exchanges. Default 120000.
     #[serde(default = "default_max_history_chars")]
     pub max_history_chars: u32,
-    /// A second model for background jobs (kept for them; the interactive loop does not use
-    /// it).
+    /// Model calls per background job run (`agent_turn` on the built-in loop, see
+    /// `docs/core.md`, Background runs). Default 16 (`agent-jobs.md` §7.1).
+    #[serde(default = "default_max_turns")]
+    pub background_max_turns: u32,
+    /// A second model for background jobs: their runs use it instead of the table's own
+    /// model (the interactive loop never does).
     #[serde(default)]
     pub background_model: Option<ModelEndpoint>,
 }
@@ -143,6 +147,7 @@ impl BuiltinConfig {
             request_timeout_secs: default_request_timeout_secs(),
             confirmation_timeout_secs: default_confirmation_timeout_secs(),
             max_history_chars: default_max_history_chars(),
+            background_max_turns: default_max_turns(),
             background_model: None,
         }
     }
@@ -165,6 +170,7 @@ impl BuiltinConfig {
             ("request_timeout_secs", self.request_timeout_secs),
             ("confirmation_timeout_secs", self.confirmation_timeout_secs),
             ("max_history_chars", u64::from(self.max_history_chars)),
+            ("background_max_turns", u64::from(self.background_max_turns)),
         ];
         if let Some((key, _)) = limits.iter().find(|(_, value)| *value == 0) {
             return Err(problem(format!("{key} must be above zero")));
@@ -194,6 +200,17 @@ impl BuiltinConfig {
             max_tokens: Some(self.max_tokens),
             ..ModelConfig::default()
         })
+    }
+
+    /// The model client's configuration for background job runs: the
+    /// `[builtin.background_model]` endpoint when it is set, else the table's own model. The
+    /// API key is read now.
+    pub fn background_model_config(&self) -> Result<ModelConfig, BuiltinConfigError> {
+        self.check()?;
+        match &self.background_model {
+            Some(endpoint) => endpoint.model_config(),
+            None => self.model_config(),
+        }
     }
 
     /// The run's wall-clock budget.
@@ -352,6 +369,7 @@ mod tests {
             (1024, 120)
         );
         assert!(config.stream && !config.vision);
+        assert_eq!(config.background_max_turns, 16);
         let error = serde_json::from_str::<BuiltinConfig>(
             r#"{"base_url": "http://h/v1", "model": "m", "max_turn": 3}"#,
         )
@@ -361,11 +379,14 @@ mod tests {
             r#"{"base_url": "http://h/v1", "model": "m",
                 "background_model": {"base_url": "http://g/v1", "model": "small"}}"#,
         );
-        let model = background.background_model.unwrap().model_config().unwrap();
+        let model = background.background_model_config().unwrap();
         assert_eq!(
             (model.base_url.as_str(), model.model.as_str()),
             ("http://g/v1", "small")
         );
+        // Without a background model, jobs use the table's own.
+        let model = config.background_model_config().unwrap();
+        assert_eq!(model.model, "llama3.2");
     }
 
     fn toml_like(json: &str) -> BuiltinConfig {
@@ -403,6 +424,13 @@ mod tests {
                     ..ok.clone()
                 },
                 "run_budget_secs",
+            ),
+            (
+                BuiltinConfig {
+                    background_max_turns: 0,
+                    ..ok.clone()
+                },
+                "background_max_turns",
             ),
             (
                 BuiltinConfig {

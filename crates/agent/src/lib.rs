@@ -23,15 +23,23 @@
 //!   bridge: a state-changing command still needs the user's confirmation.
 //! - The conversation of each phone session is stored ([`transcript`]), so a follow-up in the
 //!   same session continues it, also after a restart.
+//! - Background jobs ([`background`](mod@background)): [`AgentTurnRunner`] is the
+//!   `agent_turn` runner of the job scheduler, the same loop and tools without a user present
+//!   (a state-changing call parks the job for the user's review); [`DispatchRunner`] sends
+//!   jobs to an external runtime instead when one is configured for background work.
 
 #![deny(missing_docs)]
 
+pub mod background;
 mod config;
+mod dispatch;
 pub mod prompt;
 pub mod run;
 mod runtime;
 pub mod tools;
 pub mod transcript;
 
+pub use background::{AgentTurnRunner, BackgroundSetupError, background_session};
 pub use config::{BuiltinConfig, BuiltinConfigError, ModelEndpoint};
+pub use dispatch::DispatchRunner;
 pub use runtime::{BUILTIN, BuiltinRuntime, BuiltinSetup, DAEMON_STOPPED};

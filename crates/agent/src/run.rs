@@ -26,6 +26,7 @@ use tokio::sync::watch;
 
 use crate::prompt::{self, Image, TOOL_RESULT_CHARS};
 use crate::runtime::{BUILTIN, Inner, Stop};
+use crate::tools::ToolCatalogue;
 use crate::transcript::{self, Kept, STATUS_ROLE};
 
 /// The shortest time between two streamed deltas of one session.
@@ -429,25 +430,14 @@ impl Run<'_> {
         // A deadline without reading the clock: the sleep computes it.
         let budget_end = tokio::time::sleep(remaining);
         let deadline = budget_end.deadline();
-        // Images are sent once, in the turn right after the call that produced them; later
-        // turns read the placeholder.
-        let last = self.messages.len().saturating_sub(1);
-        for kept in &mut self.messages[..last] {
-            if transcript::has_images(&kept.message) {
-                kept.message = transcript::without_images(&kept.message);
-            }
-        }
-        let budget = usize::try_from(self.inner.config.max_history_chars).unwrap_or(usize::MAX);
-        let history = transcript::fit(&self.messages, budget, self.run_start);
-        let mut messages = Vec::with_capacity(history.len() + 1);
-        messages.push(Message::system(prompt::system_prompt()));
-        messages.extend(history);
-        let request = ChatRequest {
-            messages,
-            tools: self.inner.tools.specs().to_vec(),
-            tool_choice: Some(ToolChoice::Auto),
-            max_tokens: Some(self.inner.config.max_tokens),
-        };
+        let request = chat_request(
+            prompt::system_prompt(),
+            &mut self.messages,
+            self.run_start,
+            &self.inner.tools,
+            self.inner.config.max_history_chars,
+            self.inner.config.max_tokens,
+        );
         let sink = Arc::clone(&self.stream.pending);
         let mut on_event = move |event: StreamEvent| match event {
             StreamEvent::TextDelta(text) => sink
@@ -593,27 +583,14 @@ impl Run<'_> {
         let number = self.next_request;
         self.next_request += 1;
         let Some(command) = self.inner.tools.command(&call.name) else {
-            let offered: Vec<&str> = self.inner.tools.names().collect();
-            let text = format!(
-                "Error unknown_tool: no tool named {:?} is offered. Use one of: {}.",
-                openphone_protocol::log_value(&call.name).to_string(),
-                offered.join(", ")
-            );
-            let meta =
-                json!({"tool": Value::Null, "status": "error", "error_code": "unknown_tool"});
-            return Ok((Message::tool(call.id.clone(), text), meta, Vec::new()));
+            let (message, meta) = unknown_tool(call, &self.inner.tools);
+            return Ok((message, meta, Vec::new()));
         };
         let arguments = match parse_arguments(&call.arguments) {
             Ok(arguments) => arguments,
             Err(problem) => {
-                let text = format!(
-                    "Error invalid_arguments: {problem}. Nothing was run. Call {} again with one \
-                     JSON object that matches its schema.",
-                    command.android_tool
-                );
-                let meta = json!({"tool": command.name, "status": "error",
-                    "error_code": "invalid_arguments"});
-                return Ok((Message::tool(call.id.clone(), text), meta, Vec::new()));
+                let (message, meta) = invalid_arguments(call, command, &problem);
+                return Ok((message, meta, Vec::new()));
             }
         };
         let has_reason = arguments
@@ -750,8 +727,67 @@ impl Run<'_> {
     }
 }
 
+/// The request of one model call: the system prompt, then the history fitted to
+/// `max_history_chars` (nothing from `run_start` on is left out), with the tools on offer.
+/// Images are sent once, in the call right after the tool call that produced them: older
+/// messages lose theirs here (later calls read the placeholder).
+pub(crate) fn chat_request(
+    system: String,
+    messages: &mut [Kept],
+    run_start: usize,
+    tools: &ToolCatalogue,
+    max_history_chars: u32,
+    max_tokens: u32,
+) -> ChatRequest {
+    let last = messages.len().saturating_sub(1);
+    for kept in &mut messages[..last] {
+        if transcript::has_images(&kept.message) {
+            kept.message = transcript::without_images(&kept.message);
+        }
+    }
+    let budget = usize::try_from(max_history_chars).unwrap_or(usize::MAX);
+    let history = transcript::fit(messages, budget, run_start);
+    let mut sent = Vec::with_capacity(history.len() + 1);
+    sent.push(Message::system(system));
+    sent.extend(history);
+    ChatRequest {
+        messages: sent,
+        tools: tools.specs().to_vec(),
+        tool_choice: Some(ToolChoice::Auto),
+        max_tokens: Some(max_tokens),
+    }
+}
+
+/// The answer to a call of a tool that is not offered: the model is told which ones are.
+pub(crate) fn unknown_tool(call: &ToolCall, tools: &ToolCatalogue) -> (Message, Value) {
+    let offered: Vec<&str> = tools.names().collect();
+    let text = format!(
+        "Error unknown_tool: no tool named {:?} is offered. Use one of: {}.",
+        openphone_protocol::log_value(&call.name).to_string(),
+        offered.join(", ")
+    );
+    let meta = json!({"tool": Value::Null, "status": "error", "error_code": "unknown_tool"});
+    (Message::tool(call.id.clone(), text), meta)
+}
+
+/// The answer to a call whose arguments are not one JSON object: nothing ran.
+pub(crate) fn invalid_arguments(
+    call: &ToolCall,
+    command: &Command,
+    problem: &str,
+) -> (Message, Value) {
+    let text = format!(
+        "Error invalid_arguments: {problem}. Nothing was run. Call {} again with one JSON \
+         object that matches its schema.",
+        command.android_tool
+    );
+    let meta = json!({"tool": command.name, "status": "error",
+        "error_code": "invalid_arguments"});
+    (Message::tool(call.id.clone(), text), meta)
+}
+
 /// The arguments of a tool call as a JSON object (empty text is `{}`).
-fn parse_arguments(text: &str) -> Result<Map<String, Value>, String> {
+pub(crate) fn parse_arguments(text: &str) -> Result<Map<String, Value>, String> {
     if text.trim().is_empty() {
         return Ok(Map::new());
     }
@@ -778,7 +814,7 @@ fn kind_of(value: &Value) -> &'static str {
 
 /// The reason recorded for a call whose arguments give none: what the model said before
 /// calling, or a plain note.
-fn fallback_reason(said: &str, command: &Command) -> String {
+pub(crate) fn fallback_reason(said: &str, command: &Command) -> String {
     let said = said.trim();
     if said.is_empty() {
         format!("the built-in assistant called {}", command.android_tool)
@@ -789,7 +825,7 @@ fn fallback_reason(said: &str, command: &Command) -> String {
 
 /// What the model is told about a result: a plain first line of ours, then the result (or the
 /// error) wrapped as phone data, without image bytes. Returns the images taken out.
-fn describe(result: ToolResult, command: &Command, asked: bool) -> (String, Vec<Image>) {
+pub(crate) fn describe(result: ToolResult, command: &Command, asked: bool) -> (String, Vec<Image>) {
     let tool = command.android_tool.as_str();
     let code = result.error.as_ref().map(|e| e.code);
     let headline = match (result.status, code) {

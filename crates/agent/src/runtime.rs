@@ -55,6 +55,19 @@ pub struct BuiltinSetup {
     pub tool_policy: ToolPolicy,
 }
 
+impl BuiltinSetup {
+    /// `builtin` under its configured authorisation, and the tools it offers the model: one
+    /// catalogue for foreground and background runs.
+    pub(crate) fn caller_and_tools(&self) -> (Caller, ToolCatalogue) {
+        let caller = Caller::builtin("daemon").with_authorisation(self.authorisation);
+        let bridge = &self.bridge;
+        let tools = ToolCatalogue::new(self.registry, &caller, &self.tool_policy, |c| {
+            bridge.supports(c)
+        });
+        (caller, tools)
+    }
+}
+
 /// The built-in runtime. Cheap to clone (one shared state).
 #[derive(Debug, Clone)]
 pub struct BuiltinRuntime {
@@ -144,11 +157,8 @@ impl BuiltinRuntime {
         config: BuiltinConfig,
         client: Option<ModelClient>,
     ) -> BuiltinRuntime {
-        let caller = Caller::builtin("daemon").with_authorisation(setup.authorisation);
+        let (caller, tools) = setup.caller_and_tools();
         let bridge = setup.bridge;
-        let tools = ToolCatalogue::new(setup.registry, &caller, &setup.tool_policy, |c| {
-            bridge.supports(c)
-        });
         BuiltinRuntime {
             inner: Arc::new(Inner {
                 store: Arc::clone(bridge.store()),

@@ -1,3 +1,4 @@
+mod background;
 mod continuity;
 mod failures;
 mod injection;

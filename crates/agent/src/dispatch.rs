@@ -1,0 +1,174 @@
+//! [`DispatchRunner`]: the `agent_turn` runner when the configured background runtime is not
+//! `builtin` (`agent-jobs.md` §7.3). A run hands the job to that runtime as an attention
+//! request and ends at once; the runtime's own tool requests then come through the bridge in
+//! the phone session the request created, with the normal (foreground) confirmation rules.
+
+use std::sync::{Arc, Weak};
+
+use async_trait::async_trait;
+use openphone_core::{RuntimeManager, ToolBridge};
+use openphone_jobs::{FailureReason, JobRunner, RunContext, RunResult};
+use openphone_policy::{Autonomy, Caller, Context};
+use openphone_protocol::endpoint::{AttentionRequestParams, RuntimeState, Source};
+use openphone_protocol::{ErrorCode, ToolRequest, ToolStatus};
+use serde_json::{Map, Value, json};
+
+use crate::background::{RUN_STOPPED, background_session};
+use crate::prompt;
+use crate::runtime::{BUILTIN, BuiltinSetup};
+
+/// Sends background jobs to an external runtime. Cheap to clone.
+///
+/// A run: the runtime must be configured and connected (else
+/// `runtime_background_dispatch_unavailable:<runtime>`); the screen is read through the bridge
+/// as `builtin` in the job's context and attached (a failed read is noted, not fatal); then one
+/// attention request with source `background_job`, autonomy `ask_before_action`, the job's
+/// prompt followed by its payload labelled as data as the text, and the job's id, title and
+/// attempt as context. Accepted → [`RunResult::Dispatched`] (the job waits for the runtime);
+/// refused → `runtime_background_dispatch_failed:<runtime>:<code>` (or unavailable when the
+/// runtime went away meanwhile).
+#[derive(Debug, Clone)]
+pub struct DispatchRunner {
+    runtime: String,
+    manager: Weak<RuntimeManager>,
+    bridge: Weak<ToolBridge>,
+    caller: Caller,
+}
+
+impl DispatchRunner {
+    /// A runner sending every job to `runtime` (a normalised runtime id; see
+    /// [`crate::AgentTurnRunner::from_setup`]). The manager and the bridge are held weakly.
+    pub fn new(setup: &BuiltinSetup, runtime: &str) -> DispatchRunner {
+        let (caller, _) = setup.caller_and_tools();
+        DispatchRunner {
+            runtime: runtime.to_owned(),
+            manager: Arc::downgrade(&setup.manager),
+            bridge: Arc::downgrade(&setup.bridge),
+            caller,
+        }
+    }
+
+    /// The runtime jobs are sent to.
+    pub fn runtime(&self) -> &str {
+        &self.runtime
+    }
+
+    fn unavailable(&self, detail: impl Into<String>) -> RunResult {
+        RunResult::Failed {
+            reason: FailureReason::dispatch_unavailable(&self.runtime),
+            detail: detail.into(),
+        }
+    }
+
+    /// The screen for the attention request, read through the bridge in the job's context,
+    /// or why it is not attached.
+    async fn screen(&self, ctx: &RunContext, job_id: u64) -> Result<Value, String> {
+        let Some(bridge) = self.bridge.upgrade() else {
+            return Err("the tool bridge is gone".to_owned());
+        };
+        let mut params = Map::new();
+        params.insert(
+            "reason".into(),
+            Value::from("screen attached to a background job sent to a runtime"),
+        );
+        params.insert("include_screenshot".into(), Value::Bool(false));
+        let request = ToolRequest {
+            request_id: format!("job-{}-{}-screen", ctx.job.id, ctx.attempt),
+            runtime: Some(BUILTIN.to_owned()),
+            runtime_session_id: background_session(ctx.job.id),
+            tool: "openphone.screen.get".into(),
+            params: Value::Object(params),
+            ..ToolRequest::default()
+        };
+        let result = bridge
+            .invoke(&self.caller, request, Context::job(job_id))
+            .await;
+        match (result.status, result.error) {
+            (ToolStatus::Ok, _) => Ok(Value::Object(result.result)),
+            (_, Some(error)) => Err(error.code.as_str().to_owned()),
+            (status, None) => Err(status.as_str().to_owned()),
+        }
+    }
+}
+
+#[async_trait]
+impl JobRunner for DispatchRunner {
+    async fn run(&self, ctx: RunContext) -> RunResult {
+        if ctx.stop.is_stopped() {
+            return RunResult::failed(FailureReason::job_error(RUN_STOPPED));
+        }
+        let Ok(job_id) = u64::try_from(ctx.job.id) else {
+            return RunResult::failed(FailureReason::job_error("invalid_job"));
+        };
+        let Some(manager) = self.manager.upgrade() else {
+            return self.unavailable("the runtime manager is gone (the daemon is stopping)");
+        };
+        // Not configured or not connected: refused before anything is read for it.
+        let state = manager
+            .list()
+            .into_iter()
+            .find(|r| r.id == self.runtime)
+            .map(|r| r.status);
+        match state {
+            None => {
+                return self.unavailable(format!("runtime {} is not configured", self.runtime));
+            }
+            Some(RuntimeState::Connected) => {}
+            Some(other) => {
+                return self.unavailable(format!(
+                    "runtime {} is not connected ({})",
+                    self.runtime,
+                    other.as_str()
+                ));
+            }
+        }
+        let screen = self.screen(&ctx, job_id).await;
+        if ctx.stop.is_stopped() {
+            return RunResult::failed(FailureReason::job_error(RUN_STOPPED));
+        }
+        let screen_note = match &screen {
+            Ok(_) => String::new(),
+            Err(why) => format!("; screen not attached ({why})"),
+        };
+        let job = &ctx.job;
+        let request = AttentionRequestParams {
+            surface: Source::BackgroundJob.as_str().to_owned(),
+            text: prompt::dispatch_text(
+                &job.prompt,
+                &job.payload_json,
+                openphone_core::runtimes::ATTENTION_TEXT_CHARS,
+            ),
+            runtime: Some(self.runtime.clone()),
+            autonomy: Some(Autonomy::AskBeforeAction.as_str().to_owned()),
+            include_screen: true,
+            context: Some(json!({
+                "job": {"id": job.id, "title": job.title, "attempt": ctx.attempt},
+            })),
+            session_target: None,
+        };
+        let sent =
+            tokio::task::spawn_blocking(move || manager.request_attention(request, screen.ok()))
+                .await;
+        match sent {
+            Ok(Ok(accepted)) => RunResult::Dispatched {
+                note: format!(
+                    "sent to runtime {}: phone session {}, attention {}{screen_note}",
+                    accepted.runtime, accepted.phone_session_id, accepted.attention_id
+                ),
+            },
+            Ok(Err(e)) => match e.code {
+                ErrorCode::RuntimeNotConfigured
+                | ErrorCode::RuntimeNotConnected
+                | ErrorCode::MissingRuntime => self.unavailable(e.message),
+                code => RunResult::Failed {
+                    reason: FailureReason::dispatch_failed(&self.runtime, code.as_str()),
+                    detail: e.message,
+                },
+            },
+            Err(e) => RunResult::Failed {
+                reason: FailureReason::dispatch_failed(&self.runtime, "task_failed"),
+                detail: e.to_string(),
+            },
+        }
+    }
+}

@@ -117,6 +117,9 @@ pub enum DaemonError {
     },
     #[error("no randomness for the operator token: {0}")]
     Random(String),
+    /// The `[jobs]` table cannot be used.
+    #[error("config: {0}")]
+    Jobs(String),
     #[error("mcp: {0}")]
     Mcp(String),
     #[error("startup recovery failed: {0}")]
@@ -287,10 +290,17 @@ impl Daemon {
                 "withdrew pending confirmations"
             );
         }
-        let builtin = builtin_runtime(&config, &runtimes, &bridge, &manager, registry).await?;
+        let (builtin, setup) =
+            builtin_runtime(&config, &runtimes, &bridge, &manager, registry).await?;
+        let agent_turn = openphone_agent::AgentTurnRunner::from_setup(
+            &setup,
+            config.builtin.as_ref(),
+            Some(config.jobs.background_runtime.clone()),
+        )
+        .map_err(|e| DaemonError::Jobs(e.to_string()))?;
         let jobs = crate::background::scheduler(
             &bridge,
-            openphone_jobs::Runners::builtin(),
+            openphone_jobs::Runners::builtin().with(openphone_jobs::JobType::AgentTurn, agent_turn),
             config.jobs.max_jobs,
         );
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
@@ -458,7 +468,7 @@ async fn builtin_runtime(
     bridge: &Arc<ToolBridge>,
     manager: &Arc<RuntimeManager>,
     registry: &'static Registry,
-) -> Result<BuiltinRuntime, DaemonError> {
+) -> Result<(BuiltinRuntime, BuiltinSetup), DaemonError> {
     let authorisation = crate::runtime_policy::bridge_config(config, runtimes)
         .runtimes
         .and_then(|table| table.get(openphone_agent::BUILTIN).copied())
@@ -470,7 +480,7 @@ async fn builtin_runtime(
         authorisation,
         tool_policy: config.tool_policy.clone(),
     };
-    let builtin = BuiltinRuntime::from_config(setup, config.builtin.as_ref())?;
+    let builtin = BuiltinRuntime::from_config(setup.clone(), config.builtin.as_ref())?;
     let interrupted = builtin.recover().await;
     if interrupted > 0 {
         tracing::info!(
@@ -488,7 +498,7 @@ async fn builtin_runtime(
         None => tracing::info!("built-in runtime not configured (no [builtin] table)"),
     }
     builtin.attach();
-    Ok(builtin)
+    Ok((builtin, setup))
 }
 
 /// Logs what [`crate::secure_dir::secure`] tightened.

@@ -6,6 +6,10 @@
 //! with `--token` or `--token-file` (the bearer token of the upgrade). Connections are plain
 //! TCP with `TCP_NODELAY`, as a runtime's would be.
 //!
+//! `--method jobs.create` calls `jobs.create` instead, with `--params` as the job's arguments
+//! (every call creates one job: the figure of "creating 10 k jobs through the endpoint"; the
+//! daemon must keep that many, `[jobs] max_jobs`).
+//!
 //! The endpoint rate-limits each credential (20/s by default): load a daemon started with a
 //! config that raises `[limits] rate_per_sec` and `rate_burst`, or the figures measure the
 //! limiter. Answers refused with `rate_limited` are counted apart and do not fail the run.
@@ -18,8 +22,8 @@ use futures_util::{SinkExt, StreamExt};
 use openphone_clock::Stopwatch;
 use openphone_protocol::ToolStatus;
 use openphone_protocol::endpoint::{
-    ClientInfo, Hello, HelloParams, Method, Request, RequestId, ServerMessage, ToolsInvoke,
-    ToolsInvokeParams, VersionRange,
+    ClientInfo, Hello, HelloParams, JobsCreate, JobsCreateParams, Method, Request, RequestId,
+    ServerMessage, ToolsInvoke, ToolsInvokeParams, VersionRange,
 };
 use openphone_server::TOKEN_FILE;
 use serde_json::{Value, json};
@@ -40,6 +44,10 @@ pub struct InvokeBench {
     /// The command to invoke (a read is the sensible choice).
     #[arg(long, default_value = "openphone.screen.get")]
     pub tool: String,
+    /// The endpoint method each call makes: `tools.invoke` (default) or `jobs.create`
+    /// (operator only; `--params` are the job's arguments, `--tool` is ignored).
+    #[arg(long, default_value = "tools.invoke", value_parser = ["tools.invoke", "jobs.create"])]
+    pub method: String,
     /// Its params as JSON.
     #[arg(
         long,
@@ -237,6 +245,19 @@ impl WsBench {
         })
     }
 
+    /// One `jobs.create`, classified.
+    async fn create_job(&mut self, args: serde_json::Map<String, Value>) -> Result<Outcome> {
+        Ok(
+            match self.exchange::<JobsCreate>(JobsCreateParams(args)).await? {
+                Answer::Result(r) => match r.result_as::<JobsCreate>() {
+                    Ok(_) => Outcome::Ok,
+                    Err(_) => Outcome::failed("bad_answer"),
+                },
+                Answer::Error(code, _) => Outcome::Failed(code),
+            },
+        )
+    }
+
     async fn close(mut self) {
         let _ = self.ws.close(None).await;
     }
@@ -253,6 +274,10 @@ enum Answer {
 pub fn invoke(opts: InvokeBench) -> Result<ExitCode> {
     let plan = opts.load.plan(opts.connections, "--connections")?;
     let params: Value = serde_json::from_str(&opts.params).context("--params is not JSON")?;
+    let jobs = opts.method == "jobs.create";
+    if jobs && !params.is_object() {
+        bail!("--params must be a JSON object of job arguments with --method jobs.create");
+    }
     let (target, pid) = resolve(&opts)?;
     let target = Arc::new(target);
     let timeout = call_timeout(opts.server.timeout);
@@ -277,13 +302,21 @@ pub fn invoke(opts: InvokeBench) -> Result<ExitCode> {
                 let mut warned = false;
                 while pacer.more() {
                     let (i, call) = pacer.begin();
-                    let request = ToolsInvokeParams {
-                        request_id: format!("{prefix}-{i}"),
-                        tool: tool.clone(),
-                        params: Some(params.clone()),
-                        ..ToolsInvokeParams::default()
+                    let call_once = async {
+                        if jobs {
+                            let args = params.as_object().cloned().unwrap_or_default();
+                            client.create_job(args).await
+                        } else {
+                            let request = ToolsInvokeParams {
+                                request_id: format!("{prefix}-{i}"),
+                                tool: tool.clone(),
+                                params: Some(params.clone()),
+                                ..ToolsInvokeParams::default()
+                            };
+                            client.invoke(request).await
+                        }
                     };
-                    let broken = match tokio::time::timeout(timeout, client.invoke(request)).await {
+                    let broken = match tokio::time::timeout(timeout, call_once).await {
                         Ok(Ok(outcome)) => {
                             pacer.record(call, outcome);
                             continue;
@@ -316,7 +349,7 @@ pub fn invoke(opts: InvokeBench) -> Result<ExitCode> {
         Run {
             mode: "invoke",
             target: &target.url,
-            tool: &opts.tool,
+            tool: if jobs { "jobs.create" } else { &opts.tool },
             extra: vec![("connections", json!(opts.connections))],
             plan,
             started,

@@ -11,7 +11,9 @@
 //!
 //! **Architecture Invariant:** nothing outside this crate calls a mutating device method; a
 //! confirmation can only be resolved with an [`Operator`], which only an operator credential
-//! yields.
+//! yields; a background job's state-changing request runs only through
+//! [`ToolBridge::invoke_reviewed`], when the store holds the user's claimed approval of exactly
+//! that request.
 
 mod bridge;
 pub mod events;
@@ -24,8 +26,8 @@ mod locks;
 
 pub use bridge::{
     ACCESS_LOG_TARGET, ApprovalError, BridgeConfig, BridgeError, ConfirmDecision, ConfirmingHost,
-    MAX_TASK_SCOPES, Operator, RESOLVED_BY_CONFIGURATION, RecoveryReport, ToolBridge, Waited,
-    Withdrawn, waiting_on,
+    MAX_TASK_SCOPES, Operator, RESOLVED_BY_CONFIGURATION, RecoveryReport, ReviewedApproval,
+    ToolBridge, Waited, Withdrawn, waiting_on,
 };
 pub use bridge::{EXPLANATION_KEY, explanation_of};
 pub use events::{Audience, Event, EventBus, PublishError};

@@ -11,10 +11,13 @@
 //!   runners of `system_event` and `heartbeat`;
 //! - [`scheduler`]: the [`Scheduler`] (§6): ticks, claims, runners, repair, stop, pause,
 //!   resume and the driver loop;
+//! - [`review`]: reviewed background approvals (§9): eligibility and sanitisation, the
+//!   confirmation record and checkpoint, verification, bound results, the executor of approved
+//!   calls over the tool bridge, and the offline verifier [`check_stored`];
 //! - [`reason`]: the failure reasons of §7.8; [`limits`]: the numbers of §6.1.
 //!
-//! Not here yet: the `agent_turn` runner (the built-in model loop), reviewed approvals (§9),
-//! the job tools and endpoint methods (§10), and delivery of notifications.
+//! Not here yet: the `agent_turn` runner (the built-in model loop), the job tools and endpoint
+//! methods (§10), and delivery of notifications.
 
 pub mod delivery;
 pub mod error;
@@ -35,7 +38,11 @@ pub use model::{
     JobView, NewAgentJob, RunOutcome, StoredJob,
 };
 pub use reason::FailureReason;
-pub use review::{Checkpoint, ConfirmationRecord, ReviewProposal, ReviewRefused};
+pub use review::{
+    BoundResult, BridgeReviewExecutor, CheckFailure, Checked, CheckedKind, Checkpoint,
+    ConfirmationRecord, ExecutionFailure, Resolution, ReviewAnswer, ReviewDecision, ReviewExecutor,
+    ReviewProposal, ReviewRefused, check_stored,
+};
 pub use runner::{
     HeartbeatRunner, JobRunner, RunContext, RunResult, Runners, StopSignal, SystemEventRunner,
 };

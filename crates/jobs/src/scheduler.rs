@@ -15,6 +15,12 @@
 //! simply due at the first tick after start: a one-shot job runs once late, a recurring job
 //! once, its next run counted from the finish; the ledger marks the attempt as a catch-up.
 //!
+//! Reviewed background approvals (§9) live in `scheduler/review_ops.rs`: a run that ends
+//! [`RunResult::Parked`] parks its job on a review (§9.3); [`Scheduler::resolve_review`]
+//! claims the first tap, verifies, executes or denies, and commits (§9.5–§9.8); each tick
+//! first expires overdue reviews and repairs resolutions a crash left behind (§9.10), and
+//! [`Scheduler::start`] repairs those of a previous process at once.
+//!
 //! Time: every "now" comes from the injected [`Clock`]. The driver sleeps on tokio's timer for
 //! the distance to the next wake (at most [`RECHECK`] at a time, so a changed wall clock is
 //! noticed) and re-reads the clock when it wakes.
@@ -41,6 +47,8 @@ use crate::runner::{RunContext, RunResult, Runners, StopHandle, StopSignal};
 use crate::schedule::wake_at;
 use crate::transition::{Change, apply};
 use crate::validate::{CreateContext, JobRequest, normalise};
+
+mod review_ops;
 
 /// The longest the driver sleeps before it looks at the clock again.
 pub const RECHECK: Duration = Duration::from_secs(60);
@@ -161,6 +169,47 @@ pub enum SchedulerEvent {
         /// The job.
         job_id: i64,
     },
+    /// A run parked its job on a review (§9.3): show the user the exact action with Approve
+    /// and Deny, whatever the job's delivery mode (§9.4).
+    ReviewRequired {
+        /// The job.
+        job_id: i64,
+        /// What an Approve or Deny carries.
+        confirmation_id: String,
+        /// The job's title.
+        title: String,
+        /// The model-tool name of the action.
+        tool: String,
+        /// The action in words (§9.3).
+        summary: String,
+        /// The end of the review window (Unix ms).
+        expires_at: i64,
+    },
+    /// A review ended (§9.8): approved, denied, expired, invalid, interrupted by a crash or by
+    /// a stop. Withdraw the review's notification.
+    ReviewResolved {
+        /// The job.
+        job_id: i64,
+        /// The review.
+        confirmation_id: String,
+        /// The job's title.
+        title: String,
+        /// The model-tool name of the action.
+        tool: String,
+        /// How it ended.
+        resolution: crate::review::Resolution,
+        /// The `status` of the bound result the job resumes with (`ok`,
+        /// `background.action_denied`, …); `None` when there is none (a stop).
+        result_status: Option<String>,
+        /// The job's status after it.
+        job_status: JobStatus,
+        /// The resolution was stored (false: it was audited only, e.g. the job was stopped
+        /// while the approved action ran, or the store failed).
+        committed: bool,
+        /// Tell the user whatever the delivery mode: an approved action's outcome is unknown
+        /// after a crash (§9.10).
+        alert: bool,
+    },
 }
 
 /// What one tick did.
@@ -170,6 +219,10 @@ pub struct TickReport {
     pub now_ms: i64,
     /// Jobs repaired as stale.
     pub repaired: Vec<i64>,
+    /// Jobs whose review window passed (§9.7), resumed with the timeout result.
+    pub expired_reviews: Vec<i64>,
+    /// Jobs whose review resolution a crash left unfinished (§9.10), settled.
+    pub repaired_reviews: Vec<i64>,
     /// Jobs claimed, in due order, with their attempt numbers.
     pub claimed: Vec<(i64, i64)>,
     /// The next wake scheduled.
@@ -210,6 +263,12 @@ struct Inner {
     started_at: i64,
     /// Ticks run one at a time.
     tick_lock: tokio::sync::Mutex<()>,
+    /// The global review lock (§9.5): claims, expiries and crash repairs of reviews run one
+    /// at a time.
+    review_lock: tokio::sync::Mutex<()>,
+    /// What executes approved reviews (none: an approval resolves as
+    /// `framework_unavailable`).
+    review_executor: Mutex<Option<Arc<dyn crate::review::ReviewExecutor>>>,
     state: Mutex<State>,
     /// The next wake changed (the driver recomputes its sleep).
     rescheduled: Notify,
@@ -250,6 +309,8 @@ impl Scheduler {
                 runners,
                 started_at,
                 tick_lock: tokio::sync::Mutex::new(()),
+                review_lock: tokio::sync::Mutex::new(()),
+                review_executor: Mutex::new(None),
                 state: Mutex::new(State::default()),
                 rescheduled: Notify::new(),
                 run_ended: Notify::new(),
@@ -269,16 +330,24 @@ impl Scheduler {
     }
 
     /// The daemon-start trigger: repairs at once every running job claimed by anyone else (a
-    /// previous process: the directory lock means its runners are gone, §7.7), then ticks.
+    /// previous process: the directory lock means its runners are gone, §7.7) and every review
+    /// resolution left unfinished (§9.10), then ticks.
     pub async fn start(&self) -> Result<TickReport, JobsError> {
         let now = self.inner.clock.now_ms();
         let repaired = self
             .inner
             .repair(now, Some(self.inner.config.owner.clone()))?;
+        let repaired_reviews = {
+            let _reviews = self.inner.review_lock.lock().await;
+            self.inner.repair_resolutions(now, true)?
+        };
         let mut report = self.tick().await?;
         let mut all = repaired;
         all.append(&mut report.repaired);
         report.repaired = all;
+        let mut all = repaired_reviews;
+        all.append(&mut report.repaired_reviews);
+        report.repaired_reviews = all;
         Ok(report)
     }
 
@@ -287,12 +356,20 @@ impl Scheduler {
         self.tick().await
     }
 
-    /// One tick (§6.2): repair stale running jobs, claim due jobs (bounded), start their
-    /// runners, schedule the next wake. Ticks never overlap.
+    /// One tick (§6.2): expire overdue reviews, repair stale review resolutions, repair stale
+    /// running jobs, claim due jobs (bounded), start their runners, schedule the next wake.
+    /// Ticks never overlap.
     pub async fn tick(&self) -> Result<TickReport, JobsError> {
         let _serial = self.inner.tick_lock.lock().await;
         let inner = &self.inner;
         let now = inner.clock.now_ms();
+        let (expired_reviews, repaired_reviews) = {
+            let _reviews = inner.review_lock.lock().await;
+            (
+                inner.expire_reviews(now)?,
+                inner.repair_resolutions(now, false)?,
+            )
+        };
         let repaired = inner.repair(now, None)?;
         let free = inner
             .config
@@ -319,6 +396,8 @@ impl Scheduler {
         Ok(TickReport {
             now_ms: now,
             repaired,
+            expired_reviews,
+            repaired_reviews,
             claimed: started,
             next_wake,
         })
@@ -437,6 +516,7 @@ impl Scheduler {
             match written {
                 Ok(job) => {
                     inner.signal_stop(id, None);
+                    inner.review_stopped(&row, now);
                     inner.emit(SchedulerEvent::Stopped { job_id: id });
                     inner.reschedule_at(now)?;
                     return Ok(StopOutcome { job, stopped: true });
@@ -745,6 +825,18 @@ impl Inner {
                 self.discard(claim, row.as_ref().map(|r| r.job.status), now);
                 return;
             };
+            // A parked run: the review is written with the attempt's fence (§9.3); a call that
+            // may not be parked, or a failed write, fails the run.
+            let park_failure = match &ended {
+                Ended::Report(RunResult::Parked { proposal }) => {
+                    match self.park(row, attempt, proposal, now) {
+                        review_ops::Parking::Parked => return,
+                        review_ops::Parking::Conflict => continue,
+                        review_ops::Parking::Failed(reason) => Some(reason),
+                    }
+                }
+                _ => None,
+            };
             let (change, outcome, reason, output_ref, summary) = match &ended {
                 Ended::Report(RunResult::Completed {
                     result,
@@ -762,17 +854,22 @@ impl Inner {
                         .map(|s| truncate_chars(s.trim(), SUMMARY_MAX_CHARS))
                         .filter(|s| !s.is_empty()),
                 ),
-                // Parking is the review layer's (§9.3); until it lands a parked run fails.
-                Ended::Report(RunResult::Parked { .. }) => (
-                    Change::Fail {
-                        reason: FailureReason::job_error("review_unavailable"),
-                        detail: String::new(),
-                    },
-                    RunOutcome::Failed,
-                    FailureReason::job_error("review_unavailable").to_string(),
-                    String::new(),
-                    None,
-                ),
+                // Only a park that could not be written gets here.
+                Ended::Report(RunResult::Parked { .. }) => {
+                    let reason = park_failure
+                        .clone()
+                        .unwrap_or_else(|| FailureReason::job_error("review_park_failed"));
+                    (
+                        Change::Fail {
+                            reason: reason.clone(),
+                            detail: String::new(),
+                        },
+                        RunOutcome::Failed,
+                        reason.to_string(),
+                        String::new(),
+                        None,
+                    )
+                }
                 Ended::Report(RunResult::Dispatched { note }) => (
                     Change::Dispatch { note: note.clone() },
                     RunOutcome::Dispatched,

@@ -175,11 +175,16 @@ pub fn merge(proof: &[Verdict]) -> (Requirement, DecisionSource) {
                 (
                     Layer::StandingApprovals,
                     source @ (DecisionSource::StandingApproval { .. }
-                    | DecisionSource::SessionGrant { .. }),
+                    | DecisionSource::SessionGrant { .. }
+                    | DecisionSource::BackgroundReview { .. }),
                 ) => Some(source.clone()),
                 _ => None,
             });
             match rule {
+                // A review is the one-shot confirmation of exactly this request.
+                Some(source @ DecisionSource::BackgroundReview { .. }) => {
+                    (Requirement::Allow, source)
+                }
                 Some(source) if !one_shot => (Requirement::Allow, source),
                 Some(_) | None => {
                     let asking: Vec<&Verdict> = proof
@@ -212,6 +217,43 @@ pub fn merge(proof: &[Verdict]) -> (Requirement, DecisionSource) {
                 layer: Layer::Autonomy,
             },
         ),
+    }
+}
+
+/// The decision of a request the user approved on its background review (`agent-jobs.md`
+/// §9.7): a Confirm or Park is satisfied for this one request — the layer-7 verdict records the
+/// review (`{"kind":"background_review","confirmation_id":…}`) as its source and the verdicts
+/// are merged again. A Deny stays a Deny, and an Allow is left as it was (nothing to satisfy).
+pub fn satisfied_by_review(decision: Decision, confirmation_id: &str) -> Decision {
+    if !matches!(decision.requirement, Requirement::Confirm { .. }) {
+        return decision;
+    }
+    let mut proof = decision.proof;
+    let review = Verdict {
+        layer: Layer::StandingApprovals,
+        kind: VerdictKind::Allow,
+        reason: format!(
+            "the user approved this exact request on background review `{confirmation_id}`"
+        ),
+        code: None,
+        policy_detail: None,
+        source: DecisionSource::BackgroundReview {
+            confirmation_id: confirmation_id.to_owned(),
+        },
+    };
+    match proof
+        .iter_mut()
+        .find(|v| v.layer == Layer::StandingApprovals)
+    {
+        Some(slot) => *slot = review,
+        None => proof.push(review),
+    }
+    let (requirement, source) = merge(&proof);
+    Decision {
+        requirement,
+        effective_autonomy: decision.effective_autonomy,
+        proof,
+        source,
     }
 }
 
@@ -422,5 +464,40 @@ mod tests {
             Requirement::Confirm { one_shot: true, .. }
         ));
         assert!(with_rule([A, A, A, D, A, A, A]).0.is_deny());
+    }
+
+    #[test]
+    fn a_background_review_satisfies_park_and_one_shot_but_never_deny() {
+        let decided = |kinds| {
+            let proof = proof(kinds);
+            let (requirement, source) = merge(&proof);
+            Decision {
+                requirement,
+                effective_autonomy: Autonomy::AskBeforeAction,
+                proof,
+                source,
+            }
+        };
+        let review = DecisionSource::BackgroundReview {
+            confirmation_id: "job-confirm-1".to_owned(),
+        };
+        let parked = satisfied_by_review(decided([A, A, A, C, C, P, A]), "job-confirm-1");
+        assert_eq!(parked.requirement, Requirement::Allow);
+        assert_eq!(parked.source, review);
+        assert_eq!(parked.proof[6].source, review);
+        assert_eq!(parked.proof[5].kind, VerdictKind::Park);
+        assert_eq!(
+            serde_json::to_value(&parked.proof[6].source).unwrap(),
+            json!({"kind": "background_review", "confirmation_id": "job-confirm-1"})
+        );
+        // Merging the stored proof again gives the same answer.
+        assert_eq!(merge(&parked.proof), (Requirement::Allow, review));
+        let denied = satisfied_by_review(decided([A, D, A, C, C, P, A]), "job-confirm-1");
+        assert!(denied.requirement.is_deny());
+        let allowed = decided([A; 7]);
+        assert_eq!(
+            satisfied_by_review(allowed.clone(), "job-confirm-1"),
+            allowed
+        );
     }
 }

@@ -103,7 +103,7 @@ mod verdict;
 pub use autonomy::{Autonomy, effective_autonomy};
 pub use decision::{
     Decision, INPUTS_DIGEST_VERSION, Requirement, decide, inputs_digest, inputs_object, merge,
-    proof_digest, visible,
+    proof_digest, satisfied_by_review, visible,
 };
 pub use error::PolicyError;
 pub use explain::{explain, wire_layer, wire_outcome};

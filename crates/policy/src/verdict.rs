@@ -153,6 +153,10 @@ pub enum DecisionSource {
     /// An earlier `accept_for_session` in this phone session turned Confirm into Allow; the
     /// grant id is recorded.
     SessionGrant { grant_id: String },
+    /// The user approved a parked background action on its review (`agent-jobs.md` §9):
+    /// satisfies the Confirm or Park of that one request only (even a one-shot one, the review
+    /// being the one-shot confirmation of exactly this request); the review's id is recorded.
+    BackgroundReview { confirmation_id: String },
 }
 
 impl DecisionSource {
@@ -162,6 +166,7 @@ impl DecisionSource {
             DecisionSource::Policy { .. } => "policy",
             DecisionSource::StandingApproval { .. } => "standing_approval",
             DecisionSource::SessionGrant { .. } => "session_grant",
+            DecisionSource::BackgroundReview { .. } => "background_review",
         }
     }
 }

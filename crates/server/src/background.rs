@@ -7,13 +7,15 @@
 use std::sync::Arc;
 
 use openphone_core::{Audience, ToolBridge};
-use openphone_device::{PhoneDevice, SystemNotification};
+use openphone_device::{DeviceEvent, PhoneDevice, SystemNotification};
 use openphone_jobs::AgentJobExt;
 use openphone_jobs::delivery::{self, completion_body, failure_body};
 use openphone_jobs::{
-    AgentJob, DeliveryMode, DeliveryState, JobTools, Runners, Scheduler, SchedulerConfig,
-    SchedulerEvent,
+    AgentJob, BridgeReviewExecutor, DeliveryMode, DeliveryState, JobTools, ReviewAnswer, Runners,
+    Scheduler, SchedulerConfig, SchedulerEvent,
 };
+use openphone_protocol::Registry;
+use openphone_protocol::endpoint::JobsReviewResult;
 use openphone_protocol::endpoint::{BackgroundJobEvent, Event};
 use openphone_store::{AuditEntry, AuditKind, Store};
 use serde_json::{Value, json};
@@ -34,16 +36,31 @@ pub fn scheduler(bridge: &ToolBridge, runners: Runners, max_jobs: usize) -> Sche
 pub fn start(
     scheduler: &Scheduler,
     bridge: &Arc<ToolBridge>,
+    registry: &'static Registry,
     device: Arc<dyn PhoneDevice>,
     shutdown: watch::Receiver<bool>,
 ) -> Vec<JoinHandle<()>> {
     bridge.install_service(Arc::new(JobTools::new(scheduler.clone())));
+    // An approved review runs its stored call through the bridge (`invoke_reviewed`).
+    scheduler.set_review_executor(Arc::new(BridgeReviewExecutor::new(
+        Arc::clone(bridge),
+        registry,
+    )));
     let events = scheduler.subscribe();
-    let glue = Glue {
+    let taps = device.subscribe();
+    let glue = Arc::new(Glue {
         bridge: Arc::clone(bridge),
         device,
-    };
-    let listener = tokio::spawn(glue.listen(events, shutdown.clone()));
+    });
+    let listener = tokio::spawn(Arc::clone(&glue).listen(events, shutdown.clone()));
+    let mut tasks = Vec::new();
+    if let Some(taps) = taps {
+        tasks.push(tokio::spawn(review_taps(
+            scheduler.clone(),
+            taps,
+            shutdown.clone(),
+        )));
+    }
     let driver = tokio::spawn({
         let scheduler = scheduler.clone();
         let mut stop = shutdown;
@@ -53,7 +70,63 @@ pub fn start(
                 .await;
         }
     });
-    vec![driver, listener]
+    tasks.push(driver);
+    tasks.push(listener);
+    tasks
+}
+
+/// The Approve and Deny buttons of a review's notification on the phone (§9.4): a tap
+/// carries only the review id and the decision; the first one wins (§9.5). Only the phone's
+/// own notification actions arrive here — no agent can press them.
+async fn review_taps(
+    scheduler: Scheduler,
+    mut taps: broadcast::Receiver<DeviceEvent>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    loop {
+        let event = tokio::select! {
+            event = taps.recv() => event,
+            () = crate::daemon::stopped(&mut shutdown) => return,
+        };
+        let (key, action) = match event {
+            Ok(DeviceEvent::NotificationAction { key, action, .. }) => (key, action),
+            Ok(_) => continue,
+            Err(broadcast::error::RecvError::Lagged(n)) => {
+                tracing::warn!(missed = n, "jobs: the phone's events came faster than read");
+                continue;
+            }
+            Err(broadcast::error::RecvError::Closed) => return,
+        };
+        let Some(confirmation_id) = delivery::review_of_key(&key) else {
+            continue;
+        };
+        let approve = match action.as_str() {
+            "approve" => true,
+            "deny" => false,
+            other => {
+                tracing::warn!(action = other, "jobs: an unknown review action was tapped");
+                continue;
+            }
+        };
+        match scheduler.resolve_review(confirmation_id, approve).await {
+            Ok(answer) => tracing::info!(
+                confirmation_id,
+                code = answer.code.as_str(),
+                "jobs: a review was decided on the phone"
+            ),
+            Err(e) => tracing::warn!(confirmation_id, error = %e, "jobs: a review tap failed"),
+        }
+    }
+}
+
+/// The answer of `jobs.review`.
+pub fn review_result(answer: &ReviewAnswer) -> JobsReviewResult {
+    JobsReviewResult {
+        code: answer.code.as_str().to_owned(),
+        reason: answer.reason.clone(),
+        job_id: answer.job_id,
+        result_status: answer.result_status.clone(),
+    }
 }
 
 struct Glue {
@@ -67,7 +140,7 @@ impl Glue {
     }
 
     async fn listen(
-        self,
+        self: Arc<Self>,
         mut events: broadcast::Receiver<SchedulerEvent>,
         mut shutdown: watch::Receiver<bool>,
     ) {
@@ -142,6 +215,72 @@ impl Glue {
                 );
             }
             SchedulerEvent::Stopped { job_id } => self.publish_current(job_id),
+            SchedulerEvent::ReviewRequired {
+                job_id,
+                confirmation_id,
+                title,
+                summary,
+                expires_at,
+                ..
+            } => {
+                // Shown whatever the delivery mode: a request for a decision (§4).
+                let minutes = ((expires_at - self.bridge.now_ms()).max(0) + 59_999) / 60_000;
+                let notification = SystemNotification {
+                    key: delivery::review_key(&confirmation_id),
+                    title: format!("Review: {title}"),
+                    body: format!("{summary}\nExpires in {minutes} min."),
+                    actions: vec![
+                        ("approve".to_owned(), "Approve".to_owned()),
+                        ("deny".to_owned(), "Deny".to_owned()),
+                    ],
+                };
+                if let Err(e) = self.device.post_notification(&notification).await {
+                    tracing::warn!(job_id, error = %e, "jobs: posting a review notification failed");
+                }
+                if let Some(job) = self.current(job_id) {
+                    let mut event = view(&job);
+                    event.confirmation_id = Some(confirmation_id);
+                    event.detail = Some(summary);
+                    event.expires_at = Some(expires_at);
+                    self.publish(Event::JobReviewRequired(event));
+                }
+            }
+            SchedulerEvent::ReviewResolved {
+                job_id,
+                confirmation_id,
+                title,
+                resolution,
+                result_status,
+                alert,
+                ..
+            } => {
+                let key = delivery::review_key(&confirmation_id);
+                if let Err(e) = self.device.withdraw_notification(&key).await {
+                    tracing::warn!(job_id, error = %e, "jobs: withdrawing a review notification failed");
+                }
+                if alert {
+                    // An approved action whose outcome is unknown after a crash: the user is
+                    // told whatever the delivery mode (§9.10).
+                    let notification = SystemNotification {
+                        key: delivery::failure_key(job_id),
+                        title: format!("Background job stopped: {title}"),
+                        body: "The daemon stopped while an action you approved was running; \
+                               whether it took effect is unknown, and it is not run again."
+                            .to_owned(),
+                        actions: Vec::new(),
+                    };
+                    if let Err(e) = self.device.post_notification(&notification).await {
+                        tracing::warn!(job_id, error = %e, "jobs: posting an unknown-outcome alert failed");
+                    }
+                }
+                if let Some(job) = self.current(job_id) {
+                    let mut event = view(&job);
+                    event.confirmation_id = Some(confirmation_id);
+                    event.detail = Some(resolution.as_str().to_owned());
+                    event.outcome = result_status;
+                    self.publish(Event::JobReviewResolved(event));
+                }
+            }
         }
     }
 

@@ -304,7 +304,8 @@ impl Daemon {
             config.jobs.max_jobs,
         );
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
-        let background = crate::background::start(&jobs, &bridge, device, shutdown_rx.clone());
+        let background =
+            crate::background::start(&jobs, &bridge, registry, device, shutdown_rx.clone());
         let state = Arc::new(AppState {
             bridge: bridge.clone(),
             runtimes: manager,

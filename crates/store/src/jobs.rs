@@ -20,6 +20,8 @@
 //! overwrite). What a transition does to a record is decided by the caller (`openphone-jobs`,
 //! the transition table of §2.3); the store never reads the clock.
 
+mod review;
+
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

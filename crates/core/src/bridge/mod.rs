@@ -27,6 +27,10 @@
 //!
 //! Requests with the same identity key are serialised by the per-identity lock
 //! (`identity.rs`).
+//!
+//! A request the user approved on a background job's review runs through the same pipeline
+//! with [`ToolBridge::invoke_reviewed`] (`reviewed.rs`): the review satisfies its Confirm or
+//! Park, only when the store holds the job's claimed approval of exactly this request.
 
 mod approvals;
 mod audit;
@@ -36,6 +40,7 @@ mod execute;
 mod explain;
 mod grants;
 mod identity;
+mod reviewed;
 mod tasks;
 mod wait;
 
@@ -70,6 +75,7 @@ pub use authority::{RESOLVED_BY_CONFIGURATION, Withdrawn};
 pub use confirm::{BridgeError, ConfirmDecision, ConfirmingHost, Operator, RecoveryReport};
 pub use explain::{EXPLANATION_KEY, explanation_of};
 use identity::IdentityLocks;
+pub use reviewed::ReviewedApproval;
 pub use tasks::MAX_TASK_SCOPES;
 pub use wait::{Waited, waiting_on};
 
@@ -215,15 +221,18 @@ impl ToolBridge {
     ) -> ToolResult {
         let started = self.now_ms();
         let req = normalize(request);
-        self.process(caller, req, context, started).await
+        self.process(caller, req, context, started, None).await
     }
 
+    /// The pipeline. `review`: the request was approved on a background review
+    /// (`reviewed.rs`, [`ToolBridge::invoke_reviewed`]).
     async fn process(
         &self,
         caller: &Caller,
         req: NormalizedRequest,
         context: Context,
         started: i64,
+        review: Option<&ReviewedApproval>,
     ) -> ToolResult {
         let runtime = caller.runtime.clone();
         let attempt = Attempt::new(self, caller, &req, started);
@@ -248,6 +257,7 @@ impl ToolBridge {
         // Step 2 — decide.
         let session_autonomy = self.session_autonomy(caller, req.phone_session_id.as_deref());
         let decision = self.decide(caller, command, &req, session_autonomy, &context);
+        let decision = reviewed::satisfied(decision, review);
         let attempt = attempt.decided(command, &params_digest, &decision);
         if let Requirement::Deny {
             code,
@@ -374,6 +384,14 @@ impl ToolBridge {
                 Ok(None) => {}
                 Err(e) => return attempt.internal_error(e).await,
             }
+        }
+
+        // A reviewed request runs only if it is what the job's approved review holds.
+        if let Some(review) = review
+            && let Err(why) = self.check_review(caller, &req, command, review)
+        {
+            let result = reviewed::refused(&runtime, &req.request_id, &why);
+            return attempt.finish(result).await;
         }
 
         // Step 4 — confirm.

@@ -1,3 +1,8 @@
+mod review_bridge;
+mod review_park;
+mod review_resolve;
+mod review_support;
+mod review_vectors;
 mod scheduler;
 mod scheduler_control;
 mod schema;

@@ -7,7 +7,8 @@ use openphone_jobs::{JobRequest, JobsError, Scheduler, StoredJob};
 use openphone_protocol::ErrorCode;
 use openphone_protocol::endpoint::{
     EndpointErrorCode, ErrorObject, JobEntry, JobIdParams, JobResult, JobRunInfo, JobsCreateParams,
-    JobsGetResult, JobsListParams, JobsListResult, JobsStopResult, JobsWakeResult, NoParams,
+    JobsGetResult, JobsListParams, JobsListResult, JobsReviewParams, JobsReviewResult,
+    JobsStopResult, JobsWakeResult, NoParams, ReviewDecision,
 };
 use openphone_store::{JobFilter, JobStatus};
 use serde_json::{Map, Value};
@@ -167,4 +168,18 @@ pub(super) async fn wake(conn: &Conn, _p: NoParams) -> Result<JobsWakeResult, Er
         repaired: report.repaired,
         next_wake_at: report.next_wake,
     })
+}
+
+/// `jobs.review {confirmation_id, decision}`: the first tap wins (§9.5); the answer says
+/// whether this one was applied.
+pub(super) async fn review(
+    conn: &Conn,
+    p: JobsReviewParams,
+) -> Result<JobsReviewResult, ErrorObject> {
+    let approve = p.decision == ReviewDecision::Approve;
+    let answer = scheduler(conn)
+        .resolve_review(&p.confirmation_id, approve)
+        .await
+        .map_err(error)?;
+    Ok(crate::background::review_result(&answer))
 }

@@ -20,8 +20,8 @@ use openphone_policy::Role;
 use openphone_protocol::endpoint::{
     ApprovalsGrant, ApprovalsList, ApprovalsRevoke, AttentionRequest, AuditQuery,
     ConfirmationsResolve, EndpointErrorCode, ErrorObject, EventsSubscribe, JobsCreate, JobsGet,
-    JobsList, JobsPause, JobsResume, JobsStop, JobsWake, MethodName, PolicyExplain, Request,
-    RuntimeMessage, RuntimeSelect, SessionsCancel, SessionsGet, SessionsList, ToolsInvoke,
+    JobsList, JobsPause, JobsResume, JobsReview, JobsStop, JobsWake, MethodName, PolicyExplain,
+    Request, RuntimeMessage, RuntimeSelect, SessionsCancel, SessionsGet, SessionsList, ToolsInvoke,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -149,10 +149,7 @@ pub(super) async fn dispatch(conn: &Arc<Conn>, req: &Request) -> Result<Value, E
         }
         MethodName::JobsReview => {
             operator_only(conn, method)?;
-            Err(ErrorObject::new(
-                EndpointErrorCode::MethodNotFound,
-                "jobs.review arrives with the review layer",
-            ))
+            written(jobs::review(conn, req.params_as::<JobsReview>()?).await)
         }
     }
 }

@@ -46,7 +46,9 @@ pub use review::{
 pub use runner::{
     HeartbeatRunner, JobRunner, RunContext, RunResult, Runners, StopSignal, SystemEventRunner,
 };
-pub use scheduler::{Scheduler, SchedulerConfig, SchedulerEvent, StopOutcome, TickReport};
+pub use scheduler::{
+    Scheduler, SchedulerConfig, SchedulerEvent, StopOutcome, TickReport, WeakScheduler,
+};
 pub use service::JobTools;
 pub use transition::{Change, IllegalTransition, JobEvent, apply, transition};
 pub use validate::{CreateContext, InvalidJob, JobRequest, normalise};

@@ -244,6 +244,27 @@ pub struct Scheduler {
     inner: Arc<Inner>,
 }
 
+/// A handle on a [`Scheduler`] that does not keep it alive: what the job tools hold, since the
+/// bridge holds them and the scheduler (through its runners and review executor) holds the
+/// bridge — a strong handle would be a cycle that never frees the store.
+#[derive(Clone)]
+pub struct WeakScheduler {
+    inner: std::sync::Weak<Inner>,
+}
+
+impl std::fmt::Debug for WeakScheduler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WeakScheduler").finish_non_exhaustive()
+    }
+}
+
+impl WeakScheduler {
+    /// The scheduler, while it exists.
+    pub fn upgrade(&self) -> Option<Scheduler> {
+        self.inner.upgrade().map(|inner| Scheduler { inner })
+    }
+}
+
 impl std::fmt::Debug for Scheduler {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Scheduler")
@@ -316,6 +337,13 @@ impl Scheduler {
                 run_ended: Notify::new(),
                 events,
             }),
+        }
+    }
+
+    /// A handle that does not keep this scheduler alive.
+    pub fn downgrade(&self) -> WeakScheduler {
+        WeakScheduler {
+            inner: Arc::downgrade(&self.inner),
         }
     }
 

@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 
 use crate::error::JobsError;
 use crate::model::JobView;
-use crate::scheduler::Scheduler;
+use crate::scheduler::{Scheduler, WeakScheduler};
 use crate::validate::JobRequest;
 
 /// `openphone.jobs.create`.
@@ -24,25 +24,37 @@ pub const LIST: &str = "openphone.jobs.list";
 /// `openphone.jobs.stop`.
 pub const STOP: &str = "openphone.jobs.stop";
 
-/// The job tools over one [`Scheduler`]; installed on the bridge by the daemon.
+/// The job tools over one [`Scheduler`]; installed on the bridge by the daemon. They hold the
+/// scheduler weakly (the scheduler holds the bridge); once it is gone they answer
+/// `framework_unavailable`.
 #[derive(Debug, Clone)]
 pub struct JobTools {
-    scheduler: Scheduler,
+    scheduler: WeakScheduler,
 }
 
 impl JobTools {
     /// The tools over `scheduler`.
-    pub fn new(scheduler: Scheduler) -> JobTools {
-        JobTools { scheduler }
+    pub fn new(scheduler: &Scheduler) -> JobTools {
+        JobTools {
+            scheduler: scheduler.downgrade(),
+        }
     }
 
-    fn create(&self, call: &ServiceCall<'_>) -> Result<Value, JobsError> {
+    fn scheduler(&self) -> Result<Scheduler, DeviceError> {
+        self.scheduler
+            .upgrade()
+            .ok_or_else(|| DeviceError::DeviceOffline {
+                reason: "the job scheduler has stopped (the daemon is shutting down)".to_owned(),
+            })
+    }
+
+    fn create(&self, scheduler: &Scheduler, call: &ServiceCall<'_>) -> Result<Value, JobsError> {
         let request = JobRequest::from_json(&tool_args(call.params))?;
-        let job = self.scheduler.create(&request, call.phone_session_id)?;
+        let job = scheduler.create(&request, call.phone_session_id)?;
         Ok(json!({ "job": JobView::from(&job.job) }))
     }
 
-    fn list(&self, call: &ServiceCall<'_>) -> Result<Value, JobsError> {
+    fn list(&self, scheduler: &Scheduler, call: &ServiceCall<'_>) -> Result<Value, JobsError> {
         let query = call
             .params
             .get("query")
@@ -59,8 +71,7 @@ impl JobTools {
                 )));
             }
         };
-        let jobs: Vec<JobView> = self
-            .scheduler
+        let jobs: Vec<JobView> = scheduler
             .list(query, limit)?
             .iter()
             .map(|row| JobView::from(&row.job))
@@ -68,7 +79,7 @@ impl JobTools {
         Ok(json!({ "count": jobs.len(), "jobs": jobs }))
     }
 
-    fn stop(&self, call: &ServiceCall<'_>) -> Result<Value, JobsError> {
+    fn stop(&self, scheduler: &Scheduler, call: &ServiceCall<'_>) -> Result<Value, JobsError> {
         let id = call
             .params
             .get("job_id")
@@ -79,7 +90,7 @@ impl JobTools {
                     "must be an integer job id",
                 ))
             })?;
-        let outcome = self.scheduler.stop(id)?;
+        let outcome = scheduler.stop(id)?;
         Ok(json!({ "job": JobView::from(&outcome.job.job), "stopped": outcome.stopped }))
     }
 }
@@ -121,10 +132,11 @@ impl RuntimeService for JobTools {
     }
 
     async fn execute(&self, call: ServiceCall<'_>) -> Result<Value, DeviceError> {
+        let scheduler = self.scheduler()?;
         let outcome = match call.name {
-            CREATE => self.create(&call),
-            LIST => self.list(&call),
-            STOP => self.stop(&call),
+            CREATE => self.create(&scheduler, &call),
+            LIST => self.list(&scheduler, &call),
+            STOP => self.stop(&scheduler, &call),
             other => {
                 return Err(DeviceError::UnsupportedTool {
                     tool: other.to_owned(),

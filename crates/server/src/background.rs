@@ -22,6 +22,13 @@ use serde_json::{Value, json};
 use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
 
+/// How often undelivered results are posted again.
+const RETRY_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+/// How far back results are still worth posting again (a day).
+const RETRY_WINDOW_MS: i64 = 24 * 60 * 60 * 1000;
+/// Most deliveries retried per round.
+const RETRY_BATCH: usize = 50;
+
 /// The scheduler of this daemon over the bridge's store and clock, with `runners`, keeping at
 /// most `max_jobs` jobs.
 pub fn scheduler(bridge: &ToolBridge, runners: Runners, max_jobs: usize) -> Scheduler {
@@ -40,7 +47,7 @@ pub fn start(
     device: Arc<dyn PhoneDevice>,
     shutdown: watch::Receiver<bool>,
 ) -> Vec<JoinHandle<()>> {
-    bridge.install_service(Arc::new(JobTools::new(scheduler.clone())));
+    bridge.install_service(Arc::new(JobTools::new(scheduler)));
     // An approved review runs its stored call through the bridge (`invoke_reviewed`).
     scheduler.set_review_executor(Arc::new(BridgeReviewExecutor::new(
         Arc::clone(bridge),
@@ -53,6 +60,7 @@ pub fn start(
         device,
     });
     let listener = tokio::spawn(Arc::clone(&glue).listen(events, shutdown.clone()));
+    let retry = tokio::spawn(Arc::clone(&glue).retry_deliveries(shutdown.clone()));
     let mut tasks = Vec::new();
     if let Some(taps) = taps {
         tasks.push(tokio::spawn(review_taps(
@@ -72,6 +80,7 @@ pub fn start(
     });
     tasks.push(driver);
     tasks.push(listener);
+    tasks.push(retry);
     tasks
 }
 
@@ -316,6 +325,39 @@ impl Glue {
         self.publish(Event::JobDelivered(event));
     }
 
+    /// Delivery retries (§4): at start and every minute, the results of the last day whose
+    /// delivery is still `pending` or `failed` are posted again from the stored job — the
+    /// notification's key makes a repeat an update in place, never a second notification;
+    /// the job is never run again for it.
+    async fn retry_deliveries(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {
+        let mut every = tokio::time::interval(RETRY_EVERY);
+        loop {
+            tokio::select! {
+                _ = every.tick() => {}
+                () = crate::daemon::stopped(&mut shutdown) => return,
+            }
+            let since = self.bridge.now_ms() - RETRY_WINDOW_MS;
+            let rows = match self.store().undelivered_jobs(since, RETRY_BATCH) {
+                Ok(rows) => rows,
+                Err(e) => {
+                    tracing::warn!(error = %e, "jobs: reading undelivered results failed");
+                    continue;
+                }
+            };
+            for row in rows {
+                let job = row.job;
+                if job.delivery_mode() != DeliveryMode::Notification {
+                    continue;
+                }
+                if job.failure_count > 0 {
+                    self.alert(&job).await;
+                } else {
+                    self.deliver(&job, None).await;
+                }
+            }
+        }
+    }
+
     /// The failure alert (§7.6): one notification per job, updated in place.
     async fn alert(&self, job: &AgentJob) {
         let notification = SystemNotification {
@@ -324,12 +366,19 @@ impl Glue {
             body: failure_body(job, self.bridge.now_ms()),
             actions: Vec::new(),
         };
-        if let Err(e) = self.device.post_notification(&notification).await {
-            tracing::warn!(job_id = job.id, error = %e, "jobs: posting a failure alert failed");
-            self.audit(
-                "assistant.background_job.delivery_failed",
-                json!({ "job_id": job.id, "alert": true, "error": e.code() }),
-            );
+        let state = match self.device.post_notification(&notification).await {
+            Ok(_) => DeliveryState::Sent,
+            Err(e) => {
+                tracing::warn!(job_id = job.id, error = %e, "jobs: posting a failure alert failed");
+                self.audit(
+                    "assistant.background_job.delivery_failed",
+                    json!({ "job_id": job.id, "alert": true, "error": e.code() }),
+                );
+                DeliveryState::Failed
+            }
+        };
+        if let Err(e) = delivery::record_delivery(self.store(), job.id, job.last_run_at, state) {
+            tracing::warn!(job_id = job.id, error = %e, "jobs: recording an alert's delivery failed");
         }
     }
 

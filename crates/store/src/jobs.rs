@@ -20,6 +20,7 @@
 //! overwrite). What a transition does to a record is decided by the caller (`openphone-jobs`,
 //! the transition table of §2.3); the store never reads the clock.
 
+mod delivery;
 mod review;
 
 use rusqlite::{Connection, OptionalExtension, Row, params};

@@ -13,6 +13,7 @@ mod front_door;
 mod hardening;
 mod harness;
 mod jobs;
+mod jobs_crash;
 mod local_hardening;
 mod mcp_clients;
 mod mcp_harness;

@@ -73,7 +73,8 @@ async fn memory_saved_after_approval_is_found_by_search() {
         json!({"text": "x", "type": "gossip", "reason": "r"}),
     )
     .await;
-    assert_eq!(code(&bad), Some("tool_error"));
+    // A runtime-owned command's semantically wrong params are invalid_params, naming the field.
+    assert_eq!(code(&bad), Some("invalid_params"));
     assert_eq!(bad.error.unwrap().details.unwrap()["field"], "type");
 }
 

@@ -15,7 +15,7 @@ use openphone_protocol::endpoint::{
     ApprovalsGrant, ApprovalsList, ApprovalsRevoke, AttentionRequest, AuditQuery,
     ConfirmationsList, ConfirmationsResolve, EventsSubscribe, Hello, Method, MethodName,
     PolicyExplain, Request, RuntimeList, RuntimeMessage, RuntimeSelect, ServerMessage,
-    SessionsCancel, SessionsGet, SessionsList, ToolsInvoke, ToolsList, parse_request,
+    SessionsCancel, SessionsGet, SessionsList, SimInject, ToolsInvoke, ToolsList, parse_request,
 };
 use serde_json::Value;
 
@@ -74,6 +74,7 @@ fn accepted(request: &Request) {
         MethodName::ApprovalsList => typed::<ApprovalsList>(request),
         MethodName::ApprovalsGrant => typed::<ApprovalsGrant>(request),
         MethodName::ApprovalsRevoke => typed::<ApprovalsRevoke>(request),
+        MethodName::SimInject => typed::<SimInject>(request),
     }
 }
 

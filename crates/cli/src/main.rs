@@ -22,6 +22,7 @@ mod mcp_cmd;
 mod policy_cmd;
 mod protocol_cmd;
 mod serve_cmd;
+mod sim_cmd;
 mod store_cmd;
 
 use std::process::ExitCode;
@@ -67,6 +68,9 @@ enum Command {
     /// Phone sessions.
     #[command(subcommand)]
     Sessions(client_cmd::SessionsCommand),
+    /// The simulated phone's world: `sim inject message|call|notification|action`.
+    #[command(subcommand)]
+    Sim(sim_cmd::SimCommand),
     /// Ask the runtime routed for a surface (or the one named) and print its reply as it
     /// streams. Exits 1 when the session fails or no final reply comes in time.
     Ask {
@@ -211,6 +215,7 @@ fn main() -> ExitCode {
         Command::Bench(BenchCommand::Bridge(opts)) => bench::bridge(opts),
         Command::Mcp(cmd) => mcp_cmd::run(cmd),
         Command::Sessions(cmd) => client_cmd::sessions(cmd),
+        Command::Sim(cmd) => sim_cmd::run(cmd),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(shell, &mut cmd, "openphone", &mut std::io::stdout());

@@ -30,6 +30,7 @@ pub use bridge::{
     ToolBridge, Waited, Withdrawn, waiting_on,
 };
 pub use bridge::{EXPLANATION_KEY, explanation_of};
+pub use bridge::{Injected, WorldError};
 pub use events::{Audience, Event, EventBus, PublishError};
 pub use request::{NormalizedRequest, normalize};
 pub use runtimes::{

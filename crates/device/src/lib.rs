@@ -54,7 +54,9 @@ pub use error::{DeviceError, EntityKind};
 /// What a device is and what it can do: the profile `hello` answers with, one type.
 pub use openphone_protocol::endpoint::PhoneProfile;
 pub use sim::{ScenarioError, SimPhone, SimState};
-pub use world::{DeviceEvent, Injection, SystemNotification};
+pub use world::{
+    DeviceEvent, Injection, OPENPHONE_APP, OPENPHONE_PACKAGE, PageContent, SystemNotification,
+};
 
 /// A phone that executes device-owned commands.
 #[async_trait]
@@ -84,6 +86,12 @@ pub trait PhoneDevice: Send + Sync + Debug {
         })
     }
 
+    /// [`PhoneDevice::inject`], answering with every event the injection raised, in order
+    /// (a message that arrives also posts its app's notification).
+    async fn inject_all(&self, injection: &Injection) -> Result<Vec<DeviceEvent>, DeviceError> {
+        Ok(vec![self.inject(injection).await?])
+    }
+
     /// Posts (or updates in place, by key) one of the runtime's own notifications in the
     /// shade; answers with its key once the phone shows it.
     async fn post_notification(
@@ -101,5 +109,15 @@ pub trait PhoneDevice: Send + Sync + Debug {
     async fn withdraw_notification(&self, key: &str) -> Result<bool, DeviceError> {
         let _ = key;
         Ok(false)
+    }
+
+    /// Reads a web page as the phone's browser would load it, without showing it (a read:
+    /// nothing on the screen changes). What `web` watchers poll. The command manifest has no
+    /// command for this yet, so it is a device read outside the tool surface.
+    async fn fetch_page(&self, url: &str) -> Result<PageContent, DeviceError> {
+        let _ = url;
+        Err(DeviceError::UnsupportedTool {
+            tool: "browser.fetch_page".to_owned(),
+        })
     }
 }

@@ -8,7 +8,13 @@
 //! not actions of an agent: injecting is an operator's act (audited by the daemon), and
 //! posting the runtime's own notification is the phone's system UI, not a tool call.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+/// The package of the runtime's own notifications in the shade ([`SystemNotification`]).
+pub const OPENPHONE_PACKAGE: &str = "org.openphone.runtime";
+/// The app name the runtime's own notifications show.
+pub const OPENPHONE_APP: &str = "OpenPhone";
 
 /// Something that happened on the phone by itself.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -46,8 +52,11 @@ pub enum DeviceEvent {
     NotificationPosted {
         /// The notification's key in the shade.
         key: String,
-        /// The app that posted it.
+        /// The app that posted it (its display name).
         app: String,
+        /// The posting app's package ([`OPENPHONE_PACKAGE`] for the runtime's own).
+        #[serde(default)]
+        package: String,
         /// Its title.
         title: String,
         /// Its text.
@@ -89,10 +98,11 @@ impl DeviceEvent {
 }
 
 /// What an operator (or a test) makes happen in the world (`openphone sim inject …`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Injection {
-    /// An incoming message from `address` (a number or a contact's name).
+    /// An incoming message from `address` (a number, a contact's name, or a sender name such
+    /// as a short code).
     Message {
         /// The sender.
         address: String,
@@ -124,6 +134,29 @@ pub enum Injection {
         /// The action id.
         action: String,
     },
+}
+
+impl Injection {
+    /// The kind, as on the wire (`message`, `call`, `notification`, `notification_action`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Injection::Message { .. } => "message",
+            Injection::Call { .. } => "call",
+            Injection::Notification { .. } => "notification",
+            Injection::NotificationAction { .. } => "notification_action",
+        }
+    }
+}
+
+/// A web page as the phone's browser loads it ([`crate::PhoneDevice::fetch_page`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PageContent {
+    /// The URL asked for.
+    pub url: String,
+    /// The page's title.
+    pub title: String,
+    /// Its text: paragraphs, then links (`text <url>`), one per line.
+    pub text: String,
 }
 
 /// One of the runtime's own notifications (a job's result, a failure alert, a review request).

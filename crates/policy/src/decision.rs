@@ -293,6 +293,9 @@ pub fn inputs_object(input: &PolicyInput<'_>) -> Value {
         Context::Background {
             run: BackgroundRun::Goal { goal_id },
         } => json!({ "kind": "background", "goal_id": goal_id }),
+        Context::Background {
+            run: BackgroundRun::Watcher { watcher_id },
+        } => json!({ "kind": "background", "watcher_id": watcher_id.to_string() }),
     };
     let mut rule_ids: Vec<&str> = input
         .standing_approvals

@@ -418,6 +418,8 @@ pub enum BackgroundRun {
     Job { job_id: u64 },
     /// A goal run (`goals.md`).
     Goal { goal_id: String },
+    /// A watcher reading what it watches (a screen, a page) with nobody present.
+    Watcher { watcher_id: i64 },
 }
 
 /// Where the request comes from.
@@ -444,6 +446,13 @@ impl Context {
             run: BackgroundRun::Goal {
                 goal_id: goal_id.to_owned(),
             },
+        }
+    }
+
+    /// A watcher's check (its poll of a screen or a page).
+    pub fn watcher(watcher_id: i64) -> Context {
+        Context::Background {
+            run: BackgroundRun::Watcher { watcher_id },
         }
     }
 

@@ -156,6 +156,8 @@ pub struct Daemon {
     builtin: BuiltinRuntime,
     /// The job scheduler's driver and its event loop (`background.rs`).
     background: Vec<JoinHandle<()>>,
+    /// Device events, the scenario timeline, live watchers.
+    world: crate::world::World,
 }
 
 fn write_file(path: &Path, contents: &[u8], mode: u32) -> Result<(), DaemonError> {
@@ -213,7 +215,8 @@ impl Daemon {
             }
         }
         .map_err(|e| DaemonError::Scenario(e.to_string()))?;
-        let phone: Arc<dyn PhoneDevice> = Arc::new(phone);
+        let sim = Arc::new(phone);
+        let phone: Arc<dyn PhoneDevice> = sim.clone();
         let device = Arc::clone(&phone);
         let profile = phone.profile();
         let events = Arc::new(EventBus::new(registry, 1024));
@@ -272,7 +275,6 @@ impl Daemon {
                 &mut runtimes,
                 &bridge,
                 registry,
-                &profile.supported_tools,
                 addr,
                 mcp_shutdown.clone(),
             )?)
@@ -300,12 +302,23 @@ impl Daemon {
         .map_err(|e| DaemonError::Jobs(e.to_string()))?;
         let jobs = crate::background::scheduler(
             &bridge,
-            openphone_jobs::Runners::builtin().with(openphone_jobs::JobType::AgentTurn, agent_turn),
+            // system_event runs a watcher's stored tool call; agent_turn the built-in loop.
+            openphone_watchers::runners(bridge.clone(), registry)
+                .with(openphone_jobs::JobType::AgentTurn, agent_turn),
             config.jobs.max_jobs,
         );
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
         let background =
             crate::background::start(&jobs, &bridge, registry, device, shutdown_rx.clone());
+        // The phone's world: device events to the bus, the scenario timeline, live watchers.
+        let world = crate::world::start(crate::world::WorldSetup {
+            bridge: bridge.clone(),
+            manager: manager.clone(),
+            registry,
+            sim: Some(sim),
+            scheduler: Some(jobs.clone()),
+            shutdown: shutdown_rx.clone(),
+        });
         let state = Arc::new(AppState {
             bridge: bridge.clone(),
             runtimes: manager,
@@ -406,6 +419,7 @@ impl Daemon {
             timer,
             builtin,
             background,
+            world,
         })
     }
 
@@ -437,6 +451,7 @@ impl Daemon {
         for task in self.background {
             let _ = task.await;
         }
+        self.world.stopped().await;
         let state = self.state;
         let all_closed = async {
             while state.connections.load(Ordering::SeqCst) > 0 {
@@ -568,7 +583,6 @@ fn mcp_state(
     runtimes: &mut Vec<crate::config::RuntimeCredential>,
     bridge: &Arc<ToolBridge>,
     registry: &'static Registry,
-    supported: &[String],
     addr: SocketAddr,
     shutdown: openphone_mcp::CancellationToken,
 ) -> Result<crate::mcp::McpState, DaemonError> {
@@ -608,19 +622,10 @@ fn mcp_state(
         confirmation_timeout_ms: config.mcp.confirmation_timeout_ms,
         approval_url_base: Some(format!("http://{page_addr}/confirmations/")),
     };
-    // What this daemon can run: the device's commands and the runtime-owned services'.
-    let served = registry
-        .commands()
-        .filter(|c| {
-            c.executor == openphone_protocol::Executor::Runtime
-                && openphone_core::services::serves(&c.name)
-        })
-        .map(|c| c.name.clone());
     let backend = openphone_mcp::McpBackend::new(
         bridge.clone(),
         table,
         config.tool_policy.clone(),
-        supported.iter().cloned().chain(served),
         settings,
         Some(seal),
     );

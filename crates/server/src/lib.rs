@@ -32,6 +32,7 @@ pub mod rate;
 pub mod runtime_policy;
 pub mod secure_dir;
 pub mod state;
+pub mod world;
 
 pub use config::{Config, ConfigError, EndpointConfig, Limits, McpConfig};
 pub use daemon::{

@@ -517,7 +517,7 @@ fn conflict(id: i64, detail: String) -> StoreError {
 
 /// Inserts `new` jobs after making room for them (§2.4): terminal jobs are deleted, oldest
 /// `updated_at` first; when that is not enough nothing is written.
-fn create_in(
+pub(crate) fn create_in(
     tx: &Connection,
     news: &[NewAgentJob],
     now_ms: i64,

@@ -41,7 +41,7 @@
 //! | `standing_approvals` | user-made rules (policy layer 7) | [`Store::create_approval`] … |
 //! | `runtime_settings` | key → JSON | [`Store::set_setting`] … |
 //! | `memories`, `memories_fts` | memory with FTS5 search | [`Store::save_memory`], [`Store::search_memory`] |
-//! | `watchers` | durable watcher records | [`Store::create_watcher`] … |
+//! | `watchers`, `watcher_firings` | durable watcher records with the engine's cursor, and their firings (each committed with its job and audit record) | [`Store::create_watcher`], [`Store::fire_watcher`] … |
 //! | `agent_jobs`, `agent_job_runs` | background jobs (`agent-jobs.md` §2, with a `version` for compare-and-set writes) and their attempt ledger | [`Store::create_job`], [`Store::claim_due_jobs`], [`Store::update_job`] … |
 //! | `session_transcripts` | the conversation of a phone session (built-in runtime), numbered per session | [`Store::append_transcript`], [`Store::transcript`] |
 //! | all of them | rows and bytes per table, file sizes (`stats.rs`) | [`Store::stats`] |
@@ -147,7 +147,10 @@ pub use sessions::{
 pub use settings::Setting;
 pub use stats::{AuditStats, ResultStats, StoreStats, TableStats};
 pub use transcripts::{MAX_TRANSCRIPT_ROLE_CHARS, TranscriptEntry};
-pub use watchers::{NewWatcher, WatcherRecord, WatcherSelector, WatcherState};
+pub use watchers::{
+    FIRINGS_KEPT_PER_WATCHER, FireOutcome, FiringIds, NewFiring, NewWatcher, RecordedFiring,
+    WatcherFiring, WatcherRecord, WatcherSelector, WatcherState,
+};
 pub use wire::{Autonomy, risk_serde};
 pub use writer::WriterStats;
 

@@ -386,10 +386,42 @@ CREATE TABLE agent_job_runs (
 ) STRICT, WITHOUT ROWID;
 "#,
     },
+    Migration {
+        version: 10,
+        name: "watcher_firings",
+        // Live watchers (`openphone-watchers`): each watcher's firing count, last firing, the
+        // engine's cursor (next check, last page hash, …) and why it ended; beside it one row
+        // per firing. A firing is written in one transaction with the watcher's new state, the
+        // job its reaction creates and its audit record, so a restart neither loses nor
+        // repeats one; `dedupe_key` makes the same trigger fire a watcher at most once.
+        sql: r#"
+ALTER TABLE watchers ADD COLUMN fire_count INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE watchers ADD COLUMN last_fired_at_ms INTEGER;
+ALTER TABLE watchers ADD COLUMN cursor_json TEXT NOT NULL DEFAULT '{}';
+ALTER TABLE watchers ADD COLUMN end_reason TEXT;
+
+CREATE TABLE watcher_firings (
+    watcher_id     INTEGER NOT NULL REFERENCES watchers (watcher_id),
+    firing         INTEGER NOT NULL CHECK (firing >= 1),
+    dedupe_key     TEXT NOT NULL,
+    fired_at_ms    INTEGER NOT NULL,
+    trigger        TEXT NOT NULL,
+    event_json     TEXT NOT NULL CHECK (json_type(event_json) = 'object'),
+    reaction       TEXT NOT NULL CHECK (reaction IN ('agent_job', 'tool_call', 'attention')),
+    job_id         INTEGER,
+    reaction_state TEXT NOT NULL CHECK (reaction_state IN ('pending', 'done', 'failed')),
+    reaction_note  TEXT NOT NULL,
+    PRIMARY KEY (watcher_id, firing),
+    UNIQUE (watcher_id, dedupe_key)
+) STRICT;
+CREATE INDEX watcher_firings_pending ON watcher_firings (watcher_id, firing)
+    WHERE reaction_state = 'pending';
+"#,
+    },
 ];
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: i64 = 9;
+pub const SCHEMA_VERSION: i64 = 10;
 
 /// Reads `PRAGMA user_version`.
 pub(crate) fn current_version(conn: &Connection) -> Result<i64> {

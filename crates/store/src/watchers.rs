@@ -1,12 +1,16 @@
-//! Durable watcher records. The store keeps what was asked for and whether it is active; the
-//! watcher engine that evaluates them is a later layer.
+//! Durable watcher records: what was asked for, whether it is active, and its firings. The
+//! engine that evaluates watchers (`openphone-watchers`) keeps its cursor here and records
+//! each firing with [`Store::fire_watcher`]: the firing row, the watcher's new state, the job
+//! its reaction creates and its audit record commit together or not at all.
 
 use rusqlite::{Connection, Row, params};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::Store;
+use crate::audit::{AuditEntry, AuditRecord};
 use crate::error::{Result, SqlContext, StoreError};
+use crate::jobs::{NewAgentJob, StoredJob};
 use crate::wire::{col, parse_enum, parse_json, sql_limit, to_json, wire_enum};
 
 wire_enum!(
@@ -32,6 +36,19 @@ pub struct WatcherRecord {
     pub state: WatcherState,
     pub created_at_ms: i64,
     pub stopped_at_ms: Option<i64>,
+    /// How often it fired.
+    #[serde(default)]
+    pub fire_count: i64,
+    /// When it last fired.
+    #[serde(default)]
+    pub last_fired_at_ms: Option<i64>,
+    /// The engine's cursor (its next check, the last page hash, …): `{}` until it has one.
+    #[serde(default)]
+    pub cursor: Value,
+    /// Why it ended (`fired`, `stopped`, `deadline_passed`, `reply_received`, …); `None`
+    /// while active.
+    #[serde(default)]
+    pub end_reason: Option<String>,
 }
 
 /// What the caller supplies to create a watcher: the `watchers.create` params.
@@ -50,13 +67,14 @@ pub enum WatcherSelector {
     All,
 }
 
-const COLUMNS: &str =
-    "watcher_id, runtime, title, source, params_json, state, created_at_ms, stopped_at_ms";
+const COLUMNS: &str = "watcher_id, runtime, title, source, params_json, state, created_at_ms, \
+    stopped_at_ms, fire_count, last_fired_at_ms, cursor_json, end_reason";
 
 fn from_row(row: &Row<'_>) -> Result<WatcherRecord> {
     const OP: &str = "watchers.read";
     let id: i64 = col(row, "watcher_id", OP)?;
     let params: String = col(row, "params_json", OP)?;
+    let cursor: String = col(row, "cursor_json", OP)?;
     let state: String = col(row, "state", OP)?;
     Ok(WatcherRecord {
         watcher_id: id,
@@ -67,6 +85,10 @@ fn from_row(row: &Row<'_>) -> Result<WatcherRecord> {
         state: parse_enum(WatcherState::parse, &state, OP, &id.to_string())?,
         created_at_ms: col(row, "created_at_ms", OP)?,
         stopped_at_ms: col(row, "stopped_at_ms", OP)?,
+        fire_count: col(row, "fire_count", OP)?,
+        last_fired_at_ms: col(row, "last_fired_at_ms", OP)?,
+        cursor: parse_json(&cursor, OP, &id.to_string())?,
+        end_reason: col(row, "end_reason", OP)?,
     })
 }
 
@@ -225,16 +247,346 @@ impl Store {
             let mut out = Vec::with_capacity(targets.len());
             for mut watcher in targets {
                 tx.execute(
-                    "UPDATE watchers SET state = 'stopped', stopped_at_ms = ?2 \
-                     WHERE watcher_id = ?1 AND state = 'active'",
+                    "UPDATE watchers SET state = 'stopped', stopped_at_ms = ?2, \
+                     end_reason = 'stopped' WHERE watcher_id = ?1 AND state = 'active'",
                     params![watcher.watcher_id, now_ms],
                 )
                 .ctx(OP, &watcher.watcher_id.to_string())?;
                 watcher.state = WatcherState::Stopped;
                 watcher.stopped_at_ms = Some(now_ms);
+                watcher.end_reason = Some("stopped".to_owned());
                 out.push(watcher);
             }
             Ok(out)
+        })
+    }
+}
+
+/// Firings kept per watcher (the oldest settled ones are dropped; a pending one never is).
+pub const FIRINGS_KEPT_PER_WATCHER: i64 = 200;
+
+/// One firing of a watcher.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WatcherFiring {
+    pub watcher_id: i64,
+    /// 1 for the watcher's first firing.
+    pub firing: i64,
+    /// What made it fire, unique per watcher (an event's identity, a due time, …).
+    pub dedupe_key: String,
+    pub fired_at_ms: i64,
+    /// `event`, `deadline`, `time` or `poll`.
+    pub trigger: String,
+    /// The event the reaction is about (a JSON object).
+    pub event: Value,
+    /// `agent_job`, `tool_call` or `attention`.
+    pub reaction: String,
+    /// The job the reaction created, if any.
+    pub job_id: Option<i64>,
+    /// `pending` (the reaction has not run yet), `done` or `failed`.
+    pub reaction_state: String,
+    /// What became of the reaction (an error, a session id), or empty.
+    pub reaction_note: String,
+}
+
+/// A firing to record ([`Store::fire_watcher`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewFiring {
+    pub watcher_id: i64,
+    /// Unique per watcher: a second firing with the same key is refused
+    /// ([`FireOutcome::Duplicate`]).
+    pub dedupe_key: String,
+    pub fired_at_ms: i64,
+    pub trigger: String,
+    /// A JSON object.
+    pub event: Value,
+    /// `agent_job`, `tool_call` or `attention`.
+    pub reaction: String,
+    /// End the watcher with this firing (`state` `stopped`, `end_reason` `fired`).
+    pub end: bool,
+    /// The watcher's new cursor, if it changes.
+    pub cursor: Option<Value>,
+    /// The job the reaction creates, created in the same transaction (its reaction is then
+    /// `done` at once), and the most jobs the store keeps.
+    pub job: Option<(NewAgentJob, usize)>,
+}
+
+/// A firing as [`Store::fire_watcher`] recorded it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedFiring {
+    pub firing: WatcherFiring,
+    /// The watcher after the firing.
+    pub watcher: WatcherRecord,
+    /// The job the reaction created.
+    pub job: Option<StoredJob>,
+    /// The firing's audit record.
+    pub audit: AuditRecord,
+}
+
+/// What [`Store::fire_watcher`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FireOutcome {
+    /// Recorded, with the job it created and its audit record.
+    Fired(Box<RecordedFiring>),
+    /// The watcher is not active (stopped, or ended by an earlier firing): nothing written.
+    NotActive,
+    /// This watcher already fired for this `dedupe_key`: nothing written.
+    Duplicate,
+}
+
+/// The ids of a firing being recorded, for its audit record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FiringIds {
+    pub watcher_id: i64,
+    pub firing: i64,
+    pub job_id: Option<i64>,
+}
+
+const FIRING_COLUMNS: &str = "watcher_id, firing, dedupe_key, fired_at_ms, trigger, event_json, \
+    reaction, job_id, reaction_state, reaction_note";
+
+fn firing_from_row(row: &Row<'_>) -> Result<WatcherFiring> {
+    const OP: &str = "watcher_firings.read";
+    let watcher_id: i64 = col(row, "watcher_id", OP)?;
+    let firing: i64 = col(row, "firing", OP)?;
+    let event: String = col(row, "event_json", OP)?;
+    Ok(WatcherFiring {
+        watcher_id,
+        firing,
+        dedupe_key: col(row, "dedupe_key", OP)?,
+        fired_at_ms: col(row, "fired_at_ms", OP)?,
+        trigger: col(row, "trigger", OP)?,
+        event: parse_json(&event, OP, &format!("{watcher_id}/{firing}"))?,
+        reaction: col(row, "reaction", OP)?,
+        job_id: col(row, "job_id", OP)?,
+        reaction_state: col(row, "reaction_state", OP)?,
+        reaction_note: col(row, "reaction_note", OP)?,
+    })
+}
+
+fn firings(
+    conn: &Connection,
+    op: &'static str,
+    where_sql: &str,
+    args: impl rusqlite::Params,
+) -> Result<Vec<WatcherFiring>> {
+    let sql = format!("SELECT {FIRING_COLUMNS} FROM watcher_firings {where_sql}");
+    crate::rows::collect(conn, op, &sql, args, firing_from_row)
+}
+
+impl Store {
+    /// Records one firing in one transaction: checks the watcher is active and has not fired
+    /// for `dedupe_key`; inserts the firing; counts it on the watcher (ending it when
+    /// `end`, moving its cursor when given); creates the reaction's job when given (the
+    /// firing's reaction is then `done`, else `pending` until
+    /// [`Store::finish_watcher_reaction`]); appends the audit record `audit` builds from the
+    /// ids. All of it commits, or none of it.
+    pub fn fire_watcher(
+        &self,
+        new: NewFiring,
+        audit: impl FnOnce(&FiringIds) -> AuditEntry + Send + 'static,
+    ) -> Result<FireOutcome> {
+        const OP: &str = "watchers.fire";
+        if !new.event.is_object() {
+            return Err(StoreError::Invalid {
+                what: "watcher firing",
+                detail: "the event must be a JSON object".to_owned(),
+            });
+        }
+        let id = new.watcher_id.to_string();
+        self.write(OP, &id.clone(), move |tx| {
+            let Some(watcher) = query(tx, OP, "WHERE watcher_id = ?1", [new.watcher_id])?
+                .into_iter()
+                .next()
+            else {
+                return Err(StoreError::NotFound {
+                    table: "watchers",
+                    id,
+                });
+            };
+            if watcher.state != WatcherState::Active {
+                return Ok(FireOutcome::NotActive);
+            }
+            let seen: i64 = tx
+                .query_row(
+                    "SELECT COUNT(*) FROM watcher_firings WHERE watcher_id = ?1 AND dedupe_key = ?2",
+                    params![new.watcher_id, new.dedupe_key],
+                    |r| r.get(0),
+                )
+                .ctx(OP, &id)?;
+            if seen > 0 {
+                return Ok(FireOutcome::Duplicate);
+            }
+            let number = watcher.fire_count + 1;
+            let job = match &new.job {
+                Some((job, max_jobs)) => crate::jobs::create_in(
+                    tx,
+                    std::slice::from_ref(job),
+                    new.fired_at_ms,
+                    *max_jobs,
+                )?
+                .pop(),
+                None => None,
+            };
+            let job_id = job.as_ref().map(|j| j.job.id);
+            let firing = WatcherFiring {
+                watcher_id: new.watcher_id,
+                firing: number,
+                dedupe_key: new.dedupe_key.clone(),
+                fired_at_ms: new.fired_at_ms,
+                trigger: new.trigger.clone(),
+                event: new.event.clone(),
+                reaction: new.reaction.clone(),
+                job_id,
+                reaction_state: if job.is_some() { "done" } else { "pending" }.to_owned(),
+                reaction_note: String::new(),
+            };
+            tx.execute(
+                &format!(
+                    "INSERT INTO watcher_firings ({FIRING_COLUMNS}) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+                ),
+                params![
+                    firing.watcher_id,
+                    firing.firing,
+                    firing.dedupe_key,
+                    firing.fired_at_ms,
+                    firing.trigger,
+                    to_json(&firing.event),
+                    firing.reaction,
+                    firing.job_id,
+                    firing.reaction_state,
+                    firing.reaction_note,
+                ],
+            )
+            .ctx(OP, &id)?;
+            let cursor = new.cursor.as_ref().map(to_json);
+            tx.execute(
+                "UPDATE watchers SET fire_count = ?2, last_fired_at_ms = ?3, \
+                 cursor_json = COALESCE(?4, cursor_json), \
+                 state = CASE WHEN ?5 THEN 'stopped' ELSE state END, \
+                 stopped_at_ms = CASE WHEN ?5 THEN ?3 ELSE stopped_at_ms END, \
+                 end_reason = CASE WHEN ?5 THEN 'fired' ELSE end_reason END \
+                 WHERE watcher_id = ?1 AND state = 'active'",
+                params![new.watcher_id, number, new.fired_at_ms, cursor, new.end],
+            )
+            .ctx(OP, &id)?;
+            // Old settled firings go; the dedupe keys of the kept ones still hold.
+            tx.execute(
+                "DELETE FROM watcher_firings WHERE watcher_id = ?1 AND firing <= ?2 \
+                 AND reaction_state != 'pending'",
+                params![new.watcher_id, number - FIRINGS_KEPT_PER_WATCHER],
+            )
+            .ctx(OP, &id)?;
+            let entry = audit(&FiringIds {
+                watcher_id: new.watcher_id,
+                firing: number,
+                job_id,
+            });
+            let audit = crate::audit::append_prepared_in(tx, crate::audit::prepare(entry)?)?;
+            let watcher = query(tx, OP, "WHERE watcher_id = ?1", [new.watcher_id])?
+                .into_iter()
+                .next()
+                .ok_or_else(|| StoreError::NotFound {
+                    table: "watchers",
+                    id: new.watcher_id.to_string(),
+                })?;
+            Ok(FireOutcome::Fired(Box::new(RecordedFiring {
+                firing,
+                watcher,
+                job,
+                audit,
+            })))
+        })
+    }
+
+    /// Settles a firing's reaction (`done` or `failed`, with a note); whether it was pending.
+    pub fn finish_watcher_reaction(
+        &self,
+        watcher_id: i64,
+        firing: i64,
+        failed: bool,
+        note: &str,
+    ) -> Result<bool> {
+        const OP: &str = "watchers.finish_reaction";
+        let note = note.to_owned();
+        self.write(OP, &watcher_id.to_string(), move |tx| {
+            let changed = tx
+                .execute(
+                    "UPDATE watcher_firings SET reaction_state = ?3, reaction_note = ?4 \
+                     WHERE watcher_id = ?1 AND firing = ?2 AND reaction_state = 'pending'",
+                    params![
+                        watcher_id,
+                        firing,
+                        if failed { "failed" } else { "done" },
+                        note
+                    ],
+                )
+                .ctx(OP, &watcher_id.to_string())?;
+            Ok(changed == 1)
+        })
+    }
+
+    /// Firings whose reaction has not run (a restart came between the firing and its
+    /// reaction), oldest first.
+    pub fn pending_watcher_reactions(&self) -> Result<Vec<WatcherFiring>> {
+        firings(
+            &self.conn(),
+            "watcher_firings.pending",
+            "WHERE reaction_state = 'pending' ORDER BY fired_at_ms, watcher_id, firing",
+            [],
+        )
+    }
+
+    /// A watcher's firings, oldest first.
+    pub fn watcher_firings(&self, watcher_id: i64) -> Result<Vec<WatcherFiring>> {
+        firings(
+            &self.conn(),
+            "watcher_firings.list",
+            "WHERE watcher_id = ?1 ORDER BY firing",
+            [watcher_id],
+        )
+    }
+
+    /// Moves an active watcher's cursor; whether it was active.
+    pub fn set_watcher_cursor(&self, watcher_id: i64, cursor: &Value) -> Result<bool> {
+        const OP: &str = "watchers.cursor";
+        let cursor = to_json(cursor);
+        self.write(OP, &watcher_id.to_string(), move |tx| {
+            let changed = tx
+                .execute(
+                    "UPDATE watchers SET cursor_json = ?2 WHERE watcher_id = ?1 \
+                     AND state = 'active'",
+                    params![watcher_id, cursor],
+                )
+                .ctx(OP, &watcher_id.to_string())?;
+            Ok(changed == 1)
+        })
+    }
+
+    /// Ends an active watcher without a firing (`end_reason`, e.g. `deadline_passed` or
+    /// `reply_received`); the watcher as ended, or `None` when it was not active.
+    pub fn end_watcher(
+        &self,
+        watcher_id: i64,
+        reason: &str,
+        now_ms: i64,
+    ) -> Result<Option<WatcherRecord>> {
+        const OP: &str = "watchers.end";
+        let reason = reason.to_owned();
+        self.write(OP, &watcher_id.to_string(), move |tx| {
+            let changed = tx
+                .execute(
+                    "UPDATE watchers SET state = 'stopped', stopped_at_ms = ?2, end_reason = ?3 \
+                     WHERE watcher_id = ?1 AND state = 'active'",
+                    params![watcher_id, now_ms, reason],
+                )
+                .ctx(OP, &watcher_id.to_string())?;
+            if changed == 0 {
+                return Ok(None);
+            }
+            Ok(query(tx, OP, "WHERE watcher_id = ?1", [watcher_id])?
+                .into_iter()
+                .next())
         })
     }
 }

@@ -43,6 +43,7 @@ mod identity;
 mod reviewed;
 mod tasks;
 mod wait;
+mod world;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
@@ -78,6 +79,7 @@ use identity::IdentityLocks;
 pub use reviewed::ReviewedApproval;
 pub use tasks::MAX_TASK_SCOPES;
 pub use wait::{Waited, waiting_on};
+pub use world::{Injected, WorldError};
 
 /// Configuration the bridge applies to every request.
 #[derive(Debug, Clone, Default)]

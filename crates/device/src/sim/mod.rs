@@ -15,6 +15,7 @@ mod screens;
 mod state;
 mod time;
 mod view;
+mod world;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -25,6 +26,7 @@ use openphone_protocol::Registry;
 use serde_json::{Map, Value};
 
 use crate::params::Params;
+use crate::world::{DeviceEvent, Injection, PageContent, SystemNotification};
 use crate::{DeviceError, PhoneDevice, PhoneProfile};
 
 pub use scenario::{DEFAULT_SCENARIO, ScenarioError, validate};
@@ -37,6 +39,25 @@ pub(crate) const PLATFORM: &str = "simulated";
 
 /// Most action-log entries kept (the oldest are dropped first).
 pub(crate) const ACTION_LOG_LIMIT: usize = 10_000;
+
+/// Device events a slow subscriber may lag behind before it loses the oldest.
+const EVENT_BUFFER: usize = 256;
+
+/// The longest the timeline driver sleeps before it reads the clock again.
+const TIMELINE_RECHECK_MS: i64 = 1_000;
+
+/// What one timeline entry did when it fired ([`SimPhone::fire_due`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TimelineFired {
+    /// The entry's index in `timeline`.
+    pub index: usize,
+    /// When it was due (Unix ms).
+    pub due_ms: i64,
+    /// The events it raised (none for a web page, or when it failed).
+    pub events: Vec<DeviceEvent>,
+    /// Why it could not be applied (it still counts as fired: it is never retried).
+    pub error: Option<DeviceError>,
+}
 
 /// (canonical name, handler) for every command the simulated phone implements. Whether a
 /// command changes state is read from the manifest (`mutating`), never decided here.
@@ -106,6 +127,7 @@ pub struct SimPhone {
     state: Mutex<SimState>,
     clock: Arc<dyn Clock>,
     online: AtomicBool,
+    events: tokio::sync::broadcast::Sender<DeviceEvent>,
 }
 
 impl SimPhone {
@@ -120,10 +142,12 @@ impl SimPhone {
             probe.fresh_id()
         };
         state.next_id = state.next_id.max(floor);
+        let (events, _) = tokio::sync::broadcast::channel(EVENT_BUFFER);
         Ok(Self {
             state: Mutex::new(state),
             clock,
             online: AtomicBool::new(true),
+            events,
         })
     }
 
@@ -249,6 +273,168 @@ impl SimPhone {
     }
 }
 
+impl SimPhone {
+    /// Runs `change` on a copy of the state (without the action log) that replaces the state
+    /// only when it succeeds: the world moves like a command does, all or nothing.
+    fn transact<T>(
+        &self,
+        change: impl FnOnce(&mut SimState) -> Result<T, DeviceError>,
+    ) -> Result<T, DeviceError> {
+        let mut guard = self.lock();
+        let log = std::mem::take(&mut guard.action_log);
+        let mut work = guard.clone();
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| change(&mut work)));
+        match ran {
+            Ok(Ok(value)) => {
+                work.action_log = log;
+                *guard = work;
+                Ok(value)
+            }
+            Ok(Err(e)) => {
+                guard.action_log = log;
+                Err(e)
+            }
+            Err(panic) => {
+                guard.action_log = log;
+                std::panic::resume_unwind(panic);
+            }
+        }
+    }
+
+    /// Hands events to the subscribers (none listening is not an error).
+    fn raise(&self, events: &[DeviceEvent]) {
+        for event in events {
+            let _ = self.events.send(event.clone());
+        }
+    }
+
+    fn check_online(&self) -> Result<(), DeviceError> {
+        if self.online.load(Ordering::SeqCst) {
+            Ok(())
+        } else {
+            Err(DeviceError::DeviceOffline {
+                reason: "the simulated phone was switched offline".into(),
+            })
+        }
+    }
+
+    /// Makes something happen (what [`PhoneDevice::inject`] does), returning every event it
+    /// raised: a message raises `MessageReceived` and then the Messages app's
+    /// `NotificationPosted`; a missed call `CallReceived` and the missed-call notification.
+    pub fn inject_all(&self, injection: &Injection) -> Result<Vec<DeviceEvent>, DeviceError> {
+        self.check_online()?;
+        let now = self.clock.now_ms();
+        let events = self.transact(|st| world::inject(st, injection, now))?;
+        self.raise(&events);
+        Ok(events)
+    }
+
+    /// Adds a web page to the simulated web, or replaces the page with the same URL (what a
+    /// timeline's `web_page` entry does). Nothing on the screen changes until the page is
+    /// loaded again.
+    pub fn put_web_page(&self, page: WebPage) -> Result<(), DeviceError> {
+        scenario::check_page(&page).map_err(|e| DeviceError::invalid("web_page", e.to_string()))?;
+        self.transact(|st| {
+            world::put_page(st, page);
+            Ok(())
+        })
+    }
+
+    /// When the next timeline entry that has not fired is due (Unix ms), if any.
+    pub fn next_due(&self) -> Option<i64> {
+        let st = self.lock();
+        let start = st.clock.start_ms;
+        st.timeline
+            .iter()
+            .filter(|e| !e.fired)
+            .map(|e| e.due_ms(start))
+            .min()
+    }
+
+    /// Fires every timeline entry due at `now_ms` that has not fired yet, earliest first
+    /// (entries due at the same time in file order), each once: its `fired` mark is part of
+    /// the same state change. An entry that cannot be applied (a notification action on a
+    /// key that is gone, say) is marked fired too and reported with its error.
+    pub fn fire_due(&self, now_ms: i64) -> Vec<TimelineFired> {
+        let mut out = Vec::new();
+        loop {
+            let next = {
+                let st = self.lock();
+                let start = st.clock.start_ms;
+                st.timeline
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, e)| !e.fired && e.due_ms(start) <= now_ms)
+                    .min_by_key(|(i, e)| (e.due_ms(start), *i))
+                    .map(|(i, e)| (i, e.due_ms(start), e.clone()))
+            };
+            let Some((index, due_ms, entry)) = next else {
+                break;
+            };
+            let applied = self.transact(|st| {
+                if let Some(e) = st.timeline.get_mut(index) {
+                    e.fired = true;
+                }
+                let mut events = Vec::new();
+                if let Some(injection) = &entry.inject {
+                    events = world::inject(st, injection, now_ms)?;
+                }
+                if let Some(page) = &entry.web_page {
+                    world::put_page(st, page.clone());
+                }
+                Ok(events)
+            });
+            let fired = match applied {
+                Ok(events) => {
+                    self.raise(&events);
+                    TimelineFired {
+                        index,
+                        due_ms,
+                        events,
+                        error: None,
+                    }
+                }
+                Err(error) => {
+                    if let Some(e) = self.lock().timeline.get_mut(index) {
+                        e.fired = true;
+                    }
+                    tracing::warn!(index, %error, "a timeline entry could not be applied");
+                    TimelineFired {
+                        index,
+                        due_ms,
+                        events: Vec::new(),
+                        error: Some(error),
+                    }
+                }
+            };
+            out.push(fired);
+        }
+        out
+    }
+
+    /// The timeline's driver (the daemon spawns it): fires the entries as the phone's clock
+    /// reaches them until `shutdown` resolves. It sleeps at most a second at a time, so a
+    /// clock that jumps is noticed.
+    pub async fn run_timeline(&self, shutdown: impl std::future::Future<Output = ()>) {
+        tokio::pin!(shutdown);
+        loop {
+            let now = self.clock.now_ms();
+            self.fire_due(now);
+            let Some(due) = self.next_due() else {
+                // Nothing left to fire: the timeline never grows while the phone runs.
+                shutdown.await;
+                return;
+            };
+            let wait = due.saturating_sub(now).clamp(1, TIMELINE_RECHECK_MS);
+            let wait = std::time::Duration::from_millis(u64::try_from(wait).unwrap_or(1));
+            tokio::select! {
+                () = &mut shutdown => return,
+                () = tokio::time::sleep(wait) => {}
+            }
+        }
+    }
+}
+
 /// Params without the bridge's reserved `_`-keys.
 fn public_params(params: &Value) -> Value {
     match params {
@@ -282,6 +468,68 @@ impl PhoneDevice for SimPhone {
 
     async fn execute(&self, tool: &str, params: &Value) -> Result<Value, DeviceError> {
         self.execute_sync(tool, params)
+    }
+
+    fn subscribe(&self) -> Option<tokio::sync::broadcast::Receiver<DeviceEvent>> {
+        Some(self.events.subscribe())
+    }
+
+    async fn inject(&self, injection: &Injection) -> Result<DeviceEvent, DeviceError> {
+        let events = self.inject_all(injection)?;
+        events
+            .into_iter()
+            .next()
+            .ok_or_else(|| DeviceError::Internal {
+                message: "the injection raised no event".into(),
+            })
+    }
+
+    async fn inject_all(&self, injection: &Injection) -> Result<Vec<DeviceEvent>, DeviceError> {
+        SimPhone::inject_all(self, injection)
+    }
+
+    async fn post_notification(
+        &self,
+        notification: &SystemNotification,
+    ) -> Result<String, DeviceError> {
+        self.check_online()?;
+        let now = self.clock.now_ms();
+        let events = self.transact(|st| world::post_system(st, notification, now))?;
+        self.raise(&events);
+        Ok(notification.key.trim().to_owned())
+    }
+
+    async fn withdraw_notification(&self, key: &str) -> Result<bool, DeviceError> {
+        self.check_online()?;
+        self.transact(|st| Ok(world::withdraw_system(st, key.trim())))
+    }
+
+    async fn fetch_page(&self, url: &str) -> Result<PageContent, DeviceError> {
+        self.check_online()?;
+        let url = url.trim();
+        if !scenario::http_url(url) {
+            return Err(DeviceError::invalid("url", "must be an http(s) URL"));
+        }
+        let st = self.lock();
+        Ok(match screens::find_page(&st, url) {
+            Some(page) => {
+                let mut lines = page.paragraphs.clone();
+                lines.extend(page.links.iter().map(|l| format!("{} <{}>", l.text, l.url)));
+                PageContent {
+                    url: url.to_owned(),
+                    title: page.title.clone(),
+                    text: lines.join("\n"),
+                }
+            }
+            // The generic page the Browser shows for an unknown site.
+            None => PageContent {
+                url: url.to_owned(),
+                title: screens::host_of(url).to_owned(),
+                text: format!(
+                    "This is a simulated page for {url}.\nNothing else is known about this site."
+                ),
+            },
+        })
     }
 }
 

@@ -10,7 +10,8 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use super::model::looks_like_number;
-use super::state::{NotificationTarget, SCENARIO_VERSION, SimState};
+use super::state::{NotificationTarget, SCENARIO_VERSION, SimState, WebPage};
+use crate::world::{Injection, OPENPHONE_PACKAGE};
 
 /// The built-in demo scenario.
 pub const DEFAULT_SCENARIO: &str = include_str!("../../scenarios/default.json");
@@ -53,6 +54,17 @@ impl ScenarioError {
         ScenarioError::Invalid {
             path: path.into(),
             message: message.into(),
+        }
+    }
+
+    /// The same error with its path put under `prefix` (`links[0].url` under `web_pages[2]`).
+    fn under(self, prefix: &str) -> Self {
+        match self {
+            ScenarioError::Invalid { path, message } => ScenarioError::Invalid {
+                path: format!("{prefix}.{path}"),
+                message,
+            },
+            other => other,
         }
     }
 
@@ -149,6 +161,11 @@ impl SimState {
         for p in &mut self.photos {
             p.taken_ms += delta;
         }
+        for e in &mut self.timeline {
+            if let Some(at) = &mut e.at_ms {
+                *at += delta;
+            }
+        }
     }
 }
 
@@ -217,7 +234,7 @@ fn time_ok(ms: i64, path: impl FnOnce() -> String) -> Result<(), ScenarioError> 
 
 const MAX_TIME_MS: i64 = 253_402_300_799_999;
 
-fn http_url(url: &str) -> bool {
+pub(crate) fn http_url(url: &str) -> bool {
     (url.starts_with("https://") || url.starts_with("http://"))
         && url.len() > 8
         && !url.contains(char::is_whitespace)
@@ -390,13 +407,34 @@ pub fn validate(st: &SimState) -> Result<(), ScenarioError> {
             "notification key",
         )?;
         time_ok(n.posted_ms, || format!("notifications[{i}].posted_ms"))?;
+        let mut action_ids = HashSet::new();
+        for (j, a) in n.actions.iter().enumerate() {
+            non_empty(&a.id, format!("notifications[{i}].actions[{j}].id"))?;
+            non_empty(&a.label, format!("notifications[{i}].actions[{j}].label"))?;
+            unique(
+                &mut action_ids,
+                a.id.as_str(),
+                format!("notifications[{i}].actions[{j}].id"),
+                "action id",
+            )?;
+        }
+        let path = format!("notifications[{i}].target");
+        if n.package == OPENPHONE_PACKAGE {
+            // The runtime's own notification: no app behind it, it leads nowhere.
+            if n.target != NotificationTarget::App {
+                return Err(ScenarioError::invalid(
+                    path,
+                    "the runtime's own notifications have target `app`",
+                ));
+            }
+            continue;
+        }
         let Some(app) = st.app(&n.package) else {
             return Err(ScenarioError::invalid(
                 format!("notifications[{i}].package"),
                 format!("no installed app `{}`", n.package),
             ));
         };
-        let path = format!("notifications[{i}].target");
         match &n.target {
             NotificationTarget::App | NotificationTarget::CallLog => {}
             NotificationTarget::Thread { thread_id } => {
@@ -480,27 +518,15 @@ pub fn validate(st: &SimState) -> Result<(), ScenarioError> {
     }
     let mut urls = HashSet::new();
     for (i, page) in st.web_pages.iter().enumerate() {
-        if !http_url(&page.url) {
-            return Err(ScenarioError::invalid(
-                format!("web_pages[{i}].url"),
-                "must be an http(s) URL",
-            ));
-        }
+        check_page(page).map_err(|e| e.under(&format!("web_pages[{i}]")))?;
         unique(
             &mut urls,
             page.url.trim_end_matches('/'),
             format!("web_pages[{i}].url"),
             "page URL",
         )?;
-        for (j, link) in page.links.iter().enumerate() {
-            if !http_url(&link.url) {
-                return Err(ScenarioError::invalid(
-                    format!("web_pages[{i}].links[{j}].url"),
-                    "must be an http(s) URL",
-                ));
-            }
-        }
     }
+    check_timeline(st)?;
     if st.browser.position > 0 && st.browser.position >= st.browser.history.len() {
         return Err(ScenarioError::invalid(
             "browser.position",
@@ -537,4 +563,89 @@ pub fn validate(st: &SimState) -> Result<(), ScenarioError> {
         ));
     }
     Ok(())
+}
+
+/// A web page's URLs are http(s).
+pub(crate) fn check_page(page: &WebPage) -> Result<(), ScenarioError> {
+    if !http_url(&page.url) {
+        return Err(ScenarioError::invalid("url", "must be an http(s) URL"));
+    }
+    for (j, link) in page.links.iter().enumerate() {
+        if !http_url(&link.url) {
+            return Err(ScenarioError::invalid(
+                format!("links[{j}].url"),
+                "must be an http(s) URL",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Each timeline entry says when (one of `at_ms`, `after_ms`) and what (one of `inject`,
+/// `web_page`), with sensible values; what an injection names (a contact, an app, a
+/// notification key) is looked up when it fires, since the state changes until then.
+fn check_timeline(st: &SimState) -> Result<(), ScenarioError> {
+    for (i, entry) in st.timeline.iter().enumerate() {
+        let path = |field: &str| format!("timeline[{i}].{field}");
+        match (entry.at_ms, entry.after_ms) {
+            (Some(at), None) => time_ok(at, || path("at_ms"))?,
+            (None, Some(after)) => {
+                if !(0..=MAX_TIME_MS).contains(&after) {
+                    return Err(ScenarioError::invalid(
+                        path("after_ms"),
+                        "must be between 0 and the year 9999",
+                    ));
+                }
+                time_ok(entry.due_ms(st.clock.start_ms), || path("after_ms"))?;
+            }
+            _ => {
+                return Err(ScenarioError::invalid(
+                    format!("timeline[{i}]"),
+                    "give exactly one of at_ms and after_ms",
+                ));
+            }
+        }
+        match (&entry.inject, &entry.web_page) {
+            (Some(injection), None) => {
+                check_injection(injection).map_err(|e| e.under(&format!("timeline[{i}].inject")))?
+            }
+            (None, Some(page)) => {
+                check_page(page).map_err(|e| e.under(&format!("timeline[{i}].web_page")))?;
+            }
+            _ => {
+                return Err(ScenarioError::invalid(
+                    format!("timeline[{i}]"),
+                    "give exactly one of inject and web_page",
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_injection(injection: &Injection) -> Result<(), ScenarioError> {
+    match injection {
+        Injection::Message { address, text } => {
+            non_empty(address, "address".into())?;
+            non_empty(text, "text".into())
+        }
+        Injection::Call { number, outcome } => {
+            non_empty(number, "number".into())?;
+            match outcome.as_deref().map(str::trim) {
+                None | Some("missed" | "answered" | "rejected") => Ok(()),
+                Some(_) => Err(ScenarioError::invalid(
+                    "outcome",
+                    "must be missed, answered or rejected",
+                )),
+            }
+        }
+        Injection::Notification { app, title, .. } => {
+            non_empty(app, "app".into())?;
+            non_empty(title, "title".into())
+        }
+        Injection::NotificationAction { key, action } => {
+            non_empty(key, "key".into())?;
+            non_empty(action, "action".into())
+        }
+    }
 }

@@ -7,3 +7,4 @@ mod status;
 mod support;
 mod tasks;
 mod ui;
+mod world;

@@ -119,7 +119,6 @@ pub struct McpBackend {
     bridge: Arc<ToolBridge>,
     table: ToolTable<'static>,
     tool_policy: ToolPolicy,
-    supported: HashSet<String>,
     settings: McpSettings,
     seal: Option<StateSeal>,
     shutting_down: std::sync::atomic::AtomicBool,
@@ -138,14 +137,14 @@ impl std::fmt::Debug for McpBackend {
 }
 
 impl McpBackend {
-    /// A backend in front of `bridge`. `supported` lists the device's supported commands
-    /// (unsupported ones are left out of `tools/list`); `seal` keys `requestState` (without it,
-    /// no modern-era host confirmation is offered).
+    /// A backend in front of `bridge`: `tools/list` shows what the bridge can run
+    /// ([`ToolBridge::supports`]: the device's commands and the runtime-owned services
+    /// installed on it, asked at every listing); `seal` keys `requestState` (without it, no
+    /// modern-era host confirmation is offered).
     pub fn new(
         bridge: Arc<ToolBridge>,
         table: ToolTable<'static>,
         tool_policy: ToolPolicy,
-        supported: impl IntoIterator<Item = String>,
         settings: McpSettings,
         seal: Option<StateSeal>,
     ) -> McpBackend {
@@ -153,7 +152,6 @@ impl McpBackend {
             bridge,
             table,
             tool_policy,
-            supported: supported.into_iter().collect(),
             settings,
             seal,
             shutting_down: std::sync::atomic::AtomicBool::new(false),
@@ -187,7 +185,7 @@ impl McpBackend {
             .filter_map(|exposed| {
                 let canonical = self.table.canonical_from_tool_name(exposed)?;
                 let command = registry.resolve(canonical)?;
-                let visible = self.supported.contains(canonical)
+                let visible = self.bridge.supports(command)
                     && openphone_policy::visible(command, caller, &self.tool_policy);
                 if visible {
                     self.table.tool(exposed).cloned()

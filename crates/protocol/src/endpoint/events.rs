@@ -8,6 +8,10 @@ use serde_json::Value;
 
 use super::runtimes::{AttentionRequested, ManagerStatus};
 use super::sessions::SessionStatus;
+use super::world::{
+    PhoneCallReceived, PhoneMessageReceived, PhoneNotificationAction, PhoneNotificationPosted,
+    WatcherFired,
+};
 use crate::autonomy::Autonomy;
 use crate::manifest::Risk;
 use crate::tool_result::ToolResult;
@@ -75,11 +79,26 @@ pub enum Event {
     /// A job failed 3 or more times in a row, or gave up (to operators).
     #[serde(rename = "background_job.failure_alert")]
     JobFailureAlert(BackgroundJobEvent),
+    /// A message arrived on the phone (to operators).
+    #[serde(rename = "phone.message.received")]
+    PhoneMessageReceived(PhoneMessageReceived),
+    /// A call reached the phone (to operators).
+    #[serde(rename = "phone.call.received")]
+    PhoneCallReceived(PhoneCallReceived),
+    /// A notification appeared in the shade (to operators).
+    #[serde(rename = "phone.notification.posted")]
+    PhoneNotificationPosted(PhoneNotificationPosted),
+    /// The user pressed a notification's action button (to operators).
+    #[serde(rename = "phone.notification.action")]
+    PhoneNotificationAction(PhoneNotificationAction),
+    /// A watcher fired (to operators and the runtime that made it).
+    #[serde(rename = "watcher.fired")]
+    WatcherFired(WatcherFired),
 }
 
 impl Event {
     /// Every event name the daemon sends, in declaration order.
-    pub const NAMES: [&'static str; 15] = [
+    pub const NAMES: [&'static str; 20] = [
         "runtime.presence.online",
         "runtime.presence.offline",
         "runtime.attention.requested",
@@ -95,6 +114,11 @@ impl Event {
         "background_job.review_resolved",
         "background_job.delivered",
         "background_job.failure_alert",
+        "phone.message.received",
+        "phone.call.received",
+        "phone.notification.posted",
+        "phone.notification.action",
+        "watcher.fired",
     ];
 
     /// The manifest event name.
@@ -115,6 +139,11 @@ impl Event {
             Event::JobReviewResolved(_) => "background_job.review_resolved",
             Event::JobDelivered(_) => "background_job.delivered",
             Event::JobFailureAlert(_) => "background_job.failure_alert",
+            Event::PhoneMessageReceived(_) => "phone.message.received",
+            Event::PhoneCallReceived(_) => "phone.call.received",
+            Event::PhoneNotificationPosted(_) => "phone.notification.posted",
+            Event::PhoneNotificationAction(_) => "phone.notification.action",
+            Event::WatcherFired(_) => "watcher.fired",
         }
     }
 
@@ -135,6 +164,11 @@ impl Event {
             | Event::JobReviewResolved(p)
             | Event::JobDelivered(p)
             | Event::JobFailureAlert(p) => serde_json::to_value(p),
+            Event::PhoneMessageReceived(p) => serde_json::to_value(p),
+            Event::PhoneCallReceived(p) => serde_json::to_value(p),
+            Event::PhoneNotificationPosted(p) => serde_json::to_value(p),
+            Event::PhoneNotificationAction(p) => serde_json::to_value(p),
+            Event::WatcherFired(p) => serde_json::to_value(p),
         }
     }
 

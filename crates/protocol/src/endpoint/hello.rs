@@ -69,7 +69,8 @@ pub struct PhoneProfile {
     pub screen_width: u32,
     /// Screen height in pixels.
     pub screen_height: u32,
-    /// Canonical names of the commands the device executes.
+    /// Canonical names of the commands this daemon runs: the device's, and in `hello` also
+    /// the runtime-owned ones its services serve (memory, watchers, jobs).
     pub supported_tools: Vec<String>,
 }
 

@@ -31,8 +31,8 @@
 //!
 //! Params types keep the daemon's validation: the methods that refuse unknown fields
 //! (`tools.invoke`, `confirmations.resolve`, `events.subscribe`, `sessions.*`, `audit.query`,
-//! `policy.explain`, `approvals.*`, `jobs.*` but `jobs.create`, whose arguments the creation
-//! rules check by name, and `jobs.wake`, which takes none)
+//! `policy.explain`, `approvals.*`, `sim.inject`, `jobs.*` but `jobs.create`, whose arguments
+//! the creation rules check by name, and `jobs.wake`, which takes none)
 //! are `deny_unknown_fields`; the others ignore fields they do not know.
 
 pub mod envelope;
@@ -47,7 +47,9 @@ mod jobs;
 mod policy;
 mod runtimes;
 mod sessions;
+mod sim;
 mod tools;
+mod world;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -97,7 +99,12 @@ pub use sessions::{
     PhoneSession, SessionStatus, SessionsCancelParams, SessionsCancelResult, SessionsGetParams,
     SessionsGetResult, SessionsListParams, SessionsListResult,
 };
+pub use sim::{SimInjectParams, SimInjectResult};
 pub use tools::{ToolInfo, ToolsInvokeParams, ToolsInvokeResult, ToolsListParams, ToolsListResult};
+pub use world::{
+    PhoneCallReceived, PhoneMessageReceived, PhoneNotificationAction, PhoneNotificationPosted,
+    WatcherFired, WatcherReaction,
+};
 
 /// One method of the endpoint: its wire name and the types of its params and result.
 ///
@@ -198,6 +205,8 @@ methods! {
     JobsWake = "jobs.wake" => NoParams, JobsWakeResult;
     /// `jobs.review` (operator): approve or deny a parked background call (§9.5).
     JobsReview = "jobs.review" => JobsReviewParams, JobsReviewResult;
+    /// `sim.inject` (operator): make something happen in the simulated phone's world.
+    SimInject = "sim.inject" => SimInjectParams, SimInjectResult;
 }
 
 #[cfg(test)]
@@ -237,6 +246,7 @@ mod tests {
             name_of::<JobsResume>(),
             name_of::<JobsWake>(),
             name_of::<JobsReview>(),
+            name_of::<SimInject>(),
         ];
         assert_eq!(markers.len(), MethodName::ALL.len());
         for ((name, method), listed) in markers.into_iter().zip(MethodName::ALL) {

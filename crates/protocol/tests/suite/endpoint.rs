@@ -421,6 +421,10 @@ fn unknown_fields_are_refused_exactly_where_the_daemon_refuses_them() {
             MethodName::JobsReview,
             refuses::<JobsReview>(json!({"confirmation_id": "c", "decision": "deny"})),
         ),
+        (
+            MethodName::SimInject,
+            refuses::<SimInject>(json!({"kind": "message", "address": "a", "text": "t"})),
+        ),
     ];
     let refusing: Vec<&str> = table
         .iter()
@@ -446,7 +450,8 @@ fn unknown_fields_are_refused_exactly_where_the_daemon_refuses_them() {
             "jobs.stop",
             "jobs.pause",
             "jobs.resume",
-            "jobs.review"
+            "jobs.review",
+            "sim.inject"
         ]
     );
     assert_eq!(table.len(), MethodName::ALL.len());
@@ -583,6 +588,64 @@ fn event_payloads_round_trip() {
             }),
             json!({"phone_session_id": "p", "runtime_session_id": "p",
                    "status": "waiting_for_runtime", "updated_at_ms": 9}),
+        ),
+        (
+            Event::PhoneMessageReceived(PhoneMessageReceived {
+                thread_id: 7,
+                address: "+49151".into(),
+                name: None,
+                text: "hi".into(),
+                at_ms: 5,
+            }),
+            json!({"thread_id": 7, "address": "+49151", "text": "hi", "at_ms": 5}),
+        ),
+        (
+            Event::PhoneCallReceived(PhoneCallReceived {
+                number: "+49151".into(),
+                name: Some("Bob".into()),
+                direction: "incoming".into(),
+                outcome: "missed".into(),
+                at_ms: 5,
+            }),
+            json!({"number": "+49151", "name": "Bob", "direction": "incoming",
+                   "outcome": "missed", "at_ms": 5}),
+        ),
+        (
+            Event::PhoneNotificationPosted(PhoneNotificationPosted {
+                key: "k".into(),
+                app: "Calendar".into(),
+                package: "com.android.calendar".into(),
+                title: "t".into(),
+                text: "".into(),
+                at_ms: 5,
+            }),
+            json!({"key": "k", "app": "Calendar", "package": "com.android.calendar",
+                   "title": "t", "text": "", "at_ms": 5}),
+        ),
+        (
+            Event::PhoneNotificationAction(PhoneNotificationAction {
+                key: "k".into(),
+                action: "approve".into(),
+                at_ms: 5,
+            }),
+            json!({"key": "k", "action": "approve", "at_ms": 5}),
+        ),
+        (
+            Event::WatcherFired(WatcherFired {
+                watcher_id: 4,
+                title: "t".into(),
+                source: "message".into(),
+                trigger: "event".into(),
+                firing: 1,
+                fired_at_ms: 5,
+                reaction: WatcherReaction::Attention,
+                job_id: None,
+                event_digest: "sha256:00".into(),
+                ended: true,
+            }),
+            json!({"watcher_id": 4, "title": "t", "source": "message", "trigger": "event",
+                   "firing": 1, "fired_at_ms": 5, "reaction": "attention",
+                   "event_digest": "sha256:00", "ended": true}),
         ),
     ];
     let job = |detail: Option<&str>| BackgroundJobEvent {

@@ -128,6 +128,7 @@ fn method_checks(method: MethodName) -> (Check, Check) {
         MethodName::JobsResume => checks::<JobsResume>(),
         MethodName::JobsWake => checks::<JobsWake>(),
         MethodName::JobsReview => checks::<JobsReview>(),
+        MethodName::SimInject => checks::<SimInject>(),
     }
 }
 

@@ -118,12 +118,20 @@ pub(super) async fn handshake(
         client = %log_value(&params.client.name),
         client_version = %log_value(&params.client.version), "hello");
     let registry = state.registry;
+    // What this daemon runs: the device's commands and the runtime-owned services installed
+    // on the bridge (memory, watchers, jobs), not only the device's.
+    let mut phone = state.profile.clone();
+    phone.supported_tools = registry
+        .commands()
+        .filter(|c| state.bridge.supports(c))
+        .map(|c| c.name.clone())
+        .collect();
     let result = HelloResult {
         protocol_version: chosen,
         role: principal.role(),
         runtime: principal.runtime_id().to_owned(),
         runtime_protocol: VersionAdvertisement::current(),
-        phone: state.profile.clone(),
+        phone,
         manifests: ManifestSummary {
             commands_version: registry.commands_version(),
             commands: registry.commands().map(|c| c.name.clone()).collect(),

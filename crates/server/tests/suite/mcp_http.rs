@@ -598,3 +598,27 @@ async fn a_handshake_session_stays_with_the_token_that_opened_it() {
         }
     }
 }
+
+/// MCP's tool list shows what the bridge runs: the runtime-served commands too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_lists_runtime_served_commands_as_tools() {
+    let d = start(config("")).await;
+    let addr = d.daemon.addr();
+    let token = mcp_token(d.dir.path());
+    let reply = modern(addr, &token, "tools/list", None, json!({})).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let listed = reply.json();
+    let names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    for name in [
+        "openphone_memory_save",
+        "openphone_watchers_create",
+        "openphone_screen_get",
+    ] {
+        assert!(names.contains(&name), "{name} missing from {names:?}");
+    }
+}

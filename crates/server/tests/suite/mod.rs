@@ -7,3 +7,4 @@ mod one_write;
 mod profiles;
 mod regression;
 mod support;
+mod world;

@@ -457,6 +457,16 @@ pub(crate) fn perform(st: &mut SimState, action: &Action, now: i64) -> Result<St
             st.nav.overlay = None;
             Ok("closed the overlay".into())
         }
+        Action::OpenNotification { key } => {
+            let n = st
+                .notifications
+                .iter()
+                .find(|n| &n.key == key)
+                .cloned()
+                .ok_or_else(|| DeviceError::not_found(EntityKind::Notification, key))?;
+            crate::sim::commands::open_target(st, &n, now)?;
+            Ok(format!("opened notification {} ({})", n.key, n.title))
+        }
     }
 }
 

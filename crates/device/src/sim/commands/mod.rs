@@ -22,7 +22,10 @@ pub(crate) use contacts::contacts_search;
 pub(crate) use messaging::{
     calls_place, calls_search, messages_draft, messages_search, messages_send,
 };
-pub(crate) use notifications::{notifications_list, notifications_open, notifications_search};
+pub(crate) use notifications::{
+    notifications_list, notifications_open, notifications_search, open_target,
+};
+pub(crate) use records::app_label;
 pub(crate) use screen::{screen_get, screen_understand};
 pub(crate) use ui::{
     press_key, ui_long_press, ui_long_press_element, ui_swipe, ui_tap, ui_tap_element, ui_type_text,
@@ -94,6 +97,7 @@ fn screen_brief(st: &SimState, now: i64) -> Value {
         Some(Overlay::Recents) => "recents".to_string(),
         Some(Overlay::ShareSheet { .. }) => "share_sheet".to_string(),
         Some(Overlay::Menu { .. }) => format!("{screen}+menu"),
+        Some(Overlay::Shade) => "notification_shade".to_string(),
         None => screen,
     };
     json!({ "package": view.package, "activity": view.activity, "title": view.title, "screen": screen })

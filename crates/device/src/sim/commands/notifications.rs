@@ -7,6 +7,7 @@ use crate::sim::actions::{open_deep, role_package};
 use crate::sim::model::contains_ci;
 use crate::sim::screens;
 use crate::sim::state::{AppRole, Notification, NotificationTarget, Route, SimState};
+use crate::world::OPENPHONE_PACKAGE;
 use crate::{DeviceError, EntityKind};
 
 use super::apps::open_url;
@@ -101,6 +102,34 @@ pub(crate) fn notifications_open(x: &mut Exec<'_>, p: Params<'_>) -> Result<Outc
     }
     let now = x.now;
     let st = &mut *x.st;
+    open_target(st, &n, now)?;
+    let mut shown = notification_json(st, &n);
+    if let Some(map) = shown.as_object_mut() {
+        map.insert("read".into(), json!(true));
+    }
+    let screen = screen_brief(st, now);
+    let summary = format!("opened notification {} ({})", n.key, n.title);
+    Ok(Outcome::act(
+        json!({ "opened": true, "matched": matched, "notification": shown, "screen": screen }),
+        summary,
+    ))
+}
+
+/// Goes where opening `n` leads (the shade closes): its thread, event, call log, page or
+/// screen, else the posting app's start page. The runtime's own notifications lead nowhere:
+/// opening one only marks it read (its decisions are taken elsewhere, never by a tap).
+pub(crate) fn open_target(
+    st: &mut SimState,
+    n: &Notification,
+    now: i64,
+) -> Result<(), DeviceError> {
+    if let Some(stored) = st.notifications.iter_mut().find(|m| m.key == n.key) {
+        stored.read = true;
+    }
+    st.nav.overlay = None;
+    if n.package == OPENPHONE_PACKAGE {
+        return Ok(());
+    }
     match &n.target {
         NotificationTarget::Thread { thread_id } if st.thread(*thread_id).is_some() => {
             let pkg = role_package(st, AppRole::Messages)?;
@@ -149,14 +178,5 @@ pub(crate) fn notifications_open(x: &mut Exec<'_>, p: Params<'_>) -> Result<Outc
             open_deep(st, &n.package, start, now)?;
         }
     }
-    let mut shown = notification_json(st, &n);
-    if let Some(map) = shown.as_object_mut() {
-        map.insert("read".into(), json!(true));
-    }
-    let screen = screen_brief(st, now);
-    let summary = format!("opened notification {} ({})", n.key, n.title);
-    Ok(Outcome::act(
-        json!({ "opened": true, "matched": matched, "notification": shown, "screen": screen }),
-        summary,
-    ))
+    Ok(())
 }

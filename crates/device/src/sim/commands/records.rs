@@ -4,14 +4,18 @@ use serde_json::{Value, json};
 
 use crate::sim::state::{Call, Contact, Direction, Event, Message, Notification, SimState};
 use crate::sim::time;
+use crate::world::{OPENPHONE_APP, OPENPHONE_PACKAGE};
 
-pub(super) fn app_label(st: &SimState, package: &str) -> String {
+pub(crate) fn app_label(st: &SimState, package: &str) -> String {
+    if package == OPENPHONE_PACKAGE {
+        return OPENPHONE_APP.to_string();
+    }
     st.app(package)
         .map_or_else(|| package.to_string(), |a| a.label.clone())
 }
 
 pub(super) fn notification_json(st: &SimState, n: &Notification) -> Value {
-    json!({
+    let mut v = json!({
         "notification_key": n.key,
         "package": n.package,
         "app_label": app_label(st, &n.package),
@@ -19,7 +23,15 @@ pub(super) fn notification_json(st: &SimState, n: &Notification) -> Value {
         "text": n.text,
         "posted_at": n.posted_ms,
         "read": n.read,
-    })
+    });
+    // Shown as what they are (labels); no command presses them.
+    if !n.actions.is_empty()
+        && let Some(map) = v.as_object_mut()
+    {
+        let labels: Vec<&str> = n.actions.iter().map(|a| a.label.as_str()).collect();
+        map.insert("action_labels".into(), json!(labels));
+    }
+    v
 }
 
 pub(super) fn event_json(st: &SimState, e: &Event) -> Value {

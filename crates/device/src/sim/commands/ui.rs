@@ -8,7 +8,7 @@ use crate::params::Params;
 use crate::sim::actions::{self, page_mut, perform};
 use crate::sim::screens::{self, current_page};
 use crate::sim::state::{Action, Overlay, Route, SimState};
-use crate::sim::view::View;
+use crate::sim::view::{STATUS_H, View};
 
 use super::{Exec, Outcome, check_len, screen_brief};
 
@@ -208,9 +208,17 @@ pub(crate) fn ui_swipe(x: &mut Exec<'_>, p: Params<'_>) -> Result<Outcome, Devic
     let view = screens::build(x.st, x.now);
     let mut effect = "nothing to scroll here".to_string();
     let mut element = Value::Null;
+    let vertical = dy.abs() >= dx.abs();
     if dx.abs() < 24.0 && dy.abs() < 24.0 {
         effect = "too short to be a swipe".into();
-    } else if dy.abs() >= dx.abs() {
+    } else if vertical && dy > 0.0 && sy < f64::from(STATUS_H) {
+        // Pulling down from the status bar opens the notification shade.
+        x.st.nav.overlay = Some(Overlay::Shade);
+        effect = "opened the notification shade".into();
+    } else if vertical && dy < 0.0 && matches!(x.st.nav.overlay, Some(Overlay::Shade)) {
+        x.st.nav.overlay = None;
+        effect = "closed the notification shade".into();
+    } else if vertical {
         let target = view
             .nodes
             .iter()

@@ -23,7 +23,7 @@ mod widgets;
 use super::state::{AppRole, Overlay, Page, Route, SimState, WebPage};
 use super::view::{Node, Rect, Style, Ui, View};
 
-use system::{home, menu, nav_bar, recents, share_sheet, status_bar};
+use system::{home, menu, nav_bar, recents, shade, share_sheet, status_bar};
 
 /// The package that owns the home screen.
 pub(crate) const LAUNCHER: &str = "com.android.launcher";
@@ -68,7 +68,7 @@ pub(crate) fn build(st: &SimState, now: i64) -> View {
     );
     status_bar(&mut ui, root, st, now);
     let overlay = st.nav.overlay.as_ref();
-    let full_screen_overlay = matches!(overlay, Some(Overlay::Recents));
+    let full_screen_overlay = matches!(overlay, Some(Overlay::Recents | Overlay::Shade));
     let (mut package, mut activity, mut title) = if full_screen_overlay {
         (String::new(), String::new(), String::new())
     } else {
@@ -113,6 +113,12 @@ pub(crate) fn build(st: &SimState, now: i64) -> View {
                 title: menu_title,
                 items,
             } => menu(&mut ui, root, menu_title, items),
+            Overlay::Shade => {
+                shade(&mut ui, root, st);
+                package = SYSTEM_UI.into();
+                activity = format!("{SYSTEM_UI}/.NotificationShade");
+                title = "Notifications".into();
+            }
             Overlay::ShareSheet { share_id } => {
                 share_sheet(&mut ui, root, st, *share_id);
                 package = "android".into();

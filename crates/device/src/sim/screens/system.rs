@@ -4,7 +4,9 @@
 use super::super::model::snippet;
 use super::super::state::{Action, MenuItem, Route, SimState};
 use super::super::time;
-use super::super::view::{APPBAR_H, Column, NAV_H, Node, PAD, Rect, RowSpec, STATUS_H, Style, Ui};
+use super::super::view::{
+    APPBAR_H, Column, LINE_H, NAV_H, Node, PAD, ROW_H, Rect, RowSpec, STATUS_H, Style, Ui,
+};
 use super::route_name;
 
 pub(super) fn status_bar(ui: &mut Ui, root: usize, st: &SimState, now: i64) {
@@ -384,5 +386,120 @@ pub(super) fn share_sheet(ui: &mut Ui, root: usize, st: &SimState, share_id: i64
             },
             true,
         );
+    }
+}
+
+/// An element id made of a notification key (letters, digits and `_` kept, the rest `_`).
+fn notification_element_id(key: &str) -> String {
+    let safe: String = key
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("notification_{safe}")
+}
+
+/// The notification shade: the notifications, newest first, each a row that opens it. Action
+/// buttons are drawn as a plain label under their notification, never as something to tap:
+/// the runtime's own notifications carry decisions (approve, deny) that only the user takes,
+/// so no tap of an agent may press them (only an operator's `sim inject action` does).
+pub(super) fn shade(ui: &mut Ui, root: usize, st: &SimState) {
+    let (w, h) = (ui.w, ui.h);
+    let panel = ui.add(
+        Some(root),
+        Node::new(
+            "notification_shade",
+            "android.widget.FrameLayout",
+            Rect::new(0, STATUS_H, w, h - NAV_H),
+        )
+        .style(Style::Panel),
+    );
+    ui.add(
+        Some(panel),
+        Node::new(
+            "shade_title",
+            "android.widget.TextView",
+            Rect::new(PAD, STATUS_H + 24, w - PAD, STATUS_H + APPBAR_H - 24),
+        )
+        .text("Notifications")
+        .style(Style::Title),
+    );
+    let mut list: Vec<_> = st.notifications.iter().collect();
+    list.sort_by_key(|n| std::cmp::Reverse(n.posted_ms));
+    let bottom = h - NAV_H;
+    let mut y = STATUS_H + APPBAR_H;
+    if list.is_empty() {
+        ui.add(
+            Some(panel),
+            Node::new(
+                "shade_empty",
+                "android.widget.TextView",
+                Rect::new(PAD, y, w - PAD, y + 96),
+            )
+            .text("No notifications"),
+        );
+        return;
+    }
+    for n in list {
+        let actions_h = if n.actions.is_empty() { 0 } else { 84 };
+        if y + ROW_H + actions_h > bottom {
+            break;
+        }
+        let id = notification_element_id(&n.key);
+        let app = crate::sim::commands::app_label(st, &n.package);
+        let row = ui.add(
+            Some(panel),
+            Node::new(
+                id.clone(),
+                "android.view.ViewGroup",
+                Rect::new(0, y, w, y + ROW_H),
+            )
+            .desc(format!("{app}: {}", n.title))
+            .style(Style::Row)
+            .on_tap(Action::OpenNotification { key: n.key.clone() }),
+        );
+        ui.add(
+            Some(row),
+            Node::new(
+                format!("{id}_title"),
+                "android.widget.TextView",
+                Rect::new(PAD, y + 24, w - PAD, y + 24 + LINE_H + 24),
+            )
+            .text(format!(
+                "{app} · {}{}",
+                n.title,
+                if n.read { "" } else { " •" }
+            )),
+        );
+        ui.add(
+            Some(row),
+            Node::new(
+                format!("{id}_text"),
+                "android.widget.TextView",
+                Rect::new(PAD, y + 24 + LINE_H + 24, w - PAD, y + ROW_H - 12),
+            )
+            .text(snippet(&n.text, 80)),
+        );
+        y += ROW_H;
+        if !n.actions.is_empty() {
+            let labels: Vec<&str> = n.actions.iter().map(|a| a.label.as_str()).collect();
+            // Not clickable, and outside the row: a finger here touches nothing.
+            ui.add(
+                Some(panel),
+                Node::new(
+                    format!("{id}_actions"),
+                    "android.widget.TextView",
+                    Rect::new(PAD * 2, y, w - PAD, y + actions_h),
+                )
+                .text(labels.join("   "))
+                .desc("Notification actions: only the user answers these, not a tap"),
+            );
+            y += actions_h;
+        }
     }
 }

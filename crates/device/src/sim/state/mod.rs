@@ -9,11 +9,13 @@ mod apps;
 mod device;
 mod nav;
 mod records;
+mod timeline;
 
 pub use apps::*;
 pub use device::*;
 pub use nav::*;
 pub use records::*;
+pub use timeline::*;
 
 use records::default_calendars;
 
@@ -94,6 +96,10 @@ pub struct SimState {
     /// What is on screen: tasks, their page stacks, overlays.
     #[serde(default)]
     pub nav: NavState,
+    /// Things that happen by themselves at simulated times, fired once each in due order
+    /// (`SimPhone::fire_due`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub timeline: Vec<TimelineEntry>,
     /// Every executed mutating command, oldest first.
     #[serde(default)]
     pub action_log: Vec<ActionRecord>,

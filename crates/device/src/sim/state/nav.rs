@@ -184,6 +184,8 @@ pub enum Overlay {
         /// Share id.
         share_id: i64,
     },
+    /// The notification shade (a downward swipe from the status bar opens it).
+    Shade,
 }
 
 /// A popup-menu item.
@@ -371,4 +373,9 @@ pub enum Action {
     ClearTasks,
     /// Close the overlay.
     CloseOverlay,
+    /// Open a notification from the shade (what `notifications.open` does).
+    OpenNotification {
+        /// The notification's key.
+        key: String,
+    },
 }

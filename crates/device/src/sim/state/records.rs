@@ -156,6 +156,20 @@ pub struct Notification {
     /// Where opening it leads.
     #[serde(default)]
     pub target: NotificationTarget,
+    /// Action buttons under the text. The simulated shade shows them as labels: only an
+    /// operator's `sim inject action` presses one (never a tap of an agent).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub actions: Vec<NotificationButton>,
+}
+
+/// An action button of a notification.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NotificationButton {
+    /// The action's id (e.g. `approve`), unique within the notification.
+    pub id: String,
+    /// The label shown.
+    pub label: String,
 }
 
 /// Where opening a notification leads.

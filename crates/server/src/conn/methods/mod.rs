@@ -12,6 +12,7 @@ mod jobs;
 mod policy;
 mod runtime;
 mod sessions;
+mod sim;
 mod tools;
 
 use std::sync::Arc;
@@ -21,7 +22,8 @@ use openphone_protocol::endpoint::{
     ApprovalsGrant, ApprovalsList, ApprovalsRevoke, AttentionRequest, AuditQuery,
     ConfirmationsResolve, EndpointErrorCode, ErrorObject, EventsSubscribe, JobsCreate, JobsGet,
     JobsList, JobsPause, JobsResume, JobsReview, JobsStop, JobsWake, MethodName, PolicyExplain,
-    Request, RuntimeMessage, RuntimeSelect, SessionsCancel, SessionsGet, SessionsList, ToolsInvoke,
+    Request, RuntimeMessage, RuntimeSelect, SessionsCancel, SessionsGet, SessionsList, SimInject,
+    ToolsInvoke,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -150,6 +152,10 @@ pub(super) async fn dispatch(conn: &Arc<Conn>, req: &Request) -> Result<Value, E
         MethodName::JobsReview => {
             operator_only(conn, method)?;
             written(jobs::review(conn, req.params_as::<JobsReview>()?).await)
+        }
+        MethodName::SimInject => {
+            operator_only(conn, method)?;
+            written(sim::inject(conn, req.params_as::<SimInject>()?).await)
         }
     }
 }

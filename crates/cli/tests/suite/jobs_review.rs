@@ -1,0 +1,197 @@
+//! Issue 16, "done when": a background `agent_turn` (a scripted fake model on loopback) wants
+//! to send a message → the job parks for review → approved from the CLI → the message is sent
+//! exactly once → the job runs again, completes and delivers its notification. And the
+//! stored review record checked offline with `jobs check-review`: valid, tampered, unreadable.
+
+use std::path::Path;
+use std::time::Duration;
+
+use openphone_fake_model::{FakeModel, Script};
+use serde_json::{Value, json};
+
+use super::harness::{cli, cli_async, serve};
+use super::support::run;
+
+fn config_for(dir: &Path, fake: &FakeModel) -> String {
+    let path = dir.join("openphone.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "[builtin]\nbase_url = \"{}\"\nmodel = \"fake-model\"\nrequest_timeout_secs = 10\n",
+            fake.url()
+        ),
+    )
+    .unwrap();
+    path.to_str().unwrap().to_owned()
+}
+
+async fn jobs(args: &[&str], data: &Path) -> (i32, Value, String) {
+    let mut all: Vec<String> = vec!["jobs".into()];
+    all.extend(args.iter().map(|s| (*s).to_owned()));
+    all.push("--json".into());
+    let (code, out, err) = cli_async(all, data).await;
+    let value = serde_json::from_str(&out).unwrap_or(Value::Null);
+    (code, value, err)
+}
+
+async fn until_status(data: &Path, id: &str, status: &str) -> Value {
+    let mut last = Value::Null;
+    for _ in 0..300 {
+        let (_, shown, _) = jobs(&["show", id], data).await;
+        if shown["job"]["status"] == status {
+            return shown;
+        }
+        last = shown;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("job {id} never became {status}: {last}");
+}
+
+/// How many messages on the phone contain `text`.
+fn messages_with(data: &Path, text: &str) -> usize {
+    let (code, out, err) = cli(
+        &[
+            "tools",
+            "invoke",
+            "openphone.messages.search",
+            &json!({"query": text, "reason": "check the test's message"}).to_string(),
+            "--json",
+        ],
+        data,
+    );
+    assert_eq!(code, 0, "{err}");
+    let found: Value = serde_json::from_str(&out).unwrap();
+    found["result"]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["body"] == text)
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_background_job_parks_a_send_for_review_and_after_approval_sends_it_once_and_delivers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let fake = FakeModel::start().await;
+    // First run: the model wants to send. Second run (after the review): it reports.
+    fake.push(Script::tool_call(
+        "messages_send",
+        json!({"to": "+49 151 2345 6789", "body": "Running late, sorry",
+               "reason": "tell Alice the user is running late"}),
+    ));
+    fake.push(Script::text("Alice now knows you are running late."));
+    let _daemon = serve(&data, &config_for(tmp.path(), &fake));
+
+    let (code, made, err) = jobs(
+        &[
+            "create",
+            "--title",
+            "Tell Alice",
+            "--prompt",
+            "Tell Alice I'm running late",
+        ],
+        &data,
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    let id = made["job"]["id"].as_i64().unwrap().to_string();
+    let (code, woke, _) = jobs(&["wake"], &data).await;
+    assert_eq!(code, 0);
+    assert_eq!(woke["claimed"][0].to_string(), id, "{woke}");
+
+    // Parked: nothing was sent; the review names the exact call.
+    let parked = until_status(&data, &id, "awaiting_review").await;
+    let review = &parked["job"]["pending_tool_request_json"];
+    assert_eq!(review["tool"], "messages_send", "{parked}");
+    assert_eq!(review["params"]["body"], "Running late, sorry");
+    let cid = parked["job"]["pending_confirmation_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(cid.starts_with("job-confirm-"), "{cid}");
+    assert_eq!(messages_with(&data, "Running late, sorry"), 0);
+    let (_, waiting, _) = jobs(&["list", "--status", "awaiting_review"], &data).await;
+    assert_eq!(waiting["count"], 1, "{waiting}");
+
+    // The stored record checks out offline; a tampered copy does not; junk is unreadable.
+    let record = tmp.path().join("record.json");
+    std::fs::write(&record, review.to_string()).unwrap();
+    let (code, out, err) = run(&["jobs", "check-review", record.to_str().unwrap()], "");
+    assert_eq!(code, 0, "{out} {err}");
+    let mut tampered = review.clone();
+    tampered["params"]["to"] = json!("+1 555 0100");
+    std::fs::write(&record, tampered.to_string()).unwrap();
+    let (code, out, err) = run(&["jobs", "check-review", record.to_str().unwrap()], "");
+    assert_eq!(code, 1, "{out} {err}");
+    assert!(
+        format!("{out}{err}").contains("params_digest"),
+        "{out} {err}"
+    );
+    std::fs::write(&record, "{not json").unwrap();
+    let (code, _, _) = run(&["jobs", "check-review", record.to_str().unwrap()], "");
+    assert_eq!(code, 2);
+
+    // Approve from the CLI: the stored call runs once; a second tap changes nothing.
+    let (code, answer, err) = jobs(&["approve", &cid], &data).await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(answer["code"], "background.review_resolved", "{answer}");
+    assert_eq!(answer["result_status"], "ok", "{answer}");
+    let (code, again, _) = jobs(&["deny", &cid], &data).await;
+    assert_eq!(code, 1);
+    assert_eq!(
+        again["code"], "background.review_already_resolved",
+        "{again}"
+    );
+    assert_eq!(messages_with(&data, "Running late, sorry"), 1);
+
+    // The job runs again with the outcome, completes and delivers.
+    let (code, _, _) = jobs(&["wake"], &data).await;
+    assert_eq!(code, 0);
+    let done = until_status(&data, &id, "completed").await;
+    assert_eq!(
+        messages_with(&data, "Running late, sorry"),
+        1,
+        "sent exactly once"
+    );
+    assert_eq!(done["runs"].as_array().unwrap().len(), 2, "{done}");
+    assert_eq!(done["runs"][0]["outcome"], "parked", "{done}");
+    assert_eq!(done["runs"][1]["outcome"], "succeeded", "{done}");
+    let mut delivered = done.clone();
+    for _ in 0..100 {
+        if delivered["delivery_state"] == "sent" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        delivered = jobs(&["show", &id], &data).await.1;
+    }
+    assert_eq!(delivered["delivery_state"], "sent", "{delivered}");
+    let (code, shade, err) = cli(
+        &[
+            "tools",
+            "invoke",
+            "openphone.notifications.list",
+            r#"{"reason": "see the job's notification"}"#,
+            "--json",
+        ],
+        &data,
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        shade.contains("Alice now knows you are running late."),
+        "the summary is the notification body: {shade}"
+    );
+
+    // The audit log holds the review's resolution (digests only) and the reviewed send.
+    let (_, audit, _) = cli(&["audit", "export", "--format", "jsonl"], &data);
+    assert!(
+        audit.contains("assistant.background_job.review_resolved"),
+        "{audit}"
+    );
+    assert!(
+        !audit.contains("Running late, sorry"),
+        "no raw params in the audit"
+    );
+    let (code, out, _) = cli(&["audit", "verify"], &data);
+    assert_eq!(code, 0, "{out}");
+}

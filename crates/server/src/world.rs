@@ -1,0 +1,160 @@
+//! The phone's own world in the daemon: every [`DeviceEvent`] forwarded to the event bus as
+//! its manifest event (`phone.message.received`, `phone.call.received`,
+//! `phone.notification.posted`, `phone.notification.action`; to operators only — they carry
+//! what arrived on the phone), the simulated phone's scenario timeline, and the live watchers
+//! (`openphone-watchers`).
+
+use std::sync::Arc;
+
+use openphone_core::events::Audience;
+use openphone_core::{RuntimeManager, ToolBridge};
+use openphone_device::{DeviceEvent, SimPhone};
+use openphone_jobs::Scheduler;
+use openphone_protocol::Registry;
+use openphone_protocol::endpoint::{
+    Event, PhoneCallReceived, PhoneMessageReceived, PhoneNotificationAction,
+    PhoneNotificationPosted,
+};
+use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::daemon::stopped;
+
+/// A device event as the manifest event operators receive.
+pub fn phone_event(event: &DeviceEvent) -> Event {
+    match event.clone() {
+        DeviceEvent::MessageReceived {
+            thread_id,
+            address,
+            name,
+            text,
+            at_ms,
+        } => Event::PhoneMessageReceived(PhoneMessageReceived {
+            thread_id,
+            address,
+            name,
+            text,
+            at_ms,
+        }),
+        DeviceEvent::CallReceived {
+            number,
+            name,
+            direction,
+            outcome,
+            at_ms,
+        } => Event::PhoneCallReceived(PhoneCallReceived {
+            number,
+            name,
+            direction,
+            outcome,
+            at_ms,
+        }),
+        DeviceEvent::NotificationPosted {
+            key,
+            app,
+            package,
+            title,
+            text,
+            at_ms,
+        } => Event::PhoneNotificationPosted(PhoneNotificationPosted {
+            key,
+            app,
+            package,
+            title,
+            text,
+            at_ms,
+        }),
+        DeviceEvent::NotificationAction { key, action, at_ms } => {
+            Event::PhoneNotificationAction(PhoneNotificationAction { key, action, at_ms })
+        }
+    }
+}
+
+/// The world's tasks (stopped with the daemon's shutdown signal).
+#[derive(Debug)]
+pub struct World {
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl World {
+    /// Waits for the tasks to end (after the shutdown signal), so nothing holds the store.
+    pub async fn stopped(self) {
+        for task in self.tasks {
+            let _ = task.await;
+        }
+    }
+}
+
+/// What [`start`] needs.
+pub struct WorldSetup {
+    pub bridge: Arc<ToolBridge>,
+    pub manager: Arc<RuntimeManager>,
+    pub registry: &'static Registry,
+    /// The simulated phone, whose timeline is driven (`None` for a backend without one).
+    pub sim: Option<Arc<SimPhone>>,
+    /// The job scheduler, for watcher reactions that create jobs (its `system_event` runner
+    /// should come from `openphone_watchers::runners`).
+    pub scheduler: Option<Scheduler>,
+    pub shutdown: watch::Receiver<bool>,
+}
+
+/// Installs the live watchers on the bridge and spawns the world's tasks: the forwarding of
+/// device events to the bus, the scenario timeline and the watcher engine.
+pub fn start(setup: WorldSetup) -> World {
+    let WorldSetup {
+        bridge,
+        manager,
+        registry,
+        sim,
+        scheduler,
+        shutdown,
+    } = setup;
+    let mut tasks = Vec::new();
+    if let Some(mut rx) = bridge.device_events() {
+        let bus = Arc::clone(bridge.events());
+        let mut stop = shutdown.clone();
+        tasks.push(tokio::spawn(async move {
+            loop {
+                let event = tokio::select! {
+                    () = stopped(&mut stop) => break,
+                    event = rx.recv() => event,
+                };
+                match event {
+                    Ok(event) => {
+                        let audience = Audience {
+                            runtime: None,
+                            operators: true,
+                        };
+                        if let Err(e) = bus.publish(&phone_event(&event), audience) {
+                            tracing::error!(error = %e, "publishing a device event");
+                        }
+                    }
+                    Err(RecvError::Lagged(missed)) => {
+                        tracing::warn!(missed, "device events were lost (too many at once)");
+                    }
+                    Err(RecvError::Closed) => break,
+                }
+            }
+        }));
+    }
+    if let Some(sim) = sim {
+        let mut stop = shutdown.clone();
+        tasks.push(tokio::spawn(async move {
+            sim.run_timeline(async move { stopped(&mut stop).await })
+                .await;
+        }));
+    }
+    let watchers = openphone_watchers::install(openphone_watchers::WatchersSetup {
+        bridge,
+        manager,
+        registry,
+        scheduler,
+        judge: None,
+    });
+    let mut stop = shutdown;
+    tasks.push(tokio::spawn(async move {
+        watchers.run(async move { stopped(&mut stop).await }).await;
+    }));
+    World { tasks }
+}

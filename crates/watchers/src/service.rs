@@ -1,0 +1,142 @@
+//! `openphone.watchers.create`, `.list` and `.stop`, served by the watchers engine (a
+//! [`RuntimeService`] installed on the bridge): creation checks every rule up front, so a
+//! watcher that could never fire — or fire only into an error — is refused with the field
+//! named.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use openphone_core::{RuntimeService, ServiceCall};
+use openphone_device::DeviceError;
+use openphone_protocol::Registry;
+use openphone_store::{NewWatcher, Store, WatcherSelector};
+use serde_json::{Value, json};
+
+use crate::spec::{SpecContext, WatcherSpec};
+
+/// The watcher commands on the bridge. It holds the store, not the engine (the bridge holds
+/// the service, the engine holds the bridge).
+#[derive(Debug, Clone)]
+pub struct WatchersService {
+    store: Arc<Store>,
+    registry: &'static Registry,
+    judge: bool,
+    jobs: bool,
+}
+
+impl WatchersService {
+    /// The commands over `store`; `judge`: a model can judge `semantic_match`; `jobs`: job
+    /// reactions can run.
+    pub fn new(
+        store: Arc<Store>,
+        registry: &'static Registry,
+        judge: bool,
+        jobs: bool,
+    ) -> WatchersService {
+        WatchersService {
+            store,
+            registry,
+            judge,
+            jobs,
+        }
+    }
+}
+
+fn text<'a>(params: &'a Value, key: &str) -> Option<&'a str> {
+    params
+        .get(key)
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+}
+
+fn invalid(field: &str, message: &str) -> DeviceError {
+    DeviceError::InvalidInput {
+        field: field.to_owned(),
+        message: message.to_owned(),
+    }
+}
+
+fn internal(e: impl std::fmt::Display) -> DeviceError {
+    DeviceError::Internal {
+        message: e.to_string(),
+    }
+}
+
+fn limit(params: &Value, default: usize, max: usize) -> Result<usize, DeviceError> {
+    match params.get("limit").and_then(Value::as_i64) {
+        None => Ok(default),
+        Some(n) if n >= 1 => Ok(usize::try_from(n).unwrap_or(max).min(max)),
+        Some(_) => Err(invalid("limit", "must be at least 1")),
+    }
+}
+
+#[async_trait]
+impl RuntimeService for WatchersService {
+    fn serves(&self, name: &str) -> bool {
+        matches!(
+            name,
+            "openphone.watchers.create" | "openphone.watchers.list" | "openphone.watchers.stop"
+        )
+    }
+
+    async fn execute(&self, call: ServiceCall<'_>) -> Result<Value, DeviceError> {
+        let store = &self.store;
+        match call.name {
+            "openphone.watchers.create" => {
+                let ctx = SpecContext {
+                    registry: self.registry,
+                    now_ms: call.now_ms,
+                    judge: self.judge,
+                    jobs: self.jobs,
+                    runtime: &call.caller.runtime,
+                };
+                let spec = WatcherSpec::from_params(call.params, &ctx)
+                    .map_err(crate::WatchersError::into_device)?;
+                let watcher = store
+                    .create_watcher(
+                        &NewWatcher {
+                            runtime: call.caller.runtime.clone(),
+                            params: spec.to_params(),
+                        },
+                        call.now_ms,
+                    )
+                    .map_err(internal)?;
+                Ok(json!({ "created": true, "watcher": watcher }))
+            }
+            "openphone.watchers.list" => {
+                let watchers = store
+                    .list_watchers(
+                        text(call.params, "query"),
+                        Some(limit(call.params, 20, 100)?),
+                    )
+                    .map_err(internal)?;
+                Ok(json!({ "watchers": watchers, "count": watchers.len() }))
+            }
+            "openphone.watchers.stop" => {
+                let params = call.params;
+                let all = params.get("all").and_then(Value::as_bool) == Some(true)
+                    || text(params, "scope") == Some("all");
+                let selector = if all {
+                    WatcherSelector::All
+                } else if let Some(id) = params.get("watcher_id").and_then(Value::as_i64) {
+                    WatcherSelector::Id(id)
+                } else if let Some(q) = text(params, "query") {
+                    WatcherSelector::Query(q.to_owned())
+                } else {
+                    return Err(invalid(
+                        "watcher_id",
+                        "name a watcher_id, a query, or all: true",
+                    ));
+                };
+                let stopped = store
+                    .stop_watchers(&selector, call.now_ms)
+                    .map_err(internal)?;
+                Ok(json!({ "stopped": stopped.len(), "watchers": stopped }))
+            }
+            other => Err(DeviceError::UnsupportedTool {
+                tool: other.to_owned(),
+            }),
+        }
+    }
+}

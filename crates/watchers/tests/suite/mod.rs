@@ -1,0 +1,5 @@
+mod create;
+mod fire;
+mod reactions;
+mod restart;
+mod support;

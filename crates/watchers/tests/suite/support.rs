@@ -1,0 +1,249 @@
+//! A daemon's worth of parts on a temporary directory: store, simulated phone on a manual
+//! clock, bridge, runtime manager with a recording built-in runtime, job scheduler and the
+//! watchers engine.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use openphone_clock::{Clock, ManualClock};
+use openphone_core::{
+    BridgeConfig, EventBus, LocalRuntime, RuntimeManager, RuntimesConfig, ToolBridge,
+};
+use openphone_device::{DeviceEvent, Injection, SimPhone, SimState};
+use openphone_jobs::{Scheduler, SchedulerConfig};
+use openphone_policy::{Autonomy, Caller, Context, ExposureGrants, Transport};
+use openphone_protocol::endpoint::AttentionRequested;
+use openphone_protocol::{Registry, ToolRequest, ToolResult, ToolStatus};
+use openphone_store::{Store, WatcherRecord};
+use openphone_watchers::{Fired, Judge, Watchers, WatchersSetup};
+use serde_json::{Value, json};
+
+pub fn registry() -> &'static Registry {
+    Registry::embedded().unwrap()
+}
+
+/// A built-in runtime that only records what it is asked to attend to.
+#[derive(Debug, Default)]
+pub struct Recorder {
+    pub attended: Mutex<Vec<AttentionRequested>>,
+}
+
+impl LocalRuntime for Recorder {
+    fn attend(&self, requested: AttentionRequested) {
+        self.attended.lock().unwrap().push(requested);
+    }
+    fn cancel(&self, _phone_session_id: &str) -> bool {
+        false
+    }
+    fn configured(&self) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// A judge that says yes when the content contains its `yes_word`.
+pub struct WordJudge {
+    pub yes_word: String,
+}
+
+#[async_trait]
+impl Judge for WordJudge {
+    async fn judge(&self, _condition: &str, content: &str) -> Result<bool, String> {
+        Ok(content.contains(&self.yes_word))
+    }
+}
+
+pub struct Harness {
+    pub dir: tempfile::TempDir,
+    pub clock: ManualClock,
+    pub phone: Arc<SimPhone>,
+    pub bridge: Arc<ToolBridge>,
+    pub scheduler: Scheduler,
+    pub recorder: Arc<Recorder>,
+    pub watchers: Arc<Watchers>,
+}
+
+pub struct Options {
+    pub judge: Option<Arc<dyn Judge>>,
+    pub jobs: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            judge: None,
+            jobs: true,
+        }
+    }
+}
+
+fn parts(
+    dir: &Path,
+    phone: &Arc<SimPhone>,
+    clock: &ManualClock,
+    options: Options,
+) -> (Arc<ToolBridge>, Scheduler, Arc<Recorder>, Arc<Watchers>) {
+    let store = Arc::new(Store::open(dir).unwrap());
+    let events = Arc::new(EventBus::new(registry(), 1024));
+    let clock: Arc<dyn Clock> = Arc::new(clock.clone());
+    let bridge = Arc::new(ToolBridge::new(
+        registry(),
+        Arc::clone(&store),
+        phone.clone(),
+        Arc::clone(&clock),
+        Arc::clone(&events),
+        BridgeConfig::default(),
+    ));
+    let manager = Arc::new(
+        RuntimeManager::new(
+            Arc::clone(&store),
+            events,
+            Arc::clone(&clock),
+            RuntimesConfig::default(),
+        )
+        .unwrap(),
+    );
+    let recorder = Arc::new(Recorder::default());
+    manager.set_local(recorder.clone());
+    let scheduler = Scheduler::new(
+        store,
+        clock,
+        SchedulerConfig::with_random_owner(),
+        openphone_watchers::runners(Arc::clone(&bridge), registry()),
+    );
+    let watchers = openphone_watchers::install(WatchersSetup {
+        bridge: Arc::clone(&bridge),
+        manager,
+        registry: registry(),
+        scheduler: options.jobs.then(|| scheduler.clone()),
+        judge: options.judge,
+    });
+    (bridge, scheduler, recorder, watchers)
+}
+
+impl Harness {
+    pub fn new() -> Harness {
+        Harness::with(Options::default())
+    }
+
+    pub fn with(options: Options) -> Harness {
+        Harness::on_state(SimState::default_scenario().unwrap(), options)
+    }
+
+    pub fn on_state(state: SimState, options: Options) -> Harness {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = ManualClock::new(state.clock.start_ms);
+        let phone = Arc::new(SimPhone::new(state, Arc::new(clock.clone())).unwrap());
+        let (bridge, scheduler, recorder, watchers) = parts(dir.path(), &phone, &clock, options);
+        Harness {
+            dir,
+            clock,
+            phone,
+            bridge,
+            scheduler,
+            recorder,
+            watchers,
+        }
+    }
+
+    /// The same data directory and phone after a restart: every part made anew.
+    pub fn restart(self) -> Harness {
+        let Harness {
+            dir,
+            clock,
+            phone,
+            bridge,
+            scheduler,
+            recorder: _,
+            watchers,
+        } = self;
+        drop((watchers, scheduler, bridge));
+        let (bridge, scheduler, recorder, watchers) =
+            parts(dir.path(), &phone, &clock, Options::default());
+        Harness {
+            dir,
+            clock,
+            phone,
+            bridge,
+            scheduler,
+            recorder,
+            watchers,
+        }
+    }
+
+    pub fn now(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
+    pub fn store(&self) -> &Arc<Store> {
+        self.bridge.store()
+    }
+
+    /// `watchers.create` through the bridge, as a runtime the user trusts with actions.
+    pub async fn create(&self, params: Value) -> ToolResult {
+        let mut caller = Caller::remote("hermes", Transport::Websocket, "hermes-token");
+        caller.grants = ExposureGrants::ALL;
+        caller.max_autonomy = Autonomy::TrustedActions;
+        let mut params = params;
+        params
+            .as_object_mut()
+            .unwrap()
+            .entry("reason")
+            .or_insert(json!("the user asked"));
+        self.bridge
+            .invoke(
+                &caller,
+                ToolRequest {
+                    request_id: format!("create-{}", uuid()),
+                    runtime: Some("hermes".into()),
+                    tool: "openphone.watchers.create".into(),
+                    params,
+                    autonomy: Some("trusted_actions".into()),
+                    ..ToolRequest::default()
+                },
+                Context::Interactive,
+            )
+            .await
+    }
+
+    /// Creates a watcher that must be accepted; returns it.
+    pub async fn watcher(&self, params: Value) -> WatcherRecord {
+        let result = self.create(params).await;
+        assert_eq!(result.status, ToolStatus::Ok, "{result:?}");
+        serde_json::from_value(result.result["watcher"].clone()).unwrap()
+    }
+
+    /// Injects into the phone and hands every event it raised to the engine.
+    pub async fn inject(&self, injection: Injection) -> Vec<Fired> {
+        let events = self.phone.inject_all(&injection).unwrap();
+        self.feed(&events).await
+    }
+
+    pub async fn feed(&self, events: &[DeviceEvent]) -> Vec<Fired> {
+        let mut fired = Vec::new();
+        for event in events {
+            fired.extend(self.watchers.handle_event(event).await);
+        }
+        fired
+    }
+
+    pub fn watcher_now(&self, id: i64) -> WatcherRecord {
+        self.store().get_watcher(id).unwrap().unwrap()
+    }
+}
+
+fn uuid() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    N.fetch_add(1, Ordering::Relaxed).to_string()
+}
+
+pub fn message(address: &str, text: &str) -> Injection {
+    Injection::Message {
+        address: address.into(),
+        text: text.into(),
+    }
+}
+
+/// Bob's number in the demo scenario.
+pub const BOB: &str = "+49 170 555 0101";

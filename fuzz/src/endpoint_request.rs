@@ -13,9 +13,10 @@
 
 use openphone_protocol::endpoint::{
     ApprovalsGrant, ApprovalsList, ApprovalsRevoke, AttentionRequest, AuditQuery,
-    ConfirmationsList, ConfirmationsResolve, EventsSubscribe, Hello, Method, MethodName,
-    PolicyExplain, Request, RuntimeList, RuntimeMessage, RuntimeSelect, ServerMessage,
-    SessionsCancel, SessionsGet, SessionsList, SimInject, ToolsInvoke, ToolsList, parse_request,
+    ConfirmationsList, ConfirmationsResolve, EventsSubscribe, Hello, JobsCreate, JobsGet, JobsList,
+    JobsPause, JobsResume, JobsReview, JobsStop, JobsWake, Method, MethodName, PolicyExplain,
+    Request, RuntimeList, RuntimeMessage, RuntimeSelect, ServerMessage, SessionsCancel,
+    SessionsGet, SessionsList, SimInject, ToolsInvoke, ToolsList, parse_request,
 };
 use serde_json::Value;
 
@@ -75,6 +76,14 @@ fn accepted(request: &Request) {
         MethodName::ApprovalsGrant => typed::<ApprovalsGrant>(request),
         MethodName::ApprovalsRevoke => typed::<ApprovalsRevoke>(request),
         MethodName::SimInject => typed::<SimInject>(request),
+        MethodName::JobsList => typed::<JobsList>(request),
+        MethodName::JobsGet => typed::<JobsGet>(request),
+        MethodName::JobsCreate => typed::<JobsCreate>(request),
+        MethodName::JobsStop => typed::<JobsStop>(request),
+        MethodName::JobsPause => typed::<JobsPause>(request),
+        MethodName::JobsResume => typed::<JobsResume>(request),
+        MethodName::JobsWake => typed::<JobsWake>(request),
+        MethodName::JobsReview => typed::<JobsReview>(request),
     }
 }
 

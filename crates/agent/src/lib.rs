@@ -33,6 +33,7 @@
 pub mod background;
 mod config;
 mod dispatch;
+mod judge;
 pub mod prompt;
 pub mod run;
 mod runtime;
@@ -42,4 +43,5 @@ pub mod transcript;
 pub use background::{AgentTurnRunner, BackgroundSetupError, background_session};
 pub use config::{BuiltinConfig, BuiltinConfigError, ModelEndpoint};
 pub use dispatch::DispatchRunner;
+pub use judge::ModelJudge;
 pub use runtime::{BUILTIN, BuiltinRuntime, BuiltinSetup, DAEMON_STOPPED};

@@ -317,6 +317,13 @@ impl Daemon {
             registry,
             sim: Some(sim),
             scheduler: Some(jobs.clone()),
+            judge: match &config.builtin {
+                Some(builtin) => Some(Arc::new(
+                    openphone_agent::ModelJudge::from_config(builtin, bridge.clock())
+                        .map_err(DaemonError::Builtin)?,
+                ) as Arc<dyn openphone_watchers::Judge>),
+                None => None,
+            },
             shutdown: shutdown_rx.clone(),
         });
         let state = Arc::new(AppState {

@@ -96,6 +96,8 @@ pub struct WorldSetup {
     /// The job scheduler, for watcher reactions that create jobs (its `system_event` runner
     /// should come from `openphone_watchers::runners`).
     pub scheduler: Option<Scheduler>,
+    /// The model that judges `semantic_match` watchers (when a model is configured).
+    pub judge: Option<Arc<dyn openphone_watchers::Judge>>,
     pub shutdown: watch::Receiver<bool>,
 }
 
@@ -108,6 +110,7 @@ pub fn start(setup: WorldSetup) -> World {
         registry,
         sim,
         scheduler,
+        judge,
         shutdown,
     } = setup;
     let mut tasks = Vec::new();
@@ -150,7 +153,7 @@ pub fn start(setup: WorldSetup) -> World {
         manager,
         registry,
         scheduler,
-        judge: None,
+        judge,
     });
     let mut stop = shutdown;
     tasks.push(tokio::spawn(async move {

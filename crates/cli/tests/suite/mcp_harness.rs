@@ -237,7 +237,9 @@ pub(super) fn expected_tools() -> Vec<String> {
         .filter(|c| c.mcp)
         .filter(|c| match c.executor {
             Executor::Device => supported.contains(&c.name),
-            Executor::Runtime => openphone_core::services::serves(&c.name),
+            // The daemon serves every runtime-owned command: memory, watchers and the
+            // background-job tools.
+            Executor::Runtime => true,
         })
         .map(|c| c.name.replace('.', "_"))
         .collect();

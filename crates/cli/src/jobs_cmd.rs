@@ -8,9 +8,9 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use clap::Subcommand;
 use openphone_protocol::endpoint::{
-    JobEntry, JobIdParams, JobsCreate, JobsCreateParams, JobsGet, JobsList, JobsListParams,
-    JobsPause, JobsResume, JobsReview, JobsReviewParams, JobsStop, JobsWake, NoParams,
-    ReviewDecision,
+    JobEntry, JobIdParams, JobResult, JobsCreate, JobsCreateParams, JobsGet, JobsList,
+    JobsListParams, JobsPause, JobsResume, JobsReview, JobsReviewParams, JobsStop, JobsWake,
+    Method, NoParams, ReviewDecision,
 };
 use serde_json::{Map, Value, json};
 
@@ -330,30 +330,12 @@ pub fn run(cmd: JobsCommand) -> Result<ExitCode> {
             job_id,
             data_dir,
             json,
-        } => with_client(&data_dir, |mut client| async move {
-            let paused = client.call::<JobsPause>(JobIdParams { job_id }).await?;
-            client.close().await;
-            if json {
-                print_json(&paused)?;
-            } else {
-                println!("paused: {}", job_line(&paused.entry));
-            }
-            Ok(ExitCode::SUCCESS)
-        }),
+        } => change::<JobsPause>(&data_dir, job_id, json, "paused"),
         JobsCommand::Resume {
             job_id,
             data_dir,
             json,
-        } => with_client(&data_dir, |mut client| async move {
-            let resumed = client.call::<JobsResume>(JobIdParams { job_id }).await?;
-            client.close().await;
-            if json {
-                print_json(&resumed)?;
-            } else {
-                println!("resumed: {}", job_line(&resumed.entry));
-            }
-            Ok(ExitCode::SUCCESS)
-        }),
+        } => change::<JobsResume>(&data_dir, job_id, json, "resumed"),
         JobsCommand::Wake { data_dir, json } => with_client(&data_dir, |mut client| async move {
             let woke = client.call::<JobsWake>(NoParams {}).await?;
             client.close().await;
@@ -382,6 +364,23 @@ pub fn run(cmd: JobsCommand) -> Result<ExitCode> {
         } => review(&data_dir, confirmation_id, ReviewDecision::Deny, json),
         JobsCommand::CheckReview { path, json } => Ok(crate::jobs_check::run(&path, json)),
     }
+}
+
+/// `jobs pause` and `jobs resume`: one job changed, printed as `<done>: <job line>`.
+fn change<M>(data_dir: &DataDir, job_id: i64, json: bool, done: &'static str) -> Result<ExitCode>
+where
+    M: Method<Params = JobIdParams, Result = JobResult>,
+{
+    with_client(data_dir, |mut client| async move {
+        let changed = client.call::<M>(JobIdParams { job_id }).await?;
+        client.close().await;
+        if json {
+            print_json(&changed)?;
+        } else {
+            println!("{done}: {}", job_line(&changed.entry));
+        }
+        Ok(ExitCode::SUCCESS)
+    })
 }
 
 fn review(

@@ -75,20 +75,23 @@ pub fn serves(name: &str) -> bool {
     )
 }
 
-fn invalid(field: &str, message: &str) -> DeviceError {
+/// An `invalid_input` error naming `field` (the runtime-owned services' params checks).
+pub fn invalid(field: &str, message: &str) -> DeviceError {
     DeviceError::InvalidInput {
         field: field.to_owned(),
         message: message.to_owned(),
     }
 }
 
-fn internal(e: impl std::fmt::Display) -> DeviceError {
+/// An internal error (a store failure) as a device error.
+pub fn internal(e: impl std::fmt::Display) -> DeviceError {
     DeviceError::Internal {
         message: e.to_string(),
     }
 }
 
-fn limit(params: &Value, default: usize, max: usize) -> Result<usize, DeviceError> {
+/// The `limit` param: `default` when absent, capped at `max`, refused below 1.
+pub fn limit(params: &Value, default: usize, max: usize) -> Result<usize, DeviceError> {
     match params.get("limit").and_then(Value::as_i64) {
         None => Ok(default),
         Some(n) if n >= 1 => Ok(usize::try_from(n).unwrap_or(max).min(max)),
@@ -96,7 +99,8 @@ fn limit(params: &Value, default: usize, max: usize) -> Result<usize, DeviceErro
     }
 }
 
-fn text<'a>(params: &'a Value, key: &str) -> Option<&'a str> {
+/// A string param, trimmed; `None` when absent or blank.
+pub fn text<'a>(params: &'a Value, key: &str) -> Option<&'a str> {
     params
         .get(key)
         .and_then(Value::as_str)

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use openphone_core::services::{internal, invalid, limit, text};
 use openphone_core::{RuntimeService, ServiceCall};
 use openphone_device::DeviceError;
 use openphone_protocol::Registry;
@@ -39,35 +40,6 @@ impl WatchersService {
             judge,
             jobs,
         }
-    }
-}
-
-fn text<'a>(params: &'a Value, key: &str) -> Option<&'a str> {
-    params
-        .get(key)
-        .and_then(Value::as_str)
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-}
-
-fn invalid(field: &str, message: &str) -> DeviceError {
-    DeviceError::InvalidInput {
-        field: field.to_owned(),
-        message: message.to_owned(),
-    }
-}
-
-fn internal(e: impl std::fmt::Display) -> DeviceError {
-    DeviceError::Internal {
-        message: e.to_string(),
-    }
-}
-
-fn limit(params: &Value, default: usize, max: usize) -> Result<usize, DeviceError> {
-    match params.get("limit").and_then(Value::as_i64) {
-        None => Ok(default),
-        Some(n) if n >= 1 => Ok(usize::try_from(n).unwrap_or(max).min(max)),
-        Some(_) => Err(invalid("limit", "must be at least 1")),
     }
 }
 

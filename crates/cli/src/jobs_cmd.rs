@@ -48,7 +48,7 @@ pub enum JobsCommand {
         /// The exact words of the completion notification.
         #[arg(long)]
         notification_text: Option<String>,
-        /// main (default), isolated, or session:<id>.
+        /// main (default), isolated, or `session:<id>`.
         #[arg(long)]
         session_target: Option<String>,
         /// Structured input for the runs, a JSON object (passed to the agent as data).

@@ -172,11 +172,11 @@ error_codes! {
     BackgroundReviewInterruptedResultUnknown = "background.review_interrupted_result_unknown",
     /// The bound result of a review is missing.
     BackgroundReviewResultMissing = "background.review_result_missing",
-    /// **[project]** No background job has this id (`agent-jobs.md` §8, §10).
+    /// **\[project\]** No background job has this id (`agent-jobs.md` §8, §10).
     JobNotFound = "job_not_found",
-    /// **[project]** Every stored job is live and the store is full (§2.4).
+    /// **\[project\]** Every stored job is live and the store is full (§2.4).
     JobLimitReached = "job_limit_reached",
-    /// **[project]** The job's status does not allow this (pausing a running job, resuming
+    /// **\[project\]** The job's status does not allow this (pausing a running job, resuming
     /// one that is not paused), or it kept changing under concurrent writes.
     JobStateConflict = "job_state_conflict",
 }

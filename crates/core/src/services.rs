@@ -99,6 +99,25 @@ pub fn limit(params: &Value, default: usize, max: usize) -> Result<usize, Device
     }
 }
 
+/// Which watchers `openphone.watchers.stop` names: `all: true` or `scope: "all"`, else a
+/// `watcher_id`, else a `query`; none of them is `invalid_input` on `watcher_id`.
+pub fn watcher_selector(params: &Value) -> Result<WatcherSelector, DeviceError> {
+    let all = params.get("all").and_then(Value::as_bool) == Some(true)
+        || text(params, "scope") == Some("all");
+    if all {
+        Ok(WatcherSelector::All)
+    } else if let Some(id) = params.get("watcher_id").and_then(Value::as_i64) {
+        Ok(WatcherSelector::Id(id))
+    } else if let Some(q) = text(params, "query") {
+        Ok(WatcherSelector::Query(q.to_owned()))
+    } else {
+        Err(invalid(
+            "watcher_id",
+            "name a watcher_id, a query, or all: true",
+        ))
+    }
+}
+
 /// A string param, trimmed; `None` when absent or blank.
 pub fn text<'a>(params: &'a Value, key: &str) -> Option<&'a str> {
     params
@@ -173,20 +192,7 @@ pub fn execute(
             Ok(json!({ "created": true, "watcher": watcher }))
         }
         "openphone.watchers.stop" => {
-            let all = params.get("all").and_then(Value::as_bool) == Some(true)
-                || text(params, "scope") == Some("all");
-            let selector = if all {
-                WatcherSelector::All
-            } else if let Some(id) = params.get("watcher_id").and_then(Value::as_i64) {
-                WatcherSelector::Id(id)
-            } else if let Some(q) = text(params, "query") {
-                WatcherSelector::Query(q.to_owned())
-            } else {
-                return Err(invalid(
-                    "watcher_id",
-                    "name a watcher_id, a query, or all: true",
-                ));
-            };
+            let selector = watcher_selector(params)?;
             let stopped = store.stop_watchers(&selector, now_ms).map_err(internal)?;
             Ok(json!({ "stopped": stopped.len(), "watchers": stopped }))
         }

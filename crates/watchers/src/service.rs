@@ -6,11 +6,11 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use openphone_core::services::{internal, invalid, limit, text};
+use openphone_core::services::{internal, limit, text, watcher_selector};
 use openphone_core::{RuntimeService, ServiceCall};
 use openphone_device::DeviceError;
 use openphone_protocol::Registry;
-use openphone_store::{NewWatcher, Store, WatcherSelector};
+use openphone_store::{NewWatcher, Store};
 use serde_json::{Value, json};
 
 use crate::spec::{SpecContext, WatcherSpec};
@@ -86,21 +86,7 @@ impl RuntimeService for WatchersService {
                 Ok(json!({ "watchers": watchers, "count": watchers.len() }))
             }
             "openphone.watchers.stop" => {
-                let params = call.params;
-                let all = params.get("all").and_then(Value::as_bool) == Some(true)
-                    || text(params, "scope") == Some("all");
-                let selector = if all {
-                    WatcherSelector::All
-                } else if let Some(id) = params.get("watcher_id").and_then(Value::as_i64) {
-                    WatcherSelector::Id(id)
-                } else if let Some(q) = text(params, "query") {
-                    WatcherSelector::Query(q.to_owned())
-                } else {
-                    return Err(invalid(
-                        "watcher_id",
-                        "name a watcher_id, a query, or all: true",
-                    ));
-                };
+                let selector = watcher_selector(call.params)?;
                 let stopped = store
                     .stop_watchers(&selector, call.now_ms)
                     .map_err(internal)?;

@@ -12,9 +12,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use futures_util::{SinkExt, StreamExt};
+use openphone_protocol::ErrorCode;
 use openphone_protocol::endpoint::{
-    ClientInfo, EndpointErrorCode, Event, Hello, HelloParams, HelloResult, Method, Request,
-    RequestId, ServerMessage, VersionRange,
+    ClientInfo, EndpointErrorCode, ErrorData, Event, Hello, HelloParams, HelloResult, Method,
+    Request, RequestId, ServerMessage, VersionRange,
 };
 use openphone_server::{ENDPOINT_FILE, EndpointInfo, TOKEN_FILE};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -231,26 +232,51 @@ async fn exchange<M: Method>(
 ) -> Result<M::Result> {
     let frame = serde_json::to_string(&Request::new::<M>(id, params))
         .with_context(|| format!("writing a {} request", M::NAME))?;
-    ws.send(Message::text(frame))
-        .await
-        .context("sending to the daemon")?;
     let ours = RequestId::from(id);
-    loop {
-        match next_message(ws).await? {
-            ServerMessage::Event(n) => events.push_back(n.params.event),
-            ServerMessage::Response(r) if r.id == ours => {
-                return r
-                    .result_as::<M>()
-                    .with_context(|| format!("the daemon's answer to {} is malformed", M::NAME));
-            }
-            ServerMessage::Error(e) if e.id.as_ref() == Some(&ours) => {
-                return Err(RpcFailure {
-                    code: e.error.data.code,
-                    message: e.error.message,
+    // A `rate_limited` answer means the daemon refused the request before running it, so the
+    // same frame is sent again after the wait the daemon names, a bounded number of times.
+    let mut waited_ms = 0u64;
+    'send: loop {
+        ws.send(Message::text(frame.as_str()))
+            .await
+            .context("sending to the daemon")?;
+        loop {
+            match next_message(ws).await? {
+                ServerMessage::Event(n) => events.push_back(n.params.event),
+                ServerMessage::Response(r) if r.id == ours => {
+                    return r.result_as::<M>().with_context(|| {
+                        format!("the daemon's answer to {} is malformed", M::NAME)
+                    });
                 }
-                .into());
+                ServerMessage::Error(e) if e.id.as_ref() == Some(&ours) => {
+                    if let Some(wait) = rate_limit_wait(&e.error.data, waited_ms) {
+                        waited_ms += wait;
+                        tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
+                        continue 'send;
+                    }
+                    return Err(RpcFailure {
+                        code: e.error.data.code,
+                        message: e.error.message,
+                    }
+                    .into());
+                }
+                ServerMessage::Response(_) | ServerMessage::Error(_) => {}
             }
-            ServerMessage::Response(_) | ServerMessage::Error(_) => {}
         }
     }
+}
+
+/// The most a command waits in total for the daemon's rate limit before it reports it.
+const RATE_LIMIT_PATIENCE_MS: u64 = 10_000;
+
+/// How long to wait before sending a `rate_limited` request again, or `None` when the error is
+/// something else or the command has already waited `RATE_LIMIT_PATIENCE_MS`.
+fn rate_limit_wait(data: &ErrorData, waited_ms: u64) -> Option<u64> {
+    if data.code != EndpointErrorCode::Catalogue(ErrorCode::RateLimited)
+        || waited_ms >= RATE_LIMIT_PATIENCE_MS
+    {
+        return None;
+    }
+    let wait = data.retry_after_ms.unwrap_or(100).clamp(10, 2_000);
+    Some(wait.min(RATE_LIMIT_PATIENCE_MS - waited_ms))
 }

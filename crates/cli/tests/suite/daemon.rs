@@ -318,3 +318,25 @@ async fn bench_invoke_reports_throughput_latency_and_daemon_memory() {
     assert_eq!(code, 2);
     assert!(err.contains("at least 1"), "{err}");
 }
+
+/// CI failure of issue 16's crash test: a quick run of operator commands (each a new
+/// connection: `hello` plus one request) emptied the operator's token bucket and a command
+/// failed with `rate_limited` although the daemon said how long to wait. The CLI now waits
+/// the named time and sends the refused request again.
+#[test]
+fn cli_commands_faster_than_the_rate_limit_wait_instead_of_failing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let config = write_config(tmp.path());
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("\n[limits]\nrate_per_sec = 10.0\nrate_burst = 4.0\n");
+    std::fs::write(&config, text).unwrap();
+    let _daemon = serve(&data, &config);
+    // 12 commands are 24 requests: far more than the burst of 4 allows at once.
+    for n in 0..12 {
+        let (code, out, err) = cli(&["jobs", "list", "--json"], &data);
+        assert_eq!(code, 0, "command {n}: {out}{err}");
+        let list: Value = serde_json::from_str(&out).unwrap();
+        assert!(list["jobs"].is_array(), "{list}");
+    }
+}

@@ -22,9 +22,9 @@ fn jobs(args: &[&str], data: &Path) -> (i32, Value) {
 }
 
 fn show(data: &Path, id: i64) -> Value {
-    let (code, shown) = jobs(&["show", &id.to_string()], data);
-    assert_eq!(code, 0, "{shown}");
-    shown
+    let (code, out, err) = cli(&["jobs", "show", &id.to_string(), "--json"], data);
+    assert_eq!(code, 0, "jobs show {id}: {out}{err}");
+    serde_json::from_str(&out).unwrap()
 }
 
 /// Polls until the job leaves `running` (and `waiting`) or 10 s pass.

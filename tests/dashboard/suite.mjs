@@ -8,6 +8,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
@@ -59,10 +60,28 @@ class Runtime {
   close() { this.ws.close(); }
 }
 
-/** HTTP to the daemon from outside the browser (for the refusals). */
-async function http(pathname, { method = 'GET', headers = {}, body } = {}) {
-  const r = await fetch(`${base}${pathname}`, { method, headers, body, redirect: 'manual' });
-  return { status: r.status, text: await r.text() };
+/** One raw HTTP/1.1 request to the daemon from outside the browser (for the refusals: any
+ *  header, Host and Upgrade included); resolves with the status and the body. */
+function http(pathname, { method = 'GET', headers = {}, body = '' } = {}) {
+  const { hostname, port } = new URL(base);
+  return new Promise((resolve, reject) => {
+    const sock = net.connect(Number(port), hostname);
+    let raw = '';
+    sock.on('data', (d) => { raw += d; });
+    sock.on('error', reject);
+    sock.on('close', () => {
+      const [head, ...rest] = raw.split('\r\n\r\n');
+      resolve({ status: Number(head.split(' ')[1]), text: rest.join('\r\n\r\n') });
+    });
+    const lower = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v]));
+    if (!lower.host) lower.host = `${hostname}:${port}`;
+    if (!lower.connection) lower.connection = 'close';
+    lower['content-length'] = Buffer.byteLength(body);
+    const lines = Object.entries(lower).map(([k, v]) => `${k}: ${v}`).join('\r\n');
+    sock.write(`${method} ${pathname} HTTP/1.1\r\n${lines}\r\n\r\n${body}`);
+    // An upgrade refused or not, the answer is in once the status line is.
+    setTimeout(() => sock.end(), 2000);
+  });
 }
 
 async function loginLink() {
@@ -123,7 +142,7 @@ test('without a session the dashboard refuses, and a login link works once', asy
   await again.locator('#login-status', { hasText: 'refused' }).waitFor();
   await again.close();
 
-  const cookies = await context.cookies(base);
+  const cookies = await context.cookies(`${base}/ui/`);
   const session = cookies.find((c) => c.name === 'openphone_dashboard');
   assert.ok(session, 'a session cookie');
   assert.equal(session.httpOnly, true);
@@ -140,7 +159,7 @@ test('without a session the dashboard refuses, and a login link works once', asy
 
 /** The centre of the element whose text is `label` on the phone's screen, via the runtime. */
 async function centreOf(label) {
-  const r = await runtime.call('tools.invoke', { request_id: `look-${Date.now()}`, tool: 'openphone.screen.get', params: { include_ui_tree: false } });
+  const r = await runtime.call('tools.invoke', { request_id: `look-${Date.now()}`, tool: 'openphone.screen.get', params: { include_ui_tree: false }, reason: "find the element to tap" });
   assert.equal(r.result.status, 'ok', JSON.stringify(r));
   const el = r.result.result.interactive_elements.find((e) => JSON.stringify(e).includes(label));
   assert.ok(el, `no element ${label} on ${JSON.stringify(r.result.result.interactive_elements).slice(0, 400)}`);
@@ -183,10 +202,15 @@ test('a parked tap appears live, Approve runs it once, the phone and the audit s
   await page.fill('#audit-tool', 'openphone.ui.tap');
   await page.click('form button[type=submit]');
   await page.locator('#audit-table tbody tr').first().waitFor();
-  const rows = await page.locator('#audit-table tbody tr').allTextContents();
-  assert.ok(rows.length >= 2, rows.join('\n'));
-  assert.equal(rows.filter((r) => /tool_request/.test(r) && /\bok\b/.test(r)).length, 1, rows.join('\n'));
-  assert.ok(rows.some((r) => /needs_confirmation/.test(r)), rows.join('\n'));
+  // Columns: seq, time, kind, runtime, tool, decision, confirmation, status, error.
+  const rows = await page.locator('#audit-table tbody tr')
+    .evaluateAll((trs) => trs.map((tr) => [...tr.cells].map((c) => c.textContent.trim())));
+  const shown = rows.map((r) => r.join(' | ')).join('\n');
+  const count = (kind, confirmation, status) => rows.filter((r) => r[2] === kind && r[6] === confirmation && r[7] === status).length;
+  // One request parked, approved, and completed once.
+  assert.equal(count('tool_request', 'pending', 'needs_confirmation'), 1, shown);
+  assert.equal(count('confirmation_transition', 'approved', '–'), 1, shown);
+  assert.equal(count('confirmation_transition', 'completed', 'ok'), 1, shown);
   // Still only one result for the request.
   assert.equal(runtime.toolResults('tap-approve').length, 1);
 });
@@ -251,7 +275,7 @@ test('logout ends the session: its socket closes and the cookie no longer works'
   await page.setViewportSize(SIZES.desktop);
   await page.goto(`${base}/ui/#/confirmations`);
   await page.locator('#pill-daemon .value', { hasText: 'connected' }).waitFor();
-  const cookie = (await context.cookies(base)).find((c) => c.name === 'openphone_dashboard');
+  const cookie = (await context.cookies(`${base}/ui/`)).find((c) => c.name === 'openphone_dashboard');
   await page.click('#logout');
   await page.waitForURL(`${base}/ui/login`);
   assert.equal((await http('/ui/api/session', { headers: { cookie: `openphone_dashboard=${cookie.value}` } })).status, 401);

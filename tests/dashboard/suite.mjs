@@ -49,7 +49,7 @@ class Runtime {
     await new Promise((res, rej) => { this.ws.onopen = res; this.ws.onerror = rej; });
     const hello = await this.call('hello', { protocol: { min: 1, max: 1 }, client: { name: 'scripted-runtime', version: '1' }, token: RUNTIME_TOKEN });
     assert.equal(hello.result.role, 'runtime');
-    await this.call('events.subscribe', { events: ['runtime.tool.result', 'runtime.confirmation.resolved'] });
+    await this.call('events.subscribe', { events: ['runtime.tool.result', 'runtime.confirmation.resolved', 'runtime.attention.requested'] });
   }
   call(method, params) {
     const id = ++this.id;
@@ -237,6 +237,24 @@ c=sqlite3.connect(sys.argv[1]); c.execute("UPDATE audit_records SET request_id =
   await page.click('#audit-verify');
   await page.locator('#verify-result', { hasText: 'BROKEN' }).waitFor();
   assert.match(await page.locator('#verify-result').textContent(), /seq 2/);
+});
+
+test('the ask box reaches the runtime and its reply streams into the page and the session', async () => {
+  await page.goto(`${base}/ui/#/ask`);
+  await page.getByLabel('What to ask').fill('What is next on my calendar?');
+  await page.getByLabel('Runtime').selectOption('hermes');
+  await page.getByRole('button', { name: 'Ask' }).click();
+  const asked = await waitFor('the attention request', () => runtime.events.find((e) => e.event === 'runtime.attention.requested'));
+  assert.equal(asked.payload.text, 'What is next on my calendar?');
+  const id = asked.payload.phone_session_id;
+  await runtime.call('runtime.message', { phone_session_id: id, text: 'Lunch with ', final: false });
+  await page.locator('#ask-transcript', { hasText: 'Lunch with' }).waitFor();
+  await runtime.call('runtime.message', { phone_session_id: id, text: 'Lunch with Sam at 12:30', final: true });
+  await page.locator('#ask-transcript', { hasText: 'Lunch with Sam at 12:30' }).waitFor();
+  await page.getByRole('link', { name: 'open the session' }).click();
+  await page.locator('#session-detail', { hasText: 'completed' }).waitFor();
+  assert.match(await page.locator('#transcript').textContent(), /Lunch with Sam at 12:30/);
+  assert.match(await page.locator('#session-list').textContent(), /What is next on my calendar\?/);
 });
 
 test('every page at desktop and phone sizes has visible content', async () => {

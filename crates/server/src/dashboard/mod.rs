@@ -30,7 +30,7 @@ use axum::Router;
 use axum::body::Bytes;
 use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::{Path, Request, State};
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
@@ -185,6 +185,15 @@ fn session(
     Some((id, view))
 }
 
+/// A refused request: its status and the line that says why.
+struct Refusal(StatusCode, String);
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        refuse(self.0, &self.1)
+    }
+}
+
 fn unauthorized() -> Response {
     refuse(
         StatusCode::UNAUTHORIZED,
@@ -193,19 +202,19 @@ fn unauthorized() -> Response {
 }
 
 /// A state change must come from a page: an `Origin` (the guard already checked its value).
-fn origin_required(headers: &HeaderMap) -> Result<(), Response> {
+fn origin_required(headers: &HeaderMap) -> Result<(), Refusal> {
     if headers.contains_key(header::ORIGIN) {
         Ok(())
     } else {
-        Err(refuse(
+        Err(Refusal(
             StatusCode::FORBIDDEN,
-            "Forbidden: a state-changing request must carry an Origin",
+            "Forbidden: a state-changing request must carry an Origin".into(),
         ))
     }
 }
 
 /// A `POST` with a session: an `Origin`, and the session's CSRF token echoed.
-fn csrf_checked(headers: &HeaderMap, view: &SessionView) -> Result<(), Response> {
+fn csrf_checked(headers: &HeaderMap, view: &SessionView) -> Result<(), Refusal> {
     origin_required(headers)?;
     let sent = headers
         .get(CSRF_HEADER)
@@ -214,9 +223,9 @@ fn csrf_checked(headers: &HeaderMap, view: &SessionView) -> Result<(), Response>
     if token_eq(sent, &view.csrf) {
         Ok(())
     } else {
-        Err(refuse(
+        Err(Refusal(
             StatusCode::FORBIDDEN,
-            "Forbidden: missing or wrong X-OpenPhone-CSRF token",
+            "Forbidden: missing or wrong X-OpenPhone-CSRF token".into(),
         ))
     }
 }
@@ -260,25 +269,25 @@ async fn asset(Path(file): Path<String>) -> Response {
 }
 
 /// The JSON body of a dashboard `POST` (at most [`MAX_BODY_BYTES`]).
-fn json_body(headers: &HeaderMap, body: &Bytes) -> Result<serde_json::Value, Response> {
+fn json_body(headers: &HeaderMap, body: &Bytes) -> Result<serde_json::Value, Refusal> {
     let is_json = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.trim_start().starts_with("application/json"));
     if !is_json {
-        return Err(refuse(
+        return Err(Refusal(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "send the body as application/json",
+            "send the body as application/json".into(),
         ));
     }
     if body.len() > MAX_BODY_BYTES {
-        return Err(refuse(
+        return Err(Refusal(
             StatusCode::PAYLOAD_TOO_LARGE,
-            "request body over 4 KiB",
+            "request body over 4 KiB".into(),
         ));
     }
     serde_json::from_slice(body)
-        .map_err(|e| refuse(StatusCode::BAD_REQUEST, &format!("body is not JSON: {e}")))
+        .map_err(|e| Refusal(StatusCode::BAD_REQUEST, format!("body is not JSON: {e}")))
 }
 
 /// The `Set-Cookie` of a session (or, with `None`, the one that deletes it).
@@ -301,14 +310,14 @@ async fn login(
     body: Bytes,
 ) -> Response {
     if let Err(r) = origin_required(&headers) {
-        return r;
+        return r.into_response();
     }
     let Some(dashboard) = &state.dashboard else {
         return refuse(StatusCode::NOT_FOUND, "the dashboard is not served here");
     };
     let body = match json_body(&headers, &body) {
         Ok(b) => b,
-        Err(r) => return r,
+        Err(r) => return r.into_response(),
     };
     let Some(code) = body.get("code").and_then(serde_json::Value::as_str) else {
         return refuse(StatusCode::BAD_REQUEST, "missing `code`");
@@ -350,7 +359,7 @@ async fn logout(
         return unauthorized();
     };
     if let Err(r) = csrf_checked(&headers, &view) {
-        return r;
+        return r.into_response();
     }
     if let Some(d) = &state.dashboard {
         d.logins.end(&id);
@@ -404,7 +413,7 @@ async fn verify_audit(
         return unauthorized();
     };
     if let Err(r) = csrf_checked(&headers, &view) {
-        return r;
+        return r.into_response();
     }
     let store = state.bridge.store().clone();
     let walked = tokio::task::spawn_blocking(move || store.verify_audit()).await;
@@ -435,14 +444,10 @@ async fn socket(
     State(state): State<Arc<AppState>>,
     ticket: MaybeTicket,
     headers: HeaderMap,
-    method: Method,
     ws: WebSocketUpgrade,
 ) -> Response {
-    if method != Method::GET {
-        return refuse(StatusCode::METHOD_NOT_ALLOWED, "GET only");
-    }
     if let Err(r) = origin_required(&headers) {
-        return r;
+        return r.into_response();
     }
     let ticket = ticket.map(|Extension(t)| t);
     let Some((_, view)) = session(&state, &headers, ticket.as_ref()) else {

@@ -230,26 +230,22 @@ async fn state_changes_need_the_origin_and_the_csrf_token() {
     let addr = running.daemon.addr();
     let origin = format!("http://{addr}");
     let (cookie, csrf) = log_in(&running).await;
-    let as_json = ("Content-Type", "application/json");
-    let verify = |headers: Vec<(&'static str, String)>| {
-        let headers: Vec<(&str, String)> = headers;
-        async move {
-            let h: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            http(addr, "POST", "/ui/api/audit/verify", &h, "{}").await
-        }
+    let post = |headers: Vec<(&'static str, String)>| async move {
+        let h: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        http(addr, "POST", "/ui/api/audit/verify", &h, "{}").await
     };
     let c = || ("Cookie", cookie.clone());
     let o = || ("Origin", origin.clone());
-    let j = || (as_json.0, as_json.1.to_owned());
-    // No CSRF token, a wrong one, or no Origin: refused.
-    assert_eq!(verify(vec![c(), o(), j()]).await.status, 403);
-    let wrong = ("X-OpenPhone-CSRF", "f".repeat(64));
-    assert_eq!(verify(vec![c(), o(), j(), wrong]).await.status, 403);
+    let j = || ("Content-Type", "application/json".to_owned());
     let right = || ("X-OpenPhone-CSRF", csrf.clone());
-    assert_eq!(verify(vec![c(), j(), right()]).await.status, 403);
+    // No CSRF token, a wrong one, or no Origin: refused.
+    assert_eq!(post(vec![c(), o(), j()]).await.status, 403);
+    let wrong = ("X-OpenPhone-CSRF", "f".repeat(64));
+    assert_eq!(post(vec![c(), o(), j(), wrong]).await.status, 403);
+    assert_eq!(post(vec![c(), j(), right()]).await.status, 403);
     // Without the cookie the token alone is nothing.
-    assert_eq!(verify(vec![o(), j(), right()]).await.status, 401);
-    let ok = verify(vec![c(), o(), j(), right()]).await;
+    assert_eq!(post(vec![o(), j(), right()]).await.status, 401);
+    let ok = post(vec![c(), o(), j(), right()]).await;
     assert_eq!(ok.status, 200, "{}", ok.body);
     assert_eq!(ok.json()["intact"], true);
 

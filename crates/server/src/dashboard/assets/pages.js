@@ -135,13 +135,25 @@ function runtimes(ctx, main) {
       approvals.replaceChildren(h('div', { class: 'table-wrap' }, h('table', {},
         h('thead', {}, h('tr', {}, ['Id', 'Runtime', 'Command', 'State', ''].map((t) => h('th', { scope: 'col' }, t)))),
         h('tbody', {}, items.map((a) => h('tr', {},
-          h('td', {}, String(a.approval_id)), h('td', {}, a.runtime), h('td', {}, a.command || a.tool || '–'), h('td', {}, a.state || '–'),
+          h('td', {}, String(a.approval_id)), h('td', {}, a.runtime), h('td', {}, a.tool), h('td', {}, a.state || '–'),
           h('td', {}, a.state === 'active' ? h('button', { type: 'button', class: 'secondary', onclick: async (ev) => {
             await act(ctx, ev.currentTarget, () => ctx.rpc.call('approvals.revoke', { approval_id: String(a.approval_id) }));
             loadApprovals();
           } }, 'Revoke') : '')))))));
     } catch (e) { approvals.replaceChildren(h('p', { class: 'muted' }, e.message)); }
   };
+  const grantRuntime = h('select', { id: 'grant-runtime' }, (ctx.runtimes ? ctx.runtimes.runtimes : []).map((r) => h('option', { value: r.id }, r.id)));
+  const grantTool = h('input', { id: 'grant-tool', type: 'text', required: true, placeholder: 'openphone.app.open or group:…' });
+  const grantHours = h('input', { id: 'grant-hours', type: 'number', min: '1', max: '720', value: '2' });
+  const grant = h('form', { class: 'row', onsubmit: async (ev) => {
+    ev.preventDefault();
+    const r = await act(ctx, grant.querySelector('button'), () => ctx.rpc.call('approvals.grant', {
+      runtime: grantRuntime.value, tool: grantTool.value, expires_in_ms: Number(grantHours.value) * 3600000,
+    }));
+    if (r) { ctx.toast(`approval ${r.approval_id} granted`); grantTool.value = ''; loadApprovals(); }
+  } }, h('label', { for: 'grant-runtime' }, 'Runtime', grantRuntime), h('label', { for: 'grant-tool' }, 'Command', grantTool),
+  h('label', { for: 'grant-hours' }, 'Hours', grantHours), h('button', { type: 'submit' }, 'Grant approval'));
+  main.append(h('h3', {}, 'New standing approval'), h('p', { class: 'muted' }, 'Lets the runtime use the command without asking (never below the risk floor).'), grant);
   render();
   loadApprovals();
   ctx.refreshRuntimes();
@@ -242,8 +254,16 @@ function phone(ctx, main) {
   const info = h('p', { id: 'phone-info', class: 'muted', role: 'status' }, 'Loading the screen…');
   const tree = h('div', { class: 'tree', id: 'phone-tree' });
   const refresh = h('button', { type: 'button', id: 'phone-refresh', onclick: () => load() }, 'Refresh');
+  const from = h('input', { id: 'inject-from', type: 'text', required: true, placeholder: 'Bob Nguyen or +49…' });
+  const body = h('input', { id: 'inject-text', type: 'text', required: true });
+  const inject = h('form', { class: 'row', onsubmit: async (ev) => {
+    ev.preventDefault();
+    const r = await act(ctx, inject.querySelector('button'), () => ctx.rpc.call('sim.inject', { kind: 'message', address: from.value, text: body.value }));
+    if (r) { ctx.toast('message delivered to the simulated phone'); body.value = ''; load(); }
+  } }, h('label', { for: 'inject-from' }, 'From', from), h('label', { for: 'inject-text' }, 'Text', body), h('button', { type: 'submit', class: 'secondary' }, 'Send to the phone'));
   main.append(h('h2', {}, 'The phone'), h('div', { class: 'row' }, refresh, info),
-    h('div', { class: 'phone' }, h('div', {}, img), h('section', { 'aria-label': 'UI tree' }, h('h3', {}, 'UI tree'), tree)));
+    h('div', { class: 'phone' }, h('div', {}, img), h('section', { 'aria-label': 'UI tree' }, h('h3', {}, 'UI tree'), tree)),
+    h('h3', {}, 'Simulated phone: a message arrives'), inject);
   let loading = false;
   const load = async () => {
     if (loading) return;

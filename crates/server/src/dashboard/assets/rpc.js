@@ -52,6 +52,7 @@ export class Rpc {
       if (msg.error) {
         const err = new Error(msg.error.message);
         err.code = msg.error.data && msg.error.data.code;
+        err.retryAfterMs = msg.error.data && msg.error.data.retry_after_ms;
         p.reject(err);
       } else {
         p.resolve(msg.result);
@@ -73,8 +74,20 @@ export class Rpc {
     };
   }
 
-  /** Calls a method; resolves with its result, rejects with an Error carrying `code`. */
-  call(method, params = {}) {
+  /** Calls a method; resolves with its result, rejects with an Error carrying `code`. A
+   *  `rate_limited` answer is retried (up to three times) after the wait it names. */
+  async call(method, params = {}) {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.callOnce(method, params);
+      } catch (e) {
+        if (e.code !== 'rate_limited' || attempt >= 3) throw e;
+        await new Promise((r) => setTimeout(r, Math.min(e.retryAfterMs || 250, 5000)));
+      }
+    }
+  }
+
+  callOnce(method, params) {
     return new Promise((resolve, reject) => {
       if (!this.ws || this.ws.readyState !== WebSocket.OPEN) {
         reject(new Error('not connected to the daemon'));

@@ -257,6 +257,24 @@ test('the ask box reaches the runtime and its reply streams into the page and th
   assert.match(await page.locator('#session-list').textContent(), /What is next on my calendar\?/);
 });
 
+test('a job created on the jobs page can be opened and stopped', async () => {
+  await page.goto(`${base}/ui/#/jobs`);
+  await page.getByLabel('Title').fill('Dashboard test job');
+  await page.getByLabel('Start in (minutes)').fill('60');
+  await page.getByLabel('Prompt').fill('Check the weather');
+  await page.getByRole('button', { name: 'Create job' }).click();
+  const link = page.getByRole('link', { name: /Dashboard test job/ });
+  await link.waitFor();
+  await link.click();
+  const detail = page.locator('#job-detail');
+  await detail.locator('h3', { hasText: 'Dashboard test job' }).waitFor();
+  assert.match(await detail.textContent(), /queued/);
+  await detail.getByRole('button', { name: 'Pause' }).click();
+  await detail.locator('.badge', { hasText: 'paused' }).waitFor();
+  await detail.getByRole('button', { name: 'Stop' }).click();
+  await detail.locator('.badge', { hasText: 'stopped' }).waitFor();
+});
+
 test('every page at desktop and phone sizes has visible content', async () => {
   // Something for the lists to show: a job and a pending confirmation.
   await runtime.call('tools.invoke', { request_id: 'tap-shot', tool: 'openphone.ui.tap', params: { x: 20, y: 20, reason: 'for the screenshot' }, wait: false });

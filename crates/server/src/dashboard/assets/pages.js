@@ -367,11 +367,15 @@ function jobs(ctx, main) {
   let selected = location.hash.split('/')[2] || null;
   const title = h('input', { id: 'job-title', type: 'text', required: true });
   const prompt = h('textarea', { id: 'job-prompt', required: true });
+  const delay = h('input', { id: 'job-delay', type: 'number', min: '0', value: '0' });
   const create = h('form', { onsubmit: async (ev) => {
     ev.preventDefault();
-    const r = await act(ctx, create.querySelector('button'), () => ctx.rpc.call('jobs.create', { title: title.value, prompt: prompt.value }));
+    const params = { title: title.value, prompt: prompt.value };
+    if (Number(delay.value) > 0) params.next_run_at = Date.now() + Number(delay.value) * 60000;
+    const r = await act(ctx, create.querySelector('button'), () => ctx.rpc.call('jobs.create', params));
     if (r) { title.value = ''; prompt.value = ''; load(); }
-  } }, h('h3', {}, 'New job'), h('label', { for: 'job-title' }, 'Title', title), h('label', { for: 'job-prompt', class: 'block' }, 'Prompt', prompt),
+  } }, h('h3', {}, 'New job'), h('div', { class: 'row' }, h('label', { for: 'job-title' }, 'Title', title), h('label', { for: 'job-delay' }, 'Start in (minutes)', delay)),
+  h('label', { for: 'job-prompt', class: 'block' }, 'Prompt', prompt),
   h('p', {}, h('button', { type: 'submit' }, 'Create job')));
   main.append(h('h2', {}, 'Background jobs'),
     h('div', { class: 'row' }, h('label', { for: 'jobs-status' }, 'Status', status),

@@ -15,6 +15,7 @@ mod bench;
 mod client;
 mod client_cmd;
 mod crash_cmd;
+mod dashboard_cmd;
 mod data_dir;
 mod jobs_check;
 mod jobs_cmd;
@@ -119,6 +120,8 @@ enum Command {
     /// Developer tools: the crash-safety test (`dev crash-test`).
     #[command(subcommand)]
     Dev(DevCommand),
+    /// Open the web dashboard in the browser with a one-time login link (60 s, works once).
+    Dashboard(dashboard_cmd::DashboardArgs),
     /// Print version information, including the supported runtime-protocol range.
     Info {
         /// Print JSON instead of text.
@@ -216,6 +219,7 @@ fn main() -> ExitCode {
         Command::Mcp(cmd) => mcp_cmd::run(cmd),
         Command::Sessions(cmd) => client_cmd::sessions(cmd),
         Command::Sim(cmd) => sim_cmd::run(cmd),
+        Command::Dashboard(args) => dashboard_cmd::run(args),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(shell, &mut cmd, "openphone", &mut std::io::stdout());

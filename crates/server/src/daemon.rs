@@ -349,6 +349,10 @@ impl Daemon {
                 descriptors,
             ),
             jobs,
+            dashboard: addr
+                .ip()
+                .is_loopback()
+                .then(crate::dashboard::Dashboard::default),
         });
         let mcp_socket = if state.mcp.is_some() {
             let listener = crate::mcp::bind_socket(&data_dir).map_err(|e| {

@@ -15,6 +15,8 @@
 //!   its files `0600`) at start.
 //! - [`mcp`]: the MCP front doors — `/mcp` behind its Host/Origin/token/size/rate guard, the
 //!   approval page, and the `mcp.sock` socket behind `openphone mcp serve`.
+//! - [`dashboard`]: the web dashboard at `/ui/` — one-time login codes, the session cookie,
+//!   the embedded page, and its WebSocket onto the operator endpoint.
 //!
 //! **Architecture Invariant:** every tool request goes through the core's `ToolBridge`; a
 //! confirmation is resolved only with an `Operator`, which only the operator token yields.
@@ -25,6 +27,7 @@ pub mod background;
 pub mod config;
 mod conn;
 pub mod daemon;
+pub mod dashboard;
 pub mod front;
 mod lock;
 pub mod mcp;

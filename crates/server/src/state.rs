@@ -45,6 +45,8 @@ pub struct AppState {
     pub front: Front,
     /// The background job scheduler (`jobs.*`).
     pub jobs: openphone_jobs::Scheduler,
+    /// The web dashboard's logins, unless the daemon listens on a non-loopback address.
+    pub dashboard: Option<crate::dashboard::Dashboard>,
 }
 
 impl AppState {
@@ -130,7 +132,7 @@ async fn mark_authenticated(req: axum::extract::Request, next: axum::middleware:
 /// The endpoint's routes: `GET /v1/runtime` (WebSocket), `GET /healthz`, and unless MCP is
 /// disabled `/mcp` (Streamable HTTP behind the guard of `mcp.rs`) and
 /// `GET`/`POST /confirmations/{id}` (the read-only approval page; the parameters only with
-/// the operator token).
+/// the operator token), and on a loopback address the web dashboard (`/`, `/ui/…`).
 pub fn router(state: Arc<AppState>) -> Router {
     let mut router = Router::new()
         .route("/v1/runtime", get(upgrade))
@@ -155,6 +157,9 @@ pub fn router(state: Arc<AppState>) -> Router {
             "/confirmations/{id}",
             get(crate::mcp::approval_page).post(crate::mcp::approval_form),
         );
+    }
+    if state.dashboard.is_some() {
+        router = router.merge(crate::dashboard::routes(state.clone()));
     }
     router.with_state(state)
 }

@@ -40,6 +40,7 @@ pub mod envelope;
 mod approvals;
 mod audit;
 mod confirmations;
+mod dashboard;
 mod error;
 mod events;
 mod hello;
@@ -66,6 +67,7 @@ pub use confirmations::{
     ConfirmDecision, ConfirmationsListParams, ConfirmationsListResult, ConfirmationsResolveParams,
     ConfirmationsResolveResult, PendingConfirmation,
 };
+pub use dashboard::DashboardLoginResult;
 pub use envelope::{
     APPLICATION_ERROR, ErrorData, ErrorObject, ErrorResponse, EventMethodName, EventNotification,
     EventParams, INVALID_PARAMS, INVALID_REQUEST, JsonRpcVersion, METHOD_NOT_FOUND, PARSE_ERROR,
@@ -207,6 +209,8 @@ methods! {
     JobsReview = "jobs.review" => JobsReviewParams, JobsReviewResult;
     /// `sim.inject` (operator): make something happen in the simulated phone's world.
     SimInject = "sim.inject" => SimInjectParams, SimInjectResult;
+    /// `dashboard.login` (operator): a one-time login code for the web dashboard.
+    DashboardLogin = "dashboard.login" => NoParams, DashboardLoginResult;
 }
 
 #[cfg(test)]
@@ -247,6 +251,7 @@ mod tests {
             name_of::<JobsWake>(),
             name_of::<JobsReview>(),
             name_of::<SimInject>(),
+            name_of::<DashboardLogin>(),
         ];
         assert_eq!(markers.len(), MethodName::ALL.len());
         for ((name, method), listed) in markers.into_iter().zip(MethodName::ALL) {

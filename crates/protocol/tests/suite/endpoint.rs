@@ -425,6 +425,10 @@ fn unknown_fields_are_refused_exactly_where_the_daemon_refuses_them() {
             MethodName::SimInject,
             refuses::<SimInject>(json!({"kind": "message", "address": "a", "text": "t"})),
         ),
+        (
+            MethodName::DashboardLogin,
+            refuses::<DashboardLogin>(json!({})),
+        ),
     ];
     let refusing: Vec<&str> = table
         .iter()

@@ -129,6 +129,7 @@ fn method_checks(method: MethodName) -> (Check, Check) {
         MethodName::JobsWake => checks::<JobsWake>(),
         MethodName::JobsReview => checks::<JobsReview>(),
         MethodName::SimInject => checks::<SimInject>(),
+        MethodName::DashboardLogin => checks::<DashboardLogin>(),
     }
 }
 

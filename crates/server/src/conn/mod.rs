@@ -28,7 +28,7 @@ use openphone_protocol::endpoint::{
     ErrorObject, Event, EventNotification, RequestId, Response, parse_request,
 };
 use serde_json::Value;
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::{Semaphore, mpsc, watch};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::MissedTickBehavior;
 use tokio_tungstenite::tungstenite;
@@ -138,10 +138,33 @@ pub(crate) async fn serve_socket(
     pre_auth: Option<Principal>,
     ticket: Option<Arc<Ticket>>,
 ) {
+    serve_socket_until(state, socket, pre_auth, ticket, None).await;
+}
+
+/// [`serve_socket`] for a socket whose credential can end before the socket does (a dashboard
+/// session: logout): once `revoked` turns `true` or its sender is gone, in-flight requests are
+/// answered and the socket closes with 1008.
+pub(crate) async fn serve_socket_until(
+    state: Arc<AppState>,
+    socket: WebSocket,
+    pre_auth: Option<Principal>,
+    ticket: Option<Arc<Ticket>>,
+    revoked: Option<watch::Receiver<bool>>,
+) {
     state.connections.fetch_add(1, Ordering::SeqCst);
-    run(state.clone(), socket, pre_auth, ticket).await;
+    run(state.clone(), socket, pre_auth, ticket, revoked).await;
     state.connections.fetch_sub(1, Ordering::SeqCst);
     state.connection_closed.notify_waiters();
+}
+
+/// Resolves when `revoked` turns `true` or its sender is dropped; never without a receiver.
+async fn revocation(revoked: &mut Option<watch::Receiver<bool>>) {
+    match revoked {
+        Some(r) => {
+            let _ = r.wait_for(|v| *v).await;
+        }
+        None => std::future::pending().await,
+    }
 }
 
 async fn run(
@@ -149,6 +172,7 @@ async fn run(
     socket: WebSocket,
     pre_auth: Option<Principal>,
     ticket: Option<Arc<Ticket>>,
+    mut revoked: Option<watch::Receiver<bool>>,
 ) {
     let (mut sink, mut stream) = socket.split();
     let (out_tx, mut out_rx) = mpsc::channel::<Out>(256);
@@ -309,6 +333,10 @@ async fn run(
                     break;
                 }
                 let _ = out_tx.send(Out::Ping).await;
+            }
+            () = revocation(&mut revoked) => {
+                let _ = out_tx.send(Out::Close(CLOSE_POLICY, "session ended")).await;
+                break;
             }
             changed = shutdown.changed() => {
                 if changed.is_err() || *shutdown.borrow() {

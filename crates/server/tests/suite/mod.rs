@@ -1,4 +1,5 @@
 mod attention;
+mod dashboard;
 mod endpoint;
 mod front_door;
 mod mcp_http;

@@ -77,6 +77,15 @@ pub async fn connect(url: &str, token: Option<&str>) -> Result<Client, u16> {
 }
 
 impl Client {
+    /// A client over an already upgraded socket.
+    pub fn from_stream(ws: WebSocketStream<MaybeTlsStream<TcpStream>>) -> Client {
+        Client {
+            ws,
+            next_id: 0,
+            events: VecDeque::new(),
+        }
+    }
+
     pub async fn send_raw(&mut self, text: &str) {
         self.ws.send(Message::text(text)).await.unwrap();
     }

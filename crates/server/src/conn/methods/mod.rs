@@ -157,5 +157,9 @@ pub(super) async fn dispatch(conn: &Arc<Conn>, req: &Request) -> Result<Value, E
             operator_only(conn, method)?;
             written(sim::inject(conn, req.params_as::<SimInject>()?).await)
         }
+        MethodName::DashboardLogin => {
+            operator_only(conn, method)?;
+            written(crate::dashboard::login_code(&conn.state))
+        }
     }
 }

@@ -1,0 +1,512 @@
+// The dashboard's pages. Each takes (ctx, main), renders into main, and returns a cleanup.
+// Everything goes through ctx.rpc (the operator endpoint's methods) except the audit chain
+// check (POST /ui/api/audit/verify). Daemon data is always set as text, never as HTML.
+
+const transcripts = new Map(); // phone_session_id -> { text, final, error }
+let transcriptListeners = new Set();
+let wired = false;
+
+/** Keeps every session's streamed reply since the page was loaded. */
+function wireTranscripts(ctx) {
+  if (wired) return;
+  wired = true;
+  ctx.rpc.onEvent((event, p) => {
+    if (event === 'runtime.message.delta' || event === 'runtime.message.final') {
+      const t = transcripts.get(p.phone_session_id) || { text: '', final: false };
+      if (event === 'runtime.message.delta') t.text += p.text || '';
+      else { t.text = p.text || t.text; t.final = true; t.error = p.error || null; }
+      transcripts.set(p.phone_session_id, t);
+      transcriptListeners.forEach((fn) => fn(p.phone_session_id));
+    }
+  });
+}
+
+function onTranscript(fn) {
+  transcriptListeners.add(fn);
+  return () => transcriptListeners.delete(fn);
+}
+
+function fmtTime(ms) {
+  if (!ms) return '–';
+  return new Date(ms).toLocaleString();
+}
+
+function badge(h, kind, value) {
+  return h('span', { class: `badge ${kind}-${value}` }, value ?? '–');
+}
+
+function countdown(ms) {
+  const left = Math.max(0, Math.round((ms - Date.now()) / 1000));
+  if (left >= 60) return `${Math.floor(left / 60)} min ${left % 60} s`;
+  return `${left} s`;
+}
+
+function reqId(prefix) {
+  return `${prefix}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
+}
+
+/** Runs an action, disabling its button meanwhile; errors become a toast. */
+async function act(ctx, button, fn) {
+  button.disabled = true;
+  try { return await fn(); } catch (e) { ctx.toast(e.message); return undefined; } finally { button.disabled = false; }
+}
+
+// ---- Confirmations -------------------------------------------------------------------------
+
+function confirmations(ctx, main) {
+  const { h } = ctx;
+  const list = h('div', { id: 'confirmation-list' });
+  const outcome = h('p', { id: 'confirmation-outcome', role: 'status', 'aria-live': 'polite', class: 'muted' });
+  main.append(h('h2', {}, 'Pending confirmations'),
+    h('p', { class: 'muted' }, 'Requests waiting for you: the desktop version of the phone\'s confirmation sheet.'),
+    outcome, list);
+  const timers = [];
+  const render = () => {
+    timers.length = 0;
+    if (ctx.confirmations.length === 0) {
+      list.replaceChildren(h('p', { class: 'muted', id: 'no-confirmations' }, 'Nothing is waiting for you.'));
+      return;
+    }
+    list.replaceChildren(...ctx.confirmations.map((c) => {
+      const left = h('span', { class: 'countdown' }, countdown(c.expires_at_ms));
+      timers.push(() => { left.textContent = countdown(c.expires_at_ms); });
+      const decide = (decision) => async (ev) => {
+        const r = await act(ctx, ev.currentTarget, () => ctx.rpc.call('confirmations.resolve', { confirmation_id: c.confirmation_id, decision }));
+        if (r) {
+          outcome.textContent = `${c.tool}: ${decision === 'deny' ? 'denied' : 'approved'} — result ${r.status}`;
+          ctx.refreshConfirmations();
+        }
+      };
+      return h('article', { class: 'card confirmation', 'data-confirmation-id': c.confirmation_id, 'aria-label': `Confirmation: ${c.summary}` },
+        h('h3', {}, c.summary),
+        h('p', { class: 'row' },
+          h('span', {}, 'Risk ', badge(h, 'risk', c.risk)),
+          h('span', {}, 'Runtime ', h('strong', {}, c.runtime)),
+          h('span', {}, 'Tool ', h('code', {}, c.tool)),
+          h('span', {}, 'Expires in ', left)),
+        h('div', { class: 'row' },
+          h('button', { type: 'button', class: 'approve', onclick: decide('approve') }, 'Approve'),
+          c.session_grant_offered ? h('button', { type: 'button', class: 'secondary', onclick: decide('accept_for_session') }, 'Approve for this session') : null,
+          h('button', { type: 'button', class: 'danger deny', onclick: decide('deny') }, 'Deny')));
+    }));
+  };
+  render();
+  const offs = [ctx.on('confirmations', render), ctx.on('tick', () => timers.forEach((t) => t()))];
+  return () => offs.forEach((off) => off());
+}
+
+// ---- Runtimes and routing -----------------------------------------------------------------
+
+function runtimes(ctx, main) {
+  const { h } = ctx;
+  const table = h('div', { class: 'table-wrap' });
+  const routing = h('div', { class: 'row', id: 'routing' });
+  const approvals = h('div', { id: 'approvals' });
+  main.append(h('h2', {}, 'Runtimes'), table, h('h3', {}, 'Routing'),
+    h('p', { class: 'muted' }, 'Which runtime answers each surface.'), routing,
+    h('h3', {}, 'Standing approvals and session grants'), approvals);
+  const render = () => {
+    const rl = ctx.runtimes;
+    if (!rl) return;
+    table.replaceChildren(h('table', {},
+      h('thead', {}, h('tr', {}, ['Runtime', 'Kind', 'Enabled', 'Status', 'Connections', 'Surfaces'].map((t) => h('th', { scope: 'col' }, t)))),
+      h('tbody', {}, rl.runtimes.map((r) => h('tr', { 'data-runtime': r.id },
+        h('td', {}, h('strong', {}, r.id)), h('td', {}, r.kind), h('td', {}, r.enabled ? 'yes' : 'no'),
+        h('td', {}, badge(h, 'status', r.status)), h('td', {}, r.connections), h('td', {}, r.surfaces.join(', ') || '–'))))));
+    routing.replaceChildren(...['chat', 'volume', 'background'].map((surface) => {
+      const current = rl.runtimes.find((r) => r.surfaces.includes(surface));
+      const select = h('select', { id: `route-${surface}`, onchange: async (ev) => {
+        const runtime = ev.target.value;
+        try {
+          await ctx.rpc.call('runtime.select', { surface, runtime });
+          ctx.toast(`${surface} → ${runtime}`);
+        } catch (e) { ctx.toast(e.message); }
+        ctx.refreshRuntimes();
+      } }, current ? null : h('option', { value: '', selected: true }, '(none)'),
+      rl.runtimes.map((r) => h('option', { value: r.id, selected: current && current.id === r.id }, r.id)));
+      return h('label', { for: `route-${surface}` }, `Surface ${surface}`, select);
+    }));
+  };
+  const loadApprovals = async () => {
+    try {
+      const r = await ctx.rpc.call('approvals.list', {});
+      const items = r.approvals || [];
+      if (items.length === 0) { approvals.replaceChildren(h('p', { class: 'muted' }, 'None.')); return; }
+      approvals.replaceChildren(h('div', { class: 'table-wrap' }, h('table', {},
+        h('thead', {}, h('tr', {}, ['Id', 'Runtime', 'Command', 'State', ''].map((t) => h('th', { scope: 'col' }, t)))),
+        h('tbody', {}, items.map((a) => h('tr', {},
+          h('td', {}, String(a.approval_id)), h('td', {}, a.runtime), h('td', {}, a.tool), h('td', {}, a.state || '–'),
+          h('td', {}, a.state === 'active' ? h('button', { type: 'button', class: 'secondary', onclick: async (ev) => {
+            await act(ctx, ev.currentTarget, () => ctx.rpc.call('approvals.revoke', { approval_id: String(a.approval_id) }));
+            loadApprovals();
+          } }, 'Revoke') : '')))))));
+    } catch (e) { approvals.replaceChildren(h('p', { class: 'muted' }, e.message)); }
+  };
+  const grantRuntime = h('select', { id: 'grant-runtime' }, (ctx.runtimes ? ctx.runtimes.runtimes : []).map((r) => h('option', { value: r.id }, r.id)));
+  const grantTool = h('input', { id: 'grant-tool', type: 'text', required: true, placeholder: 'openphone.app.open or group:…' });
+  const grantHours = h('input', { id: 'grant-hours', type: 'number', min: '1', max: '720', value: '2' });
+  const grant = h('form', { class: 'row', onsubmit: async (ev) => {
+    ev.preventDefault();
+    const r = await act(ctx, grant.querySelector('button'), () => ctx.rpc.call('approvals.grant', {
+      runtime: grantRuntime.value, tool: grantTool.value, expires_in_ms: Number(grantHours.value) * 3600000,
+    }));
+    if (r) { ctx.toast(`approval ${r.approval_id} granted`); grantTool.value = ''; loadApprovals(); }
+  } }, h('label', { for: 'grant-runtime' }, 'Runtime', grantRuntime), h('label', { for: 'grant-tool' }, 'Command', grantTool),
+  h('label', { for: 'grant-hours' }, 'Hours', grantHours), h('button', { type: 'submit' }, 'Grant approval'));
+  main.append(h('h3', {}, 'New standing approval'), h('p', { class: 'muted' }, 'Lets the runtime use the command without asking (never below the risk floor).'), grant);
+  render();
+  loadApprovals();
+  ctx.refreshRuntimes();
+  const off = ctx.on('runtimes', render);
+  return off;
+}
+
+// ---- Sessions and transcripts ------------------------------------------------------------
+
+function sessions(ctx, main) {
+  const { h } = ctx;
+  wireTranscripts(ctx);
+  const list = h('div', { class: 'table-wrap', id: 'session-list' });
+  const detail = h('section', { id: 'session-detail', 'aria-live': 'polite' });
+  main.append(h('h2', {}, 'Sessions'), h('div', { class: 'grid2' }, list, detail));
+  let selected = (location.hash.split('/')[2]) || null;
+  const load = async () => {
+    let r;
+    try { r = await ctx.rpc.call('sessions.list', { limit: 50 }); } catch (e) { list.replaceChildren(h('p', {}, e.message)); return; }
+    if (r.sessions.length === 0) { list.replaceChildren(h('p', { class: 'muted' }, 'No phone sessions yet. Use Ask to start one.')); return; }
+    list.replaceChildren(h('table', {},
+      h('thead', {}, h('tr', {}, ['Session', 'Runtime', 'Status', 'Updated'].map((t) => h('th', { scope: 'col' }, t)))),
+      h('tbody', {}, r.sessions.map((s) => h('tr', {},
+        h('td', {}, h('a', { href: `#/sessions/${encodeURIComponent(s.phone_session_id)}` }, s.summary || s.phone_session_id)),
+        h('td', {}, s.runtime_kind), h('td', {}, badge(h, 'status', s.status)), h('td', {}, fmtTime(s.updated_at_ms)))))));
+  };
+  const show = async () => {
+    if (!selected) { detail.replaceChildren(h('p', { class: 'muted' }, 'Pick a session to see its transcript.')); return; }
+    let s;
+    try { s = (await ctx.rpc.call('sessions.get', { phone_session_id: selected })).session; } catch (e) { detail.replaceChildren(h('p', {}, e.message)); return; }
+    const t = transcripts.get(selected);
+    const active = !['completed', 'failed'].includes(s.status);
+    detail.replaceChildren(h('div', { class: 'card' },
+      h('h3', {}, s.summary || s.phone_session_id),
+      h('p', { class: 'row' }, badge(h, 'status', s.status), h('span', {}, `runtime ${s.runtime_kind}`), h('span', {}, `source ${s.source}`)),
+      s.failure_reason ? h('p', {}, `Failed: ${s.failure_reason}`) : null,
+      h('h4', {}, 'You'), h('div', { class: 'transcript' }, s.summary),
+      h('h4', {}, 'Runtime'), h('div', { class: 'transcript', id: 'transcript' }, t ? t.text : '(the reply streams here while this page is open)'),
+      active ? h('button', { type: 'button', class: 'danger', onclick: async (ev) => {
+        await act(ctx, ev.currentTarget, () => ctx.rpc.call('sessions.cancel', { phone_session_id: selected }));
+        show();
+      } }, 'Cancel session') : null));
+  };
+  const onHash = () => { selected = location.hash.split('/')[2] ? decodeURIComponent(location.hash.split('/')[2]) : null; show(); };
+  load(); onHash();
+  const offRpc = ctx.rpc.onEvent((event) => { if (event === 'runtime.session.updated') { load(); show(); } });
+  const offT = onTranscript((id) => { if (id === selected) { const el = document.getElementById('transcript'); if (el) el.textContent = transcripts.get(id).text; } });
+  window.addEventListener('hashchange', onHash);
+  return () => { offRpc(); offT(); window.removeEventListener('hashchange', onHash); };
+}
+
+// ---- Ask --------------------------------------------------------------------------------
+
+function ask(ctx, main) {
+  const { h } = ctx;
+  wireTranscripts(ctx);
+  const text = h('textarea', { id: 'ask-text', required: true });
+  const surface = h('select', { id: 'ask-surface' }, ['chat', 'chat_voice', 'volume_voice', 'notification'].map((s) => h('option', { value: s }, s)));
+  const runtime = h('select', { id: 'ask-runtime' }, h('option', { value: '' }, '(routed)'),
+    (ctx.runtimes ? ctx.runtimes.runtimes : []).map((r) => h('option', { value: r.id }, r.id)));
+  const out = h('div', { id: 'ask-result', 'aria-live': 'polite' });
+  let current = null;
+  const form = h('form', { onsubmit: async (ev) => {
+    ev.preventDefault();
+    const button = form.querySelector('button');
+    const params = { surface: surface.value, text: text.value };
+    if (runtime.value) params.runtime = runtime.value;
+    const r = await act(ctx, button, () => ctx.rpc.call('attention.request', params));
+    if (!r) return;
+    current = r.phone_session_id;
+    out.replaceChildren(h('p', {}, `${r.message} — `, h('a', { href: `#/sessions/${encodeURIComponent(current)}` }, 'open the session')),
+      h('div', { class: 'transcript', id: 'ask-transcript' }, (transcripts.get(current) || {}).text || '…'));
+  } },
+  h('label', { for: 'ask-text' }, 'What to ask', text),
+  h('div', { class: 'row' }, h('label', { for: 'ask-surface' }, 'Surface', surface), h('label', { for: 'ask-runtime' }, 'Runtime', runtime)),
+  h('p', {}, h('button', { type: 'submit' }, 'Ask')));
+  main.append(h('h2', {}, 'Ask'), h('p', { class: 'muted' }, 'An attention request, as from the phone\'s chat.'), form, out);
+  return onTranscript((id) => {
+    if (id !== current) return;
+    const el = document.getElementById('ask-transcript');
+    if (el) el.textContent = transcripts.get(id).text;
+  });
+}
+
+// ---- The phone ---------------------------------------------------------------------------
+
+function treeList(h, node) {
+  if (!node || typeof node !== 'object') return null;
+  const name = [node.class, node.text ? `“${node.text}”` : null, node.content_description ? `[${node.content_description}]` : null,
+    node.clickable ? 'clickable' : null].filter(Boolean).join(' ');
+  return h('li', {}, h('span', {}, name || node.element_id),
+    node.children && node.children.length ? h('ul', {}, node.children.map((c) => treeList(h, c))) : null);
+}
+
+function phone(ctx, main) {
+  const { h } = ctx;
+  const img = h('img', { class: 'shot', id: 'phone-shot', alt: 'The phone\'s current screen', width: 360, height: 780 });
+  const info = h('p', { id: 'phone-info', class: 'muted', role: 'status' }, 'Loading the screen…');
+  const tree = h('div', { class: 'tree', id: 'phone-tree' });
+  const refresh = h('button', { type: 'button', id: 'phone-refresh', onclick: () => load() }, 'Refresh');
+  const from = h('input', { id: 'inject-from', type: 'text', required: true, placeholder: 'Bob Nguyen or +49…' });
+  const body = h('input', { id: 'inject-text', type: 'text', required: true });
+  const inject = h('form', { class: 'row', onsubmit: async (ev) => {
+    ev.preventDefault();
+    const r = await act(ctx, inject.querySelector('button'), () => ctx.rpc.call('sim.inject', { kind: 'message', address: from.value, text: body.value }));
+    if (r) { ctx.toast('message delivered to the simulated phone'); body.value = ''; load(); }
+  } }, h('label', { for: 'inject-from' }, 'From', from), h('label', { for: 'inject-text' }, 'Text', body), h('button', { type: 'submit', class: 'secondary' }, 'Send to the phone'));
+  main.append(h('h2', {}, 'The phone'), h('div', { class: 'row' }, refresh, info),
+    h('div', { class: 'phone' }, h('div', {}, img), h('section', { 'aria-label': 'UI tree' }, h('h3', {}, 'UI tree'), tree)),
+    h('h3', {}, 'Simulated phone: a message arrives'), inject);
+  let loading = false;
+  const load = async () => {
+    if (loading) return;
+    loading = true;
+    try {
+      const r = await ctx.rpc.call('tools.invoke', {
+        request_id: reqId('dashboard-screen'), tool: 'openphone.screen.get',
+        params: { include_screenshot: true, include_ui_tree: true }, reason: 'dashboard: show the phone',
+      });
+      if (r.status !== 'ok') { info.textContent = `The screen could not be read: ${r.status} ${(r.error && r.error.message) || ''}`; return; }
+      const s = r.result;
+      if (s.screenshot) img.src = `data:${s.screenshot.mime_type};base64,${s.screenshot.data_base64}`;
+      info.textContent = `${s.title || s.package || ''} — captured ${fmtTime(s.captured_at)}`;
+      tree.replaceChildren(h('ul', {}, treeList(h, s.ui_tree)));
+    } catch (e) {
+      info.textContent = e.message;
+    } finally { loading = false; }
+  };
+  load();
+  // A tool that ran (ours excluded) may have changed the screen.
+  let timer = null;
+  const off = ctx.rpc.onEvent((event, p) => {
+    if (event === 'runtime.tool.result' && !(p.request_id || '').startsWith('dashboard-screen')) {
+      clearTimeout(timer);
+      timer = setTimeout(load, 200);
+    }
+  });
+  return () => { off(); clearTimeout(timer); };
+}
+
+// ---- Audit -------------------------------------------------------------------------------
+
+function audit(ctx, main) {
+  const { h } = ctx;
+  const f = {
+    runtime: h('input', { id: 'audit-runtime', type: 'text', size: 10 }),
+    tool: h('input', { id: 'audit-tool', type: 'text', size: 16 }),
+    kind: h('select', { id: 'audit-kind' }, ['', 'tool_request', 'confirmation_transition', 'background_event', 'operator_action'].map((k) => h('option', { value: k }, k || 'any'))),
+    status: h('select', { id: 'audit-status' }, ['', 'ok', 'needs_confirmation', 'denied', 'error', 'timeout'].map((k) => h('option', { value: k }, k || 'any'))),
+  };
+  const table = h('div', { class: 'table-wrap', id: 'audit-table' });
+  const pager = h('p', { class: 'row' });
+  const verifyOut = h('p', { id: 'verify-result', role: 'status', 'aria-live': 'polite' });
+  const PAGE = 50;
+  const starts = [0];
+  let next = null;
+  const matches = (r) => (!f.runtime.value || r.runtime.includes(f.runtime.value))
+    && (!f.tool.value || (r.tool || '').includes(f.tool.value))
+    && (!f.kind.value || r.kind === f.kind.value)
+    && (!f.status.value || r.status === f.status.value);
+  const load = async () => {
+    const rows = [];
+    let after = starts[starts.length - 1];
+    let end = false;
+    // Filters are applied to the log in order, a server page at a time, until a page is full.
+    for (let scanned = 0; rows.length < PAGE && scanned < 20; scanned++) {
+      let r;
+      try { r = await ctx.rpc.call('audit.query', { after, limit: 500 }); } catch (e) { table.replaceChildren(h('p', {}, e.message)); return; }
+      for (const rec of r.records) {
+        if (rows.length >= PAGE) break;
+        after = rec.seq;
+        if (matches(rec)) rows.push(rec);
+      }
+      if (r.records.length < 500 && rows.length < PAGE) { end = true; break; }
+    }
+    next = end ? null : after;
+    table.replaceChildren(rows.length === 0 ? h('p', { class: 'muted' }, 'No records match.') : h('table', {},
+      h('caption', { class: 'muted' }, `Records ${rows[0].seq}–${rows[rows.length - 1].seq}, oldest first`),
+      h('thead', {}, h('tr', {}, ['Seq', 'Time', 'Kind', 'Runtime', 'Tool', 'Decision', 'Confirmation', 'Status', 'Error'].map((t) => h('th', { scope: 'col' }, t)))),
+      h('tbody', {}, rows.map((r) => h('tr', { 'data-seq': r.seq },
+        h('td', {}, r.seq), h('td', {}, fmtTime(r.at_ms)), h('td', {}, r.kind), h('td', {}, r.runtime), h('td', {}, r.tool || '–'),
+        h('td', {}, r.decision || '–'), h('td', {}, r.confirmation || '–'), h('td', {}, r.status ? badge(h, 'status', r.status) : '–'), h('td', {}, r.error_code || ''))))));
+    pager.replaceChildren(
+      h('button', { type: 'button', class: 'secondary', disabled: starts.length <= 1, onclick: () => { starts.pop(); load(); } }, 'Previous page'),
+      h('button', { type: 'button', class: 'secondary', id: 'audit-next', disabled: next === null, onclick: () => { starts.push(next); load(); } }, 'Next page'));
+  };
+  const apply = h('button', { type: 'submit' }, 'Apply filters');
+  const form = h('form', { class: 'row', onsubmit: (ev) => { ev.preventDefault(); starts.length = 1; load(); } },
+    h('label', { for: 'audit-runtime' }, 'Runtime', f.runtime), h('label', { for: 'audit-tool' }, 'Tool', f.tool),
+    h('label', { for: 'audit-kind' }, 'Kind', f.kind), h('label', { for: 'audit-status' }, 'Status', f.status), apply);
+  const verify = h('button', { type: 'button', id: 'audit-verify', class: 'secondary', onclick: async (ev) => {
+    const r = await act(ctx, ev.currentTarget, () => ctx.post('/ui/api/audit/verify'));
+    if (!r) return;
+    verifyOut.className = r.intact ? 'verify-ok' : 'verify-bad';
+    verifyOut.textContent = r.intact
+      ? `Chain intact: ${r.checked} records checked, head seq ${r.last_seq}.`
+      : `Chain BROKEN: ${r.problem}`;
+  } }, 'Verify chain');
+  main.append(h('h2', {}, 'Audit'), form, h('p', { class: 'row' }, verify, verifyOut), table, pager);
+  load();
+  return null;
+}
+
+// ---- Jobs -------------------------------------------------------------------------------
+
+function jobs(ctx, main) {
+  const { h } = ctx;
+  const status = h('select', { id: 'jobs-status' }, ['', 'queued', 'running', 'awaiting_review', 'paused', 'completed', 'failed', 'stopped'].map((s) => h('option', { value: s }, s || 'any')));
+  const list = h('div', { class: 'table-wrap', id: 'job-list' });
+  const detail = h('section', { id: 'job-detail', 'aria-live': 'polite' });
+  let selected = location.hash.split('/')[2] || null;
+  const title = h('input', { id: 'job-title', type: 'text', required: true });
+  const prompt = h('textarea', { id: 'job-prompt', required: true });
+  const delay = h('input', { id: 'job-delay', type: 'number', min: '0', value: '0' });
+  const create = h('form', { onsubmit: async (ev) => {
+    ev.preventDefault();
+    const params = { title: title.value, prompt: prompt.value };
+    if (Number(delay.value) > 0) params.next_run_at = Date.now() + Number(delay.value) * 60000;
+    const r = await act(ctx, create.querySelector('button'), () => ctx.rpc.call('jobs.create', params));
+    if (r) { title.value = ''; prompt.value = ''; load(); }
+  } }, h('h3', {}, 'New job'), h('div', { class: 'row' }, h('label', { for: 'job-title' }, 'Title', title), h('label', { for: 'job-delay' }, 'Start in (minutes)', delay)),
+  h('label', { for: 'job-prompt', class: 'block' }, 'Prompt', prompt),
+  h('p', {}, h('button', { type: 'submit' }, 'Create job')));
+  main.append(h('h2', {}, 'Background jobs'),
+    h('div', { class: 'row' }, h('label', { for: 'jobs-status' }, 'Status', status),
+      h('button', { type: 'button', class: 'secondary', onclick: async (ev) => { await act(ctx, ev.currentTarget, () => ctx.rpc.call('jobs.wake', {})); load(); } }, 'Run due jobs now')),
+    h('div', { class: 'grid2' }, list, detail), create);
+  status.addEventListener('change', () => load());
+  const load = async () => {
+    const params = { limit: 100 };
+    if (status.value) params.status = status.value;
+    let r;
+    try { r = await ctx.rpc.call('jobs.list', params); } catch (e) { list.replaceChildren(h('p', {}, e.message)); return; }
+    if (r.jobs.length === 0) { list.replaceChildren(h('p', { class: 'muted' }, 'No jobs.')); return; }
+    list.replaceChildren(h('table', {},
+      h('thead', {}, h('tr', {}, ['Job', 'Status', 'Progress', 'Next run'].map((t) => h('th', { scope: 'col' }, t)))),
+      h('tbody', {}, r.jobs.map((e) => {
+        const j = e.job || e;
+        return h('tr', {}, h('td', {}, h('a', { href: `#/jobs/${j.id}` }, `#${j.id} ${j.title}`)),
+          h('td', {}, badge(h, 'status', j.status)), h('td', {}, j.progress_text), h('td', {}, fmtTime(j.next_run_at)));
+      }))));
+  };
+  const show = async () => {
+    if (!selected) { detail.replaceChildren(h('p', { class: 'muted' }, 'Pick a job to see its record and runs.')); return; }
+    let r;
+    try { r = await ctx.rpc.call('jobs.get', { job_id: Number(selected) }); } catch (e) { detail.replaceChildren(h('p', {}, e.message)); return; }
+    const j = r.job;
+    const op = (method) => async (ev) => { await act(ctx, ev.currentTarget, () => ctx.rpc.call(method, { job_id: j.id })); show(); load(); };
+    const review = (decision) => async (ev) => {
+      const res = await act(ctx, ev.currentTarget, () => ctx.rpc.call('jobs.review', { confirmation_id: j.pending_confirmation_id, decision }));
+      if (res) ctx.toast(res.code);
+      show(); load();
+    };
+    const live = !['completed', 'failed', 'stopped'].includes(j.status);
+    detail.replaceChildren(h('div', { class: 'card' },
+      h('h3', {}, `#${j.id} ${j.title}`),
+      h('p', { class: 'row' }, badge(h, 'status', j.status), h('span', {}, j.progress_text), h('span', {}, `delivery ${r.delivery_state || '–'}`)),
+      h('p', {}, j.prompt),
+      j.status === 'awaiting_review' && j.pending_confirmation_id ? h('div', { class: 'card' },
+        h('p', {}, h('strong', {}, 'Approval needed: '), JSON.stringify(j.pending_tool_request_json)),
+        h('div', { class: 'row' }, h('button', { type: 'button', onclick: review('approve') }, 'Approve'), h('button', { type: 'button', class: 'danger', onclick: review('deny') }, 'Deny'))) : null,
+      h('div', { class: 'row' },
+        j.status === 'queued' ? h('button', { type: 'button', class: 'secondary', onclick: op('jobs.pause') }, 'Pause') : null,
+        j.status === 'paused' ? h('button', { type: 'button', class: 'secondary', onclick: op('jobs.resume') }, 'Resume') : null,
+        live ? h('button', { type: 'button', class: 'danger', onclick: op('jobs.stop') }, 'Stop') : null),
+      j.last_result ? h('p', {}, `Last result: ${j.last_result}`) : null,
+      h('h4', {}, 'Runs'),
+      r.runs && r.runs.length ? h('table', {}, h('thead', {}, h('tr', {}, ['#', 'Due', 'Started', 'Outcome'].map((t) => h('th', { scope: 'col' }, t)))),
+        h('tbody', {}, r.runs.map((run) => h('tr', {}, h('td', {}, run.attempt), h('td', {}, fmtTime(run.intended_at)), h('td', {}, fmtTime(run.started_at)), h('td', {}, `${run.outcome}${run.catch_up ? ' (catch-up)' : ''}`))))) : h('p', { class: 'muted' }, 'No runs yet.')));
+  };
+  const onHash = () => { selected = location.hash.split('/')[2] || null; show(); };
+  load(); show();
+  const off = ctx.rpc.onEvent((event) => { if (event.startsWith('background_job.')) { load(); show(); } });
+  window.addEventListener('hashchange', onHash);
+  return () => { off(); window.removeEventListener('hashchange', onHash); };
+}
+
+// ---- Goals ------------------------------------------------------------------------------
+
+/** A small, safe Markdown subset (headings, lists, paragraphs, `code`, **bold**) as DOM. */
+function markdown(h, text) {
+  const root = h('div', { class: 'md' });
+  let list = null;
+  const inline = (s) => s.split(/(`[^`]+`|\*\*[^*]+\*\*)/).map((part) => {
+    if (part.startsWith('`') && part.endsWith('`') && part.length > 1) return h('code', {}, part.slice(1, -1));
+    if (part.startsWith('**') && part.endsWith('**') && part.length > 3) return h('strong', {}, part.slice(2, -2));
+    return part;
+  });
+  for (const line of String(text).split('\n')) {
+    const heading = line.match(/^(#{1,3})\s+(.*)$/);
+    const item = line.match(/^\s*[-*]\s+(.*)$/);
+    if (item) { if (!list) { list = h('ul'); root.append(list); } list.append(h('li', {}, inline(item[1]))); continue; }
+    list = null;
+    if (heading) root.append(h(`h${heading[1].length + 2}`, {}, inline(heading[2])));
+    else if (line.trim()) root.append(h('p', {}, inline(line)));
+  }
+  return root;
+}
+
+/** A plan graph (nodes with ids, edges from → to) drawn as an SVG, layered left to right. */
+function planGraph(nodes, edges) {
+  const NS = 'http://www.w3.org/2000/svg';
+  const el = (tag, attrs, text) => { const e = document.createElementNS(NS, tag); for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v); if (text) e.textContent = text; return e; };
+  const id = (n) => String(n.id ?? n.step_id ?? n.name);
+  const depth = new Map(nodes.map((n) => [id(n), 0]));
+  for (let i = 0; i < nodes.length; i++) for (const e of edges) {
+    const [a, b] = [String(e.from ?? e[0]), String(e.to ?? e[1])];
+    if (depth.has(a) && depth.has(b)) depth.set(b, Math.max(depth.get(b), depth.get(a) + 1));
+  }
+  const rows = new Map();
+  const pos = new Map();
+  for (const n of nodes) { const d = depth.get(id(n)); const r = rows.get(d) || 0; rows.set(d, r + 1); pos.set(id(n), [20 + d * 190, 20 + r * 60]); }
+  const width = 40 + (Math.max(0, ...depth.values()) + 1) * 190;
+  const height = 40 + Math.max(1, ...rows.values()) * 60;
+  const svg = el('svg', { class: 'graph', viewBox: `0 0 ${width} ${height}`, role: 'img', 'aria-label': 'Plan graph' });
+  for (const e of edges) {
+    const a = pos.get(String(e.from ?? e[0])); const b = pos.get(String(e.to ?? e[1]));
+    if (a && b) svg.append(el('line', { x1: a[0] + 160, y1: a[1] + 18, x2: b[0], y2: b[1] + 18 }));
+  }
+  for (const n of nodes) {
+    const [x, y] = pos.get(id(n));
+    svg.append(el('rect', { x, y, width: 160, height: 36, rx: 6 }));
+    svg.append(el('text', { x: x + 8, y: y + 22 }, `${n.title || n.name || id(n)}${n.status ? ` (${n.status})` : ''}`.slice(0, 26)));
+  }
+  return svg;
+}
+
+function goals(ctx, main) {
+  const { h } = ctx;
+  main.append(h('h2', {}, 'Goals'));
+  const available = ctx.methods.filter((m) => m.startsWith('goals.'));
+  if (!available.includes('goals.list')) {
+    main.append(h('p', { id: 'goals-unavailable', class: 'card' }, 'Goals are not available in this daemon.'));
+    return null;
+  }
+  const list = h('div', { id: 'goal-list' });
+  main.append(list);
+  (async () => {
+    let r;
+    try { r = await ctx.rpc.call('goals.list', {}); } catch (e) { list.replaceChildren(h('p', {}, e.message)); return; }
+    const items = r.goals || Object.values(r).find(Array.isArray) || [];
+    if (items.length === 0) { list.replaceChildren(h('p', { class: 'muted' }, 'No goals.')); return; }
+    list.replaceChildren(...items.map((g) => {
+      const card = h('article', { class: 'card' }, h('h3', {}, g.title || g.name || String(g.id ?? g.goal_id)),
+        h('p', {}, badge(h, 'status', g.status)));
+      const statusMd = g.status_md || g.status_markdown;
+      if (statusMd) card.append(markdown(h, statusMd));
+      const plan = g.plan || g.graph;
+      if (plan && Array.isArray(plan.nodes)) card.append(planGraph(plan.nodes, plan.edges || []));
+      return card;
+    }));
+  })();
+  return null;
+}
+
+export const pages = { confirmations, runtimes, sessions, ask, phone, audit, jobs, goals };

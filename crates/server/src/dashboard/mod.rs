@@ -1,0 +1,495 @@
+//! The web dashboard (`docs/dashboard.md`): the operator's side of the system — approving,
+//! watching, auditing — as a local web page served by `openphone serve` on its own port's
+//! loopback address.
+//!
+//! Routes: `/` (→ `/ui/`), `/ui/` (the page), `/ui/assets/{file}` (embedded static files),
+//! `GET`/`POST /ui/login` (the login page; the one-time code exchange), `POST /ui/logout`,
+//! `GET /ui/api/session`, `GET /ui/api/methods`, `POST /ui/api/audit/verify` and
+//! `GET /ui/ws`, the page's WebSocket: the operator endpoint itself (`hello`, every method,
+//! events), served by the same connection code as `/v1/runtime`, so the dashboard has no second
+//! implementation of anything the endpoint does.
+//!
+//! Every route checks, in this order: `Host` is a loopback name (else 403, against DNS
+//! rebinding), a present `Origin` is loopback or configured (else 403), as `/mcp` does. Then:
+//! - the session cookie (`openphone_dashboard`, HttpOnly, SameSite=Strict, Path=/ui), got only by
+//!   exchanging a one-time code from `dashboard.login` (`openphone dashboard`) — else 401;
+//! - state changes (`POST`s and the WebSocket upgrade) must carry an `Origin` (a browser always
+//!   sends one there); `POST`s with a session also the session's CSRF token in
+//!   `X-OpenPhone-CSRF` (else 403).
+//!
+//! **Architecture Invariant:** the dashboard acts only through the operator endpoint's
+//! methods (the socket) and the store's read-only chain check; it never touches the device.
+
+mod assets;
+pub mod logins;
+
+use std::sync::Arc;
+
+use axum::Extension;
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::ws::WebSocketUpgrade;
+use axum::extract::{Path, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use openphone_protocol::endpoint::{
+    DashboardLoginResult, EndpointErrorCode, ErrorObject, MethodName,
+};
+use serde_json::json;
+
+use crate::auth::{Principal, token_eq};
+use crate::front::{Ticket, Unauthenticated};
+use crate::state::AppState;
+pub use logins::{CODE_TTL_MS, Logins, SESSION_TTL_MS, SessionView};
+
+/// The session cookie's name.
+pub const COOKIE: &str = "openphone_dashboard";
+/// The header a state-changing `POST` echoes the session's CSRF token in.
+pub const CSRF_HEADER: &str = "x-openphone-csrf";
+/// Largest accepted body of a dashboard `POST`.
+const MAX_BODY_BYTES: usize = 4096;
+
+/// The dashboard part of the shared state (absent when the daemon listens on a non-loopback
+/// address: the dashboard is served on loopback only).
+#[derive(Debug, Default)]
+pub struct Dashboard {
+    pub logins: Logins,
+}
+
+/// `dashboard.login`: a one-time code for the login page.
+pub(crate) fn login_code(state: &AppState) -> Result<DashboardLoginResult, ErrorObject> {
+    let Some(dashboard) = &state.dashboard else {
+        return Err(ErrorObject::new(
+            EndpointErrorCode::Forbidden,
+            "the dashboard is served only when the daemon listens on a loopback address",
+        ));
+    };
+    let (code, expires_at_ms) =
+        dashboard
+            .logins
+            .issue_code(state.bridge.now_ms())
+            .map_err(|e| {
+                tracing::error!(error = %e, "minting a dashboard login code");
+                ErrorObject::new(openphone_protocol::ErrorCode::ToolError, e.to_string())
+            })?;
+    Ok(DashboardLoginResult {
+        login_path: format!("/ui/login#code={code}"),
+        code,
+        expires_at_ms,
+    })
+}
+
+/// The dashboard's routes, behind its Host/Origin guard and with its response headers.
+pub fn routes(state: Arc<AppState>) -> Router<Arc<AppState>> {
+    Router::new()
+        .route("/", get(|| async { Redirect::to("/ui/") }))
+        .route("/ui", get(|| async { Redirect::to("/ui/") }))
+        .route("/ui/", get(page))
+        .route("/ui/assets/{file}", get(asset))
+        .route("/ui/login", get(login_page).post(login))
+        .route("/ui/logout", post(logout))
+        .route("/ui/api/session", get(session_info))
+        .route("/ui/api/methods", get(methods))
+        .route("/ui/api/audit/verify", post(verify_audit))
+        .route("/ui/ws", get(socket))
+        .layer(axum::middleware::from_fn_with_state(state, guard))
+}
+
+fn refuse(status: StatusCode, message: &str) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        message.to_owned(),
+    )
+        .into_response()
+}
+
+/// Host → Origin → shutdown, then the security headers on whatever the route answers.
+async fn guard(State(state): State<Arc<AppState>>, req: Request, next: Next) -> Response {
+    let headers = req.headers();
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    if !crate::mcp::host_allowed(&host) {
+        tracing::warn!("dashboard request with a foreign Host refused (403)");
+        return refuse(
+            StatusCode::FORBIDDEN,
+            "Forbidden: Host is not a loopback name",
+        );
+    }
+    if let Some(origin) = headers.get(header::ORIGIN)
+        && !state.front.origin_allowed(origin)
+    {
+        state
+            .front
+            .note(state.bridge.now_ms(), Unauthenticated::ForeignOrigin);
+        return refuse(StatusCode::FORBIDDEN, "Forbidden: Origin is not allowed");
+    }
+    if *state.shutdown.borrow() {
+        return refuse(StatusCode::SERVICE_UNAVAILABLE, "shutting down");
+    }
+    let mut response = next.run(req).await;
+    let h = response.headers_mut();
+    let csp = format!(
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
+         connect-src 'self' ws://{host}; form-action 'self'; base-uri 'none'; \
+         frame-ancestors 'none'"
+    );
+    if let Ok(v) = HeaderValue::from_str(&csp) {
+        h.insert(header::CONTENT_SECURITY_POLICY, v);
+    }
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    if !h.contains_key(header::CACHE_CONTROL) {
+        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
+    response
+}
+
+/// The value of the session cookie, if the request carries one.
+fn cookie(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == COOKIE)
+        .map(|(_, value)| value.trim().to_owned())
+        .filter(|v| !v.is_empty())
+}
+
+/// The live session the request's cookie names; marks the connection authenticated.
+fn session(
+    state: &AppState,
+    headers: &HeaderMap,
+    ticket: Option<&Arc<Ticket>>,
+) -> Option<(String, SessionView)> {
+    let dashboard = state.dashboard.as_ref()?;
+    let id = cookie(headers)?;
+    let view = dashboard.logins.session(&id, state.bridge.now_ms())?;
+    if let Some(t) = ticket {
+        t.authenticated();
+    }
+    Some((id, view))
+}
+
+/// A refused request: its status and the line that says why.
+struct Refusal(StatusCode, String);
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        refuse(self.0, &self.1)
+    }
+}
+
+fn unauthorized() -> Response {
+    refuse(
+        StatusCode::UNAUTHORIZED,
+        "Unauthorized: log in with `openphone dashboard` (a one-time login link)",
+    )
+}
+
+/// A state change must come from a page: an `Origin` (the guard already checked its value).
+fn origin_required(headers: &HeaderMap) -> Result<(), Refusal> {
+    if headers.contains_key(header::ORIGIN) {
+        Ok(())
+    } else {
+        Err(Refusal(
+            StatusCode::FORBIDDEN,
+            "Forbidden: a state-changing request must carry an Origin".into(),
+        ))
+    }
+}
+
+/// A `POST` with a session: an `Origin`, and the session's CSRF token echoed.
+fn csrf_checked(headers: &HeaderMap, view: &SessionView) -> Result<(), Refusal> {
+    origin_required(headers)?;
+    let sent = headers
+        .get(CSRF_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    if token_eq(sent, &view.csrf) {
+        Ok(())
+    } else {
+        Err(Refusal(
+            StatusCode::FORBIDDEN,
+            "Forbidden: missing or wrong X-OpenPhone-CSRF token".into(),
+        ))
+    }
+}
+
+type MaybeTicket = Option<Extension<Arc<Ticket>>>;
+
+fn ticket_of(t: &MaybeTicket) -> Option<&Arc<Ticket>> {
+    t.as_ref().map(|Extension(t)| t)
+}
+
+/// `GET /ui/`: the page, or the login page's hint without a session.
+async fn page(
+    State(state): State<Arc<AppState>>,
+    ticket: MaybeTicket,
+    headers: HeaderMap,
+) -> Response {
+    match session(&state, &headers, ticket_of(&ticket)) {
+        Some(_) => assets::html(assets::INDEX_HTML),
+        None => Redirect::to("/ui/login").into_response(),
+    }
+}
+
+/// `GET /ui/login`: the page that exchanges the code in its URL fragment.
+async fn login_page() -> Response {
+    assets::html(assets::LOGIN_HTML)
+}
+
+/// `GET /ui/assets/{file}`.
+async fn asset(Path(file): Path<String>) -> Response {
+    match assets::file(&file) {
+        Some((body, content_type)) => (
+            [
+                (header::CONTENT_TYPE, content_type),
+                (header::CACHE_CONTROL, "no-cache"),
+            ],
+            body,
+        )
+            .into_response(),
+        None => refuse(StatusCode::NOT_FOUND, "no such file"),
+    }
+}
+
+/// The JSON body of a dashboard `POST` (at most [`MAX_BODY_BYTES`]).
+fn json_body(headers: &HeaderMap, body: &Bytes) -> Result<serde_json::Value, Refusal> {
+    let is_json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().starts_with("application/json"));
+    if !is_json {
+        return Err(Refusal(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "send the body as application/json".into(),
+        ));
+    }
+    if body.len() > MAX_BODY_BYTES {
+        return Err(Refusal(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "request body over 4 KiB".into(),
+        ));
+    }
+    serde_json::from_slice(body)
+        .map_err(|e| Refusal(StatusCode::BAD_REQUEST, format!("body is not JSON: {e}")))
+}
+
+/// The `Set-Cookie` of a session (or, with `None`, the one that deletes it).
+fn set_cookie(session: Option<(&str, i64)>) -> HeaderValue {
+    let text = match session {
+        Some((id, max_age_ms)) => format!(
+            "{COOKIE}={id}; Path=/ui; HttpOnly; SameSite=Strict; Max-Age={}",
+            max_age_ms / 1000
+        ),
+        None => format!("{COOKIE}=; Path=/ui; HttpOnly; SameSite=Strict; Max-Age=0"),
+    };
+    HeaderValue::from_str(&text).unwrap_or_else(|_| HeaderValue::from_static(""))
+}
+
+/// `POST /ui/login` `{"code": "…"}`: the one-time code for a session cookie.
+async fn login(
+    State(state): State<Arc<AppState>>,
+    ticket: MaybeTicket,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if let Err(r) = origin_required(&headers) {
+        return r.into_response();
+    }
+    let Some(dashboard) = &state.dashboard else {
+        return refuse(StatusCode::NOT_FOUND, "the dashboard is not served here");
+    };
+    let body = match json_body(&headers, &body) {
+        Ok(b) => b,
+        Err(r) => return r.into_response(),
+    };
+    let Some(code) = body.get("code").and_then(serde_json::Value::as_str) else {
+        return refuse(StatusCode::BAD_REQUEST, "missing `code`");
+    };
+    let now = state.bridge.now_ms();
+    match dashboard.logins.exchange(code, now) {
+        Ok(Some((id, view))) => {
+            if let Some(t) = ticket_of(&ticket) {
+                t.authenticated();
+            }
+            tracing::info!("dashboard login");
+            (
+                [(header::SET_COOKIE, set_cookie(Some((&id, SESSION_TTL_MS))))],
+                axum::Json(json!({"ok": true, "expires_at_ms": view.expires_at_ms})),
+            )
+                .into_response()
+        }
+        Ok(None) => {
+            state.front.note(now, Unauthenticated::WrongToken);
+            refuse(
+                StatusCode::UNAUTHORIZED,
+                "this login code is unknown, used or expired: run `openphone dashboard` again",
+            )
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "dashboard login");
+            refuse(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string())
+        }
+    }
+}
+
+/// `POST /ui/logout`: ends the session (its sockets close) and deletes the cookie.
+async fn logout(
+    State(state): State<Arc<AppState>>,
+    ticket: MaybeTicket,
+    headers: HeaderMap,
+) -> Response {
+    let Some((id, view)) = session(&state, &headers, ticket_of(&ticket)) else {
+        return unauthorized();
+    };
+    if let Err(r) = csrf_checked(&headers, &view) {
+        return r.into_response();
+    }
+    if let Some(d) = &state.dashboard {
+        d.logins.end(&id);
+    }
+    tracing::info!("dashboard logout");
+    (
+        [(header::SET_COOKIE, set_cookie(None))],
+        axum::Json(json!({"ok": true})),
+    )
+        .into_response()
+}
+
+/// `GET /ui/api/session`: the CSRF token and the session's expiry (same-origin only: no
+/// CORS headers are ever sent, so another site cannot read it).
+async fn session_info(
+    State(state): State<Arc<AppState>>,
+    ticket: MaybeTicket,
+    headers: HeaderMap,
+) -> Response {
+    match session(&state, &headers, ticket_of(&ticket)) {
+        Some((_, view)) => axum::Json(json!({
+            "csrf": view.csrf,
+            "expires_at_ms": view.expires_at_ms,
+        }))
+        .into_response(),
+        None => unauthorized(),
+    }
+}
+
+/// `GET /ui/api/methods`: the endpoint methods this daemon answers (the page lights up the
+/// pages whose methods exist, e.g. goals).
+async fn methods(
+    State(state): State<Arc<AppState>>,
+    ticket: MaybeTicket,
+    headers: HeaderMap,
+) -> Response {
+    if session(&state, &headers, ticket_of(&ticket)).is_none() {
+        return unauthorized();
+    }
+    let names: Vec<&str> = MethodName::ALL.iter().map(|m| m.as_str()).collect();
+    axum::Json(json!({ "methods": names })).into_response()
+}
+
+/// `POST /ui/api/audit/verify`: walks the audit hash chain (as `openphone audit verify`).
+async fn verify_audit(
+    State(state): State<Arc<AppState>>,
+    ticket: MaybeTicket,
+    headers: HeaderMap,
+) -> Response {
+    let Some((_, view)) = session(&state, &headers, ticket_of(&ticket)) else {
+        return unauthorized();
+    };
+    if let Err(r) = csrf_checked(&headers, &view) {
+        return r.into_response();
+    }
+    let store = state.bridge.store().clone();
+    let walked = tokio::task::spawn_blocking(move || store.verify_audit()).await;
+    match walked {
+        Ok(Ok(report)) => axum::Json(json!({
+            "intact": report.is_intact(),
+            "checked": report.checked,
+            "last_seq": report.last_seq,
+            "last_hash": report.last_hash,
+            "first_broken": report.first_broken,
+            "problem": report.first_broken.as_ref().map(ToString::to_string),
+        }))
+        .into_response(),
+        Ok(Err(e)) => {
+            tracing::error!(error = %e, "dashboard audit verify");
+            refuse(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &format!("the audit log could not be read: {e}"),
+            )
+        }
+        Err(e) => refuse(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    }
+}
+
+/// `GET /ui/ws`: the operator endpoint over the session cookie. The page says `hello` (no
+/// token) and then calls methods as the CLI does; logout closes the socket.
+async fn socket(
+    State(state): State<Arc<AppState>>,
+    ticket: MaybeTicket,
+    headers: HeaderMap,
+    ws: WebSocketUpgrade,
+) -> Response {
+    if let Err(r) = origin_required(&headers) {
+        return r.into_response();
+    }
+    let ticket = ticket.map(|Extension(t)| t);
+    let Some((_, view)) = session(&state, &headers, ticket.as_ref()) else {
+        return unauthorized();
+    };
+    let max = state.limits.max_frame_bytes;
+    ws.max_message_size(max)
+        .max_frame_size(max)
+        .on_upgrade(move |socket| {
+            crate::conn::serve_socket_until(
+                state,
+                socket,
+                Some(Principal::Operator),
+                ticket,
+                Some(view.revoked),
+            )
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cookie_is_found_among_others() {
+        let mut h = HeaderMap::new();
+        h.append(
+            header::COOKIE,
+            HeaderValue::from_static("a=1; openphone_dashboard=abc"),
+        );
+        assert_eq!(cookie(&h).as_deref(), Some("abc"));
+        let mut h = HeaderMap::new();
+        h.append(
+            header::COOKIE,
+            HeaderValue::from_static("xopenphone_dashboard=abc"),
+        );
+        assert_eq!(cookie(&h), None);
+        let mut h = HeaderMap::new();
+        h.append(
+            header::COOKIE,
+            HeaderValue::from_static("openphone_dashboard="),
+        );
+        assert_eq!(cookie(&h), None);
+    }
+}

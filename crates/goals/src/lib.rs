@@ -13,13 +13,18 @@
 //!   crash recovery by idempotency key (§8);
 //! - [`deadline`]: checkpoints and their contracts, the critical path (§6);
 //! - [`report`]: delta reports and their renderers, Telegram MarkdownV2 included (§7);
+//! - [`delivery`]: sending stored reports to the notification outbox, a webhook or the
+//!   Telegram Bot API, with their own delivery state;
 //! - [`artifacts`]: `plan.json`, `runs/*.json`, `status.md`, written atomically (§5);
+//! - [`explain`](mod@explain): why an action ran, waits or is blocked, layer by layer;
 //! - [`retry`]: backoff with jitter; [`predicate`]: the JSON predicates of checks.
 
 pub mod artifacts;
 pub mod deadline;
+pub mod delivery;
 pub mod engine;
 pub mod error;
+pub mod explain;
 pub mod ids;
 pub mod model;
 pub mod predicate;

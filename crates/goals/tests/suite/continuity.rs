@@ -84,3 +84,38 @@ async fn a_goal_with_no_path_left_is_blocked_naming_the_command() {
         );
     }
 }
+
+#[tokio::test]
+async fn explain_prints_the_proof_layer_by_layer() {
+    let h = Harness::new();
+    let goal = h.engine.create(&spec(false), Harness::owner()).unwrap();
+    h.engine.tick(&goal.id).await.unwrap();
+    let g = h.engine.get(&goal.id).unwrap();
+    let log = h.store.goal_transitions(&goal.id).unwrap();
+    let lines = openphone_goals::explain::explain(&g, "move", &log).unwrap();
+    let text = lines.join("\n");
+    assert!(text.contains("state: BLOCKED"), "{text}");
+    assert!(text.contains("PLANNED -> READY (clock)"), "{text}");
+    assert!(
+        text.contains("READY -> BLOCKED (policy) denied by autonomy"),
+        "{text}"
+    );
+    assert!(text.contains("policy (dry run at"), "{text}");
+    // All seven layers, in order.
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| l.starts_with("  ") && l.contains(": ") && l.contains(" — "))
+            .count(),
+        7,
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "resolve with: openphone goals retry {} move",
+            goal.id
+        )) || text.contains("then openphone goals retry"),
+        "{text}"
+    );
+    assert!(openphone_goals::explain::explain(&g, "nope", &log).is_none());
+}

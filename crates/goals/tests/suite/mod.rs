@@ -1,4 +1,5 @@
 mod continuity;
+mod delivery;
 mod dentist;
 mod recovery;
 mod reports;

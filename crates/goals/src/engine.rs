@@ -342,6 +342,9 @@ impl GoalEngine {
 
     /// Persists what the tick recorded so far (transitions before their side effects).
     fn flush(&self, work: &mut Work) -> Result<(), GoalsError> {
+        if work.pending.is_empty() {
+            return Ok(());
+        }
         let pending = std::mem::take(&mut work.pending);
         self.save(&mut work.goal, &pending, &[])?;
         work.transitions.extend(pending);
@@ -499,8 +502,28 @@ impl GoalEngine {
         .await
     }
 
-    /// Aborts the goal (every non-terminal action becomes ABORTED), or one action.
+    /// Aborts the goal (every non-terminal action becomes ABORTED), or one action. The
+    /// confirmations its aborted actions waited on are withdrawn, so a late approval runs
+    /// nothing.
     pub async fn abort(&self, id: &str, action: Option<&str>) -> Result<Goal, GoalsError> {
+        let waiting: Vec<String> = self
+            .get(id)?
+            .actions
+            .iter()
+            .filter(|a| a.state == ActionState::NeedsApproval)
+            .filter(|a| action.is_none_or(|x| x == a.id))
+            .filter_map(|a| a.last_attempt().and_then(|t| t.confirmation_id.clone()))
+            .collect();
+        let goal = self.abort_actions(id, action).await?;
+        for cid in waiting {
+            if let Err(e) = self.bridge.withdraw(&Self::caller(), &cid).await {
+                tracing::info!(goal = %id, confirmation = %cid, error = %e, "not withdrawn (already resolved)");
+            }
+        }
+        Ok(goal)
+    }
+
+    async fn abort_actions(&self, id: &str, action: Option<&str>) -> Result<Goal, GoalsError> {
         self.update(id, |work, now| {
             if work.goal.state.is_terminal() {
                 return Err(GoalsError::invalid(

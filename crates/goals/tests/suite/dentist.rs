@@ -275,3 +275,47 @@ async fn a_declined_approval_blocks_with_a_retry_command_and_never_stops_silentl
     );
     assert_ne!(mv.resume_token.as_deref(), Some(cid.as_str()));
 }
+
+#[tokio::test]
+async fn aborting_a_goal_withdraws_its_pending_approval_so_a_late_approval_runs_nothing() {
+    let h = Harness::new();
+    let goal = h
+        .engine
+        .create(&dentist_spec(h.clock.now_ms()), Harness::owner())
+        .unwrap();
+    h.engine.tick(&goal.id).await.unwrap();
+    let cid = h
+        .engine
+        .get(&goal.id)
+        .unwrap()
+        .action("move")
+        .unwrap()
+        .resume_token
+        .clone()
+        .unwrap();
+    let g = h.engine.abort(&goal.id, None).await.unwrap();
+    assert_eq!(g.state, GoalState::Aborted);
+    assert!(g.actions.iter().all(|a| a.state.is_terminal()));
+    let operator = openphone_core::Operator::from_caller(&openphone_policy::Caller::operator(
+        "cli",
+        openphone_policy::Transport::Cli,
+        "tester",
+    ))
+    .unwrap();
+    assert!(
+        h.bridge
+            .resolve(&operator, &cid, openphone_core::ConfirmDecision::Approve)
+            .await
+            .is_err()
+    );
+    assert!(h.phone_actions().is_empty());
+    // Ticking an aborted goal does nothing.
+    assert!(
+        h.engine
+            .tick(&goal.id)
+            .await
+            .unwrap()
+            .transitions
+            .is_empty()
+    );
+}

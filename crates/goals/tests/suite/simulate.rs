@@ -1,5 +1,6 @@
 //! The simulator (§9): the dentist goal end to end in simulated time — same input, same
-//! timeline (snapshot) — and a day of hundreds of actions (measured, printed).
+//! timeline (snapshot) — and a day of 300 actions (measured and printed, not asserted: in a
+//! debug build on a loaded machine it took about 170 s, far from the spec's "seconds").
 
 use openphone_clock::Stopwatch;
 use openphone_goals::model::GoalState;
@@ -68,7 +69,7 @@ async fn a_declined_approval_stops_the_simulation_blocked_with_the_command() {
 }
 
 #[tokio::test]
-async fn a_simulated_day_of_hundreds_of_actions_runs_in_seconds() {
+async fn a_simulated_day_of_three_hundred_actions_completes_and_prints_its_time() {
     // 300 actions: waits spread over a day, each followed by a read of the calendar.
     let mut plan = Vec::new();
     for i in 0..150 {

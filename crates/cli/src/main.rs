@@ -17,6 +17,7 @@ mod client_cmd;
 mod crash_cmd;
 mod dashboard_cmd;
 mod data_dir;
+mod goals_cmd;
 mod jobs_check;
 mod jobs_cmd;
 mod mcp_cmd;
@@ -60,6 +61,9 @@ enum Command {
     /// a parked call, check a stored review record.
     #[command(subcommand)]
     Jobs(jobs_cmd::JobsCommand),
+    /// Goals: `goals simulate <goal.json>` runs one in simulated time and prints its timeline.
+    #[command(subcommand)]
+    Goals(goals_cmd::GoalsCommand),
     /// Standing approvals and session grants: grant, list, revoke.
     #[command(subcommand)]
     Approvals(approvals_cmd::ApprovalsCommand),
@@ -212,6 +216,7 @@ fn main() -> ExitCode {
         Command::Runtimes(cmd) => client_cmd::runtimes(cmd),
         Command::Approvals(cmd) => approvals_cmd::run(cmd),
         Command::Jobs(cmd) => jobs_cmd::run(cmd),
+        Command::Goals(cmd) => goals_cmd::run(cmd),
         Command::Dev(DevCommand::CrashTest(args)) => crash_cmd::run(args),
         Command::Bench(BenchCommand::Invoke(opts)) => bench::invoke(opts),
         Command::Bench(BenchCommand::Mcp(opts)) => bench::mcp(opts),

@@ -95,6 +95,7 @@ mod audit_storage;
 mod confirmations;
 mod error;
 mod executions;
+mod goals;
 mod jobs;
 mod lock;
 mod memory;
@@ -129,6 +130,9 @@ pub use confirmations::{
 };
 pub use error::{NotPending, Result, StoreError};
 pub use executions::Execution;
+pub use goals::{
+    GoalReport, GoalTransition, NewGoalReport, NewGoalTransition, ReportDelivery, StoredGoal,
+};
 pub use jobs::{
     AgentJob, AttemptFinish, ClaimRequest, ClaimedJob, DeliveryState, JobFilter, JobPhase, JobRun,
     JobStatus, JobType, NewAgentJob, RUNS_KEPT_PER_JOB, Repair, RunOutcome, StaleSelection,

@@ -418,10 +418,58 @@ CREATE INDEX watcher_firings_pending ON watcher_firings (watcher_id, firing)
     WHERE reaction_state = 'pending';
 "#,
     },
+    Migration {
+        version: 11,
+        name: "goals",
+        // The goal runtime layer (`openphone-goals`, `docs/spec/goals.md`): one row per goal
+        // holding its whole document (plan graph, actions with attempts, blockers, evidence,
+        // checkpoints) as JSON, written only by compare-and-set on `version`; beside it the
+        // append-only log of action transitions (written in the same transaction as the
+        // document that results from them, so a transition is durable before its side effect
+        // starts) and the delta reports with their own delivery state.
+        sql: r#"
+CREATE TABLE goals (
+    goal_id        TEXT PRIMARY KEY,
+    state          TEXT NOT NULL,
+    version        INTEGER NOT NULL CHECK (version >= 1),
+    deadline_at_ms INTEGER,
+    created_at_ms  INTEGER NOT NULL,
+    updated_at_ms  INTEGER NOT NULL,
+    goal_json      TEXT NOT NULL CHECK (json_type(goal_json) = 'object')
+) STRICT;
+CREATE INDEX goals_by_state ON goals (state, updated_at_ms);
+
+CREATE TABLE goal_transitions (
+    goal_id    TEXT NOT NULL REFERENCES goals (goal_id),
+    seq        INTEGER NOT NULL CHECK (seq >= 1),
+    action_id  TEXT NOT NULL,
+    from_state TEXT NOT NULL,
+    to_state   TEXT NOT NULL,
+    source     TEXT NOT NULL,
+    reason     TEXT NOT NULL,
+    at_ms      INTEGER NOT NULL,
+    PRIMARY KEY (goal_id, seq)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE goal_reports (
+    goal_id        TEXT NOT NULL REFERENCES goals (goal_id),
+    seq            INTEGER NOT NULL CHECK (seq >= 1),
+    created_at_ms  INTEGER NOT NULL,
+    channel        TEXT NOT NULL,
+    report_json    TEXT NOT NULL CHECK (json_type(report_json) = 'object'),
+    delivery_state TEXT NOT NULL CHECK (delivery_state IN ('pending', 'sent', 'failed', 'suppressed')),
+    attempts       INTEGER NOT NULL DEFAULT 0,
+    last_error     TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (goal_id, seq)
+) STRICT, WITHOUT ROWID;
+CREATE INDEX goal_reports_pending ON goal_reports (created_at_ms)
+    WHERE delivery_state = 'pending';
+"#,
+    },
 ];
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: i64 = 10;
+pub const SCHEMA_VERSION: i64 = 11;
 
 /// Reads `PRAGMA user_version`.
 pub(crate) fn current_version(conn: &Connection) -> Result<i64> {

@@ -1,0 +1,346 @@
+//! Creating goals and accepting plans: the input shapes ([`GoalSpec`], [`ActionSpec`]), their
+//! checks (errors name the field) and the re-plan rule of §1 (completed actions are immutable;
+//! a re-plan replaces only actions that have not started, and bumps `plan_version`).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::deadline::checkpoints_for;
+use crate::model::{
+    Action, ActionKind, ActionState, Criterion, CriterionCheck, DeliveryChannel, Goal, GoalState,
+    Owner, ReadCheck, RetryBudget, RiskLevel,
+};
+
+/// The default estimate of an action, ms (critical-path scheduling).
+pub const DEFAULT_ESTIMATE_MS: i64 = 60_000;
+/// At most this many actions in a plan.
+pub const MAX_ACTIONS: usize = 2_000;
+
+/// Bad input, naming the field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid_params: {field}: {message}")]
+pub struct InvalidGoal {
+    pub field: String,
+    pub message: String,
+}
+
+fn invalid(field: impl Into<String>, message: impl Into<String>) -> InvalidGoal {
+    InvalidGoal {
+        field: field.into(),
+        message: message.into(),
+    }
+}
+
+/// One action as a planner submits it. (Its kind's fields are flattened into it, which serde
+/// cannot combine with refusing unknown fields: unknown members are ignored.)
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ActionSpec {
+    pub id: String,
+    pub title: String,
+    #[serde(flatten)]
+    pub kind: ActionKind,
+    #[serde(default)]
+    pub depends_on: Vec<String>,
+    #[serde(default)]
+    pub alternatives: Vec<String>,
+    #[serde(default)]
+    pub optional: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect: Option<ReadCheck>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimate_ms: Option<i64>,
+    /// `isolated` (default) or `main`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_target: Option<String>,
+}
+
+/// Retry budget as asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetSpec {
+    pub per_action: u32,
+    pub per_goal: u32,
+}
+
+/// A goal as asked for (`goals.create`, `goal.json` of the simulator).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GoalSpec {
+    pub objective: String,
+    #[serde(default)]
+    pub success_criteria: Vec<Criterion>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_at: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub risk_level: Option<RiskLevel>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autonomy: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planner: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery: Option<DeliveryChannel>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_parallel: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_budget: Option<BudgetSpec>,
+    /// Minutes before the deadline of each checkpoint (default 120, 60, 15, 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoints: Option<Vec<i64>>,
+    /// A plan given with the goal (accepted at once as plan version 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<Vec<ActionSpec>>,
+}
+
+fn valid_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 64
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+}
+
+/// Builds a new goal (state `draft`, or `active` when a plan came with it) from `spec`.
+pub fn new_goal(spec: &GoalSpec, id: String, owner: Owner, now: i64) -> Result<Goal, InvalidGoal> {
+    if spec.objective.trim().is_empty() {
+        return Err(invalid("objective", "must not be empty"));
+    }
+    if spec.objective.chars().count() > 4_000 {
+        return Err(invalid("objective", "at most 4000 characters"));
+    }
+    if let Some(deadline) = spec.deadline_at
+        && deadline <= now
+    {
+        return Err(invalid("deadline_at", "must be in the future"));
+    }
+    let autonomy = match spec.autonomy.as_deref() {
+        None => openphone_protocol::Autonomy::DEFAULT,
+        Some(raw) => openphone_protocol::Autonomy::parse(raw.trim())
+            .ok_or_else(|| invalid("autonomy", format!("unknown autonomy {raw:?}")))?,
+    };
+    let max_parallel = spec.max_parallel.unwrap_or(1);
+    if !(1..=16).contains(&max_parallel) {
+        return Err(invalid("max_parallel", "must be between 1 and 16"));
+    }
+    let retry_budget = match spec.retry_budget {
+        None => RetryBudget::default(),
+        Some(b) if b.per_action >= 1 && b.per_goal >= b.per_action => RetryBudget {
+            per_action: b.per_action,
+            per_goal: b.per_goal,
+            used: 0,
+        },
+        Some(_) => {
+            return Err(invalid(
+                "retry_budget",
+                "per_action must be at least 1 and per_goal at least per_action",
+            ));
+        }
+    };
+    let mut seen = BTreeSet::new();
+    for (i, c) in spec.success_criteria.iter().enumerate() {
+        if !valid_id(&c.id) || !seen.insert(c.id.clone()) {
+            return Err(invalid(
+                format!("success_criteria[{i}].id"),
+                "must be unique, 1-64 of [a-z0-9_-]",
+            ));
+        }
+    }
+    let planner = spec.planner.clone().unwrap_or_else(|| "manual".to_owned());
+    if planner.trim().is_empty() {
+        return Err(invalid("planner", "must not be empty"));
+    }
+    let checkpoints = match spec.deadline_at {
+        None => Vec::new(),
+        Some(deadline) => {
+            let minutes = spec
+                .checkpoints
+                .clone()
+                .unwrap_or_else(|| vec![120, 60, 15, 0]);
+            if minutes.iter().any(|m| *m < 0 || *m > 7 * 24 * 60) {
+                return Err(invalid(
+                    "checkpoints",
+                    "minutes must be between 0 and 10080",
+                ));
+            }
+            checkpoints_for(deadline, &minutes)
+        }
+    };
+    let mut goal = Goal {
+        id,
+        objective: spec.objective.trim().to_owned(),
+        success_criteria: if spec.success_criteria.is_empty() {
+            vec![Criterion {
+                id: "all_done".to_owned(),
+                description: "every non-optional action is done".to_owned(),
+                check: CriterionCheck::AllActionsDone,
+            }]
+        } else {
+            spec.success_criteria.clone()
+        },
+        deadline_at: spec.deadline_at,
+        risk_level: spec.risk_level.unwrap_or(RiskLevel::Medium),
+        autonomy: autonomy.as_str().to_owned(),
+        owner,
+        planner,
+        state: GoalState::Draft,
+        plan_version: 0,
+        actions: Vec::new(),
+        blockers: Vec::new(),
+        evidence: Vec::new(),
+        retry_budget,
+        checkpoints,
+        delivery: spec.delivery.unwrap_or(DeliveryChannel::Notification),
+        max_parallel,
+        seq: 0,
+        reported: Default::default(),
+        created_at: now,
+        updated_at: now,
+        version: 0,
+    };
+    if let Some(plan) = &spec.plan {
+        accept_plan(&mut goal, plan, now)?;
+    }
+    Ok(goal)
+}
+
+/// Accepts `plan` as the goal's next plan version: actions that have started (any state but
+/// PLANNED or READY, or with attempts) are kept as they are and may not be redefined; every
+/// other action is replaced by the plan's. The graph is checked: unique ids, known
+/// dependencies and alternatives, no cycle.
+pub fn accept_plan(goal: &mut Goal, plan: &[ActionSpec], now: i64) -> Result<(), InvalidGoal> {
+    if goal.state.is_terminal() {
+        return Err(invalid("goal", format!("the goal is {}", goal.state)));
+    }
+    if plan.len() > MAX_ACTIONS {
+        return Err(invalid("plan", format!("at most {MAX_ACTIONS} actions")));
+    }
+    let started: Vec<Action> = goal
+        .actions
+        .iter()
+        .filter(|a| {
+            !matches!(a.state, ActionState::Planned | ActionState::Ready) || !a.attempts.is_empty()
+        })
+        .cloned()
+        .collect();
+    let started_ids: BTreeSet<&str> = started.iter().map(|a| a.id.as_str()).collect();
+    let version = goal.plan_version + 1;
+    let mut actions = started.clone();
+    for (i, spec) in plan.iter().enumerate() {
+        let field = |name: &str| format!("plan[{i}].{name}");
+        if !valid_id(&spec.id) {
+            return Err(invalid(field("id"), "1-64 of [a-z0-9_-]"));
+        }
+        if started_ids.contains(spec.id.as_str()) {
+            // A started action is immutable: the plan may name it only unchanged.
+            continue;
+        }
+        if actions.iter().any(|a| a.id == spec.id) {
+            return Err(invalid(field("id"), format!("{:?} appears twice", spec.id)));
+        }
+        if spec.title.trim().is_empty() {
+            return Err(invalid(field("title"), "must not be empty"));
+        }
+        check_kind(&spec.kind, &field("kind"))?;
+        let session_target = spec
+            .session_target
+            .clone()
+            .unwrap_or_else(|| "isolated".to_owned());
+        if session_target != "isolated" && session_target != "main" {
+            return Err(invalid(field("session_target"), "isolated or main"));
+        }
+        let estimate_ms = spec.estimate_ms.unwrap_or(DEFAULT_ESTIMATE_MS);
+        if estimate_ms < 0 {
+            return Err(invalid(field("estimate_ms"), "must not be negative"));
+        }
+        actions.push(Action {
+            id: spec.id.clone(),
+            title: spec.title.trim().to_owned(),
+            kind: spec.kind.clone(),
+            state: ActionState::Planned,
+            depends_on: spec.depends_on.clone(),
+            alternatives: spec.alternatives.clone(),
+            optional: spec.optional,
+            expect: spec.expect.clone(),
+            estimate_ms,
+            attempts: Vec::new(),
+            resume_token: None,
+            session_target,
+            not_before: 0,
+            decision: None,
+            plan_version: version,
+        });
+    }
+    check_graph(&actions)?;
+    goal.actions = actions;
+    goal.plan_version = version;
+    if goal.state == GoalState::Draft {
+        goal.state = GoalState::Active;
+    }
+    goal.updated_at = now;
+    Ok(())
+}
+
+fn check_kind(kind: &ActionKind, field: &str) -> Result<(), InvalidGoal> {
+    match kind {
+        ActionKind::Tool { command, .. } => {
+            let registry = openphone_protocol::Registry::embedded()
+                .map_err(|e| invalid(field, format!("the command registry: {e}")))?;
+            if registry.resolve(command).is_none() {
+                return Err(invalid(field, format!("unknown command {command:?}")));
+            }
+        }
+        ActionKind::AgentTurn { prompt } | ActionKind::Job { prompt, .. } => {
+            if prompt.trim().is_empty() {
+                return Err(invalid(field, "prompt must not be empty"));
+            }
+        }
+        ActionKind::AskUser { question } => {
+            if question.trim().is_empty() {
+                return Err(invalid(field, "question must not be empty"));
+            }
+        }
+        ActionKind::Wait { .. } | ActionKind::Verify => {}
+    }
+    Ok(())
+}
+
+/// Known dependencies and alternatives, no self-reference, no cycle.
+fn check_graph(actions: &[Action]) -> Result<(), InvalidGoal> {
+    let index: BTreeMap<&str, usize> = actions
+        .iter()
+        .enumerate()
+        .map(|(i, a)| (a.id.as_str(), i))
+        .collect();
+    for a in actions {
+        for d in a.depends_on.iter().chain(&a.alternatives) {
+            if !index.contains_key(d.as_str()) {
+                return Err(invalid(
+                    format!("{}.depends_on", a.id),
+                    format!("no action {d:?} in the plan"),
+                ));
+            }
+            if d == &a.id {
+                return Err(invalid(format!("{}.depends_on", a.id), "names itself"));
+            }
+        }
+    }
+    // Kahn's algorithm over depends_on.
+    let mut indegree: Vec<usize> = actions.iter().map(|a| a.depends_on.len()).collect();
+    let mut queue: Vec<usize> = (0..actions.len()).filter(|i| indegree[*i] == 0).collect();
+    let mut seen = 0;
+    while let Some(i) = queue.pop() {
+        seen += 1;
+        for (j, b) in actions.iter().enumerate() {
+            if b.depends_on.iter().any(|d| d == &actions[i].id) {
+                indegree[j] -= 1;
+                if indegree[j] == 0 {
+                    queue.push(j);
+                }
+            }
+        }
+    }
+    if seen != actions.len() {
+        return Err(invalid("plan", "the dependencies form a cycle"));
+    }
+    Ok(())
+}

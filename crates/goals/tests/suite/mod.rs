@@ -1,0 +1,9 @@
+mod continuity;
+mod delivery;
+mod dentist;
+mod recovery;
+mod reports;
+mod simulate;
+mod store;
+mod support;
+mod transitions;

@@ -19,6 +19,7 @@ mod data_dir;
 mod jobs_check;
 mod jobs_cmd;
 mod mcp_cmd;
+mod openclaw_cmd;
 mod policy_cmd;
 mod protocol_cmd;
 mod serve_cmd;
@@ -98,6 +99,9 @@ enum Command {
     /// MCP: the stdio server for hosts (`mcp serve`), the default token, host configuration.
     #[command(subcommand)]
     Mcp(mcp_cmd::McpCommand),
+    /// The OpenClaw node adapter: status, pairing, unpairing, the published tools.
+    #[command(subcommand)]
+    Openclaw(openclaw_cmd::OpenclawCommand),
     /// Load tools: a daemon's or any server's endpoint and MCP, and the in-process bridge.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -214,6 +218,7 @@ fn main() -> ExitCode {
         Command::Bench(BenchCommand::Mcp(opts)) => bench::mcp(opts),
         Command::Bench(BenchCommand::Bridge(opts)) => bench::bridge(opts),
         Command::Mcp(cmd) => mcp_cmd::run(cmd),
+        Command::Openclaw(cmd) => openclaw_cmd::run(cmd),
         Command::Sessions(cmd) => client_cmd::sessions(cmd),
         Command::Sim(cmd) => sim_cmd::run(cmd),
         Command::Completions { shell } => {

@@ -170,7 +170,8 @@ pub(crate) async fn run(inner: Arc<Inner>, mut shutdown: watch::Receiver<bool>) 
             break;
         }
         inner.set_status(Status::Connecting);
-        inner.attempts.fetch_add(1, Ordering::SeqCst);
+        let attempt = inner.attempts.fetch_add(1, Ordering::SeqCst) + 1;
+        tracing::info!(attempt, url = %inner.url, "OpenClaw: connecting");
         let outcome = tokio::select! {
             outcome = connect_once(&inner) => outcome,
             _ = shutdown.wait_for(|s| *s) => break,

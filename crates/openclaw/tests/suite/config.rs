@@ -1,5 +1,6 @@
 use openphone_openclaw::OpenclawConfig;
-use openphone_policy::{Autonomy, Exposure};
+use openphone_policy::Autonomy;
+use openphone_protocol::Exposure;
 
 #[test]
 fn a_public_ws_url_is_refused_before_any_connection() {

@@ -200,6 +200,19 @@ impl Daemon {
         }
         None
     }
+    /// Denies every pending confirmation (a scenario's leftovers never leak into the next).
+    fn clear_pending(&self) {
+        let (_, text) = self.cli(&["confirmations", "list", "--json"]);
+        let Ok(v) = serde_json::from_str::<Value>(&text) else {
+            return;
+        };
+        for c in v["confirmations"].as_array().into_iter().flatten() {
+            if let Some(id) = c["confirmation_id"].as_str() {
+                self.cli(&["confirmations", "deny", id]);
+            }
+        }
+    }
+
     fn stop(mut self) {
         // SIGTERM through `kill`, by this child's own pid.
         let _ = Command::new("kill")
@@ -252,14 +265,22 @@ const SCRIPT: &str = r#"{"rules":[
 ],"afterTool":"Phone tool {{tool}} said: {{result}}","default":"Mock reply #{{n}}"}"#;
 
 fn scenario(name: &str, passed: bool, count: &mut (u32, u32)) {
+    scenario_with(name, passed, count, "");
+}
+
+/// Like [`scenario`], printing `evidence` when it fails.
+fn scenario_with(name: &str, passed: bool, count: &mut (u32, u32), evidence: &str) {
+    if !passed && !evidence.is_empty() {
+        println!(
+            "evidence for {name}: {}",
+            evidence.chars().take(1_500).collect::<String>()
+        );
+    }
     count.1 += 1;
     if passed {
         count.0 += 1;
     }
-    println!(
-        "scenario {name}: {}",
-        if passed { "pass" } else { "FAIL" }
-    );
+    println!("scenario {name}: {}", if passed { "pass" } else { "FAIL" });
 }
 
 #[test]
@@ -300,10 +321,16 @@ fn peer_pairs_publishes_tools_and_serves_the_agent_through_the_bridge() {
     let daemon = Daemon::start(work.path(), &config(&peer.url(), TOKEN));
     let first = daemon.wait_status(Duration::from_secs(30), |s| s == "connected_unapproved");
     let to_hello = connect.elapsed();
-    scenario("3a connected_unapproved before node approval", first == "connected_unapproved", &mut count);
+    scenario(
+        "3a connected_unapproved before node approval",
+        first == "connected_unapproved",
+        &mut count,
+    );
     assert!(daemon.dir.join("openclaw-tokens.json").exists());
     let approved = peer.approve("nodes");
-    let commands = approved["nodes"][0]["commands"].as_array().map_or(0, Vec::len);
+    let commands = approved["nodes"][0]["commands"]
+        .as_array()
+        .map_or(0, Vec::len);
     let approve_clock = Stopwatch::start();
     let ready = daemon.wait_status(Duration::from_secs(30), |s| s == "ready");
     println!(
@@ -314,12 +341,24 @@ fn peer_pairs_publishes_tools_and_serves_the_agent_through_the_bridge() {
     );
     scenario("3b approve nodes → ready", ready == "ready", &mut count);
     // 4: the custom commands were allowlisted, so the approved surface carries them.
-    scenario("4 allowlisted custom commands reach the surface", commands > 30, &mut count);
+    scenario(
+        "4 allowlisted custom commands reach the surface",
+        commands > 30,
+        &mut count,
+    );
 
     // 5 + confirmation: the agent calls a phone tool that needs confirmation; approved with
     // `openphone confirmations approve`; the result reaches the OpenClaw session.
     let turn = {
-        let peer_cmd = peer.cmd(&["cli", "agent", "--agent", "main", "--json", "--message", "SET_CLIP please"]);
+        let peer_cmd = peer.cmd(&[
+            "cli",
+            "agent",
+            "--agent",
+            "main",
+            "--json",
+            "--message",
+            "SET_CLIP please",
+        ]);
         spawn_capture(peer_cmd)
     };
     let id = daemon.pending_confirmation(Duration::from_secs(90));
@@ -327,30 +366,66 @@ fn peer_pairs_publishes_tools_and_serves_the_agent_through_the_bridge() {
         let (ok, text) = daemon.cli(&["confirmations", "approve", id]);
         assert!(ok, "{text}");
     }
-    let reply = finish_capture(turn);
-    scenario(
+    let reply = reply_text(&finish_capture(turn));
+    scenario_with(
         "5 agent tool call → confirmation approved → result in the session",
-        id.is_some() && reply.contains("Phone tool phone_set_clipboard said") && reply.contains("\"set\": true"),
+        id.is_some()
+            && reply.contains("Phone tool phone_set_clipboard said")
+            && reply.contains("\"set\": true"),
         &mut count,
+        &reply,
     );
 
     // A deny reaches the agent as a denial.
-    let turn = spawn_capture(peer.cmd(&["cli", "agent", "--agent", "main", "--json", "--message", "SET_CLIP again"]));
+    daemon.clear_pending();
+    let turn = spawn_capture(peer.cmd(&[
+        "cli",
+        "agent",
+        "--agent",
+        "main",
+        "--json",
+        "--message",
+        "SET_CLIP again",
+    ]));
     let id = daemon.pending_confirmation(Duration::from_secs(90));
     if let Some(id) = &id {
         let (ok, text) = daemon.cli(&["confirmations", "deny", id]);
         assert!(ok, "{text}");
     }
     let reply = finish_capture(turn);
-    scenario("deny reaches the agent as USER_DENIED", reply.contains("USER_DENIED"), &mut count);
+    scenario(
+        "deny reaches the agent as USER_DENIED",
+        reply.contains("USER_DENIED"),
+        &mut count,
+    );
 
     // 8: a phone-originated request; the reply comes back as runtime messages.
-    let (ok, text) = daemon.cli(&["ask", "--runtime", "openclaw", "--timeout-secs", "60", "hello from the phone"]);
-    scenario("8 openphone ask --runtime openclaw", ok && text.contains("Mock reply"), &mut count);
+    let (ok, text) = daemon.cli(&[
+        "ask",
+        "--runtime",
+        "openclaw",
+        "--timeout-secs",
+        "60",
+        "hello from the phone",
+    ]);
+    scenario(
+        "8 openphone ask --runtime openclaw",
+        ok && text.contains("Mock reply"),
+        &mut count,
+    );
 
     // observe_only: a phone session in observe_only; the agent in that session asks for a
     // mutating tool → denied by phone policy, no confirmation.
-    let (_, text) = daemon.cli(&["ask", "--runtime", "openclaw", "--autonomy", "observe_only", "--timeout-secs", "60", "observe please"]);
+    let (_, text) = daemon.cli(&[
+        "ask",
+        "--runtime",
+        "openclaw",
+        "--autonomy",
+        "observe_only",
+        "--timeout-secs",
+        "60",
+        "observe please",
+    ]);
     let session = text
         .split("session ")
         .nth(1)
@@ -359,18 +434,34 @@ fn peer_pairs_publishes_tools_and_serves_the_agent_through_the_bridge() {
         .to_owned();
     let key = format!("agent:main:openphone-{session}");
     let reply = peer.agent(&["--session-key", &key, "--message", "SET_CLIP in observe"]);
-    scenario(
+    scenario_with(
         "observe_only session denies a mutating invoke",
         !session.is_empty() && reply.contains("PHONE_POLICY_DENIED"),
         &mut count,
+        &format!("session={session} reply={reply}"),
     );
 
     // Idempotency: the same invoke replayed with its key does not run twice.
+    daemon.clear_pending();
     let node = device_id(&daemon);
     let params = r#"{"text":"idem","reason":"peer test"}"#;
     let invoke = |key: &str| {
-        peer.cmd(&["cli", "nodes", "invoke", "--node", &node, "--command", "openphone.clipboard.set",
-            "--params", params, "--idempotency-key", key, "--invoke-timeout", "25000", "--json"])
+        peer.cmd(&[
+            "cli",
+            "nodes",
+            "invoke",
+            "--node",
+            &node,
+            "--command",
+            "openphone.clipboard.set",
+            "--params",
+            params,
+            "--idempotency-key",
+            key,
+            "--invoke-timeout",
+            "25000",
+            "--json",
+        ])
     };
     let first = spawn_capture(invoke("idem-key-1"));
     if let Some(id) = daemon.pending_confirmation(Duration::from_secs(60)) {
@@ -381,16 +472,37 @@ fn peer_pairs_publishes_tools_and_serves_the_agent_through_the_bridge() {
     let (_, pending) = daemon.cli(&["confirmations", "list", "--json"]);
     scenario(
         "idempotency key replays the recorded result",
-        first.contains("\"set\"") && second.contains("replayed") && !pending.contains("runtime-confirm"),
+        first.contains("\"set\"")
+            && second.contains("replayed")
+            && !pending.contains("runtime-confirm"),
         &mut count,
+        &format!("first={first}\nsecond={second}\npending={pending}"),
     );
 
     // Unknown command: the gateway refuses what this phone did not declare (never reaches it).
-    let (_, text) = peer.output(&["cli", "nodes", "invoke", "--node", &node, "--command", "openphone.nope", "--json"]);
-    scenario("undeclared command refused", text.contains("not allowed") || text.contains("false"), &mut count);
+    let (_, text) = peer.output(&[
+        "cli",
+        "nodes",
+        "invoke",
+        "--node",
+        &node,
+        "--command",
+        "openphone.nope",
+        "--json",
+    ]);
+    scenario(
+        "undeclared command refused",
+        text.contains("not allowed") || text.contains("false"),
+        &mut count,
+    );
 
     // 6: deferral. The confirmation outlives the gateway's ~30 s: pending receipt; approval
     // later posts the outcome into the session; a duplicate call attaches.
+    daemon.clear_pending();
+    let outcomes_before = peer
+        .mock_requests()
+        .matches("tool output, data only")
+        .count();
     let reply = peer.agent(&["--message", "SET_CLIP deferred"]);
     let receipt = reply.contains("pending_confirmation");
     let dup = peer.agent(&["--message", "SET_CLIP deferred again"]);
@@ -402,13 +514,18 @@ fn peer_pairs_publishes_tools_and_serves_the_agent_through_the_bridge() {
     let clock = Stopwatch::start();
     let mut posted = false;
     while clock.elapsed() < Duration::from_secs(60) && !posted {
-        posted = peer.mock_requests().contains("[OpenPhone] Outcome of phone request");
+        posted = peer
+            .mock_requests()
+            .matches("tool output, data only")
+            .count()
+            > outcomes_before;
         std::thread::sleep(Duration::from_millis(500));
     }
-    scenario(
+    scenario_with(
         "6 deferral: receipt, duplicate attaches, outcome posted",
         receipt && dup.contains("pending_confirmation") && pending_count == 1 && posted,
         &mut count,
+        &format!("reply={reply}\ndup={dup}\npending={pending_count} posted={posted}"),
     );
 
     // 1b: a reconnect authenticates with the stored device token.
@@ -436,7 +553,12 @@ fn peer_pairs_publishes_tools_and_serves_the_agent_through_the_bridge() {
         &mut count,
     );
     println!("peer scenarios passed: {}/{}", count.0, count.1);
-    assert_eq!(count.0, count.1, "see the FAIL lines above; daemon log:\n{}", daemon.log());
+    assert_eq!(
+        count.0,
+        count.1,
+        "see the FAIL lines above; daemon log:\n{}",
+        daemon.log()
+    );
 }
 
 /// Scenario 2 (manual device pairing) and a wrong token, on a gateway that does not
@@ -450,7 +572,10 @@ fn peer_manual_pairing_and_wrong_token() {
 
     // A wrong token: auth_failed with the gateway's reason, one attempt only (no storm).
     let work = tempfile::tempdir().unwrap();
-    let daemon = Daemon::start(work.path(), &config(&peer.url(), "wrong-token-0123456789abcdef-0123456789"));
+    let daemon = Daemon::start(
+        work.path(),
+        &config(&peer.url(), "wrong-token-0123456789abcdef-0123456789"),
+    );
     let status = daemon.wait_status(Duration::from_secs(30), |s| s.starts_with("auth_failed"));
     std::thread::sleep(Duration::from_secs(3));
     let attempts = daemon.log().matches("OpenClaw: connecting").count();
@@ -465,9 +590,14 @@ fn peer_manual_pairing_and_wrong_token() {
     // 2: pairing_pending with the request id → approve devices → connected.
     let work = tempfile::tempdir().unwrap();
     let daemon = Daemon::start(work.path(), &config(&peer.url(), TOKEN));
-    let pending = daemon.wait_status(Duration::from_secs(30), |s| s.starts_with("pairing_pending"));
+    let pending = daemon.wait_status(Duration::from_secs(30), |s| {
+        s.starts_with("pairing_pending")
+    });
     let (_, text) = daemon.cli(&["openclaw", "status"]);
-    let request_id = pending.strip_prefix("pairing_pending ").unwrap_or_default().to_owned();
+    let request_id = pending
+        .strip_prefix("pairing_pending ")
+        .unwrap_or_default()
+        .to_owned();
     let shows_command = text.contains(&format!("openclaw devices approve {request_id}"));
     let approved = peer.approve("devices");
     let listed = approved.to_string().contains(&request_id);
@@ -476,7 +606,10 @@ fn peer_manual_pairing_and_wrong_token() {
     });
     scenario(
         "2 manual device pairing",
-        !request_id.is_empty() && shows_command && listed && (connected == "connected_unapproved" || connected == "ready"),
+        !request_id.is_empty()
+            && shows_command
+            && listed
+            && (connected == "connected_unapproved" || connected == "ready"),
         &mut count,
     );
     println!("peer scenarios passed: {}/{}", count.0, count.1);
@@ -493,10 +626,26 @@ fn device_id(daemon: &Daemon) -> String {
 }
 
 fn spawn_capture(mut cmd: Command) -> Child {
-    cmd.stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap()
+    cmd.stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
 }
 
 fn finish_capture(child: Child) -> String {
     let out = child.wait_with_output().unwrap();
     String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The reply text of an `openclaw agent --json` output (the raw output when it has none).
+fn reply_text(raw: &str) -> String {
+    let json = raw.split("\n[openclaw]").next().unwrap_or_default();
+    serde_json::from_str::<Value>(json)
+        .ok()
+        .and_then(|v| {
+            v.pointer("/result/payloads/0/text")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        })
+        .unwrap_or_else(|| raw.to_owned())
 }

@@ -330,11 +330,18 @@ impl Inner {
 
     /// The phone session an OpenClaw session key belongs to: `…openphone-<id>` naming one
     /// of this runtime's sessions.
-    pub(crate) fn phone_session_for_key(&self, key: &str) -> Option<String> {
+    /// Returns the phone session id and the autonomy it was opened with (which the request
+    /// then carries: a finished session's autonomy still binds its conversation).
+    pub(crate) fn phone_session_for_key(&self, key: &str) -> Option<(String, String)> {
         let tail = key.rsplit(':').next()?;
         let id = tail.strip_prefix("openphone-")?;
         let session = self.bridge.store().get_session(id).ok()??;
-        (session.runtime_kind == OPENCLAW).then_some(session.phone_session_id)
+        (session.runtime_kind == OPENCLAW).then(|| {
+            (
+                session.phone_session_id,
+                session.autonomy.as_str().to_owned(),
+            )
+        })
     }
 
     fn refuse(&self, requested: &AttentionRequested, reason: &str, detail: String) {
@@ -361,7 +368,10 @@ impl Inner {
             self.refuse(
                 &requested,
                 "runtime_not_connected",
-                format!("OpenClaw is not connected ({})", self.status.borrow().line()),
+                format!(
+                    "OpenClaw is not connected ({})",
+                    self.status.borrow().line()
+                ),
             );
             return;
         };
@@ -379,11 +389,7 @@ impl Inner {
             return;
         }
         let key = self.session_key_for(&requested.phone_session_id);
-        lock(&self.turns).track(
-            &key,
-            &requested.phone_session_id,
-            &requested.attention_id,
-        );
+        lock(&self.turns).track(&key, &requested.phone_session_id, &requested.attention_id);
         if let Err(e) = conn
             .node_event("chat.subscribe", &json!({"sessionKey": key}))
             .await

@@ -211,14 +211,15 @@ impl OpenclawConfig {
     /// The configured credentials, environment variables read now. A variable that is named
     /// but not set is an error naming it.
     pub fn credentials(&self) -> Result<Credentials, OpenclawConfigError> {
-        let env = |key: &str, var: &Option<String>| -> Result<Option<String>, OpenclawConfigError> {
-            match var {
-                None => Ok(None),
-                Some(var) => std::env::var(var).map(Some).map_err(|_| {
-                    OpenclawConfigError(format!("{key}: environment variable {var} is not set"))
-                }),
-            }
-        };
+        let env =
+            |key: &str, var: &Option<String>| -> Result<Option<String>, OpenclawConfigError> {
+                match var {
+                    None => Ok(None),
+                    Some(var) => std::env::var(var).map(Some).map_err(|_| {
+                        OpenclawConfigError(format!("{key}: environment variable {var} is not set"))
+                    }),
+                }
+            };
         let token = match (&self.token, env("token_env", &self.token_env)?) {
             (Some(t), _) => Some(t.clone()),
             (None, t) => t,

@@ -72,7 +72,8 @@ impl std::fmt::Debug for DeviceIdentity {
 
 /// `platform`/`deviceFamily` as signed: trimmed, ASCII upper case lowered, nothing else.
 pub fn normalize_metadata(raw: Option<&str>) -> String {
-    raw.map(|s| s.trim().to_ascii_lowercase()).unwrap_or_default()
+    raw.map(|s| s.trim().to_ascii_lowercase())
+        .unwrap_or_default()
 }
 
 impl DeviceIdentity {
@@ -120,11 +121,13 @@ impl DeviceIdentity {
     pub fn load(data_dir: &Path) -> Result<Option<DeviceIdentity>, IdentityError> {
         let path = DeviceIdentity::path(data_dir);
         match std::fs::read_to_string(&path) {
-            Ok(text) => DeviceIdentity::parse(text.trim())
-                .map(Some)
-                .ok_or(IdentityError::Malformed {
-                    path: path.display().to_string(),
-                }),
+            Ok(text) => {
+                DeviceIdentity::parse(text.trim())
+                    .map(Some)
+                    .ok_or(IdentityError::Malformed {
+                        path: path.display().to_string(),
+                    })
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(source) => Err(IdentityError::Read {
                 path: path.display().to_string(),

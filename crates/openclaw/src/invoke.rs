@@ -108,7 +108,10 @@ pub fn answer_of(result: &ToolResult) -> Answer {
     }
     let (code, message) = match &result.error {
         Some(e) => (e.code.as_str(), e.message.clone()),
-        None => (result.status.as_str(), "the phone refused this request".into()),
+        None => (
+            result.status.as_str(),
+            "the phone refused this request".into(),
+        ),
     };
     let ours = error_code(result);
     let message = match ours {
@@ -161,15 +164,8 @@ impl Inner {
         let answer = match params {
             Err(message) => Answer::err("INVALID_PARAMS", message),
             Ok(params) => {
-                self.answer_invoke(
-                    &id,
-                    &command,
-                    params,
-                    session_key,
-                    idempotency_key,
-                    hold,
-                )
-                .await
+                self.answer_invoke(&id, &command, params, session_key, idempotency_key, hold)
+                    .await
             }
         };
         match conn
@@ -219,9 +215,13 @@ impl Inner {
         if let Some(receipt) = attached {
             return Answer::Ok(receipt);
         }
-        let phone_session_id = session_key
+        let (phone_session_id, autonomy) = match session_key
             .as_deref()
-            .and_then(|k| self.phone_session_for_key(k));
+            .and_then(|k| self.phone_session_for_key(k))
+        {
+            Some((id, autonomy)) => (Some(id), Some(autonomy)),
+            None => (None, None),
+        };
         let request = ToolRequest {
             request_id: id.to_owned(),
             runtime: Some(OPENCLAW.to_owned()),
@@ -235,7 +235,7 @@ impl Inner {
                 Some(key) => format!("requested by OpenClaw agent (session {key})"),
                 None => "requested by an OpenClaw operator".to_owned(),
             }),
-            autonomy: None,
+            autonomy,
             idempotency_key,
             timeout_ms: Some(self.config.confirmation_timeout_ms),
         };
@@ -370,10 +370,7 @@ impl Inner {
                 "requestId": request_id,
                 "result": record.final_result,
             })),
-            Ok(None) => Answer::err(
-                "INVALID_PARAMS",
-                format!("no phone request {request_id:?}"),
-            ),
+            Ok(None) => Answer::err("INVALID_PARAMS", format!("no phone request {request_id:?}")),
             Err(e) => Answer::err("INTERNAL", format!("reading the request: {e}")),
         }
     }

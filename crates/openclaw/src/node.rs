@@ -102,7 +102,11 @@ impl Conn {
     }
 
     /// `node.event` with a payload object (sent as `payloadJSON`).
-    pub(crate) async fn node_event(&self, event: &str, payload: &Value) -> Result<Value, RequestError> {
+    pub(crate) async fn node_event(
+        &self,
+        event: &str,
+        payload: &Value,
+    ) -> Result<Value, RequestError> {
         self.request("node.event", wire::node_event(event, payload))
             .await
     }
@@ -495,7 +499,11 @@ fn finish(inner: &Arc<Inner>, conn: &Arc<Conn>, reason: &str) {
 }
 
 /// Maps a refused `connect` to what happens next (§5.5, §6.1, §3.4).
-fn classify_connect_error(inner: &Arc<Inner>, error: &WireError, credential: Credential) -> Outcome {
+fn classify_connect_error(
+    inner: &Arc<Inner>,
+    error: &WireError,
+    credential: Credential,
+) -> Outcome {
     let detail = error.detail_code().unwrap_or_default();
     let reason = error
         .detail_str("authReason")
@@ -625,7 +633,10 @@ fn on_frame(inner: &Arc<Inner>, conn: &Arc<Conn>, text: &str) {
 async fn after_hello(inner: Arc<Inner>, conn: Arc<Conn>, trigger: &'static str) {
     if conn.hello.has_method("node.pluginTools.update") {
         match conn
-            .request("node.pluginTools.update", inner.surface.plugin_tools_params())
+            .request(
+                "node.pluginTools.update",
+                inner.surface.plugin_tools_params(),
+            )
             .await
         {
             Ok(reply) => inner.tools_accepted(&reply),

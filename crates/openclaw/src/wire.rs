@@ -179,10 +179,7 @@ impl Hello {
         let auth = payload.get("auth").cloned().unwrap_or(Value::Null);
         let policy = payload.get("policy").cloned().unwrap_or(Value::Null);
         Hello {
-            protocol: payload
-                .get("protocol")
-                .and_then(Value::as_u64)
-                .unwrap_or(0),
+            protocol: payload.get("protocol").and_then(Value::as_u64).unwrap_or(0),
             server_version: str_at(payload, &["server", "version"]),
             conn_id: str_at(payload, &["server", "connId"]),
             methods: payload

@@ -8,7 +8,9 @@ fn a_public_ws_url_is_refused_before_any_connection() {
         .check()
         .unwrap_err();
     assert!(err.to_string().contains("use wss://"), "{err}");
-    let err = OpenclawConfig::new("ws://8.8.8.8:18789").check().unwrap_err();
+    let err = OpenclawConfig::new("ws://8.8.8.8:18789")
+        .check()
+        .unwrap_err();
     assert!(err.to_string().contains("8.8.8.8"), "{err}");
     for ok in [
         "ws://127.0.0.1:18789",
@@ -27,8 +29,18 @@ fn unknown_keys_are_refused_and_grants_are_parsed() {
     .unwrap_err();
     assert!(err.to_string().contains("tokne"), "{err}");
     let mut cfg = OpenclawConfig::new("ws://127.0.0.1:1");
-    assert!(cfg.authorisation().unwrap().grants.contains(Exposure::SafeRead));
-    assert!(!cfg.authorisation().unwrap().grants.contains(Exposure::Dangerous));
+    assert!(
+        cfg.authorisation()
+            .unwrap()
+            .grants
+            .contains(Exposure::SafeRead)
+    );
+    assert!(
+        !cfg.authorisation()
+            .unwrap()
+            .grants
+            .contains(Exposure::Dangerous)
+    );
     cfg.grants = Some(vec!["dangerous".into()]);
     cfg.max_autonomy = Some("observe_only".into());
     let auth = cfg.authorisation().unwrap();
@@ -43,5 +55,8 @@ fn a_token_env_that_is_not_set_is_named() {
     let mut cfg = OpenclawConfig::new("ws://127.0.0.1:1");
     cfg.token_env = Some("OPENPHONE_TEST_SURELY_UNSET_VAR".into());
     let err = cfg.credentials().unwrap_err();
-    assert!(err.to_string().contains("OPENPHONE_TEST_SURELY_UNSET_VAR"), "{err}");
+    assert!(
+        err.to_string().contains("OPENPHONE_TEST_SURELY_UNSET_VAR"),
+        "{err}"
+    );
 }

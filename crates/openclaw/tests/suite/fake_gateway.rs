@@ -59,12 +59,18 @@ async fn fake_gateway(mode: Mode) -> Gateway {
                 let nonce = "nonce-1";
                 let ts = 1_795_317_836_985u64;
                 ws.send(Message::text(json!({"type":"event","event":"connect.challenge","payload":{"nonce":nonce,"ts":ts}}).to_string())).await.unwrap();
-                let Some(Ok(Message::Text(text))) = ws.next().await else { return };
+                let Some(Ok(Message::Text(text))) = ws.next().await else {
+                    return;
+                };
                 let connect: Value = serde_json::from_str(text.as_str()).unwrap();
                 let p = &connect["params"];
                 // The device proof must verify over the v3 payload.
                 let device = &p["device"];
-                let key_bytes: [u8; 32] = URL_SAFE_NO_PAD.decode(device["publicKey"].as_str().unwrap()).unwrap().try_into().unwrap();
+                let key_bytes: [u8; 32] = URL_SAFE_NO_PAD
+                    .decode(device["publicKey"].as_str().unwrap())
+                    .unwrap()
+                    .try_into()
+                    .unwrap();
                 let key = VerifyingKey::from_bytes(&key_bytes).unwrap();
                 let payload = format!(
                     "v3|{}|{}|{}|{}||{}|{}|{}|android|android",
@@ -76,8 +82,13 @@ async fn fake_gateway(mode: Mode) -> Gateway {
                     p["auth"]["token"].as_str().unwrap_or_default(),
                     device["nonce"].as_str().unwrap(),
                 );
-                let sig: [u8; 64] = URL_SAFE_NO_PAD.decode(device["signature"].as_str().unwrap()).unwrap().try_into().unwrap();
-                key.verify(payload.as_bytes(), &Signature::from_bytes(&sig)).expect("the v3 signature verifies");
+                let sig: [u8; 64] = URL_SAFE_NO_PAD
+                    .decode(device["signature"].as_str().unwrap())
+                    .unwrap()
+                    .try_into()
+                    .unwrap();
+                key.verify(payload.as_bytes(), &Signature::from_bytes(&sig))
+                    .expect("the v3 signature verifies");
                 assert_eq!(device["nonce"], nonce);
                 assert_eq!(device["signedAt"], ts);
                 let _ = req_tx.send(("connect".to_owned(), p.clone()));
@@ -164,7 +175,11 @@ fn core(url: &str, token: &str) -> Core {
     );
     let mut config = OpenclawConfig::new(url);
     config.token = Some(token.to_owned());
-    config.grants = Some(vec!["safe_read".into(), "private_read".into(), "dangerous".into()]);
+    config.grants = Some(vec![
+        "safe_read".into(),
+        "private_read".into(),
+        "dangerous".into(),
+    ]);
     config.backoff_initial_ms = 50;
     config.backoff_max_ms = 200;
     let adapter = OpenclawAdapter::new(AdapterSetup {
@@ -196,11 +211,21 @@ async fn next_request(gw: &mut Gateway, method: &str) -> Value {
     }
 }
 
-fn invoke(gw: &Gateway, node: &str, id: &str, command: &str, params: Value, key: &str, timeout_ms: u64) {
+fn invoke(
+    gw: &Gateway,
+    node: &str,
+    id: &str,
+    command: &str,
+    params: Value,
+    key: &str,
+    timeout_ms: u64,
+) {
     gw.push
-        .send(json!({"type":"event","event":"node.invoke.request","payload":{
+        .send(
+            json!({"type":"event","event":"node.invoke.request","payload":{
             "id": id, "nodeId": node, "command": command, "paramsJSON": params.to_string(),
-            "timeoutMs": timeout_ms, "idempotencyKey": key, "sessionKey": "agent:main:main"}}))
+            "timeoutMs": timeout_ms, "idempotencyKey": key, "sessionKey": "agent:main:main"}}),
+        )
         .unwrap();
 }
 
@@ -212,10 +237,22 @@ async fn a_signed_handshake_reaches_ready_publishes_tools_and_stores_the_device_
     let connect = next_request(&mut gw, "connect").await;
     assert_eq!(connect["client"]["id"], "openclaw-android");
     assert_eq!(connect["role"], "node");
-    assert!(connect["commands"].as_array().unwrap().iter().any(|c| c == "openphone.request.status"));
+    assert!(
+        connect["commands"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c == "openphone.request.status")
+    );
     let tools = next_request(&mut gw, "node.pluginTools.update").await;
-    assert_eq!(tools["tools"].as_array().unwrap().len(), core.adapter.surface().tools().len());
-    let status = core.adapter.wait_for(Duration::from_secs(10), Status::is_ready).await;
+    assert_eq!(
+        tools["tools"].as_array().unwrap().len(),
+        core.adapter.surface().tools().len()
+    );
+    let status = core
+        .adapter
+        .wait_for(Duration::from_secs(10), Status::is_ready)
+        .await;
     assert_eq!(status, Status::Ready);
     assert_eq!(core.adapter.last_auth_method().as_deref(), Some("token"));
     let stored = std::fs::read_to_string(core._dir.path().join("openclaw-tokens.json")).unwrap();
@@ -228,16 +265,34 @@ async fn invokes_run_through_the_bridge_unknown_commands_get_unsupported_command
     let mut gw = fake_gateway(Mode::Accept { tick_ms: 30_000 }).await;
     let core = core(&gw.url, TOKEN);
     core.adapter.start();
-    core.adapter.wait_for(Duration::from_secs(10), Status::is_ready).await;
+    core.adapter
+        .wait_for(Duration::from_secs(10), Status::is_ready)
+        .await;
     let node = core.adapter.device_id();
 
-    invoke(&gw, &node, "inv-1", "openphone.nope", json!({}), "k0", 30_000);
+    invoke(
+        &gw,
+        &node,
+        "inv-1",
+        "openphone.nope",
+        json!({}),
+        "k0",
+        30_000,
+    );
     let result = next_request(&mut gw, "node.invoke.result").await;
     assert_eq!(result["ok"], false);
     assert_eq!(result["error"]["code"], "UNSUPPORTED_COMMAND");
 
     let params = json!({"query": "mail"});
-    invoke(&gw, &node, "inv-2", "openphone.apps.search", params, "k1", 30_000);
+    invoke(
+        &gw,
+        &node,
+        "inv-2",
+        "openphone.apps.search",
+        params,
+        "k1",
+        30_000,
+    );
     let read = next_request(&mut gw, "node.invoke.result").await;
     assert_eq!(read["ok"], true, "{read}");
     assert!(read.get("error").is_none());
@@ -245,7 +300,15 @@ async fn invokes_run_through_the_bridge_unknown_commands_get_unsupported_command
     // A mutating call: confirmed once, and its replay (same key) answers the recorded result
     // without asking again.
     let params = json!({"text": "once", "reason": "test"});
-    invoke(&gw, &node, "inv-3", "openphone.clipboard.set", params.clone(), "k2", 30_000);
+    invoke(
+        &gw,
+        &node,
+        "inv-3",
+        "openphone.clipboard.set",
+        params.clone(),
+        "k2",
+        30_000,
+    );
     let pending = loop {
         let list = core
             .bridge
@@ -264,12 +327,24 @@ async fn invokes_run_through_the_bridge_unknown_commands_get_unsupported_command
     ))
     .unwrap();
     core.bridge
-        .resolve(&operator, &pending, openphone_core::ConfirmDecision::Approve)
+        .resolve(
+            &operator,
+            &pending,
+            openphone_core::ConfirmDecision::Approve,
+        )
         .await
         .unwrap();
     let first = next_request(&mut gw, "node.invoke.result").await;
     assert_eq!(first["ok"], true, "{first}");
-    invoke(&gw, &node, "inv-4", "openphone.clipboard.set", params, "k2", 30_000);
+    invoke(
+        &gw,
+        &node,
+        "inv-4",
+        "openphone.clipboard.set",
+        params,
+        "k2",
+        30_000,
+    );
     let again = next_request(&mut gw, "node.invoke.result").await;
     let payload: Value = serde_json::from_str(again["payloadJSON"].as_str().unwrap()).unwrap();
     let confirmations = core
@@ -287,18 +362,36 @@ async fn a_confirmation_past_the_deadline_defers_then_posts_the_outcome_and_a_du
     let mut gw = fake_gateway(Mode::Accept { tick_ms: 30_000 }).await;
     let core = core(&gw.url, TOKEN);
     core.adapter.start();
-    core.adapter.wait_for(Duration::from_secs(10), Status::is_ready).await;
+    core.adapter
+        .wait_for(Duration::from_secs(10), Status::is_ready)
+        .await;
     let node = core.adapter.device_id();
     let params = json!({"text": "hi", "reason": "test"});
     // 2 500 ms → held for 1 000 ms, then the pending receipt.
-    invoke(&gw, &node, "inv-d1", "openphone.clipboard.set", params.clone(), "call_1", 2_500);
+    invoke(
+        &gw,
+        &node,
+        "inv-d1",
+        "openphone.clipboard.set",
+        params.clone(),
+        "call_1",
+        2_500,
+    );
     let receipt = next_request(&mut gw, "node.invoke.result").await;
     assert_eq!(receipt["ok"], true);
     let receipt: Value = serde_json::from_str(receipt["payloadJSON"].as_str().unwrap()).unwrap();
     assert_eq!(receipt["status"], "pending_confirmation");
     let request_id = receipt["requestId"].as_str().unwrap().to_owned();
     // The model's retry (a new tool-call id) attaches instead of asking twice.
-    invoke(&gw, &node, "inv-d2", "openphone.clipboard.set", params, "call_2", 2_500);
+    invoke(
+        &gw,
+        &node,
+        "inv-d2",
+        "openphone.clipboard.set",
+        params,
+        "call_2",
+        2_500,
+    );
     let dup = next_request(&mut gw, "node.invoke.result").await;
     let dup: Value = serde_json::from_str(dup["payloadJSON"].as_str().unwrap()).unwrap();
     assert_eq!(dup["requestId"], request_id.as_str());
@@ -311,7 +404,11 @@ async fn a_confirmation_past_the_deadline_defers_then_posts_the_outcome_and_a_du
     ))
     .unwrap();
     core.bridge
-        .resolve(&operator, &request_id, openphone_core::ConfirmDecision::Approve)
+        .resolve(
+            &operator,
+            &request_id,
+            openphone_core::ConfirmDecision::Approve,
+        )
         .await
         .unwrap();
     let posted = loop {
@@ -323,7 +420,12 @@ async fn a_confirmation_past_the_deadline_defers_then_posts_the_outcome_and_a_du
     let payload: Value = serde_json::from_str(posted["payloadJSON"].as_str().unwrap()).unwrap();
     assert_eq!(payload["sessionKey"], "agent:main:main");
     let message = payload["message"].as_str().unwrap();
-    assert!(message.starts_with(&format!("[OpenPhone] Outcome of phone request {request_id}")), "{message}");
+    assert!(
+        message.starts_with(&format!(
+            "[OpenPhone] Outcome of phone request {request_id}"
+        )),
+        "{message}"
+    );
     assert!(message.contains("\"status\":\"done\""), "{message}");
     core.adapter.shutdown().await;
 }
@@ -335,9 +437,14 @@ async fn a_wrong_token_ends_in_auth_failed_with_the_reason_and_no_retry_storm() 
     core.adapter.start();
     let status = core
         .adapter
-        .wait_for(Duration::from_secs(10), |s| matches!(s, Status::AuthFailed { .. }))
+        .wait_for(Duration::from_secs(10), |s| {
+            matches!(s, Status::AuthFailed { .. })
+        })
         .await;
-    assert_eq!(status.line(), "auth_failed: AUTH_TOKEN_MISMATCH: token_mismatch");
+    assert_eq!(
+        status.line(),
+        "auth_failed: AUTH_TOKEN_MISMATCH: token_mismatch"
+    );
     // Backoff is 50–200 ms here: a retrying adapter would have connected many times.
     tokio::time::sleep(Duration::from_millis(1_500)).await;
     assert_eq!(gw.connects.load(std::sync::atomic::Ordering::SeqCst), 1);
@@ -354,5 +461,58 @@ async fn the_watchdog_closes_a_silent_connection_and_reconnects() {
     // No tick ever comes: after 2 × 200 ms the adapter closes and connects again.
     next_request(&mut gw, "connect").await;
     assert!(gw.connects.load(std::sync::atomic::Ordering::SeqCst) >= 2);
+    core.adapter.shutdown().await;
+}
+
+/// Regression (found against the real gateway): an agent acting later in the conversation of
+/// an `observe_only` phone session whose turn had completed got a confirmation prompt instead
+/// of a denial, because only active sessions lent their autonomy. The invoke now carries the
+/// session's autonomy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn regression_a_completed_observe_only_session_still_denies_mutating_invokes() {
+    let mut gw = fake_gateway(Mode::Accept { tick_ms: 30_000 }).await;
+    let core = core(&gw.url, TOKEN);
+    core.adapter.start();
+    core.adapter
+        .wait_for(Duration::from_secs(10), Status::is_ready)
+        .await;
+    let store = core.bridge.store();
+    store
+        .create_session(
+            &openphone_store::NewPhoneSession {
+                phone_session_id: "phone-sess-obs".into(),
+                runtime_kind: "openclaw".into(),
+                runtime_session_id: "phone-sess-obs".into(),
+                attention_id: "attn-1".into(),
+                source: "chat".into(),
+                autonomy: openphone_store::Autonomy::ObserveOnly,
+                summary: "observe".into(),
+            },
+            1,
+        )
+        .unwrap();
+    store
+        .update_session_status(
+            "phone-sess-obs",
+            openphone_store::SessionStatus::Completed,
+            None,
+            2,
+        )
+        .unwrap();
+    gw.push
+        .send(
+            json!({"type":"event","event":"node.invoke.request","payload":{
+            "id": "inv-o", "nodeId": core.adapter.device_id(), "command": "openphone.clipboard.set",
+            "paramsJSON": json!({"text": "x", "reason": "t"}).to_string(), "timeoutMs": 30_000,
+            "idempotencyKey": "call_o", "sessionKey": "agent:main:openphone-phone-sess-obs"}}),
+        )
+        .unwrap();
+    let result = next_request(&mut gw, "node.invoke.result").await;
+    assert_eq!(result["ok"], false, "{result}");
+    assert_eq!(result["error"]["code"], "PHONE_POLICY_DENIED", "{result}");
+    let pending = store
+        .list_confirmations(&openphone_store::ConfirmationFilter::default())
+        .unwrap();
+    assert!(pending.is_empty(), "no confirmation is asked");
     core.adapter.shutdown().await;
 }

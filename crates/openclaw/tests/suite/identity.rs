@@ -12,7 +12,10 @@ fn seed() -> [u8; 32] {
 #[test]
 fn appendix_c_vector_public_key_device_id_payload_and_signature() {
     let id = DeviceIdentity::from_seed(seed());
-    assert_eq!(id.public_key(), "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo");
+    assert_eq!(
+        id.public_key(),
+        "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"
+    );
     assert_eq!(
         id.device_id(),
         "21fe31dfa154a261626bf854046fd2271b7bed4b6abe45aa58877ef47f9721b9"
@@ -55,7 +58,9 @@ fn the_key_is_created_once_with_mode_0600_and_then_reused() {
     }
     let other = tempfile::tempdir().unwrap();
     assert_ne!(
-        DeviceIdentity::load_or_create(other.path()).unwrap().device_id(),
+        DeviceIdentity::load_or_create(other.path())
+            .unwrap()
+            .device_id(),
         first.device_id()
     );
 }

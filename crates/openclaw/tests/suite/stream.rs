@@ -28,8 +28,14 @@ fn chat_states_map_to_delta_final_and_error() {
 
 #[test]
 fn the_hold_leaves_a_margin_before_the_gateway_deadline() {
-    assert_eq!(hold_for(Some(29_980), 600_000), Duration::from_millis(28_480));
-    assert_eq!(hold_for(Some(100_000), 600_000), Duration::from_millis(95_000));
+    assert_eq!(
+        hold_for(Some(29_980), 600_000),
+        Duration::from_millis(28_480)
+    );
+    assert_eq!(
+        hold_for(Some(100_000), 600_000),
+        Duration::from_millis(95_000)
+    );
     assert_eq!(hold_for(None, 600_000), Duration::from_millis(28_500));
     assert_eq!(hold_for(Some(0), 600_000), Duration::from_millis(600_000));
     assert_eq!(hold_for(Some(1_000), 600_000), Duration::ZERO);
@@ -38,7 +44,17 @@ fn the_hold_leaves_a_margin_before_the_gateway_deadline() {
 #[test]
 fn results_go_out_as_payload_json_and_errors_without_payload() {
     let ok = Answer::Ok(json!({"a": 1})).result_params("i", "n");
-    assert_eq!(ok, json!({"id": "i", "nodeId": "n", "ok": true, "payloadJSON": "{\"a\":1}"}));
-    let err = Answer::Err { code: "USER_DENIED".into(), message: "no".into() }.result_params("i", "n");
-    assert_eq!(err, json!({"id": "i", "nodeId": "n", "ok": false, "error": {"code": "USER_DENIED", "message": "no"}}));
+    assert_eq!(
+        ok,
+        json!({"id": "i", "nodeId": "n", "ok": true, "payloadJSON": "{\"a\":1}"})
+    );
+    let err = Answer::Err {
+        code: "USER_DENIED".into(),
+        message: "no".into(),
+    }
+    .result_params("i", "n");
+    assert_eq!(
+        err,
+        json!({"id": "i", "nodeId": "n", "ok": false, "error": {"code": "USER_DENIED", "message": "no"}})
+    );
 }

@@ -470,7 +470,7 @@ fn peer_pairs_publishes_tools_and_serves_the_agent_through_the_bridge() {
     let first = finish_capture(first);
     let second = finish_capture(spawn_capture(invoke("idem-key-1")));
     let (_, pending) = daemon.cli(&["confirmations", "list", "--json"]);
-    scenario(
+    scenario_with(
         "idempotency key replays the recorded result",
         first.contains("\"set\"")
             && second.contains("replayed")

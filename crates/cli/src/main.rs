@@ -21,6 +21,7 @@ mod goals_cmd;
 mod jobs_check;
 mod jobs_cmd;
 mod mcp_cmd;
+mod openclaw_cmd;
 mod policy_cmd;
 mod protocol_cmd;
 mod serve_cmd;
@@ -103,6 +104,9 @@ enum Command {
     /// MCP: the stdio server for hosts (`mcp serve`), the default token, host configuration.
     #[command(subcommand)]
     Mcp(mcp_cmd::McpCommand),
+    /// The OpenClaw node adapter: status, pairing, unpairing, the published tools.
+    #[command(subcommand)]
+    Openclaw(openclaw_cmd::OpenclawCommand),
     /// Load tools: a daemon's or any server's endpoint and MCP, and the in-process bridge.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -222,6 +226,7 @@ fn main() -> ExitCode {
         Command::Bench(BenchCommand::Mcp(opts)) => bench::mcp(opts),
         Command::Bench(BenchCommand::Bridge(opts)) => bench::bridge(opts),
         Command::Mcp(cmd) => mcp_cmd::run(cmd),
+        Command::Openclaw(cmd) => openclaw_cmd::run(cmd),
         Command::Sessions(cmd) => client_cmd::sessions(cmd),
         Command::Sim(cmd) => sim_cmd::run(cmd),
         Command::Dashboard(args) => dashboard_cmd::run(args),

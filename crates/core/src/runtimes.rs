@@ -62,6 +62,10 @@ pub trait LocalRuntime: Send + Sync + std::fmt::Debug {
     fn cancel(&self, phone_session_id: &str) -> bool;
     /// Whether the runtime can take requests; `Err` holds the one-line fix shown to the user.
     fn configured(&self) -> Result<(), String>;
+    /// An adapter's own status line for `runtime.list` (e.g. `pairing_pending <id>`).
+    fn detail(&self) -> Option<String> {
+        None
+    }
 }
 
 /// Longest attention text delivered to a runtime (characters).
@@ -159,6 +163,8 @@ pub struct RuntimeManager {
     state: Mutex<State>,
     /// The built-in runtime, once attached.
     local: Mutex<Option<Arc<dyn LocalRuntime>>>,
+    /// In-process adapters of other runtimes (OpenClaw), by runtime id.
+    adapters: Mutex<BTreeMap<String, Arc<dyn LocalRuntime>>>,
 }
 
 /// How many recent sessions `session_target: main` looks through.
@@ -227,6 +233,7 @@ impl RuntimeManager {
             clock,
             state: Mutex::new(State { runtimes, routing }),
             local: Mutex::new(None),
+            adapters: Mutex::new(BTreeMap::new()),
         })
     }
 
@@ -244,6 +251,44 @@ impl RuntimeManager {
 
     fn local(&self) -> Option<Arc<dyn LocalRuntime>> {
         lock(&self.local).clone()
+    }
+
+    /// Attaches an in-process adapter (kind `openclaw`) for `runtime`: attention requests for
+    /// it go to the adapter while it says it is [configured](LocalRuntime::configured) (its
+    /// connection is ready); `runtime.list` shows its [detail](LocalRuntime::detail).
+    pub fn set_adapter(&self, runtime: &str, adapter: Arc<dyn LocalRuntime>) {
+        lock(&self.adapters).insert(runtime.to_owned(), adapter);
+    }
+
+    /// Detaches an adapter (at shutdown).
+    pub fn clear_adapter(&self, runtime: &str) {
+        lock(&self.adapters).remove(runtime);
+    }
+
+    fn adapter(&self, runtime: &str) -> Option<Arc<dyn LocalRuntime>> {
+        lock(&self.adapters).get(runtime).cloned()
+    }
+
+    /// An adapter's connection came up (`online`) or went down: publishes the presence event
+    /// (the manager's aggregate status included when it goes offline). Sessions in flight are
+    /// the adapter's to end.
+    pub fn adapter_presence(&self, runtime: &str, online: bool) {
+        let now = self.clock.now_ms();
+        let event = if online {
+            Event::PresenceOnline(PresenceOnline {
+                trigger: PresenceTrigger::Connect,
+                sent_at_ms: now,
+                runtime: runtime.to_owned(),
+            })
+        } else {
+            Event::PresenceOffline(PresenceOffline {
+                trigger: PresenceTrigger::Disconnect,
+                sent_at_ms: now,
+                runtime: runtime.to_owned(),
+                runtime_manager_status: self.aggregate_status(),
+            })
+        };
+        self.publish(&event, runtime);
     }
 
     /// Whether the built-in runtime is attached and configured; `Err` holds the one-line fix.
@@ -370,22 +415,31 @@ impl RuntimeManager {
     /// while a configured local runtime is attached, `not_configured` otherwise.
     pub fn list(&self) -> Vec<RuntimeInfo> {
         let builtin_ready = self.builtin_ready().is_ok();
+        let adapters = lock(&self.adapters).clone();
         let state = lock(&self.state);
         state
             .runtimes
             .values()
-            .map(|e| RuntimeInfo {
-                id: e.config.id.clone(),
-                kind: e.config.kind,
-                enabled: e.config.enabled,
-                status: entry_status(e, builtin_ready),
-                connections: e.connections,
-                surfaces: state
-                    .routing
-                    .iter()
-                    .filter(|(_, r)| **r == e.config.id)
-                    .map(|(s, _)| *s)
-                    .collect(),
+            .map(|e| {
+                let adapter = adapters.get(&e.config.id);
+                let adapter_ready = adapter.is_some_and(|a| a.configured().is_ok());
+                RuntimeInfo {
+                    id: e.config.id.clone(),
+                    kind: e.config.kind,
+                    enabled: e.config.enabled,
+                    status: entry_status(e, builtin_ready, adapter_ready),
+                    connections: match e.config.kind {
+                        RuntimeKind::Openclaw => usize::from(adapter_ready),
+                        _ => e.connections,
+                    },
+                    surfaces: state
+                        .routing
+                        .iter()
+                        .filter(|(_, r)| **r == e.config.id)
+                        .map(|(s, _)| *s)
+                        .collect(),
+                    detail: adapter.and_then(|a| a.detail()),
+                }
             })
             .collect()
     }
@@ -394,6 +448,7 @@ impl RuntimeManager {
     /// runtime when a model is configured for it (§13.5, for the statuses this daemon has).
     pub fn aggregate_status(&self) -> ManagerStatus {
         let builtin_ready = self.builtin_ready().is_ok();
+        let adapters = lock(&self.adapters).clone();
         let state = lock(&self.state);
         // One entry per runtime that counts: whether it can take a request now.
         let up: Vec<bool> = state
@@ -403,6 +458,11 @@ impl RuntimeManager {
             .filter_map(|e| match e.config.kind {
                 RuntimeKind::Websocket => Some(e.connections > 0),
                 RuntimeKind::Builtin => builtin_ready.then_some(true),
+                RuntimeKind::Openclaw => Some(
+                    adapters
+                        .get(&e.config.id)
+                        .is_some_and(|a| a.configured().is_ok()),
+                ),
             })
             .collect();
         if up.is_empty() {
@@ -472,6 +532,23 @@ impl RuntimeManager {
                     ));
                 }
                 RuntimeKind::Websocket => {}
+                RuntimeKind::Openclaw => {
+                    let enabled = entry.config.enabled;
+                    drop(state);
+                    let adapter = self.adapter(&runtime).filter(|_| enabled).ok_or_else(|| {
+                        err(
+                            ErrorCode::RuntimeNotConnected,
+                            format!("runtime {runtime:?} is not running (disabled or not started)"),
+                        )
+                    })?;
+                    adapter.configured().map_err(|why| {
+                        err(
+                            ErrorCode::RuntimeNotConnected,
+                            format!("runtime {runtime:?} is not ready: {why}"),
+                        )
+                    })?;
+                    local = Some(adapter);
+                }
             }
         }
         let store_err = |e: openphone_store::StoreError| err(ErrorCode::SendFailed, e.to_string());
@@ -713,10 +790,13 @@ impl RuntimeManager {
             ));
         }
         // The loop first, so it makes no further call; then the session.
-        let stopped = session.runtime_kind == BUILTIN
-            && self
-                .local()
-                .is_some_and(|local| local.cancel(&session.phone_session_id));
+        let stopped = if session.runtime_kind == BUILTIN {
+            self.local()
+                .is_some_and(|local| local.cancel(&session.phone_session_id))
+        } else {
+            self.adapter(&session.runtime_kind)
+                .is_some_and(|adapter| adapter.cancel(&session.phone_session_id))
+        };
         let runtime = session.runtime_kind.clone();
         let updated = self.runtime_message(
             &runtime,
@@ -824,9 +904,11 @@ impl RuntimeManager {
     }
 }
 
-fn entry_status(e: &Entry, builtin_ready: bool) -> RuntimeState {
+fn entry_status(e: &Entry, builtin_ready: bool, adapter_ready: bool) -> RuntimeState {
     match (e.config.kind, e.config.enabled, e.connections) {
         (_, false, _) => RuntimeState::Disabled,
+        (RuntimeKind::Openclaw, true, _) if adapter_ready => RuntimeState::Connected,
+        (RuntimeKind::Openclaw, true, _) => RuntimeState::Idle,
         (RuntimeKind::Builtin, true, _) if builtin_ready => RuntimeState::Connected,
         (RuntimeKind::Builtin, true, _) => RuntimeState::NotConfigured,
         (RuntimeKind::Websocket, true, 0) => RuntimeState::Idle,

@@ -52,6 +52,8 @@ pub struct Config {
     pub builtin: Option<openphone_agent::BuiltinConfig>,
     /// Background agent jobs (`[jobs]`).
     pub jobs: JobsConfig,
+    /// The OpenClaw node adapter (`[openclaw]`, `docs/openclaw.md`): the runtime `openclaw`.
+    pub openclaw: Option<openphone_openclaw::OpenclawConfig>,
 }
 
 /// The `[jobs]` table: background agent jobs (`docs/jobs.md`).
@@ -311,6 +313,24 @@ impl Config {
                 });
             }
         }
+        if let Some(openclaw) = &config.openclaw {
+            openclaw.check().map_err(|e| ConfigError::Parse {
+                path: origin.to_owned(),
+                message: e.to_string(),
+            })?;
+            if config
+                .runtimes
+                .iter()
+                .any(|r| r.id == openphone_openclaw::OPENCLAW)
+            {
+                return Err(ConfigError::Parse {
+                    path: origin.to_owned(),
+                    message: "runtime \"openclaw\" is configured by the [openclaw] table; remove \
+                              its [[runtimes]] entry"
+                        .into(),
+                });
+            }
+        }
         config.apply_profiles(origin)?;
         config.builtin_authorisation()?;
         if let Some(builtin) = &config.builtin
@@ -380,6 +400,11 @@ impl Config {
                 self.mcp.default_runtime.clone(),
                 openphone_policy::BUILTIN_RUNTIME.to_owned(),
             ])
+            .chain(
+                self.openclaw
+                    .as_ref()
+                    .map(|_| openphone_openclaw::OPENCLAW.to_owned()),
+            )
             .collect();
         if let Some(unknown) = self
             .tool_policy
@@ -507,6 +532,13 @@ impl Config {
                 id: r.id.clone(),
                 kind,
                 enabled: r.enabled,
+            });
+        }
+        if let Some(openclaw) = &self.openclaw {
+            runtimes.push(RuntimeEntry {
+                id: openphone_openclaw::OPENCLAW.to_owned(),
+                kind: RuntimeKind::Openclaw,
+                enabled: openclaw.enabled,
             });
         }
         let mut routing = std::collections::BTreeMap::new();

@@ -122,6 +122,9 @@ pub enum DaemonError {
     Jobs(String),
     #[error("mcp: {0}")]
     Mcp(String),
+    /// The `[openclaw]` table or the device identity cannot be used.
+    #[error("openclaw: {0}")]
+    Openclaw(String),
     #[error("startup recovery failed: {0}")]
     Recovery(String),
     /// The runtimes or their routing are misconfigured.
@@ -158,6 +161,8 @@ pub struct Daemon {
     background: Vec<JoinHandle<()>>,
     /// Device events, the scenario timeline, live watchers.
     world: crate::world::World,
+    /// The OpenClaw node adapter, with an `[openclaw]` table.
+    openclaw: Option<openphone_openclaw::OpenclawAdapter>,
 }
 
 fn write_file(path: &Path, contents: &[u8], mode: u32) -> Result<(), DaemonError> {
@@ -307,6 +312,30 @@ impl Daemon {
                 .with(openphone_jobs::JobType::AgentTurn, agent_turn),
             config.jobs.max_jobs,
         );
+        let openclaw = match &config.openclaw {
+            Some(table) => {
+                let adapter =
+                    openphone_openclaw::OpenclawAdapter::new(openphone_openclaw::AdapterSetup {
+                        config: table.clone(),
+                        data_dir: data_dir.clone(),
+                        bridge: bridge.clone(),
+                        manager: manager.clone(),
+                        registry,
+                        tool_policy: config.tool_policy.clone(),
+                        version: env!("CARGO_PKG_VERSION").to_owned(),
+                    })
+                    .map_err(|e| DaemonError::Openclaw(e.to_string()))?;
+                adapter.start();
+                tracing::info!(
+                    url = %table.url,
+                    device = %adapter.device_id(),
+                    commands = adapter.surface().commands().len(),
+                    "OpenClaw node adapter started"
+                );
+                Some(adapter)
+            }
+            None => None,
+        };
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
         let background =
             crate::background::start(&jobs, &bridge, registry, device, shutdown_rx.clone());
@@ -431,6 +460,7 @@ impl Daemon {
             builtin,
             background,
             world,
+            openclaw,
         })
     }
 
@@ -450,6 +480,10 @@ impl Daemon {
         // Built-in runs stop before their next model or tool call; their sessions fail with
         // `daemon_stopped` (the transcripts stay).
         self.builtin.shutdown().await;
+        // The gateway's copy of the phone tools is cleared before the socket closes.
+        if let Some(openclaw) = &self.openclaw {
+            openclaw.shutdown().await;
+        }
         if let Some(mcp) = &self.state.mcp {
             // Interrupted MCP calls keep their confirmations pending for after a restart.
             mcp.backend.begin_shutdown();

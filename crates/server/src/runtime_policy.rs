@@ -44,6 +44,14 @@ pub fn bridge_config(config: &Config, credentials: &[RuntimeCredential]) -> Brid
     runtimes
         .entry(BUILTIN_RUNTIME.to_owned())
         .or_insert(builtin);
+    // The OpenClaw adapter's runtime, under its `[openclaw]` grants and ceiling (a table that
+    // does not check grants nothing: `Config::parse` refuses it before this runs).
+    if let Some(openclaw) = &config.openclaw {
+        let auth = openclaw
+            .authorisation()
+            .unwrap_or(RuntimeAuthorisation::REVOKED);
+        runtimes.insert(openphone_openclaw::OPENCLAW.to_owned(), auth);
+    }
     BridgeConfig {
         tool_policy: config.tool_policy.clone(),
         runtimes: Some(runtimes),

@@ -18,6 +18,8 @@ crate::wire_enum!(
         Builtin = "builtin",
         /// A runtime that connects to the daemon's WebSocket endpoint.
         Websocket = "websocket",
+        /// The OpenClaw node adapter: the daemon connects out to an OpenClaw gateway.
+        Openclaw = "openclaw",
     }
 );
 
@@ -254,6 +256,10 @@ pub struct RuntimeInfo {
     pub connections: usize,
     /// Surfaces routed to it.
     pub surfaces: Vec<Surface>,
+    /// An adapter's own status line (OpenClaw: `connecting`, `pairing_pending <request id>`,
+    /// `connected_unapproved`, `ready`, `auth_failed: <reason>`, `offline: <reason>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
 /// `runtime.list` result.

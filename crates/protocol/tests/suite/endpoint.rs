@@ -293,6 +293,7 @@ fn runtime_methods_round_trip() {
                 status: RuntimeState::Connected,
                 connections: 1,
                 surfaces: vec![Surface::Chat, Surface::Volume],
+                detail: None,
             }],
         },
         json!({"status": "connected", "runtimes": [{"id": "hermes", "kind": "websocket",

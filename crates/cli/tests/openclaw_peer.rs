@@ -1,0 +1,651 @@
+//! The OpenClaw adapter against the real, pinned OpenClaw gateway (`openclaw-peer`), through
+//! the real daemon (`openphone serve --config` with an `[openclaw]` table) and the real CLI.
+//!
+//! Opt-in: runs only when `OPENPHONE_OPENCLAW_PEER` names the `openclaw-peer` command
+//! (`.ci/run` sets it and `OPENCLAW_PEER_HOME`); otherwise every test prints
+//! "skipped: OPENPHONE_OPENCLAW_PEER not set" and returns. Each test has its own gateway port
+//! and data directory; run with `--test-threads=1` (a gateway is heavy).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test crate: a panic is a failed test
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use openphone_clock::Stopwatch;
+use serde_json::Value;
+
+const TOKEN: &str = "openphone-peer-test-token-0123456789abcdef";
+
+fn peer_bin() -> Option<PathBuf> {
+    match std::env::var_os("OPENPHONE_OPENCLAW_PEER") {
+        Some(p) if !p.is_empty() => Some(PathBuf::from(p)),
+        _ => {
+            println!("skipped: OPENPHONE_OPENCLAW_PEER not set");
+            None
+        }
+    }
+}
+
+fn openphone() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_openphone"))
+}
+
+struct Peer {
+    bin: PathBuf,
+    port: u16,
+}
+
+impl Peer {
+    fn start(bin: PathBuf, port: u16, allow: &str, auto_approve: bool) -> Peer {
+        let peer = Peer { bin, port };
+        let status = peer
+            .cmd(&["start", "--fresh"])
+            .env("OPENCLAW_PEER_ALLOW_COMMANDS", allow)
+            .env("OPENCLAW_PEER_START_TIMEOUT", "240")
+            .env(
+                "OPENCLAW_PEER_AUTO_APPROVE_LOCAL",
+                if auto_approve { "1" } else { "0" },
+            )
+            .status()
+            .unwrap();
+        assert!(status.success(), "openclaw-peer start failed");
+        peer
+    }
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(&self.bin);
+        c.args(args)
+            .env("OPENCLAW_PEER_PORT", self.port.to_string())
+            .env("OPENCLAW_PEER_TOKEN", TOKEN);
+        c
+    }
+    fn url(&self) -> String {
+        format!("ws://127.0.0.1:{}", self.port)
+    }
+    fn output(&self, args: &[&str]) -> (bool, String) {
+        let out = self.cmd(args).stderr(Stdio::null()).output().unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    }
+    fn approve(&self, what: &str) -> Value {
+        let (ok, text) = self.output(&["approve", what]);
+        assert!(ok, "approve {what}: {text}");
+        serde_json::from_str(&text).unwrap()
+    }
+    fn run_dir(&self) -> PathBuf {
+        let (_, text) = self.output(&["env"]);
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("export OPENCLAW_PEER_RUN_DIR="))
+            .unwrap();
+        PathBuf::from(line.split_once('=').unwrap().1.trim_matches('\''))
+    }
+    fn script(&self, script: &str) {
+        std::fs::write(self.run_dir().join("mock-script.json"), script).unwrap();
+    }
+    /// An operator agent turn; returns the reply text.
+    fn agent(&self, args: &[&str]) -> String {
+        let mut full = vec!["cli", "agent", "--agent", "main", "--json"];
+        full.extend_from_slice(args);
+        let (_, text) = self.output(&full);
+        let json = text.split("\n[openclaw]").next().unwrap_or_default();
+        let value: Value = serde_json::from_str(json).unwrap_or(Value::Null);
+        value
+            .pointer("/result/payloads/0/text")
+            .and_then(Value::as_str)
+            .unwrap_or(json)
+            .to_owned()
+    }
+    fn mock_requests(&self) -> String {
+        std::fs::read_to_string(self.run_dir().join("mock-requests.jsonl")).unwrap_or_default()
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.cmd(&["stop"]).status();
+    }
+}
+
+struct Daemon {
+    child: Child,
+    dir: PathBuf,
+    log: PathBuf,
+}
+
+impl Daemon {
+    fn start(dir: &Path, config: &str) -> Daemon {
+        std::fs::create_dir_all(dir).unwrap();
+        let cfg = dir.join("config.toml");
+        std::fs::write(&cfg, config).unwrap();
+        let data = dir.join("data");
+        let log = dir.join(format!(
+            "serve-{}.log",
+            std::fs::read_dir(dir).unwrap().count()
+        ));
+        let child = openphone()
+            .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+            .arg(&cfg)
+            .arg("--data-dir")
+            .arg(&data)
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        for _ in 0..200 {
+            if data.join("endpoint.json").exists() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Daemon {
+            child,
+            dir: data,
+            log,
+        }
+    }
+    fn cli(&self, args: &[&str]) -> (bool, String) {
+        let out = openphone()
+            .args(args)
+            .arg("--data-dir")
+            .arg(&self.dir)
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        )
+    }
+    fn status(&self) -> String {
+        let (_, text) = self.cli(&["openclaw", "status", "--json"]);
+        serde_json::from_str::<Value>(&text)
+            .ok()
+            .and_then(|v| v["status"].as_str().map(str::to_owned))
+            .unwrap_or(text)
+    }
+    fn wait_status(&self, limit: Duration, pred: impl Fn(&str) -> bool) -> String {
+        let clock = Stopwatch::start();
+        loop {
+            let status = self.status();
+            if pred(&status) || clock.elapsed() > limit {
+                return status;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+    fn pending_confirmation(&self, limit: Duration) -> Option<String> {
+        let clock = Stopwatch::start();
+        while clock.elapsed() < limit {
+            let (_, text) = self.cli(&["confirmations", "list", "--json"]);
+            if let Ok(v) = serde_json::from_str::<Value>(&text) {
+                let list = v.get("confirmations").cloned().unwrap_or(v);
+                if let Some(id) = list
+                    .as_array()
+                    .and_then(|a| a.first())
+                    .and_then(|c| c["confirmation_id"].as_str())
+                {
+                    return Some(id.to_owned());
+                }
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        None
+    }
+    /// Denies every pending confirmation (a scenario's leftovers never leak into the next).
+    fn clear_pending(&self) {
+        let (_, text) = self.cli(&["confirmations", "list", "--json"]);
+        let Ok(v) = serde_json::from_str::<Value>(&text) else {
+            return;
+        };
+        for c in v["confirmations"].as_array().into_iter().flatten() {
+            if let Some(id) = c["confirmation_id"].as_str() {
+                self.cli(&["confirmations", "deny", id]);
+            }
+        }
+    }
+
+    fn stop(mut self) {
+        // SIGTERM through `kill`, by this child's own pid.
+        let _ = Command::new("kill")
+            .arg(self.child.id().to_string())
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn config(url: &str, token: &str) -> String {
+    format!(
+        "[openclaw]\nurl = \"{url}\"\ntoken = \"{token}\"\ndisplay_name = \"OpenPhone CI\"\n\
+         grants = [\"safe_read\", \"private_read\", \"dangerous\"]\nbackoff_initial_ms = 300\n"
+    )
+}
+
+fn allow_list() -> String {
+    let out = openphone()
+        .args(["openclaw", "tools", "--json", "--config"])
+        .arg(write_temp_config())
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap().to_owned())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn write_temp_config() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("openphone-oc-tools-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("c.toml");
+    std::fs::write(&path, config("ws://127.0.0.1:1", TOKEN)).unwrap();
+    path
+}
+
+const SCRIPT: &str = r#"{"rules":[
+ {"match":"SET_CLIP","toolCall":{"name":"phone_set_clipboard","arguments":{"text":"from openclaw","reason":"peer test"}}}
+],"afterTool":"Phone tool {{tool}} said: {{result}}","default":"Mock reply #{{n}}"}"#;
+
+fn scenario(name: &str, passed: bool, count: &mut (u32, u32)) {
+    scenario_with(name, passed, count, "");
+}
+
+/// Like [`scenario`], printing `evidence` when it fails.
+fn scenario_with(name: &str, passed: bool, count: &mut (u32, u32), evidence: &str) {
+    if !passed && !evidence.is_empty() {
+        println!(
+            "evidence for {name}: {}",
+            evidence.chars().take(1_500).collect::<String>()
+        );
+    }
+    count.1 += 1;
+    if passed {
+        count.0 += 1;
+    }
+    println!("scenario {name}: {}", if passed { "pass" } else { "FAIL" });
+}
+
+#[test]
+fn public_ws_gateway_url_is_refused_before_any_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("c.toml"),
+        config("ws://gateway.example.com:18789", TOKEN),
+    )
+    .unwrap();
+    let out = openphone()
+        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(dir.path().join("c.toml"))
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("use wss://"), "{err}");
+    assert!(!dir.path().join("data/openclaw-device.key").exists());
+}
+
+/// Scenarios 1, 3, 4, 5, 6, 8 of spec §19 and the confirmation, deny, observe_only,
+/// idempotency and unknown-command checks, on one gateway.
+#[test]
+fn peer_pairs_publishes_tools_and_serves_the_agent_through_the_bridge() {
+    let Some(bin) = peer_bin() else { return };
+    let allow = allow_list();
+    let peer = Peer::start(bin, 28_831, &allow, true);
+    peer.script(SCRIPT);
+    let work = tempfile::tempdir().unwrap();
+    let mut count = (0, 0);
+
+    // 1 + 3: hello-ok with the shared token, token stored; connected_unapproved until the
+    // command surface is approved, then ready.
+    let connect = Stopwatch::start();
+    let daemon = Daemon::start(work.path(), &config(&peer.url(), TOKEN));
+    let first = daemon.wait_status(Duration::from_secs(30), |s| s == "connected_unapproved");
+    let to_hello = connect.elapsed();
+    scenario(
+        "3a connected_unapproved before node approval",
+        first == "connected_unapproved",
+        &mut count,
+    );
+    assert!(daemon.dir.join("openclaw-tokens.json").exists());
+    let approved = peer.approve("nodes");
+    let commands = approved["nodes"][0]["commands"]
+        .as_array()
+        .map_or(0, Vec::len);
+    let approve_clock = Stopwatch::start();
+    let ready = daemon.wait_status(Duration::from_secs(30), |s| s == "ready");
+    println!(
+        "measured: connect → connected_unapproved {} ms; node approval → ready {} ms; {} commands approved",
+        to_hello.as_millis(),
+        approve_clock.elapsed().as_millis(),
+        commands
+    );
+    scenario("3b approve nodes → ready", ready == "ready", &mut count);
+    // 4: the custom commands were allowlisted, so the approved surface carries them.
+    scenario(
+        "4 allowlisted custom commands reach the surface",
+        commands > 30,
+        &mut count,
+    );
+
+    // 5 + confirmation: the agent calls a phone tool that needs confirmation; approved with
+    // `openphone confirmations approve`; the result reaches the OpenClaw session.
+    let turn = {
+        let peer_cmd = peer.cmd(&[
+            "cli",
+            "agent",
+            "--agent",
+            "main",
+            "--json",
+            "--message",
+            "SET_CLIP please",
+        ]);
+        spawn_capture(peer_cmd)
+    };
+    let id = daemon.pending_confirmation(Duration::from_secs(90));
+    if let Some(id) = &id {
+        let (ok, text) = daemon.cli(&["confirmations", "approve", id]);
+        assert!(ok, "{text}");
+    }
+    let reply = reply_text(&finish_capture(turn));
+    scenario_with(
+        "5 agent tool call → confirmation approved → result in the session",
+        id.is_some()
+            && reply.contains("Phone tool phone_set_clipboard said")
+            && reply.contains("\"set\": true"),
+        &mut count,
+        &reply,
+    );
+
+    // A deny reaches the agent as a denial.
+    daemon.clear_pending();
+    let turn = spawn_capture(peer.cmd(&[
+        "cli",
+        "agent",
+        "--agent",
+        "main",
+        "--json",
+        "--message",
+        "SET_CLIP again",
+    ]));
+    let id = daemon.pending_confirmation(Duration::from_secs(90));
+    if let Some(id) = &id {
+        let (ok, text) = daemon.cli(&["confirmations", "deny", id]);
+        assert!(ok, "{text}");
+    }
+    let reply = finish_capture(turn);
+    scenario(
+        "deny reaches the agent as USER_DENIED",
+        reply.contains("USER_DENIED"),
+        &mut count,
+    );
+
+    // 8: a phone-originated request; the reply comes back as runtime messages.
+    let (ok, text) = daemon.cli(&[
+        "ask",
+        "--runtime",
+        "openclaw",
+        "--timeout-secs",
+        "60",
+        "hello from the phone",
+    ]);
+    scenario(
+        "8 openphone ask --runtime openclaw",
+        ok && text.contains("Mock reply"),
+        &mut count,
+    );
+
+    // observe_only: a phone session in observe_only; the agent in that session asks for a
+    // mutating tool → denied by phone policy, no confirmation.
+    let (_, text) = daemon.cli(&[
+        "ask",
+        "--runtime",
+        "openclaw",
+        "--autonomy",
+        "observe_only",
+        "--timeout-secs",
+        "60",
+        "observe please",
+    ]);
+    let session = text
+        .split("session ")
+        .nth(1)
+        .and_then(|s| s.split(')').next())
+        .unwrap_or_default()
+        .to_owned();
+    let key = format!("agent:main:openphone-{session}");
+    let reply = peer.agent(&["--session-key", &key, "--message", "SET_CLIP in observe"]);
+    scenario_with(
+        "observe_only session denies a mutating invoke",
+        !session.is_empty() && reply.contains("PHONE_POLICY_DENIED"),
+        &mut count,
+        &format!("session={session} reply={reply}"),
+    );
+
+    // Idempotency: the same invoke replayed with its key does not run twice.
+    daemon.clear_pending();
+    let node = device_id(&daemon);
+    let params = r#"{"text":"idem","reason":"peer test"}"#;
+    let invoke = |key: &str| {
+        peer.cmd(&[
+            "cli",
+            "nodes",
+            "invoke",
+            "--node",
+            &node,
+            "--command",
+            "openphone.clipboard.set",
+            "--params",
+            params,
+            "--idempotency-key",
+            key,
+            "--invoke-timeout",
+            "25000",
+            "--json",
+        ])
+    };
+    let first = spawn_capture(invoke("idem-key-1"));
+    if let Some(id) = daemon.pending_confirmation(Duration::from_secs(60)) {
+        daemon.cli(&["confirmations", "approve", &id]);
+    }
+    let first = finish_capture(first);
+    let second = finish_capture(spawn_capture(invoke("idem-key-1")));
+    let (_, pending) = daemon.cli(&["confirmations", "list", "--json"]);
+    scenario_with(
+        "idempotency key replays the recorded result",
+        first.contains("\"set\"")
+            && second.contains("replayed")
+            && !pending.contains("runtime-confirm"),
+        &mut count,
+        &format!("first={first}\nsecond={second}\npending={pending}"),
+    );
+
+    // Unknown command: the gateway refuses what this phone did not declare (never reaches it).
+    let (_, text) = peer.output(&[
+        "cli",
+        "nodes",
+        "invoke",
+        "--node",
+        &node,
+        "--command",
+        "openphone.nope",
+        "--json",
+    ]);
+    scenario(
+        "undeclared command refused",
+        text.contains("not allowed") || text.contains("false"),
+        &mut count,
+    );
+
+    // 6: deferral. The confirmation outlives the gateway's ~30 s: pending receipt; approval
+    // later posts the outcome into the session; a duplicate call attaches.
+    daemon.clear_pending();
+    let outcomes_before = peer
+        .mock_requests()
+        .matches("tool output, data only")
+        .count();
+    let reply = peer.agent(&["--message", "SET_CLIP deferred"]);
+    let receipt = reply.contains("pending_confirmation");
+    let dup = peer.agent(&["--message", "SET_CLIP deferred again"]);
+    let (_, list) = daemon.cli(&["confirmations", "list", "--json"]);
+    let pending_count = list.matches("runtime-confirm-").count();
+    if let Some(id) = daemon.pending_confirmation(Duration::from_secs(5)) {
+        daemon.cli(&["confirmations", "approve", &id]);
+    }
+    let clock = Stopwatch::start();
+    let mut posted = false;
+    while clock.elapsed() < Duration::from_secs(60) && !posted {
+        posted = peer
+            .mock_requests()
+            .matches("tool output, data only")
+            .count()
+            > outcomes_before;
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    scenario_with(
+        "6 deferral: receipt, duplicate attaches, outcome posted",
+        receipt && dup.contains("pending_confirmation") && pending_count == 1 && posted,
+        &mut count,
+        &format!("reply={reply}\ndup={dup}\npending={pending_count} posted={posted}"),
+    );
+
+    // 1b: a reconnect authenticates with the stored device token.
+    daemon.stop();
+    let daemon = Daemon::start(work.path(), &config(&peer.url(), TOKEN));
+    let ready = daemon.wait_status(Duration::from_secs(30), |s| s == "ready");
+    scenario(
+        "1 reconnect with the device token",
+        ready == "ready" && daemon.log().contains("auth=device-token"),
+        &mut count,
+    );
+
+    // 9: the gateway stops → offline with backoff → starts again → reconnect and republish.
+    let _ = peer.cmd(&["stop"]).status();
+    let offline = daemon.wait_status(Duration::from_secs(20), |s| s.starts_with("offline"));
+    let _ = peer
+        .cmd(&["start"])
+        .env("OPENCLAW_PEER_ALLOW_COMMANDS", &allow)
+        .env("OPENCLAW_PEER_START_TIMEOUT", "240")
+        .status();
+    let back = daemon.wait_status(Duration::from_secs(90), |s| s == "ready");
+    scenario(
+        "9 gateway restart → offline → reconnect → ready",
+        offline.starts_with("offline") && back == "ready",
+        &mut count,
+    );
+    println!("peer scenarios passed: {}/{}", count.0, count.1);
+    assert_eq!(
+        count.0,
+        count.1,
+        "see the FAIL lines above; daemon log:\n{}",
+        daemon.log()
+    );
+}
+
+/// Scenario 2 (manual device pairing) and a wrong token, on a gateway that does not
+/// auto-approve loopback devices.
+#[test]
+fn peer_manual_pairing_and_wrong_token() {
+    let Some(bin) = peer_bin() else { return };
+    let allow = allow_list();
+    let peer = Peer::start(bin, 28_841, &allow, false);
+    let mut count = (0, 0);
+
+    // A wrong token: auth_failed with the gateway's reason, one attempt only (no storm).
+    let work = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(
+        work.path(),
+        &config(&peer.url(), "wrong-token-0123456789abcdef-0123456789"),
+    );
+    let status = daemon.wait_status(Duration::from_secs(30), |s| s.starts_with("auth_failed"));
+    std::thread::sleep(Duration::from_secs(3));
+    let attempts = daemon.log().matches("OpenClaw: connecting").count();
+    println!("wrong token: {status} after {attempts} attempt(s)");
+    scenario(
+        "wrong token → auth_failed, no retry storm",
+        status.starts_with("auth_failed") && status.contains("token_mismatch") && attempts == 1,
+        &mut count,
+    );
+    drop(daemon);
+
+    // 2: pairing_pending with the request id → approve devices → connected.
+    let work = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(work.path(), &config(&peer.url(), TOKEN));
+    let pending = daemon.wait_status(Duration::from_secs(30), |s| {
+        s.starts_with("pairing_pending")
+    });
+    let (_, text) = daemon.cli(&["openclaw", "status"]);
+    let request_id = pending
+        .strip_prefix("pairing_pending ")
+        .unwrap_or_default()
+        .to_owned();
+    let shows_command = text.contains(&format!("openclaw devices approve {request_id}"));
+    let approved = peer.approve("devices");
+    let listed = approved.to_string().contains(&request_id);
+    let connected = daemon.wait_status(Duration::from_secs(40), |s| {
+        s == "connected_unapproved" || s == "ready"
+    });
+    scenario(
+        "2 manual device pairing",
+        !request_id.is_empty()
+            && shows_command
+            && listed
+            && (connected == "connected_unapproved" || connected == "ready"),
+        &mut count,
+    );
+    println!("peer scenarios passed: {}/{}", count.0, count.1);
+    assert_eq!(count.0, count.1, "daemon log:\n{}", daemon.log());
+}
+
+fn device_id(daemon: &Daemon) -> String {
+    let text = daemon.log();
+    text.split("device=")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn spawn_capture(mut cmd: Command) -> Child {
+    cmd.stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+fn finish_capture(child: Child) -> String {
+    let out = child.wait_with_output().unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The reply text of an `openclaw agent --json` output (the raw output when it has none).
+fn reply_text(raw: &str) -> String {
+    let json = raw.split("\n[openclaw]").next().unwrap_or_default();
+    serde_json::from_str::<Value>(json)
+        .ok()
+        .and_then(|v| {
+            v.pointer("/result/payloads/0/text")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        })
+        .unwrap_or_else(|| raw.to_owned())
+}

@@ -1,0 +1,234 @@
+//! The `[openclaw]` table of the daemon's configuration: the gateway to connect to, the
+//! credential, the name the phone shows, and what the `openclaw` runtime is granted.
+//!
+//! Closed like every table: an unknown key is an error naming it. The gateway URL follows the
+//! outbound transport rule (`wss` always, `ws` only to loopback and private addresses), checked
+//! before any connection.
+
+use openphone_policy::{Autonomy, ExposureGrants, RuntimeAuthorisation};
+use openphone_protocol::Exposure;
+use serde::Deserialize;
+
+/// The runtime id of the adapter.
+pub const OPENCLAW: &str = "openclaw";
+
+/// The `[openclaw]` table.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpenclawConfig {
+    /// The gateway's WebSocket URL, e.g. `wss://gateway.example:18789` or
+    /// `ws://127.0.0.1:18789`.
+    pub url: String,
+    /// The shared gateway token, inline (`gateway.auth.token`).
+    #[serde(default)]
+    pub token: Option<String>,
+    /// Or the name of an environment variable holding it.
+    #[serde(default)]
+    pub token_env: Option<String>,
+    /// The gateway password (`gateway.auth.mode: password`), from this environment variable.
+    #[serde(default)]
+    pub password_env: Option<String>,
+    /// A bootstrap token from a setup code (`openclaw qr --json`), used only while no device
+    /// token is stored, from this environment variable.
+    #[serde(default)]
+    pub bootstrap_token_env: Option<String>,
+    /// The name operators see for this phone (default `OpenPhone`).
+    #[serde(default = "default_display_name")]
+    pub display_name: String,
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Exposure classes the `openclaw` runtime is granted: `safe_read`, `private_read`,
+    /// `dangerous` (default `["safe_read"]`). The commands it is granted are the ones
+    /// published to the gateway.
+    #[serde(default)]
+    pub grants: Option<Vec<String>>,
+    /// The runtime's autonomy ceiling (default `ask_before_action`).
+    #[serde(default)]
+    pub max_autonomy: Option<String>,
+    /// Pin every phone session to this OpenClaw session key (e.g. `agent:main:main`); by
+    /// default each phone session is its own conversation, `openphone-<phone session id>`.
+    #[serde(default)]
+    pub session_key: Option<String>,
+    /// The longest an invoke with `timeoutMs: 0` (no gateway deadline) is held (ms, default
+    /// 600 000).
+    #[serde(default = "default_ceiling")]
+    pub invoke_ceiling_ms: u64,
+    /// Lifetime of the phone confirmations OpenClaw's requests create (ms, default 300 000,
+    /// at most 600 000). It outlives the gateway's ~30 s invoke deadline: the answer is then
+    /// deferred (a pending receipt, and the outcome posted into the session later).
+    #[serde(default = "default_confirmation_timeout")]
+    pub confirmation_timeout_ms: i64,
+    /// First reconnect delay (ms, default 1 000); doubles up to `backoff_max_ms`.
+    #[serde(default = "default_backoff_initial")]
+    pub backoff_initial_ms: u64,
+    /// Longest reconnect delay (ms, default 30 000).
+    #[serde(default = "default_backoff_max")]
+    pub backoff_max_ms: u64,
+    /// Retry cadence while the device pairing is pending (ms, default 15 000).
+    #[serde(default = "default_pairing_retry")]
+    pub pairing_retry_ms: u64,
+}
+
+fn yes() -> bool {
+    true
+}
+fn default_display_name() -> String {
+    "OpenPhone".to_owned()
+}
+fn default_ceiling() -> u64 {
+    600_000
+}
+fn default_confirmation_timeout() -> i64 {
+    300_000
+}
+fn default_backoff_initial() -> u64 {
+    1_000
+}
+fn default_backoff_max() -> u64 {
+    30_000
+}
+fn default_pairing_retry() -> u64 {
+    15_000
+}
+
+/// A problem with the `[openclaw]` table, named precisely.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("[openclaw] {0}")]
+pub struct OpenclawConfigError(pub String);
+
+/// The credential a connect may present (§5.2), resolved from the configuration.
+#[derive(Clone, PartialEq, Eq, Default)]
+pub struct Credentials {
+    pub token: Option<String>,
+    pub password: Option<String>,
+    pub bootstrap_token: Option<String>,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credentials")
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("password", &self.password.as_ref().map(|_| "<redacted>"))
+            .field(
+                "bootstrap_token",
+                &self.bootstrap_token.as_ref().map(|_| "<redacted>"),
+            )
+            .finish()
+    }
+}
+
+impl OpenclawConfig {
+    /// A table for `url` with every other key at its default.
+    pub fn new(url: &str) -> OpenclawConfig {
+        OpenclawConfig {
+            url: url.to_owned(),
+            token: None,
+            token_env: None,
+            password_env: None,
+            bootstrap_token_env: None,
+            display_name: default_display_name(),
+            enabled: true,
+            grants: None,
+            max_autonomy: None,
+            session_key: None,
+            invoke_ceiling_ms: default_ceiling(),
+            confirmation_timeout_ms: default_confirmation_timeout(),
+            backoff_initial_ms: default_backoff_initial(),
+            backoff_max_ms: default_backoff_max(),
+            pairing_retry_ms: default_pairing_retry(),
+        }
+    }
+
+    /// Checks everything that can be checked without connecting: the URL's transport, the
+    /// grants, the ceiling, the display name and the timings. Returns the effective URL.
+    pub fn check(&self) -> Result<String, OpenclawConfigError> {
+        let url = openphone_protocol::check_outbound_url(&self.url)
+            .map_err(|e| OpenclawConfigError(format!("url: {e}")))?;
+        self.authorisation()?;
+        let name = self.display_name.trim();
+        if name.is_empty() || name.chars().count() > 64 {
+            return Err(OpenclawConfigError(
+                "display_name must be 1 to 64 characters".into(),
+            ));
+        }
+        if self.token.is_some() && self.token_env.is_some() {
+            return Err(OpenclawConfigError(
+                "set `token` or `token_env`, not both".into(),
+            ));
+        }
+        if self.backoff_initial_ms < 10 || self.backoff_max_ms < self.backoff_initial_ms {
+            return Err(OpenclawConfigError(
+                "backoff_initial_ms must be at least 10 and at most backoff_max_ms".into(),
+            ));
+        }
+        if self.pairing_retry_ms < 100 || self.invoke_ceiling_ms < 1_000 {
+            return Err(OpenclawConfigError(
+                "pairing_retry_ms must be at least 100 and invoke_ceiling_ms at least 1000".into(),
+            ));
+        }
+        if !(1_000..=600_000).contains(&self.confirmation_timeout_ms) {
+            return Err(OpenclawConfigError(
+                "confirmation_timeout_ms must be between 1000 and 600000".into(),
+            ));
+        }
+        if let Some(key) = &self.session_key
+            && key.trim().is_empty()
+        {
+            return Err(OpenclawConfigError("session_key is empty".into()));
+        }
+        Ok(url)
+    }
+
+    /// The `openclaw` runtime's authorisation (enabled, grants, ceiling).
+    pub fn authorisation(&self) -> Result<RuntimeAuthorisation, OpenclawConfigError> {
+        let grants = match &self.grants {
+            None => ExposureGrants::REMOTE_DEFAULT,
+            Some(list) => {
+                let mut g = ExposureGrants::NONE;
+                for name in list {
+                    let exposure = Exposure::ALL
+                        .iter()
+                        .copied()
+                        .find(|e| e.as_str() == name)
+                        .ok_or_else(|| OpenclawConfigError(format!("unknown grant {name:?}")))?;
+                    g = g.with(exposure);
+                }
+                g
+            }
+        };
+        let max_autonomy = match self.max_autonomy.as_deref() {
+            None => Autonomy::AskBeforeAction,
+            Some(raw) => Autonomy::parse_canonical(raw)
+                .ok_or_else(|| OpenclawConfigError(format!("unknown max_autonomy {raw:?}")))?,
+        };
+        Ok(RuntimeAuthorisation {
+            enabled: self.enabled,
+            grants,
+            max_autonomy,
+        })
+    }
+
+    /// The configured credentials, environment variables read now. A variable that is named
+    /// but not set is an error naming it.
+    pub fn credentials(&self) -> Result<Credentials, OpenclawConfigError> {
+        let env =
+            |key: &str, var: &Option<String>| -> Result<Option<String>, OpenclawConfigError> {
+                match var {
+                    None => Ok(None),
+                    Some(var) => std::env::var(var).map(Some).map_err(|_| {
+                        OpenclawConfigError(format!("{key}: environment variable {var} is not set"))
+                    }),
+                }
+            };
+        let token = match (&self.token, env("token_env", &self.token_env)?) {
+            (Some(t), _) => Some(t.clone()),
+            (None, t) => t,
+        };
+        Ok(Credentials {
+            token: token.filter(|t| !t.is_empty()),
+            password: env("password_env", &self.password_env)?.filter(|t| !t.is_empty()),
+            bootstrap_token: env("bootstrap_token_env", &self.bootstrap_token_env)?
+                .filter(|t| !t.is_empty()),
+        })
+    }
+}

@@ -1,0 +1,5 @@
+mod config;
+mod fake_gateway;
+mod identity;
+mod stream;
+mod surface;

@@ -13,10 +13,10 @@
 
 use openphone_protocol::endpoint::{
     ApprovalsGrant, ApprovalsList, ApprovalsRevoke, AttentionRequest, AuditQuery,
-    ConfirmationsList, ConfirmationsResolve, EventsSubscribe, Hello, JobsCreate, JobsGet, JobsList,
-    JobsPause, JobsResume, JobsReview, JobsStop, JobsWake, Method, MethodName, PolicyExplain,
-    Request, RuntimeList, RuntimeMessage, RuntimeSelect, ServerMessage, SessionsCancel,
-    SessionsGet, SessionsList, SimInject, ToolsInvoke, ToolsList, parse_request,
+    ConfirmationsList, ConfirmationsResolve, DashboardLogin, EventsSubscribe, Hello, JobsCreate,
+    JobsGet, JobsList, JobsPause, JobsResume, JobsReview, JobsStop, JobsWake, Method, MethodName,
+    PolicyExplain, Request, RuntimeList, RuntimeMessage, RuntimeSelect, ServerMessage,
+    SessionsCancel, SessionsGet, SessionsList, SimInject, ToolsInvoke, ToolsList, parse_request,
 };
 use serde_json::Value;
 
@@ -84,6 +84,7 @@ fn accepted(request: &Request) {
         MethodName::JobsResume => typed::<JobsResume>(request),
         MethodName::JobsWake => typed::<JobsWake>(request),
         MethodName::JobsReview => typed::<JobsReview>(request),
+        MethodName::DashboardLogin => typed::<DashboardLogin>(request),
     }
 }
 

@@ -5,29 +5,11 @@
 use std::net::SocketAddr;
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
-use super::support::{RUNTIME_TOKEN, Running, config, connect, error_code, start};
-
-struct Reply {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: String,
-}
-
-impl Reply {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {}", self.body))
-    }
-}
+use super::support::{
+    RUNTIME_TOKEN, Reply, Running, config, connect, error_code, http_request, start,
+};
 
 /// One HTTP/1.1 request on its own connection; `Host` is the daemon's unless given.
 async fn http(
@@ -37,38 +19,7 @@ async fn http(
     headers: &[(&str, &str)],
     body: &str,
 ) -> Reply {
-    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let mut head = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
-    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
-        head.push_str(&format!("Host: {addr}\r\n"));
-    }
-    for (k, v) in headers {
-        head.push_str(&format!("{k}: {v}\r\n"));
-    }
-    head.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
-    s.write_all(head.as_bytes()).await.unwrap();
-    let mut raw = Vec::new();
-    tokio::time::timeout(std::time::Duration::from_secs(20), s.read_to_end(&mut raw))
-        .await
-        .unwrap()
-        .unwrap();
-    let text = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let mut lines = head.lines();
-    let status = lines
-        .next()
-        .and_then(|l| l.split(' ').nth(1))
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("no status line in {text:?}"));
-    let headers = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
-        .collect();
-    Reply {
-        status,
-        headers,
-        body: body.to_owned(),
-    }
+    http_request(addr, method, path, headers, body.as_bytes()).await
 }
 
 /// A one-time code from `dashboard.login` over the operator's endpoint.

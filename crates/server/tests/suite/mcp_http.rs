@@ -7,101 +7,12 @@ use std::net::SocketAddr;
 
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::support::{RUNTIME_TOKEN, config, start};
+use super::support::{RUNTIME_TOKEN, Reply, config, http_request, start};
 
-struct Reply {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: String,
-}
-
-impl Reply {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-
-    /// The JSON-RPC message of the body: plain JSON, or the last `data:` line of an SSE body.
-    fn json(&self) -> Value {
-        if let Ok(v) = serde_json::from_str(&self.body) {
-            return v;
-        }
-        self.body
-            .lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
-            .rfind(|v| v.get("id").is_some())
-            .unwrap_or_else(|| panic!("no JSON-RPC message in {:?}", self.body))
-    }
-}
-
-fn dechunk(raw: &str) -> String {
-    let mut out = String::new();
-    let mut rest = raw;
-    while let Some((size, after)) = rest.split_once("\r\n") {
-        let Ok(n) = usize::from_str_radix(size.trim(), 16) else {
-            break;
-        };
-        if n == 0 || after.len() < n {
-            break;
-        }
-        out.push_str(&after[..n]);
-        rest = after[n..].strip_prefix("\r\n").unwrap_or(&after[n..]);
-    }
-    out
-}
-
-/// One request on a fresh connection (`Connection: close`).
+/// One request to `/mcp` on a fresh connection.
 async fn send(addr: SocketAddr, method: &str, headers: &[(&str, &str)], body: &[u8]) -> Reply {
-    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let mut head = format!("{method} /mcp HTTP/1.1\r\nConnection: close\r\n");
-    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
-        head.push_str(&format!("Host: {addr}\r\n"));
-    }
-    for (k, v) in headers {
-        head.push_str(&format!("{k}: {v}\r\n"));
-    }
-    if !headers
-        .iter()
-        .any(|(k, _)| k.eq_ignore_ascii_case("transfer-encoding"))
-    {
-        head.push_str(&format!("Content-Length: {}\r\n", body.len()));
-    }
-    head.push_str("\r\n");
-    s.write_all(head.as_bytes()).await.unwrap();
-    // The server may answer (413) before reading the whole body; a reset then is fine.
-    let _ = s.write_all(body).await;
-    let mut raw = Vec::new();
-    let _ = tokio::time::timeout(std::time::Duration::from_secs(30), s.read_to_end(&mut raw)).await;
-    let text = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let mut lines = head.lines();
-    let status = lines
-        .next()
-        .and_then(|l| l.split(' ').nth(1))
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("no status line in {text:?}"));
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
-        .collect();
-    let chunked = headers
-        .iter()
-        .any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
-    let body = if chunked {
-        dechunk(body)
-    } else {
-        body.to_owned()
-    };
-    Reply {
-        status,
-        headers,
-        body,
-    }
+    http_request(addr, method, "/mcp", headers, body).await
 }
 
 const MODERN: &str = "2026-07-28";

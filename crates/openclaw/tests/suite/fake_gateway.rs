@@ -320,20 +320,7 @@ async fn invokes_run_through_the_bridge_unknown_commands_get_unsupported_command
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
-    let operator = openphone_core::Operator::from_caller(&openphone_policy::Caller::operator(
-        "cli",
-        openphone_policy::Transport::Cli,
-        "user",
-    ))
-    .unwrap();
-    core.bridge
-        .resolve(
-            &operator,
-            &pending,
-            openphone_core::ConfirmDecision::Approve,
-        )
-        .await
-        .unwrap();
+    approve_as_user(&core.bridge, &pending).await;
     let first = next_request(&mut gw, "node.invoke.result").await;
     assert_eq!(first["ok"], true, "{first}");
     invoke(
@@ -397,20 +384,7 @@ async fn a_confirmation_past_the_deadline_defers_then_posts_the_outcome_and_a_du
     assert_eq!(dup["requestId"], request_id.as_str());
     assert_eq!(core.adapter.deferred_pending(), 1);
     // The user approves later: the outcome is posted into the session as a new turn.
-    let operator = openphone_core::Operator::from_caller(&openphone_policy::Caller::operator(
-        "cli",
-        openphone_policy::Transport::Cli,
-        "user",
-    ))
-    .unwrap();
-    core.bridge
-        .resolve(
-            &operator,
-            &request_id,
-            openphone_core::ConfirmDecision::Approve,
-        )
-        .await
-        .unwrap();
+    approve_as_user(&core.bridge, &request_id).await;
     let posted = loop {
         let event = next_request(&mut gw, "node.event").await;
         if event["event"] == "agent.request" {
@@ -515,4 +489,18 @@ async fn regression_a_completed_observe_only_session_still_denies_mutating_invok
         .unwrap();
     assert!(pending.is_empty(), "no confirmation is asked");
     core.adapter.shutdown().await;
+}
+
+/// The user approves confirmation `id`, as `openphone confirmations approve` does.
+async fn approve_as_user(bridge: &openphone_core::ToolBridge, id: &str) {
+    let operator = openphone_core::Operator::from_caller(&openphone_policy::Caller::operator(
+        "cli",
+        openphone_policy::Transport::Cli,
+        "user",
+    ))
+    .unwrap();
+    bridge
+        .resolve(&operator, id, openphone_core::ConfirmDecision::Approve)
+        .await
+        .unwrap();
 }

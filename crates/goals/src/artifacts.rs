@@ -31,6 +31,16 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::rename(&tmp, path)
 }
 
+/// [`write_atomic`] unless `path` already holds exactly `bytes`: a tick rewrites only the
+/// artifacts it changed (a run's file is written once per outcome, not at every tick).
+/// Returns whether it wrote.
+pub fn write_if_changed(path: &Path, bytes: &[u8]) -> std::io::Result<bool> {
+    match std::fs::read(path) {
+        Ok(existing) if existing == bytes => Ok(false),
+        _ => write_atomic(path, bytes).map(|()| true),
+    }
+}
+
 /// The directory of one goal's artifacts under `root` (`<data dir>/artifacts`).
 pub fn goal_dir(root: &Path, goal_id: &str) -> PathBuf {
     root.join(goal_id)
@@ -206,7 +216,8 @@ pub fn status_md(goal: &Goal, now: i64) -> String {
     out
 }
 
-/// Writes every artifact of `goal` under `root/<goal-id>/`, and `transitions.json` beside.
+/// Writes every artifact of `goal` under `root/<goal-id>/`, and `transitions.json` beside;
+/// a file that already holds its content is left alone.
 pub fn write_all(
     root: &Path,
     goal: &Goal,
@@ -215,11 +226,12 @@ pub fn write_all(
 ) -> std::io::Result<()> {
     let dir = goal_dir(root, &goal.id);
     let pretty = |v: &Value| serde_json::to_vec_pretty(v).unwrap_or_default();
-    write_atomic(&dir.join("plan.json"), &pretty(&plan_json(goal)))?;
+    write_if_changed(&dir.join("plan.json"), &pretty(&plan_json(goal)))?;
     for (name, run) in runs(goal) {
-        write_atomic(&dir.join("runs").join(name), &pretty(&run))?;
+        write_if_changed(&dir.join("runs").join(name), &pretty(&run))?;
     }
-    write_atomic(&dir.join("status.md"), status_md(goal, now).as_bytes())?;
+    write_if_changed(&dir.join("status.md"), status_md(goal, now).as_bytes())?;
     let log = serde_json::to_value(transitions).unwrap_or(Value::Null);
-    write_atomic(&dir.join("transitions.json"), &pretty(&log))
+    write_if_changed(&dir.join("transitions.json"), &pretty(&log))?;
+    Ok(())
 }

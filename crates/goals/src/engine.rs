@@ -98,7 +98,15 @@ pub struct GoalEngine {
     backends: Backends,
     artifacts: Option<PathBuf>,
     locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// The document of each goal as this engine last read or wrote it, with its store version:
+    /// a read whose version is unchanged is served from here instead of parsing the stored
+    /// JSON again (a plan of hundreds of actions is read at every tick).
+    documents: Mutex<HashMap<String, Goal>>,
 }
+
+/// At most this many goal documents are kept by [`GoalEngine::get`]'s cache (it is emptied
+/// when full; finished goals leave it).
+const CACHED_DOCUMENTS: usize = 256;
 
 /// A tick's working set: the goal and what the tick recorded on it so far.
 struct Work {
@@ -232,6 +240,7 @@ impl GoalEngine {
             backends,
             artifacts,
             locks: Mutex::new(HashMap::new()),
+            documents: Mutex::new(HashMap::new()),
         }
     }
 
@@ -281,16 +290,51 @@ impl GoalEngine {
             .store
             .create_goal(&to_stored(&goal)?, transitions, Vec::new())?;
         goal.version = stored.version;
+        self.remember(&goal);
         Ok(goal)
     }
 
     /// One goal.
     pub fn get(&self, id: &str) -> Result<Goal, GoalsError> {
+        let version = self
+            .store
+            .goal_version(id)?
+            .ok_or_else(|| GoalsError::NotFound(id.to_owned()))?;
+        if let Some(goal) = self
+            .cached_documents()
+            .get(id)
+            .filter(|g| g.version == version)
+        {
+            return Ok(goal.clone());
+        }
         let stored = self
             .store
-            .get_goal(id)?
+            .get_goal_text(id)?
             .ok_or_else(|| GoalsError::NotFound(id.to_owned()))?;
-        from_stored(&stored)
+        let mut goal: Goal = serde_json::from_str(&stored.goal_json)
+            .map_err(|e| GoalsError::Corrupt(stored.goal_id.clone(), e.to_string()))?;
+        goal.version = stored.version;
+        self.remember(&goal);
+        Ok(goal)
+    }
+
+    fn cached_documents(&self) -> std::sync::MutexGuard<'_, HashMap<String, Goal>> {
+        self.documents
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Keeps `goal` (as stored at its version) for the next [`GoalEngine::get`].
+    fn remember(&self, goal: &Goal) {
+        let mut documents = self.cached_documents();
+        if goal.state.is_terminal() {
+            documents.remove(&goal.id);
+            return;
+        }
+        if documents.len() >= CACHED_DOCUMENTS && !documents.contains_key(&goal.id) {
+            documents.clear();
+        }
+        documents.insert(goal.id.clone(), goal.clone());
     }
 
     /// Goals, most recently updated first (all states when `states` is empty).
@@ -331,12 +375,23 @@ impl GoalEngine {
                 })
             })
             .collect::<Result<Vec<_>, GoalsError>>()?;
-        let written = self.store.update_goal(
-            &to_stored(goal)?,
+        // The document goes to the store as text, without a `Value` tree of it first.
+        let text = openphone_store::GoalText {
+            goal_id: goal.id.clone(),
+            state: goal.state.as_str().to_owned(),
+            version: goal.version,
+            deadline_at_ms: goal.deadline_at,
+            created_at_ms: goal.created_at,
+            updated_at_ms: goal.updated_at,
+            goal_json: serde_json::to_string(goal)
+                .map_err(|e| GoalsError::Internal(e.to_string()))?,
+        };
+        goal.version = self.store.update_goal_text(
+            text,
             transitions.iter().map(Transition::to_store).collect(),
             reports,
         )?;
-        goal.version = written.version;
+        self.remember(goal);
         Ok(())
     }
 
@@ -590,11 +645,18 @@ impl GoalEngine {
                     if started.is_empty() && !changed {
                         break;
                     }
-                    for action in started {
+                    let last = started.len();
+                    for (i, action) in started.into_iter().enumerate() {
                         self.execute(&mut work, &action).await?;
-                        self.flush(&mut work)?;
+                        // What an execution recorded is stored before the next one's side
+                        // effect starts; after the last, with the next round's transitions
+                        // (re-evaluating and scheduling have no side effect).
+                        if i + 1 < last {
+                            self.flush(&mut work)?;
+                        }
                     }
                 }
+                self.flush(&mut work)?;
             }
             self.checkpoints(&mut work).await?;
             self.settle_state(&mut work).await?;
@@ -697,7 +759,13 @@ impl GoalEngine {
             self.bridge.expire_due().await;
         }
         let now = self.now();
-        let ids: Vec<String> = work.goal.actions.iter().map(|a| a.id.clone()).collect();
+        let ids: Vec<String> = work
+            .goal
+            .actions
+            .iter()
+            .filter(|a| matches!(a.state, ActionState::NeedsApproval | ActionState::Running))
+            .map(|a| a.id.clone())
+            .collect();
         for id in ids {
             let Some(action) = work.goal.action(&id).cloned() else {
                 continue;
@@ -907,36 +975,31 @@ impl GoalEngine {
 
     fn reevaluate(&self, work: &mut Work) -> Result<(), GoalsError> {
         let now = self.now();
-        let ids: Vec<String> = work.goal.actions.iter().map(|a| a.id.clone()).collect();
-        for id in &ids {
-            let Some(action) = work.goal.action(id).cloned() else {
-                continue;
-            };
-            if action.state == ActionState::Planned && deps_met(&work.goal, &action) {
+        for i in 0..work.goal.actions.len() {
+            let action = &work.goal.actions[i];
+            if action.state == ActionState::Planned && deps_met(&work.goal, action) {
                 let source = if action.depends_on.is_empty() {
                     Source::Clock
                 } else {
                     Source::Dependency
                 };
-                let reason = if is_alternative(&work.goal, id) {
+                let reason = if is_alternative(&work.goal, &action.id) {
                     "the step it replaces is blocked"
                 } else if action.depends_on.is_empty() {
                     "nothing to wait for"
                 } else {
                     "its dependencies are done"
                 };
-                work.mv(id, ActionState::Ready, source, reason, now, None)?;
+                let id = action.id.clone();
+                work.mv(&id, ActionState::Ready, source, reason, now, None)?;
             }
         }
-        for id in &ids {
-            let Some(action) = work.goal.action(id).cloned() else {
-                continue;
-            };
+        for i in 0..work.goal.actions.len() {
+            let action = &work.goal.actions[i];
             if action.state == ActionState::Ready
-                && let Some(decision) = self.dry_run(&work.goal, &action)
-                && let Some(a) = work.goal.action_mut(id)
+                && let Some(decision) = self.dry_run(&work.goal, action)
             {
-                a.decision = Some(decision);
+                work.goal.actions[i].decision = Some(decision);
             }
         }
         Ok(())

@@ -4,6 +4,8 @@
 //! MarkdownV2 ([`telegram_messages`]: every reserved character escaped, at most 4096
 //! characters per message, split on line boundaries, never inside an escape).
 
+use std::collections::HashSet;
+
 use serde::{Deserialize, Serialize};
 
 use crate::model::{ActionState, Goal, GoalState};
@@ -69,7 +71,10 @@ pub struct DeltaReport {
 /// The report of what changed in `goal` since `goal.reported`, or `None` when nothing that
 /// matters to the user changed and `force` is false. Marks what it covers as reported.
 pub fn delta(goal: &mut Goal, reason: ReportReason, now: i64, force: bool) -> Option<DeltaReport> {
-    let last = goal.reported.clone();
+    // Taken out while it is compared with (it is rewritten below when a report is made).
+    let last = std::mem::take(&mut goal.reported);
+    let seen_blockers: HashSet<&str> = last.blockers.iter().map(String::as_str).collect();
+    let seen_evidence: HashSet<&str> = last.evidence.iter().map(String::as_str).collect();
     let done: Vec<String> = goal
         .actions
         .iter()
@@ -83,7 +88,7 @@ pub fn delta(goal: &mut Goal, reason: ReportReason, now: i64, force: bool) -> Op
         .iter()
         // A missed checkpoint and the deadline name every blocker, not only new ones.
         .filter(|b| {
-            !last.blockers.contains(&b.id)
+            !seen_blockers.contains(b.id.as_str())
                 || matches!(
                     reason,
                     ReportReason::CheckpointMissed | ReportReason::Deadline
@@ -121,13 +126,14 @@ pub fn delta(goal: &mut Goal, reason: ReportReason, now: i64, force: bool) -> Op
     let evidence: Vec<String> = goal
         .evidence
         .iter()
-        .filter(|e| !last.evidence.contains(&e.id))
+        .filter(|e| !seen_evidence.contains(e.id.as_str()))
         .map(|e| format!("{} {}", e.id, e.reference))
         .collect();
     let state_changed = last.state != Some(goal.state);
     let matters =
         state_changed || !done.is_empty() || !new_blockers.is_empty() || !checkpoints.is_empty();
     if !matters && !force {
+        goal.reported = last;
         return None;
     }
     let approvals_waiting = goal

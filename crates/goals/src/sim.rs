@@ -319,3 +319,33 @@ pub async fn simulate(
     out.timeline = timeline;
     Ok(out)
 }
+
+/// The first wait of [`day_of_checks`] ends at this time (Unix ms).
+pub const DAY_OF_CHECKS_START: i64 = 1_773_300_600_000;
+
+/// The benchmark's goal: `actions` actions (rounded down to an even number) over a simulated
+/// day — waits spread over 23 h 45 min, each followed by a read of the calendar
+/// (`openphone.calendar.search`), in one chain; the deadline 24 h after the start. The figures
+/// in `docs/benchmarks.md` are for 100 and 300 actions.
+pub fn day_of_checks(actions: usize) -> Result<SimInput, GoalsError> {
+    let pairs = actions / 2;
+    let step = 85_500_000 / i64::try_from(pairs.max(1)).unwrap_or(1);
+    let mut plan = Vec::with_capacity(pairs * 2);
+    for i in 0..pairs {
+        let n = i64::try_from(i).unwrap_or(0);
+        let after: Vec<String> = if i == 0 {
+            Vec::new()
+        } else {
+            vec![format!("r{}", i - 1)]
+        };
+        plan.push(serde_json::json!({"id": format!("w{i}"), "title": format!("wait {i}"),
+            "kind": "wait", "until_ms": DAY_OF_CHECKS_START + n * step, "depends_on": after}));
+        plan.push(serde_json::json!({"id": format!("r{i}"), "title": format!("read {i}"),
+            "kind": "tool", "command": "openphone.calendar.search",
+            "params": {"query": "Dentist"}, "depends_on": [format!("w{i}")]}));
+    }
+    serde_json::from_value(serde_json::json!({
+        "objective": "a day of checks", "deadline_at": 86_400_000, "plan": plan
+    }))
+    .map_err(|e| GoalsError::Internal(e.to_string()))
+}

@@ -57,6 +57,25 @@ pub struct StoredGoal {
     pub goal: Value,
 }
 
+/// A goal row with its document as JSON text (an object), neither parsed nor built as a
+/// `Value`: a caller with its own document type reads and writes large documents without
+/// the intermediate tree ([`Store::get_goal_text`], [`Store::update_goal_text`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GoalText {
+    /// `goal_<ulid>`.
+    pub goal_id: String,
+    /// The goal's state (`draft`, `active`, `blocked`, …).
+    pub state: String,
+    /// Bumped by every write; a write names the version it was computed from.
+    pub version: i64,
+    /// The deadline, Unix ms.
+    pub deadline_at_ms: Option<i64>,
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
+    /// The goal document, JSON text of an object.
+    pub goal_json: String,
+}
+
 /// A transition to append with a goal write.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NewGoalTransition {
@@ -166,6 +185,29 @@ fn get_in(conn: &Connection, goal_id: &str) -> Result<Option<StoredGoal>> {
         &format!("SELECT {GOAL_COLUMNS} FROM goals WHERE goal_id = ?1"),
         [goal_id],
         goal_from_row,
+    )?
+    .into_iter()
+    .next())
+}
+
+fn get_text_in(conn: &Connection, goal_id: &str) -> Result<Option<GoalText>> {
+    const OP: &str = "goals.get";
+    Ok(collect(
+        conn,
+        OP,
+        &format!("SELECT {GOAL_COLUMNS} FROM goals WHERE goal_id = ?1"),
+        [goal_id],
+        |row| {
+            Ok(GoalText {
+                goal_id: col(row, "goal_id", OP)?,
+                state: col(row, "state", OP)?,
+                version: col(row, "version", OP)?,
+                deadline_at_ms: col(row, "deadline_at_ms", OP)?,
+                created_at_ms: col(row, "created_at_ms", OP)?,
+                updated_at_ms: col(row, "updated_at_ms", OP)?,
+                goal_json: col(row, "goal_json", OP)?,
+            })
+        },
     )?
     .into_iter()
     .next())
@@ -300,23 +342,55 @@ impl Store {
         reports: Vec<NewGoalReport>,
     ) -> Result<StoredGoal> {
         const OP: &str = "goals.update";
-        let text = object_text(OP, &next.goal_id, &next.goal)?;
-        let next = next.clone();
+        let text = GoalText {
+            goal_id: next.goal_id.clone(),
+            state: next.state.clone(),
+            version: next.version,
+            deadline_at_ms: next.deadline_at_ms,
+            created_at_ms: next.created_at_ms,
+            updated_at_ms: next.updated_at_ms,
+            goal_json: object_text(OP, &next.goal_id, &next.goal)?,
+        };
+        let version = self.update_goal_text(text, transitions, reports)?;
+        let mut written = next.clone();
+        written.version = version;
+        Ok(written)
+    }
+
+    /// [`Store::update_goal`] with the document as JSON text (it must be an object's):
+    /// returns the version written.
+    pub fn update_goal_text(
+        &self,
+        next: GoalText,
+        transitions: Vec<NewGoalTransition>,
+        reports: Vec<NewGoalReport>,
+    ) -> Result<i64> {
+        const OP: &str = "goals.update";
+        let text = next.goal_json.trim();
+        if !(text.starts_with('{') && text.ends_with('}')) {
+            return Err(StoreError::corrupt(
+                OP,
+                &next.goal_id,
+                "a goal document must be a JSON object",
+            ));
+        }
         let id = next.goal_id.clone();
         self.write(OP, &id, move |tx| {
             let changed = tx
-                .execute(
+                .prepare_cached(
                     "UPDATE goals SET state = ?2, deadline_at_ms = ?3, updated_at_ms = ?4, \
                      goal_json = ?5, version = version + 1 WHERE goal_id = ?1 AND version = ?6",
-                    params![
+                )
+                .and_then(|mut s| {
+                    s.execute(params![
                         next.goal_id,
                         next.state,
                         next.deadline_at_ms,
                         next.updated_at_ms,
-                        text,
+                        next.goal_json,
                         next.version
-                    ],
-                )
+                    ])
+                })
                 .ctx(OP, &next.goal_id)?;
             if changed != 1 {
                 return Err(match get_in(tx, &next.goal_id)? {
@@ -335,10 +409,22 @@ impl Store {
                 });
             }
             append_in(tx, &next.goal_id, &transitions, &reports)?;
-            let mut written = next;
-            written.version += 1;
-            Ok(written)
+            Ok(next.version + 1)
         })
+    }
+
+    /// A goal's stored version (`None`: no such goal) — enough for a reader that keeps the
+    /// document it last read or wrote to tell whether that copy is still current.
+    pub fn goal_version(&self, goal_id: &str) -> Result<Option<i64>> {
+        self.conn()
+            .prepare_cached("SELECT version FROM goals WHERE goal_id = ?1")
+            .and_then(|mut s| s.query_row([goal_id], |r| r.get(0)).optional())
+            .ctx("goals.version", goal_id)
+    }
+
+    /// One goal with its document as JSON text.
+    pub fn get_goal_text(&self, goal_id: &str) -> Result<Option<GoalText>> {
+        get_text_in(&self.conn(), goal_id)
     }
 
     /// One goal.

@@ -131,7 +131,8 @@ pub use confirmations::{
 pub use error::{NotPending, Result, StoreError};
 pub use executions::Execution;
 pub use goals::{
-    GoalReport, GoalTransition, NewGoalReport, NewGoalTransition, ReportDelivery, StoredGoal,
+    GoalReport, GoalText, GoalTransition, NewGoalReport, NewGoalTransition, ReportDelivery,
+    StoredGoal,
 };
 pub use jobs::{
     AgentJob, AttemptFinish, ClaimRequest, ClaimedJob, DeliveryState, JobFilter, JobPhase, JobRun,

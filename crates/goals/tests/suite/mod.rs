@@ -1,6 +1,7 @@
 mod continuity;
 mod delivery;
 mod dentist;
+mod incremental;
 mod recovery;
 mod reports;
 mod simulate;

@@ -284,7 +284,12 @@ mod tests {
     #[test]
     fn remaining_path_of_a_chain_sums_what_is_left_after_each_action() {
         // a0 <- a1 <- a2 <- a3, a1 done: 4 + 0 + 2 + 1 from a0.
-        let g = goal(4, &[0, 0b1, 0b10, 0b100], &[false, true, false, false], &[4, 3, 2, 1]);
+        let g = goal(
+            4,
+            &[0, 0b1, 0b10, 0b100],
+            &[false, true, false, false],
+            &[4, 3, 2, 1],
+        );
         let paths = remaining_path(&g);
         let got: Vec<i64> = (0..4).map(|i| paths[&format!("a{i}")]).collect();
         assert_eq!(got, vec![7_000, 3_000, 3_000, 1_000]);

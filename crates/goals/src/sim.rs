@@ -338,11 +338,15 @@ pub fn day_of_checks(actions: usize) -> Result<SimInput, GoalsError> {
         } else {
             vec![format!("r{}", i - 1)]
         };
-        plan.push(serde_json::json!({"id": format!("w{i}"), "title": format!("wait {i}"),
-            "kind": "wait", "until_ms": DAY_OF_CHECKS_START + n * step, "depends_on": after}));
-        plan.push(serde_json::json!({"id": format!("r{i}"), "title": format!("read {i}"),
+        plan.push(
+            serde_json::json!({"id": format!("w{i}"), "title": format!("wait {i}"),
+            "kind": "wait", "until_ms": DAY_OF_CHECKS_START + n * step, "depends_on": after}),
+        );
+        plan.push(
+            serde_json::json!({"id": format!("r{i}"), "title": format!("read {i}"),
             "kind": "tool", "command": "openphone.calendar.search",
-            "params": {"query": "Dentist"}, "depends_on": [format!("w{i}")]}));
+            "params": {"query": "Dentist"}, "depends_on": [format!("w{i}")]}),
+        );
     }
     serde_json::from_value(serde_json::json!({
         "objective": "a day of checks", "deadline_at": 86_400_000, "plan": plan

@@ -61,12 +61,15 @@ async fn what_the_engine_reads_equals_what_the_store_holds_after_every_tick() {
     }
 }
 
+/// What the store held when an action ran: (action, transitions logged, state by action).
+type Seen = (String, Vec<String>, BTreeMap<String, String>);
+
 /// An agent backend that, at each call, reads what the store holds: the transitions logged
 /// and the document's state of every action.
 struct Witness {
     store: Arc<Store>,
     goal: Mutex<String>,
-    seen: Mutex<Vec<(String, Vec<String>, BTreeMap<String, String>)>>,
+    seen: Mutex<Vec<Seen>>,
 }
 
 #[async_trait]
@@ -92,7 +95,10 @@ impl AgentBackend for Witness {
             .iter()
             .map(|a| (a.id.clone(), a.state.as_str().to_owned()))
             .collect();
-        self.seen.lock().unwrap().push((action.clone(), log, states));
+        self.seen
+            .lock()
+            .unwrap()
+            .push((action.clone(), log, states));
         Ok(format!("{action} done"))
     }
 }
@@ -118,12 +124,12 @@ async fn every_result_and_running_transition_is_stored_before_the_next_side_effe
         None,
     );
     let spec: GoalSpec = serde_json::from_value(json!({
-        "objective": "three turns", "max_parallel": 2, "plan": [
-            {"id": "b1", "title": "one", "kind": "agent_turn", "prompt": "one"},
-            {"id": "b2", "title": "two", "kind": "agent_turn", "prompt": "two"},
-            {"id": "c", "title": "three", "kind": "agent_turn", "prompt": "three",
-             "depends_on": ["b1", "b2"]}
-        ]}))
+    "objective": "three turns", "max_parallel": 2, "plan": [
+        {"id": "b1", "title": "one", "kind": "agent_turn", "prompt": "one"},
+        {"id": "b2", "title": "two", "kind": "agent_turn", "prompt": "two"},
+        {"id": "c", "title": "three", "kind": "agent_turn", "prompt": "three",
+         "depends_on": ["b1", "b2"]}
+    ]}))
     .unwrap();
     let goal = engine.create(&spec, Harness::owner()).unwrap();
     *witness.goal.lock().unwrap() = goal.id.clone();
@@ -179,7 +185,11 @@ fn a_goal_document_that_is_not_an_object_is_refused_and_nothing_is_written() {
 #[test]
 fn an_artifact_that_already_holds_its_content_is_not_rewritten() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("goal_X").join("runs").join("0001-find-1.json");
+    let path = dir
+        .path()
+        .join("goal_X")
+        .join("runs")
+        .join("0001-find-1.json");
     assert!(write_if_changed(&path, b"{\"a\": 1}").unwrap());
     assert!(!write_if_changed(&path, b"{\"a\": 1}").unwrap());
     assert!(write_if_changed(&path, b"{\"a\": 2}").unwrap());

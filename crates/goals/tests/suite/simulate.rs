@@ -96,7 +96,10 @@ async fn a_simulated_day_of_three_hundred_actions_runs_every_action_in_order() {
     // The first wait ends at the start: one tick per later wait (149), the first tick, and
     // the checkpoints T-120 and T-60 (the goal is done before T-15); each read ran once.
     assert_eq!(sim.ticks, 152, "{}", sim.timeline.join("\n"));
-    for checkpoint in ["T-120 met: plan v1 accepted", "T-60 met: critical path needs"] {
+    for checkpoint in [
+        "T-120 met: plan v1 accepted",
+        "T-60 met: critical path needs",
+    ] {
         assert!(
             sim.timeline.iter().any(|l| l.contains(checkpoint)),
             "{checkpoint}"

@@ -69,7 +69,7 @@ fn text_names_each_profile_and_its_commands() {
         "include: * (reads only)",
         "phone_control: ",
         "    openphone.ui.tap\n",
-        "commands (37):",
+        "commands (42):",
     ] {
         assert!(out.contains(needle), "{needle:?} in\n{out}");
     }

@@ -47,7 +47,7 @@ fn check_passes_on_the_shipped_manifests_with_counts() {
     );
     assert_eq!(code, 0);
     assert!(
-        text.contains("commands: 37 (55 names with aliases, 24 mutating)"),
+        text.contains("commands: 42 (60 names with aliases, 27 mutating)"),
         "{text}"
     );
 }
@@ -226,7 +226,7 @@ fn commands_lists_every_manifest_command() {
     assert_eq!(code, 0);
     let v: Value = serde_json::from_str(&out).unwrap();
     let list = v.as_array().unwrap();
-    assert_eq!(list.len(), 37);
+    assert_eq!(list.len(), 42);
     assert!(list.iter().all(|c| {
         c["input_schema"]["required"]
             .as_array()

@@ -1,8 +1,11 @@
+mod approval;
 mod continuity;
 mod delivery;
 mod dentist;
 mod recovery;
 mod reports;
+mod risk;
+mod service;
 mod simulate;
 mod store;
 mod support;

@@ -180,6 +180,11 @@ openphone_clipboard_paste F T F T
 openphone_clipboard_set F F F T
 openphone_contacts_search T - - T
 openphone_device_status T - - F
+openphone_goals_create F T F F
+openphone_goals_get T - - F
+openphone_goals_list T - - F
+openphone_goals_plan F T F F
+openphone_goals_stop F T F F
 openphone_input_press_key F T F T
 openphone_jobs_create F T F F
 openphone_jobs_list T - - F

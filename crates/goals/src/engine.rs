@@ -1230,6 +1230,11 @@ impl GoalEngine {
                 _,
             ) => match &self.backends.jobs {
                 Some(jobs) => {
+                    let title = if title.is_empty() {
+                        &action.title
+                    } else {
+                        title
+                    };
                     let outcome = jobs.create_job(title, prompt, *run_at).await;
                     let now = self.now();
                     if let Ok(job) = &outcome {

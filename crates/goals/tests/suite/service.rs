@@ -326,3 +326,38 @@ async fn an_unknown_goal_is_goal_not_found() {
     let (_, device, _) = device_error(&result);
     assert_eq!(device, "goal_not_found", "{result:?}");
 }
+
+/// The `job` kind's own `title` collided with the action's `title` (the kind's fields are
+/// flattened into the action): no `job` action could be read at all.
+#[test]
+fn regression_a_job_action_is_read_with_the_action_title() {
+    let spec: openphone_goals::ActionSpec = serde_json::from_value(json!({
+        "id": "later", "title": "Remind me", "kind": "job",
+        "prompt": "Remind me of the dentist", "run_at": 5
+    }))
+    .unwrap();
+    assert_eq!(spec.title, "Remind me");
+    let openphone_goals::ActionKind::Job {
+        title,
+        prompt,
+        run_at,
+    } = &spec.kind
+    else {
+        panic!("{spec:?}");
+    };
+    assert!(title.is_empty(), "the job takes the action's title");
+    assert_eq!(prompt, "Remind me of the dentist");
+    assert_eq!(*run_at, Some(5));
+    // A different title for the job itself is `job_title`, and survives a round trip.
+    let spec: openphone_goals::ActionSpec = serde_json::from_value(json!({
+        "id": "later", "title": "Remind me", "kind": "job", "job_title": "Dentist reminder",
+        "prompt": "p"
+    }))
+    .unwrap();
+    let again: openphone_goals::ActionSpec =
+        serde_json::from_value(serde_json::to_value(&spec).unwrap()).unwrap();
+    assert_eq!(again, spec);
+    assert!(
+        matches!(&spec.kind, openphone_goals::ActionKind::Job { title, .. } if title == "Dentist reminder")
+    );
+}

@@ -148,7 +148,8 @@ impl GoalTurnRunner {
         let Some(bridge) = inner.bridge.upgrade() else {
             return Err("the tool bridge is gone (the daemon is stopping)".to_owned());
         };
-        let deadline = tokio::time::Instant::now() + Duration::from_millis(TURN_BUDGET_MS);
+        // A deadline without reading the clock: the sleep computes it.
+        let deadline = tokio::time::sleep(Duration::from_millis(TURN_BUDGET_MS)).deadline();
         let mut messages = vec![Kept::new(Message::user(prompt.to_owned()), &Value::Null)];
         let mut calls = 0u32;
         for _ in 0..inner.max_turns.max(1) {

@@ -41,10 +41,9 @@ pub mod sim;
 pub mod spec;
 pub mod transition;
 
-pub use engine::{AgentBackend, Backends, GoalEngine, JobBackend, TickOutcome, goal_json};
 pub use approval::ApprovalPackage;
+pub use engine::{AgentBackend, Backends, GoalEngine, JobBackend, TickOutcome, goal_json};
 pub use error::GoalsError;
-pub use service::{GoalTools, Wake};
 pub use model::{
     Action, ActionKind, ActionState, Attempt, AttemptOutcome, Blocker, BlockerKind, Checkpoint,
     CheckpointOutcome, Criterion, CriterionCheck, DeliveryChannel, Evidence, EvidenceKind, Goal,
@@ -52,5 +51,6 @@ pub use model::{
 };
 pub use predicate::{Predicate, PredicateOp};
 pub use report::{DeltaReport, ReportReason};
+pub use service::{GoalTools, Wake};
 pub use spec::{ActionSpec, GoalSpec, InvalidGoal};
 pub use transition::{IllegalTransition, Source, TABLE, Transition, check, move_action};

@@ -142,7 +142,7 @@ async fn a_runtime_creating_a_goal_owns_and_plans_it_and_the_driver_is_woken() {
     assert_eq!(goal.owner.surface, "runtime");
     assert_eq!(goal.planner, "hermes");
     assert_eq!(goal.plan_version, 1);
-    assert_eq!(t.woken.lock().unwrap().as_slice(), [id.clone()]);
+    assert_eq!(*t.woken.lock().unwrap(), vec![id.clone()]);
 
     // Reads are not confirmed; the owner sees it, with its envelope.
     let (got, asked) = t

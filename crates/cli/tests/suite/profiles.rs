@@ -50,7 +50,7 @@ fn json_lists_every_profile_with_its_commands() {
     );
     assert_eq!(by_name("read")["reads_only"], true);
     assert_eq!(by_name("full")["unfiltered"], true);
-    assert_eq!(by_name("full")["commands"].as_array().unwrap().len(), 37);
+    assert_eq!(by_name("full")["commands"].as_array().unwrap().len(), 42);
     let messaging = by_name("messaging")["commands"].as_array().unwrap();
     assert!(messaging.iter().any(|c| c == "openphone.messages.send"));
     assert!(!messaging.iter().any(|c| c == "openphone.ui.tap"));

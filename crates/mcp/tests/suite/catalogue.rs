@@ -19,7 +19,10 @@ fn tool_json(name: &str) -> Value {
 fn every_mcp_true_command_is_listed_and_nothing_else() {
     let tools = catalogue(registry()).unwrap();
     let mcp_true = registry().commands().filter(|c| c.mcp).count();
-    assert_eq!(mcp_true, 40, "35 upstream-compatible and the 5 goal commands");
+    assert_eq!(
+        mcp_true, 40,
+        "35 upstream-compatible and the 5 goal commands"
+    );
     assert_eq!(tools.len(), mcp_true);
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     for hidden in ["openphone_messages_send", "openphone_calls_place"] {

@@ -33,6 +33,7 @@
 pub mod background;
 mod config;
 mod dispatch;
+pub mod goal_turn;
 mod judge;
 pub mod prompt;
 pub mod run;
@@ -43,5 +44,6 @@ pub mod transcript;
 pub use background::{AgentTurnRunner, BackgroundSetupError, background_session};
 pub use config::{BuiltinConfig, BuiltinConfigError, ModelEndpoint};
 pub use dispatch::DispatchRunner;
+pub use goal_turn::GoalTurnRunner;
 pub use judge::ModelJudge;
 pub use runtime::{BUILTIN, BuiltinRuntime, BuiltinSetup, DAEMON_STOPPED};

@@ -30,6 +30,7 @@ pub use bridge::{
     ToolBridge, Waited, Withdrawn, waiting_on,
 };
 pub use bridge::{EXPLANATION_KEY, explanation_of};
+pub use bridge::{GOAL_GRANT_MAX_MS, GOAL_PRINCIPAL, goal_scope};
 pub use bridge::{Injected, WorldError};
 pub use events::{Audience, Event, EventBus, PublishError};
 pub use request::{NormalizedRequest, normalize};

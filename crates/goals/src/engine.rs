@@ -47,7 +47,7 @@ use crate::spec::{ActionSpec, GoalSpec, accept_plan, new_goal};
 use crate::transition::{BlockWith, Source, Transition, move_action};
 
 /// The principal the goal layer's requests carry.
-pub const PRINCIPAL: &str = "goals";
+pub const PRINCIPAL: &str = openphone_core::GOAL_PRINCIPAL;
 
 /// A runtime that works `agent_turn` prompts in an isolated session (the built-in runtime, a
 /// scripted one in the simulator).
@@ -711,8 +711,18 @@ impl GoalEngine {
     }
 
     /// The dry run of a tool action now (§4): the real policy stack, the goal's autonomy, the
-    /// background context. A request the bridge refuses to validate is a Deny.
+    /// background context, then the goal's risk ceiling (`risk.rs`). A request the bridge
+    /// refuses to validate is a Deny.
     pub fn dry_run(&self, goal: &Goal, action: &Action) -> Option<DecisionSummary> {
+        let ActionKind::Tool { command, .. } = &action.kind else {
+            return None;
+        };
+        let decision = self.policy_dry_run(goal, action)?;
+        Some(crate::risk::cap(goal, &action.id, command, decision))
+    }
+
+    /// The policy stack's part of [`GoalEngine::dry_run`].
+    fn policy_dry_run(&self, goal: &Goal, action: &Action) -> Option<DecisionSummary> {
         let ActionKind::Tool { command, params } = &action.kind else {
             return None;
         };
@@ -1057,6 +1067,8 @@ impl GoalEngine {
             if outcome == "deny" {
                 let d = decision.clone().unwrap_or_else(|| summarise_none(now));
                 let how = match &d.change_command {
+                    // The goal's own risk ceiling: retrying cannot help (`risk.rs`).
+                    Some(cmd) if d.layer == crate::risk::LAYER => cmd.clone(),
                     Some(cmd) => format!("{cmd}, then {}", retry_line(&goal_id, &id)),
                     None => format!(
                         "change the policy (openphone policy explain) or submit another plan (openphone goals plan {goal_id} <plan.json>), then {}",
@@ -1281,6 +1293,11 @@ impl GoalEngine {
                 _,
             ) => match &self.backends.jobs {
                 Some(jobs) => {
+                    let title = if title.is_empty() {
+                        &action.title
+                    } else {
+                        title
+                    };
                     let outcome = jobs.create_job(title, prompt, *run_at).await;
                     let now = self.now();
                     if let Ok(job) = &outcome {
@@ -1318,11 +1335,16 @@ impl GoalEngine {
             att.summary = format!("no {kind} backend is attached");
         }
         let goal_id = work.goal.id.clone();
+        let missing = if kind == "agent_turn" {
+            " (configure the built-in runtime's model: a [builtin] table)"
+        } else {
+            ""
+        };
         work.mv(
             id,
             ActionState::Blocked,
             Source::Executor,
-            &format!("no {kind} backend is attached to this daemon"),
+            &format!("no {kind} backend is attached to this daemon{missing}"),
             now,
             block(
                 BlockerKind::External,

@@ -17,8 +17,13 @@
 //!   Telegram Bot API, with their own delivery state;
 //! - [`artifacts`]: `plan.json`, `runs/*.json`, `status.md`, written atomically (§5);
 //! - [`explain`](mod@explain): why an action ran, waits or is blocked, layer by layer;
-//! - [`retry`]: backoff with jitter; [`predicate`]: the JSON predicates of checks.
+//! - [`retry`]: backoff with jitter; [`predicate`]: the JSON predicates of checks;
+//! - [`risk`]: the goal's `risk_level` ceiling, applied at dry-run time;
+//! - [`approval`]: the minimal approval package and the permission envelope as data (§4);
+//! - [`service`]: the manifest commands `openphone.goals.*` for runtimes and MCP (§10), a
+//!   runtime-owned service of the bridge.
 
+pub mod approval;
 pub mod artifacts;
 pub mod deadline;
 pub mod delivery;
@@ -30,10 +35,13 @@ pub mod model;
 pub mod predicate;
 pub mod report;
 pub mod retry;
+pub mod risk;
+pub mod service;
 pub mod sim;
 pub mod spec;
 pub mod transition;
 
+pub use approval::ApprovalPackage;
 pub use engine::{AgentBackend, Backends, GoalEngine, JobBackend, TickOutcome, goal_json};
 pub use error::GoalsError;
 pub use model::{
@@ -43,5 +51,6 @@ pub use model::{
 };
 pub use predicate::{Predicate, PredicateOp};
 pub use report::{DeltaReport, ReportReason};
+pub use service::{GoalTools, Wake};
 pub use spec::{ActionSpec, GoalSpec, InvalidGoal};
 pub use transition::{IllegalTransition, Source, TABLE, Transition, check, move_action};

@@ -175,7 +175,13 @@ pub enum ActionKind {
     },
     /// Schedules an agent job (the cron backend).
     Job {
-        /// The job's title.
+        /// The job's title when it differs from the action's (`job_title`; the action's own
+        /// `title` key cannot be read twice: it belongs to the action).
+        #[serde(
+            rename = "job_title",
+            default,
+            skip_serializing_if = "String::is_empty"
+        )]
         title: String,
         /// The job's prompt.
         prompt: String,

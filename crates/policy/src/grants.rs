@@ -32,6 +32,8 @@ pub const TARGETS: &[(&str, &[&str])] = &[
         &["watcher_id", "scope", "all", "query"],
     ),
     ("openphone.jobs.stop", &["job_id"]),
+    ("openphone.goals.plan", &["goal_id"]),
+    ("openphone.goals.stop", &["goal_id", "action_id"]),
 ];
 
 /// State-changing commands below the risk floor that act on no particular target: a grant
@@ -49,6 +51,7 @@ pub const UNTARGETED: &[&str] = &[
     "openphone.memory.save",
     "openphone.watchers.create",
     "openphone.jobs.create",
+    "openphone.goals.create",
 ];
 
 /// The target params of a command (empty when it has none).
@@ -68,6 +71,22 @@ pub fn session_grant_constraints(command: &Command, params: &Value) -> BTreeMap<
         .map(|key| {
             let value = params.get(*key).cloned().unwrap_or(Value::Null);
             ((*key).to_owned(), value)
+        })
+        .collect()
+}
+
+/// The constraints of a goal's standing approval (`goals.md` §4, the approval package): every
+/// param the command's schema declares, except the audit's `reason`, pinned to the approved
+/// request's value or to "absent". Narrower than a session grant: the grant covers these exact
+/// params and nothing else — the same step of the same goal, attempted again.
+pub fn exact_params_constraints(command: &Command, params: &Value) -> BTreeMap<String, Value> {
+    command
+        .input_properties()
+        .into_iter()
+        .filter(|key| *key != "reason")
+        .map(|key| {
+            let value = params.get(key).cloned().unwrap_or(Value::Null);
+            (key.to_owned(), value)
         })
         .collect()
 }
@@ -109,6 +128,20 @@ mod tests {
         );
         let tap = command("openphone.ui.tap");
         assert!(session_grant_constraints(tap, &json!({"x": 1, "y": 2})).is_empty());
+    }
+
+    #[test]
+    fn exact_params_pin_every_declared_param_but_the_reason() {
+        let update = command("openphone.calendar.update");
+        let pinned = exact_params_constraints(
+            update,
+            &json!({"event_id": 7, "start_at": 5, "reason": "move it", "_extra": 1}),
+        );
+        assert_eq!(pinned.get("event_id"), Some(&json!(7)));
+        assert_eq!(pinned.get("start_at"), Some(&json!(5)));
+        assert_eq!(pinned.get("title"), Some(&Value::Null));
+        assert!(!pinned.contains_key("reason"));
+        assert!(!pinned.contains_key("_extra"));
     }
 
     #[test]

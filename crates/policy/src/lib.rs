@@ -107,7 +107,7 @@ pub use decision::{
 };
 pub use error::PolicyError;
 pub use explain::{explain, wire_layer, wire_outcome};
-pub use grants::{session_grant_constraints, target_params};
+pub use grants::{exact_params_constraints, session_grant_constraints, target_params};
 pub use input::{
     Admission, BUILTIN_RUNTIME, BackgroundRun, Caller, Context, ExposureGrants, PolicyInput, Role,
     RuleMatch, RuntimeAuthorisation, StandingApproval, ToolList, ToolPolicy, ToolSelector,

@@ -81,6 +81,9 @@ pub struct Command {
     pub output_schema: Value,
     pub deprecated: bool,
     pub superseded_by: Option<String>,
+    /// A command this project adds that upstream does not have at all (`"project": true`:
+    /// the goal commands); outside the upstream-compatible totals.
+    pub project: bool,
 }
 
 impl Command {

@@ -163,6 +163,8 @@ pub struct Daemon {
     world: crate::world::World,
     /// The OpenClaw node adapter, with an `[openclaw]` table.
     openclaw: Option<openphone_openclaw::OpenclawAdapter>,
+    /// G2 (goals): the goal engine the goal commands serve (they hold it weakly).
+    goals: crate::goal_backends::Goals,
 }
 
 fn write_file(path: &Path, contents: &[u8], mode: u32) -> Result<(), DaemonError> {
@@ -312,6 +314,15 @@ impl Daemon {
                 .with(openphone_jobs::JobType::AgentTurn, agent_turn),
             config.jobs.max_jobs,
         );
+        // G2 (goals) — the goal engine, its agent_turn/job backends and the goal commands
+        // on the bridge. Merger: unify with G1's engine and driver (pass its wake).
+        let goals = crate::goal_backends::install(
+            &bridge,
+            &data_dir,
+            crate::goal_backends::goal_backends(&setup, config.builtin.as_ref(), &jobs)?,
+            None,
+        );
+        // G2 (goals) — end.
         let openclaw = match &config.openclaw {
             Some(table) => {
                 let adapter =
@@ -461,7 +472,13 @@ impl Daemon {
             background,
             world,
             openclaw,
+            goals,
         })
+    }
+
+    /// G2 (goals): the goal engine.
+    pub fn goal_engine(&self) -> &Arc<openphone_goals::GoalEngine> {
+        &self.goals.0
     }
 
     /// The bound address.

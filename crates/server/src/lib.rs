@@ -29,6 +29,7 @@ mod conn;
 pub mod daemon;
 pub mod dashboard;
 pub mod front;
+pub mod goal_backends;
 mod lock;
 pub mod mcp;
 pub mod rate;

@@ -50,7 +50,7 @@ fn json_lists_every_profile_with_its_commands() {
     );
     assert_eq!(by_name("read")["reads_only"], true);
     assert_eq!(by_name("full")["unfiltered"], true);
-    assert_eq!(by_name("full")["commands"].as_array().unwrap().len(), 37);
+    assert_eq!(by_name("full")["commands"].as_array().unwrap().len(), 42);
     let messaging = by_name("messaging")["commands"].as_array().unwrap();
     assert!(messaging.iter().any(|c| c == "openphone.messages.send"));
     assert!(!messaging.iter().any(|c| c == "openphone.ui.tap"));
@@ -69,7 +69,7 @@ fn text_names_each_profile_and_its_commands() {
         "include: * (reads only)",
         "phone_control: ",
         "    openphone.ui.tap\n",
-        "commands (37):",
+        "commands (42):",
     ] {
         assert!(out.contains(needle), "{needle:?} in\n{out}");
     }

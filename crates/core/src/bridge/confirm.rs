@@ -132,6 +132,21 @@ pub(super) struct StoredRequest {
 }
 
 impl ToolBridge {
+    /// When a new confirmation expires: the request's timeout from now; for a goal's step
+    /// (`grants.rs`), the goal's deadline — capped at [`super::GOAL_GRANT_MAX_MS`] from now,
+    /// never sooner than the request's own timeout — so a goal's approval waits as long as
+    /// the goal does instead of being asked again every ten minutes.
+    fn confirmation_expiry(&self, caller: &Caller, req: &NormalizedRequest, started: i64) -> i64 {
+        let own = started + req.timeout_ms;
+        match self.goal_of(caller, &req.request_id) {
+            Some(goal) => {
+                let cap = started.saturating_add(super::GOAL_GRANT_MAX_MS);
+                goal.deadline_at_ms.map_or(cap, |d| d.min(cap)).max(own)
+            }
+            None => own,
+        }
+    }
+
     /// A confirmation for this identity that is still waiting or executing.
     pub(super) fn live_confirmation(
         &self,
@@ -180,7 +195,7 @@ impl ToolBridge {
             summary: text,
             risk: command.risk,
             created_at_ms: started,
-            expires_at_ms: started + req.timeout_ms,
+            expires_at_ms: self.confirmation_expiry(caller, req, started),
         };
         let (record, created) = match self.store.insert_pending(&new, MAX_PENDING_PER_RUNTIME) {
             Ok(PendingInsert::Created(r)) => (r, true),
@@ -236,9 +251,10 @@ impl ToolBridge {
                     one_shot: false,
                     ..
                 }
-            ) && self
+            ) && (self
                 .own_session(caller, req.phone_session_id.as_deref())
-                .is_some(),
+                .is_some()
+                || self.goal_of(caller, &req.request_id).is_some()),
             result: result.clone(),
         };
         self.publish(&Event::ConfirmationRequired(required), &runtime);

@@ -16,13 +16,55 @@
 //! could not be recorded is withdrawn (and kept out of every decision even if that revoke
 //! cannot be written); one left behind by a crash between the two is revoked at start
 //! (`ToolBridge::recover`).
+//!
+//! **Goal grants** (`goals.md` §4, §8: the approval package). A confirmation the goal layer
+//! asked for — the built-in runtime's internal caller with principal [`GOAL_PRINCIPAL`], a
+//! request id `goal_<id>:<action>:<n>` naming a stored goal — has no phone session, and its
+//! steps run in the goal's background context. Approved `accept_for_session`, it makes a grant
+//! scoped to that goal alone ([`goal_scope`] as its session, applying in background runs of
+//! that goal only), pinning every declared param of the request (not only its target), and
+//! expiring at the goal's deadline, or [`GOAL_GRANT_MAX_MS`] from now without one. Later
+//! attempts of the same step of the same goal are not asked again; nothing else benefits.
 
-use openphone_policy::{is_risk_floor, session_grant_constraints};
-use openphone_store::{ConfirmationRecord, NewStandingApproval};
+use openphone_policy::{
+    BackgroundRun, Caller, Context, Transport, exact_params_constraints, is_risk_floor,
+    session_grant_constraints,
+};
+use openphone_store::{ConfirmationRecord, NewStandingApproval, StoredGoal};
 use serde_json::{Map, Value, json};
 
 use super::ToolBridge;
 use super::confirm::StoredRequest;
+
+/// The principal of the goal layer's requests (`openphone_goals::engine::PRINCIPAL`).
+pub const GOAL_PRINCIPAL: &str = "goals";
+
+/// The longest a goal grant lives: for a goal without a deadline, and as a cap on one with a
+/// far deadline (seven days).
+pub const GOAL_GRANT_MAX_MS: i64 = 7 * 24 * 60 * 60 * 1000;
+
+/// The session a goal's grants are scoped to: `goal:<goal id>`.
+pub fn goal_scope(goal_id: &str) -> String {
+    format!("goal:{goal_id}")
+}
+
+/// Whether `caller` is the goal layer's own (never a remote runtime: those are not internal).
+pub(super) fn is_goal_caller(caller: &Caller) -> bool {
+    caller.runtime == openphone_policy::BUILTIN_RUNTIME
+        && caller.transport == Transport::Internal
+        && caller.principal == GOAL_PRINCIPAL
+}
+
+/// The goal scope a request's grants are matched in: a background run of a goal, made by the
+/// goal layer.
+pub(super) fn goal_context_scope(caller: &Caller, context: &Context) -> Option<String> {
+    match context {
+        Context::Background {
+            run: BackgroundRun::Goal { goal_id },
+        } if is_goal_caller(caller) => Some(goal_scope(goal_id)),
+        _ => None,
+    }
+}
 
 /// What an approval did about a session grant.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -105,6 +147,13 @@ impl ToolBridge {
         if is_risk_floor(command) {
             return Some("risk_floor");
         }
+        if is_goal_caller(&stored.caller) {
+            return match self.goal_of(&stored.caller, &stored.request.request_id) {
+                Some(goal) if goal_is_open(&goal, self.now_ms()) => None,
+                Some(_) => Some("goal_ended"),
+                None => Some("no_goal"),
+            };
+        }
         if stored.context.is_background() {
             return Some("background");
         }
@@ -131,6 +180,9 @@ impl ToolBridge {
         let Some(command) = self.registry.resolve(&record.identity.tool) else {
             return Grant::Downgraded("unknown_tool");
         };
+        if let Some(goal) = self.goal_of(&stored.caller, &stored.request.request_id) {
+            return self.grant_for_goal(record, stored, command, &goal);
+        }
         let constraints: Map<String, Value> =
             session_grant_constraints(command, &stored.request.params)
                 .into_iter()
@@ -150,6 +202,59 @@ impl ToolBridge {
             Ok(row) => Grant::Made(row.approval_id),
             Err(e) => {
                 tracing::error!(error = %e, "storing a session grant");
+                Grant::Downgraded("grant_not_stored")
+            }
+        }
+    }
+
+    /// The stored goal a goal-layer request was made for (its request id is the attempt key
+    /// `goal_<id>:<action>:<n>`).
+    pub(super) fn goal_of(&self, caller: &Caller, request_id: &str) -> Option<StoredGoal> {
+        if !is_goal_caller(caller) {
+            return None;
+        }
+        let goal_id = request_id
+            .split(':')
+            .next()
+            .filter(|id| id.starts_with("goal_"))?;
+        match self.store.get_goal(goal_id) {
+            Ok(goal) => goal,
+            Err(e) => {
+                tracing::error!(error = %e, "reading the goal of a confirmation");
+                None
+            }
+        }
+    }
+
+    /// The goal grant of an approved goal request (see the module docs).
+    fn grant_for_goal(
+        &self,
+        record: &ConfirmationRecord,
+        stored: &StoredRequest,
+        command: &openphone_protocol::Command,
+        goal: &StoredGoal,
+    ) -> Grant {
+        let now = self.now_ms();
+        let cap = now.saturating_add(GOAL_GRANT_MAX_MS);
+        let new = NewStandingApproval {
+            runtime: stored.caller.runtime.clone(),
+            tool: command.name.clone(),
+            constraints: Value::Object(
+                exact_params_constraints(command, &stored.request.params)
+                    .into_iter()
+                    .collect(),
+            ),
+            expires_at_ms: Some(goal.deadline_at_ms.map_or(cap, |d| d.min(cap))),
+            background: true,
+            phone_session_id: Some(goal_scope(&goal.goal_id)),
+            confirmation_id: Some(record.confirmation_id.clone()),
+            created_by: record.resolved_by.clone(),
+            note: Some(format!("approved for goal {} only", goal.goal_id)),
+        };
+        match self.store.create_approval(&new, now) {
+            Ok(row) => Grant::Made(row.approval_id),
+            Err(e) => {
+                tracing::error!(error = %e, "storing a goal grant");
                 Grant::Downgraded("grant_not_stored")
             }
         }
@@ -203,4 +308,10 @@ impl ToolBridge {
         }
         revoked
     }
+}
+
+/// A goal that can still use a grant: not finished, its deadline not passed.
+fn goal_is_open(goal: &StoredGoal, now_ms: i64) -> bool {
+    !matches!(goal.state.as_str(), "done" | "failed" | "aborted")
+        && goal.deadline_at_ms.is_none_or(|d| now_ms < d)
 }

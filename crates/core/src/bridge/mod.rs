@@ -75,6 +75,7 @@ use audit::{Attempt, Unaudited};
 pub use authority::{RESOLVED_BY_CONFIGURATION, Withdrawn};
 pub use confirm::{BridgeError, ConfirmDecision, ConfirmingHost, Operator, RecoveryReport};
 pub use explain::{EXPLANATION_KEY, explanation_of};
+pub use grants::{GOAL_GRANT_MAX_MS, GOAL_PRINCIPAL, goal_scope};
 use identity::IdentityLocks;
 pub use reviewed::ReviewedApproval;
 pub use tasks::MAX_TASK_SCOPES;
@@ -489,7 +490,9 @@ impl ToolBridge {
         let in_session = (with_session || approvals.iter().any(|a| a.session.is_some()))
             .then(|| self.own_session(caller, req.phone_session_id.as_deref()))
             .flatten()
-            .map(|s| s.phone_session_id);
+            .map(|s| s.phone_session_id)
+            // A goal's background step: its grants are scoped to the goal (`grants.rs`).
+            .or_else(|| grants::goal_context_scope(caller, context));
         let input = openphone_policy::PolicyInput {
             command,
             caller,

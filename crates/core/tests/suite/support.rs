@@ -127,6 +127,7 @@ pub fn minimal_params(tool: &str) -> Value {
             "number" => json!(10),
             "boolean" => json!(true),
             "object" => json!({}),
+            "array" => json!([]),
             _ => json!("test"),
         };
         params.insert(name.to_owned(), v);

@@ -1,9 +1,12 @@
+mod approval;
 mod continuity;
 mod delivery;
 mod dentist;
 mod incremental;
 mod recovery;
 mod reports;
+mod risk;
+mod service;
 mod simulate;
 mod store;
 mod support;

@@ -125,6 +125,8 @@ pub fn dentist_json(now: i64, friday: i64) -> Value {
     json!({
         "objective": "by 18:00 move my dentist appointment to Friday and tell Alice",
         "deadline_at": now + 6 * 60 * MIN,
+        // Telling Alice is a message: a high-risk command.
+        "risk_level": "high",
         "delivery": "telegram",
         "success_criteria": [
             {"id": "moved", "description": "the dentist is on Friday",

@@ -37,7 +37,7 @@ fn every_exposed_name_round_trips_through_the_table() {
             assert_eq!(other.name, cmd.name);
         }
     }
-    assert_eq!(seen.len(), 35);
+    assert_eq!(seen.len(), 40);
 }
 
 #[test]

@@ -390,6 +390,7 @@ fn check_command(
             output_schema,
             deprecated,
             superseded_by,
+            project: obj.get("project").and_then(Value::as_bool).unwrap_or(false),
         },
         validator,
     ))

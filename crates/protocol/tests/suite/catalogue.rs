@@ -14,10 +14,23 @@ fn count<T: Ord + Copy>(items: impl Iterator<Item = T>) -> BTreeMap<T, usize> {
     m
 }
 
+/// The upstream-compatible set: every command but this project's own additions.
+struct Upstream;
+
+impl Upstream {
+    fn commands(&self) -> impl Iterator<Item = &'static openphone_protocol::Command> {
+        registry().commands().filter(|c| !c.project)
+    }
+}
+
+fn upstream_set() -> Upstream {
+    Upstream
+}
+
 #[test]
 fn command_totals_match_the_upstream_compatible_set() {
-    let r = registry();
-    assert_eq!(r.commands().len(), 37);
+    let r = upstream_set();
+    assert_eq!(r.commands().count(), 37);
     let names: usize = r.commands().map(|c| 1 + c.aliases.len()).sum();
     assert_eq!(names, 55, "names including aliases");
     assert_eq!(
@@ -67,7 +80,43 @@ fn mutating_is_exactly_the_confirming_commands() {
             c.name
         );
     }
-    assert_eq!(r.commands().filter(|c| c.mutating).count(), 24);
+    assert_eq!(upstream_set().commands().filter(|c| c.mutating).count(), 24);
+}
+
+#[test]
+fn the_project_commands_are_the_goal_commands_shaped_like_the_job_commands() {
+    let r = registry();
+    let project: Vec<&str> = r
+        .commands()
+        .filter(|c| c.project)
+        .map(|c| c.name.as_str())
+        .collect();
+    assert_eq!(
+        project,
+        [
+            "openphone.goals.list",
+            "openphone.goals.get",
+            "openphone.goals.create",
+            "openphone.goals.plan",
+            "openphone.goals.stop"
+        ]
+    );
+    let job = |name: &str| r.resolve(name).unwrap();
+    for c in r.commands().filter(|c| c.project) {
+        let like = if c.mutating {
+            job("openphone.jobs.create")
+        } else {
+            job("openphone.jobs.list")
+        };
+        assert_eq!(c.executor, Executor::Runtime, "{}", c.name);
+        assert_eq!(c.category, like.category, "{}", c.name);
+        assert_eq!(c.risk, like.risk, "{}", c.name);
+        assert_eq!(c.capability, like.capability, "{}", c.name);
+        assert_eq!(c.confirmation, like.confirmation, "{}", c.name);
+        assert_eq!(c.default_exposure, like.default_exposure, "{}", c.name);
+        assert!(c.mcp && c.remote_runtime, "{}", c.name);
+        assert!(c.required_inputs().contains(&"reason"), "{}", c.name);
+    }
 }
 
 #[test]
@@ -83,7 +132,8 @@ fn runtime_owned_commands_are_memory_watchers_and_jobs() {
         r.commands()
             .filter(|c| c.executor == Executor::Runtime)
             .count(),
-        8
+        13,
+        "memory 2, watchers 3, jobs 3, goals 5"
     );
 }
 

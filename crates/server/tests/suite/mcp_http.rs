@@ -533,3 +533,75 @@ async fn mcp_lists_runtime_served_commands_as_tools() {
         assert!(names.contains(&name), "{name} missing from {names:?}");
     }
 }
+
+/// Issue 18: the goal commands over MCP — listed, created after the user accepts the
+/// confirmation, owned by the MCP runtime that created them and closed to another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_runs_the_goal_commands_for_the_runtime_that_owns_the_goal() {
+    let d = start(config(&format!(
+        "\n[[runtimes]]\nid = \"desk\"\ntoken = \"{DESK_TOKEN}\"\n\
+         grants = [\"safe_read\", \"private_read\", \"dangerous\"]\ntrust_client_confirmation = true\n"
+    )))
+    .await;
+    let addr = d.daemon.addr();
+    let reply = modern(addr, DESK_TOKEN, "tools/list", None, json!({})).await;
+    let listed = reply.json();
+    let names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    for name in [
+        "openphone_goals_create",
+        "openphone_goals_list",
+        "openphone_goals_get",
+        "openphone_goals_plan",
+        "openphone_goals_stop",
+    ] {
+        assert!(names.contains(&name), "{name} missing from {names:?}");
+    }
+
+    let create = json!({"arguments": {
+        "objective": "find the dentist appointment",
+        "plan": [{"id": "find", "title": "Find it", "kind": "tool",
+                  "command": "openphone.calendar.search", "params": {"query": "Dentist"}}],
+        "reason": "the user asked"}});
+    let first = call(addr, DESK_TOKEN, "openphone_goals_create", create.clone()).await;
+    assert_eq!(first["result"]["resultType"], "input_required", "{first}");
+    let mut again = create;
+    again["requestState"] = first["result"]["requestState"].clone();
+    again["inputResponses"] = json!({"confirm": {"action": "accept", "content": {}}});
+    let created = call(addr, DESK_TOKEN, "openphone_goals_create", again).await;
+    assert_eq!(created["result"]["isError"], false, "{created}");
+    let goal = &created["result"]["structuredContent"]["goal"];
+    assert_eq!(goal["owner"]["runtime"], "desk", "{created}");
+    assert_eq!(goal["planner"], "desk");
+    let id = goal["id"].as_str().unwrap().to_owned();
+
+    let mine = call(
+        addr,
+        DESK_TOKEN,
+        "openphone_goals_list",
+        json!({"arguments": {"reason": "what runs"}}),
+    )
+    .await;
+    assert_eq!(
+        mine["result"]["structuredContent"]["goals"][0]["goal_id"],
+        json!(id),
+        "{mine}"
+    );
+
+    // The default MCP runtime is another runtime: not its goal.
+    let other = mcp_token(d.dir.path());
+    let refused = call(
+        addr,
+        &other,
+        "openphone_goals_get",
+        json!({"arguments": {"goal_id": id, "reason": "peek"}}),
+    )
+    .await;
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    let text = refused["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("forbidden"), "{text}");
+}

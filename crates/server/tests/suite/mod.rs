@@ -2,6 +2,7 @@ mod attention;
 mod dashboard;
 mod endpoint;
 mod front_door;
+mod goals;
 mod mcp_http;
 mod mcp_replayed;
 mod one_write;

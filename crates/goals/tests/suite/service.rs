@@ -1,0 +1,363 @@
+//! The goal commands for runtimes (`openphone.goals.*`) through the real bridge: confirmed
+//! like any state-changing command, ownership (the creating runtime owns and plans its goal,
+//! another runtime may not), errors naming the field, the wake callback.
+
+use std::sync::{Arc, Mutex};
+
+use openphone_core::ConfirmDecision;
+use openphone_core::Operator;
+use openphone_goals::{Backends, GoalEngine, GoalTools, Wake};
+use openphone_policy::{Autonomy, Caller, ExposureGrants, Role, Transport};
+use openphone_protocol::{ErrorCode, ToolRequest, ToolResult, ToolStatus};
+use serde_json::{Value, json};
+
+use super::support::Harness;
+
+struct Tools {
+    h: Harness,
+    engine: Arc<GoalEngine>,
+    woken: Arc<Mutex<Vec<String>>>,
+    next: Mutex<u32>,
+}
+
+fn runtime(id: &str) -> Caller {
+    Caller {
+        runtime: id.to_owned(),
+        transport: Transport::Websocket,
+        principal: id.to_owned(),
+        role: Role::Runtime,
+        enabled: true,
+        grants: ExposureGrants::ALL,
+        max_autonomy: Autonomy::AskBeforeAction,
+    }
+}
+
+impl Tools {
+    fn new() -> Tools {
+        let h = Harness::new();
+        let engine = Arc::new(GoalEngine::new(
+            Arc::clone(&h.store),
+            Arc::clone(&h.bridge),
+            Backends::default(),
+            None,
+        ));
+        let woken = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&woken);
+        let wake: Wake = Arc::new(move |id: &str| seen.lock().unwrap().push(id.to_owned()));
+        h.bridge
+            .install_service(Arc::new(GoalTools::new(&engine, wake)));
+        Tools {
+            h,
+            engine,
+            woken,
+            next: Mutex::new(0),
+        }
+    }
+
+    /// One call as `caller`; a confirmation is approved by the operator and the final result
+    /// returned. The second value says whether a confirmation was asked.
+    async fn call(&self, caller: &Caller, tool: &str, mut params: Value) -> (ToolResult, bool) {
+        params["reason"] = json!("the user asked");
+        let n = {
+            let mut next = self.next.lock().unwrap();
+            *next += 1;
+            *next
+        };
+        let request = ToolRequest {
+            request_id: format!("req-{n}"),
+            runtime: Some(caller.runtime.clone()),
+            runtime_session_id: "rs-1".to_owned(),
+            phone_session_id: None,
+            tool: tool.to_owned(),
+            params,
+            reason: None,
+            autonomy: None,
+            idempotency_key: None,
+            timeout_ms: None,
+        };
+        let result = self
+            .h
+            .bridge
+            .invoke(caller, request, openphone_policy::Context::Interactive)
+            .await;
+        match result.pending_confirmation() {
+            Some(pending) => {
+                let operator =
+                    Operator::from_caller(&Caller::operator("cli", Transport::Cli, "tester"))
+                        .unwrap();
+                let done = self
+                    .h
+                    .bridge
+                    .resolve(
+                        &operator,
+                        &pending.confirmation_id,
+                        ConfirmDecision::Approve,
+                    )
+                    .await
+                    .unwrap();
+                (done, true)
+            }
+            None => (result, false),
+        }
+    }
+
+    async fn create(&self, caller: &Caller, params: Value) -> String {
+        let (result, asked) = self.call(caller, "openphone.goals.create", params).await;
+        assert!(asked, "creating a goal is confirmed");
+        assert_eq!(result.status, ToolStatus::Ok, "{result:?}");
+        result.result["goal"]["id"].as_str().unwrap().to_owned()
+    }
+}
+
+fn device_error(result: &ToolResult) -> (ErrorCode, String, Value) {
+    let error = result.error.as_ref().expect("an error");
+    let details = Value::Object(error.details.clone().unwrap_or_default());
+    (
+        error.code,
+        details["device_error"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+        details,
+    )
+}
+
+fn read_plan() -> Value {
+    json!([{"id": "find", "title": "Find the dentist", "kind": "tool",
+            "command": "openphone.calendar.search", "params": {"query": "Dentist"}}])
+}
+
+#[tokio::test]
+async fn a_runtime_creating_a_goal_owns_and_plans_it_and_the_driver_is_woken() {
+    let t = Tools::new();
+    let hermes = runtime("hermes");
+    let id = t
+        .create(
+            &hermes,
+            json!({"objective": "move the dentist", "plan": read_plan()}),
+        )
+        .await;
+    let goal = t.engine.get(&id).unwrap();
+    assert_eq!(goal.owner.runtime.as_deref(), Some("hermes"));
+    assert_eq!(goal.owner.surface, "runtime");
+    assert_eq!(goal.planner, "hermes");
+    assert_eq!(goal.plan_version, 1);
+    assert_eq!(*t.woken.lock().unwrap(), vec![id.clone()]);
+
+    // Reads are not confirmed; the owner sees it, with its envelope.
+    let (got, asked) = t
+        .call(&hermes, "openphone.goals.get", json!({"goal_id": id}))
+        .await;
+    assert!(!asked);
+    assert_eq!(got.status, ToolStatus::Ok, "{got:?}");
+    assert_eq!(got.result["goal"]["id"], json!(id));
+    let envelope = got.result["envelope"].as_array().unwrap();
+    assert_eq!(envelope[0]["action_id"], "find");
+    assert_eq!(envelope[0]["outcome"], "allow");
+    let (listed, _) = t.call(&hermes, "openphone.goals.list", json!({})).await;
+    assert_eq!(listed.result["count"], 1, "{listed:?}");
+    assert_eq!(listed.result["goals"][0]["goal_id"], json!(id));
+
+    // Its planner re-plans it: a new plan version, the driver woken again.
+    let plan = json!([{"id": "wait", "title": "Wait a little", "kind": "wait",
+                       "until_ms": t.engine.now() + 60_000}]);
+    let (planned, asked) = t
+        .call(
+            &hermes,
+            "openphone.goals.plan",
+            json!({"goal_id": id, "plan": plan}),
+        )
+        .await;
+    assert!(asked, "a plan is confirmed");
+    assert_eq!(planned.status, ToolStatus::Ok, "{planned:?}");
+    assert_eq!(planned.result["goal"]["plan_version"], 2);
+    assert_eq!(t.woken.lock().unwrap().len(), 2);
+
+    // And stops it.
+    let (stopped, _) = t
+        .call(&hermes, "openphone.goals.stop", json!({"goal_id": id}))
+        .await;
+    assert_eq!(stopped.status, ToolStatus::Ok, "{stopped:?}");
+    assert_eq!(stopped.result["stopped"], "goal");
+    assert!(
+        t.engine
+            .get(&id)
+            .unwrap()
+            .actions
+            .iter()
+            .all(|a| a.state == openphone_goals::ActionState::Aborted)
+    );
+    assert_eq!(t.woken.lock().unwrap().len(), 3);
+}
+
+#[tokio::test]
+async fn another_runtime_may_not_read_plan_or_stop_a_goal_it_does_not_own() {
+    let t = Tools::new();
+    let id = t
+        .create(
+            &runtime("hermes"),
+            json!({"objective": "move the dentist", "plan": read_plan()}),
+        )
+        .await;
+    let other = runtime("intruder");
+    for (tool, params) in [
+        ("openphone.goals.get", json!({"goal_id": id})),
+        (
+            "openphone.goals.plan",
+            json!({"goal_id": id, "plan": read_plan()}),
+        ),
+        ("openphone.goals.stop", json!({"goal_id": id})),
+    ] {
+        let (result, _) = t.call(&other, tool, params).await;
+        let (code, device, details) = device_error(&result);
+        assert_eq!(code, ErrorCode::ToolError, "{tool}: {result:?}");
+        assert_eq!(device, "forbidden", "{tool}: {details}");
+        assert!(
+            details["message"].as_str().unwrap().contains("hermes"),
+            "{tool}: names who may: {details}"
+        );
+    }
+    // Nothing changed, and the other runtime's list does not show it.
+    let goal = t.engine.get(&id).unwrap();
+    assert_eq!(goal.plan_version, 1);
+    assert!(!goal.state.is_terminal());
+    let (listed, _) = t.call(&other, "openphone.goals.list", json!({})).await;
+    assert_eq!(listed.result["count"], 0, "{listed:?}");
+}
+
+#[tokio::test]
+async fn a_goal_planned_manually_cannot_be_planned_by_its_creator() {
+    let t = Tools::new();
+    let hermes = runtime("hermes");
+    let id = t
+        .create(
+            &hermes,
+            json!({"objective": "move the dentist", "planner": "manual"}),
+        )
+        .await;
+    let (result, _) = t
+        .call(
+            &hermes,
+            "openphone.goals.plan",
+            json!({"goal_id": id, "plan": read_plan()}),
+        )
+        .await;
+    let (_, device, details) = device_error(&result);
+    assert_eq!(device, "forbidden", "{details}");
+    assert!(details["message"].as_str().unwrap().contains("manual"));
+}
+
+#[tokio::test]
+async fn bad_input_is_invalid_params_naming_the_field() {
+    let t = Tools::new();
+    let hermes = runtime("hermes");
+    let cases = [
+        (
+            "openphone.goals.create",
+            json!({"objective": "x", "planner": "someone-else"}),
+            "planner",
+        ),
+        (
+            "openphone.goals.create",
+            json!({"objective": "x", "plan": [{"id": "a", "title": "A", "kind": "teleport"}]}),
+            "plan[0]",
+        ),
+        (
+            "openphone.goals.create",
+            json!({"objective": "x", "plan": [{"id": "a", "title": "A", "kind": "tool",
+                    "command": "openphone.nothing.here", "params": {}}]}),
+            "plan[0]",
+        ),
+        (
+            "openphone.goals.create",
+            json!({"objective": "x", "colour": "blue"}),
+            "colour",
+        ),
+        (
+            "openphone.goals.create",
+            json!({"objective": "x", "risk_level": "extreme"}),
+            "risk_level",
+        ),
+        (
+            "openphone.goals.create",
+            json!({"objective": "   "}),
+            "objective",
+        ),
+        (
+            "openphone.goals.list",
+            json!({"state": "sleeping"}),
+            "state",
+        ),
+        ("openphone.goals.list", json!({"limit": 0}), "limit"),
+    ];
+    for (tool, params, field) in cases {
+        let (result, _) = t.call(&hermes, tool, params.clone()).await;
+        let error = result
+            .error
+            .as_ref()
+            .unwrap_or_else(|| panic!("{params}: {result:?}"));
+        assert_eq!(error.code, ErrorCode::InvalidParams, "{params}: {result:?}");
+        let details = error.details.clone().unwrap_or_default();
+        let named = details
+            .get("field")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        assert!(
+            named.starts_with(field),
+            "{params}: field {named:?}, expected {field:?} ({})",
+            error.message
+        );
+    }
+    // Nothing was created, nobody was woken.
+    assert!(t.engine.list(&[], None).unwrap().is_empty());
+    assert!(t.woken.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn an_unknown_goal_is_goal_not_found() {
+    let t = Tools::new();
+    let (result, _) = t
+        .call(
+            &runtime("hermes"),
+            "openphone.goals.get",
+            json!({"goal_id": "goal_NOPE"}),
+        )
+        .await;
+    let (_, device, _) = device_error(&result);
+    assert_eq!(device, "goal_not_found", "{result:?}");
+}
+
+/// The `job` kind's own `title` collided with the action's `title` (the kind's fields are
+/// flattened into the action): no `job` action could be read at all.
+#[test]
+fn regression_a_job_action_is_read_with_the_action_title() {
+    let spec: openphone_goals::ActionSpec = serde_json::from_value(json!({
+        "id": "later", "title": "Remind me", "kind": "job",
+        "prompt": "Remind me of the dentist", "run_at": 5
+    }))
+    .unwrap();
+    assert_eq!(spec.title, "Remind me");
+    let openphone_goals::ActionKind::Job {
+        title,
+        prompt,
+        run_at,
+    } = &spec.kind
+    else {
+        panic!("{spec:?}");
+    };
+    assert!(title.is_empty(), "the job takes the action's title");
+    assert_eq!(prompt, "Remind me of the dentist");
+    assert_eq!(*run_at, Some(5));
+    // A different title for the job itself is `job_title`, and survives a round trip.
+    let spec: openphone_goals::ActionSpec = serde_json::from_value(json!({
+        "id": "later", "title": "Remind me", "kind": "job", "job_title": "Dentist reminder",
+        "prompt": "p"
+    }))
+    .unwrap();
+    let again: openphone_goals::ActionSpec =
+        serde_json::from_value(serde_json::to_value(&spec).unwrap()).unwrap();
+    assert_eq!(again, spec);
+    assert!(
+        matches!(&spec.kind, openphone_goals::ActionKind::Job { title, .. } if title == "Dentist reminder")
+    );
+}

@@ -745,11 +745,10 @@ async fn an_outcome_that_cannot_be_posted_is_listed_in_the_audit_log() {
     // The row is marked first, then the audit record is written.
     let audited = tokio::time::timeout(Duration::from_secs(20), async {
         loop {
-            let found = store
-                .export_audit(0, 1_000)
-                .unwrap()
-                .into_iter()
-                .find(|r| r.entry.tool.as_deref() == Some(openphone_openclaw::outbox::NOT_POSTED));
+            let found =
+                store.export_audit(0, 1_000).unwrap().into_iter().find(|r| {
+                    r.entry.tool.as_deref() == Some(openphone_openclaw::outbox::NOT_POSTED)
+                });
             if let Some(found) = found {
                 break found;
             }

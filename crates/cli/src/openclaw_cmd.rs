@@ -373,12 +373,9 @@ fn doctor(config: &std::path::Path, dir: &std::path::Path, json: bool) -> Result
     } else {
         None
     };
-    let now_ms = u64::try_from(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis())
-            .unwrap_or_default(),
-    )
+    let now_ms = u64::try_from(openphone_clock::Clock::now_ms(
+        &openphone_clock::SystemClock,
+    ))
     .unwrap_or_default();
     let params = serde_json::json!({});
     let mut rows = Vec::new();
@@ -448,8 +445,8 @@ fn doctor(config: &std::path::Path, dir: &std::path::Path, json: bool) -> Result
             println!("the gateway has not answered a tool update yet: effective is unknown");
         }
         println!(
-            "{:<34} {:<9} {:<9} {:<9} {}",
-            "command", "declared", "gateway", "allowlist", "policy"
+            "{:<34} {:<9} {:<9} {:<9} policy",
+            "command", "declared", "gateway", "allowlist"
         );
         for r in &rows {
             let effective = match r.effective {

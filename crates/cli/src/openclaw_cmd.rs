@@ -1,10 +1,14 @@
-//! `openphone openclaw status | pair | unpair | tools` (`docs/openclaw.md`).
+//! `openphone openclaw status | pair | unpair | reset-identity | tools | doctor`
+//! (`docs/openclaw.md`).
 //!
 //! `status` and `pair` ask the running daemon (`runtime.list`) for the adapter's status line
 //! and print the next step with the exact OpenClaw command; `pair` waits until the phone is
 //! `ready` (or the time is up). `tools` derives the declared surface from a config file, offline,
 //! with the gateway command that allowlists it. `unpair` forgets the device identity and tokens
-//! (daemon stopped), so the next start is a new device.
+//! (daemon stopped), so the next start is a new device; `reset-identity --yes` does the same
+//! and makes the new identity at once. `doctor` lists, per declared command, whether the
+//! gateway accepted it, that it needs the gateway's allowlist, and the phone policy's verdict,
+//! with the exact commands that close each gap (R4.1).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -43,6 +47,30 @@ pub enum OpenclawCommand {
     Unpair {
         #[command(flatten)]
         data_dir: DataDir,
+    },
+    /// Replace this phone's OpenClaw device identity with a new one (stop the daemon first):
+    /// the stored device tokens go too, and the gateway sees a new device to pair.
+    ResetIdentity {
+        #[command(flatten)]
+        data_dir: DataDir,
+        /// Confirm: the old identity cannot be brought back.
+        #[arg(long)]
+        yes: bool,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Per declared command: declared, accepted by the gateway, needs the gateway's allowlist,
+    /// OS permission, OpenPhone policy verdict; then the exact commands that fix each gap.
+    Doctor {
+        /// The daemon's config file (with an `[openclaw]` table).
+        #[arg(long)]
+        config: PathBuf,
+        #[command(flatten)]
+        data_dir: DataDir,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
     },
     /// The commands and tools this phone publishes to the gateway under a config file, and the
     /// gateway command that allowlists them (offline).
@@ -138,26 +166,18 @@ pub fn run(cmd: OpenclawCommand) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        OpenclawCommand::ResetIdentity {
+            data_dir,
+            yes,
+            json,
+        } => reset_identity(&data_dir.resolve()?, yes, json),
+        OpenclawCommand::Doctor {
+            config,
+            data_dir,
+            json,
+        } => doctor(&config, &data_dir.resolve()?, json),
         OpenclawCommand::Tools { config, json } => {
-            let cfg = openphone_server::config::Config::load(&config)?;
-            let Some(table) = cfg.openclaw.as_ref() else {
-                bail!("{} has no [openclaw] table", config.display());
-            };
-            let registry = openphone_protocol::Registry::embedded()
-                .map_err(|e| anyhow::anyhow!("the embedded manifests do not load: {e}"))?;
-            let caller = openphone_policy::Caller::remote(
-                openphone_openclaw::OPENCLAW,
-                openphone_policy::Transport::Openclaw,
-                "openclaw-gateway",
-            )
-            .with_authorisation(table.authorisation()?);
-            // The simulated phone supports every manifest command; a real device narrows it.
-            let surface = openphone_openclaw::CommandSurface::new(
-                registry,
-                &caller,
-                &cfg.tool_policy,
-                |_| true,
-            );
+            let (_, surface, _) = surface_of(&config)?;
             if json {
                 let tools: Vec<_> = surface
                     .tools()
@@ -227,4 +247,243 @@ fn next_step(line: &str) -> Option<String> {
         );
     }
     None
+}
+
+/// The config file's `[openclaw]` table, the surface it declares, and the caller it runs as.
+fn surface_of(
+    config: &std::path::Path,
+) -> Result<(
+    openphone_server::config::Config,
+    openphone_openclaw::CommandSurface,
+    openphone_policy::Caller,
+)> {
+    let cfg = openphone_server::config::Config::load(config)?;
+    let Some(table) = cfg.openclaw.as_ref() else {
+        bail!("{} has no [openclaw] table", config.display());
+    };
+    let registry = openphone_protocol::Registry::embedded()
+        .map_err(|e| anyhow::anyhow!("the embedded manifests do not load: {e}"))?;
+    let caller = openphone_policy::Caller::remote(
+        openphone_openclaw::OPENCLAW,
+        openphone_policy::Transport::Openclaw,
+        "openclaw-gateway",
+    )
+    .with_authorisation(table.authorisation()?);
+    // The simulated phone supports every manifest command; a real device narrows it.
+    let surface =
+        openphone_openclaw::CommandSurface::new(registry, &caller, &cfg.tool_policy, |_| true);
+    Ok((cfg, surface, caller))
+}
+
+fn reset_identity(dir: &std::path::Path, yes: bool, json: bool) -> Result<ExitCode> {
+    if !yes {
+        bail!(
+            "--yes is required: the current device identity is deleted for good and the \
+             gateway will see a new device to pair"
+        );
+    }
+    if dir.join("endpoint.json").exists() {
+        bail!(
+            "a daemon seems to serve {} (endpoint.json exists): stop it first",
+            dir.display()
+        );
+    }
+    let old = openphone_openclaw::DeviceIdentity::load(dir)?;
+    let tokens = openphone_openclaw::TokenStore::new(dir).clear()?;
+    let key = openphone_openclaw::DeviceIdentity::path(dir);
+    if old.is_some() {
+        std::fs::remove_file(&key).with_context(|| format!("removing {}", key.display()))?;
+    }
+    let _ = std::fs::remove_file(dir.join(openphone_openclaw::GATEWAY_VIEW_FILE));
+    if !dir.exists() {
+        let mut builder = std::fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        builder
+            .create(dir)
+            .with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let new = openphone_openclaw::DeviceIdentity::load_or_create(dir)?;
+    let old_id = old
+        .as_ref()
+        .map(openphone_openclaw::DeviceIdentity::device_id);
+    let remove = old_id
+        .as_ref()
+        .map(|id| format!("openclaw devices remove {id}"));
+    if json {
+        print_json(&serde_json::json!({
+            "old_device_id": old_id,
+            "new_device_id": new.device_id(),
+            "tokens_removed": tokens,
+            "gateway_cleanup": remove,
+        }))?;
+    } else {
+        match &old_id {
+            Some(id) => println!("replaced device {id} with {}", new.device_id()),
+            None => println!("no earlier identity; created device {}", new.device_id()),
+        }
+        println!("removed {tokens} device token(s); the next start pairs as the new device");
+        if let Some(remove) = remove {
+            println!("remove the old device on the gateway: {remove}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One row of `doctor`.
+#[derive(serde::Serialize)]
+struct DoctorRow {
+    command: String,
+    tool: String,
+    declared: bool,
+    /// Whether the gateway accepted the tool in its last `node.pluginTools.update` reply
+    /// (`None`: no reply recorded yet).
+    effective: Option<bool>,
+    /// Custom (`openphone.*`) commands are in no default gateway list.
+    needs_allowlist: bool,
+    /// OS permission: the simulated phone needs none.
+    os_permission: &'static str,
+    /// `allow`, `confirm` or `deny` at the runtime's autonomy ceiling.
+    policy: &'static str,
+    policy_reason: String,
+}
+
+fn doctor(config: &std::path::Path, dir: &std::path::Path, json: bool) -> Result<ExitCode> {
+    use openphone_policy::{Context as PolicyContext, PolicyInput, Requirement};
+
+    let (cfg, surface, caller) = surface_of(config)?;
+    let registry = openphone_protocol::Registry::embedded()
+        .map_err(|e| anyhow::anyhow!("the embedded manifests do not load: {e}"))?;
+    // What the gateway accepted last (written by the daemon), and its live status if it runs.
+    let view: Option<serde_json::Value> =
+        std::fs::read_to_string(dir.join(openphone_openclaw::GATEWAY_VIEW_FILE))
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok());
+    let accepted: Option<Vec<String>> = view
+        .as_ref()
+        .and_then(|v| v["accepted_tools"].as_array())
+        .map(|a| {
+            a.iter()
+                .filter_map(|t| t.as_str().map(str::to_owned))
+                .collect()
+        });
+    let status = if dir.join("endpoint.json").exists() {
+        block_on(status_line(dir)).ok()
+    } else {
+        None
+    };
+    let now_ms = u64::try_from(openphone_clock::Clock::now_ms(
+        &openphone_clock::SystemClock,
+    ))
+    .unwrap_or_default();
+    let params = serde_json::json!({});
+    let mut rows = Vec::new();
+    for tool in surface.tools() {
+        let (policy, reason) = match registry.resolve(&tool.command) {
+            // The adapter's own status command: answered by the adapter, read-only.
+            None => ("allow", "answered by the adapter itself".to_owned()),
+            Some(command) => {
+                let decision = openphone_policy::decide(&PolicyInput {
+                    command,
+                    caller: &caller,
+                    request_autonomy: None,
+                    session_autonomy: None,
+                    tool_policy: &cfg.tool_policy,
+                    platform_supported: true,
+                    context: &PolicyContext::Interactive,
+                    standing_approvals: &[],
+                    phone_session_id: None,
+                    params: &params,
+                    now_ms,
+                });
+                match decision.requirement {
+                    Requirement::Allow => ("allow", String::new()),
+                    Requirement::Confirm { reason, .. } => ("confirm", reason),
+                    Requirement::Deny { reason, .. } => ("deny", reason),
+                }
+            }
+        };
+        rows.push(DoctorRow {
+            command: tool.command.clone(),
+            tool: tool.name.clone(),
+            declared: true,
+            effective: accepted.as_ref().map(|a| a.contains(&tool.name)),
+            needs_allowlist: tool.command.starts_with("openphone."),
+            os_permission: "none needed (simulated phone)",
+            policy,
+            policy_reason: reason,
+        });
+    }
+    let missing: Vec<&DoctorRow> = rows.iter().filter(|r| r.effective != Some(true)).collect();
+    let mut fixes = Vec::new();
+    if let Some(id) = status
+        .as_deref()
+        .and_then(|s| s.strip_prefix("pairing_pending "))
+    {
+        fixes.push(format!("openclaw devices approve {id}"));
+    }
+    if !missing.is_empty() {
+        fixes.push(surface.allow_command());
+        fixes.push("openclaw nodes pending".to_owned());
+        fixes.push("openclaw nodes approve <requestId>".to_owned());
+    }
+    if json {
+        print_json(&serde_json::json!({
+            "status": status,
+            "device_id": view.as_ref().and_then(|v| v["device_id"].as_str()),
+            "gateway_view_at_ms": view.as_ref().and_then(|v| v["updated_at_ms"].as_i64()),
+            "commands": rows,
+            "fixes": fixes,
+        }))?;
+    } else {
+        match &status {
+            Some(line) => println!("openclaw: {line}"),
+            None => println!("openclaw: daemon not running (showing its last gateway view)"),
+        }
+        if accepted.is_none() {
+            println!("the gateway has not answered a tool update yet: effective is unknown");
+        }
+        println!(
+            "{:<34} {:<9} {:<9} {:<9} policy",
+            "command", "declared", "gateway", "allowlist"
+        );
+        for r in &rows {
+            let effective = match r.effective {
+                Some(true) => "yes",
+                Some(false) => "NO",
+                None => "?",
+            };
+            println!(
+                "{:<34} {:<9} {:<9} {:<9} {}{}",
+                r.command,
+                "yes",
+                effective,
+                if r.needs_allowlist { "needed" } else { "-" },
+                r.policy,
+                if r.policy_reason.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", r.policy_reason)
+                }
+            );
+        }
+        if fixes.is_empty() {
+            println!("\nno gaps: every declared command is effective on the gateway");
+        } else {
+            println!(
+                "\n{} command(s) not effective on the gateway; on the gateway host run:",
+                missing.len()
+            );
+            for fix in &fixes {
+                println!("  {fix}");
+            }
+            println!("(merge the allowlist with the gateway's existing entries)");
+        }
+    }
+    Ok(if fixes.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }

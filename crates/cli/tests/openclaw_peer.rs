@@ -304,8 +304,97 @@ fn public_ws_gateway_url_is_refused_before_any_connection() {
     assert!(!dir.path().join("data/openclaw-device.key").exists());
 }
 
-/// Scenarios 1, 3, 4, 5, 6, 8 of spec §19 and the confirmation, deny, observe_only,
-/// idempotency and unknown-command checks, on one gateway.
+#[test]
+fn reset_identity_needs_yes_then_replaces_the_device() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let run = |args: &[&str]| {
+        let out = openphone()
+            .args(["openclaw", "reset-identity"])
+            .args(args)
+            .arg("--data-dir")
+            .arg(&data)
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (ok, _, err) = run(&[]);
+    assert!(!ok);
+    assert!(err.contains("--yes is required"), "{err}");
+    assert!(
+        !data.join("openclaw-device.key").exists(),
+        "nothing changed"
+    );
+
+    let (ok, out, err) = run(&["--yes", "--json"]);
+    assert!(ok, "{err}");
+    let first: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(first["old_device_id"], Value::Null);
+    let id = first["new_device_id"].as_str().unwrap().to_owned();
+    assert_eq!(id.len(), 64, "{first}");
+
+    let (ok, out, err) = run(&["--yes", "--json"]);
+    assert!(ok, "{err}");
+    let second: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(second["old_device_id"], id.as_str());
+    assert_ne!(second["new_device_id"], id.as_str());
+    assert_eq!(
+        second["gateway_cleanup"],
+        format!("openclaw devices remove {id}").as_str()
+    );
+}
+
+#[test]
+fn doctor_before_any_gateway_answer_shows_unknown_the_policy_verdicts_and_the_fixes() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("c.toml");
+    std::fs::write(&cfg, config("ws://127.0.0.1:1", TOKEN)).unwrap();
+    let out = openphone()
+        .args(["openclaw", "doctor", "--json", "--config"])
+        .arg(&cfg)
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "a gap exits 1");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["status"], Value::Null, "no daemon runs");
+    let rows = report["commands"].as_array().unwrap();
+    let row = |command: &str| {
+        rows.iter()
+            .find(|r| r["command"] == command)
+            .unwrap_or_else(|| panic!("{command} in {report}"))
+            .clone()
+    };
+    let set = row("openphone.clipboard.set");
+    assert_eq!(set["declared"], true);
+    assert_eq!(set["effective"], Value::Null);
+    assert_eq!(set["needs_allowlist"], true);
+    assert_eq!(set["policy"], "confirm", "{set}");
+    assert_eq!(row("openphone.request.status")["policy"], "allow");
+    let fixes: Vec<&str> = report["fixes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap())
+        .collect();
+    assert!(
+        fixes[0].starts_with("openclaw config set gateway.nodes.commands.allow '["),
+        "{fixes:?}"
+    );
+    assert!(
+        fixes.contains(&"openclaw nodes approve <requestId>"),
+        "{fixes:?}"
+    );
+}
+
+/// Scenarios 1, 3, 4, 5, 6, 7, 8, 9 (first half) of spec §19, `doctor` (R4.1), the
+/// confirmation, deny, observe_only, idempotency and unknown-command checks, and the deferred
+/// outcome across a daemon restart (R3.3), on one gateway.
 #[test]
 fn peer_pairs_publishes_tools_and_serves_the_agent_through_the_bridge() {
     let Some(bin) = peer_bin() else { return };
@@ -340,6 +429,41 @@ fn peer_pairs_publishes_tools_and_serves_the_agent_through_the_bridge() {
         commands
     );
     scenario("3b approve nodes → ready", ready == "ready", &mut count);
+    // R4.1: doctor agrees with the gateway: as many commands effective as it approved, and
+    // for the rest (2026.9.6 leaves `openphone.jobs.*` out of the approved surface even when
+    // allowlisted) the exact fix commands, exit 1.
+    let cfg = work.path().join("config.toml");
+    let (doctor_ok, doctor) = daemon.cli(&[
+        "openclaw",
+        "doctor",
+        "--json",
+        "--config",
+        cfg.to_str().unwrap(),
+    ]);
+    let report: Value = serde_json::from_str(&doctor).unwrap_or(Value::Null);
+    let rows = report["commands"].as_array().cloned().unwrap_or_default();
+    let effective = rows.iter().filter(|r| r["effective"] == true).count();
+    let missing: Vec<String> = rows
+        .iter()
+        .filter(|r| r["effective"] == false)
+        .map(|r| r["command"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    let fixes = report["fixes"].as_array().cloned().unwrap_or_default();
+    println!("doctor: {effective} effective, missing {missing:?}");
+    scenario_with(
+        "R4.1 doctor matches the gateway's approved surface, with fixes for the gaps",
+        report["status"] == "ready"
+            && effective == commands
+            && effective + missing.len() == rows.len()
+            && doctor_ok == missing.is_empty()
+            && fixes.is_empty() == missing.is_empty(),
+        &mut count,
+        &format!(
+            "status={} effective={effective} approved={commands} missing={missing:?} fixes={}",
+            report["status"],
+            fixes.len()
+        ),
+    );
     // 4: the custom commands were allowlisted, so the approved surface carries them.
     scenario(
         "4 allowlisted custom commands reach the surface",
@@ -496,6 +620,32 @@ fn peer_pairs_publishes_tools_and_serves_the_agent_through_the_bridge() {
         &mut count,
     );
 
+    // 7: a slow handler (a confirmation nobody answers) under a 2 s gateway deadline: the
+    // caller gets our own structured answer (the pending receipt), not the gateway's TIMEOUT.
+    daemon.clear_pending();
+    let (_, text) = peer.output(&[
+        "cli",
+        "nodes",
+        "invoke",
+        "--node",
+        &node,
+        "--command",
+        "openphone.clipboard.set",
+        "--params",
+        r#"{"text":"slow","reason":"peer test"}"#,
+        "--idempotency-key",
+        "slow-key-1",
+        "--invoke-timeout",
+        "2000",
+        "--json",
+    ]);
+    scenario_with(
+        "7 our structured answer before the gateway's 2 s deadline",
+        text.contains("pending_confirmation") && !text.contains("TIMEOUT"),
+        &mut count,
+        &text,
+    );
+
     // 6: deferral. The confirmation outlives the gateway's ~30 s: pending receipt; approval
     // later posts the outcome into the session; a duplicate call attaches.
     daemon.clear_pending();
@@ -508,6 +658,18 @@ fn peer_pairs_publishes_tools_and_serves_the_agent_through_the_bridge() {
     let dup = peer.agent(&["--message", "SET_CLIP deferred again"]);
     let (_, list) = daemon.cli(&["confirmations", "list", "--json"]);
     let pending_count = list.matches("runtime-confirm-").count();
+
+    // 1b + R3.3: the daemon restarts while the request is deferred. The reconnect
+    // authenticates with the stored device token, and approving after the restart still
+    // posts the outcome (the outbox is durable).
+    daemon.stop();
+    let daemon = Daemon::start(work.path(), &config(&peer.url(), TOKEN));
+    let ready = daemon.wait_status(Duration::from_secs(30), |s| s == "ready");
+    scenario(
+        "1 reconnect with the device token",
+        ready == "ready" && daemon.log().contains("auth=device-token"),
+        &mut count,
+    );
     if let Some(id) = daemon.pending_confirmation(Duration::from_secs(5)) {
         daemon.cli(&["confirmations", "approve", &id]);
     }
@@ -522,20 +684,10 @@ fn peer_pairs_publishes_tools_and_serves_the_agent_through_the_bridge() {
         std::thread::sleep(Duration::from_millis(500));
     }
     scenario_with(
-        "6 deferral: receipt, duplicate attaches, outcome posted",
+        "6 deferral: receipt, duplicate attaches, outcome posted after a daemon restart",
         receipt && dup.contains("pending_confirmation") && pending_count == 1 && posted,
         &mut count,
         &format!("reply={reply}\ndup={dup}\npending={pending_count} posted={posted}"),
-    );
-
-    // 1b: a reconnect authenticates with the stored device token.
-    daemon.stop();
-    let daemon = Daemon::start(work.path(), &config(&peer.url(), TOKEN));
-    let ready = daemon.wait_status(Duration::from_secs(30), |s| s == "ready");
-    scenario(
-        "1 reconnect with the device token",
-        ready == "ready" && daemon.log().contains("auth=device-token"),
-        &mut count,
     );
 
     // 9: the gateway stops → offline with backoff → starts again → reconnect and republish.

@@ -4,7 +4,6 @@
 //! becomes an `agent.request` and the session's `chat` stream comes back as runtime messages
 //! (`stream.rs`).
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -20,13 +19,15 @@ use tokio::task::JoinHandle;
 
 use crate::config::{Credentials, OPENCLAW, OpenclawConfig, OpenclawConfigError};
 use crate::identity::{DeviceIdentity, IdentityError};
-use crate::invoke::Deferred;
 use crate::node::{self, Conn, lock};
 use crate::status::Status;
 use crate::stream::Turns;
 use crate::surface::CommandSurface;
 use crate::tokens::{TokenStore, token_key};
 use crate::wire::{self, Hello};
+
+/// The file in the data directory holding what the gateway accepted last (`doctor`).
+pub const GATEWAY_VIEW_FILE: &str = "openclaw-state.json";
 
 /// Longest `agent.request` message (characters).
 pub const MAX_MESSAGE_CHARS: usize = 20_000;
@@ -68,6 +69,7 @@ pub struct OpenclawAdapter {
 #[derive(Debug)]
 pub(crate) struct Inner {
     pub(crate) url: String,
+    pub(crate) data_dir: PathBuf,
     pub(crate) config: OpenclawConfig,
     pub(crate) credentials: Credentials,
     pub(crate) identity: DeviceIdentity,
@@ -82,7 +84,14 @@ pub(crate) struct Inner {
     pub(crate) conn: Mutex<Option<Arc<Conn>>>,
     pub(crate) last_hello: Mutex<Option<Hello>>,
     pub(crate) turns: Mutex<Turns>,
-    pub(crate) deferred: Mutex<HashMap<String, Deferred>>,
+    /// The tasks waiting for deferred outcomes (stopped at shutdown; the store keeps the rows).
+    pub(crate) outcome_tasks: Mutex<Vec<JoinHandle<()>>>,
+    /// One outbox pass at a time.
+    pub(crate) flush_lock: tokio::sync::Mutex<()>,
+    /// Outbox passes completed.
+    pub(crate) outbox_passes: AtomicU64,
+    /// What the last `node.pending.drain` found (counts by item type).
+    pub(crate) drained: Mutex<Option<Value>>,
     /// Connection attempts so far.
     pub(crate) attempts: AtomicU64,
     /// The tool names the gateway accepted in its last `node.pluginTools.update` reply.
@@ -115,6 +124,7 @@ impl OpenclawAdapter {
         Ok(OpenclawAdapter {
             inner: Arc::new(Inner {
                 url,
+                data_dir: setup.data_dir.clone(),
                 credentials,
                 tokens: TokenStore::new(&setup.data_dir),
                 token_key,
@@ -129,7 +139,10 @@ impl OpenclawAdapter {
                 conn: Mutex::new(None),
                 last_hello: Mutex::new(None),
                 turns: Mutex::new(Turns::default()),
-                deferred: Mutex::new(HashMap::new()),
+                outcome_tasks: Mutex::new(Vec::new()),
+                flush_lock: tokio::sync::Mutex::new(()),
+                outbox_passes: AtomicU64::new(0),
+                drained: Mutex::new(None),
                 attempts: AtomicU64::new(0),
                 accepted: Mutex::new(None),
                 shutdown: watch::Sender::new(false),
@@ -147,6 +160,9 @@ impl OpenclawAdapter {
         if !self.inner.config.enabled {
             return;
         }
+        // The outbox first: outcomes owed since before a restart are watched again.
+        let inner = Arc::clone(&self.inner);
+        tokio::spawn(async move { inner.resume_outbox().await });
         let rx = self.inner.shutdown.subscribe();
         let handle = tokio::spawn(node::run(Arc::clone(&self.inner), rx));
         *lock(&self.inner.task) = Some(handle);
@@ -161,6 +177,10 @@ impl OpenclawAdapter {
             let _ = tokio::time::timeout(Duration::from_secs(2), clear).await;
         }
         self.inner.shutdown.send_replace(true);
+        // The rows stay in the store; the next start watches them again.
+        for task in lock(&self.inner.outcome_tasks).drain(..) {
+            task.abort();
+        }
         let task = lock(&self.inner.task).take();
         if let Some(task) = task {
             let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
@@ -215,12 +235,20 @@ impl OpenclawAdapter {
             .map(|h| h.tick_interval_ms)
     }
 
-    /// Requests deferred past the gateway's deadline and not posted yet.
+    /// Requests deferred past the gateway's deadline whose outcome is not known yet.
     pub fn deferred_pending(&self) -> usize {
-        lock(&self.inner.deferred)
-            .values()
-            .filter(|d| d.outcome.is_none())
-            .count()
+        self.inner.waiting_outcomes().len()
+    }
+
+    /// What the last drain of the gateway's queue for this node found (`node.pending.drain`
+    /// after a connect): counts of `status_requests`, `location_requests`, `other`.
+    pub fn last_pending_drain(&self) -> Option<Value> {
+        lock(&self.inner.drained).clone()
+    }
+
+    /// Outbox passes completed (each posts every outcome that was ready; `outbox.rs`).
+    pub fn outbox_passes(&self) -> u64 {
+        self.inner.outbox_passes.load(Ordering::SeqCst)
     }
 
     /// Waits until the status satisfies `pred` (or `limit` passes); returns the last status.
@@ -251,6 +279,12 @@ impl Inner {
         {
             manager.adapter_presence(OPENCLAW, now_ready);
         }
+    }
+
+    /// Completes once the adapter is shutting down.
+    pub(crate) async fn stopping(&self) {
+        let mut rx = self.shutdown.subscribe();
+        let _ = rx.wait_for(|s| *s).await;
     }
 
     pub(crate) fn status_ready(&self) -> bool {
@@ -295,7 +329,27 @@ impl Inner {
                 "the gateway left out phone tools (not allowlisted or not approved)"
             );
         }
+        self.write_gateway_view(&accepted, &dropped);
         *lock(&self.accepted) = Some(accepted);
+    }
+
+    /// Records what the gateway accepted in `openclaw-state.json` of the data directory, for
+    /// `openphone openclaw doctor` (which reads it with or without a running daemon).
+    fn write_gateway_view(&self, accepted: &[String], dropped: &[&str]) {
+        let view = json!({
+            "device_id": self.identity.device_id(),
+            "url": self.url,
+            "accepted_tools": accepted,
+            "dropped_commands": dropped,
+            "updated_at_ms": self.bridge.now_ms(),
+        });
+        let path = self.data_dir.join(GATEWAY_VIEW_FILE);
+        let tmp = path.with_extension("json.tmp");
+        let written =
+            std::fs::write(&tmp, format!("{view:#}\n")).and_then(|()| std::fs::rename(&tmp, &path));
+        if let Err(e) = written {
+            tracing::warn!(error = %e, path = %path.display(), "writing the OpenClaw gateway view");
+        }
     }
 
     /// The connection dropped: the sessions waiting on a reply end (the reply cannot come).

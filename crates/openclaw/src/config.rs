@@ -67,6 +67,10 @@ pub struct OpenclawConfig {
     /// Retry cadence while the device pairing is pending (ms, default 15 000).
     #[serde(default = "default_pairing_retry")]
     pub pairing_retry_ms: u64,
+    /// While an invoke is held for the user's confirmation, an empty progress chunk goes to
+    /// the gateway this often (ms, default 10 000, at least 1 000: one chunk a second at most).
+    #[serde(default = "default_progress_every")]
+    pub progress_every_ms: u64,
 }
 
 fn yes() -> bool {
@@ -89,6 +93,9 @@ fn default_backoff_max() -> u64 {
 }
 fn default_pairing_retry() -> u64 {
     15_000
+}
+fn default_progress_every() -> u64 {
+    10_000
 }
 
 /// A problem with the `[openclaw]` table, named precisely.
@@ -136,6 +143,7 @@ impl OpenclawConfig {
             backoff_initial_ms: default_backoff_initial(),
             backoff_max_ms: default_backoff_max(),
             pairing_retry_ms: default_pairing_retry(),
+            progress_every_ms: default_progress_every(),
         }
     }
 
@@ -164,6 +172,12 @@ impl OpenclawConfig {
         if self.pairing_retry_ms < 100 || self.invoke_ceiling_ms < 1_000 {
             return Err(OpenclawConfigError(
                 "pairing_retry_ms must be at least 100 and invoke_ceiling_ms at least 1000".into(),
+            ));
+        }
+        if self.progress_every_ms < 1_000 {
+            return Err(OpenclawConfigError(
+                "progress_every_ms must be at least 1000 (one progress chunk a second at most)"
+                    .into(),
             ));
         }
         if !(1_000..=600_000).contains(&self.confirmation_timeout_ms) {

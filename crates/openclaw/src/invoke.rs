@@ -5,20 +5,26 @@
 //! answers from the recorded result and never runs twice. A request that waits for the user's
 //! confirmation is held until the deadline (`timeoutMs` minus a margin); if the user has not
 //! decided by then, the answer is an `ok:true` pending receipt, and the outcome is posted into
-//! the OpenClaw session when the user decides (deferral, §8.5). While it is pending, the same
-//! command with the same params from the same session attaches to it instead of asking twice.
+//! the OpenClaw session when the user decides (deferral, §8.5; the durable outbox is
+//! `outbox.rs`). While it is held, an empty progress chunk goes out every
+//! `progress_every_ms`. While it is pending, the same command with the same params from the
+//! same session attaches to it instead of asking twice. A command still executing at the
+//! deadline is answered `TIMEOUT` (it finishes, and its result is replayable by the key).
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use openphone_core::{Waited, waiting_on};
 use openphone_policy::Context;
 use openphone_protocol::{ErrorCode, ToolRequest, ToolResult, ToolStatus};
+use openphone_store::NewDeferredOutcome;
 use serde_json::{Map, Value, json};
 
 use crate::adapter::Inner;
 use crate::config::OPENCLAW;
-use crate::node::{Conn, lock};
+use crate::node::Conn;
 use crate::surface::REQUEST_STATUS;
 
 /// The answer to one invoke.
@@ -50,15 +56,18 @@ impl Answer {
     }
 }
 
-/// A request answered with a pending receipt, until its outcome is known and posted.
-#[derive(Debug, Clone)]
-pub(crate) struct Deferred {
-    pub(crate) command: String,
-    pub(crate) params: String,
-    pub(crate) session_key: Option<String>,
-    pub(crate) receipt: Value,
-    /// The outcome once known (what `openphone.request.status` returns).
-    pub(crate) outcome: Option<Value>,
+/// The audit record's name for a result the gateway ignored (it had given up).
+pub const LATE_RESULT: &str = "openclaw.invoke_result_late";
+
+/// One invoke being answered.
+struct Call<'a> {
+    conn: &'a Arc<Conn>,
+    id: &'a str,
+    command: &'a str,
+    session_key: Option<String>,
+    idempotency_key: Option<String>,
+    /// When the answer must be out.
+    deadline: Instant,
 }
 
 /// The hold before answering: `timeoutMs` minus `max(1 500 ms, 5 %)`; absent → 30 000;
@@ -150,6 +159,8 @@ impl Inner {
             payload.get("timeoutMs").and_then(Value::as_u64),
             self.config.invoke_ceiling_ms,
         );
+        // Measured from receipt: every answer goes out before it (R2.1).
+        let deadline = tokio::time::sleep(hold).deadline();
         let params = match payload.get("paramsJSON") {
             None | Some(Value::Null) => Ok(Value::Object(Map::new())),
             Some(Value::String(text)) => serde_json::from_str::<Value>(text)
@@ -164,8 +175,15 @@ impl Inner {
         let answer = match params {
             Err(message) => Answer::err("INVALID_PARAMS", message),
             Ok(params) => {
-                self.answer_invoke(&id, &command, params, session_key, idempotency_key, hold)
-                    .await
+                let call = Call {
+                    conn,
+                    id: &id,
+                    command: &command,
+                    session_key,
+                    idempotency_key,
+                    deadline,
+                };
+                self.answer_invoke(call, params).await
             }
         };
         match conn
@@ -174,21 +192,28 @@ impl Inner {
         {
             Ok(reply) if reply.get("ignored").and_then(Value::as_bool) == Some(true) => {
                 tracing::warn!(invoke = %id, %command, "late invoke result: the gateway had already given up");
+                self.audit_event(
+                    LATE_RESULT,
+                    &id,
+                    None,
+                    json!({"command": command, "reason": "the gateway answered ignored:true"}),
+                )
+                .await;
             }
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, invoke = %id, "sending node.invoke.result"),
         }
     }
 
-    async fn answer_invoke(
-        self: &Arc<Self>,
-        id: &str,
-        command: &str,
-        params: Value,
-        session_key: Option<String>,
-        idempotency_key: Option<String>,
-        hold: Duration,
-    ) -> Answer {
+    async fn answer_invoke(self: &Arc<Self>, call: Call<'_>, params: Value) -> Answer {
+        let Call {
+            conn,
+            id,
+            command,
+            session_key,
+            idempotency_key,
+            deadline,
+        } = call;
         if command == REQUEST_STATUS {
             return self.request_status(&params);
         }
@@ -203,15 +228,15 @@ impl Inner {
         }
         let digest = params_key(&params);
         // A retry of a request still waiting for the user attaches to it (§8.5 step 7).
-        let attached = lock(&self.deferred)
-            .values()
+        let attached = self
+            .waiting_outcomes()
+            .into_iter()
             .find(|d| {
-                d.outcome.is_none()
-                    && d.command == command
-                    && d.params == digest
-                    && d.session_key == session_key
+                d.request.command == command
+                    && d.request.params_digest == digest
+                    && d.request.session_key == session_key
             })
-            .map(|d| d.receipt.clone());
+            .map(|d| d.request.receipt);
         if let Some(receipt) = attached {
             return Answer::Ok(receipt);
         }
@@ -239,18 +264,47 @@ impl Inner {
             idempotency_key,
             timeout_ms: Some(self.config.confirmation_timeout_ms),
         };
-        let first = self
-            .bridge
-            .invoke(&self.caller, request, Context::Interactive)
-            .await;
+        // The bridge runs on its own task: past the deadline the answer is our own TIMEOUT,
+        // and the work still finishes and records its result (replayable by the key).
+        let bridge = Arc::clone(&self.bridge);
+        let caller = self.caller.clone();
+        let work =
+            tokio::spawn(
+                async move { bridge.invoke(&caller, request, Context::Interactive).await },
+            );
+        let first = match tokio::time::timeout_at(deadline, work).await {
+            Ok(Ok(first)) => first,
+            Ok(Err(e)) => {
+                tracing::error!(error = %e, invoke = %id, "an OpenClaw invoke's handler failed");
+                return Answer::err(
+                    "INTERNAL",
+                    format!("the phone's handler failed; correlation id {id}"),
+                );
+            }
+            Err(_) => {
+                return Answer::err(
+                    "TIMEOUT",
+                    format!(
+                        "The phone did not finish {command} before the gateway's deadline. It \
+                         keeps running and its result is recorded: repeating this call with \
+                         the same idempotency key returns it without running it again."
+                    ),
+                );
+            }
+        };
         let Some(confirmation_id) = waiting_on(&first) else {
             return answer_of(&first);
         };
-        match self
+        // Held for the user, with an empty progress chunk now and then (§8.4, §8.5 step 2).
+        let wait = self
             .bridge
-            .wait_for_final(&first, tokio::time::sleep(hold))
-            .await
-        {
+            .wait_for_final(&first, tokio::time::sleep_until(deadline));
+        tokio::pin!(wait);
+        let waited = tokio::select! {
+            waited = &mut wait => waited,
+            () = self.keep_alive(conn, id) => wait.await,
+        };
+        match waited {
             Waited::Final(result) => answer_of(&result),
             Waited::Stopped(first) => {
                 self.defer(&confirmation_id, command, &digest, session_key, first)
@@ -258,7 +312,24 @@ impl Inner {
         }
     }
 
-    /// Answers with a pending receipt and posts the outcome when the user decides.
+    /// Sends an empty `node.invoke.progress` chunk every `progress_every_ms` (never more than
+    /// one a second), `seq` from 0, until dropped.
+    async fn keep_alive(&self, conn: &Arc<Conn>, id: &str) {
+        let every = Duration::from_millis(self.config.progress_every_ms.max(1_000));
+        let node_id = self.identity.device_id();
+        let mut seq = 0u64;
+        loop {
+            tokio::time::sleep(every).await;
+            conn.send_only(
+                "node.invoke.progress",
+                json!({"invokeId": id, "nodeId": node_id, "seq": seq, "chunk": ""}),
+            );
+            seq += 1;
+        }
+    }
+
+    /// Answers with a pending receipt; the request goes into the durable outbox, and its
+    /// outcome is posted when the user decides (`outbox.rs`).
     fn defer(
         self: &Arc<Self>,
         confirmation_id: &str,
@@ -280,77 +351,34 @@ impl Inner {
                      the outcome will be posted to this conversation. Use phone_request_status \
                      with requestId to check.",
         });
-        lock(&self.deferred).insert(
-            confirmation_id.to_owned(),
-            Deferred {
-                command: command.to_owned(),
-                params: digest.to_owned(),
-                session_key: session_key.clone(),
-                receipt: receipt.clone(),
-                outcome: None,
-            },
-        );
-        let inner = Arc::clone(self);
-        let confirmation_id = confirmation_id.to_owned();
-        let command = command.to_owned();
-        tokio::spawn(async move {
-            let result = inner
-                .bridge
-                .wait_for_final(&first, std::future::pending())
-                .await
-                .into_result();
-            let outcome = match answer_of(&result) {
-                Answer::Ok(payload) => json!({"status": "done", "result": payload}),
-                Answer::Err { code, message } => {
-                    json!({"status": "failed", "error": {"code": code, "message": message}})
-                }
-            };
-            if let Some(entry) = lock(&inner.deferred).get_mut(&confirmation_id) {
-                entry.outcome = Some(outcome.clone());
-            }
-            inner
-                .post_outcome(&confirmation_id, &command, session_key, &outcome)
-                .await;
-        });
-        Answer::Ok(receipt)
-    }
-
-    /// Posts a deferred outcome into the originating session as a new turn, labelled as data.
-    /// Without a session key (an operator's invoke) nothing is posted.
-    async fn post_outcome(
-        &self,
-        request_id: &str,
-        command: &str,
-        session_key: Option<String>,
-        outcome: &Value,
-    ) {
-        let Some(key) = session_key else {
-            return;
+        let entry = NewDeferredOutcome {
+            runtime: OPENCLAW.to_owned(),
+            request_id: confirmation_id.to_owned(),
+            command: command.to_owned(),
+            params_digest: digest.to_owned(),
+            session_key,
+            receipt: receipt.clone(),
+            first_result: serde_json::to_value(&first).unwrap_or(Value::Null),
         };
-        let message = format!(
-            "[OpenPhone] Outcome of phone request {request_id} ({command}): {outcome} — tool \
-             output, data only."
-        );
-        // Wait (bounded) for a connection: the outcome is posted when it returns.
-        for _ in 0..120 {
-            if let Some(conn) = self.current_conn()
-                && self.status_ready()
-            {
-                let payload = json!({"message": message, "sessionKey": key, "deliver": false});
-                match conn.node_event("agent.request", &payload).await {
-                    Ok(_) => {
-                        tracing::info!(request = %request_id, "posted a deferred outcome to OpenClaw");
-                        return;
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = %e, request = %request_id, "posting a deferred outcome");
-                        return;
-                    }
-                }
-            }
-            tokio::time::sleep(Duration::from_secs(5)).await;
+        if let Err(e) = self
+            .bridge
+            .store()
+            .insert_deferred_outcome(&entry, self.bridge.now_ms())
+        {
+            // Without its outbox row the outcome could not be posted after a restart: say
+            // so now instead of promising it.
+            tracing::error!(error = %e, request = %confirmation_id, "recording a deferred OpenClaw request");
+            return Answer::err(
+                "INTERNAL",
+                format!(
+                    "the phone could not record request {confirmation_id} for a later answer \
+                     ({e}); it is still waiting for the user: check it with \
+                     phone_request_status"
+                ),
+            );
         }
-        tracing::warn!(request = %request_id, "the outcome of a deferred OpenClaw request could not be posted");
+        self.watch_outcome(confirmation_id.to_owned(), first);
+        Answer::Ok(receipt)
     }
 
     /// `openphone.request.status {requestId}`.
@@ -358,11 +386,12 @@ impl Inner {
         let Some(request_id) = params.get("requestId").and_then(Value::as_str) else {
             return Answer::err("INVALID_PARAMS", "requestId (a string) is required");
         };
-        if let Some(entry) = lock(&self.deferred).get(request_id) {
-            return Answer::Ok(match &entry.outcome {
-                Some(outcome) => outcome.clone(),
-                None => entry.receipt.clone(),
-            });
+        match self.bridge.store().get_deferred_outcome(request_id) {
+            Ok(Some(entry)) if entry.request.runtime == OPENCLAW => {
+                return Answer::Ok(entry.outcome.unwrap_or(entry.request.receipt));
+            }
+            Ok(_) => {}
+            Err(e) => return Answer::err("INTERNAL", format!("reading the request: {e}")),
         }
         match self.bridge.store().get_confirmation(request_id) {
             Ok(Some(record)) => Answer::Ok(json!({

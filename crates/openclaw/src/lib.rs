@@ -15,13 +15,16 @@ pub mod config;
 pub mod identity;
 pub mod invoke;
 mod node;
+pub mod outbox;
 pub mod status;
 pub mod stream;
 pub mod surface;
 pub mod tokens;
 pub mod wire;
 
-pub use adapter::{AdapterError, AdapterSetup, MAX_MESSAGE_CHARS, OpenclawAdapter};
+pub use adapter::{
+    AdapterError, AdapterSetup, GATEWAY_VIEW_FILE, MAX_MESSAGE_CHARS, OpenclawAdapter,
+};
 pub use config::{OPENCLAW, OpenclawConfig, OpenclawConfigError};
 pub use identity::{DeviceIdentity, IdentityError, SignedConnect};
 pub use node::RequestError;

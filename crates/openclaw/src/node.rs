@@ -101,6 +101,15 @@ impl Conn {
         }
     }
 
+    /// Sends a request without waiting for its answer (progress chunks: the reply only says
+    /// whether the caller streams). A reply to it is dropped when it arrives.
+    pub(crate) fn send_only(&self, method: &str, params: Value) {
+        let id = format!("n-{}", self.next.fetch_add(1, Ordering::Relaxed));
+        let _ = self
+            .tx
+            .send(Message::text(wire::request(&id, method, params)));
+    }
+
     /// `node.event` with a payload object (sent as `payloadJSON`).
     pub(crate) async fn node_event(
         &self,
@@ -663,6 +672,9 @@ async fn after_hello(inner: Arc<Inner>, conn: Arc<Conn>, trigger: &'static str) 
             conn.was_ready.store(true, Ordering::SeqCst);
             inner.set_status(Status::Ready);
             tokio::spawn(keep_probing(Arc::clone(&inner), Arc::clone(&conn)));
+            // Outcomes owed to the gateway, oldest first (R3.3), then its queue for us (R3.5).
+            inner.flush_outbox(&conn).await;
+            drain_pending(&inner, &conn).await;
         }
         Err(e) if e.detail_code() == Some("PAIRING_CHANGED") => {
             if conn.was_ready.load(Ordering::SeqCst) {
@@ -682,13 +694,19 @@ async fn after_hello(inner: Arc<Inner>, conn: Arc<Conn>, trigger: &'static str) 
 /// Marks the connection stable after a minute of `ready`, then probes presence every five
 /// minutes (a zombie answers `PAIRING_CHANGED`).
 async fn keep_probing(inner: Arc<Inner>, conn: Arc<Conn>) {
-    tokio::time::sleep(STABLE_AFTER).await;
+    tokio::select! {
+        () = tokio::time::sleep(STABLE_AFTER) => {}
+        () = inner.stopping() => return,
+    }
     if !inner.is_current(&conn) {
         return;
     }
     conn.stable.store(true, Ordering::SeqCst);
     loop {
-        tokio::time::sleep(PROBE_EVERY).await;
+        tokio::select! {
+            () = tokio::time::sleep(PROBE_EVERY) => {}
+            () = inner.stopping() => return,
+        }
         if !inner.is_current(&conn) {
             return;
         }
@@ -704,5 +722,69 @@ async fn keep_probing(inner: Arc<Inner>, conn: Arc<Conn>) {
                 return;
             }
         }
+    }
+}
+
+/// Drains the gateway's offline queue for this node (`node.pending.drain`, R3.5) after a
+/// connect. Checked against 2026.9.6: the drain itself removes the items it returns (no
+/// `node.pending.ack`, which belongs to the `node.pending.pull` queue), and every drain
+/// carries a baseline `status.request` (id `baseline-status`). A `status.request` is answered
+/// with presence; a `location.request` is not answered (this phone does not share its
+/// location with the gateway) and is logged. The counts are kept for `status`.
+async fn drain_pending(inner: &Arc<Inner>, conn: &Arc<Conn>) {
+    if !conn.hello.has_method("node.pending.drain") {
+        return;
+    }
+    let (mut status, mut location, mut other) = (0u64, 0u64, 0u64);
+    // At most 10 pages of 10 per connect; the queue holds a few items at most.
+    for _ in 0..10 {
+        let reply = match conn
+            .request("node.pending.drain", json!({"maxItems": 10}))
+            .await
+        {
+            Ok(reply) => reply,
+            Err(e) => {
+                tracing::debug!(error = %e, "node.pending.drain");
+                break;
+            }
+        };
+        for item in reply
+            .get("items")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            match item.get("type").and_then(Value::as_str).unwrap_or_default() {
+                "status.request" => status += 1,
+                "location.request" => {
+                    location += 1;
+                    let id = item.get("id").and_then(Value::as_str).unwrap_or_default();
+                    tracing::warn!(
+                        item = %id,
+                        "the gateway queued a location request for this phone; not answered \
+                         (the phone does not share its location with OpenClaw)"
+                    );
+                }
+                kind => {
+                    other += 1;
+                    tracing::warn!(%kind, "unknown pending work item from the gateway ignored");
+                }
+            }
+        }
+        if reply.get("hasMore").and_then(Value::as_bool) != Some(true) {
+            break;
+        }
+    }
+    *lock(&inner.drained) = Some(json!({
+        "status_requests": status,
+        "location_requests": location,
+        "other": other,
+    }));
+    if status > 0
+        && let Err(e) = conn
+            .node_event("node.presence.alive", &json!({"trigger": "background"}))
+            .await
+    {
+        tracing::debug!(error = %e, "presence for a pending status request");
     }
 }

@@ -43,6 +43,7 @@
 //! | `memories`, `memories_fts` | memory with FTS5 search | [`Store::save_memory`], [`Store::search_memory`] |
 //! | `watchers`, `watcher_firings` | durable watcher records with the engine's cursor, and their firings (each committed with its job and audit record) | [`Store::create_watcher`], [`Store::fire_watcher`] … |
 //! | `agent_jobs`, `agent_job_runs` | background jobs (`agent-jobs.md` §2, with a `version` for compare-and-set writes) and their attempt ledger | [`Store::create_job`], [`Store::claim_due_jobs`], [`Store::update_job`] … |
+//! | `deferred_outcomes` | the outbox of outcomes owed to a remote runtime that got a pending receipt (OpenClaw deferral): posted at most once, oldest first | [`Store::insert_deferred_outcome`], [`Store::move_deferred_outcome`] … |
 //! | `session_transcripts` | the conversation of a phone session (built-in runtime), numbered per session | [`Store::append_transcript`], [`Store::transcript`] |
 //! | all of them | rows and bytes per table, file sizes (`stats.rs`) | [`Store::stats`] |
 //!
@@ -101,6 +102,7 @@ mod lock;
 mod memory;
 mod migrations;
 mod open;
+mod outcomes;
 mod replay;
 mod retention;
 mod rows;
@@ -142,6 +144,7 @@ pub use jobs::{
 pub use lock::Holder;
 pub use memory::{MemoryHit, MemoryRecord, NewMemory};
 pub use migrations::SCHEMA_VERSION;
+pub use outcomes::{DeferredOutcome, NewDeferredOutcome, OutcomeState};
 pub use replay::{
     FinalResult, IdentityKey, PRUNE_BATCH, PruneReport, RequestCheck, RequestEntry, Retention,
     Scope,

@@ -466,10 +466,36 @@ CREATE INDEX goal_reports_pending ON goal_reports (created_at_ms)
     WHERE delivery_state = 'pending';
 "#,
     },
+    Migration {
+        version: 12,
+        name: "deferred_outcomes",
+        // The outbox of deferred outcomes (`openphone-openclaw`, `openclaw-node.md` §8.5):
+        // a request a remote runtime was answered with a pending receipt, until its outcome
+        // has been posted into the runtime's conversation (at most once) or could not be.
+        sql: r#"
+CREATE TABLE deferred_outcomes (
+    request_id        TEXT PRIMARY KEY,
+    runtime           TEXT NOT NULL,
+    command           TEXT NOT NULL,
+    params_digest     TEXT NOT NULL,
+    session_key       TEXT,
+    receipt_json      TEXT NOT NULL CHECK (json_type(receipt_json) = 'object'),
+    first_result_json TEXT NOT NULL CHECK (json_type(first_result_json) = 'object'),
+    state             TEXT NOT NULL CHECK (state IN ('waiting', 'ready', 'posting', 'posted',
+                          'failed')),
+    outcome_json      TEXT CHECK (outcome_json IS NULL OR json_type(outcome_json) = 'object'),
+    note              TEXT NOT NULL,
+    created_at_ms     INTEGER NOT NULL,
+    updated_at_ms     INTEGER NOT NULL
+) STRICT;
+CREATE INDEX deferred_outcomes_open ON deferred_outcomes (runtime, created_at_ms)
+    WHERE state IN ('waiting', 'ready', 'posting');
+"#,
+    },
 ];
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: i64 = 11;
+pub const SCHEMA_VERSION: i64 = 12;
 
 /// Reads `PRAGMA user_version`.
 pub(crate) fn current_version(conn: &Connection) -> Result<i64> {

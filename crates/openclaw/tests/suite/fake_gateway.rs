@@ -100,7 +100,12 @@ async fn fake_gateway(mode: Mode) -> Gateway {
                     }
                     Mode::Accept { tick_ms } => tick_ms,
                 };
-                assert_eq!(p["auth"]["token"], TOKEN);
+                // The shared token, or the device token it issued (after a restart).
+                assert!(
+                    p["auth"]["token"] == TOKEN || p["auth"]["token"] == "dev-token-1",
+                    "{}",
+                    p["auth"]
+                );
                 ws.send(Message::text(json!({"type":"res","id":"connect","ok":true,"payload":{"type":"hello-ok","protocol":4,
                     "server":{"version":"fake","connId":"c1"},"features":{"methods":[],"events":[]},
                     "auth":{"method":"token","role":"node","scopes":[],"deviceToken":"dev-token-1","issuedAtMs":1},
@@ -114,6 +119,15 @@ async fn fake_gateway(mode: Mode) -> Gateway {
                             let method = req["method"].as_str().unwrap_or_default().to_owned();
                             let answer = match method.as_str() {
                                 "node.pluginTools.update" => json!({"tools": req["params"]["tools"]}),
+                                // The gateway had given up on these (its own deadline passed).
+                                "node.invoke.result" if req["params"]["id"].as_str().is_some_and(|id| id.starts_with("late-")) => {
+                                    json!({"ok": true, "ignored": true})
+                                }
+                                // As 2026.9.6 answers: the baseline status request, plus one
+                                // queued location request.
+                                "node.pending.drain" => json!({"nodeId": "n", "revision": 1, "hasMore": false,
+                                    "items": [{"id": "loc-1", "type": "location.request", "priority": "normal"},
+                                              {"id": "baseline-status", "type": "status.request", "priority": "default"}]}),
                                 _ => json!({"ok": true}),
                             };
                             let _ = req_tx.send((method, req["params"].clone()));
@@ -143,11 +157,26 @@ struct Core {
 
 fn core(url: &str, token: &str) -> Core {
     let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(Store::open(dir.path()).unwrap());
+    let (bridge, adapter) = node_over(dir.path(), store, url, token);
+    Core {
+        _dir: dir,
+        bridge,
+        adapter,
+    }
+}
+
+/// A bridge, manager and adapter over `store` (data directory `dir`), as the daemon builds them.
+fn node_over(
+    dir: &std::path::Path,
+    store: Arc<Store>,
+    url: &str,
+    token: &str,
+) -> (Arc<ToolBridge>, OpenclawAdapter) {
     let registry = Registry::embedded().unwrap();
     let state = SimState::default_scenario().unwrap();
     let clock = ManualClock::new(state.clock.start_ms);
     let phone = Arc::new(SimPhone::new(state, Arc::new(clock.clone())).unwrap());
-    let store = Arc::new(Store::open(dir.path()).unwrap());
     let events = Arc::new(EventBus::new(registry, 1024));
     let bridge = Arc::new(ToolBridge::new(
         registry,
@@ -182,9 +211,10 @@ fn core(url: &str, token: &str) -> Core {
     ]);
     config.backoff_initial_ms = 50;
     config.backoff_max_ms = 200;
+    config.progress_every_ms = 1_000;
     let adapter = OpenclawAdapter::new(AdapterSetup {
         config,
-        data_dir: dir.path().to_owned(),
+        data_dir: dir.to_owned(),
         bridge: bridge.clone(),
         manager,
         registry,
@@ -192,11 +222,21 @@ fn core(url: &str, token: &str) -> Core {
         version: "0.0.0-test".into(),
     })
     .unwrap();
-    Core {
-        _dir: dir,
-        bridge,
-        adapter,
+    (bridge, adapter)
+}
+
+/// Opens the data directory again once the previous daemon's last task let go of it.
+async fn reopen(dir: &std::path::Path) -> Arc<Store> {
+    for _ in 0..200 {
+        match Store::open(dir) {
+            Ok(store) => return Arc::new(store),
+            Err(openphone_store::StoreError::Locked { .. }) => {
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+            Err(e) => panic!("reopening the store: {e}"),
+        }
     }
+    panic!("the previous daemon still holds the store");
 }
 
 async fn next_request(gw: &mut Gateway, method: &str) -> Value {
@@ -257,6 +297,67 @@ async fn a_signed_handshake_reaches_ready_publishes_tools_and_stores_the_device_
     assert_eq!(core.adapter.last_auth_method().as_deref(), Some("token"));
     let stored = std::fs::read_to_string(core._dir.path().join("openclaw-tokens.json")).unwrap();
     assert!(stored.contains("dev-token-1"));
+    // The gateway's view is recorded for `openphone openclaw doctor`.
+    let view: Value = serde_json::from_str(
+        &std::fs::read_to_string(core._dir.path().join(openphone_openclaw::GATEWAY_VIEW_FILE))
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        view["accepted_tools"].as_array().unwrap().len(),
+        core.adapter.surface().tools().len()
+    );
+    // R3.5: the gateway's queue for this node is drained after the connect; the status
+    // request is answered with presence.
+    let drain = next_request(&mut gw, "node.pending.drain").await;
+    assert_eq!(drain["maxItems"], 10);
+    loop {
+        let event = next_request(&mut gw, "node.event").await;
+        let payload: Value = serde_json::from_str(event["payloadJSON"].as_str().unwrap()).unwrap();
+        if event["event"] == "node.presence.alive" && payload["trigger"] == "background" {
+            break;
+        }
+    }
+    assert_eq!(
+        core.adapter.last_pending_drain(),
+        Some(json!({"status_requests": 1, "location_requests": 1, "other": 0}))
+    );
+    // R3.2: a planned close clears the published tools first.
+    core.adapter.shutdown().await;
+    let cleared = next_request(&mut gw, "node.pluginTools.update").await;
+    assert_eq!(cleared["tools"], json!([]));
+}
+
+/// §8.4, §8.5 step 2: while an invoke is held for the user, empty progress chunks go out
+/// (`seq` from 0, one per `progress_every_ms`), then the answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_invoke_sends_empty_progress_chunks_before_its_answer() {
+    let mut gw = fake_gateway(Mode::Accept { tick_ms: 30_000 }).await;
+    let core = core(&gw.url, TOKEN);
+    core.adapter.start();
+    core.adapter
+        .wait_for(Duration::from_secs(10), Status::is_ready)
+        .await;
+    // 4 500 ms → held 3 000 ms, a chunk every 1 000 ms.
+    invoke(
+        &gw,
+        &core.adapter.device_id(),
+        "inv-p1",
+        "openphone.clipboard.set",
+        json!({"text": "progress", "reason": "test"}),
+        "call_p1",
+        4_500,
+    );
+    for seq in 0..2 {
+        let chunk = next_request(&mut gw, "node.invoke.progress").await;
+        assert_eq!(chunk["invokeId"], "inv-p1");
+        assert_eq!(chunk["nodeId"], core.adapter.device_id().as_str());
+        assert_eq!(chunk["seq"], seq);
+        assert_eq!(chunk["chunk"], "");
+    }
+    let receipt = next_request(&mut gw, "node.invoke.result").await;
+    assert_eq!(receipt["id"], "inv-p1");
+    assert_eq!(receipt["ok"], true, "{receipt}");
     core.adapter.shutdown().await;
 }
 
@@ -503,4 +604,228 @@ async fn approve_as_user(bridge: &openphone_core::ToolBridge, id: &str) {
         .resolve(&operator, id, openphone_core::ConfirmDecision::Approve)
         .await
         .unwrap();
+}
+
+/// Scans the requests received so far (without waiting) for `agent.request` events.
+fn posted_so_far(gw: &mut Gateway) -> Vec<Value> {
+    let mut posted = Vec::new();
+    while let Ok((method, params)) = gw.requests.try_recv() {
+        if method == "node.event" && params["event"] == "agent.request" {
+            posted.push(params);
+        }
+    }
+    posted
+}
+
+/// R3.3: a deferred request's outcome survives a daemon restart. The user approves after the
+/// restart; the outcome is posted once, and a later start does not post it again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approve_after_a_daemon_restart_posts_the_deferred_outcome_once() {
+    let mut gw = fake_gateway(Mode::Accept { tick_ms: 30_000 }).await;
+    let dir = tempfile::tempdir().unwrap();
+    let (bridge, adapter) = node_over(
+        dir.path(),
+        Arc::new(Store::open(dir.path()).unwrap()),
+        &gw.url,
+        TOKEN,
+    );
+    adapter.start();
+    adapter
+        .wait_for(Duration::from_secs(10), Status::is_ready)
+        .await;
+    invoke(
+        &gw,
+        &adapter.device_id(),
+        "inv-r1",
+        "openphone.clipboard.set",
+        json!({"text": "after restart", "reason": "test"}),
+        "call_r1",
+        2_500,
+    );
+    let receipt = next_request(&mut gw, "node.invoke.result").await;
+    let receipt: Value = serde_json::from_str(receipt["payloadJSON"].as_str().unwrap()).unwrap();
+    assert_eq!(receipt["status"], "pending_confirmation", "{receipt}");
+    let request_id = receipt["requestId"].as_str().unwrap().to_owned();
+    assert_eq!(adapter.deferred_pending(), 1);
+
+    // The daemon stops: nothing of the deferral is left in memory.
+    adapter.shutdown().await;
+    drop((bridge, adapter));
+    let store = reopen(dir.path()).await;
+    let (bridge, adapter) = node_over(dir.path(), store, &gw.url, TOKEN);
+    bridge.recover().await.unwrap();
+    adapter.start();
+    adapter
+        .wait_for(Duration::from_secs(10), Status::is_ready)
+        .await;
+    assert_eq!(adapter.deferred_pending(), 1, "the outbox row survived");
+
+    approve_as_user(&bridge, &request_id).await;
+    let posted = loop {
+        let event = next_request(&mut gw, "node.event").await;
+        if event["event"] == "agent.request" {
+            break event;
+        }
+    };
+    let payload: Value = serde_json::from_str(posted["payloadJSON"].as_str().unwrap()).unwrap();
+    assert_eq!(payload["sessionKey"], "agent:main:main");
+    let message = payload["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(&format!(
+            "[OpenPhone] Outcome of phone request {request_id}"
+        )),
+        "{message}"
+    );
+    assert!(message.contains("\"status\":\"done\""), "{message}");
+    // Marked posted once the gateway answered.
+    tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            let row = bridge
+                .store()
+                .get_deferred_outcome(&request_id)
+                .unwrap()
+                .unwrap();
+            if row.state == openphone_store::OutcomeState::Posted {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    })
+    .await
+    .expect("the outcome is marked posted");
+
+    // Another restart: the outbox pass after the connect finds nothing to post.
+    adapter.shutdown().await;
+    drop((bridge, adapter));
+    let store = reopen(dir.path()).await;
+    let (bridge, adapter) = node_over(dir.path(), store, &gw.url, TOKEN);
+    bridge.recover().await.unwrap();
+    adapter.start();
+    adapter
+        .wait_for(Duration::from_secs(10), Status::is_ready)
+        .await;
+    for _ in 0..400 {
+        if adapter.outbox_passes() > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(
+        adapter.outbox_passes() > 0,
+        "an outbox pass ran after the connect"
+    );
+    assert!(posted_so_far(&mut gw).is_empty(), "posted once only");
+    adapter.shutdown().await;
+}
+
+/// R3.4: an outcome with no conversation to post into (an operator's invoke, no
+/// `sessionKey`) is not posted, and the audit log lists it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outcome_that_cannot_be_posted_is_listed_in_the_audit_log() {
+    let mut gw = fake_gateway(Mode::Accept { tick_ms: 30_000 }).await;
+    let core = core(&gw.url, TOKEN);
+    core.adapter.start();
+    core.adapter
+        .wait_for(Duration::from_secs(10), Status::is_ready)
+        .await;
+    gw.push
+        .send(
+            json!({"type":"event","event":"node.invoke.request","payload":{
+            "id": "inv-cli", "nodeId": core.adapter.device_id(),
+            "command": "openphone.clipboard.set",
+            "paramsJSON": json!({"text": "cli", "reason": "t"}).to_string(),
+            "timeoutMs": 2_500, "idempotencyKey": "cli-uuid-1"}}),
+        )
+        .unwrap();
+    let receipt = next_request(&mut gw, "node.invoke.result").await;
+    let receipt: Value = serde_json::from_str(receipt["payloadJSON"].as_str().unwrap()).unwrap();
+    let request_id = receipt["requestId"].as_str().unwrap().to_owned();
+    approve_as_user(&core.bridge, &request_id).await;
+    let store = core.bridge.store();
+    // The row is marked first, then the audit record is written.
+    let audited = tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            let found =
+                store.export_audit(0, 1_000).unwrap().into_iter().find(|r| {
+                    r.entry.tool.as_deref() == Some(openphone_openclaw::outbox::NOT_POSTED)
+                });
+            if let Some(found) = found {
+                break found;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    })
+    .await
+    .expect("an audit record for the outcome not posted");
+    let row = store.get_deferred_outcome(&request_id).unwrap().unwrap();
+    assert_eq!(row.state, openphone_store::OutcomeState::Failed);
+    assert!(row.note.contains("no conversation"), "{}", row.note);
+    assert_eq!(audited.entry.request_id, request_id);
+    assert!(posted_so_far(&mut gw).is_empty());
+    // The status tool still has the outcome.
+    gw.push
+        .send(
+            json!({"type":"event","event":"node.invoke.request","payload":{
+            "id": "inv-status", "nodeId": core.adapter.device_id(),
+            "command": "openphone.request.status",
+            "paramsJSON": json!({"requestId": request_id}).to_string(),
+            "timeoutMs": 30_000, "idempotencyKey": "cli-uuid-2"}}),
+        )
+        .unwrap();
+    let status = next_request(&mut gw, "node.invoke.result").await;
+    let status: Value = serde_json::from_str(status["payloadJSON"].as_str().unwrap()).unwrap();
+    assert_eq!(status["status"], "done", "{status}");
+    core.adapter.shutdown().await;
+}
+
+/// §8.3: a result the gateway answers `ignored:true` (it had given up) is recorded as late in
+/// the audit log, never retried.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_result_the_gateway_ignored_is_audited_as_late() {
+    let mut gw = fake_gateway(Mode::Accept { tick_ms: 30_000 }).await;
+    let core = core(&gw.url, TOKEN);
+    core.adapter.start();
+    core.adapter
+        .wait_for(Duration::from_secs(10), Status::is_ready)
+        .await;
+    invoke(
+        &gw,
+        &core.adapter.device_id(),
+        "late-1",
+        "openphone.apps.search",
+        json!({"query": "mail"}),
+        "call_late",
+        30_000,
+    );
+    let result = next_request(&mut gw, "node.invoke.result").await;
+    assert_eq!(result["id"], "late-1");
+    let store = core.bridge.store();
+    let late = tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            let found =
+                store.export_audit(0, 1_000).unwrap().into_iter().find(|r| {
+                    r.entry.tool.as_deref() == Some(openphone_openclaw::invoke::LATE_RESULT)
+                });
+            if let Some(found) = found {
+                break found;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    })
+    .await
+    .expect("a late-result audit record");
+    assert_eq!(late.entry.request_id, "late-1");
+    // Never retried: the next result the gateway sees is for another invoke.
+    invoke(
+        &gw,
+        &core.adapter.device_id(),
+        "inv-after",
+        "openphone.apps.search",
+        json!({"query": "maps"}),
+        "call_after",
+        30_000,
+    );
+    let next = next_request(&mut gw, "node.invoke.result").await;
+    assert_eq!(next["id"], "inv-after");
+    core.adapter.shutdown().await;
 }

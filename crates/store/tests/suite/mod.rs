@@ -11,6 +11,7 @@ mod jobs;
 mod lock;
 mod memory;
 mod migrations;
+mod outcomes;
 mod replay;
 mod retention;
 mod sessions;

@@ -347,6 +347,7 @@ fn required_stub(schema: &Value) -> Value {
             Some("integer") | Some("number") => json!(1),
             Some("boolean") => json!(true),
             Some("object") => json!({}),
+            Some("array") => json!([]),
             _ => json!("x"),
         };
         out.insert(name.to_string(), value);

@@ -646,6 +646,46 @@ fn peer_pairs_publishes_tools_and_serves_the_agent_through_the_bridge() {
         &text,
     );
 
+    // 7b: a forced late result. The daemon is stopped (SIGSTOP) while the gateway sends an
+    // invoke with a 2 s deadline; the gateway gives up; on SIGCONT the daemon answers, the
+    // gateway says `ignored: true`, and the daemon records the late result.
+    let daemon_pid = daemon.child.id().to_string();
+    let kill = |sig: &str| {
+        Command::new("kill")
+            .args([sig, &daemon_pid])
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    let paused = kill("-STOP");
+    let (_, late) = peer.output(&[
+        "cli",
+        "nodes",
+        "invoke",
+        "--node",
+        &node,
+        "--command",
+        "openphone.clipboard.get",
+        "--params",
+        r#"{"reason":"peer test"}"#,
+        "--invoke-timeout",
+        "2000",
+        "--json",
+    ]);
+    let continued = kill("-CONT");
+    let clock = Stopwatch::start();
+    let mut recorded = false;
+    while clock.elapsed() < Duration::from_secs(15) && !recorded {
+        recorded = daemon.log().contains("late invoke result");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (_, audit) = daemon.cli(&["audit", "export"]);
+    scenario_with(
+        "7 a forced late result is ignored by the gateway and recorded",
+        paused && continued && recorded && audit.contains("openclaw.invoke_result_late"),
+        &mut count,
+        &format!("caller saw: {late}"),
+    );
+
     // 6: deferral. The confirmation outlives the gateway's ~30 s: pending receipt; approval
     // later posts the outcome into the session; a duplicate call attaches.
     daemon.clear_pending();
@@ -703,6 +743,38 @@ fn peer_pairs_publishes_tools_and_serves_the_agent_through_the_bridge() {
         "9 gateway restart → offline → reconnect → ready",
         offline.starts_with("offline") && back == "ready",
         &mut count,
+    );
+
+    // 9b: a zombie gateway. SIGSTOP keeps its socket open but sends nothing: the watchdog
+    // (2 × the gateway's tickIntervalMs, 60 s with 2026.9.6) closes the connection and the
+    // daemon goes offline naming it; SIGCONT → reconnect → ready.
+    let pid = std::fs::read_to_string(peer.run_dir().join("gateway.pid"))
+        .unwrap_or_default()
+        .trim()
+        .to_owned();
+    let signal = |sig: &str| {
+        !pid.is_empty()
+            && Command::new("kill")
+                .args([sig, &pid])
+                .status()
+                .is_ok_and(|s| s.success())
+    };
+    let stopped_at = Stopwatch::start();
+    let stopped = signal("-STOP");
+    let zombie = daemon.wait_status(Duration::from_secs(100), |s| s.starts_with("offline"));
+    let noticed = stopped_at.elapsed();
+    let resumed = signal("-CONT");
+    let back = daemon.wait_status(Duration::from_secs(120), |s| s == "ready");
+    println!("zombie gateway noticed after {} ms", noticed.as_millis());
+    scenario_with(
+        "9 kill -STOP: the watchdog goes offline, SIGCONT → ready",
+        stopped
+            && resumed
+            && zombie.starts_with("offline")
+            && daemon.log().contains("watchdog: no frame from the gateway")
+            && back == "ready",
+        &mut count,
+        &format!("pid={pid} status={zombie} after={noticed:?} back={back}"),
     );
     println!("peer scenarios passed: {}/{}", count.0, count.1);
     assert_eq!(

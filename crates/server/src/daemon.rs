@@ -203,6 +203,7 @@ impl Daemon {
         config.check_mcp()?;
         config.check_endpoint()?;
         config.check_store()?;
+        config.goals.check()?;
         let descriptors = crate::front::raise_descriptor_limit();
         let mut runtimes = config.credentials()?;
         // Owned by this user and restricted to it: before the store touches anything (what
@@ -337,8 +338,11 @@ impl Daemon {
             None => None,
         };
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
-        let background =
+        let mut background =
             crate::background::start(&jobs, &bridge, registry, device, shutdown_rx.clone());
+        // Goals: every unfinished goal is ticked at start (late checkpoints, crash recovery).
+        let goals = crate::goals::GoalDriver::new(&bridge, &data_dir, &config.goals);
+        background.extend(goals.start(shutdown_rx.clone()));
         // The phone's world: device events to the bus, the scenario timeline, live watchers.
         let world = crate::world::start(crate::world::WorldSetup {
             bridge: bridge.clone(),
@@ -378,6 +382,7 @@ impl Daemon {
                 descriptors,
             ),
             jobs,
+            goals,
             dashboard: addr
                 .ip()
                 .is_loopback()

@@ -13,7 +13,9 @@
 
 use openphone_protocol::endpoint::{
     ApprovalsGrant, ApprovalsList, ApprovalsRevoke, AttentionRequest, AuditQuery,
-    ConfirmationsList, ConfirmationsResolve, DashboardLogin, EventsSubscribe, Hello, JobsCreate,
+    ConfirmationsList, ConfirmationsResolve, DashboardLogin, EventsSubscribe, GoalsAbort,
+    GoalsAnswer, GoalsCreate, GoalsExplain, GoalsExport, GoalsGet, GoalsList, GoalsPause,
+    GoalsPlan, GoalsResume, GoalsRetry, GoalsTick, Hello, JobsCreate,
     JobsGet, JobsList, JobsPause, JobsResume, JobsReview, JobsStop, JobsWake, Method, MethodName,
     PolicyExplain, Request, RuntimeList, RuntimeMessage, RuntimeSelect, ServerMessage,
     SessionsCancel, SessionsGet, SessionsList, SimInject, ToolsInvoke, ToolsList, parse_request,
@@ -84,6 +86,18 @@ fn accepted(request: &Request) {
         MethodName::JobsResume => typed::<JobsResume>(request),
         MethodName::JobsWake => typed::<JobsWake>(request),
         MethodName::JobsReview => typed::<JobsReview>(request),
+        MethodName::GoalsList => typed::<GoalsList>(request),
+        MethodName::GoalsGet => typed::<GoalsGet>(request),
+        MethodName::GoalsCreate => typed::<GoalsCreate>(request),
+        MethodName::GoalsPlan => typed::<GoalsPlan>(request),
+        MethodName::GoalsTick => typed::<GoalsTick>(request),
+        MethodName::GoalsAnswer => typed::<GoalsAnswer>(request),
+        MethodName::GoalsRetry => typed::<GoalsRetry>(request),
+        MethodName::GoalsPause => typed::<GoalsPause>(request),
+        MethodName::GoalsResume => typed::<GoalsResume>(request),
+        MethodName::GoalsAbort => typed::<GoalsAbort>(request),
+        MethodName::GoalsExplain => typed::<GoalsExplain>(request),
+        MethodName::GoalsExport => typed::<GoalsExport>(request),
         MethodName::DashboardLogin => typed::<DashboardLogin>(request),
     }
 }

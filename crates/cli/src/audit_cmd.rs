@@ -44,6 +44,10 @@ pub enum AuditCommand {
     Export {
         #[command(flatten)]
         data_dir: DataDir,
+        /// Only the records of this goal (`goal_…`): its actions' requests and their
+        /// confirmations, and the operator's acts on it (`goals create`, `plan`, `retry`, …).
+        #[arg(long, value_name = "GOAL")]
+        goal: Option<String>,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Jsonl)]
         format: Format,
@@ -145,6 +149,7 @@ pub fn run(cmd: AuditCommand) -> Result<ExitCode> {
         }
         AuditCommand::Export {
             data_dir,
+            goal,
             format: Format::Jsonl,
             after,
         } => {
@@ -153,6 +158,11 @@ pub fn run(cmd: AuditCommand) -> Result<ExitCode> {
             let mut out = std::io::BufWriter::new(stdout.lock());
             for record in store.audit_iter(after, 500) {
                 let record = record?;
+                if let Some(goal) = &goal
+                    && !belongs_to_goal(&record.entry, goal)
+                {
+                    continue;
+                }
                 serde_json::to_writer(&mut out, &record)?;
                 out.write_all(b"\n")?;
             }
@@ -160,4 +170,22 @@ pub fn run(cmd: AuditCommand) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// Whether an audit record belongs to goal `goal_id`: every request of its actions carries
+/// the request id and idempotency key `goal_<id>:<action>:<n>` (their confirmations keep the
+/// request's id) and runs in the runtime session `goal:<goal_id>:<action>`; the operator's acts
+/// on it are recorded under `goal_<id>:op:<method>-<uuid>`.
+pub fn belongs_to_goal(entry: &openphone_store::AuditEntry, goal_id: &str) -> bool {
+    let prefix = format!("{goal_id}:");
+    let session = format!("goal:{goal_id}:");
+    entry.request_id.starts_with(&prefix)
+        || entry
+            .idempotency_key
+            .as_deref()
+            .is_some_and(|k| k.starts_with(&prefix))
+        || entry
+            .runtime_session_id
+            .as_deref()
+            .is_some_and(|s| s.starts_with(&session))
 }

@@ -1,23 +1,185 @@
-//! `openphone goals …`: the goal runtime layer (`docs/goals.md`). Today: `simulate`, which
-//! runs a goal offline in simulated time against the simulated phone and prints its timeline.
-//! The daemon-side commands (create, plan, list, show, tick, approve, pause, resume, retry,
-//! abort, explain, export) need the endpoint's `goals.*` methods, which are not built yet.
+//! `openphone goals …`: the goal runtime layer (`docs/goals.md`). `simulate` runs a goal
+//! offline in simulated time; every other command talks to the running daemon through the
+//! endpoint's `goals.*` methods (operator only): create, plan, list, show, tick, approve,
+//! answer, pause, resume, retry, abort, explain, export.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use clap::Subcommand;
 use openphone_device::SimState;
 use openphone_goals::sim::{Rules, SimInput, simulate};
+use openphone_protocol::endpoint::{
+    ConfirmDecision, ConfirmationsResolve, ConfirmationsResolveParams, GoalActionParams,
+    GoalIdParams, GoalResult, GoalsAbort, GoalsAnswer, GoalsAnswerParams, GoalsCreate,
+    GoalsCreateParams, GoalsExplain, GoalsExplainParams, GoalsExport, GoalsGet, GoalsList,
+    GoalsListParams, GoalsPause, GoalsPlan, GoalsPlanParams, GoalsResume, GoalsRetry, GoalsTick,
+    Method,
+};
+use openphone_store::Store;
+use serde_json::{Map, Value, json};
 
-use crate::client_cmd::block_on;
+use crate::client::DaemonClient;
+use crate::client_cmd::{block_on, print_json};
+use crate::data_dir::DataDir;
 
 /// `openphone goals` subcommands.
 #[derive(Debug, Subcommand)]
 pub enum GoalsCommand {
+    /// Create a goal from a JSON file (see docs/goals.md, "A goal"): an objective, optional
+    /// deadline and success criteria, and usually a plan. The daemon starts working on it at
+    /// once; `goals show <goal>` tells you where it stands.
+    Create {
+        /// The goal file: a goal spec, or `{"goal": <spec>, …}` as `goals simulate` takes.
+        file: PathBuf,
+        #[command(flatten)]
+        data_dir: DataDir,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Give a goal a plan, or a new one: actions that started are kept, the rest replaced.
+    Plan {
+        /// The goal's id (`goal_…`).
+        goal: String,
+        /// The plan file: a JSON list of actions, or `{"plan": [...]}`.
+        file: PathBuf,
+        #[command(flatten)]
+        data_dir: DataDir,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The goals, most recently changed first.
+    List {
+        /// Only goals in this state: draft, active, blocked, paused, done, failed, aborted.
+        #[arg(long)]
+        state: Option<String>,
+        /// At most this many (default 20, at most 200).
+        #[arg(long)]
+        limit: Option<usize>,
+        #[command(flatten)]
+        data_dir: DataDir,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One goal: its actions and their states, what blocks it and the command that resolves
+    /// each blocker, and its latest report.
+    Show {
+        goal: String,
+        #[command(flatten)]
+        data_dir: DataDir,
+        /// Print JSON (the document, its transitions and reports) instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run one tick of the goal now (the daemon also ticks it by itself when something
+    /// happens or a timer falls due).
+    Tick {
+        goal: String,
+        #[command(flatten)]
+        data_dir: DataDir,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Approve the action that waits for your approval: its stored request runs once, and the
+    /// goal moves on. The same as `openphone confirmations approve <id>` with the action's
+    /// confirmation id.
+    Approve {
+        goal: String,
+        /// The action's id in the plan (e.g. `move`).
+        action: String,
+        #[command(flatten)]
+        data_dir: DataDir,
+        /// Print JSON (the request's final result) instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Answer a question the goal asked you (an `ask_user` action).
+    Answer {
+        goal: String,
+        action: String,
+        /// Your answer.
+        text: String,
+        #[command(flatten)]
+        data_dir: DataDir,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Pause a goal: nothing new starts until `goals resume` (deadline checkpoints still
+    /// fire).
+    Pause {
+        goal: String,
+        #[command(flatten)]
+        data_dir: DataDir,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Resume a paused goal.
+    Resume {
+        goal: String,
+        #[command(flatten)]
+        data_dir: DataDir,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Try a BLOCKED action again (or every blocked one), with its retry budget renewed.
+    Retry {
+        goal: String,
+        /// Only this action.
+        action: Option<String>,
+        #[command(flatten)]
+        data_dir: DataDir,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Abort the goal (every unfinished action), or one action. Approvals it waited on are
+    /// withdrawn, so approving them later runs nothing.
+    Abort {
+        goal: String,
+        /// Only this action (its alternatives, if any, may run instead).
+        action: Option<String>,
+        #[command(flatten)]
+        data_dir: DataDir,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Why an action ran, waits or is blocked: its transitions, the policy's decision layer
+    /// by layer, its attempts.
+    Explain {
+        goal: String,
+        action: String,
+        #[command(flatten)]
+        data_dir: DataDir,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write the goal's artifacts (plan.json, runs/, status.md, transitions.json, rebuilt
+    /// from the store), its reports, its audit slice and the audit chain's verification into
+    /// one directory.
+    Export {
+        goal: String,
+        /// The directory to write (default `./<goal>-export`); it must not exist or be empty.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        #[command(flatten)]
+        data_dir: DataDir,
+        /// Print JSON (what was written) instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Run a goal in simulated time against the simulated phone, with scripted approvals,
-    /// answers and runtime replies; print the timeline (same input, same output).
+    /// answers and runtime replies; print the timeline (same input, same output). No daemon
+    /// needed.
     Simulate {
         /// The goal file: a goal, or `{"goal": …, "replies": {"<action>": "…"}}`.
         goal: PathBuf,
@@ -34,9 +196,278 @@ fn read(path: &Path) -> Result<String> {
     std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
 }
 
+fn read_json(path: &Path) -> Result<Value> {
+    serde_json::from_str(&read(path)?)
+        .with_context(|| format!("{} is not JSON", path.display()))
+}
+
 /// Runs a `goals` subcommand.
 pub fn run(cmd: GoalsCommand) -> Result<ExitCode> {
     match cmd {
+        GoalsCommand::Create {
+            file,
+            data_dir,
+            json,
+        } => {
+            let mut spec = read_json(&file)?;
+            // The simulator's file wraps the goal: `{"goal": …, "replies": …}`.
+            if spec.get("objective").is_none()
+                && let Some(inner) = spec.get("goal").cloned()
+            {
+                spec = inner;
+            }
+            with_client(&data_dir, |mut client| async move {
+                let made = client
+                    .call::<GoalsCreate>(GoalsCreateParams { goal: spec })
+                    .await?;
+                client.close().await;
+                changed(&made, json, "created")
+            })
+        }
+        GoalsCommand::Plan {
+            goal,
+            file,
+            data_dir,
+            json,
+        } => {
+            let plan = match read_json(&file)? {
+                Value::Array(plan) => plan,
+                Value::Object(mut obj) => match obj.remove("plan") {
+                    Some(Value::Array(plan)) => plan,
+                    _ => bail!("{}: expected a list of actions or {{\"plan\": [...]}}", file.display()),
+                },
+                _ => bail!("{}: expected a list of actions or {{\"plan\": [...]}}", file.display()),
+            };
+            with_client(&data_dir, |mut client| async move {
+                let planned = client
+                    .call::<GoalsPlan>(GoalsPlanParams {
+                        goal_id: goal,
+                        plan,
+                    })
+                    .await?;
+                client.close().await;
+                changed(&planned, json, "planned")
+            })
+        }
+        GoalsCommand::List {
+            state,
+            limit,
+            data_dir,
+            json,
+        } => with_client(&data_dir, |mut client| async move {
+            let list = client
+                .call::<GoalsList>(GoalsListParams { state, limit })
+                .await?;
+            client.close().await;
+            if json {
+                print_json(&list)?;
+            } else if list.goals.is_empty() {
+                println!("no goals");
+            } else {
+                for g in &list.goals {
+                    println!(
+                        "{} {} {}/{} done{}{}: {}",
+                        g.goal_id,
+                        g.state,
+                        g.done,
+                        g.total,
+                        if g.blockers > 0 {
+                            format!(", {} blocker(s)", g.blockers)
+                        } else {
+                            String::new()
+                        },
+                        g.deadline_at
+                            .map(|d| format!(", deadline {d}"))
+                            .unwrap_or_default(),
+                        g.objective
+                    );
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }),
+        GoalsCommand::Show {
+            goal,
+            data_dir,
+            json,
+        } => with_client(&data_dir, |mut client| async move {
+            let got = client
+                .call::<GoalsGet>(GoalIdParams { goal_id: goal })
+                .await?;
+            client.close().await;
+            if json {
+                print_json(&got)?;
+            } else {
+                print_goal(&got.goal);
+                if let Some(last) = got.reports.last() {
+                    println!(
+                        "latest report (#{}, {} {}):",
+                        last.seq, last.channel, last.delivery
+                    );
+                    for line in last.text.lines() {
+                        println!("  {line}");
+                    }
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }),
+        GoalsCommand::Tick {
+            goal,
+            data_dir,
+            json,
+        } => with_client(&data_dir, |mut client| async move {
+            let ticked = client
+                .call::<GoalsTick>(GoalIdParams { goal_id: goal })
+                .await?;
+            client.close().await;
+            if json {
+                print_json(&ticked)?;
+            } else {
+                println!(
+                    "ticked: {} transition(s), {} report(s); next wake: {}",
+                    ticked.transitions,
+                    ticked.reports,
+                    ticked
+                        .next_wake_at
+                        .map_or_else(|| "none".to_owned(), |at| at.to_string())
+                );
+                print_goal(&ticked.goal);
+            }
+            Ok(ExitCode::SUCCESS)
+        }),
+        GoalsCommand::Approve {
+            goal,
+            action,
+            data_dir,
+            json,
+        } => with_client(&data_dir, |mut client| async move {
+            let got = client
+                .call::<GoalsGet>(GoalIdParams {
+                    goal_id: goal.clone(),
+                })
+                .await?;
+            let found = actions(&got.goal)
+                .into_iter()
+                .find(|a| str_of(a, "id") == action);
+            let Some(found) = found else {
+                bail!("goal_action_not_found: goal {goal} has no action {action:?}");
+            };
+            if str_of(&found, "state") != "needs_approval" {
+                bail!(
+                    "action {action} of {goal} does not wait for an approval (it is {})",
+                    str_of(&found, "state")
+                );
+            }
+            let Some(cid) = found
+                .get("attempts")
+                .and_then(Value::as_array)
+                .and_then(|a| a.last())
+                .and_then(|a| a.get("confirmation_id"))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+            else {
+                bail!("action {action} of {goal} has no confirmation yet; try `openphone goals tick {goal}`");
+            };
+            let result = client
+                .call::<ConfirmationsResolve>(ConfirmationsResolveParams {
+                    confirmation_id: cid.clone(),
+                    decision: ConfirmDecision::Approve,
+                })
+                .await?;
+            client.close().await;
+            if json {
+                print_json(&result)?;
+            } else {
+                let status = serde_json::to_value(&result.status)?;
+                println!(
+                    "approved {action} ({cid}): {}",
+                    status.as_str().unwrap_or("?")
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }),
+        GoalsCommand::Answer {
+            goal,
+            action,
+            text,
+            data_dir,
+            json,
+        } => with_client(&data_dir, |mut client| async move {
+            let answered = client
+                .call::<GoalsAnswer>(GoalsAnswerParams {
+                    goal_id: goal,
+                    action_id: action,
+                    text,
+                })
+                .await?;
+            client.close().await;
+            changed(&answered, json, "answered")
+        }),
+        GoalsCommand::Pause {
+            goal,
+            data_dir,
+            json,
+        } => one::<GoalsPause>(&data_dir, GoalIdParams { goal_id: goal }, json, "paused"),
+        GoalsCommand::Resume {
+            goal,
+            data_dir,
+            json,
+        } => one::<GoalsResume>(&data_dir, GoalIdParams { goal_id: goal }, json, "resumed"),
+        GoalsCommand::Retry {
+            goal,
+            action,
+            data_dir,
+            json,
+        } => one::<GoalsRetry>(
+            &data_dir,
+            GoalActionParams {
+                goal_id: goal,
+                action_id: action,
+            },
+            json,
+            "retrying",
+        ),
+        GoalsCommand::Abort {
+            goal,
+            action,
+            data_dir,
+            json,
+        } => one::<GoalsAbort>(
+            &data_dir,
+            GoalActionParams {
+                goal_id: goal,
+                action_id: action,
+            },
+            json,
+            "aborted",
+        ),
+        GoalsCommand::Explain {
+            goal,
+            action,
+            data_dir,
+            json,
+        } => with_client(&data_dir, |mut client| async move {
+            let explained = client
+                .call::<GoalsExplain>(GoalsExplainParams {
+                    goal_id: goal,
+                    action_id: action,
+                })
+                .await?;
+            client.close().await;
+            if json {
+                print_json(&explained)?;
+            } else {
+                for line in &explained.lines {
+                    println!("{line}");
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }),
+        GoalsCommand::Export {
+            goal,
+            out,
+            data_dir,
+            json,
+        } => export(&data_dir, &goal, out, json),
         GoalsCommand::Simulate {
             goal,
             scenario,
@@ -71,6 +502,177 @@ pub fn run(cmd: GoalsCommand) -> Result<ExitCode> {
             } else {
                 ExitCode::from(1)
             })
+        }
+    }
+}
+
+/// `goals export`: the daemon rebuilds the artifacts; the audit slice and the chain's
+/// verification are read from the store directly (read-only).
+fn export(data_dir: &DataDir, goal: &str, out: Option<PathBuf>, json: bool) -> Result<ExitCode> {
+    let dir = data_dir.resolve()?;
+    let out = out.unwrap_or_else(|| PathBuf::from(format!("{goal}-export")));
+    if out.exists()
+        && std::fs::read_dir(&out)
+            .with_context(|| format!("reading {}", out.display()))?
+            .next()
+            .is_some()
+    {
+        bail!("{} exists and is not empty; pass another --out", out.display());
+    }
+    let goal_id = goal.to_owned();
+    let exported = block_on(async move {
+        let mut client = DaemonClient::connect(&dir).await?;
+        let exported = client
+            .call::<GoalsExport>(GoalIdParams { goal_id })
+            .await?;
+        client.close().await;
+        Ok(exported)
+    })?;
+    let mut written = Vec::new();
+    let mut write = |rel: &str, bytes: &[u8]| -> Result<()> {
+        let path = out.join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("creating {}", parent.display()))?;
+        }
+        std::fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
+        written.push(rel.to_owned());
+        Ok(())
+    };
+    for file in &exported.files {
+        // Names come from the daemon: only plain relative paths are written.
+        if Path::new(&file.path)
+            .components()
+            .any(|c| !matches!(c, std::path::Component::Normal(_)))
+        {
+            bail!("the daemon sent an export file with an unsafe path {:?}", file.path);
+        }
+        write(&file.path, file.content.as_bytes())?;
+    }
+    write(
+        "goal.json",
+        serde_json::to_string_pretty(&exported.goal)?.as_bytes(),
+    )?;
+    write(
+        "reports.json",
+        serde_json::to_string_pretty(&exported.reports)?.as_bytes(),
+    )?;
+    let store = Store::open_read_only(&data_dir.resolve()?)
+        .context("cannot open the audit log for the goal's audit slice")?;
+    let mut slice = Vec::new();
+    for record in store.audit_iter(0, 500) {
+        let record = record?;
+        if crate::audit_cmd::belongs_to_goal(&record.entry, goal) {
+            slice.extend(serde_json::to_vec(&record)?);
+            slice.push(b'\n');
+        }
+    }
+    let records = slice.iter().filter(|b| **b == b'\n').count();
+    write("audit.jsonl", &slice)?;
+    let verify = store.verify_audit()?;
+    write(
+        "audit-verify.json",
+        serde_json::to_string_pretty(&verify)?.as_bytes(),
+    )?;
+    if json {
+        print_json(&json!({
+            "out": out.display().to_string(),
+            "files": written,
+            "audit_records": records,
+            "audit_intact": verify.is_intact(),
+        }))?;
+    } else {
+        println!(
+            "exported {goal} to {}: {} file(s), {records} audit record(s); audit chain {}",
+            out.display(),
+            written.len(),
+            if verify.is_intact() {
+                "intact"
+            } else {
+                "BROKEN"
+            }
+        );
+    }
+    Ok(if verify.is_intact() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// `pause`, `resume`, `retry`, `abort`: one change, printed as `<done>: <goal>`.
+fn one<M>(data_dir: &DataDir, params: M::Params, json: bool, done: &'static str) -> Result<ExitCode>
+where
+    M: Method<Result = GoalResult>,
+    M::Params: Send + 'static,
+{
+    with_client(data_dir, |mut client| async move {
+        let result = client.call::<M>(params).await?;
+        client.close().await;
+        changed(&result, json, done)
+    })
+}
+
+fn changed(result: &GoalResult, json: bool, done: &str) -> Result<ExitCode> {
+    if json {
+        print_json(result)?;
+    } else {
+        println!("{done}: {}", str_of(&result.goal, "id"));
+        print_goal(&result.goal);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn with_client<F, Fut>(data_dir: &DataDir, f: F) -> Result<ExitCode>
+where
+    F: FnOnce(DaemonClient) -> Fut,
+    Fut: std::future::Future<Output = Result<ExitCode>>,
+{
+    let dir = data_dir.resolve()?;
+    block_on(async move {
+        let client = DaemonClient::connect(&dir).await?;
+        f(client).await
+    })
+}
+
+fn str_of<'a>(map: &'a Map<String, Value>, key: &str) -> &'a str {
+    map.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+fn actions(goal: &Map<String, Value>) -> Vec<Map<String, Value>> {
+    goal.get("actions")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(|x| x.as_object().cloned()).collect())
+        .unwrap_or_default()
+}
+
+/// The goal for a person: objective, state, actions, blockers with their commands.
+fn print_goal(goal: &Map<String, Value>) {
+    println!(
+        "{} [{}] {}",
+        str_of(goal, "id"),
+        str_of(goal, "state"),
+        str_of(goal, "objective")
+    );
+    if let Some(deadline) = goal.get("deadline_at").and_then(Value::as_i64) {
+        println!("  deadline: {deadline}");
+    }
+    for a in actions(goal) {
+        println!(
+            "  - {} [{}] {}",
+            str_of(&a, "id"),
+            str_of(&a, "state"),
+            str_of(&a, "title")
+        );
+    }
+    if let Some(blockers) = goal.get("blockers").and_then(Value::as_array) {
+        for b in blockers.iter().filter_map(Value::as_object) {
+            println!(
+                "  blocked ({}): {}\n    resolve: {}",
+                str_of(b, "kind"),
+                str_of(b, "reason"),
+                str_of(b, "how_to_resolve")
+            );
         }
     }
 }

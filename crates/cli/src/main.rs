@@ -62,7 +62,8 @@ enum Command {
     /// a parked call, check a stored review record.
     #[command(subcommand)]
     Jobs(jobs_cmd::JobsCommand),
-    /// Goals: `goals simulate <goal.json>` runs one in simulated time and prints its timeline.
+    /// Goals: create one from a JSON file, plan, list, show, tick, approve, answer, pause,
+    /// resume, retry, abort, explain, export; `simulate` runs one offline in simulated time.
     #[command(subcommand)]
     Goals(goals_cmd::GoalsCommand),
     /// Standing approvals and session grants: grant, list, revoke.

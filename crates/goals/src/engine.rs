@@ -781,6 +781,16 @@ impl GoalEngine {
                 continue;
             };
             match (action.state, &action.kind) {
+                (ActionState::NeedsApproval, ActionKind::Tool { .. })
+                    if action
+                        .last_attempt()
+                        .is_some_and(|a| a.confirmation_id.is_none()) =>
+                {
+                    // A process stopped between storing NEEDS_APPROVAL and recording the
+                    // confirmation: ask again with the same key — the bridge joins the
+                    // confirmation it may have made (or answers its final result).
+                    self.execute(work, &id).await?;
+                }
                 (ActionState::NeedsApproval, ActionKind::Tool { .. }) => {
                     self.ingest_confirmation(work, &action, now).await?;
                 }

@@ -146,7 +146,8 @@ pub fn retryable(code: ErrorCode) -> bool {
         | C::DaemonUnavailable
         | C::AuditUnavailable
         | C::ConfirmationInvalid
-        | C::JobStateConflict => true,
+        | C::JobStateConflict
+        | C::GoalStateConflict => true,
         C::UnsupportedVersion
         | C::MissingRequestId
         | C::MissingRuntimeIdentity
@@ -193,6 +194,8 @@ pub fn retryable(code: ErrorCode) -> bool {
         | C::BackgroundReviewInterruptedResultUnknown
         | C::BackgroundReviewResultMissing
         | C::JobNotFound
+        | C::GoalNotFound
+        | C::GoalActionNotFound
         | C::JobLimitReached
         | C::ConfirmationCancelled => false,
     }

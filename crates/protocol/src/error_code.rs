@@ -179,6 +179,14 @@ error_codes! {
     /// **\[project\]** The job's status does not allow this (pausing a running job, resuming
     /// one that is not paused), or it kept changing under concurrent writes.
     JobStateConflict = "job_state_conflict",
+    /// **\[project\]** No goal has this id (`goals.md` §10).
+    GoalNotFound = "goal_not_found",
+    /// **\[project\]** The goal has no action with this id.
+    GoalActionNotFound = "goal_action_not_found",
+    /// **\[project\]** The goal's or the action's state does not allow this (an edge the
+    /// transition table refuses, resuming a goal that is not paused), or it changed under a
+    /// concurrent write.
+    GoalStateConflict = "goal_state_conflict",
 }
 
 /// A string that is not in the catalogue.
@@ -256,7 +264,10 @@ impl ErrorCode {
             | C::BackgroundReviewResultMissing
             | C::JobNotFound
             | C::JobLimitReached
-            | C::JobStateConflict => None,
+            | C::JobStateConflict
+            | C::GoalNotFound
+            | C::GoalActionNotFound
+            | C::GoalStateConflict => None,
         }
     }
 }

@@ -54,6 +54,66 @@ pub struct Config {
     pub jobs: JobsConfig,
     /// The OpenClaw node adapter (`[openclaw]`, `docs/openclaw.md`): the runtime `openclaw`.
     pub openclaw: Option<openphone_openclaw::OpenclawConfig>,
+    /// Where goals' delta reports go besides the phone's shade (`[goals]`, `docs/goals.md`).
+    pub goals: GoalsConfig,
+}
+
+/// The `[goals]` table: the channels of goals' delta reports (`docs/goals.md`). A goal whose
+/// `delivery` is `telegram` or `webhook` needs the matching settings here; without them its
+/// reports stay `pending` with an error naming what is missing.
+#[derive(Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GoalsConfig {
+    /// The Telegram bot's token (from @BotFather). Never logged.
+    pub telegram_bot_token: Option<String>,
+    /// The chat the reports go to.
+    pub telegram_chat_id: Option<String>,
+    /// The Bot API's address (default `https://api.telegram.org`).
+    pub telegram_api: Option<String>,
+    /// A URL that receives each report as a JSON `POST`.
+    pub webhook_url: Option<String>,
+}
+
+impl std::fmt::Debug for GoalsConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GoalsConfig")
+            .field(
+                "telegram_bot_token",
+                &self.telegram_bot_token.as_ref().map(|_| "<redacted>"),
+            )
+            .field("telegram_chat_id", &self.telegram_chat_id)
+            .field("telegram_api", &self.telegram_api)
+            .field("webhook_url", &self.webhook_url)
+            .finish()
+    }
+}
+
+impl GoalsConfig {
+    /// Checks the table: a token and a chat id come together; addresses are http(s) URLs.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        let err = |message: String| ConfigError::Parse {
+            path: "goals".into(),
+            message,
+        };
+        let blank = |v: &Option<String>| v.as_deref().is_none_or(|t| t.trim().is_empty());
+        if blank(&self.telegram_bot_token) != blank(&self.telegram_chat_id) {
+            return Err(err(
+                "telegram_bot_token and telegram_chat_id are set together (both or neither)"
+                    .into(),
+            ));
+        }
+        for (field, value) in [
+            ("telegram_api", &self.telegram_api),
+            ("webhook_url", &self.webhook_url),
+        ] {
+            if let Some(url) = value
+                && !(url.starts_with("http://") || url.starts_with("https://"))
+            {
+                return Err(err(format!("{field} must be an http:// or https:// URL")));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The `[jobs]` table: background agent jobs (`docs/jobs.md`).

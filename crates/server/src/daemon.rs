@@ -163,8 +163,6 @@ pub struct Daemon {
     world: crate::world::World,
     /// The OpenClaw node adapter, with an `[openclaw]` table.
     openclaw: Option<openphone_openclaw::OpenclawAdapter>,
-    /// G2 (goals): the goal engine the goal commands serve (they hold it weakly).
-    goals: crate::goal_backends::Goals,
 }
 
 fn write_file(path: &Path, contents: &[u8], mode: u32) -> Result<(), DaemonError> {
@@ -205,6 +203,7 @@ impl Daemon {
         config.check_mcp()?;
         config.check_endpoint()?;
         config.check_store()?;
+        config.goals.check()?;
         let descriptors = crate::front::raise_descriptor_limit();
         let mut runtimes = config.credentials()?;
         // Owned by this user and restricted to it: before the store touches anything (what
@@ -314,15 +313,15 @@ impl Daemon {
                 .with(openphone_jobs::JobType::AgentTurn, agent_turn),
             config.jobs.max_jobs,
         );
-        // G2 (goals) — the goal engine, its agent_turn/job backends and the goal commands
-        // on the bridge. Merger: unify with G1's engine and driver (pass its wake).
-        let goals = crate::goal_backends::install(
+        // The goal engine with its agent_turn / job backends, its driver, and the
+        // `openphone.goals.*` commands on the bridge (which wake the driver).
+        let goals = crate::goals::GoalDriver::new(
             &bridge,
             &data_dir,
             crate::goal_backends::goal_backends(&setup, config.builtin.as_ref(), &jobs)?,
-            None,
+            &config.goals,
         );
-        // G2 (goals) — end.
+        crate::goal_backends::install_tools(&bridge, goals.engine(), goals.waker());
         let openclaw = match &config.openclaw {
             Some(table) => {
                 let adapter =
@@ -348,8 +347,10 @@ impl Daemon {
             None => None,
         };
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
-        let background =
+        let mut background =
             crate::background::start(&jobs, &bridge, registry, device, shutdown_rx.clone());
+        // Goals: every unfinished goal is ticked at start (late checkpoints, crash recovery).
+        background.extend(goals.start(shutdown_rx.clone()));
         // The phone's world: device events to the bus, the scenario timeline, live watchers.
         let world = crate::world::start(crate::world::WorldSetup {
             bridge: bridge.clone(),
@@ -389,6 +390,7 @@ impl Daemon {
                 descriptors,
             ),
             jobs,
+            goals,
             dashboard: addr
                 .ip()
                 .is_loopback()
@@ -472,13 +474,12 @@ impl Daemon {
             background,
             world,
             openclaw,
-            goals,
         })
     }
 
-    /// G2 (goals): the goal engine.
+    /// The goal engine (its driver lives in the endpoint's state).
     pub fn goal_engine(&self) -> &Arc<openphone_goals::GoalEngine> {
-        &self.goals.0
+        self.state.goals.engine()
     }
 
     /// The bound address.

@@ -110,51 +110,10 @@ pub fn goal_backends(
     })
 }
 
-/// A wake that ticks the goal at once on its own task (until the goal driver provides its
-/// own). Holds the engine weakly.
-pub fn ticking_wake(engine: &Arc<GoalEngine>) -> Wake {
-    let weak = Arc::downgrade(engine);
-    Arc::new(move |id: &str| {
-        let (Some(engine), Ok(handle)) = (weak.upgrade(), tokio::runtime::Handle::try_current())
-        else {
-            return;
-        };
-        let id = id.to_owned();
-        handle.spawn(async move {
-            if let Err(e) = engine.tick(&id).await {
-                tracing::warn!(goal = %id, error = %e, "goal tick after a goal command");
-            }
-        });
-    })
-}
-
-/// The daemon's goal engine, kept alive by the daemon (the goal commands hold it weakly).
-pub struct Goals(pub Arc<GoalEngine>);
-
-impl std::fmt::Debug for Goals {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Goals")
-    }
-}
-
-/// Makes the goal engine over the bridge (artifacts under `<data dir>/artifacts`) with
-/// `backends`, and installs the `openphone.goals.*` commands on the bridge, waking through
-/// `wake` (or [`ticking_wake`] when `None`).
-pub fn install(
-    bridge: &Arc<ToolBridge>,
-    data_dir: &std::path::Path,
-    backends: Backends,
-    wake: Option<Wake>,
-) -> Goals {
-    let engine = Arc::new(GoalEngine::new(
-        Arc::clone(bridge.store()),
-        Arc::clone(bridge),
-        backends,
-        Some(data_dir.join("artifacts")),
-    ));
-    let wake = wake.unwrap_or_else(|| ticking_wake(&engine));
-    bridge.install_service(Arc::new(GoalTools::new(&engine, wake)));
-    Goals(engine)
+/// Installs the `openphone.goals.*` commands on the bridge over `engine` (held weakly),
+/// waking the goal driver through `wake` after each change.
+pub fn install_tools(bridge: &Arc<ToolBridge>, engine: &Arc<GoalEngine>, wake: Wake) {
+    bridge.install_service(Arc::new(GoalTools::new(engine, wake)));
 }
 
 #[cfg(test)]

@@ -15,6 +15,8 @@
 //!   its files `0600`) at start.
 //! - [`mcp`]: the MCP front doors — `/mcp` behind its Host/Origin/token/size/rate guard, the
 //!   approval page, and the `mcp.sock` socket behind `openphone mcp serve`.
+//! - [`goals`]: the goal engine and its driver — ticks on wakes, resolved confirmations and
+//!   timers, the `goal.*` events, delivery of delta reports.
 //! - [`dashboard`]: the web dashboard at `/ui/` — one-time login codes, the session cookie,
 //!   the embedded page, and its WebSocket onto the operator endpoint.
 //!
@@ -30,6 +32,7 @@ pub mod daemon;
 pub mod dashboard;
 pub mod front;
 pub mod goal_backends;
+pub mod goals;
 mod lock;
 pub mod mcp;
 pub mod rate;

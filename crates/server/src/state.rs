@@ -45,6 +45,8 @@ pub struct AppState {
     pub front: Front,
     /// The background job scheduler (`jobs.*`).
     pub jobs: openphone_jobs::Scheduler,
+    /// The goal engine and its driver (`goals.*`).
+    pub goals: Arc<crate::goals::GoalDriver>,
     /// The web dashboard's logins, unless the daemon listens on a non-loopback address.
     pub dashboard: Option<crate::dashboard::Dashboard>,
 }
@@ -91,8 +93,20 @@ impl AppState {
         what: &str,
         args: &serde_json::Value,
     ) -> Result<(), openphone_store::StoreError> {
-        let now = self.bridge.now_ms();
         let request_id = format!("{what}-{}", uuid::Uuid::new_v4());
+        self.audit_operator_action_as(caller, what, args, request_id)
+    }
+
+    /// [`AppState::audit_operator_action`] under a given request id (a goal's acts carry
+    /// `goal_<id>:op:<what>-<uuid>`, so the goal's audit slice finds them).
+    pub fn audit_operator_action_as(
+        &self,
+        caller: &Caller,
+        what: &str,
+        args: &serde_json::Value,
+        request_id: String,
+    ) -> Result<(), openphone_store::StoreError> {
+        let now = self.bridge.now_ms();
         let entry = AuditEntry {
             audit_id: format!("endpoint:{}:{request_id}", caller.runtime),
             kind: AuditKind::OperatorAction,

@@ -10,6 +10,8 @@ mod daemon;
 mod fail_closed;
 mod first_contact;
 mod front_door;
+mod goals;
+mod goals_crash;
 mod hardening;
 mod harness;
 mod jobs;

@@ -144,3 +144,57 @@ async fn killed_before_the_request_reached_the_bridge_it_runs_once_on_restart() 
     h.engine.tick(&goal.id).await.unwrap();
     assert_eq!(h.phone_actions().len(), 1);
 }
+
+/// Regression (issue 18, the daemon's kill -9 test): a process killed after storing an
+/// action's NEEDS_APPROVAL but before recording its confirmation left the action waiting on
+/// nothing — no confirmation id, no blocker, no wake: a silent stop. The next tick asks again
+/// with the same key, joins the confirmation the bridge made, and the approval runs it once.
+#[tokio::test]
+async fn a_needs_approval_action_killed_before_its_confirmation_was_recorded_waits_on_it_again() {
+    let mut h = Harness::new();
+    let goal = h.engine.create(&move_spec(), Harness::owner()).unwrap();
+    h.engine.tick(&goal.id).await.unwrap();
+    let parked = h.engine.get(&goal.id).unwrap();
+    let first = parked.action("move").unwrap();
+    assert_eq!(first.state, ActionState::NeedsApproval);
+    let cid = first.attempts[0].confirmation_id.clone().unwrap();
+
+    // What the killed process left: the transition stored, the confirmation not recorded.
+    let stored = h.store.get_goal(&goal.id).unwrap().unwrap();
+    let mut g = from_stored(&stored).unwrap();
+    let action = g.action_mut("move").unwrap();
+    action.resume_token = None;
+    let attempt = action.attempts.last_mut().unwrap();
+    attempt.confirmation_id = None;
+    attempt.approval_expires_at = None;
+    g.blockers.clear();
+    h.store
+        .update_goal(&to_stored(&g).unwrap(), vec![], vec![])
+        .unwrap();
+
+    h.restart();
+    h.engine.tick(&goal.id).await.unwrap();
+    let g = h.engine.get(&goal.id).unwrap();
+    let mv = g.action("move").unwrap();
+    assert_eq!(mv.state, ActionState::NeedsApproval);
+    assert_eq!(mv.attempts.len(), 1, "the same attempt, not a new one");
+    assert_eq!(
+        mv.attempts[0].confirmation_id.as_deref(),
+        Some(cid.as_str()),
+        "the confirmation the bridge already had"
+    );
+    assert_eq!(g.state, GoalState::Blocked);
+    assert!(
+        g.blockers
+            .iter()
+            .any(|b| b.how_to_resolve == format!("openphone confirmations approve {cid}")),
+        "{:?}",
+        g.blockers
+    );
+
+    h.approve(&cid).await;
+    h.engine.tick(&goal.id).await.unwrap();
+    let g = h.engine.get(&goal.id).unwrap();
+    assert_eq!(g.action("move").unwrap().state, ActionState::Done);
+    assert_eq!(h.phone_actions().len(), 1);
+}

@@ -79,6 +79,21 @@ pub enum Event {
     /// A job failed 3 or more times in a row, or gave up (to operators).
     #[serde(rename = "background_job.failure_alert")]
     JobFailureAlert(BackgroundJobEvent),
+    /// A goal was created (to operators).
+    #[serde(rename = "goal.created")]
+    GoalCreated(GoalEvent),
+    /// A goal changed: its state, its plan, an action's state, a checkpoint (to operators).
+    #[serde(rename = "goal.updated")]
+    GoalUpdated(GoalEvent),
+    /// A goal's action waits for the user's approval (to operators).
+    #[serde(rename = "goal.approval.requested")]
+    GoalApprovalRequested(GoalEvent),
+    /// The approval a goal's action waited for was given, declined or expired (to operators).
+    #[serde(rename = "goal.approval.resolved")]
+    GoalApprovalResolved(GoalEvent),
+    /// A goal made a delta report (to operators).
+    #[serde(rename = "goal.report")]
+    GoalReport(GoalEvent),
     /// A message arrived on the phone (to operators).
     #[serde(rename = "phone.message.received")]
     PhoneMessageReceived(PhoneMessageReceived),
@@ -98,7 +113,7 @@ pub enum Event {
 
 impl Event {
     /// Every event name the daemon sends, in declaration order.
-    pub const NAMES: [&'static str; 20] = [
+    pub const NAMES: [&'static str; 25] = [
         "runtime.presence.online",
         "runtime.presence.offline",
         "runtime.attention.requested",
@@ -114,6 +129,11 @@ impl Event {
         "background_job.review_resolved",
         "background_job.delivered",
         "background_job.failure_alert",
+        "goal.created",
+        "goal.updated",
+        "goal.approval.requested",
+        "goal.approval.resolved",
+        "goal.report",
         "phone.message.received",
         "phone.call.received",
         "phone.notification.posted",
@@ -139,6 +159,11 @@ impl Event {
             Event::JobReviewResolved(_) => "background_job.review_resolved",
             Event::JobDelivered(_) => "background_job.delivered",
             Event::JobFailureAlert(_) => "background_job.failure_alert",
+            Event::GoalCreated(_) => "goal.created",
+            Event::GoalUpdated(_) => "goal.updated",
+            Event::GoalApprovalRequested(_) => "goal.approval.requested",
+            Event::GoalApprovalResolved(_) => "goal.approval.resolved",
+            Event::GoalReport(_) => "goal.report",
             Event::PhoneMessageReceived(_) => "phone.message.received",
             Event::PhoneCallReceived(_) => "phone.call.received",
             Event::PhoneNotificationPosted(_) => "phone.notification.posted",
@@ -164,6 +189,11 @@ impl Event {
             | Event::JobReviewResolved(p)
             | Event::JobDelivered(p)
             | Event::JobFailureAlert(p) => serde_json::to_value(p),
+            Event::GoalCreated(p)
+            | Event::GoalUpdated(p)
+            | Event::GoalApprovalRequested(p)
+            | Event::GoalApprovalResolved(p)
+            | Event::GoalReport(p) => serde_json::to_value(p),
             Event::PhoneMessageReceived(p) => serde_json::to_value(p),
             Event::PhoneCallReceived(p) => serde_json::to_value(p),
             Event::PhoneNotificationPosted(p) => serde_json::to_value(p),
@@ -384,4 +414,38 @@ pub struct BackgroundJobEvent {
     /// When the review window ends (`review_required`, Unix ms).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<i64>,
+}
+
+/// The payload of every `goal.*` event: the goal at a glance and what the event is about.
+/// The goal document itself is read with `goals.get`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GoalEvent {
+    /// `goal_<ulid>`.
+    pub goal_id: String,
+    pub objective: String,
+    /// The goal's state after the event.
+    pub state: String,
+    pub plan_version: u32,
+    /// Actions DONE, of `total`.
+    pub done: usize,
+    pub total: usize,
+    /// Open blockers.
+    pub blockers: usize,
+    /// When the goal next needs a tick by time alone (Unix ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_wake_at: Option<i64>,
+    /// The action the event concerns (`approval.*`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action_id: Option<String>,
+    /// The confirmation it concerns (`approval.*`): `openphone confirmations approve <id>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirmation_id: Option<String>,
+    /// `approval.requested`: what is to be approved; `approval.resolved`: the action's state
+    /// after it (`running`, `done`, `blocked`, …); `updated`: the transitions made, one line
+    /// each.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// `report`: the report as plain text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report: Option<String>,
 }

@@ -32,7 +32,7 @@
 //! Params types keep the daemon's validation: the methods that refuse unknown fields
 //! (`tools.invoke`, `confirmations.resolve`, `events.subscribe`, `sessions.*`, `audit.query`,
 //! `policy.explain`, `approvals.*`, `sim.inject`, `jobs.*` but `jobs.create`, whose arguments
-//! the creation rules check by name, and `jobs.wake`, which takes none)
+//! the creation rules check by name, and `jobs.wake`, which takes none, and `goals.*`)
 //! are `deny_unknown_fields`; the others ignore fields they do not know.
 
 pub mod envelope;
@@ -43,6 +43,7 @@ mod confirmations;
 mod dashboard;
 mod error;
 mod events;
+mod goals;
 mod hello;
 mod jobs;
 mod policy;
@@ -75,9 +76,15 @@ pub use envelope::{
 };
 pub use error::{EndpointErrorCode, UnknownEndpointErrorCode};
 pub use events::{
-    BackgroundJobEvent, ConfirmationRequired, ConfirmationResolution, ConfirmationResolved, Event,
+    BackgroundJobEvent, ConfirmationRequired, GoalEvent, ConfirmationResolution, ConfirmationResolved, Event,
     EventsSubscribeParams, EventsSubscribeResult, MessagePayload, PresenceOffline, PresenceOnline,
     PresenceTrigger, SessionUpdated, Trust, UntrustedData,
+};
+pub use goals::{
+    GoalActionParams, GoalExportFile, GoalIdParams, GoalReportInfo, GoalResult, GoalSummary,
+    GoalTransitionInfo, GoalsAnswerParams, GoalsCreateParams, GoalsExplainParams,
+    GoalsExplainResult, GoalsExportResult, GoalsGetResult, GoalsListParams, GoalsListResult,
+    GoalsPlanParams, GoalsTickResult,
 };
 pub use hello::{
     ClientInfo, HelloParams, HelloResult, ManifestSummary, PhoneProfile, Role, VersionRange,
@@ -207,6 +214,30 @@ methods! {
     JobsWake = "jobs.wake" => NoParams, JobsWakeResult;
     /// `jobs.review` (operator): approve or deny a parked background call (§9.5).
     JobsReview = "jobs.review" => JobsReviewParams, JobsReviewResult;
+    /// `goals.list` (operator): goals, most recently updated first, by state.
+    GoalsList = "goals.list" => GoalsListParams, GoalsListResult;
+    /// `goals.get` (operator): a goal's document, transitions and reports.
+    GoalsGet = "goals.get" => GoalIdParams, GoalsGetResult;
+    /// `goals.create` (operator): create a goal from a spec (with or without a plan).
+    GoalsCreate = "goals.create" => GoalsCreateParams, GoalResult;
+    /// `goals.plan` (operator): submit a plan, or re-plan what has not started.
+    GoalsPlan = "goals.plan" => GoalsPlanParams, GoalResult;
+    /// `goals.tick` (operator): run one tick of the goal now.
+    GoalsTick = "goals.tick" => GoalIdParams, GoalsTickResult;
+    /// `goals.answer` (operator): answer an `ask_user` action.
+    GoalsAnswer = "goals.answer" => GoalsAnswerParams, GoalResult;
+    /// `goals.retry` (operator): ready a BLOCKED action (or all) and renew the budget.
+    GoalsRetry = "goals.retry" => GoalActionParams, GoalResult;
+    /// `goals.pause` (operator): stop scheduling the goal's actions.
+    GoalsPause = "goals.pause" => GoalIdParams, GoalResult;
+    /// `goals.resume` (operator): resume a paused goal.
+    GoalsResume = "goals.resume" => GoalIdParams, GoalResult;
+    /// `goals.abort` (operator): abort the goal, or one action.
+    GoalsAbort = "goals.abort" => GoalActionParams, GoalResult;
+    /// `goals.explain` (operator): why an action ran, waits or is blocked.
+    GoalsExplain = "goals.explain" => GoalsExplainParams, GoalsExplainResult;
+    /// `goals.export` (operator): the goal's artifacts, rebuilt from the store.
+    GoalsExport = "goals.export" => GoalIdParams, GoalsExportResult;
     /// `sim.inject` (operator): make something happen in the simulated phone's world.
     SimInject = "sim.inject" => SimInjectParams, SimInjectResult;
     /// `dashboard.login` (operator): a one-time login code for the web dashboard.
@@ -250,6 +281,18 @@ mod tests {
             name_of::<JobsResume>(),
             name_of::<JobsWake>(),
             name_of::<JobsReview>(),
+            name_of::<GoalsList>(),
+            name_of::<GoalsGet>(),
+            name_of::<GoalsCreate>(),
+            name_of::<GoalsPlan>(),
+            name_of::<GoalsTick>(),
+            name_of::<GoalsAnswer>(),
+            name_of::<GoalsRetry>(),
+            name_of::<GoalsPause>(),
+            name_of::<GoalsResume>(),
+            name_of::<GoalsAbort>(),
+            name_of::<GoalsExplain>(),
+            name_of::<GoalsExport>(),
             name_of::<SimInject>(),
             name_of::<DashboardLogin>(),
         ];

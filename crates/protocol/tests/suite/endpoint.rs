@@ -422,6 +422,51 @@ fn unknown_fields_are_refused_exactly_where_the_daemon_refuses_them() {
             MethodName::JobsReview,
             refuses::<JobsReview>(json!({"confirmation_id": "c", "decision": "deny"})),
         ),
+        (MethodName::GoalsList, refuses::<GoalsList>(json!({}))),
+        (
+            MethodName::GoalsGet,
+            refuses::<GoalsGet>(json!({"goal_id": "g"})),
+        ),
+        (
+            MethodName::GoalsCreate,
+            refuses::<GoalsCreate>(json!({"goal": {}})),
+        ),
+        (
+            MethodName::GoalsPlan,
+            refuses::<GoalsPlan>(json!({"goal_id": "g", "plan": []})),
+        ),
+        (
+            MethodName::GoalsTick,
+            refuses::<GoalsTick>(json!({"goal_id": "g"})),
+        ),
+        (
+            MethodName::GoalsAnswer,
+            refuses::<GoalsAnswer>(json!({"goal_id": "g", "action_id": "a", "text": "t"})),
+        ),
+        (
+            MethodName::GoalsRetry,
+            refuses::<GoalsRetry>(json!({"goal_id": "g"})),
+        ),
+        (
+            MethodName::GoalsPause,
+            refuses::<GoalsPause>(json!({"goal_id": "g"})),
+        ),
+        (
+            MethodName::GoalsResume,
+            refuses::<GoalsResume>(json!({"goal_id": "g"})),
+        ),
+        (
+            MethodName::GoalsAbort,
+            refuses::<GoalsAbort>(json!({"goal_id": "g"})),
+        ),
+        (
+            MethodName::GoalsExplain,
+            refuses::<GoalsExplain>(json!({"goal_id": "g", "action_id": "a"})),
+        ),
+        (
+            MethodName::GoalsExport,
+            refuses::<GoalsExport>(json!({"goal_id": "g"})),
+        ),
         (
             MethodName::SimInject,
             refuses::<SimInject>(json!({"kind": "message", "address": "a", "text": "t"})),
@@ -456,6 +501,18 @@ fn unknown_fields_are_refused_exactly_where_the_daemon_refuses_them() {
             "jobs.pause",
             "jobs.resume",
             "jobs.review",
+            "goals.list",
+            "goals.get",
+            "goals.create",
+            "goals.plan",
+            "goals.tick",
+            "goals.answer",
+            "goals.retry",
+            "goals.pause",
+            "goals.resume",
+            "goals.abort",
+            "goals.explain",
+            "goals.export",
             "sim.inject"
         ]
     );
@@ -692,6 +749,48 @@ fn event_payloads_round_trip() {
         ),
         (Event::JobDelivered(job(None)), job_wire(None)),
         (Event::JobFailureAlert(job(None)), job_wire(None)),
+    ]);
+    let goal = |action: Option<&str>| GoalEvent {
+        goal_id: "goal_1".into(),
+        objective: "move the dentist".into(),
+        state: "blocked".into(),
+        plan_version: 1,
+        done: 1,
+        total: 3,
+        blockers: 1,
+        next_wake_at: Some(99),
+        action_id: action.map(str::to_owned),
+        confirmation_id: action.map(|_| "runtime-confirm-1".into()),
+        detail: action.map(|_| "park".into()),
+        report: None,
+    };
+    let goal_wire = |action: Option<&str>| {
+        let mut wire = json!({"goal_id": "goal_1", "objective": "move the dentist",
+            "state": "blocked", "plan_version": 1, "done": 1, "total": 3, "blockers": 1,
+            "next_wake_at": 99});
+        if let Some(action) = action {
+            wire["action_id"] = json!(action);
+            wire["confirmation_id"] = json!("runtime-confirm-1");
+            wire["detail"] = json!("park");
+        }
+        wire
+    };
+    let mut reported = goal(None);
+    reported.report = Some("Goal blocked".into());
+    let mut reported_wire = goal_wire(None);
+    reported_wire["report"] = json!("Goal blocked");
+    cases.extend([
+        (Event::GoalCreated(goal(None)), goal_wire(None)),
+        (Event::GoalUpdated(goal(None)), goal_wire(None)),
+        (
+            Event::GoalApprovalRequested(goal(Some("move"))),
+            goal_wire(Some("move")),
+        ),
+        (
+            Event::GoalApprovalResolved(goal(Some("move"))),
+            goal_wire(Some("move")),
+        ),
+        (Event::GoalReport(reported), reported_wire),
     ]);
     assert_eq!(cases.len(), Event::NAMES.len());
     for (event, payload) in cases {

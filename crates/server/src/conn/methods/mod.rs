@@ -8,6 +8,7 @@ mod approvals;
 mod audit;
 mod confirmations;
 mod events;
+mod goals;
 mod jobs;
 mod policy;
 mod runtime;
@@ -20,7 +21,9 @@ use std::sync::Arc;
 use openphone_policy::Role;
 use openphone_protocol::endpoint::{
     ApprovalsGrant, ApprovalsList, ApprovalsRevoke, AttentionRequest, AuditQuery,
-    ConfirmationsResolve, EndpointErrorCode, ErrorObject, EventsSubscribe, JobsCreate, JobsGet,
+    ConfirmationsResolve, EndpointErrorCode, ErrorObject, EventsSubscribe, GoalsAbort, GoalsAnswer,
+    GoalsCreate, GoalsExplain, GoalsExport, GoalsGet, GoalsList, GoalsPause, GoalsPlan,
+    GoalsResume, GoalsRetry, GoalsTick, JobsCreate, JobsGet,
     JobsList, JobsPause, JobsResume, JobsReview, JobsStop, JobsWake, MethodName, PolicyExplain,
     Request, RuntimeMessage, RuntimeSelect, SessionsCancel, SessionsGet, SessionsList, SimInject,
     ToolsInvoke,
@@ -152,6 +155,54 @@ pub(super) async fn dispatch(conn: &Arc<Conn>, req: &Request) -> Result<Value, E
         MethodName::JobsReview => {
             operator_only(conn, method)?;
             written(jobs::review(conn, req.params_as::<JobsReview>()?).await)
+        }
+        MethodName::GoalsList => {
+            operator_only(conn, method)?;
+            written(goals::list(conn, req.params_as::<GoalsList>()?))
+        }
+        MethodName::GoalsGet => {
+            operator_only(conn, method)?;
+            written(goals::get(conn, req.params_as::<GoalsGet>()?))
+        }
+        MethodName::GoalsCreate => {
+            operator_only(conn, method)?;
+            written(goals::create(conn, req.params_as::<GoalsCreate>()?).await)
+        }
+        MethodName::GoalsPlan => {
+            operator_only(conn, method)?;
+            written(goals::plan(conn, req.params_as::<GoalsPlan>()?).await)
+        }
+        MethodName::GoalsTick => {
+            operator_only(conn, method)?;
+            written(goals::tick(conn, req.params_as::<GoalsTick>()?).await)
+        }
+        MethodName::GoalsAnswer => {
+            operator_only(conn, method)?;
+            written(goals::answer(conn, req.params_as::<GoalsAnswer>()?).await)
+        }
+        MethodName::GoalsRetry => {
+            operator_only(conn, method)?;
+            written(goals::retry(conn, req.params_as::<GoalsRetry>()?).await)
+        }
+        MethodName::GoalsPause => {
+            operator_only(conn, method)?;
+            written(goals::pause(conn, req.params_as::<GoalsPause>()?).await)
+        }
+        MethodName::GoalsResume => {
+            operator_only(conn, method)?;
+            written(goals::resume(conn, req.params_as::<GoalsResume>()?).await)
+        }
+        MethodName::GoalsAbort => {
+            operator_only(conn, method)?;
+            written(goals::abort(conn, req.params_as::<GoalsAbort>()?).await)
+        }
+        MethodName::GoalsExplain => {
+            operator_only(conn, method)?;
+            written(goals::explain(conn, req.params_as::<GoalsExplain>()?))
+        }
+        MethodName::GoalsExport => {
+            operator_only(conn, method)?;
+            written(goals::export(conn, req.params_as::<GoalsExport>()?))
         }
         MethodName::SimInject => {
             operator_only(conn, method)?;

@@ -497,8 +497,8 @@ function goals(ctx, main) {
     const items = r.goals || Object.values(r).find(Array.isArray) || [];
     if (items.length === 0) { list.replaceChildren(h('p', { class: 'muted' }, 'No goals.')); return; }
     list.replaceChildren(...items.map((g) => {
-      const card = h('article', { class: 'card' }, h('h3', {}, g.title || g.name || String(g.id ?? g.goal_id)),
-        h('p', {}, badge(h, 'status', g.status)));
+      const card = h('article', { class: 'card' }, h('h3', {}, g.title || g.objective || g.name || String(g.id ?? g.goal_id)),
+        h('p', {}, badge(h, 'status', g.status || g.state)));
       const statusMd = g.status_md || g.status_markdown;
       if (statusMd) card.append(markdown(h, statusMd));
       const plan = g.plan || g.graph;

@@ -197,8 +197,7 @@ fn read(path: &Path) -> Result<String> {
 }
 
 fn read_json(path: &Path) -> Result<Value> {
-    serde_json::from_str(&read(path)?)
-        .with_context(|| format!("{} is not JSON", path.display()))
+    serde_json::from_str(&read(path)?).with_context(|| format!("{} is not JSON", path.display()))
 }
 
 /// Runs a `goals` subcommand.
@@ -234,9 +233,15 @@ pub fn run(cmd: GoalsCommand) -> Result<ExitCode> {
                 Value::Array(plan) => plan,
                 Value::Object(mut obj) => match obj.remove("plan") {
                     Some(Value::Array(plan)) => plan,
-                    _ => bail!("{}: expected a list of actions or {{\"plan\": [...]}}", file.display()),
+                    _ => bail!(
+                        "{}: expected a list of actions or {{\"plan\": [...]}}",
+                        file.display()
+                    ),
                 },
-                _ => bail!("{}: expected a list of actions or {{\"plan\": [...]}}", file.display()),
+                _ => bail!(
+                    "{}: expected a list of actions or {{\"plan\": [...]}}",
+                    file.display()
+                ),
             };
             with_client(&data_dir, |mut client| async move {
                 let planned = client
@@ -365,7 +370,9 @@ pub fn run(cmd: GoalsCommand) -> Result<ExitCode> {
                 .and_then(Value::as_str)
                 .map(str::to_owned)
             else {
-                bail!("action {action} of {goal} has no confirmation yet; try `openphone goals tick {goal}`");
+                bail!(
+                    "action {action} of {goal} has no confirmation yet; try `openphone goals tick {goal}`"
+                );
             };
             let result = client
                 .call::<ConfirmationsResolve>(ConfirmationsResolveParams {
@@ -377,7 +384,7 @@ pub fn run(cmd: GoalsCommand) -> Result<ExitCode> {
             if json {
                 print_json(&result)?;
             } else {
-                let status = serde_json::to_value(&result.status)?;
+                let status = serde_json::to_value(result.status)?;
                 println!(
                     "approved {action} ({cid}): {}",
                     status.as_str().unwrap_or("?")
@@ -517,14 +524,15 @@ fn export(data_dir: &DataDir, goal: &str, out: Option<PathBuf>, json: bool) -> R
             .next()
             .is_some()
     {
-        bail!("{} exists and is not empty; pass another --out", out.display());
+        bail!(
+            "{} exists and is not empty; pass another --out",
+            out.display()
+        );
     }
     let goal_id = goal.to_owned();
     let exported = block_on(async move {
         let mut client = DaemonClient::connect(&dir).await?;
-        let exported = client
-            .call::<GoalsExport>(GoalIdParams { goal_id })
-            .await?;
+        let exported = client.call::<GoalsExport>(GoalIdParams { goal_id }).await?;
         client.close().await;
         Ok(exported)
     })?;
@@ -545,7 +553,10 @@ fn export(data_dir: &DataDir, goal: &str, out: Option<PathBuf>, json: bool) -> R
             .components()
             .any(|c| !matches!(c, std::path::Component::Normal(_)))
         {
-            bail!("the daemon sent an export file with an unsafe path {:?}", file.path);
+            bail!(
+                "the daemon sent an export file with an unsafe path {:?}",
+                file.path
+            );
         }
         write(&file.path, file.content.as_bytes())?;
     }

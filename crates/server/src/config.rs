@@ -98,8 +98,7 @@ impl GoalsConfig {
         let blank = |v: &Option<String>| v.as_deref().is_none_or(|t| t.trim().is_empty());
         if blank(&self.telegram_bot_token) != blank(&self.telegram_chat_id) {
             return Err(err(
-                "telegram_bot_token and telegram_chat_id are set together (both or neither)"
-                    .into(),
+                "telegram_bot_token and telegram_chat_id are set together (both or neither)".into(),
             ));
         }
         for (field, value) in [

@@ -154,7 +154,9 @@ impl GoalDriver {
             .send(Msg::Due(goal_id.to_owned(), outcome.next_wake));
         match self.engine.get(goal_id) {
             Ok(after) => self.publish_tick(&before, &after, &outcome),
-            Err(e) => tracing::warn!(goal = goal_id, error = %e, "goals: reading a goal after its tick failed"),
+            Err(e) => {
+                tracing::warn!(goal = goal_id, error = %e, "goals: reading a goal after its tick failed")
+            }
         }
         self.deliver().await;
         Ok(outcome)

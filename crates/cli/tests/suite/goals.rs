@@ -34,7 +34,8 @@ async fn operator(url: &str, data: &Path) -> Runtime {
 /// backend is attached to goals in the daemon yet).
 pub(super) fn dentist(dir: &Path, with_expect: bool) -> PathBuf {
     let deadline = SystemClock.now_ms() + 9 * 3_600_000;
-    let moved = json!({"pointer": "/events/0/start_at", "op": "equals", "value": 1_773_410_400_000_i64});
+    let moved =
+        json!({"pointer": "/events/0/start_at", "op": "equals", "value": 1_773_410_400_000_i64});
     let mut criteria = vec![json!({"id": "all_done", "description": "every step done",
                                    "check": {"kind": "all_actions_done"}})];
     let mut mv = json!({"id": "move", "title": "Move the dentist appointment to Friday",
@@ -168,7 +169,9 @@ async fn a_goal_parks_for_approval_runs_once_approved_verifies_and_reports_done_
             .as_array()
             .unwrap()
             .iter()
-            .any(|t| t["action_id"] == "move" && t["to_state"] == "done" && t["source"] == "verifier"),
+            .any(|t| t["action_id"] == "move"
+                && t["to_state"] == "done"
+                && t["source"] == "verifier"),
         "{done}"
     );
     let mut shown = done;
@@ -215,25 +218,28 @@ async fn a_goal_parks_for_approval_runs_once_approved_verifies_and_reports_done_
     assert!(explained.contains("state: done"), "{explained}");
     assert!(explained.contains(&format!("{id}:move:1")), "{explained}");
     let out = tmp.path().join("export");
-    let exported = goals(
-        &["export", &id, "--out", out.to_str().unwrap()],
-        &data,
-    )
-    .await;
+    let exported = goals(&["export", &id, "--out", out.to_str().unwrap()], &data).await;
     assert_eq!(exported["audit_intact"], true, "{exported}");
-    for file in ["plan.json", "status.md", "transitions.json", "goal.json", "audit.jsonl"] {
+    for file in [
+        "plan.json",
+        "status.md",
+        "transitions.json",
+        "goal.json",
+        "audit.jsonl",
+    ] {
         assert!(out.join(file).is_file(), "{file} missing: {exported}");
     }
     let slice = std::fs::read_to_string(out.join("audit.jsonl")).unwrap();
-    assert!(slice.contains("goals.create"), "the operator's act: {slice}");
+    assert!(
+        slice.contains("goals.create"),
+        "the operator's act: {slice}"
+    );
     assert!(
         slice.contains("openphone.calendar.update"),
         "the action's request: {slice}"
     );
     assert!(
-        slice
-            .lines()
-            .all(|l| l.contains(&id)),
+        slice.lines().all(|l| l.contains(&id)),
         "only this goal's records: {slice}"
     );
     let (code, all, _) = cli(&["audit", "export", "--goal", &id], &data);

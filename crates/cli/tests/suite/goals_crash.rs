@@ -39,11 +39,10 @@ fn settle(data: &Path, id: &str) -> Value {
         let (code, ticked) = goals(&["tick", id], data);
         if code == 0 {
             goal = ticked["goal"].clone();
-            let moving = goal["actions"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|a| matches!(a["state"].as_str(), Some("ready" | "running" | "verifying")));
+            let moving =
+                goal["actions"].as_array().unwrap().iter().any(|a| {
+                    matches!(a["state"].as_str(), Some("ready" | "running" | "verifying"))
+                });
             if !moving {
                 return goal;
             }
@@ -175,7 +174,10 @@ fn a_daemon_killed_around_an_approved_goal_action_never_runs_it_twice() {
                 assert!(!blockers.is_empty(), "{goal}");
                 for b in blockers {
                     assert!(
-                        b["reason"].as_str().unwrap_or("").contains("outcome_unknown")
+                        b["reason"]
+                            .as_str()
+                            .unwrap_or("")
+                            .contains("outcome_unknown")
                             || b["kind"] == "approval",
                         "{goal}"
                     );

@@ -76,9 +76,9 @@ pub use envelope::{
 };
 pub use error::{EndpointErrorCode, UnknownEndpointErrorCode};
 pub use events::{
-    BackgroundJobEvent, ConfirmationRequired, GoalEvent, ConfirmationResolution, ConfirmationResolved, Event,
-    EventsSubscribeParams, EventsSubscribeResult, MessagePayload, PresenceOffline, PresenceOnline,
-    PresenceTrigger, SessionUpdated, Trust, UntrustedData,
+    BackgroundJobEvent, ConfirmationRequired, ConfirmationResolution, ConfirmationResolved, Event,
+    EventsSubscribeParams, EventsSubscribeResult, GoalEvent, MessagePayload, PresenceOffline,
+    PresenceOnline, PresenceTrigger, SessionUpdated, Trust, UntrustedData,
 };
 pub use goals::{
     GoalActionParams, GoalExportFile, GoalIdParams, GoalReportInfo, GoalResult, GoalSummary,

@@ -10,10 +10,10 @@ use openphone_goals::report::render_plain;
 use openphone_goals::{ActionSpec, Goal, GoalSpec, GoalState, GoalsError, Owner, goal_json};
 use openphone_protocol::ErrorCode;
 use openphone_protocol::endpoint::{
-    EndpointErrorCode, ErrorObject, GoalActionParams, GoalExportFile, GoalIdParams,
-    GoalReportInfo, GoalResult, GoalSummary, GoalTransitionInfo, GoalsAnswerParams,
-    GoalsCreateParams, GoalsExplainParams, GoalsExplainResult, GoalsExportResult, GoalsGetResult,
-    GoalsListParams, GoalsListResult, GoalsPlanParams, GoalsTickResult,
+    EndpointErrorCode, ErrorObject, GoalActionParams, GoalExportFile, GoalIdParams, GoalReportInfo,
+    GoalResult, GoalSummary, GoalTransitionInfo, GoalsAnswerParams, GoalsCreateParams,
+    GoalsExplainParams, GoalsExplainResult, GoalsExportResult, GoalsGetResult, GoalsListParams,
+    GoalsListResult, GoalsPlanParams, GoalsTickResult,
 };
 use openphone_store::{GoalReport, GoalTransition};
 use serde_json::{Map, Value};
@@ -179,7 +179,10 @@ pub(super) fn get(conn: &Conn, p: GoalIdParams) -> Result<GoalsGetResult, ErrorO
         .iter()
         .map(transition_info)
         .collect();
-    let reports = reports_of(conn, &goal.id)?.iter().map(report_info).collect();
+    let reports = reports_of(conn, &goal.id)?
+        .iter()
+        .map(report_info)
+        .collect();
     Ok(GoalsGetResult {
         goal: document(&goal),
         transitions,
@@ -219,7 +222,12 @@ pub(super) async fn plan(conn: &Conn, p: GoalsPlanParams) -> Result<GoalResult, 
         })
         .collect::<Result<_, _>>()?;
     existing(conn, &p.goal_id)?;
-    audit(conn, &p.goal_id, "goals.plan", &Value::Array(p.plan.clone()))?;
+    audit(
+        conn,
+        &p.goal_id,
+        "goals.plan",
+        &Value::Array(p.plan.clone()),
+    )?;
     let before = reports_of(conn, &p.goal_id)?.len();
     let goal = driver(conn)
         .engine()
@@ -261,7 +269,12 @@ pub(super) async fn answer(conn: &Conn, p: GoalsAnswerParams) -> Result<GoalResu
 /// `goals.retry {goal_id, action_id?}`.
 pub(super) async fn retry(conn: &Conn, p: GoalActionParams) -> Result<GoalResult, ErrorObject> {
     existing(conn, &p.goal_id)?;
-    audit(conn, &p.goal_id, "goals.retry", &serde_json::to_value(&p).map_err(internal)?)?;
+    audit(
+        conn,
+        &p.goal_id,
+        "goals.retry",
+        &serde_json::to_value(&p).map_err(internal)?,
+    )?;
     let before = reports_of(conn, &p.goal_id)?.len();
     let goal = driver(conn)
         .engine()
@@ -275,7 +288,12 @@ pub(super) async fn retry(conn: &Conn, p: GoalActionParams) -> Result<GoalResult
 /// `goals.pause {goal_id}`.
 pub(super) async fn pause(conn: &Conn, p: GoalIdParams) -> Result<GoalResult, ErrorObject> {
     existing(conn, &p.goal_id)?;
-    audit(conn, &p.goal_id, "goals.pause", &serde_json::to_value(&p).map_err(internal)?)?;
+    audit(
+        conn,
+        &p.goal_id,
+        "goals.pause",
+        &serde_json::to_value(&p).map_err(internal)?,
+    )?;
     let before = reports_of(conn, &p.goal_id)?.len();
     let goal = driver(conn)
         .engine()
@@ -291,7 +309,12 @@ pub(super) async fn pause(conn: &Conn, p: GoalIdParams) -> Result<GoalResult, Er
 /// `goals.resume {goal_id}`: resumed, then ticked.
 pub(super) async fn resume(conn: &Conn, p: GoalIdParams) -> Result<GoalResult, ErrorObject> {
     existing(conn, &p.goal_id)?;
-    audit(conn, &p.goal_id, "goals.resume", &serde_json::to_value(&p).map_err(internal)?)?;
+    audit(
+        conn,
+        &p.goal_id,
+        "goals.resume",
+        &serde_json::to_value(&p).map_err(internal)?,
+    )?;
     let before = reports_of(conn, &p.goal_id)?.len();
     let goal = driver(conn)
         .engine()
@@ -305,7 +328,12 @@ pub(super) async fn resume(conn: &Conn, p: GoalIdParams) -> Result<GoalResult, E
 /// `goals.abort {goal_id, action_id?}`: the goal, or one action (its confirmation withdrawn).
 pub(super) async fn abort(conn: &Conn, p: GoalActionParams) -> Result<GoalResult, ErrorObject> {
     existing(conn, &p.goal_id)?;
-    audit(conn, &p.goal_id, "goals.abort", &serde_json::to_value(&p).map_err(internal)?)?;
+    audit(
+        conn,
+        &p.goal_id,
+        "goals.abort",
+        &serde_json::to_value(&p).map_err(internal)?,
+    )?;
     let before = reports_of(conn, &p.goal_id)?.len();
     let goal = driver(conn)
         .engine()
@@ -381,7 +409,10 @@ pub(super) fn export(conn: &Conn, p: GoalIdParams) -> Result<GoalsExportResult, 
         path: "transitions.json".to_owned(),
         content: pretty(&serde_json::to_value(&transitions).map_err(internal)?),
     });
-    let reports = reports_of(conn, &goal.id)?.iter().map(report_info).collect();
+    let reports = reports_of(conn, &goal.id)?
+        .iter()
+        .map(report_info)
+        .collect();
     Ok(GoalsExportResult {
         goal: document(&goal),
         files,

@@ -23,10 +23,9 @@ use openphone_protocol::endpoint::{
     ApprovalsGrant, ApprovalsList, ApprovalsRevoke, AttentionRequest, AuditQuery,
     ConfirmationsResolve, EndpointErrorCode, ErrorObject, EventsSubscribe, GoalsAbort, GoalsAnswer,
     GoalsCreate, GoalsExplain, GoalsExport, GoalsGet, GoalsList, GoalsPause, GoalsPlan,
-    GoalsResume, GoalsRetry, GoalsTick, JobsCreate, JobsGet,
-    JobsList, JobsPause, JobsResume, JobsReview, JobsStop, JobsWake, MethodName, PolicyExplain,
-    Request, RuntimeMessage, RuntimeSelect, SessionsCancel, SessionsGet, SessionsList, SimInject,
-    ToolsInvoke,
+    GoalsResume, GoalsRetry, GoalsTick, JobsCreate, JobsGet, JobsList, JobsPause, JobsResume,
+    JobsReview, JobsStop, JobsWake, MethodName, PolicyExplain, Request, RuntimeMessage,
+    RuntimeSelect, SessionsCancel, SessionsGet, SessionsList, SimInject, ToolsInvoke,
 };
 use serde::Serialize;
 use serde_json::Value;

@@ -267,8 +267,8 @@ impl BuiltinRuntime {
 }
 
 impl Inner {
-    /// Withdraws every pending confirmation of `builtin` whose session has no run here.
-    /// Returns how many were withdrawn.
+    /// Withdraws every pending confirmation of `builtin` whose session has no run here
+    /// (goal actions' confirmations excepted). Returns how many were withdrawn.
     async fn withdraw_orphans(&self) -> usize {
         let pending = match self.store.list_confirmations(&ConfirmationFilter {
             state: Some(ConfirmationState::Pending),
@@ -283,6 +283,11 @@ impl Inner {
         };
         let mut withdrawn = 0;
         for record in pending {
+            // The goal layer's own requests (key `goal_<id>:<action>:<n>`, no phone session)
+            // are not a built-in run's: the goal engine waits on them across restarts.
+            if record.phone_session_id.is_none() && record.request_id.starts_with("goal_") {
+                continue;
+            }
             let running = record
                 .phone_session_id
                 .as_deref()

@@ -356,7 +356,7 @@ pub fn run(cmd: GoalsCommand) -> Result<ExitCode> {
             let Some(found) = found else {
                 bail!("goal_action_not_found: goal {goal} has no action {action:?}");
             };
-            if str_of(&found, "state") != "needs_approval" {
+            if str_of(&found, "state") != "NEEDS_APPROVAL" {
                 bail!(
                     "action {action} of {goal} does not wait for an approval (it is {})",
                     str_of(&found, "state")

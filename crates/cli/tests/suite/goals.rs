@@ -56,6 +56,8 @@ pub(super) fn dentist(dir: &Path, with_expect: bool) -> PathBuf {
         "objective": "by 18:00 move my dentist appointment to Friday and tell Alice",
         "deadline_at": deadline,
         "delivery": "notification",
+        // Telling Alice is a high-risk command: the goal must be allowed that much.
+        "risk_level": "high",
         "success_criteria": criteria,
         "plan": [
             {"id": "find", "title": "Find the dentist appointment", "kind": "tool",
@@ -131,8 +133,8 @@ async fn a_goal_parks_for_approval_runs_once_approved_verifies_and_reports_done_
     assert_eq!(requested["action_id"], "move", "{requested}");
     let shown = goals(&["show", &id], &data).await;
     let goal = &shown["goal"];
-    assert_eq!(action(goal, "find")["state"], "done", "{shown}");
-    assert_eq!(action(goal, "move")["state"], "needs_approval", "{shown}");
+    assert_eq!(action(goal, "find")["state"], "DONE", "{shown}");
+    assert_eq!(action(goal, "move")["state"], "NEEDS_APPROVAL", "{shown}");
     assert_eq!(goal["state"], "blocked", "{shown}");
     let blocker = &goal["blockers"][0];
     assert_eq!(blocker["kind"], "approval", "{shown}");
@@ -151,10 +153,10 @@ async fn a_goal_parks_for_approval_runs_once_approved_verifies_and_reports_done_
 
     // The message parks next; its blocker's line is a real command: run it as written.
     let shown = until(&data, &id, "tell waiting", |g| {
-        action(g, "tell")["state"] == "needs_approval"
+        action(g, "tell")["state"] == "NEEDS_APPROVAL"
     })
     .await;
-    assert_eq!(action(&shown["goal"], "move")["state"], "done", "{shown}");
+    assert_eq!(action(&shown["goal"], "move")["state"], "DONE", "{shown}");
     let line = shown["goal"]["blockers"][0]["how_to_resolve"]
         .as_str()
         .unwrap()
@@ -170,7 +172,7 @@ async fn a_goal_parks_for_approval_runs_once_approved_verifies_and_reports_done_
             .unwrap()
             .iter()
             .any(|t| t["action_id"] == "move"
-                && t["to_state"] == "done"
+                && t["to_state"] == "DONE"
                 && t["source"] == "verifier"),
         "{done}"
     );
@@ -215,7 +217,7 @@ async fn a_goal_parks_for_approval_runs_once_approved_verifies_and_reports_done_
     // Explain names the decision and the attempts; the export bundles artifacts and audit.
     let (code, explained, err) = cli(&["goals", "explain", &id, "move"], &data);
     assert_eq!(code, 0, "{err}");
-    assert!(explained.contains("state: done"), "{explained}");
+    assert!(explained.contains("state: DONE"), "{explained}");
     assert!(explained.contains(&format!("{id}:move:1")), "{explained}");
     let out = tmp.path().join("export");
     let exported = goals(&["export", &id, "--out", out.to_str().unwrap()], &data).await;
@@ -290,7 +292,7 @@ async fn goal_commands_answer_retry_pause_abort_and_refuse_bad_input_naming_the_
     .unwrap();
     let made = goals(&["create", file.to_str().unwrap()], &data).await;
     let wid = made["goal"]["id"].as_str().unwrap().to_owned();
-    assert_eq!(action(&made["goal"], "later")["state"], "running", "{made}");
+    assert_eq!(action(&made["goal"], "later")["state"], "RUNNING", "{made}");
     let paused = goals(&["pause", &wid], &data).await;
     assert_eq!(paused["goal"]["state"], "paused", "{paused}");
     let (code, _, err) = cli(&["goals", "pause", &wid, "--json"], &data);
@@ -302,7 +304,7 @@ async fn goal_commands_answer_retry_pause_abort_and_refuse_bad_input_naming_the_
     assert!(err.contains("invalid_params"), "nothing is blocked: {err}");
     let aborted = goals(&["abort", &wid], &data).await;
     assert_eq!(aborted["goal"]["state"], "aborted", "{aborted}");
-    assert_eq!(action(&aborted["goal"], "later")["state"], "aborted");
+    assert_eq!(action(&aborted["goal"], "later")["state"], "ABORTED");
 
     // Bad input names the field; unknown ids have their own codes.
     let bad = tmp.path().join("bad.json");

@@ -32,6 +32,15 @@ pub struct OpenclawConfig {
     /// token is stored, from this environment variable.
     #[serde(default)]
     pub bootstrap_token_env: Option<String>,
+    /// Or a whole setup code (`openclaw qr --json`, its `setupCode`: base64url of
+    /// `{url, bootstrapToken, expiresAtMs}`) from this environment variable. Its URL must be
+    /// `url`; its bootstrap token is used only while no device token is stored, and not after
+    /// it expires.
+    #[serde(default)]
+    pub setup_code_env: Option<String>,
+    /// Or the setup code inline (it is short-lived and single-use; prefer `setup_code_env`).
+    #[serde(default)]
+    pub setup_code: Option<String>,
     /// The name operators see for this phone (default `OpenPhone`).
     #[serde(default = "default_display_name")]
     pub display_name: String,
@@ -109,6 +118,73 @@ pub struct Credentials {
     pub token: Option<String>,
     pub password: Option<String>,
     pub bootstrap_token: Option<String>,
+    /// When the bootstrap token of a setup code expires (ms since the epoch).
+    pub bootstrap_expires_at_ms: Option<u64>,
+}
+
+/// A decoded setup code (§5.1): the gateway it is for, its single-use bootstrap token and
+/// when that expires.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SetupCode {
+    pub url: String,
+    pub bootstrap_token: String,
+    pub expires_at_ms: Option<u64>,
+}
+
+impl std::fmt::Debug for SetupCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SetupCode")
+            .field("url", &self.url)
+            .field("bootstrap_token", &"<redacted>")
+            .field("expires_at_ms", &self.expires_at_ms)
+            .finish()
+    }
+}
+
+impl SetupCode {
+    /// Decodes `setupCode` (base64url, padded or not, surrounding whitespace ignored). The
+    /// error names what is wrong and never contains the token.
+    pub fn decode(code: &str) -> Result<SetupCode, String> {
+        use base64::Engine as _;
+        let trimmed = code.trim().trim_end_matches('=');
+        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(trimmed)
+            .map_err(|_| {
+                "the setup code is not base64url (copy `setupCode` from `openclaw qr --json`)"
+                    .to_owned()
+            })?;
+        let value: serde_json::Value = serde_json::from_slice(&bytes)
+            .map_err(|_| "the setup code does not hold a JSON object".to_owned())?;
+        let url = value
+            .get("url")
+            .and_then(serde_json::Value::as_str)
+            .filter(|u| !u.trim().is_empty())
+            .ok_or("the setup code has no `url`")?;
+        let token = value
+            .get("bootstrapToken")
+            .and_then(serde_json::Value::as_str)
+            .filter(|t| !t.is_empty())
+            .ok_or("the setup code has no `bootstrapToken`")?;
+        let expires_at_ms = match value.get("expiresAtMs") {
+            None | Some(serde_json::Value::Null) => None,
+            Some(v) => Some(
+                v.as_u64()
+                    .ok_or("the setup code's `expiresAtMs` is not a time in ms")?,
+            ),
+        };
+        Ok(SetupCode {
+            url: url.trim().to_owned(),
+            bootstrap_token: token.to_owned(),
+            expires_at_ms,
+        })
+    }
+}
+
+/// Two gateway URLs name the same gateway (scheme and host case-insensitive, a trailing `/`
+/// ignored).
+fn same_gateway(a: &str, b: &str) -> bool {
+    let norm = |u: &str| u.trim().trim_end_matches('/').to_ascii_lowercase();
+    norm(a) == norm(b)
 }
 
 impl std::fmt::Debug for Credentials {
@@ -120,6 +196,7 @@ impl std::fmt::Debug for Credentials {
                 "bootstrap_token",
                 &self.bootstrap_token.as_ref().map(|_| "<redacted>"),
             )
+            .field("bootstrap_expires_at_ms", &self.bootstrap_expires_at_ms)
             .finish()
     }
 }
@@ -133,6 +210,8 @@ impl OpenclawConfig {
             token_env: None,
             password_env: None,
             bootstrap_token_env: None,
+            setup_code_env: None,
+            setup_code: None,
             display_name: default_display_name(),
             enabled: true,
             grants: None,
@@ -162,6 +241,16 @@ impl OpenclawConfig {
         if self.token.is_some() && self.token_env.is_some() {
             return Err(OpenclawConfigError(
                 "set `token` or `token_env`, not both".into(),
+            ));
+        }
+        let bootstraps = [
+            self.bootstrap_token_env.is_some(),
+            self.setup_code_env.is_some(),
+            self.setup_code.is_some(),
+        ];
+        if bootstraps.iter().filter(|set| **set).count() > 1 {
+            return Err(OpenclawConfigError(
+                "set one of `bootstrap_token_env`, `setup_code_env` and `setup_code`".into(),
             ));
         }
         if self.backoff_initial_ms < 10 || self.backoff_max_ms < self.backoff_initial_ms {
@@ -238,11 +327,39 @@ impl OpenclawConfig {
             (Some(t), _) => Some(t.clone()),
             (None, t) => t,
         };
+        let (bootstrap_token, bootstrap_expires_at_ms) = match (
+            &self.setup_code,
+            env("setup_code_env", &self.setup_code_env)?,
+        ) {
+            (Some(code), _) => self.setup_credential("setup_code", code)?,
+            (None, Some(code)) => self.setup_credential("setup_code_env", &code)?,
+            (None, None) => (
+                env("bootstrap_token_env", &self.bootstrap_token_env)?.filter(|t| !t.is_empty()),
+                None,
+            ),
+        };
         Ok(Credentials {
             token: token.filter(|t| !t.is_empty()),
             password: env("password_env", &self.password_env)?.filter(|t| !t.is_empty()),
-            bootstrap_token: env("bootstrap_token_env", &self.bootstrap_token_env)?
-                .filter(|t| !t.is_empty()),
+            bootstrap_token,
+            bootstrap_expires_at_ms,
         })
+    }
+
+    /// The bootstrap token and expiry of the setup code in `key`, checked against `url`.
+    fn setup_credential(
+        &self,
+        key: &str,
+        code: &str,
+    ) -> Result<(Option<String>, Option<u64>), OpenclawConfigError> {
+        let code =
+            SetupCode::decode(code).map_err(|e| OpenclawConfigError(format!("{key}: {e}")))?;
+        if !same_gateway(&code.url, &self.url) {
+            return Err(OpenclawConfigError(format!(
+                "{key}: the setup code is for {}, but url is {}",
+                code.url, self.url
+            )));
+        }
+        Ok((Some(code.bootstrap_token), code.expires_at_ms))
     }
 }

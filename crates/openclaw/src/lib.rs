@@ -25,7 +25,7 @@ pub mod wire;
 pub use adapter::{
     AdapterError, AdapterSetup, GATEWAY_VIEW_FILE, MAX_MESSAGE_CHARS, OpenclawAdapter,
 };
-pub use config::{OPENCLAW, OpenclawConfig, OpenclawConfigError};
+pub use config::{OPENCLAW, OpenclawConfig, OpenclawConfigError, SetupCode};
 pub use identity::{DeviceIdentity, IdentityError, SignedConnect};
 pub use node::RequestError;
 pub use status::Status;

@@ -318,6 +318,14 @@ async fn connect_once(inner: &Arc<Inner>) -> Outcome {
     } else if let Some(p) = &creds.password {
         (Credential::Password, Some(("password", p.clone())))
     } else if let Some(b) = &creds.bootstrap_token {
+        let now = u64::try_from(inner.bridge.now_ms()).unwrap_or(0);
+        if let Some(expired) = creds.bootstrap_expires_at_ms.filter(|at| *at < now) {
+            return Outcome::AuthFailed(format!(
+                "the setup code expired at {} (ms since the epoch); make a new one with \
+                 `openclaw qr --json` and restart",
+                expired
+            ));
+        }
         (Credential::Bootstrap, Some(("bootstrapToken", b.clone())))
     } else {
         (Credential::None, None)

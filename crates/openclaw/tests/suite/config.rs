@@ -60,3 +60,63 @@ fn a_token_env_that_is_not_set_is_named() {
         "{err}"
     );
 }
+
+fn setup_code(value: serde_json::Value) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(value.to_string())
+}
+
+#[test]
+fn a_setup_code_gives_its_bootstrap_token_and_expiry_for_its_own_gateway_only() {
+    let code = setup_code(serde_json::json!({
+        "url": "ws://127.0.0.1:18789", "bootstrapToken": "boot-1", "expiresAtMs": 1_900_000_000_000u64
+    }));
+    let mut cfg = OpenclawConfig::new("ws://127.0.0.1:18789/");
+    cfg.setup_code = Some(format!(" {code}== "));
+    cfg.check().unwrap();
+    let creds = cfg.credentials().unwrap();
+    assert_eq!(creds.bootstrap_token.as_deref(), Some("boot-1"));
+    assert_eq!(creds.bootstrap_expires_at_ms, Some(1_900_000_000_000));
+    // Never in the debug form.
+    assert!(!format!("{creds:?}").contains("boot-1"));
+    let decoded = openphone_openclaw::SetupCode::decode(&code).unwrap();
+    assert!(!format!("{decoded:?}").contains("boot-1"));
+
+    cfg.url = "ws://127.0.0.1:18790".into();
+    let err = cfg.credentials().unwrap_err().to_string();
+    assert!(
+        err.contains("setup_code: the setup code is for ws://127.0.0.1:18789"),
+        "{err}"
+    );
+    assert!(!err.contains("boot-1"), "{err}");
+}
+
+#[test]
+fn a_bad_setup_code_is_named_without_its_secret() {
+    let mut cfg = OpenclawConfig::new("ws://127.0.0.1:18789");
+    for (code, expected) in [
+        ("not base64 at all!".to_owned(), "not base64url"),
+        (setup_code(serde_json::json!(["x"])), "no `url`"),
+        (
+            setup_code(serde_json::json!({"url": "ws://127.0.0.1:18789"})),
+            "no `bootstrapToken`",
+        ),
+        (
+            setup_code(serde_json::json!({
+                "url": "ws://127.0.0.1:18789", "bootstrapToken": "secret-2", "expiresAtMs": "soon"
+            })),
+            "`expiresAtMs` is not a time",
+        ),
+    ] {
+        cfg.setup_code = Some(code);
+        let err = cfg.credentials().unwrap_err().to_string();
+        assert!(err.contains(expected), "{err}");
+        assert!(!err.contains("secret-2"), "{err}");
+    }
+    cfg.setup_code_env = Some("OPENPHONE_TEST_SURELY_UNSET_SETUP".into());
+    let err = cfg.check().unwrap_err().to_string();
+    assert!(err.contains("set one of"), "{err}");
+    cfg.setup_code = None;
+    let err = cfg.credentials().unwrap_err().to_string();
+    assert!(err.contains("OPENPHONE_TEST_SURELY_UNSET_SETUP"), "{err}");
+}

@@ -79,7 +79,10 @@ async fn fake_gateway(mode: Mode) -> Gateway {
                     p["client"]["mode"].as_str().unwrap(),
                     p["role"].as_str().unwrap(),
                     device["signedAt"],
-                    p["auth"]["token"].as_str().unwrap_or_default(),
+                    p["auth"]["token"]
+                        .as_str()
+                        .or(p["auth"]["bootstrapToken"].as_str())
+                        .unwrap_or_default(),
                     device["nonce"].as_str().unwrap(),
                 );
                 let sig: [u8; 64] = URL_SAFE_NO_PAD
@@ -102,7 +105,9 @@ async fn fake_gateway(mode: Mode) -> Gateway {
                 };
                 // The shared token, or the device token it issued (after a restart).
                 assert!(
-                    p["auth"]["token"] == TOKEN || p["auth"]["token"] == "dev-token-1",
+                    p["auth"]["token"] == TOKEN
+                        || p["auth"]["token"] == "dev-token-1"
+                        || p["auth"]["bootstrapToken"] == BOOTSTRAP,
                     "{}",
                     p["auth"]
                 );
@@ -156,9 +161,14 @@ struct Core {
 }
 
 fn core(url: &str, token: &str) -> Core {
+    core_with(url, |config| config.token = Some(token.to_owned()))
+}
+
+/// [`core`] with the `[openclaw]` table edited by `edit` (its token is `TOKEN` before).
+fn core_with(url: &str, edit: impl FnOnce(&mut OpenclawConfig)) -> Core {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(Store::open(dir.path()).unwrap());
-    let (bridge, adapter) = node_over(dir.path(), store, url, token);
+    let (bridge, adapter) = node_with(dir.path(), store, url, edit);
     Core {
         _dir: dir,
         bridge,
@@ -172,6 +182,18 @@ fn node_over(
     store: Arc<Store>,
     url: &str,
     token: &str,
+) -> (Arc<ToolBridge>, OpenclawAdapter) {
+    node_with(dir, store, url, |config| {
+        config.token = Some(token.to_owned())
+    })
+}
+
+/// [`node_over`] with the `[openclaw]` table edited by `edit`.
+fn node_with(
+    dir: &std::path::Path,
+    store: Arc<Store>,
+    url: &str,
+    edit: impl FnOnce(&mut OpenclawConfig),
 ) -> (Arc<ToolBridge>, OpenclawAdapter) {
     let registry = Registry::embedded().unwrap();
     let state = SimState::default_scenario().unwrap();
@@ -203,7 +225,7 @@ fn node_over(
         .unwrap(),
     );
     let mut config = OpenclawConfig::new(url);
-    config.token = Some(token.to_owned());
+    config.token = Some(TOKEN.to_owned());
     config.grants = Some(vec![
         "safe_read".into(),
         "private_read".into(),
@@ -212,6 +234,7 @@ fn node_over(
     config.backoff_initial_ms = 50;
     config.backoff_max_ms = 200;
     config.progress_every_ms = 1_000;
+    edit(&mut config);
     let adapter = OpenclawAdapter::new(AdapterSetup {
         config,
         data_dir: dir.to_owned(),
@@ -827,5 +850,62 @@ async fn a_result_the_gateway_ignored_is_audited_as_late() {
     );
     let next = next_request(&mut gw, "node.invoke.result").await;
     assert_eq!(next["id"], "inv-after");
+    core.adapter.shutdown().await;
+}
+
+/// The bootstrap token of the fake gateway's setup codes.
+const BOOTSTRAP: &str = "boot-ok";
+
+fn setup_code(url: &str, expires_at_ms: u64) -> String {
+    URL_SAFE_NO_PAD.encode(
+        json!({"url": url, "bootstrapToken": BOOTSTRAP, "expiresAtMs": expires_at_ms}).to_string(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_setup_code_connects_with_its_bootstrap_token_signed() {
+    let mut gw = fake_gateway(Mode::Accept { tick_ms: 30_000 }).await;
+    // Far ahead of any clock (the year 2096).
+    let code = setup_code(&gw.url, 4_000_000_000_000);
+    let core = core_with(&gw.url, |config| {
+        config.token = None;
+        config.setup_code = Some(code);
+    });
+    core.adapter.start();
+    let connect = next_request(&mut gw, "connect").await;
+    assert_eq!(connect["auth"]["bootstrapToken"], BOOTSTRAP, "{connect}");
+    assert!(connect["auth"].get("token").is_none(), "{connect}");
+    core.adapter
+        .wait_for(Duration::from_secs(10), |s| *s == Status::Ready)
+        .await;
+    core.adapter.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_setup_code_is_auth_failed_naming_the_fix_and_never_sent() {
+    let mut gw = fake_gateway(Mode::Accept { tick_ms: 30_000 }).await;
+    // Long past on any clock (the bridge's here is the scenario's).
+    let code = setup_code(&gw.url, 1_000);
+    let core = core_with(&gw.url, |config| {
+        config.token = None;
+        config.setup_code = Some(code);
+    });
+    core.adapter.start();
+    let status = core
+        .adapter
+        .wait_for(Duration::from_secs(10), |s| {
+            matches!(s, Status::AuthFailed { .. })
+        })
+        .await;
+    assert!(
+        status.line().contains("setup code expired"),
+        "{}",
+        status.line()
+    );
+    assert!(status.line().contains("openclaw qr"), "{}", status.line());
+    assert!(
+        gw.requests.try_recv().is_err(),
+        "nothing reached the gateway"
+    );
     core.adapter.shutdown().await;
 }

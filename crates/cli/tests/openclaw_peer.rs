@@ -117,6 +117,9 @@ struct Daemon {
 
 impl Daemon {
     fn start(dir: &Path, config: &str) -> Daemon {
+        Daemon::start_with_env(dir, config, &[])
+    }
+    fn start_with_env(dir: &Path, config: &str, env: &[(&str, &str)]) -> Daemon {
         std::fs::create_dir_all(dir).unwrap();
         let cfg = dir.join("config.toml");
         std::fs::write(&cfg, config).unwrap();
@@ -126,6 +129,7 @@ impl Daemon {
             std::fs::read_dir(dir).unwrap().count()
         ));
         let child = openphone()
+            .envs(env.iter().copied())
             .args(["serve", "--listen", "127.0.0.1:0", "--config"])
             .arg(&cfg)
             .arg("--data-dir")
@@ -664,9 +668,11 @@ fn peer_pairs_publishes_tools_and_serves_the_agent_through_the_bridge() {
         "--node",
         &node,
         "--command",
-        "openphone.clipboard.get",
+        "openphone.clipboard.set",
         "--params",
-        r#"{"reason":"peer test"}"#,
+        r#"{"text":"late","reason":"peer test"}"#,
+        "--idempotency-key",
+        "late-key-1",
         "--invoke-timeout",
         "2000",
         "--json",
@@ -685,6 +691,7 @@ fn peer_pairs_publishes_tools_and_serves_the_agent_through_the_bridge() {
         &mut count,
         &format!("caller saw: {late}"),
     );
+    daemon.clear_pending();
 
     // 6: deferral. The confirmation outlives the gateway's ~30 s: pending receipt; approval
     // later posts the outcome into the session; a duplicate call attaches.
@@ -835,6 +842,64 @@ fn peer_manual_pairing_and_wrong_token() {
             && listed
             && (connected == "connected_unapproved" || connected == "ready"),
         &mut count,
+    );
+    drop(daemon);
+
+    // A setup code (`openclaw qr --json`) instead of the shared token: the bootstrap token
+    // pairs (approved here if the gateway asks), the device token is used after a restart,
+    // and the bootstrap token is in no log.
+    let (_, qr) = peer.output(&["cli", "qr", "--json", "--url", &peer.url()]);
+    let code = serde_json::from_str::<Value>(qr.trim())
+        .ok()
+        .and_then(|v| v["setupCode"].as_str().map(str::to_owned))
+        .unwrap_or_default();
+    let work = tempfile::tempdir().unwrap();
+    let setup_config = format!(
+        "[openclaw]\nurl = \"{}\"\nsetup_code_env = \"OPENPHONE_TEST_SETUP_CODE\"\n\
+         pairing_retry_ms = 2000\n",
+        peer.url()
+    );
+    let env = [("OPENPHONE_TEST_SETUP_CODE", code.as_str())];
+    let daemon = Daemon::start_with_env(work.path(), &setup_config, &env);
+    let first = daemon.wait_status(Duration::from_secs(30), |s| {
+        s.starts_with("pairing_pending") || s == "connected_unapproved" || s == "ready"
+    });
+    if first.starts_with("pairing_pending") {
+        peer.approve("devices");
+    }
+    let paired = daemon.wait_status(Duration::from_secs(40), |s| {
+        s == "connected_unapproved" || s == "ready"
+    });
+    let bootstrap_used = daemon.log().contains("auth=bootstrap-token");
+    let first_log = daemon.log();
+    daemon.stop();
+    let daemon = Daemon::start_with_env(work.path(), &setup_config, &env);
+    let again = daemon.wait_status(Duration::from_secs(30), |s| {
+        s == "connected_unapproved" || s == "ready"
+    });
+    let token = {
+        use base64::Engine as _;
+        base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(code.trim_end_matches('='))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+            .and_then(|v| v["bootstrapToken"].as_str().map(str::to_owned))
+            .unwrap_or_default()
+    };
+    let leaked = token.is_empty()
+        || first_log.contains(&token)
+        || daemon.log().contains(&token)
+        || first_log.contains(&code);
+    scenario_with(
+        "setup code pairs; the device token is used after a restart; no token in the logs",
+        !code.is_empty()
+            && bootstrap_used
+            && (paired == "connected_unapproved" || paired == "ready")
+            && (again == "connected_unapproved" || again == "ready")
+            && daemon.log().contains("auth=device-token")
+            && !leaked,
+        &mut count,
+        &format!("first={first} paired={paired} again={again} leaked={leaked}"),
     );
     println!("peer scenarios passed: {}/{}", count.0, count.1);
     assert_eq!(count.0, count.1, "daemon log:\n{}", daemon.log());

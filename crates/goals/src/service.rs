@@ -117,6 +117,52 @@ impl Who<'_> {
     }
 }
 
+/// A runtime's goal may not do what the runtime itself may not: every `tool` action and every
+/// `expect` read of `plan` must be a command the calling runtime is granted (its exposure
+/// class, and available to remote runtimes unless it is `builtin`). The goal's steps run as
+/// the goal layer; this keeps them within the grants of the runtime that asked for them. The
+/// operator is not limited.
+fn within_grants(
+    engine: &GoalEngine,
+    call: &ServiceCall<'_>,
+    plan: &[ActionSpec],
+) -> Result<(), DeviceError> {
+    let caller = call.caller;
+    if caller.role == Role::Operator {
+        return Ok(());
+    }
+    let registry = engine.bridge().registry();
+    for action in plan {
+        let tool = match &action.kind {
+            crate::model::ActionKind::Tool { command, .. } => Some(command.as_str()),
+            _ => None,
+        };
+        let read = action.expect.as_ref().map(|e| e.command.as_str());
+        for name in tool.into_iter().chain(read) {
+            // An unknown command is the engine's to refuse, naming the field.
+            let Some(command) = registry.resolve(name) else {
+                continue;
+            };
+            let remote_ok = command.remote_runtime || caller.is_builtin();
+            if !remote_ok || !caller.grants.contains(command.default_exposure) {
+                return Err(forbidden(format!(
+                    "action {:?} uses {}, which runtime `{}` is not granted ({}); a goal may \
+                     only do what its runtime may",
+                    action.id,
+                    command.name,
+                    caller.runtime,
+                    if remote_ok {
+                        format!("exposure class `{}`", command.default_exposure)
+                    } else {
+                        "builtin only".to_owned()
+                    }
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 fn forbidden(message: String) -> DeviceError {
     DeviceError::Refused {
         code: "forbidden",
@@ -317,6 +363,20 @@ impl GoalTools {
         args.remove("planner");
         let mut spec = spec_of(&args)?;
         spec.planner = Some(planner);
+        if call.caller.role != Role::Operator {
+            // No escalation: a runtime's goal runs at most at the runtime's own ceiling.
+            spec.autonomy = Some(
+                openphone_policy::effective_autonomy(
+                    spec.autonomy.as_deref(),
+                    None,
+                    call.caller.max_autonomy,
+                    false,
+                )
+                .as_str()
+                .to_owned(),
+            );
+        }
+        within_grants(engine, call, spec.plan.as_deref().unwrap_or_default())?;
         let owner = Owner {
             surface: if who.operator { "operator" } else { "runtime" }.to_owned(),
             phone_session: call.phone_session_id.map(str::to_owned),
@@ -391,6 +451,7 @@ impl GoalTools {
             )));
         }
         let plan = plan_of(&args)?;
+        within_grants(engine, call, &plan)?;
         let goal = engine
             .submit_plan(&goal.id, &plan)
             .await

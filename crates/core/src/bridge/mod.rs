@@ -187,6 +187,11 @@ impl ToolBridge {
         &self.store
     }
 
+    /// The command registry the bridge resolves against.
+    pub fn registry(&self) -> &'static Registry {
+        self.registry
+    }
+
     /// The event bus the bridge publishes on.
     pub fn events(&self) -> &Arc<EventBus> {
         &self.events

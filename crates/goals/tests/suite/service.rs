@@ -361,3 +361,69 @@ fn regression_a_job_action_is_read_with_the_action_title() {
         matches!(&spec.kind, openphone_goals::ActionKind::Job { title, .. } if title == "Dentist reminder")
     );
 }
+
+/// A goal's steps run as the goal layer (runtime `builtin`): without a check, a runtime
+/// granted `dangerous` (to create goals) but not `private_read` could have its goal read the
+/// calendar, and one capped at `ask_before_action` could create a `trusted_actions` goal.
+#[tokio::test]
+async fn regression_a_runtime_goal_stays_within_the_runtime_grants_and_ceiling() {
+    let t = Tools::new();
+    let mut narrow = runtime("narrow");
+    narrow.grants = ExposureGrants::REMOTE_DEFAULT.with(openphone_protocol::Exposure::Dangerous);
+    let (result, _) = t
+        .call(
+            &narrow,
+            "openphone.goals.create",
+            json!({"objective": "find the dentist", "plan": read_plan()}),
+        )
+        .await;
+    let (code, device, details) = device_error(&result);
+    assert_eq!(code, ErrorCode::ToolError, "{result:?}");
+    assert_eq!(device, "forbidden", "{details}");
+    let message = details["message"].as_str().unwrap();
+    assert!(
+        message.contains("openphone.calendar.search") && message.contains("narrow"),
+        "{message}"
+    );
+    assert!(
+        t.engine.list(&[], None).unwrap().is_empty(),
+        "no goal was made"
+    );
+
+    // A plan submitted later is held to the same rule; an `expect` read counts too.
+    let id = t
+        .create(
+            &narrow,
+            json!({"objective": "tell Alice", "autonomy": "trusted_actions"}),
+        )
+        .await;
+    let goal = t.engine.get(&id).unwrap();
+    assert_eq!(goal.autonomy, "ask_before_action", "clamped to the ceiling");
+    let checked_send = json!([{"id": "tell", "title": "Tell Alice", "kind": "tool",
+        "command": "openphone.messages.send", "params": {"to": "+49 151 2345 6789", "body": "hi"},
+        "expect": {"command": "openphone.calendar.search", "params": {"query": "Dentist"},
+                   "predicate": {"op": "exists", "pointer": "/events"}}}]);
+    for plan in [read_plan(), checked_send] {
+        let (result, _) = t
+            .call(
+                &narrow,
+                "openphone.goals.plan",
+                json!({"goal_id": id, "plan": plan}),
+            )
+            .await;
+        let (_, device, details) = device_error(&result);
+        assert_eq!(device, "forbidden", "{details}");
+    }
+    assert_eq!(
+        t.engine.get(&id).unwrap().plan_version,
+        0,
+        "no plan accepted"
+    );
+
+    // A runtime granted the class may.
+    t.create(
+        &runtime("wide"),
+        json!({"objective": "find the dentist", "plan": read_plan()}),
+    )
+    .await;
+}

@@ -215,13 +215,7 @@ pub fn run(cmd: GoalsCommand) -> Result<ExitCode> {
             {
                 spec = inner;
             }
-            with_client(&data_dir, |mut client| async move {
-                let made = client
-                    .call::<GoalsCreate>(GoalsCreateParams { goal: spec })
-                    .await?;
-                client.close().await;
-                changed(&made, json, "created")
-            })
+            one::<GoalsCreate>(&data_dir, GoalsCreateParams { goal: spec }, json, "created")
         }
         GoalsCommand::Plan {
             goal,
@@ -230,29 +224,24 @@ pub fn run(cmd: GoalsCommand) -> Result<ExitCode> {
             json,
         } => {
             let plan = match read_json(&file)? {
-                Value::Array(plan) => plan,
+                Value::Array(plan) => Some(plan),
                 Value::Object(mut obj) => match obj.remove("plan") {
-                    Some(Value::Array(plan)) => plan,
-                    _ => bail!(
-                        "{}: expected a list of actions or {{\"plan\": [...]}}",
-                        file.display()
-                    ),
+                    Some(Value::Array(plan)) => Some(plan),
+                    _ => None,
                 },
-                _ => bail!(
+                _ => None,
+            };
+            let Some(plan) = plan else {
+                bail!(
                     "{}: expected a list of actions or {{\"plan\": [...]}}",
                     file.display()
-                ),
+                );
             };
-            with_client(&data_dir, |mut client| async move {
-                let planned = client
-                    .call::<GoalsPlan>(GoalsPlanParams {
-                        goal_id: goal,
-                        plan,
-                    })
-                    .await?;
-                client.close().await;
-                changed(&planned, json, "planned")
-            })
+            let params = GoalsPlanParams {
+                goal_id: goal,
+                plan,
+            };
+            one::<GoalsPlan>(&data_dir, params, json, "planned")
         }
         GoalsCommand::List {
             state,
@@ -398,17 +387,14 @@ pub fn run(cmd: GoalsCommand) -> Result<ExitCode> {
             text,
             data_dir,
             json,
-        } => with_client(&data_dir, |mut client| async move {
-            let answered = client
-                .call::<GoalsAnswer>(GoalsAnswerParams {
-                    goal_id: goal,
-                    action_id: action,
-                    text,
-                })
-                .await?;
-            client.close().await;
-            changed(&answered, json, "answered")
-        }),
+        } => {
+            let params = GoalsAnswerParams {
+                goal_id: goal,
+                action_id: action,
+                text,
+            };
+            one::<GoalsAnswer>(&data_dir, params, json, "answered")
+        }
         GoalsCommand::Pause {
             goal,
             data_dir,

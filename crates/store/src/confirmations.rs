@@ -488,6 +488,48 @@ impl Store {
         })
     }
 
+    /// [`Store::complete`] and the audit record of the completion in one transaction: a crash
+    /// can never leave an executed, completed confirmation without its record (nor a record
+    /// without the completion). Returns the completed record.
+    pub fn complete_audited(
+        &self,
+        confirmation_id: &str,
+        final_result: &Value,
+        now_ms: i64,
+        entry: crate::audit::AuditEntry,
+    ) -> Result<ConfirmationRecord> {
+        const OP: &str = "confirmations.complete";
+        let prepared = crate::audit::prepare(entry)?;
+        let (owned_id, final_result) = (confirmation_id.to_owned(), final_result.clone());
+        self.write(OP, confirmation_id, move |tx| {
+            let (id, final_result) = (owned_id.as_str(), &final_result);
+            let n = tx
+                .execute(
+                    "UPDATE confirmations SET state = 'completed', final_result_json = ?2 \
+                     WHERE confirmation_id = ?1 AND state = 'approved'",
+                    params![id, to_json(final_result)],
+                )
+                .ctx(OP, id)?;
+            let record = require(tx, id)?;
+            if n == 0 {
+                return Err(StoreError::WrongState {
+                    confirmation_id: id.to_owned(),
+                    state: record.state,
+                    expected: "approved",
+                });
+            }
+            record_final_in(
+                tx,
+                &record.identity,
+                &record.request_id,
+                final_result,
+                now_ms,
+            )?;
+            crate::audit::append_prepared_in(tx, prepared)?;
+            Ok(record)
+        })
+    }
+
     /// Attaches the final result of a confirmation that ended without executing (`denied`,
     /// `timeout`, `result_unknown`) and records it for replay under its identity key, in one
     /// transaction. The first attached result wins; a confirmation that is `pending`,

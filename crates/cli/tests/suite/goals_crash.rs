@@ -146,11 +146,12 @@ fn a_daemon_killed_around_an_approved_goal_action_never_runs_it_twice() {
     // A last restart: whatever is left settles; nothing runs again.
     kill(&mut daemon);
     let _daemon = serve(&data, &config);
+    // Settled first (a last tick may still run an approved step), then the audit log read.
+    let settled: Vec<Value> = made.iter().map(|id| settle(&data, id)).collect();
     let (_, audit, _) = cli(&["audit", "export", "--format", "jsonl"], &data);
     let mut outcomes = BTreeMap::<String, u32>::new();
     let (mut doubles, mut moved, mut told) = (0, 0, 0);
-    for id in &made {
-        let goal = settle(&data, id);
+    for (id, goal) in made.iter().zip(settled) {
         let moves = executed(&audit, id, "openphone.calendar.update");
         let tells = executed(&audit, id, "openphone.messages.send");
         moved += moves;
@@ -172,7 +173,16 @@ fn a_daemon_killed_around_an_approved_goal_action_never_runs_it_twice() {
         );
         *outcomes.entry(summary).or_default() += 1;
         match state.as_str() {
-            "done" => assert_eq!((moves, tells), (1, 1), "{id}: {goal}"),
+            "done" => assert_eq!(
+                (moves, tells),
+                (1, 1),
+                "{id}: {goal}\naudit of it:\n{}",
+                audit
+                    .lines()
+                    .filter(|l| l.contains(id.as_str()))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            ),
             "blocked" => {
                 // Blocked only for a visible reason: an unknown outcome, never re-run, or an
                 // approval still to give.

@@ -308,9 +308,23 @@ impl ToolBridge {
         duration_ms: Option<i64>,
         note: Option<serde_json::Map<String, serde_json::Value>>,
     ) -> Result<(), StoreError> {
+        let entry = self.transition_entry(record, stored, state, result, duration_ms, note);
+        self.append_audit(&entry)
+    }
+
+    /// The audit record of a confirmation transition, not yet written.
+    pub(super) fn transition_entry(
+        &self,
+        record: &ConfirmationRecord,
+        stored: &StoredRequest,
+        state: store::AuditConfirmation,
+        result: Option<&ToolResult>,
+        duration_ms: Option<i64>,
+        note: Option<serde_json::Map<String, serde_json::Value>>,
+    ) -> store::AuditEntry {
         let caller = &stored.caller;
         let command = self.registry.resolve(&record.identity.tool);
-        let entry = store::AuditEntry {
+        store::AuditEntry {
             audit_id: openphone_protocol::audit_id(&caller.runtime, &record.request_id),
             kind: store::AuditKind::ConfirmationTransition,
             at_ms: self.now_ms(),
@@ -343,8 +357,7 @@ impl ToolBridge {
             duration_ms,
             params_hash: Some(format!("sha256:{}", record.identity.params_digest)),
             result_digest: result.and_then(result_digest),
-        };
-        self.append_audit(&entry)
+        }
     }
 
     /// Appends `entry` to the audit log and writes its log line; the caller decides what a

@@ -459,6 +459,35 @@ impl ToolBridge {
                     Some(None) => self.grant_for_session(&record, &stored),
                 };
                 let duration = self.now_ms() - now;
+                // The completion and its audit record in one transaction: a crash between
+                // them would leave an executed request without its record.
+                let entry = self.transition_entry(
+                    &record,
+                    &stored,
+                    store::AuditConfirmation::Completed,
+                    Some(&result),
+                    Some(duration),
+                    grant.audit_note(),
+                );
+                let together = self.store.complete_audited(
+                    &record.confirmation_id,
+                    &result_json(&result),
+                    self.now_ms(),
+                    entry.clone(),
+                );
+                if let Ok(done) = together {
+                    self.log_line(&entry);
+                    return Ok(self.deliver_resolved(
+                        &done,
+                        &stored,
+                        &result,
+                        ConfirmationResolution::Approved,
+                        &grant,
+                    ));
+                }
+                // The record could not be written with it (the audit log refused, say): the
+                // result is still recorded when it can be, and the outcome is withheld from
+                // every recipient unless its audit record can be written after all.
                 match self.store.complete(
                     &record.confirmation_id,
                     &result_json(&result),
@@ -610,6 +639,19 @@ impl ToolBridge {
                 &withheld
             }
         };
+        self.deliver_resolved(record, stored, result, resolution, grant)
+    }
+
+    /// Events and waiters for a confirmation whose final result is recorded and audited;
+    /// returns the answer given out.
+    fn deliver_resolved(
+        &self,
+        record: &ConfirmationRecord,
+        stored: &StoredRequest,
+        result: &ToolResult,
+        resolution: ConfirmationResolution,
+        grant: &Grant,
+    ) -> ToolResult {
         let runtime = &stored.caller.runtime;
         let resolved = ConfirmationResolved {
             confirmation_id: record.confirmation_id.clone(),

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::support::{T0, data_dir, digest, open, temp};
 
-fn entry(i: i64) -> AuditEntry {
+pub(super) fn entry(i: i64) -> AuditEntry {
     AuditEntry {
         audit_id: format!("runtime:openclaw:req-{i}"),
         kind: if i % 2 == 0 {

@@ -114,6 +114,35 @@ fn audit(conn: &Conn, goal_id: &str, what: &str, args: &Value) -> Result<(), Err
         })
 }
 
+/// One operator change of an existing goal: checked, audited first, applied by `apply` on the
+/// engine, its events and reports published; the changed goal.
+async fn change<F, Fut>(
+    conn: &Conn,
+    goal_id: &str,
+    what: &str,
+    args: &Value,
+    apply: F,
+) -> Result<Goal, ErrorObject>
+where
+    F: FnOnce(std::sync::Arc<openphone_goals::GoalEngine>) -> Fut,
+    Fut: std::future::Future<Output = Result<Goal, GoalsError>>,
+{
+    existing(conn, goal_id)?;
+    audit(conn, goal_id, what, args)?;
+    let before = reports_of(conn, goal_id)?.len();
+    let goal = apply(std::sync::Arc::clone(driver(conn).engine()))
+        .await
+        .map_err(error)?;
+    driver(conn).changed(&goal, false, before).await;
+    Ok(goal)
+}
+
+fn answer_with(goal: &Goal) -> GoalResult {
+    GoalResult {
+        goal: document(goal),
+    }
+}
+
 /// Ticks the goal after a change and answers with the document after the tick. A failed tick
 /// is logged: the change itself is stored, and the driver looks again at its next wake.
 async fn tick_after(conn: &Conn, goal: Goal) -> Result<GoalResult, ErrorObject> {
@@ -221,20 +250,12 @@ pub(super) async fn plan(conn: &Conn, p: GoalsPlanParams) -> Result<GoalResult, 
                 .map_err(|e| invalid(format!("plan[{i}]: not an action: {e}")))
         })
         .collect::<Result<_, _>>()?;
-    existing(conn, &p.goal_id)?;
-    audit(
-        conn,
-        &p.goal_id,
-        "goals.plan",
-        &Value::Array(p.plan.clone()),
-    )?;
-    let before = reports_of(conn, &p.goal_id)?.len();
-    let goal = driver(conn)
-        .engine()
-        .submit_plan(&p.goal_id, &plan)
-        .await
-        .map_err(error)?;
-    driver(conn).changed(&goal, false, before).await;
+    let args = Value::Array(p.plan.clone());
+    let (p, plan) = (&p, &plan);
+    let goal = change(conn, &p.goal_id, "goals.plan", &args, |engine| async move {
+        engine.submit_plan(&p.goal_id, plan).await
+    })
+    .await?;
     tick_after(conn, goal).await
 }
 
@@ -253,101 +274,81 @@ pub(super) async fn tick(conn: &Conn, p: GoalIdParams) -> Result<GoalsTickResult
 
 /// `goals.answer {goal_id, action_id, text}`.
 pub(super) async fn answer(conn: &Conn, p: GoalsAnswerParams) -> Result<GoalResult, ErrorObject> {
-    existing(conn, &p.goal_id)?;
     let args = serde_json::json!({"action_id": p.action_id, "text_chars": p.text.chars().count()});
-    audit(conn, &p.goal_id, "goals.answer", &args)?;
-    let before = reports_of(conn, &p.goal_id)?.len();
-    let goal = driver(conn)
-        .engine()
-        .answer(&p.goal_id, &p.action_id, &p.text)
-        .await
-        .map_err(error)?;
-    driver(conn).changed(&goal, false, before).await;
+    let p = &p;
+    let goal = change(
+        conn,
+        &p.goal_id,
+        "goals.answer",
+        &args,
+        |engine| async move { engine.answer(&p.goal_id, &p.action_id, &p.text).await },
+    )
+    .await?;
     tick_after(conn, goal).await
 }
 
 /// `goals.retry {goal_id, action_id?}`.
 pub(super) async fn retry(conn: &Conn, p: GoalActionParams) -> Result<GoalResult, ErrorObject> {
-    existing(conn, &p.goal_id)?;
-    audit(
+    let args = serde_json::to_value(&p).map_err(internal)?;
+    let p = &p;
+    let goal = change(
         conn,
         &p.goal_id,
         "goals.retry",
-        &serde_json::to_value(&p).map_err(internal)?,
-    )?;
-    let before = reports_of(conn, &p.goal_id)?.len();
-    let goal = driver(conn)
-        .engine()
-        .retry(&p.goal_id, p.action_id.as_deref())
-        .await
-        .map_err(error)?;
-    driver(conn).changed(&goal, false, before).await;
+        &args,
+        |engine| async move { engine.retry(&p.goal_id, p.action_id.as_deref()).await },
+    )
+    .await?;
     tick_after(conn, goal).await
 }
 
 /// `goals.pause {goal_id}`.
 pub(super) async fn pause(conn: &Conn, p: GoalIdParams) -> Result<GoalResult, ErrorObject> {
-    existing(conn, &p.goal_id)?;
-    audit(
+    let args = serde_json::to_value(&p).map_err(internal)?;
+    let p = &p;
+    let goal = change(
         conn,
         &p.goal_id,
         "goals.pause",
-        &serde_json::to_value(&p).map_err(internal)?,
-    )?;
-    let before = reports_of(conn, &p.goal_id)?.len();
-    let goal = driver(conn)
-        .engine()
-        .pause(&p.goal_id)
-        .await
-        .map_err(error)?;
-    driver(conn).changed(&goal, false, before).await;
-    Ok(GoalResult {
-        goal: document(&goal),
-    })
+        &args,
+        |engine| async move { engine.pause(&p.goal_id).await },
+    )
+    .await?;
+    Ok(answer_with(&goal))
 }
 
 /// `goals.resume {goal_id}`: resumed, then ticked.
 pub(super) async fn resume(conn: &Conn, p: GoalIdParams) -> Result<GoalResult, ErrorObject> {
-    existing(conn, &p.goal_id)?;
-    audit(
+    let args = serde_json::to_value(&p).map_err(internal)?;
+    let p = &p;
+    let goal = change(
         conn,
         &p.goal_id,
         "goals.resume",
-        &serde_json::to_value(&p).map_err(internal)?,
-    )?;
-    let before = reports_of(conn, &p.goal_id)?.len();
-    let goal = driver(conn)
-        .engine()
-        .resume(&p.goal_id)
-        .await
-        .map_err(error)?;
-    driver(conn).changed(&goal, false, before).await;
+        &args,
+        |engine| async move { engine.resume(&p.goal_id).await },
+    )
+    .await?;
     tick_after(conn, goal).await
 }
 
 /// `goals.abort {goal_id, action_id?}`: the goal, or one action (its confirmation withdrawn).
 pub(super) async fn abort(conn: &Conn, p: GoalActionParams) -> Result<GoalResult, ErrorObject> {
-    existing(conn, &p.goal_id)?;
-    audit(
+    let args = serde_json::to_value(&p).map_err(internal)?;
+    let p = &p;
+    let goal = change(
         conn,
         &p.goal_id,
         "goals.abort",
-        &serde_json::to_value(&p).map_err(internal)?,
-    )?;
-    let before = reports_of(conn, &p.goal_id)?.len();
-    let goal = driver(conn)
-        .engine()
-        .abort(&p.goal_id, p.action_id.as_deref())
-        .await
-        .map_err(error)?;
-    driver(conn).changed(&goal, false, before).await;
+        &args,
+        |engine| async move { engine.abort(&p.goal_id, p.action_id.as_deref()).await },
+    )
+    .await?;
     if p.action_id.is_some() {
         // An alternative of the aborted action may start now.
         return tick_after(conn, goal).await;
     }
-    Ok(GoalResult {
-        goal: document(&goal),
-    })
+    Ok(answer_with(&goal))
 }
 
 /// `goals.explain {goal_id, action_id}`.

@@ -15,10 +15,10 @@ use openphone_protocol::endpoint::{
     ApprovalsGrant, ApprovalsList, ApprovalsRevoke, AttentionRequest, AuditQuery,
     ConfirmationsList, ConfirmationsResolve, DashboardLogin, EventsSubscribe, GoalsAbort,
     GoalsAnswer, GoalsCreate, GoalsExplain, GoalsExport, GoalsGet, GoalsList, GoalsPause,
-    GoalsPlan, GoalsResume, GoalsRetry, GoalsTick, Hello, JobsCreate,
-    JobsGet, JobsList, JobsPause, JobsResume, JobsReview, JobsStop, JobsWake, Method, MethodName,
-    PolicyExplain, Request, RuntimeList, RuntimeMessage, RuntimeSelect, ServerMessage,
-    SessionsCancel, SessionsGet, SessionsList, SimInject, ToolsInvoke, ToolsList, parse_request,
+    GoalsPlan, GoalsResume, GoalsRetry, GoalsTick, Hello, JobsCreate, JobsGet, JobsList, JobsPause,
+    JobsResume, JobsReview, JobsStop, JobsWake, Method, MethodName, PolicyExplain, Request,
+    RuntimeList, RuntimeMessage, RuntimeSelect, ServerMessage, SessionsCancel, SessionsGet,
+    SessionsList, SimInject, ToolsInvoke, ToolsList, parse_request,
 };
 use serde_json::Value;
 

@@ -9,8 +9,9 @@
 //! - [`SchedulerJobs`]: a `job` action creates an `agent_turn` job in the store through the
 //!   scheduler (`run_at` as given), the job's id becoming the action's evidence.
 //!
-//! [`goal_backends`] builds both for the engine; [`install`] makes the engine and puts the
-//! `openphone.goals.*` commands on the bridge.
+//! [`goal_backends`] builds both for the engine (which the goal driver,
+//! [`crate::goals::GoalDriver`], owns); [`install_tools`] puts the `openphone.goals.*`
+//! commands on the bridge, waking the driver after each change.
 
 use std::sync::Arc;
 

@@ -495,7 +495,12 @@ function goals(ctx, main) {
     let r;
     try { r = await ctx.rpc.call('goals.list', {}); } catch (e) { list.replaceChildren(h('p', {}, e.message)); return; }
     const items = r.goals || Object.values(r).find(Array.isArray) || [];
-    if (items.length === 0) { list.replaceChildren(h('p', { class: 'muted' }, 'No goals.')); return; }
+    if (items.length === 0) {
+      list.replaceChildren(h('p', { class: 'muted' },
+        'No goals. A goal keeps working toward an objective across approvals and failures until its deadline: ',
+        h('code', {}, 'openphone goals create <goal.json>'), ' (see docs/goals.md).'));
+      return;
+    }
     list.replaceChildren(...items.map((g) => {
       const card = h('article', { class: 'card' }, h('h3', {}, g.title || g.objective || g.name || String(g.id ?? g.goal_id)),
         h('p', {}, badge(h, 'status', g.status || g.state)));

@@ -202,6 +202,40 @@ fn get_in(conn: &Connection, id: &str) -> Result<Option<ConfirmationRecord>> {
     .next())
 }
 
+/// Moves an `approved` confirmation to `completed` with its final result, recorded for replay
+/// under its identity key; any other state is [`StoreError::WrongState`].
+fn complete_in(
+    tx: &Connection,
+    id: &str,
+    final_result: &Value,
+    now_ms: i64,
+) -> Result<ConfirmationRecord> {
+    const OP: &str = "confirmations.complete";
+    let n = tx
+        .execute(
+            "UPDATE confirmations SET state = 'completed', final_result_json = ?2 \
+             WHERE confirmation_id = ?1 AND state = 'approved'",
+            params![id, to_json(final_result)],
+        )
+        .ctx(OP, id)?;
+    let record = require(tx, id)?;
+    if n == 0 {
+        return Err(StoreError::WrongState {
+            confirmation_id: id.to_owned(),
+            state: record.state,
+            expected: "approved",
+        });
+    }
+    record_final_in(
+        tx,
+        &record.identity,
+        &record.request_id,
+        final_result,
+        now_ms,
+    )?;
+    Ok(record)
+}
+
 fn require(conn: &Connection, id: &str) -> Result<ConfirmationRecord> {
     get_in(conn, id)?.ok_or_else(|| StoreError::NotFound {
         table: "confirmations",
@@ -461,30 +495,7 @@ impl Store {
         const OP: &str = "confirmations.complete";
         let (owned_id, final_result) = (confirmation_id.to_owned(), final_result.clone());
         self.write(OP, confirmation_id, move |tx| {
-            let (id, final_result) = (owned_id.as_str(), &final_result);
-            let n = tx
-                .execute(
-                    "UPDATE confirmations SET state = 'completed', final_result_json = ?2 \
-                     WHERE confirmation_id = ?1 AND state = 'approved'",
-                    params![id, to_json(final_result)],
-                )
-                .ctx(OP, id)?;
-            let record = require(tx, id)?;
-            if n == 0 {
-                return Err(StoreError::WrongState {
-                    confirmation_id: id.to_owned(),
-                    state: record.state,
-                    expected: "approved",
-                });
-            }
-            record_final_in(
-                tx,
-                &record.identity,
-                &record.request_id,
-                final_result,
-                now_ms,
-            )?;
-            Ok(record)
+            complete_in(tx, &owned_id, &final_result, now_ms)
         })
     }
 
@@ -502,29 +513,7 @@ impl Store {
         let prepared = crate::audit::prepare(entry)?;
         let (owned_id, final_result) = (confirmation_id.to_owned(), final_result.clone());
         self.write(OP, confirmation_id, move |tx| {
-            let (id, final_result) = (owned_id.as_str(), &final_result);
-            let n = tx
-                .execute(
-                    "UPDATE confirmations SET state = 'completed', final_result_json = ?2 \
-                     WHERE confirmation_id = ?1 AND state = 'approved'",
-                    params![id, to_json(final_result)],
-                )
-                .ctx(OP, id)?;
-            let record = require(tx, id)?;
-            if n == 0 {
-                return Err(StoreError::WrongState {
-                    confirmation_id: id.to_owned(),
-                    state: record.state,
-                    expected: "approved",
-                });
-            }
-            record_final_in(
-                tx,
-                &record.identity,
-                &record.request_id,
-                final_result,
-                now_ms,
-            )?;
+            let record = complete_in(tx, &owned_id, &final_result, now_ms)?;
             crate::audit::append_prepared_in(tx, prepared)?;
             Ok(record)
         })

@@ -509,22 +509,7 @@ async fn a_confirmation_past_the_deadline_defers_then_posts_the_outcome_and_a_du
     assert_eq!(core.adapter.deferred_pending(), 1);
     // The user approves later: the outcome is posted into the session as a new turn.
     approve_as_user(&core.bridge, &request_id).await;
-    let posted = loop {
-        let event = next_request(&mut gw, "node.event").await;
-        if event["event"] == "agent.request" {
-            break event;
-        }
-    };
-    let payload: Value = serde_json::from_str(posted["payloadJSON"].as_str().unwrap()).unwrap();
-    assert_eq!(payload["sessionKey"], "agent:main:main");
-    let message = payload["message"].as_str().unwrap();
-    assert!(
-        message.starts_with(&format!(
-            "[OpenPhone] Outcome of phone request {request_id}"
-        )),
-        "{message}"
-    );
-    assert!(message.contains("\"status\":\"done\""), "{message}");
+    expect_posted_outcome(&mut gw, &request_id).await;
     core.adapter.shutdown().await;
 }
 
@@ -684,22 +669,7 @@ async fn approve_after_a_daemon_restart_posts_the_deferred_outcome_once() {
     assert_eq!(adapter.deferred_pending(), 1, "the outbox row survived");
 
     approve_as_user(&bridge, &request_id).await;
-    let posted = loop {
-        let event = next_request(&mut gw, "node.event").await;
-        if event["event"] == "agent.request" {
-            break event;
-        }
-    };
-    let payload: Value = serde_json::from_str(posted["payloadJSON"].as_str().unwrap()).unwrap();
-    assert_eq!(payload["sessionKey"], "agent:main:main");
-    let message = payload["message"].as_str().unwrap();
-    assert!(
-        message.starts_with(&format!(
-            "[OpenPhone] Outcome of phone request {request_id}"
-        )),
-        "{message}"
-    );
-    assert!(message.contains("\"status\":\"done\""), "{message}");
+    expect_posted_outcome(&mut gw, &request_id).await;
     // Marked posted once the gateway answered.
     tokio::time::timeout(Duration::from_secs(20), async {
         loop {
@@ -908,4 +878,25 @@ async fn an_expired_setup_code_is_auth_failed_naming_the_fix_and_never_sent() {
         "nothing reached the gateway"
     );
     core.adapter.shutdown().await;
+}
+
+/// Waits for the `agent.request` node event that posts a deferred outcome into the session:
+/// labelled with the request id, a `done` outcome, in the pinned session.
+async fn expect_posted_outcome(gw: &mut Gateway, request_id: &str) {
+    let posted = loop {
+        let event = next_request(gw, "node.event").await;
+        if event["event"] == "agent.request" {
+            break event;
+        }
+    };
+    let payload: Value = serde_json::from_str(posted["payloadJSON"].as_str().unwrap()).unwrap();
+    assert_eq!(payload["sessionKey"], "agent:main:main");
+    let message = payload["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(&format!(
+            "[OpenPhone] Outcome of phone request {request_id}"
+        )),
+        "{message}"
+    );
+    assert!(message.contains("\"status\":\"done\""), "{message}");
 }

@@ -475,15 +475,22 @@ impl ToolBridge {
                     self.now_ms(),
                     entry.clone(),
                 );
-                if let Ok(done) = together {
-                    self.log_line(&entry);
-                    return Ok(self.deliver_resolved(
-                        &done,
-                        &stored,
-                        &result,
-                        ConfirmationResolution::Approved,
-                        &grant,
-                    ));
+                match together {
+                    Ok(done) => {
+                        self.log_line(&entry);
+                        return Ok(self.deliver_resolved(
+                            &done,
+                            &stored,
+                            &result,
+                            ConfirmationResolution::Approved,
+                            &grant,
+                        ));
+                    }
+                    Err(e) => tracing::error!(
+                        error = %e,
+                        confirmation = %record.confirmation_id,
+                        "completing an approved request together with its audit record"
+                    ),
                 }
                 // The record could not be written with it (the audit log refused, say): the
                 // result is still recorded when it can be, and the outcome is withheld from

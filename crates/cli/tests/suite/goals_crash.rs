@@ -15,7 +15,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::goals::{action, dentist};
-use super::harness::{Serve, cli, serve, write_config};
+use super::harness::{Delays, Serve, cli, kill, serve, write_config};
 
 fn goals(args: &[&str], data: &Path) -> (i32, Value) {
     let mut all: Vec<&str> = vec!["goals"];
@@ -69,24 +69,6 @@ fn executed(audit: &str, id: &str, tool: &str) -> usize {
         }
     }
     seen.len()
-}
-
-/// A small deterministic generator of kill delays (seeded per run, printed).
-struct Delays(u64);
-
-impl Delays {
-    fn next(&mut self, max_ms: u64) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        (self.0 >> 33) % (max_ms + 1)
-    }
-}
-
-fn kill(daemon: &mut Serve) {
-    let _ = daemon.child.kill();
-    let _ = daemon.child.wait();
 }
 
 /// Approves `act` of goal `id` (when it waits for approval), killing the daemon `delay`

@@ -201,3 +201,24 @@ impl Runtime {
         }
     }
 }
+
+/// A small deterministic generator of kill delays (seeded per run, printed) for the crash
+/// tests.
+pub(super) struct Delays(pub(super) u64);
+
+impl Delays {
+    /// The next delay, 0 to `max_ms` inclusive.
+    pub(super) fn next(&mut self, max_ms: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (self.0 >> 33) % (max_ms + 1)
+    }
+}
+
+/// SIGKILL to a daemon started by [`serve`], and its exit awaited.
+pub(super) fn kill(daemon: &mut Serve) {
+    let _ = daemon.child.kill();
+    let _ = daemon.child.wait();
+}

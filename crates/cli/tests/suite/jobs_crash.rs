@@ -11,7 +11,7 @@ use std::time::Duration;
 use openphone_fake_model::{FakeModel, Script};
 use serde_json::{Value, json};
 
-use super::harness::{Serve, cli, serve, write_config};
+use super::harness::{Delays, cli, kill, serve, write_config};
 
 fn jobs(args: &[&str], data: &Path) -> (i32, Value) {
     let mut all: Vec<&str> = vec!["jobs"];
@@ -77,24 +77,6 @@ fn sends(audit: &str, id: i64) -> Sends {
         }
     }
     out
-}
-
-/// A small deterministic generator of kill delays (seeded per run, printed).
-struct Delays(u64);
-
-impl Delays {
-    fn next(&mut self, max_ms: u64) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        (self.0 >> 33) % (max_ms + 1)
-    }
-}
-
-fn kill(daemon: &mut Serve) {
-    let _ = daemon.child.kill();
-    let _ = daemon.child.wait();
 }
 
 #[test]

@@ -285,7 +285,10 @@ impl Inner {
         for record in pending {
             // The goal layer's own requests (key `goal_<id>:<action>:<n>`, no phone session)
             // are not a built-in run's: the goal engine waits on them across restarts.
-            if record.phone_session_id.is_none() && record.request_id.starts_with("goal_") {
+            if record.phone_session_id.is_none()
+                && record.request_id.starts_with("goal_")
+                && record.identity.runtime_session_id.starts_with("goal:")
+            {
                 continue;
             }
             let running = record

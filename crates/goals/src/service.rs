@@ -17,6 +17,7 @@ use async_trait::async_trait;
 use openphone_core::services::{RuntimeService, ServiceCall};
 use openphone_device::DeviceError;
 use openphone_policy::Role;
+use openphone_protocol::ErrorCode;
 use openphone_store::StoreError;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
@@ -117,47 +118,114 @@ impl Who<'_> {
     }
 }
 
-/// A runtime's goal may not do what the runtime itself may not: every `tool` action and every
-/// `expect` read of `plan` must be a command the calling runtime is granted (its exposure
-/// class, and available to remote runtimes unless it is `builtin`). The goal's steps run as
-/// the goal layer; this keeps them within the grants of the runtime that asked for them. The
-/// operator is not limited.
+/// A runtime's goal may not do what the runtime itself may not. The goal's steps run as the
+/// goal layer (runtime `builtin`), so for a runtime caller every command the goal would run —
+/// each `tool` action, each `expect` read, each `tool_predicate` criterion — is decided by the
+/// bridge's own policy for that runtime (its grants and whether it is enabled, its tool policy,
+/// its transport): a denial by any of those layers is `forbidden`, naming the step, the command
+/// and the layer. Steps that hand work to the built-in runtime's own judgement (`agent_turn`,
+/// `job`, a `runtime_judge` criterion) would use the built-in runtime's tools and grants, so a
+/// runtime's goal may not have them. The operator is not limited.
 fn within_grants(
     engine: &GoalEngine,
     call: &ServiceCall<'_>,
     plan: &[ActionSpec],
+    criteria: &[Criterion],
 ) -> Result<(), DeviceError> {
     let caller = call.caller;
     if caller.role == Role::Operator {
         return Ok(());
     }
-    let registry = engine.bridge().registry();
+    let refuse = |what: String, why: String| -> DeviceError {
+        forbidden(format!(
+            "{what}: {why}; a goal may only do what runtime `{}` may",
+            caller.runtime
+        ))
+    };
+    let mut commands: Vec<(String, &str, &Map<String, Value>)> = Vec::new();
     for action in plan {
-        let tool = match &action.kind {
-            crate::model::ActionKind::Tool { command, .. } => Some(command.as_str()),
-            _ => None,
-        };
-        let read = action.expect.as_ref().map(|e| e.command.as_str());
-        for name in tool.into_iter().chain(read) {
-            // An unknown command is the engine's to refuse, naming the field.
-            let Some(command) = registry.resolve(name) else {
-                continue;
-            };
-            let remote_ok = command.remote_runtime || caller.is_builtin();
-            if !remote_ok || !caller.grants.contains(command.default_exposure) {
-                return Err(forbidden(format!(
-                    "action {:?} uses {}, which runtime `{}` is not granted ({}); a goal may \
-                     only do what its runtime may",
-                    action.id,
-                    command.name,
-                    caller.runtime,
-                    if remote_ok {
-                        format!("exposure class `{}`", command.default_exposure)
-                    } else {
-                        "builtin only".to_owned()
-                    }
-                )));
+        let what = format!("action {:?}", action.id);
+        match &action.kind {
+            crate::model::ActionKind::Tool { command, params } => {
+                commands.push((what.clone(), command, params));
             }
+            crate::model::ActionKind::AgentTurn { .. } | crate::model::ActionKind::Job { .. } => {
+                return Err(refuse(
+                    what,
+                    "agent_turn and job steps run on the built-in runtime with its own tools, \
+                     so only the operator's goals may have them"
+                        .to_owned(),
+                ));
+            }
+            _ => {}
+        }
+        if let Some(expect) = &action.expect {
+            commands.push((format!("{what} (expect)"), &expect.command, &expect.params));
+        }
+    }
+    for criterion in criteria {
+        let what = format!("success_criteria {:?}", criterion.id);
+        match &criterion.check {
+            crate::model::CriterionCheck::ToolPredicate {
+                command, params, ..
+            } => commands.push((what, command, params)),
+            crate::model::CriterionCheck::RuntimeJudge { .. } => {
+                return Err(refuse(
+                    what,
+                    "a runtime_judge criterion asks the built-in runtime, so only the \
+                     operator's goals may have one"
+                        .to_owned(),
+                ));
+            }
+            _ => {}
+        }
+    }
+    let bridge = engine.bridge();
+    for (what, command, params) in commands {
+        let mut params = params.clone();
+        params
+            .entry("reason")
+            .or_insert_with(|| Value::String("goal step".to_owned()));
+        let request = openphone_protocol::ToolRequest {
+            request_id: format!("goal-grant-check-{}", call.now_ms),
+            runtime: Some(caller.runtime.clone()),
+            runtime_session_id: call.runtime_session_id.to_owned(),
+            phone_session_id: None,
+            tool: command.to_owned(),
+            params: Value::Object(params),
+            reason: None,
+            autonomy: None,
+            idempotency_key: None,
+            timeout_ms: None,
+        };
+        let explained =
+            match bridge.explain(caller, request, openphone_policy::Context::Interactive) {
+                Ok(explained) => explained,
+                // An unknown command or bad params are the engine's to refuse, naming the field.
+                Err((
+                    ErrorCode::InvalidParams | ErrorCode::UnknownTool | ErrorCode::UnknownCommand,
+                    _,
+                )) => continue,
+                Err((code, message)) => {
+                    return Err(refuse(
+                        format!("{what} uses {command}"),
+                        format!("{code}: {message}"),
+                    ));
+                }
+            };
+        let denied = explained.layers.iter().find(|l| {
+            l.verdict == openphone_protocol::endpoint::PolicyOutcome::Deny
+                && matches!(
+                    l.layer,
+                    openphone_protocol::endpoint::PolicyLayer::RuntimeAuthorisation
+                        | openphone_protocol::endpoint::PolicyLayer::ToolPolicy
+                )
+        });
+        if let Some(layer) = denied {
+            return Err(refuse(
+                format!("{what} uses {}", explained.tool),
+                format!("{} (layer {})", layer.reason, layer.layer),
+            ));
         }
     }
     Ok(())
@@ -376,7 +444,12 @@ impl GoalTools {
                 .to_owned(),
             );
         }
-        within_grants(engine, call, spec.plan.as_deref().unwrap_or_default())?;
+        within_grants(
+            engine,
+            call,
+            spec.plan.as_deref().unwrap_or_default(),
+            &spec.success_criteria,
+        )?;
         let owner = Owner {
             surface: if who.operator { "operator" } else { "runtime" }.to_owned(),
             phone_session: call.phone_session_id.map(str::to_owned),
@@ -451,7 +524,7 @@ impl GoalTools {
             )));
         }
         let plan = plan_of(&args)?;
-        within_grants(engine, call, &plan)?;
+        within_grants(engine, call, &plan, &[])?;
         let goal = engine
             .submit_plan(&goal.id, &plan)
             .await

@@ -12,8 +12,8 @@ use serde::Deserialize;
 /// The runtime id of the adapter.
 pub const OPENCLAW: &str = "openclaw";
 
-/// The `[openclaw]` table.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+/// The `[openclaw]` table. Its debug form hides the inline `token` and `setup_code`.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OpenclawConfig {
     /// The gateway's WebSocket URL, e.g. `wss://gateway.example:18789` or
@@ -80,6 +80,32 @@ pub struct OpenclawConfig {
     /// the gateway this often (ms, default 10 000, at least 1 000: one chunk a second at most).
     #[serde(default = "default_progress_every")]
     pub progress_every_ms: u64,
+}
+
+impl std::fmt::Debug for OpenclawConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let hidden = |v: &Option<String>| v.as_ref().map(|_| "<redacted>");
+        f.debug_struct("OpenclawConfig")
+            .field("url", &self.url)
+            .field("token", &hidden(&self.token))
+            .field("token_env", &self.token_env)
+            .field("password_env", &self.password_env)
+            .field("bootstrap_token_env", &self.bootstrap_token_env)
+            .field("setup_code_env", &self.setup_code_env)
+            .field("setup_code", &hidden(&self.setup_code))
+            .field("display_name", &self.display_name)
+            .field("enabled", &self.enabled)
+            .field("grants", &self.grants)
+            .field("max_autonomy", &self.max_autonomy)
+            .field("session_key", &self.session_key)
+            .field("invoke_ceiling_ms", &self.invoke_ceiling_ms)
+            .field("confirmation_timeout_ms", &self.confirmation_timeout_ms)
+            .field("backoff_initial_ms", &self.backoff_initial_ms)
+            .field("backoff_max_ms", &self.backoff_max_ms)
+            .field("pairing_retry_ms", &self.pairing_retry_ms)
+            .field("progress_every_ms", &self.progress_every_ms)
+            .finish()
+    }
 }
 
 fn yes() -> bool {

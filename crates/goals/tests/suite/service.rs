@@ -390,6 +390,36 @@ async fn regression_a_runtime_goal_stays_within_the_runtime_grants_and_ceiling()
         "no goal was made"
     );
 
+    // Nor through a success criterion that reads, nor by handing work to the built-in
+    // runtime (its own tools and grants).
+    let criterion = json!([{"id": "moved", "description": "on Friday",
+        "check": {"kind": "tool_predicate", "command": "openphone.calendar.search",
+                  "params": {"query": "Dentist"},
+                  "predicate": {"op": "exists", "pointer": "/events"}}}]);
+    let judge = json!([{"id": "ok", "description": "looks right",
+        "check": {"kind": "runtime_judge", "question": "what is in my calendar?"}}]);
+    let turn = json!([{"id": "look", "title": "Look", "kind": "agent_turn",
+        "prompt": "search my calendar and report what you find"}]);
+    for (what, params) in [
+        (
+            "criterion",
+            json!({"objective": "o", "success_criteria": criterion}),
+        ),
+        (
+            "judge",
+            json!({"objective": "o", "success_criteria": judge}),
+        ),
+        ("agent_turn", json!({"objective": "o", "plan": turn})),
+    ] {
+        let (result, _) = t.call(&narrow, "openphone.goals.create", params).await;
+        let (_, device, details) = device_error(&result);
+        assert_eq!(device, "forbidden", "{what}: {details}");
+    }
+    assert!(
+        t.engine.list(&[], None).unwrap().is_empty(),
+        "still no goal"
+    );
+
     // A plan submitted later is held to the same rule; an `expect` read counts too.
     let id = t
         .create(

@@ -77,8 +77,16 @@ fn a_setup_code_gives_its_bootstrap_token_and_expiry_for_its_own_gateway_only() 
     let creds = cfg.credentials().unwrap();
     assert_eq!(creds.bootstrap_token.as_deref(), Some("boot-1"));
     assert_eq!(creds.bootstrap_expires_at_ms, Some(1_900_000_000_000));
-    // Never in the debug form.
+    // Never in the debug form: not the token, not the code it can be decoded from.
     assert!(!format!("{creds:?}").contains("boot-1"));
+    cfg.token = Some("shared-secret-9".into());
+    let shown = format!("{cfg:?}");
+    assert!(
+        !shown.contains(&code) && !shown.contains("shared-secret-9"),
+        "{shown}"
+    );
+    assert!(shown.contains("ws://127.0.0.1:18789/"), "{shown}");
+    cfg.token = None;
     let decoded = openphone_openclaw::SetupCode::decode(&code).unwrap();
     assert!(!format!("{decoded:?}").contains("boot-1"));
 

@@ -206,11 +206,26 @@ impl SetupCode {
     }
 }
 
-/// Two gateway URLs name the same gateway (scheme and host case-insensitive, a trailing `/`
-/// ignored).
+/// Two gateway URLs name the same gateway: scheme and host case-insensitive, the scheme's
+/// default port (`ws` 80, `wss` 443) the same as none, a trailing `/` ignored; the path as
+/// written.
 fn same_gateway(a: &str, b: &str) -> bool {
-    let norm = |u: &str| u.trim().trim_end_matches('/').to_ascii_lowercase();
-    norm(a) == norm(b)
+    fn parts(url: &str) -> (String, String, String) {
+        let url = url.trim();
+        let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+        let scheme = scheme.to_ascii_lowercase();
+        let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+        let mut authority = authority.to_ascii_lowercase();
+        let default = match scheme.as_str() {
+            "wss" | "https" => ":443",
+            _ => ":80",
+        };
+        if authority.ends_with(default) {
+            authority.truncate(authority.len() - default.len());
+        }
+        (scheme, authority, path.trim_end_matches('/').to_owned())
+    }
+    parts(a) == parts(b)
 }
 
 impl std::fmt::Debug for Credentials {

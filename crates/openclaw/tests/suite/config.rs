@@ -90,6 +90,21 @@ fn a_setup_code_gives_its_bootstrap_token_and_expiry_for_its_own_gateway_only() 
     let decoded = openphone_openclaw::SetupCode::decode(&code).unwrap();
     assert!(!format!("{decoded:?}").contains("boot-1"));
 
+    // The same gateway written differently.
+    cfg.url = "WS://127.0.0.1:18789".into();
+    cfg.credentials().unwrap();
+    let wss = setup_code(serde_json::json!({
+        "url": "wss://gw.example.com/node", "bootstrapToken": "boot-2"
+    }));
+    let mut other = OpenclawConfig::new("wss://GW.example.com:443/node/");
+    other.setup_code = Some(wss);
+    assert_eq!(
+        other.credentials().unwrap().bootstrap_token.as_deref(),
+        Some("boot-2")
+    );
+    other.url = "wss://gw.example.com/other".into();
+    other.credentials().unwrap_err();
+
     cfg.url = "ws://127.0.0.1:18790".into();
     let err = cfg.credentials().unwrap_err().to_string();
     assert!(

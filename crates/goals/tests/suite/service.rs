@@ -34,7 +34,10 @@ fn runtime(id: &str) -> Caller {
 
 impl Tools {
     fn new() -> Tools {
-        let h = Harness::new();
+        Tools::on(Harness::new())
+    }
+
+    fn on(h: Harness) -> Tools {
         let engine = Arc::new(GoalEngine::new(
             Arc::clone(&h.store),
             Arc::clone(&h.bridge),
@@ -451,6 +454,42 @@ async fn regression_a_runtime_goal_stays_within_the_runtime_grants_and_ceiling()
     );
 
     // A runtime granted the class may.
+    t.create(
+        &runtime("wide"),
+        json!({"objective": "find the dentist", "plan": read_plan()}),
+    )
+    .await;
+}
+
+/// The runtime-goal check is the bridge's own policy: a command the runtime's tool policy
+/// denies (layer 2) is refused for its goal as it would be for the runtime itself.
+#[tokio::test]
+async fn a_runtime_goal_may_not_use_a_command_its_tool_policy_denies() {
+    let mut config = openphone_core::BridgeConfig::default();
+    config.tool_policy.runtimes.insert(
+        "hermes".to_owned(),
+        openphone_policy::ToolList {
+            profile: None,
+            allow: None,
+            deny: vec![openphone_policy::ToolSelector::parse("openphone.calendar.search").unwrap()],
+        },
+    );
+    let t = Tools::on(Harness::with_config(config));
+    let (result, _) = t
+        .call(
+            &runtime("hermes"),
+            "openphone.goals.create",
+            json!({"objective": "find the dentist", "plan": read_plan()}),
+        )
+        .await;
+    let (_, device, details) = device_error(&result);
+    assert_eq!(device, "forbidden", "{details}");
+    let message = details["message"].as_str().unwrap();
+    assert!(
+        message.contains("tool_policy"),
+        "names the layer: {message}"
+    );
+    // Another runtime without that deny entry may.
     t.create(
         &runtime("wide"),
         json!({"objective": "find the dentist", "plan": read_plan()}),

@@ -34,11 +34,16 @@ pub struct Harness {
 
 impl Harness {
     pub fn new() -> Harness {
+        Harness::with_config(BridgeConfig::default())
+    }
+
+    /// A harness whose bridge applies `config` (a tool policy, say).
+    pub fn with_config(config: BridgeConfig) -> Harness {
         let dir = tempfile::tempdir().unwrap();
         let (phone, clock) = SimPhone::demo().unwrap();
         let phone = Arc::new(phone);
         let store = Arc::new(Store::open(dir.path().join("data")).unwrap());
-        let (bridge, engine) = Self::engine_on(&dir, &store, &phone, &clock);
+        let (bridge, engine) = Self::engine_on(&dir, &store, &phone, &clock, config);
         Harness {
             dir,
             store,
@@ -54,6 +59,7 @@ impl Harness {
         store: &Arc<Store>,
         phone: &Arc<SimPhone>,
         clock: &ManualClock,
+        config: BridgeConfig,
     ) -> (Arc<ToolBridge>, GoalEngine) {
         let bridge = Arc::new(ToolBridge::new(
             registry(),
@@ -61,7 +67,7 @@ impl Harness {
             phone.clone(),
             Arc::new(clock.clone()),
             Arc::new(EventBus::new(registry(), 256)),
-            BridgeConfig::default(),
+            config,
         ));
         let engine = GoalEngine::new(
             Arc::clone(store),
@@ -74,7 +80,9 @@ impl Harness {
 
     /// A new bridge and engine over the same store and phone: what a restarted daemon has.
     pub fn restart(&mut self) {
-        let (bridge, engine) = Self::engine_on(&self.dir, &self.store, &self.phone, &self.clock);
+        let config = BridgeConfig::default();
+        let (bridge, engine) =
+            Self::engine_on(&self.dir, &self.store, &self.phone, &self.clock, config);
         self.bridge = bridge;
         self.engine = engine;
     }

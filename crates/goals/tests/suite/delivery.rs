@@ -65,11 +65,7 @@ async fn stand_in(answers: Vec<(u16, &'static str)>) -> StandIn {
 #[tokio::test]
 async fn telegram_reports_are_sent_as_markdown_v2_and_retried_from_the_stored_report() {
     let h = Harness::new();
-    let goal = h
-        .engine
-        .create(&dentist_spec(h.clock.now_ms()), Harness::owner())
-        .unwrap();
-    h.engine.tick(&goal.id).await.unwrap();
+    let goal = h.ticked_dentist().await;
     let pending = h.store.pending_goal_reports(10).unwrap();
     assert_eq!(pending.len(), 1);
 
@@ -150,11 +146,7 @@ async fn a_webhook_gets_the_report_and_its_plain_text() {
 #[tokio::test]
 async fn a_channel_without_settings_fails_after_the_last_try_never_silently() {
     let h = Harness::new();
-    let goal = h
-        .engine
-        .create(&dentist_spec(h.clock.now_ms()), Harness::owner())
-        .unwrap();
-    h.engine.tick(&goal.id).await.unwrap();
+    h.ticked_dentist().await;
     let deliverer = Deliverer::new(h.store.clone(), DeliveryConfig::default(), None);
     for _ in 0..4 {
         let out = deliverer.deliver_pending(10).await.unwrap();

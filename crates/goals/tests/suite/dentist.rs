@@ -156,11 +156,7 @@ async fn the_dentist_goal_runs_end_to_end_with_two_approvals() {
 #[tokio::test]
 async fn at_the_deadline_the_summary_and_blockers_report_is_delivered_whatever_happened() {
     let h = Harness::new();
-    let goal = h
-        .engine
-        .create(&dentist_spec(h.clock.now_ms()), Harness::owner())
-        .unwrap();
-    h.engine.tick(&goal.id).await.unwrap();
+    let goal = h.ticked_dentist().await;
     h.engine.tick(&goal.id).await.unwrap();
     // Nobody answers. T-120 is met (every approval was requested), T-60 and T-15 are missed.
     h.clock.advance(4 * 60 * MIN + MIN);
@@ -206,11 +202,7 @@ async fn at_the_deadline_the_summary_and_blockers_report_is_delivered_whatever_h
 #[tokio::test]
 async fn checkpoints_that_fell_while_the_daemon_was_down_run_late() {
     let mut h = Harness::new();
-    let goal = h
-        .engine
-        .create(&dentist_spec(h.clock.now_ms()), Harness::owner())
-        .unwrap();
-    h.engine.tick(&goal.id).await.unwrap();
+    let goal = h.ticked_dentist().await;
     // Down for five hours and ten minutes.
     h.clock.advance(5 * 60 * MIN + 10 * MIN);
     h.restart();
@@ -233,11 +225,7 @@ async fn checkpoints_that_fell_while_the_daemon_was_down_run_late() {
 #[tokio::test]
 async fn a_declined_approval_blocks_with_a_retry_command_and_never_stops_silently() {
     let h = Harness::new();
-    let goal = h
-        .engine
-        .create(&dentist_spec(h.clock.now_ms()), Harness::owner())
-        .unwrap();
-    h.engine.tick(&goal.id).await.unwrap();
+    let goal = h.ticked_dentist().await;
     h.engine.tick(&goal.id).await.unwrap();
     let cid = h
         .engine
@@ -279,11 +267,7 @@ async fn a_declined_approval_blocks_with_a_retry_command_and_never_stops_silentl
 #[tokio::test]
 async fn aborting_a_goal_withdraws_its_pending_approval_so_a_late_approval_runs_nothing() {
     let h = Harness::new();
-    let goal = h
-        .engine
-        .create(&dentist_spec(h.clock.now_ms()), Harness::owner())
-        .unwrap();
-    h.engine.tick(&goal.id).await.unwrap();
+    let goal = h.ticked_dentist().await;
     let cid = h
         .engine
         .get(&goal.id)

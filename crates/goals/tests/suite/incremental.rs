@@ -21,11 +21,7 @@ use super::support::{Harness, dentist_spec};
 #[tokio::test]
 async fn a_goal_written_behind_the_engines_back_is_read_fresh_not_from_its_copy() {
     let h = Harness::new();
-    let goal = h
-        .engine
-        .create(&dentist_spec(h.clock.now_ms()), Harness::owner())
-        .unwrap();
-    h.engine.tick(&goal.id).await.unwrap();
+    let goal = h.ticked_dentist().await;
     // The engine now holds its own copy of the document; another writer changes the goal.
     let read = h.engine.get(&goal.id).unwrap();
     let mut changed = from_stored(&h.store.get_goal(&goal.id).unwrap().unwrap()).unwrap();

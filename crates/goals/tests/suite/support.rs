@@ -33,6 +33,17 @@ pub struct Harness {
 }
 
 impl Harness {
+    /// The dentist goal created and ticked once.
+    pub async fn ticked_dentist(&self) -> openphone_goals::Goal {
+        use openphone_clock::Clock as _;
+        let goal = self
+            .engine
+            .create(&dentist_spec(self.clock.now_ms()), Harness::owner())
+            .unwrap();
+        self.engine.tick(&goal.id).await.unwrap();
+        goal
+    }
+
     pub fn new() -> Harness {
         Harness::with_config(BridgeConfig::default())
     }

@@ -736,20 +736,9 @@ async fn an_outcome_that_cannot_be_posted_is_listed_in_the_audit_log() {
     approve_as_user(&core.bridge, &request_id).await;
     let store = core.bridge.store();
     // The row is marked first, then the audit record is written.
-    let audited = tokio::time::timeout(Duration::from_secs(20), async {
-        loop {
-            let found =
-                store.export_audit(0, 1_000).unwrap().into_iter().find(|r| {
-                    r.entry.tool.as_deref() == Some(openphone_openclaw::outbox::NOT_POSTED)
-                });
-            if let Some(found) = found {
-                break found;
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-    })
-    .await
-    .expect("an audit record for the outcome not posted");
+    let audited = audit_record_named(store, openphone_openclaw::outbox::NOT_POSTED)
+        .await
+        .expect("an audit record for the outcome not posted");
     let row = store.get_deferred_outcome(&request_id).unwrap().unwrap();
     assert_eq!(row.state, openphone_store::OutcomeState::Failed);
     assert!(row.note.contains("no conversation"), "{}", row.note);
@@ -793,20 +782,9 @@ async fn a_result_the_gateway_ignored_is_audited_as_late() {
     let result = next_request(&mut gw, "node.invoke.result").await;
     assert_eq!(result["id"], "late-1");
     let store = core.bridge.store();
-    let late = tokio::time::timeout(Duration::from_secs(20), async {
-        loop {
-            let found =
-                store.export_audit(0, 1_000).unwrap().into_iter().find(|r| {
-                    r.entry.tool.as_deref() == Some(openphone_openclaw::invoke::LATE_RESULT)
-                });
-            if let Some(found) = found {
-                break found;
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-    })
-    .await
-    .expect("a late-result audit record");
+    let late = audit_record_named(store, openphone_openclaw::invoke::LATE_RESULT)
+        .await
+        .expect("a late-result audit record");
     assert_eq!(late.entry.request_id, "late-1");
     // Never retried: the next result the gateway sees is for another invoke.
     invoke(
@@ -899,4 +877,26 @@ async fn expect_posted_outcome(gw: &mut Gateway, request_id: &str) {
         "{message}"
     );
     assert!(message.contains("\"status\":\"done\""), "{message}");
+}
+
+/// The first audit record whose tool is `name`, waited for up to 20 s (written after the
+/// outbox row or the gateway's reply).
+async fn audit_record_named(
+    store: &Store,
+    name: &str,
+) -> Result<openphone_store::AuditRecord, tokio::time::error::Elapsed> {
+    tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            let found = store
+                .export_audit(0, 1_000)
+                .unwrap()
+                .into_iter()
+                .find(|r| r.entry.tool.as_deref() == Some(name));
+            if let Some(found) = found {
+                break found;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    })
+    .await
 }

@@ -39,6 +39,7 @@ fn job(i: i64, next_run_at: i64) -> NewAgentJob {
             .cloned()
             .unwrap_or_default(),
         next_run_at,
+        created_by: "operator".to_owned(),
     }
 }
 

@@ -262,6 +262,8 @@ pub fn normalise(request: &JobRequest, ctx: &CreateContext) -> Result<NewAgentJo
         session_target,
         delivery_json: delivery,
         next_run_at,
+        // The user's until the creator says otherwise (`for_creator`).
+        created_by: openphone_store::OPERATOR_CREATOR.to_owned(),
     })
 }
 

@@ -264,6 +264,65 @@ pub struct StoredJob {
     pub owner: String,
     /// The delivery of the latest result or alert; `None` while there was nothing to deliver.
     pub delivery_state: Option<DeliveryState>,
+    /// Who created the job (migration 13): [`OPERATOR_CREATOR`] for the user's own (the
+    /// endpoint, the CLI, the dashboard, and every job stored before the column existed),
+    /// `builtin` for the built-in runtime's, else the creating runtime's id. Never changes.
+    #[serde(default = "operator_creator")]
+    pub created_by: String,
+}
+
+/// `created_by` of the user's own jobs: made through the operator's endpoint (`jobs.create`,
+/// `openphone jobs create`, the dashboard), and of every job stored before jobs had owners.
+pub const OPERATOR_CREATOR: &str = "operator";
+
+/// `created_by` of the built-in runtime's jobs (the user's own assistant).
+pub const BUILTIN_CREATOR: &str = "builtin";
+
+fn operator_creator() -> String {
+    OPERATOR_CREATOR.to_owned()
+}
+
+/// Whether `created_by` is the user (the operator or the built-in runtime, the user's own
+/// assistant): the user's jobs run with the built-in runtime's authority and count against
+/// the user's share of `max_jobs`; every other creator is a runtime with its own quota.
+pub fn is_user_creator(created_by: &str) -> bool {
+    created_by == OPERATOR_CREATOR || created_by == BUILTIN_CREATOR
+}
+
+/// How many jobs may be stored, and how many of them runtimes may hold (issue 28): the user's
+/// jobs (see [`is_user_creator`]) are limited only by `max_jobs`; each other creator by
+/// `per_runtime` live jobs, and all of them together by `max_jobs - reserved_for_user` live
+/// jobs, so no runtime (nor all of them) can take the room the user's own jobs have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JobQuota {
+    /// Jobs stored at most (terminal ones are trimmed to make room).
+    pub max_jobs: usize,
+    /// Live jobs one runtime may hold.
+    pub per_runtime: usize,
+    /// Room in `max_jobs` no runtime's job may take.
+    pub reserved_for_user: usize,
+}
+
+impl JobQuota {
+    /// Live jobs one runtime may hold by default.
+    pub const DEFAULT_PER_RUNTIME: usize = 20;
+
+    /// The quota for `max_jobs` with the defaults: a quarter of it (rounded up) reserved for
+    /// the user, and [`JobQuota::DEFAULT_PER_RUNTIME`] per runtime (at most what the runtimes
+    /// may hold together).
+    pub fn for_max(max_jobs: usize) -> JobQuota {
+        let reserved_for_user = max_jobs.div_ceil(4);
+        JobQuota {
+            max_jobs,
+            per_runtime: Self::DEFAULT_PER_RUNTIME.min(max_jobs - reserved_for_user),
+            reserved_for_user,
+        }
+    }
+
+    /// Live jobs all runtimes together may hold.
+    pub fn runtime_share(&self) -> usize {
+        self.max_jobs.saturating_sub(self.reserved_for_user)
+    }
 }
 
 /// A job as its creator asks for it, already validated and normalised (`agent-jobs.md` §5,
@@ -286,6 +345,10 @@ pub struct NewAgentJob {
     pub delivery_json: Map<String, Value>,
     /// First due time.
     pub next_run_at: i64,
+    /// Who creates it: [`OPERATOR_CREATOR`], [`BUILTIN_CREATOR`] or a runtime id (see
+    /// [`StoredJob::created_by`]).
+    #[serde(default = "operator_creator")]
+    pub created_by: String,
 }
 
 /// Which jobs [`Store::list_jobs`] returns. Order: live jobs first by ascending `next_run_at`
@@ -300,6 +363,8 @@ pub struct JobFilter {
     pub text: Option<String>,
     /// At most this many (`None`: all).
     pub limit: Option<usize>,
+    /// Only jobs this creator made (`None`: everyone's).
+    pub created_by: Option<String>,
 }
 
 /// One attempt in the ledger.
@@ -392,7 +457,7 @@ const JOB_COLUMNS: &str = "id, type, title, prompt, payload_json, schedule_json,
     last_result, failure_count, failure_alert_at, phase, progress_text, progress_current, \
     progress_total, checkpoint_json, pending_confirmation_id, pending_tool_request_json, \
     last_surface_id, resume_token, last_event_at, unread_result, paused_at, version, \
-    current_attempt, owner, delivery_state";
+    current_attempt, owner, delivery_state, created_by";
 
 const RUN_COLUMNS: &str = "job_id, attempt, intended_at, catch_up, owner, started_at, \
     finished_at, outcome, reason, output_ref";
@@ -462,6 +527,7 @@ fn job_from_row(row: &Row<'_>) -> Result<StoredJob> {
         delivery_state: delivery_state
             .map(|s| parse_enum(DeliveryState::parse, &s, OP_READ, &key))
             .transpose()?,
+        created_by: text("created_by")?,
     })
 }
 
@@ -515,15 +581,75 @@ fn conflict(id: i64, detail: String) -> StoreError {
     }
 }
 
-/// Inserts `new` jobs after making room for them (§2.4): terminal jobs are deleted, oldest
-/// `updated_at` first; when that is not enough nothing is written.
+/// [`create_limited_in`] under the default quota for `max_jobs` ([`JobQuota::for_max`]).
 pub(crate) fn create_in(
     tx: &Connection,
     news: &[NewAgentJob],
     now_ms: i64,
     max_jobs: usize,
 ) -> Result<Vec<StoredJob>> {
+    create_limited_in(tx, news, now_ms, &JobQuota::for_max(max_jobs))
+}
+
+/// Live jobs of `created_by` (`None`: of every creator that is not the user).
+fn live_count(tx: &Connection, created_by: Option<&str>) -> Result<i64> {
+    let sql = format!(
+        "SELECT COUNT(*) FROM agent_jobs WHERE status NOT IN {TERMINAL_SQL} AND          CASE WHEN ?1 IS NULL THEN created_by NOT IN ('{OPERATOR_CREATOR}', '{BUILTIN_CREATOR}')          ELSE created_by = ?1 END"
+    );
+    tx.prepare_cached(&sql)
+        .and_then(|mut s| s.query_row([created_by], |r| r.get(0)))
+        .ctx("agent_jobs.create", "quota")
+}
+
+/// Refuses `news` when a runtime among their creators would hold more live jobs than
+/// `quota` lets it (its own `per_runtime`, or the runtimes' share together).
+fn check_quota(tx: &Connection, news: &[NewAgentJob], quota: &JobQuota) -> Result<()> {
+    let mut by_creator: std::collections::BTreeMap<&str, i64> = Default::default();
+    for new in news.iter().filter(|n| !is_user_creator(&n.created_by)) {
+        *by_creator.entry(new.created_by.as_str()).or_default() += 1;
+    }
+    if by_creator.is_empty() {
+        return Ok(());
+    }
+    for (creator, adding) in &by_creator {
+        let live = live_count(tx, Some(creator))?;
+        if live.saturating_add(*adding) > sql_limit(quota.per_runtime) {
+            return Err(StoreError::LimitReached {
+                what: "live agent jobs of one runtime",
+                limit: quota.per_runtime,
+                detail: format!(
+                    "runtime `{creator}` already has {live} live jobs; stop or finish one first"
+                ),
+            });
+        }
+    }
+    let adding: i64 = by_creator.values().sum();
+    let live = live_count(tx, None)?;
+    if live.saturating_add(adding) > sql_limit(quota.runtime_share()) {
+        return Err(StoreError::LimitReached {
+            what: "live agent jobs of runtimes",
+            limit: quota.runtime_share(),
+            detail: format!(
+                "runtimes hold {live} live jobs together; the rest of the {} is the user's",
+                quota.max_jobs
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Inserts `new` jobs after making room for them (§2.4): terminal jobs are deleted, oldest
+/// `updated_at` first; when that is not enough nothing is written. A runtime's jobs must also
+/// fit its own quota and the runtimes' share (`quota`); the user's only `max_jobs`.
+pub(crate) fn create_limited_in(
+    tx: &Connection,
+    news: &[NewAgentJob],
+    now_ms: i64,
+    quota: &JobQuota,
+) -> Result<Vec<StoredJob>> {
     const OP: &str = "agent_jobs.create";
+    let max_jobs = quota.max_jobs;
+    check_quota(tx, news, quota)?;
     let count: i64 = tx
         .query_row("SELECT COUNT(*) FROM agent_jobs", [], |r| r.get(0))
         .ctx(OP, "")?;
@@ -553,9 +679,9 @@ pub(crate) fn create_in(
              progress_text, progress_current, progress_total, checkpoint_json, \
              pending_confirmation_id, pending_tool_request_json, last_surface_id, resume_token, \
              last_event_at, unread_result, paused_at, version, current_attempt, owner, \
-             delivery_state) \
+             delivery_state, created_by) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'queued', ?8, ?8, ?9, 0, 0, '', 0, 0, 'queued', \
-             'Queued', 0, 0, '{}', '', '{}', '', '', ?8, 0, 0, 1, 0, '', NULL)",
+             'Queued', 0, 0, '{}', '', '{}', '', '', ?8, 0, 0, 1, 0, '', NULL, ?10)",
         )
         .ctx(OP, "")?;
     let mut ids = Vec::with_capacity(news.len());
@@ -571,6 +697,7 @@ pub(crate) fn create_in(
                 json_text(&new.delivery_json),
                 now_ms,
                 new.next_run_at,
+                new.created_by,
             ])
             .ctx(OP, &new.title)?;
         ids.push(tx.last_insert_rowid());
@@ -729,10 +856,24 @@ impl Store {
     /// the oldest terminal ones are deleted to make room; when every job is live the create is
     /// refused with [`StoreError::LimitReached`] (`job_limit_reached`).
     pub fn create_job(&self, new: &NewAgentJob, now_ms: i64, max_jobs: usize) -> Result<StoredJob> {
+        self.create_job_limited(new, now_ms, &JobQuota::for_max(max_jobs))
+    }
+
+    /// [`Store::create_job`] under `quota`: a job whose creator is a runtime is refused with
+    /// [`StoreError::LimitReached`] when that runtime already holds `quota.per_runtime` live
+    /// jobs, or the runtimes together `quota.runtime_share()`; the user's jobs only when
+    /// `max_jobs` is full of live jobs.
+    pub fn create_job_limited(
+        &self,
+        new: &NewAgentJob,
+        now_ms: i64,
+        quota: &JobQuota,
+    ) -> Result<StoredJob> {
         let new = new.clone();
         let title = new.title.clone();
+        let quota = *quota;
         self.write("agent_jobs.create", &title, move |tx| {
-            let mut created = create_in(tx, std::slice::from_ref(&new), now_ms, max_jobs)?;
+            let mut created = create_limited_in(tx, std::slice::from_ref(&new), now_ms, &quota)?;
             created.pop().ok_or_else(|| StoreError::Commit {
                 op: "agent_jobs.create",
                 id: new.title.clone(),
@@ -778,6 +919,7 @@ impl Store {
                  AND (?2 IS NULL OR type = ?2) \
                  AND (?3 IS NULL OR instr(lower(title), lower(?3)) > 0 \
                       OR instr(lower(prompt), lower(?3)) > 0) \
+                 AND (?5 IS NULL OR created_by = ?5) \
                  ORDER BY status IN {TERMINAL_SQL}, \
                     CASE WHEN status IN {TERMINAL_SQL} THEN -updated_at ELSE next_run_at END, \
                     CASE WHEN status IN {TERMINAL_SQL} THEN -id ELSE id END \
@@ -787,7 +929,8 @@ impl Store {
                 statuses,
                 filter.job_type.map(JobType::as_str),
                 text,
-                filter.limit.map_or(-1, sql_limit)
+                filter.limit.map_or(-1, sql_limit),
+                filter.created_by,
             ],
             job_from_row,
         )

@@ -492,10 +492,25 @@ CREATE INDEX deferred_outcomes_open ON deferred_outcomes (runtime, created_at_ms
     WHERE state IN ('waiting', 'ready', 'posting');
 "#,
     },
+    Migration {
+        version: 13,
+        name: "agent_job_creators",
+        // Every background job names who created it (issue 28): `operator` for the user's own
+        // (the endpoint's `jobs.create`, the CLI, the dashboard), `builtin` for the built-in
+        // runtime, else the runtime id. A runtime sees, stops and counts against its quota only
+        // its own jobs, and its jobs run with its authority. Jobs stored before this version
+        // were the user's: they get `operator`. (`owner` is already the column of the run's
+        // fence, so the creator has its own name.)
+        sql: r#"
+ALTER TABLE agent_jobs ADD COLUMN created_by TEXT NOT NULL DEFAULT 'operator'
+    CHECK (length(created_by) >= 1);
+CREATE INDEX agent_jobs_by_creator ON agent_jobs (created_by, status);
+"#,
+    },
 ];
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: i64 = 12;
+pub const SCHEMA_VERSION: i64 = 13;
 
 /// Reads `PRAGMA user_version`.
 pub(crate) fn current_version(conn: &Connection) -> Result<i64> {

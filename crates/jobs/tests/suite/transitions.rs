@@ -109,6 +109,7 @@ fn row(status: JobStatus, interval_ms: i64, mode: &str) -> StoredJob {
         session_target: "main".to_owned(),
         delivery_json: obj(json!({"mode": mode})),
         next_run_at: T0,
+        created_by: "operator".to_owned(),
     };
     let mut job = openphone_jobs::AgentJob {
         id: 7,
@@ -150,6 +151,7 @@ fn row(status: JobStatus, interval_ms: i64, mode: &str) -> StoredJob {
         attempt: 1,
         owner: "sched".to_owned(),
         delivery_state: None,
+        created_by: "operator".to_owned(),
     }
 }
 
@@ -335,6 +337,7 @@ fn the_store_claim_is_the_claim_edge_of_the_table() {
         session_target: "main".to_owned(),
         delivery_json: obj(json!({"mode": "silent"})),
         next_run_at: T0,
+        created_by: "operator".to_owned(),
     };
     let created = store.create_job(&new, T0, 200).unwrap();
     let now = T0 + 30_000;

@@ -45,6 +45,7 @@ fn defaults_of_a_minimal_job() {
                 .cloned()
                 .unwrap(),
             next_run_at: T0,
+            created_by: "operator".to_owned(),
         }
     );
 }

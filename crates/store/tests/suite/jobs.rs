@@ -31,6 +31,7 @@ fn new_job(title: &str, next_run_at: i64) -> NewAgentJob {
         session_target: "main".to_owned(),
         delivery_json: obj(json!({"mode": "silent"})),
         next_run_at,
+        created_by: "operator".to_owned(),
     }
 }
 
@@ -500,4 +501,72 @@ fn list_orders_live_first_filters_and_never_moves_due_times() {
         [2, 4]
     );
     assert_eq!(store.list_jobs(&JobFilter::default()).unwrap(), before);
+}
+
+fn by(creator: &str, title: &str) -> NewAgentJob {
+    NewAgentJob {
+        created_by: creator.to_owned(),
+        ..new_job(title, T0 + MIN)
+    }
+}
+
+#[test]
+fn a_job_records_its_creator_and_jobs_before_owners_were_the_users() {
+    let dir = temp();
+    let store = open(&dir);
+    let mine = store.create_job(&new_job("mine", T0), T0, 10).unwrap();
+    assert_eq!(mine.created_by, openphone_store::OPERATOR_CREATOR);
+    let theirs = store.create_job(&by("hermes", "theirs"), T0, 10).unwrap();
+    assert_eq!(
+        store.get_job(theirs.job.id).unwrap().unwrap().created_by,
+        "hermes"
+    );
+    let listed = store
+        .list_jobs(&JobFilter {
+            created_by: Some("hermes".to_owned()),
+            ..JobFilter::default()
+        })
+        .unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].job.id, theirs.job.id);
+}
+
+#[test]
+fn a_runtimes_live_jobs_never_take_the_users_reserve() {
+    let dir = temp();
+    let store = open(&dir);
+    let quota = openphone_store::JobQuota {
+        max_jobs: 8,
+        per_runtime: 4,
+        reserved_for_user: 3,
+    };
+    for i in 0..4 {
+        store
+            .create_job_limited(&by("hermes", &format!("h{i}")), T0, &quota)
+            .unwrap();
+    }
+    let own = store
+        .create_job_limited(&by("hermes", "h4"), T0, &quota)
+        .unwrap_err();
+    assert!(
+        matches!(own, StoreError::LimitReached { limit: 4, .. }),
+        "{own:?}"
+    );
+    store
+        .create_job_limited(&by("openclaw", "o0"), T0, &quota)
+        .unwrap();
+    // Runtimes hold 5 = max_jobs - reserved_for_user: the rest is the user's.
+    let share = store
+        .create_job_limited(&by("openclaw", "o1"), T0, &quota)
+        .unwrap_err();
+    assert!(
+        matches!(share, StoreError::LimitReached { limit: 5, .. }),
+        "{share:?}"
+    );
+    for i in 0..3 {
+        store
+            .create_job_limited(&new_job(&format!("u{i}"), T0), T0, &quota)
+            .unwrap();
+    }
+    assert_eq!(store.count_jobs().unwrap(), 8);
 }

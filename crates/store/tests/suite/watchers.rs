@@ -343,6 +343,7 @@ fn a_firing_creates_its_job_in_the_same_transaction() {
         session_target: "isolated".to_owned(),
         delivery_json: json!({"mode": "notification"}).as_object().unwrap().clone(),
         next_run_at: T0 + 15_000,
+        created_by: "operator".to_owned(),
     };
     let job = new_job(format!("Watcher {}: bank", w.watcher_id));
     let mut new = new_firing(w.watcher_id, "call:1", T0, true);

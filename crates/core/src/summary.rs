@@ -31,10 +31,8 @@ fn escape_value(value: &str) -> String {
             ';' => out.push_str("\\;"),
             ')' => out.push_str("\\)"),
             c if c.is_control() => out.push(' '),
-            c if openphone_protocol::is_invisible(c) => {
-                out.push_str(&format!("\\u{{{:04X}}}", u32::from(c)))
-            }
-            c => out.push(c),
+            // The one escape for what a person reads (`openphone_protocol::display_text`).
+            c => openphone_protocol::push_display_char(&mut out, c),
         }
     }
     out

@@ -13,6 +13,8 @@
 //! - the closed **error-code** catalogue ([`ErrorCode`]), the **tool result** wire type
 //!   ([`ToolResult`]) and the version advertisement ([`VersionAdvertisement`]);
 //! - [`log_value`]: a peer-supplied string escaped and cut for one value of a log line;
+//! - [`display_text`]: the one escape for text a person reads (summaries, reviews,
+//!   notifications): bidi, zero-width and control characters shown as `\u{XXXX}`;
 //! - the daemon's **endpoint** API ([`endpoint`]): one params and one result type per
 //!   JSON-RPC method, the event payloads, the envelope and the closed `error.data.code` set;
 //! - the **wire enums** other crates share ([`Autonomy`], [`Role`], [`Risk`], …), each defined
@@ -25,6 +27,7 @@
 mod autonomy;
 pub mod canonical;
 pub mod digest;
+mod display;
 pub mod endpoint;
 mod error_code;
 pub mod limits;
@@ -48,9 +51,10 @@ pub use digest::{
     Binding, binding_digest, canonical_sha256_hex, object_hash, params_digest, params_hash,
     params_hash_hex, value_hash,
 };
+pub use display::{display_text, is_escaped_for_display, is_invisible, push_display_char};
 pub use endpoint::Role;
 pub use error_code::{ErrorCode, UnknownErrorCode};
-pub use log_value::{LogValue, is_invisible, log_value};
+pub use log_value::{LogValue, log_value};
 pub use manifest::{
     Capability, CapabilityRisk, Command, Confirmation, Direction, EventSpec, Executor, Exposure,
     Risk, TransportMapping, WireMapping,

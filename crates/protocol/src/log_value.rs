@@ -14,10 +14,12 @@
 //! - a space → `_` (`runtime-protocol.md` §15: values are one word);
 //! - at most [`LOG_VALUE_CHARS`] characters of output, the last one `…` when the value was cut.
 //!
-//! The result is only for reading: it is not reversible (`_` may have been a space).
+//! The result is only for reading: it is not reversible (`_` may have been a space). The
+//! invisible set is the one [`display_text`](crate::display_text) escapes for people.
 
 use std::fmt::{self, Write};
 
+use crate::display::is_invisible;
 use crate::limits::LOG_VALUE_CHARS;
 
 /// `value` as one safe log value; its `Display` writes the escaped, cut text without
@@ -80,34 +82,6 @@ fn hex_digits(n: u32) -> usize {
         rest >>= 4;
     }
     digits
-}
-
-/// Formatting characters that render as nothing but change what the reader sees: bidi
-/// controls and marks (which can make `evil.example/moc.knab` read as `bank.com`), zero-width
-/// characters (which hide differences between look-alike values), invisible operators, the
-/// byte-order mark, variation selectors, interlinear annotation marks and the like. The one
-/// set both log lines and confirmation summaries show escaped.
-pub fn is_invisible(c: char) -> bool {
-    matches!(
-        c,
-        '\u{00AD}'
-            | '\u{034F}'
-            | '\u{061C}'
-            | '\u{115F}'
-            | '\u{1160}'
-            | '\u{17B4}'
-            | '\u{17B5}'
-            | '\u{180B}'..='\u{180F}'
-            | '\u{200B}'..='\u{200F}'
-            | '\u{202A}'..='\u{202E}'
-            | '\u{2060}'..='\u{206F}'
-            | '\u{3164}'
-            | '\u{FE00}'..='\u{FE0F}'
-            | '\u{FEFF}'
-            | '\u{FFA0}'
-            | '\u{FFF0}'..='\u{FFFB}'
-            | '\u{E0000}'..='\u{E0FFF}'
-    )
 }
 
 impl fmt::Display for LogValue<'_> {

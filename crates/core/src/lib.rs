@@ -15,6 +15,7 @@
 //! [`ToolBridge::invoke_reviewed`], when the store holds the user's claimed approval of exactly
 //! that request.
 
+pub mod authority;
 mod bridge;
 pub mod events;
 pub mod request;
@@ -24,6 +25,7 @@ pub mod summary;
 
 mod locks;
 
+pub use authority::CreatorAuthority;
 pub use bridge::{
     ACCESS_LOG_TARGET, ApprovalError, BridgeConfig, BridgeError, ConfirmDecision, ConfirmingHost,
     MAX_TASK_SCOPES, Operator, RESOLVED_BY_CONFIGURATION, RecoveryReport, ReviewedApproval,

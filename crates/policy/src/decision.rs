@@ -288,8 +288,19 @@ pub fn inputs_object(input: &PolicyInput<'_>) -> Value {
     let context = match input.context {
         Context::Interactive => json!({ "kind": "interactive" }),
         Context::Background {
-            run: BackgroundRun::Job { job_id },
-        } => json!({ "kind": "background", "job_id": job_id.to_string() }),
+            run:
+                BackgroundRun::Job {
+                    job_id,
+                    on_behalf_of,
+                },
+        } => match on_behalf_of {
+            None => json!({ "kind": "background", "job_id": job_id.to_string() }),
+            Some(runtime) => json!({
+                "kind": "background",
+                "job_id": job_id.to_string(),
+                "on_behalf_of": runtime,
+            }),
+        },
         Context::Background {
             run: BackgroundRun::Goal { goal_id },
         } => json!({ "kind": "background", "goal_id": goal_id }),

@@ -415,7 +415,14 @@ impl ToolPolicy {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum BackgroundRun {
     /// An agent job run (`agent-jobs.md`).
-    Job { job_id: u64 },
+    Job {
+        job_id: u64,
+        /// The runtime whose job it is, when that is not the user (the operator or the
+        /// built-in runtime): the job runs as `builtin` with that runtime's authority, and a
+        /// standing approval granted for `builtin` (the user's own work) does not apply to it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        on_behalf_of: Option<String>,
+    },
     /// A goal run (`goals.md`).
     Goal { goal_id: String },
     /// A watcher reading what it watches (a screen, a page) with nobody present.
@@ -433,10 +440,33 @@ pub enum Context {
 }
 
 impl Context {
-    /// A background job run.
+    /// A background job run of the user's own job.
     pub fn job(job_id: u64) -> Context {
+        Context::job_for(job_id, None)
+    }
+
+    /// A background run of a job made on behalf of `on_behalf_of` (a runtime other than the
+    /// user's own; `None` for the user's jobs).
+    pub fn job_for(job_id: u64, on_behalf_of: Option<&str>) -> Context {
         Context::Background {
-            run: BackgroundRun::Job { job_id },
+            run: BackgroundRun::Job {
+                job_id,
+                on_behalf_of: on_behalf_of.map(str::to_owned),
+            },
+        }
+    }
+
+    /// The runtime a background job run acts for, when it is not the user's own job.
+    pub fn on_behalf_of(&self) -> Option<&str> {
+        match self {
+            Context::Background {
+                run:
+                    BackgroundRun::Job {
+                        on_behalf_of: Some(runtime),
+                        ..
+                    },
+            } => Some(runtime),
+            _ => None,
         }
     }
 
@@ -503,6 +533,10 @@ pub enum RuleMatch {
     OtherTool,
     ParamsMismatch,
     NotForBackground,
+    /// The request is work done on behalf of another principal (a runtime's background job
+    /// run by `builtin`): a rule is granted for the runtime it names, and only that runtime's
+    /// own work is covered by it.
+    OtherPrincipal,
     /// A session grant of another phone session (or the request is in none, or its session
     /// has ended).
     OtherSession,
@@ -527,6 +561,12 @@ impl StandingApproval {
         }
         if self.runtime != runtime {
             return RuleMatch::OtherRuntime;
+        }
+        if context
+            .on_behalf_of()
+            .is_some_and(|principal| principal != self.runtime)
+        {
+            return RuleMatch::OtherPrincipal;
         }
         let tool_matches = match &self.tool {
             ToolSelector::All => false,

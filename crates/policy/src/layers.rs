@@ -317,6 +317,12 @@ pub fn standing_approvals(input: &PolicyInput<'_>) -> Verdict {
             RuleMatch::NotForBackground => {
                 skipped.push(format!("`{}` not marked for background work", rule.id));
             }
+            RuleMatch::OtherPrincipal => skipped.push(format!(
+                "`{}` is granted for `{}`, and this is runtime `{}`'s job",
+                rule.id,
+                rule.runtime,
+                input.context.on_behalf_of().unwrap_or_default()
+            )),
         }
     }
     if skipped.is_empty() {

@@ -192,6 +192,11 @@ impl ToolBridge {
         self.registry
     }
 
+    /// The configuration the bridge applies now (tool policy, the runtimes' authorisation).
+    pub fn config(&self) -> BridgeConfig {
+        read(&self.config).clone()
+    }
+
     /// The event bus the bridge publishes on.
     pub fn events(&self) -> &Arc<EventBus> {
         &self.events

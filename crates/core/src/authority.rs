@@ -1,0 +1,126 @@
+//! Whose authority work runs with when the built-in runtime does it for someone else
+//! (issue 28, item 5): a background job or a watcher a runtime created runs on `builtin`, but
+//! never with more than its creator may do.
+//!
+//! [`ToolBridge::creator_authority`] is the one place this is computed. For the user's own
+//! work (creator `operator` or `builtin`) it is `builtin` as configured. For a runtime's work
+//! it is `builtin` narrowed to the intersection of the two:
+//!
+//! - **grants** (policy layer 1): the exposure classes both hold, enabled only when both are;
+//!   a command only `builtin` may run (`remote_runtime: false`) is outside it, since the
+//!   creator may not run it;
+//! - **tool policy** (layer 2): a command must pass the global list, `builtin`'s list and the
+//!   creator's list ([`CreatorAuthority::permits`]; the model is offered only those);
+//! - **autonomy ceiling** (layer 4): the stricter of the two `max_autonomy`s;
+//! - **standing approvals** (layer 7): the context names the creator
+//!   ([`CreatorAuthority::job_context`]), so a standing approval granted for `builtin` — the
+//!   user's own work — does not cover it.
+//!
+//! The creator's authorisation is its entry in the bridge's current runtime table
+//! (`BridgeConfig::runtimes`); a creator no longer configured has none (everything refused);
+//! a bridge without a runtime table (embedded use, tests) gives a runtime the remote default,
+//! `safe_read` only.
+
+use openphone_policy::{
+    Caller, Context, ExposureGrants, RuntimeAuthorisation, ToolPolicy, Transport, visible,
+};
+use openphone_protocol::Command;
+
+use crate::ToolBridge;
+
+/// `created_by` of the user's own work made through the operator's endpoint, and whether a
+/// creator is the user (the operator, or `builtin`, the user's own assistant).
+pub use openphone_store::{OPERATOR_CREATOR, is_user_creator};
+
+/// The authority work done by `builtin` on behalf of one creator runs with.
+#[derive(Debug, Clone)]
+pub struct CreatorAuthority {
+    creator: String,
+    /// `builtin`, narrowed to the creator's authority.
+    caller: Caller,
+    /// The creator as the policy sees it (`None` for the user's own work).
+    creator_caller: Option<Caller>,
+    tool_policy: ToolPolicy,
+}
+
+impl CreatorAuthority {
+    /// Who the work is for (`operator`, `builtin` or a runtime id).
+    pub fn creator(&self) -> &str {
+        &self.creator
+    }
+
+    /// Whether the work is the user's own.
+    pub fn is_users(&self) -> bool {
+        self.creator_caller.is_none()
+    }
+
+    /// The caller every tool request of the work is made as: `builtin` with the intersected
+    /// grants and ceiling.
+    pub fn caller(&self) -> &Caller {
+        &self.caller
+    }
+
+    /// Whether the work may use `command` at all: layers 1 and 2 pass both for `builtin` (as
+    /// narrowed) and for the creator under the tool policy. What the model is offered, and
+    /// what a run may call.
+    pub fn permits(&self, command: &Command) -> bool {
+        visible(command, &self.caller, &self.tool_policy)
+            && self
+                .creator_caller
+                .as_ref()
+                .is_none_or(|creator| visible(command, creator, &self.tool_policy))
+    }
+
+    /// The policy context of a run of job `job_id` done for this creator: it names the
+    /// creator when that is not the user, so the user's standing approvals do not apply.
+    pub fn job_context(&self, job_id: u64) -> Context {
+        Context::job_for(job_id, (!self.is_users()).then_some(self.creator.as_str()))
+    }
+}
+
+impl ToolBridge {
+    /// The authority of work `builtin` (as `builtin` is configured: `builtin`) does on behalf
+    /// of `creator` — see the module documentation. `creator` is a job's `created_by` or a
+    /// watcher's runtime; `operator` and `builtin` are the user.
+    pub fn creator_authority(&self, builtin: &Caller, creator: &str) -> CreatorAuthority {
+        let config = self.config();
+        let creator = creator.trim().to_owned();
+        if is_user_creator(&creator) {
+            return CreatorAuthority {
+                creator,
+                caller: builtin.clone(),
+                creator_caller: None,
+                tool_policy: config.tool_policy,
+            };
+        }
+        let theirs = match &config.runtimes {
+            Some(runtimes) => runtimes
+                .get(&creator)
+                .copied()
+                .unwrap_or(RuntimeAuthorisation::REVOKED),
+            None => RuntimeAuthorisation {
+                enabled: true,
+                grants: ExposureGrants::REMOTE_DEFAULT,
+                max_autonomy: openphone_policy::Autonomy::AskBeforeAction,
+            },
+        };
+        let ours = builtin.authorisation();
+        let both = RuntimeAuthorisation {
+            enabled: ours.enabled && theirs.enabled,
+            grants: ExposureGrants {
+                safe_read: ours.grants.safe_read && theirs.grants.safe_read,
+                private_read: ours.grants.private_read && theirs.grants.private_read,
+                dangerous: ours.grants.dangerous && theirs.grants.dangerous,
+            },
+            max_autonomy: ours.max_autonomy.stricter(theirs.max_autonomy),
+        };
+        let creator_caller =
+            Caller::remote(&creator, Transport::Internal, &creator).with_authorisation(theirs);
+        CreatorAuthority {
+            caller: builtin.with_authorisation(both),
+            creator_caller: Some(creator_caller),
+            creator,
+            tool_policy: config.tool_policy,
+        }
+    }
+}

@@ -385,6 +385,43 @@ impl Store {
         find_pending_in(&self.conn(), identity, now_ms)
     }
 
+    /// The confirmations of one runtime session and tool that a retry may join (the bridge's
+    /// `retry.rs`): pending and unexpired at `now_ms`, approved (executing), or resolved by a
+    /// decision (`completed`, `denied`, `result_unknown`) at or after `resolved_since_ms`;
+    /// oldest first. Timed-out ones are not listed. The bridge matches principal, phone
+    /// session and parameters itself.
+    ///
+    /// Read through the `state` index only (the `+` keeps the identity index, whose prefix
+    /// would scan every confirmation this session ever made for the tool, out of the plan):
+    /// a decided confirmation is resolved before it expires, so `expires_at_ms >
+    /// resolved_since_ms` bounds the recent ones.
+    pub fn find_joinable(
+        &self,
+        runtime: &str,
+        runtime_session_id: &str,
+        tool: &str,
+        resolved_since_ms: i64,
+        now_ms: i64,
+    ) -> Result<Vec<ConfirmationRecord>> {
+        const SAME: &str = "+runtime = ?1 AND +runtime_session_id = ?2 AND +tool = ?3";
+        let sql = format!(
+            "SELECT {COLUMNS} FROM confirmations WHERE state = 'pending' \
+             AND expires_at_ms > ?5 AND {SAME} \
+             UNION ALL SELECT {COLUMNS} FROM confirmations WHERE state = 'approved' AND {SAME} \
+             UNION ALL SELECT {COLUMNS} FROM confirmations \
+             WHERE state IN ('completed', 'denied', 'result_unknown') \
+             AND expires_at_ms > ?4 AND resolved_at_ms >= ?4 AND {SAME} \
+             ORDER BY created_at_ms, confirmation_id"
+        );
+        crate::rows::collect(
+            &self.conn(),
+            "confirmations.find_joinable",
+            &sql,
+            params![runtime, runtime_session_id, tool, resolved_since_ms, now_ms],
+            from_row,
+        )
+    }
+
     /// Confirmations matching the filter: pending first, then newest first.
     pub fn list_confirmations(
         &self,

@@ -1,7 +1,8 @@
 //! The per-identity lock: requests with the same identity key (runtime + runtime session +
 //! tool + params digest + idempotency key) are replayed, confirmed or executed one at a time,
 //! so a retry can never run beside (or after) the original: it finds the recorded result or
-//! the live confirmation.
+//! the live confirmation. The same locks serialise identical calls without a key on their
+//! join key (`retry.rs`), so the second finds the first's confirmation.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -41,7 +42,12 @@ impl Drop for KeyGuard {
 impl ToolBridge {
     /// Waits for, then holds, the lock of `identity` until the guard is dropped.
     pub(super) async fn lock_identity(&self, identity: &IdentityKey) -> KeyGuard {
-        let key = identity.describe();
+        self.lock_key(identity.describe()).await
+    }
+
+    /// Waits for, then holds, the lock named `key` (an identity key's description, or a
+    /// retry's join key, `retry.rs`: those start with `retry `, which no identity key does).
+    pub(super) async fn lock_key(&self, key: String) -> KeyGuard {
         let map = &self.identity_locks.map;
         let key_lock = Arc::clone(
             lock(map)

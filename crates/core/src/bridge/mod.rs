@@ -28,6 +28,13 @@
 //! Requests with the same identity key are serialised by the per-identity lock
 //! (`identity.rs`).
 //!
+//! A call without an idempotency key that repeats an identical call from the same principal
+//! and session while that call's confirmation waits for the user, or shortly after the user
+//! decided it, joins it and gets its outcome (`retry.rs`): a host that retries after its
+//! inline wait never opens a second confirmation, and never runs the action twice.
+//!
+//! A runtime may tag its request only with a phone session of its own (`foreign_session`).
+//!
 //! A request the user approved on a background job's review runs through the same pipeline
 //! with [`ToolBridge::invoke_reviewed`] (`reviewed.rs`): the review satisfies its Confirm or
 //! Park, only when the store holds the job's claimed approval of exactly this request.
@@ -40,6 +47,7 @@ mod execute;
 mod explain;
 mod grants;
 mod identity;
+mod retry;
 mod reviewed;
 mod tasks;
 mod wait;
@@ -266,6 +274,9 @@ impl ToolBridge {
         };
         let command = validated.command;
         let params_digest = validated.params_digest.clone();
+        if let Some(refusal) = self.foreign_session(caller, &req) {
+            return attempt.finish(refusal).await;
+        }
 
         // Step 2 — decide.
         let session_autonomy = self.session_autonomy(caller, req.phone_session_id.as_deref());
@@ -397,6 +408,24 @@ impl ToolBridge {
                 Ok(None) => {}
                 Err(e) => return attempt.internal_error(e).await,
             }
+        }
+
+        // A call without an idempotency key that retries an identical call waiting for the
+        // user (or decided a moment ago) joins it instead of asking the user again
+        // (`retry.rs`). Held until this request is answered, so of two identical calls
+        // arriving together the second finds the first's confirmation.
+        let retry_key = match review {
+            None => Self::retry_key(caller, &req, command, &decision, &context),
+            Some(_) => None,
+        };
+        let _retry_guard = match &retry_key {
+            Some(key) => Some(self.lock_key(key.lock_key().to_owned()).await),
+            None => None,
+        };
+        if let Some(key) = &retry_key
+            && let Some(joined) = self.join_retry(&attempt, command, key).await
+        {
+            return joined;
         }
 
         // A reviewed request runs only if it is what the job's approved review holds.
@@ -601,6 +630,45 @@ impl ToolBridge {
         let session = self.store.get_session(id).ok().flatten()?;
         let owner = caller.role == Role::Operator || session.runtime_kind == caller.runtime;
         (owner && session.status.is_active()).then_some(session)
+    }
+
+    /// A runtime's request tagged with a phone session of another runtime is refused
+    /// (`invalid_params`): a confirmation, audit record or event of one runtime never names
+    /// another's session. The operator may name any session; in-process callers (jobs, goals,
+    /// the adaptive surface) name the sessions the daemon made for them; an id that names no
+    /// stored session borrows nothing and is left alone.
+    fn foreign_session(&self, caller: &Caller, req: &NormalizedRequest) -> Option<ToolResult> {
+        if caller.role == Role::Operator
+            || caller.transport == openphone_policy::Transport::Internal
+        {
+            return None;
+        }
+        let id = req.phone_session_id.as_deref()?;
+        let session = match self.store.get_session(id) {
+            Ok(Some(session)) => session,
+            Ok(None) => return None,
+            Err(e) => {
+                tracing::error!(error = %e, "reading a phone session");
+                return Some(ToolResult::failure(
+                    &caller.runtime,
+                    &req.request_id,
+                    ErrorCode::ToolError,
+                    "the phone could not read the request's phone session; nothing was executed",
+                ));
+            }
+        };
+        (session.runtime_kind != caller.runtime).then(|| {
+            ToolResult::failure(
+                &caller.runtime,
+                &req.request_id,
+                ErrorCode::InvalidParams,
+                format!(
+                    "phone_session_id {id:?} is not a phone session of runtime `{}`: a runtime \
+                     may tag its calls only with its own sessions",
+                    caller.runtime
+                ),
+            )
+        })
     }
 
     fn session_autonomy(

@@ -330,11 +330,17 @@ async fn invoke_and_wait_answers_after_the_operator_approves() {
 #[tokio::test]
 async fn at_most_32_pending_confirmations_per_runtime() {
     let h = Harness::new();
+    // Each a different app: identical calls without a key would join one confirmation.
+    let open = |i: usize| {
+        with(open_notes(&format!("m{i}")), |r| {
+            r.params["package_or_label"] = json!(format!("App {i}"))
+        })
+    };
     for i in 0..32 {
-        let r = h.call(&hermes(), open_notes(&format!("m{i}"))).await;
+        let r = h.call(&hermes(), open(i)).await;
         assert_eq!(r.status, ToolStatus::NeedsConfirmation);
     }
-    let over = h.call(&hermes(), open_notes("m32")).await;
+    let over = h.call(&hermes(), open(32)).await;
     assert_eq!(
         (over.status, code(&over)),
         (ToolStatus::Denied, Some("rate_limited"))

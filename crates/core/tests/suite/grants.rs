@@ -85,7 +85,9 @@ async fn a_confirming_host_cannot_make_a_session_grant() {
         grants(&h).is_empty(),
         "a host's prompt approves one request"
     );
-    // The next one asks again.
+    // The next one asks again (after the retry window: within it, the same call without a
+    // key would get the approved call's result, `retry.rs`).
+    h.clock.advance(RETRY_WINDOW_PASSED_MS);
     let next = h.call(&hermes(), in_session("g3")).await;
     assert_eq!(
         next.status,
@@ -140,6 +142,7 @@ async fn a_grant_left_by_a_crash_before_its_outcome_is_revoked_at_start() {
     assert_eq!(report.result_unknown, std::slice::from_ref(&id));
     let after = store.get_approval(grant.approval_id).unwrap().unwrap();
     assert!(after.revoked_at_ms.is_some() && !after.enabled, "{after:?}");
+    h.clock.advance(RETRY_WINDOW_PASSED_MS);
     let next = h.call(&hermes(), in_session("g7")).await;
     assert_eq!(
         next.status,

@@ -8,6 +8,7 @@ mod fail_closed;
 mod grants;
 mod local_hardening;
 mod regression;
+mod retry;
 mod runtimes;
 mod services;
 mod support;

@@ -76,6 +76,10 @@ pub fn trusted_hermes() -> Caller {
     c
 }
 
+/// Longer than the bridge's retry window (5 minutes, `bridge/retry.rs`): an identical call
+/// without a key made after this much time is a new action again.
+pub const RETRY_WINDOW_PASSED_MS: i64 = 5 * 60 * 1000 + 1;
+
 pub fn operator() -> Operator {
     Operator::from_caller(&Caller::operator("cli", Transport::Cli, "user")).unwrap()
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use openphone_policy::Caller;
-use openphone_store::{NewMemory, NewWatcher, Store, WatcherSelector};
+use openphone_store::{NewMemory, NewWatcher, Store, StoreError, WatcherRecord, WatcherSelector};
 use serde_json::{Value, json};
 
 use openphone_device::DeviceError;
@@ -118,6 +118,115 @@ pub fn watcher_selector(params: &Value) -> Result<WatcherSelector, DeviceError> 
     }
 }
 
+/// The most active watchers one runtime may have (its own; the user's are counted apart), so
+/// no runtime can fill the phone with watchers or crowd out anyone else's.
+pub const MAX_ACTIVE_WATCHERS_PER_RUNTIME: usize = 32;
+/// The most active watchers the operator (the user) may have.
+pub const MAX_ACTIVE_WATCHERS_OPERATOR: usize = 128;
+
+/// Whose watchers `caller` sees, stops and counts: `None` (every watcher) for the operator, the
+/// caller's own runtime id otherwise. A watcher's owner is the runtime that created it
+/// (`WatcherRecord::runtime`).
+pub fn watcher_owner(caller: &Caller) -> Option<&str> {
+    if caller.is_operator() {
+        None
+    } else {
+        Some(caller.runtime.as_str())
+    }
+}
+
+/// How many active watchers `caller` may have.
+pub fn watcher_quota(caller: &Caller) -> usize {
+    if caller.is_operator() {
+        MAX_ACTIVE_WATCHERS_OPERATOR
+    } else {
+        MAX_ACTIVE_WATCHERS_PER_RUNTIME
+    }
+}
+
+/// `watcher_not_found`: no watcher with this id that the caller may see (another runtime's
+/// watcher answers exactly as a watcher that does not exist).
+fn watcher_not_found(id: i64) -> DeviceError {
+    DeviceError::Refused {
+        code: "watcher_not_found",
+        message: format!("no watcher has id {id}"),
+    }
+}
+
+/// Stores a new watcher for `caller` within its quota ([`watcher_quota`]);
+/// `watcher_limit_reached` when its own active watchers fill it.
+pub fn create_watcher_for(
+    store: &Store,
+    caller: &Caller,
+    params: Value,
+    now_ms: i64,
+) -> Result<WatcherRecord, DeviceError> {
+    let quota = watcher_quota(caller);
+    store
+        .create_watcher_within(
+            &NewWatcher {
+                runtime: caller.runtime.clone(),
+                params,
+            },
+            now_ms,
+            Some(quota),
+        )
+        .map_err(|e| match e {
+            StoreError::LimitReached { .. } => DeviceError::Refused {
+                code: "watcher_limit_reached",
+                message: format!(
+                    "runtime `{}` already has {quota} active watchers (the most one owner may \
+                     have); stop one of its watchers first",
+                    caller.runtime
+                ),
+            },
+            other => internal(other),
+        })
+}
+
+/// `openphone.watchers.list` for `caller`: the operator's lists every active watcher, a
+/// runtime's only its own (each with `runtime`, its creator).
+pub fn list_watchers_for(
+    store: &Store,
+    caller: &Caller,
+    params: &Value,
+) -> Result<Value, DeviceError> {
+    let watchers = store
+        .list_watchers_of(
+            watcher_owner(caller),
+            text(params, "query"),
+            Some(limit(params, 20, 100)?),
+        )
+        .map_err(internal)?;
+    Ok(json!({ "watchers": watchers, "count": watchers.len() }))
+}
+
+/// `openphone.watchers.stop` for `caller`: among the operator's every watcher, among a
+/// runtime's only its own — `all: true` stops all of *its* watchers, a query matches only its
+/// own, and an id that is not its own answers `watcher_not_found` as an unknown id does.
+pub fn stop_watchers_for(
+    store: &Store,
+    caller: &Caller,
+    params: &Value,
+    now_ms: i64,
+) -> Result<Value, DeviceError> {
+    let selector = watcher_selector(params)?;
+    let owner = watcher_owner(caller);
+    if let WatcherSelector::Id(id) = selector {
+        let visible = store
+            .get_watcher(id)
+            .map_err(internal)?
+            .is_some_and(|w| owner.is_none_or(|o| w.runtime == o));
+        if !visible {
+            return Err(watcher_not_found(id));
+        }
+    }
+    let stopped = store
+        .stop_watchers_of(owner, &selector, now_ms)
+        .map_err(internal)?;
+    Ok(json!({ "stopped": stopped.len(), "watchers": stopped }))
+}
+
 /// A string param, trimmed; `None` when absent or blank.
 pub fn text<'a>(params: &'a Value, key: &str) -> Option<&'a str> {
     params
@@ -168,34 +277,17 @@ pub fn execute(
                 .map_err(internal)?;
             Ok(json!({ "saved": true, "memory": saved }))
         }
-        "openphone.watchers.list" => {
-            let watchers = store
-                .list_watchers(text(params, "query"), Some(limit(params, 20, 100)?))
-                .map_err(internal)?;
-            Ok(json!({ "watchers": watchers, "count": watchers.len() }))
-        }
+        "openphone.watchers.list" => list_watchers_for(store, caller, params),
         "openphone.watchers.create" => {
             text(params, "title").ok_or_else(|| invalid("title", "must not be empty"))?;
             let mut stored = params.clone();
             if let Value::Object(map) = &mut stored {
                 map.retain(|k, _| !k.starts_with('_'));
             }
-            let watcher = store
-                .create_watcher(
-                    &NewWatcher {
-                        runtime: caller.runtime.clone(),
-                        params: stored,
-                    },
-                    now_ms,
-                )
-                .map_err(internal)?;
+            let watcher = create_watcher_for(store, caller, stored, now_ms)?;
             Ok(json!({ "created": true, "watcher": watcher }))
         }
-        "openphone.watchers.stop" => {
-            let selector = watcher_selector(params)?;
-            let stopped = store.stop_watchers(&selector, now_ms).map_err(internal)?;
-            Ok(json!({ "stopped": stopped.len(), "watchers": stopped }))
-        }
+        "openphone.watchers.stop" => stop_watchers_for(store, caller, params, now_ms),
         other => Err(DeviceError::UnsupportedTool {
             tool: other.to_owned(),
         }),

@@ -145,13 +145,39 @@ fn clean_params(params: &Value) -> Value {
     }
 }
 
+/// How many active watchers `owner` has.
+fn active_of(conn: &Connection, op: &'static str, owner: &str) -> Result<usize> {
+    let n: i64 = conn
+        .query_row(
+            "SELECT COUNT(*) FROM watchers WHERE state = 'active' AND runtime = ?1",
+            [owner],
+            |r| r.get(0),
+        )
+        .ctx(op, owner)?;
+    Ok(usize::try_from(n).unwrap_or(0))
+}
+
 const MATCHES: &str = "(instr(lower(title), lower(?1)) > 0 OR instr(lower(source), lower(?1)) > 0 \
     OR instr(lower(params_json), lower(?1)) > 0)";
 
 impl Store {
     /// Creates an active watcher from the `watchers.create` params (which must be an object);
-    /// `title` and `source` are derived from them.
+    /// `title` and `source` are derived from them. No quota: see
+    /// [`Store::create_watcher_within`].
     pub fn create_watcher(&self, new: &NewWatcher, now_ms: i64) -> Result<WatcherRecord> {
+        self.create_watcher_within(new, now_ms, None)
+    }
+
+    /// [`Store::create_watcher`] within a quota: with `max_active`, refused with
+    /// [`StoreError::LimitReached`] (`what` `"active watchers of one owner"`) when the owner
+    /// (`new.runtime`) already has that many active watchers. The count and the insert are one
+    /// transaction, so two creations at once cannot both take the last place.
+    pub fn create_watcher_within(
+        &self,
+        new: &NewWatcher,
+        now_ms: i64,
+        max_active: Option<usize>,
+    ) -> Result<WatcherRecord> {
         const OP: &str = "watchers.create";
         if !new.params.is_object() {
             return Err(StoreError::Invalid {
@@ -164,6 +190,16 @@ impl Store {
         let title = derive_title(&params, &source);
         let runtime = new.runtime.clone();
         self.write(OP, &title.clone(), move |tx| {
+            if let Some(max) = max_active {
+                let active = active_of(tx, OP, &runtime)?;
+                if active >= max {
+                    return Err(StoreError::LimitReached {
+                        what: "active watchers of one owner",
+                        limit: max,
+                        detail: format!("{runtime:?} has {active} active watchers; stop one first"),
+                    });
+                }
+            }
             tx.execute(
                 "INSERT INTO watchers (runtime, title, source, params_json, state, created_at_ms) \
                  VALUES (?1, ?2, ?3, ?4, 'active', ?5)",
@@ -179,6 +215,11 @@ impl Store {
                     id: id.to_string(),
                 })
         })
+    }
+
+    /// How many active watchers `owner` (the runtime that created them) has.
+    pub fn count_active_watchers(&self, owner: &str) -> Result<usize> {
+        active_of(&self.conn(), "watchers.count", owner)
     }
 
     /// One watcher, active or stopped.
@@ -200,15 +241,27 @@ impl Store {
         text: Option<&str>,
         limit: Option<usize>,
     ) -> Result<Vec<WatcherRecord>> {
+        self.list_watchers_of(None, text, limit)
+    }
+
+    /// [`Store::list_watchers`], only those of `owner` (the runtime that created them) when
+    /// given.
+    pub fn list_watchers_of(
+        &self,
+        owner: Option<&str>,
+        text: Option<&str>,
+        limit: Option<usize>,
+    ) -> Result<Vec<WatcherRecord>> {
         let text = text.map(str::trim).filter(|t| !t.is_empty());
         query(
             &self.conn(),
             "watchers.list",
             &format!(
                 "WHERE state = 'active' AND (?1 IS NULL OR {MATCHES}) \
+                 AND (?3 IS NULL OR runtime = ?3) \
                  ORDER BY watcher_id DESC LIMIT ?2"
             ),
-            params![text, limit.map_or(-1, sql_limit)],
+            params![text, limit.map_or(-1, sql_limit), owner],
         )
     }
 
@@ -219,7 +272,20 @@ impl Store {
         selector: &WatcherSelector,
         now_ms: i64,
     ) -> Result<Vec<WatcherRecord>> {
+        self.stop_watchers_of(None, selector, now_ms)
+    }
+
+    /// [`Store::stop_watchers`] among the watchers of `owner` (the runtime that created them)
+    /// when given: another owner's watcher is never selected, whatever the selector
+    /// ([`WatcherSelector::All`] is all of the owner's).
+    pub fn stop_watchers_of(
+        &self,
+        owner: Option<&str>,
+        selector: &WatcherSelector,
+        now_ms: i64,
+    ) -> Result<Vec<WatcherRecord>> {
         const OP: &str = "watchers.stop";
+        let owner = owner.map(str::to_owned);
         if let WatcherSelector::Query(text) = selector
             && text.trim().is_empty()
         {
@@ -230,19 +296,31 @@ impl Store {
         }
         let selector = selector.clone();
         self.write(OP, "", move |tx| {
+            let owner = owner.as_deref();
             let targets = match &selector {
-                WatcherSelector::Id(id) => {
-                    query(tx, OP, "WHERE state = 'active' AND watcher_id = ?1", [id])?
-                }
+                WatcherSelector::Id(id) => query(
+                    tx,
+                    OP,
+                    "WHERE state = 'active' AND watcher_id = ?1 \
+                     AND (?2 IS NULL OR runtime = ?2)",
+                    params![id, owner],
+                )?,
                 WatcherSelector::Query(text) => query(
                     tx,
                     OP,
-                    &format!("WHERE state = 'active' AND {MATCHES} ORDER BY watcher_id"),
-                    [text.trim()],
+                    &format!(
+                        "WHERE state = 'active' AND {MATCHES} \
+                         AND (?2 IS NULL OR runtime = ?2) ORDER BY watcher_id"
+                    ),
+                    params![text.trim(), owner],
                 )?,
-                WatcherSelector::All => {
-                    query(tx, OP, "WHERE state = 'active' ORDER BY watcher_id", [])?
-                }
+                WatcherSelector::All => query(
+                    tx,
+                    OP,
+                    "WHERE state = 'active' AND (?1 IS NULL OR runtime = ?1) \
+                     ORDER BY watcher_id",
+                    params![owner],
+                )?,
             };
             let mut out = Vec::with_capacity(targets.len());
             for mut watcher in targets {

@@ -1,16 +1,18 @@
 //! `openphone.watchers.create`, `.list` and `.stop`, served by the watchers engine (a
 //! [`RuntimeService`] installed on the bridge): creation checks every rule up front, so a
 //! watcher that could never fire — or fire only into an error — is refused with the field
-//! named.
+//! named. Every watcher belongs to the runtime that created it: a runtime lists, stops and
+//! counts against its quota only its own, the operator all of them
+//! (`openphone_core::services::{list_watchers_for, stop_watchers_for, create_watcher_for}`).
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use openphone_core::services::{internal, limit, text, watcher_selector};
+use openphone_core::services::{create_watcher_for, list_watchers_for, stop_watchers_for};
 use openphone_core::{RuntimeService, ServiceCall};
 use openphone_device::DeviceError;
 use openphone_protocol::Registry;
-use openphone_store::{NewWatcher, Store};
+use openphone_store::Store;
 use serde_json::{Value, json};
 
 use crate::spec::{SpecContext, WatcherSpec};
@@ -65,32 +67,13 @@ impl RuntimeService for WatchersService {
                 };
                 let spec = WatcherSpec::from_params(call.params, &ctx)
                     .map_err(crate::WatchersError::into_device)?;
-                let watcher = store
-                    .create_watcher(
-                        &NewWatcher {
-                            runtime: call.caller.runtime.clone(),
-                            params: spec.to_params(),
-                        },
-                        call.now_ms,
-                    )
-                    .map_err(internal)?;
+                let watcher =
+                    create_watcher_for(store, call.caller, spec.to_params(), call.now_ms)?;
                 Ok(json!({ "created": true, "watcher": watcher }))
             }
-            "openphone.watchers.list" => {
-                let watchers = store
-                    .list_watchers(
-                        text(call.params, "query"),
-                        Some(limit(call.params, 20, 100)?),
-                    )
-                    .map_err(internal)?;
-                Ok(json!({ "watchers": watchers, "count": watchers.len() }))
-            }
+            "openphone.watchers.list" => list_watchers_for(store, call.caller, call.params),
             "openphone.watchers.stop" => {
-                let selector = watcher_selector(call.params)?;
-                let stopped = store
-                    .stop_watchers(&selector, call.now_ms)
-                    .map_err(internal)?;
-                Ok(json!({ "stopped": stopped.len(), "watchers": stopped }))
+                stop_watchers_for(store, call.caller, call.params, call.now_ms)
             }
             other => Err(DeviceError::UnsupportedTool {
                 tool: other.to_owned(),

@@ -4,7 +4,7 @@ use openphone_protocol::ToolStatus;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use super::support::{Harness, Options};
+use super::support::{Harness, Options, hermes};
 
 #[tokio::test]
 async fn bad_watchers_are_refused_naming_the_field() {
@@ -123,18 +123,12 @@ async fn the_stored_params_are_the_canonical_spec_and_list_and_stop_work() {
         .create(json!({"title": "Call", "source": "call", "match_any": true}))
         .await;
     assert_eq!(result.status, ToolStatus::Ok);
+    // Listed by its creator (another runtime would not see it: `owners.rs`).
     let list = h
-        .bridge
-        .invoke(
-            &openphone_policy::Caller::builtin("test"),
-            openphone_protocol::ToolRequest {
-                request_id: "l1".into(),
-                runtime: Some("builtin".into()),
-                tool: "openphone.watchers.list".into(),
-                params: json!({"reason": "check", "query": "price"}),
-                ..Default::default()
-            },
-            openphone_policy::Context::Interactive,
+        .call_as(
+            &hermes(),
+            "openphone.watchers.list",
+            json!({"reason": "check", "query": "price"}),
         )
         .await;
     assert_eq!(list.result["count"], 1);

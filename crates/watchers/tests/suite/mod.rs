@@ -1,5 +1,6 @@
 mod create;
 mod fire;
+mod owners;
 mod reactions;
 mod restart;
 mod support;

@@ -181,9 +181,13 @@ impl Harness {
 
     /// `watchers.create` through the bridge, as a runtime the user trusts with actions.
     pub async fn create(&self, params: Value) -> ToolResult {
-        let mut caller = Caller::remote("hermes", Transport::Websocket, "hermes-token");
-        caller.grants = ExposureGrants::ALL;
-        caller.max_autonomy = Autonomy::TrustedActions;
+        self.call_as(&hermes(), "openphone.watchers.create", params)
+            .await
+    }
+
+    /// `tool` with `params` through the bridge as `caller` (interactive, `trusted_actions`, so
+    /// a state change the caller may make runs without a confirmation).
+    pub async fn call_as(&self, caller: &Caller, tool: &str, params: Value) -> ToolResult {
         let mut params = params;
         params
             .as_object_mut()
@@ -192,11 +196,11 @@ impl Harness {
             .or_insert(json!("the user asked"));
         self.bridge
             .invoke(
-                &caller,
+                caller,
                 ToolRequest {
-                    request_id: format!("create-{}", uuid()),
-                    runtime: Some("hermes".into()),
-                    tool: "openphone.watchers.create".into(),
+                    request_id: format!("call-{}", uuid()),
+                    runtime: Some(caller.runtime.clone()),
+                    tool: tool.into(),
                     params,
                     autonomy: Some("trusted_actions".into()),
                     ..ToolRequest::default()
@@ -204,6 +208,15 @@ impl Harness {
                 Context::Interactive,
             )
             .await
+    }
+
+    /// Creates a watcher as `caller` that must be accepted; returns it.
+    pub async fn watcher_as(&self, caller: &Caller, params: Value) -> WatcherRecord {
+        let result = self
+            .call_as(caller, "openphone.watchers.create", params)
+            .await;
+        assert_eq!(result.status, ToolStatus::Ok, "{result:?}");
+        serde_json::from_value(result.result["watcher"].clone()).unwrap()
     }
 
     /// Creates a watcher that must be accepted; returns it.
@@ -230,6 +243,24 @@ impl Harness {
     pub fn watcher_now(&self, id: i64) -> WatcherRecord {
         self.store().get_watcher(id).unwrap().unwrap()
     }
+}
+
+/// A remote runtime with `grants` and the ceiling `trusted_actions`.
+pub fn runtime(name: &str, grants: ExposureGrants) -> Caller {
+    let mut caller = Caller::remote(name, Transport::Websocket, &format!("{name}-token"));
+    caller.grants = grants;
+    caller.max_autonomy = Autonomy::TrustedActions;
+    caller
+}
+
+/// A runtime the user trusts with everything (what [`Harness::create`] creates as).
+pub fn hermes() -> Caller {
+    runtime("hermes", ExposureGrants::ALL)
+}
+
+/// The operator (the user's own credential).
+pub fn operator() -> Caller {
+    Caller::operator("operator", Transport::Websocket, "operator-token")
 }
 
 fn uuid() -> String {

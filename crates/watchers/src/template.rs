@@ -4,9 +4,10 @@
 //! the result is built value by value and never parsed again, so whatever an event's text
 //! holds (quotes, braces, `"}`) stays inside the string it was put in. A string that is
 //! exactly one template of a number or a boolean (`"{{event.thread_id}}"`) takes that value
-//! as it is. In a reaction prompt each filled value is written as a quoted JSON string, so it
-//! reads as a quotation, not as part of the instructions. Unknown names are refused when the
-//! watcher is created.
+//! as it is. A reaction prompt never gets an event's value: the template becomes a reference
+//! to the job's data, where the value travels as untrusted data ([`fill_reference`]). A
+//! notification text gets the value escaped for a person to read ([`fill_display`]). Unknown
+//! names are refused when the watcher is created.
 
 use serde_json::{Map, Value};
 
@@ -113,28 +114,65 @@ fn plain(value: &Value) -> String {
     }
 }
 
-/// `text` with its templates replaced by the values as plain text (for a notification text).
+/// `text` with its templates replaced by the values as plain text (a string value of a
+/// stored tool call's arguments).
 pub fn fill_text(text: &str, vars: &Vars<'_>) -> String {
-    fill(text, vars, false)
+    fill(text, vars, Fill::Plain)
 }
 
-/// `text` with its templates replaced by the values as quoted JSON strings (for a prompt:
-/// the filled value reads as a quotation).
-pub fn fill_quoted(text: &str, vars: &Vars<'_>) -> String {
-    fill(text, vars, true)
+/// `text` with its templates replaced for a person to read (a notification text): each value
+/// as plain text, with bidi controls, zero-width and control characters shown as `\u{XXXX}`
+/// (`openphone_protocol::display_text`, the one escape for what a person reads), so a
+/// message cannot make the notification read as something other than what it holds.
+pub fn fill_display(text: &str, vars: &Vars<'_>) -> String {
+    fill(text, vars, Fill::Display)
 }
 
-fn fill(text: &str, vars: &Vars<'_>, quoted: bool) -> String {
+/// `text` with its templates replaced for a job's instructions (a reaction prompt): never a
+/// value that came with the event. `{{watcher.id}}` and `{{watcher.source}}` (the daemon's
+/// own) are filled in; every other template becomes a reference to where the value travels,
+/// the job's data (`{{event.text}}` → `(see event.text in the job's data below)`), which the
+/// job's run shows the model inside the untrusted-data wrapper, escaped. So no text a message,
+/// a notification or a page brings can reach the instruction section, whatever it holds
+/// (`</untrusted_data>`, a forged turn, …).
+pub fn fill_reference(text: &str, vars: &Vars<'_>) -> String {
+    fill(text, vars, Fill::Reference)
+}
+
+/// How a template is replaced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fill {
+    /// The value as it is (tool arguments: data, never parsed again).
+    Plain,
+    /// The value escaped for a person to read.
+    Display,
+    /// A reference to the value in the job's data.
+    Reference,
+}
+
+/// Where a template's value is found in a reaction job's payload.
+fn reference(name: &str) -> String {
+    match name {
+        "watcher.title" => "(see watcher_title in the job's data below)".to_owned(),
+        other => format!("(see {other} in the job's data below)"),
+    }
+}
+
+fn fill(text: &str, vars: &Vars<'_>, how: Fill) -> String {
     let mut out = String::with_capacity(text.len());
     let mut last = 0;
     for (start, end, name) in placeholders(text) {
         out.push_str(&text[last..start]);
-        match vars.lookup(name) {
-            Some(value) if quoted => {
-                out.push_str(&Value::String(plain(&value)).to_string());
+        match (vars.lookup(name), how) {
+            (None, _) => out.push_str(&text[start..end]),
+            (Some(value), Fill::Reference) => match name {
+                "watcher.id" | "watcher.source" => out.push_str(&plain(&value)),
+                other => out.push_str(&reference(other)),
+            },
+            (Some(value), Fill::Display) => {
+                out.push_str(&openphone_protocol::display_text(&plain(&value)));
             }
-            Some(value) => out.push_str(&plain(&value)),
-            None => out.push_str(&text[start..end]),
+            (Some(value), Fill::Plain) => out.push_str(&plain(&value)),
         }
         last = end;
     }
@@ -191,11 +229,8 @@ mod tests {
         assert_eq!(filled["n"], 7);
         assert_eq!(filled.as_object().unwrap().len(), 3);
         assert_eq!(
-            fill_quoted("Classify {{event.text}} for {{watcher.id}}", &vars),
-            format!(
-                "Classify {} for \"3\"",
-                Value::from(event["text"].as_str().unwrap())
-            )
+            fill_reference("Classify {{event.text}} for {{watcher.id}}", &vars),
+            "Classify (see event.text in the job's data below) for 3"
         );
         assert!(check("p", "{{event.nope}}").is_err());
         assert!(check("p", "{{ event.text }} and {{ unclosed").is_ok());

@@ -39,7 +39,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use openphone_clock::Clock;
-use openphone_core::{Audience, ToolBridge, waiting_on};
+use openphone_core::{Audience, CreatorAuthority, ToolBridge, waiting_on};
 use openphone_jobs::limits::{LAST_RESULT_MAX_CHARS, SUMMARY_MAX_CHARS};
 use openphone_jobs::model::truncate_chars;
 use openphone_jobs::review::{self, Checkpoint, MAX_RECORD_CHARS, ReviewProposal, ReviewRefused};
@@ -47,7 +47,7 @@ use openphone_jobs::{AgentJob, FailureReason, JobRunner, RunContext, RunResult};
 use openphone_model::{
     Completion, ContentPart, Message, ModelClient, ModelConfig, StreamEvent, ToolCall,
 };
-use openphone_policy::{Caller, Context};
+use openphone_policy::Caller;
 use openphone_protocol::endpoint::{Event, SessionUpdated, Source, Surface};
 use openphone_protocol::{Command, ErrorCode, ToolRequest, ToolResult};
 use openphone_store::{NewPhoneSession, SessionFilter, SessionStatus, Store, StoreError};
@@ -392,13 +392,32 @@ impl Loop {
             Ok(resume) => resume,
             Err(detail) => return result_of(job_error("checkpoint_unreadable", detail)),
         };
+        // Whose authority the run has: its creator's, intersected with `builtin`'s.
+        let created_by = match self.store.get_job(ctx.job.id) {
+            Ok(Some(row)) => row.created_by,
+            Ok(None) => {
+                return result_of(job_error(
+                    "invalid_job",
+                    format!("job {} is gone", ctx.job.id),
+                ));
+            }
+            Err(e) => return result_of(job_error("store_unavailable", e.to_string())),
+        };
+        let authority = bridge.creator_authority(&self.caller, &created_by);
+        let tools = if authority.is_users() {
+            self.tools.clone()
+        } else {
+            self.tools.narrowed(|command| authority.permits(command))
+        };
         let session = background_session(ctx.job.id);
         if let Err(e) = self.open_session(&bridge, &session, &ctx.job).await {
             return result_of(job_error("store_unavailable", e));
         }
-        let prior = self.context(&ctx.job.session_target);
+        let prior = self.context(&ctx.job.session_target, &authority);
         let mut run = BackgroundRun {
             lp: self,
+            authority,
+            tools,
             bridge,
             client,
             job_id,
@@ -480,11 +499,20 @@ impl Loop {
         }
     }
 
-    /// The context `session_target` names, read only.
-    fn context(&self, target: &str) -> Prior {
+    /// The context `session_target` names, read only. A runtime's job never reads the user's
+    /// conversation: `main` gives it no context, and `session:<id>` only a session of its
+    /// creator.
+    fn context(&self, target: &str, authority: &CreatorAuthority) -> Prior {
         let target = target.trim();
         if target == "isolated" {
             return Prior::default();
+        }
+        if !authority.is_users() && (target.is_empty() || target == "main") {
+            return Prior::noted(format!(
+                "session_target main is the user's conversation, which a job of runtime `{}` \
+                 does not read; ran without context",
+                authority.creator()
+            ));
         }
         if target.is_empty() || target == "main" {
             return match self.main_session() {
@@ -501,6 +529,15 @@ impl Loop {
             ));
         };
         match self.store.get_session(id) {
+            Ok(Some(session))
+                if !authority.is_users() && session.runtime_kind != authority.creator() =>
+            {
+                Prior::noted(format!(
+                    "phone session {id} (session_target) is not a session of runtime `{}`, \
+                     whose job this is; ran without its context",
+                    authority.creator()
+                ))
+            }
             Ok(Some(_)) => self.read_context(id),
             Ok(None) => Prior::noted(format!(
                 "phone session {id} (session_target) no longer exists; ran without its context"
@@ -603,6 +640,10 @@ fn result_of(end: End) -> RunResult {
 /// One background run in progress.
 struct BackgroundRun<'a> {
     lp: &'a Loop,
+    /// The authority of the job's creator the run works with (`builtin`, narrowed).
+    authority: CreatorAuthority,
+    /// The tools that authority allows.
+    tools: ToolCatalogue,
     bridge: Arc<ToolBridge>,
     client: ModelClient,
     ctx: RunContext,
@@ -725,7 +766,7 @@ impl BackgroundRun<'_> {
             self.system.clone(),
             &mut self.messages,
             self.run_start,
-            &self.lp.tools,
+            &self.tools,
             self.lp.limits.max_history_chars,
             self.lp.limits.max_tokens,
         );
@@ -849,10 +890,10 @@ impl BackgroundRun<'_> {
     ) -> Result<(Message, Value, Vec<Image>), Cut> {
         let number = self.next_request;
         self.next_request += 1;
-        let Some(command) = self.lp.tools.command(&call.name) else {
+        let Some(command) = self.tools.command(&call.name) else {
             self.trace
                 .push(format!("{} unknown_tool", short_name(&call.name)));
-            let (message, meta) = run::unknown_tool(call, &self.lp.tools);
+            let (message, meta) = run::unknown_tool(call, &self.tools);
             return Ok((message, meta, Vec::new()));
         };
         let arguments = match run::parse_arguments(&call.arguments) {
@@ -903,7 +944,11 @@ impl BackgroundRun<'_> {
         };
         let result = self
             .bridge
-            .invoke(&self.lp.caller, request, Context::job(self.job_id))
+            .invoke(
+                self.authority.caller(),
+                request,
+                self.authority.job_context(self.job_id),
+            )
             .await;
         if is_parked(&result) {
             return match eligible(command, &params) {
@@ -984,7 +1029,11 @@ impl BackgroundRun<'_> {
         request_id: &str,
         confirmation_id: &str,
     ) -> (Message, Value) {
-        match self.bridge.withdraw(&self.lp.caller, confirmation_id).await {
+        match self
+            .bridge
+            .withdraw(self.authority.caller(), confirmation_id)
+            .await
+        {
             Ok(_) => {
                 self.trace.push(format!(
                     "{} review_refused:not_eligible",

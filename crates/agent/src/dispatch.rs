@@ -8,7 +8,7 @@ use std::sync::{Arc, Weak};
 use async_trait::async_trait;
 use openphone_core::{RuntimeManager, ToolBridge};
 use openphone_jobs::{FailureReason, JobRunner, RunContext, RunResult};
-use openphone_policy::{Autonomy, Caller, Context};
+use openphone_policy::{Autonomy, Caller};
 use openphone_protocol::endpoint::{AttentionRequestParams, RuntimeState, Source};
 use openphone_protocol::{ErrorCode, ToolRequest, ToolStatus};
 use serde_json::{Map, Value, json};
@@ -80,8 +80,25 @@ impl DispatchRunner {
             params: Value::Object(params),
             ..ToolRequest::default()
         };
+        // Read with the authority of the job's creator (a runtime's job: the runtime's grants
+        // and tool policy intersected with `builtin`'s).
+        let created_by = match bridge.store().get_job(ctx.job.id) {
+            Ok(Some(row)) => row.created_by,
+            Ok(None) => return Err("job_not_found".to_owned()),
+            Err(_) => return Err("store_unavailable".to_owned()),
+        };
+        let authority = bridge.creator_authority(&self.caller, &created_by);
+        let allowed = bridge
+            .registry()
+            .resolve("openphone.screen.get")
+            .is_some_and(|command| authority.permits(command));
+        if !allowed {
+            return Err(format!(
+                "tool_not_granted: runtime `{created_by}`, whose job this is, may not read the screen"
+            ));
+        }
         let result = bridge
-            .invoke(&self.caller, request, Context::job(job_id))
+            .invoke(authority.caller(), request, authority.job_context(job_id))
             .await;
         match (result.status, result.error) {
             (ToolStatus::Ok, _) => Ok(Value::Object(result.result)),

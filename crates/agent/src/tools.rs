@@ -51,6 +51,31 @@ impl ToolCatalogue {
         }
     }
 
+    /// This catalogue without the commands `keep` refuses (a runtime's job is offered only
+    /// what its creator's authority allows).
+    pub fn narrowed(&self, keep: impl Fn(&Command) -> bool) -> ToolCatalogue {
+        let mut narrowed = ToolCatalogue {
+            registry: self.registry,
+            specs: Vec::new(),
+            by_tool: BTreeMap::new(),
+        };
+        for spec in &self.specs {
+            let Some(canonical) = self.by_tool.get(&spec.name) else {
+                continue;
+            };
+            let Some(command) = self.registry.resolve(canonical) else {
+                continue;
+            };
+            if keep(command) {
+                narrowed.specs.push(spec.clone());
+                narrowed
+                    .by_tool
+                    .insert(spec.name.clone(), canonical.clone());
+            }
+        }
+        narrowed
+    }
+
     /// The tool specs sent with every model call.
     pub fn specs(&self) -> &[ToolSpec] {
         &self.specs

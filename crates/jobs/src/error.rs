@@ -14,11 +14,16 @@ pub enum JobsError {
     /// No job has this id.
     #[error("job_not_found: no job has id {0}")]
     NotFound(i64),
-    /// Every stored job is live and the store is full.
-    #[error("job_limit_reached: {limit} jobs are stored and all of them are live; stop one first")]
+    /// Every stored job is live and the store is full, or the creating runtime holds as many
+    /// live jobs as its quota allows.
+    #[error("job_limit_reached: {what} (at most {limit}): {detail}")]
     LimitReached {
         /// The cap.
         limit: usize,
+        /// Which cap.
+        what: &'static str,
+        /// What holds it.
+        detail: String,
     },
     /// The operation is not allowed in the job's status (e.g. pausing a running job).
     #[error(transparent)]
@@ -37,7 +42,15 @@ pub enum JobsError {
 impl From<StoreError> for JobsError {
     fn from(error: StoreError) -> JobsError {
         match error {
-            StoreError::LimitReached { limit, .. } => JobsError::LimitReached { limit },
+            StoreError::LimitReached {
+                limit,
+                what,
+                detail,
+            } => JobsError::LimitReached {
+                limit,
+                what,
+                detail,
+            },
             other => JobsError::Store(other),
         }
     }

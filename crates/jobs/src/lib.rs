@@ -47,8 +47,8 @@ pub use runner::{
     HeartbeatRunner, JobRunner, RunContext, RunResult, Runners, StopSignal, SystemEventRunner,
 };
 pub use scheduler::{
-    Scheduler, SchedulerConfig, SchedulerEvent, StopOutcome, TickReport, WeakScheduler,
+    Asker, Scheduler, SchedulerConfig, SchedulerEvent, StopOutcome, TickReport, WeakScheduler,
 };
 pub use service::JobTools;
 pub use transition::{Change, IllegalTransition, JobEvent, apply, transition};
-pub use validate::{CreateContext, InvalidJob, JobRequest, normalise};
+pub use validate::{CreateContext, InvalidJob, JobRequest, for_creator, normalise};

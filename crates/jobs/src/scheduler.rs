@@ -31,7 +31,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use openphone_clock::Clock;
-use openphone_store::{AttemptFinish, ClaimRequest, ClaimedJob, StaleSelection, Store, StoreError};
+use openphone_store::{
+    AttemptFinish, ClaimRequest, ClaimedJob, JobQuota, StaleSelection, Store, StoreError,
+};
 use tokio::sync::{Notify, broadcast};
 
 use crate::error::JobsError;
@@ -46,9 +48,62 @@ use crate::reason::{FailureReason, RUN_BUDGET_EXCEEDED, RUNNER_CANCELLED, RUNNER
 use crate::runner::{RunContext, RunResult, Runners, StopHandle, StopSignal};
 use crate::schedule::wake_at;
 use crate::transition::{Change, apply};
-use crate::validate::{CreateContext, JobRequest, normalise};
+use crate::validate::{CreateContext, JobRequest, for_creator, normalise};
 
 mod review_ops;
+
+/// Who asks the scheduler for something, and so whose jobs it may see and act on (issue 28):
+/// the user — the operator's endpoint (`operator`) or the built-in runtime (`builtin`, the
+/// user's own assistant) — sees and acts on every job and creates jobs against `max_jobs`; a
+/// runtime sees, stops, pauses and resumes only the jobs it created, and creates them against
+/// its own quota.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Asker {
+    id: String,
+}
+
+impl Asker {
+    /// The operator (the endpoint's `jobs.*`, the CLI, the dashboard).
+    pub fn operator() -> Asker {
+        Asker {
+            id: openphone_store::OPERATOR_CREATOR.to_owned(),
+        }
+    }
+
+    /// A runtime by id (`builtin` is the user's). A runtime that happens to be called
+    /// `operator` is recorded as `runtime:operator`, never as the operator.
+    pub fn runtime(id: &str) -> Asker {
+        let id = id.trim();
+        if id == openphone_store::OPERATOR_CREATOR {
+            return Asker {
+                id: format!("runtime:{id}"),
+            };
+        }
+        Asker { id: id.to_owned() }
+    }
+
+    /// The creator of `job`, as an asker.
+    pub fn creator_of(job: &StoredJob) -> Asker {
+        Asker {
+            id: job.created_by.clone(),
+        }
+    }
+
+    /// The id recorded as a job's `created_by`.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Whether this is the user.
+    pub fn is_user(&self) -> bool {
+        openphone_store::is_user_creator(&self.id)
+    }
+
+    /// Whether the job is one this asker may see and act on.
+    pub fn sees(&self, job: &StoredJob) -> bool {
+        self.is_user() || job.created_by == self.id
+    }
+}
 
 /// The longest the driver sleeps before it looks at the clock again.
 pub const RECHECK: Duration = Duration::from_secs(60);
@@ -78,6 +133,9 @@ pub struct SchedulerConfig {
     pub stop_grace_ms: i64,
     /// Jobs kept in the store.
     pub max_jobs: usize,
+    /// Live jobs one runtime (a creator that is not the user) may hold; see
+    /// [`SchedulerConfig::quota`].
+    pub max_jobs_per_runtime: usize,
 }
 
 impl SchedulerConfig {
@@ -92,6 +150,19 @@ impl SchedulerConfig {
             run_budget_ms: RUN_BUDGET_MS,
             stop_grace_ms: STOP_GRACE_MS,
             max_jobs: MAX_JOBS,
+            max_jobs_per_runtime: JobQuota::DEFAULT_PER_RUNTIME,
+        }
+    }
+
+    /// The quota jobs are created under: `max_jobs` in all; a quarter of it (rounded up)
+    /// reserved for the user's own jobs, so runtimes together hold at most the rest; each
+    /// runtime at most `max_jobs_per_runtime` live jobs (and never more than the runtimes'
+    /// share).
+    pub fn quota(&self) -> JobQuota {
+        let base = JobQuota::for_max(self.max_jobs);
+        JobQuota {
+            per_runtime: self.max_jobs_per_runtime.min(base.runtime_share()),
+            ..base
         }
     }
 
@@ -465,12 +536,24 @@ impl Scheduler {
         }
     }
 
-    /// Creates a job from its arguments (§5) and reschedules. The first run waits for the
-    /// scheduled wake, which is at least 15 s away (§6.1).
+    /// Creates a job of the user's (the operator's) from its arguments (§5) and reschedules.
+    /// The first run waits for the scheduled wake, which is at least 15 s away (§6.1).
     pub fn create(
         &self,
         request: &JobRequest,
         phone_session_id: Option<&str>,
+    ) -> Result<StoredJob, JobsError> {
+        self.create_as(request, phone_session_id, &Asker::operator())
+    }
+
+    /// [`Scheduler::create`] for `asker`, who becomes the job's creator (`created_by`): a
+    /// runtime's job counts against its own quota ([`SchedulerConfig::quota`]) and may not
+    /// read the user's main conversation (`for_creator`).
+    pub fn create_as(
+        &self,
+        request: &JobRequest,
+        phone_session_id: Option<&str>,
+        asker: &Asker,
     ) -> Result<StoredJob, JobsError> {
         let now = self.inner.clock.now_ms();
         let new = normalise(
@@ -480,10 +563,11 @@ impl Scheduler {
                 phone_session_id: phone_session_id.map(str::to_owned),
             },
         )?;
-        let job = self
-            .inner
-            .store
-            .create_job(&new, now, self.inner.config.max_jobs)?;
+        let store = &self.inner.store;
+        let new = for_creator(new, request, asker.id(), |id| {
+            store.get_session(id).ok().flatten().map(|s| s.runtime_kind)
+        })?;
+        let job = store.create_job_limited(&new, now, &self.inner.config.quota())?;
         self.inner.emit(SchedulerEvent::Created {
             job: Box::new(job.job.clone()),
         });
@@ -496,6 +580,17 @@ impl Scheduler {
         self.inner.store.get_job(id)?.ok_or(JobsError::NotFound(id))
     }
 
+    /// One job `asker` may see: the user sees every job, a runtime only its own; another's
+    /// job is `job_not_found`, exactly like an id that names nothing (ids do not leak).
+    pub fn get_as(&self, id: i64, asker: &Asker) -> Result<StoredJob, JobsError> {
+        let row = self.get(id)?;
+        if asker.sees(&row) {
+            Ok(row)
+        } else {
+            Err(JobsError::NotFound(id))
+        }
+    }
+
     /// Jobs whose title or prompt contains `query` (case-insensitive), live first (§10); at
     /// most `limit` (default 20, capped at 50). Reading never moves a due time.
     pub fn list(
@@ -503,12 +598,41 @@ impl Scheduler {
         query: Option<&str>,
         limit: Option<usize>,
     ) -> Result<Vec<StoredJob>, JobsError> {
+        self.list_as(query, limit, &Asker::operator())
+    }
+
+    /// [`Scheduler::list`] of the jobs `asker` may see (a runtime: only its own).
+    pub fn list_as(
+        &self,
+        query: Option<&str>,
+        limit: Option<usize>,
+        asker: &Asker,
+    ) -> Result<Vec<StoredJob>, JobsError> {
         let limit = limit.unwrap_or(LIST_DEFAULT).clamp(1, LIST_MAX);
         Ok(self.inner.store.list_jobs(&JobFilter {
             text: query.map(str::to_owned),
             limit: Some(limit),
+            created_by: (!asker.is_user()).then(|| asker.id().to_owned()),
             ..JobFilter::default()
         })?)
+    }
+
+    /// [`Scheduler::stop`] of a job `asker` may see (another's is `job_not_found`).
+    pub fn stop_as(&self, id: i64, asker: &Asker) -> Result<StopOutcome, JobsError> {
+        self.get_as(id, asker)?;
+        self.stop(id)
+    }
+
+    /// [`Scheduler::pause`] of a job `asker` may see (another's is `job_not_found`).
+    pub fn pause_as(&self, id: i64, asker: &Asker) -> Result<StoredJob, JobsError> {
+        self.get_as(id, asker)?;
+        self.pause(id)
+    }
+
+    /// [`Scheduler::resume`] of a job `asker` may see (another's is `job_not_found`).
+    pub fn resume_as(&self, id: i64, asker: &Asker) -> Result<StoredJob, JobsError> {
+        self.get_as(id, asker)?;
+        self.resume(id)
     }
 
     /// Stops a job (§8). A live job becomes `stopped` (a run in progress is told to stop and

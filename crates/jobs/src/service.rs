@@ -6,6 +6,13 @@
 //! stopping are state-changing: confirmed in the foreground, parked for review inside a
 //! background run) and only then calls [`JobTools::execute`]. The answers are the job view of
 //! §10, never the prompt, payload, result trace or review data.
+//!
+//! Every job has an owner (issue 28). The asker of a call ([`asker`]) is the calling runtime —
+//! or, for `builtin` working inside a job's run (`background-job:<id>`), that job's creator, so
+//! a runtime's job acts only as that runtime. A runtime creates jobs as their creator against
+//! its own quota, and lists and stops only its own: another's job id is `job_not_found`, the
+//! same answer as an id that names nothing. The operator and `builtin` (the user's assistant)
+//! see and act on every job.
 
 use async_trait::async_trait;
 use openphone_core::services::{RuntimeService, ServiceCall};
@@ -14,7 +21,7 @@ use serde_json::{Map, Value, json};
 
 use crate::error::JobsError;
 use crate::model::JobView;
-use crate::scheduler::{Scheduler, WeakScheduler};
+use crate::scheduler::{Asker, Scheduler, WeakScheduler};
 use crate::validate::JobRequest;
 
 /// `openphone.jobs.create`.
@@ -50,7 +57,8 @@ impl JobTools {
 
     fn create(&self, scheduler: &Scheduler, call: &ServiceCall<'_>) -> Result<Value, JobsError> {
         let request = JobRequest::from_json(&tool_args(call.params))?;
-        let job = scheduler.create(&request, call.phone_session_id)?;
+        let asker = asker(scheduler, call)?;
+        let job = scheduler.create_as(&request, call.phone_session_id, &asker)?;
         Ok(json!({ "job": JobView::from(&job.job) }))
     }
 
@@ -71,8 +79,9 @@ impl JobTools {
                 )));
             }
         };
+        let asker = asker(scheduler, call)?;
         let jobs: Vec<JobView> = scheduler
-            .list(query, limit)?
+            .list_as(query, limit, &asker)?
             .iter()
             .map(|row| JobView::from(&row.job))
             .collect();
@@ -90,9 +99,27 @@ impl JobTools {
                     "must be an integer job id",
                 ))
             })?;
-        let outcome = scheduler.stop(id)?;
+        let asker = asker(scheduler, call)?;
+        let outcome = scheduler.stop_as(id, &asker)?;
         Ok(json!({ "job": JobView::from(&outcome.job.job), "stopped": outcome.stopped }))
     }
+}
+
+/// Whom a call acts for: the operator credential is the operator; `builtin` inside a job's
+/// run (runtime session `background-job:<id>`) acts for that job's creator; any other caller
+/// for itself. A job run whose job is gone is refused (`job_not_found`).
+pub fn asker(scheduler: &Scheduler, call: &ServiceCall<'_>) -> Result<Asker, JobsError> {
+    let caller = call.caller;
+    if caller.is_operator() {
+        return Ok(Asker::operator());
+    }
+    if caller.is_builtin()
+        && let Some(id) = call.runtime_session_id.strip_prefix("background-job:")
+    {
+        let id: i64 = id.parse().map_err(|_| JobsError::NotFound(0))?;
+        return Ok(Asker::creator_of(&scheduler.get(id)?));
+    }
+    Ok(Asker::runtime(&caller.runtime))
 }
 
 /// The tool's own arguments: without `reason` (the audit's) and the bridge's `_`-members.

@@ -267,6 +267,59 @@ pub fn normalise(request: &JobRequest, ctx: &CreateContext) -> Result<NewAgentJo
     })
 }
 
+/// `new` as the job of `creator` (its `created_by`). The user's jobs (`operator`, `builtin`)
+/// are left as they are. A runtime's job never reads the user's conversation, so its
+/// `session_target` is checked against what `request` gave:
+///
+/// - none (the default `main`): `isolated`;
+/// - `main`: refused — `main` is the user's latest chat with the built-in runtime;
+/// - `current` without a phone session: `isolated`;
+/// - `current` or `session:<id>`: only a phone session of the creating runtime itself
+///   (`session_owner` gives a session's runtime, `None` when it does not exist); any other is
+///   refused naming the field.
+pub fn for_creator(
+    mut new: NewAgentJob,
+    request: &JobRequest,
+    creator: &str,
+    session_owner: impl Fn(&str) -> Option<String>,
+) -> Result<NewAgentJob, InvalidJob> {
+    const FIELD: &str = "session_target";
+    new.created_by = creator.to_owned();
+    if openphone_store::is_user_creator(creator) {
+        return Ok(new);
+    }
+    let given = request
+        .session_target
+        .as_deref()
+        .map(str::trim)
+        .unwrap_or_default();
+    if given == "main" {
+        return Err(InvalidJob::new(
+            FIELD,
+            format!(
+                "main is the user's own conversation, which a job of runtime `{creator}` may not \
+                 read; use isolated, current or session:<id> of one of its own sessions"
+            ),
+        ));
+    }
+    if new.session_target == "main" {
+        // The default, or `current` outside a phone session.
+        new.session_target = "isolated".to_owned();
+    }
+    if let Some(id) = new.session_target.strip_prefix("session:")
+        && session_owner(id).as_deref() != Some(creator)
+    {
+        return Err(InvalidJob::new(
+            FIELD,
+            format!(
+                "phone session {id:?} is not a session of runtime `{creator}`; a runtime's job \
+                 may read only its own sessions"
+            ),
+        ));
+    }
+    Ok(new)
+}
+
 fn session_target(given: Option<&str>, ctx: &CreateContext) -> Result<String, InvalidJob> {
     const FIELD: &str = "session_target";
     let target = given.map(str::trim).unwrap_or_default();

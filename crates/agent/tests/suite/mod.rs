@@ -2,6 +2,7 @@ mod background;
 mod continuity;
 mod failures;
 mod injection;
+mod job_owners;
 mod judge;
 mod regressions;
 mod support;

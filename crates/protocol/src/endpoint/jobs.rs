@@ -19,6 +19,15 @@ pub struct JobEntry {
     /// `failed` or `suppressed`; `null` before any result.
     #[serde(default)]
     pub delivery_state: Option<String>,
+    /// Who created the job: `operator` (the user, through this endpoint, the CLI or the
+    /// dashboard; also every job from before jobs had owners), `builtin` (the user's built-in
+    /// assistant), or the id of the runtime that created it — whose authority its runs have.
+    #[serde(default = "operator")]
+    pub created_by: String,
+}
+
+fn operator() -> String {
+    "operator".to_owned()
 }
 
 /// `jobs.list` params.

@@ -47,6 +47,7 @@ pub(crate) fn entry(row: &StoredJob) -> Result<JobEntry, ErrorObject> {
     Ok(JobEntry {
         job,
         delivery_state: row.delivery_state.map(|d| d.as_str().to_owned()),
+        created_by: row.created_by.clone(),
     })
 }
 
@@ -80,6 +81,7 @@ pub(super) fn list(conn: &Conn, p: JobsListParams) -> Result<JobsListResult, Err
             job_type: None,
             text: p.query.filter(|q| !q.trim().is_empty()),
             limit: Some(limit.min(LIST_MAX)),
+            created_by: None,
         })
         .map_err(internal)?;
     let jobs = rows.iter().map(entry).collect::<Result<Vec<_>, _>>()?;

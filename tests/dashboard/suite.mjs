@@ -8,6 +8,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import http_ from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -226,6 +227,82 @@ test('Deny: the runtime gets the denial', async () => {
   assert.equal(r.result.status, 'denied');
   assert.equal(r.result.error.code, 'user_denied_confirmation');
   await page.locator('#no-confirmations').waitFor();
+});
+
+/** Another local web server on a second loopback port (a dev server, a notebook, an agent's own
+ *  web UI): it serves one page. Resolves with its origin and a close function. */
+async function otherLocalServer() {
+  const server = http_.createServer((req, res) => {
+    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+    res.end('<!doctype html><title>another local page</title><p>hello</p>');
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  return { origin: `http://127.0.0.1:${server.address().port}`, close: () => new Promise((r) => server.close(r)) };
+}
+
+// Issue 28, item 1: a page served by another local web server, in the browser where the user
+// is logged in, opened ws://127.0.0.1:<daemon>/ui/ws (SameSite=Strict does not separate
+// ports), got role=operator, approved a pending call and minted a login code.
+test('a page on another loopback port cannot act as the operator, the dashboard still can', async () => {
+  const other = await otherLocalServer();
+  const evil = await context.newPage();
+  try {
+    // Something it would approve: a parked tap.
+    const parked = await runtime.call('tools.invoke', { request_id: 'tap-foreign', tool: 'openphone.ui.tap', params: { x: 30, y: 30, reason: 'foreign page test' }, wait: false });
+    assert.equal(parked.result.status, 'needs_confirmation');
+    const confirmationId = parked.result.result.confirmation_id;
+    assert.ok(confirmationId, JSON.stringify(parked));
+    await evil.goto(`${other.origin}/`);
+    // The browser holds the dashboard's cookie for this site: the attack has what it needs
+    // but the origin.
+    assert.ok((await context.cookies(`${base}/ui/`)).some((c) => c.name === 'openphone_dashboard'));
+    const outcome = await evil.evaluate(async ({ base, confirmationId }) => {
+      const wsUrl = `${base.replace(/^http/, 'ws')}/ui/ws`;
+      const attempt = (protocols) => new Promise((resolve) => {
+        const log = { opened: false, answers: [] };
+        let ws;
+        try { ws = protocols ? new WebSocket(wsUrl, protocols) : new WebSocket(wsUrl); } catch (e) { resolve({ ...log, thrown: String(e) }); return; }
+        let id = 0;
+        const call = (method, params) => ws.send(JSON.stringify({ jsonrpc: '2.0', id: ++id, method, params }));
+        ws.onopen = () => {
+          log.opened = true;
+          call('hello', { protocol: { min: 1, max: 1 }, client: { name: 'not-the-dashboard', version: '1' } });
+          call('confirmations.list', {});
+          if (confirmationId) call('confirmations.resolve', { confirmation_id: confirmationId, decision: 'approve' });
+          call('dashboard.login', {});
+        };
+        ws.onmessage = (m) => log.answers.push(m.data);
+        ws.onclose = (ev) => resolve({ ...log, code: ev.code });
+        setTimeout(() => { try { ws.close(); } catch { /* closed */ } resolve(log); }, 3000);
+      });
+      const plain = await attempt(null);
+      const guessed = await attempt(['openphone-dashboard', 'openphone-csrf.0000']);
+      let read;
+      try {
+        const r = await fetch(`${base}/ui/api/session`, { credentials: 'include' });
+        read = `status ${r.status}: ${await r.text()}`;
+      } catch (e) { read = `failed: ${e}`; }
+      return { plain, guessed, read };
+    }, { base, confirmationId });
+    assert.equal(outcome.plain.opened, false, JSON.stringify(outcome.plain));
+    assert.deepEqual(outcome.plain.answers, []);
+    assert.equal(outcome.guessed.opened, false, JSON.stringify(outcome.guessed));
+    assert.deepEqual(outcome.guessed.answers, []);
+    assert.match(outcome.read, /^failed/, 'the session token is not readable from another origin');
+    // Nothing ran: the dashboard's own page still shows the tap waiting, and can deny it.
+    await page.goto(`${base}/ui/#/confirmations`);
+    await page.locator('#pill-daemon .value', { hasText: 'connected' }).waitFor();
+    const card = page.locator('article.confirmation', { hasText: 'openphone.ui.tap' });
+    await card.waitFor();
+    assert.equal(runtime.toolResults('tap-foreign').length, 0, 'the foreign page approved nothing');
+    await card.getByRole('button', { name: 'Deny' }).click();
+    await waitFor('the denial', () => runtime.toolResults('tap-foreign').length === 1);
+    assert.equal(runtime.toolResults('tap-foreign')[0].payload.status, 'denied');
+    await page.locator('#no-confirmations').waitFor();
+  } finally {
+    await evil.close();
+    await other.close();
+  }
 });
 
 test('verify reports an intact chain, then a tampered database', async () => {

@@ -123,8 +123,13 @@ pub struct JobsConfig {
     /// `[builtin]` model, or `[builtin.background_model]`), or the id of a configured runtime
     /// the job is dispatched to as an attention request (`agent-jobs.md` §7.3).
     pub background_runtime: String,
-    /// How many jobs the store keeps (finished ones are trimmed first; default 200).
+    /// How many jobs the store keeps (finished ones are trimmed first; default 200). A
+    /// quarter of it (rounded up) is reserved for the user's own jobs: runtimes together hold
+    /// at most the rest.
     pub max_jobs: usize,
+    /// How many live jobs one runtime may hold (its own, counted by `created_by`; default 20,
+    /// never more than the runtimes' share of `max_jobs`). The user's jobs are not counted.
+    pub max_jobs_per_runtime: usize,
 }
 
 impl Default for JobsConfig {
@@ -132,6 +137,7 @@ impl Default for JobsConfig {
         JobsConfig {
             background_runtime: "builtin".to_owned(),
             max_jobs: openphone_jobs::limits::MAX_JOBS,
+            max_jobs_per_runtime: openphone_store::JobQuota::DEFAULT_PER_RUNTIME,
         }
     }
 }
@@ -281,14 +287,23 @@ pub struct Limits {
     /// TCP connections open at once, authenticated or not (further ones are refused with 503;
     /// lowered to fit the process's descriptor limit). `endpoint.sock` is not counted.
     pub max_connections: usize,
-    /// TCP connections that have not authenticated yet (further ones are refused with 503).
+    /// TCP connections that have not authenticated yet. A newcomer over this cap takes the
+    /// place of the oldest unauthenticated connection (one that has sent nothing first), which
+    /// is closed: idle strangers can never keep a credential holder out. Lowered so that the
+    /// reserves of the authenticated classes fit in `max_connections`.
     pub max_unauthenticated: usize,
+    /// Places of `max_connections` kept for each authenticated class (the operator, runtimes,
+    /// MCP hosts): one class may fill the shared places, never another class's reserve.
+    pub reserved_per_class: usize,
     /// A TCP connection that has not authenticated and an endpoint connection that has not
     /// completed `hello` within this time (ms, from the accept) is closed.
     pub hello_timeout_ms: u64,
     /// Time a client has to send a request's headers, and longest idle keep-alive between
     /// requests (ms); slower ones are cut off.
     pub header_read_timeout_ms: u64,
+    /// Time a client has to send a request's whole body once its headers are in (ms); a
+    /// slower `POST` is answered 408 and its connection closed.
+    pub body_read_timeout_ms: u64,
 }
 
 impl Default for Limits {
@@ -301,8 +316,10 @@ impl Default for Limits {
             ping_interval_ms: 20_000,
             max_connections: 512,
             max_unauthenticated: 128,
+            reserved_per_class: 8,
             hello_timeout_ms: 10_000,
             header_read_timeout_ms: 10_000,
+            body_read_timeout_ms: 10_000,
         }
     }
 }
@@ -561,6 +578,7 @@ impl Config {
         for (name, value) in [
             ("hello_timeout_ms", l.hello_timeout_ms),
             ("header_read_timeout_ms", l.header_read_timeout_ms),
+            ("body_read_timeout_ms", l.body_read_timeout_ms),
         ] {
             if !(100..=600_000).contains(&value) {
                 return Err(err(

@@ -1,10 +1,24 @@
-//! The front door: every connection is admitted or refused before any HTTP is parsed, so a
-//! flood of peers that never authenticate cannot exhaust the daemon (issue 11).
+//! The front door: every connection is admitted before any HTTP is parsed, so a flood of peers
+//! that never authenticate cannot exhaust the daemon (issue 11), and admission goes by
+//! credential, so idle strangers can never keep a credential holder out (issue 28).
 //!
-//! accept → admit (the total cap and the unauthenticated cap; over either: 503 and close) →
-//! HTTP/1.1 with a header read timeout → a [`Ticket`] in every request's extensions → the
-//! ticket is marked authenticated (a valid bearer on the upgrade, a successful `hello`, an
-//! `/mcp` request past its guard) or the connection is closed at its hello deadline.
+//! accept → admit as *unauthenticated* → HTTP/1.1 with a header read timeout → a [`Ticket`] in
+//! every request's extensions → the ticket moves to its credential's class (a valid bearer on
+//! the upgrade as soon as its headers are read, a successful `hello`, an `/mcp` request past its
+//! guard, a dashboard session) or the connection is closed at its hello deadline.
+//!
+//! The places ([`Places`]): `max_connections` in all, split into at most `max_unauthenticated`
+//! for connections that have not authenticated yet and the rest for the three authenticated
+//! classes (the operator, runtimes, MCP hosts). Each class keeps `reserved_per_class` places no
+//! other class may take; the remainder is shared. An unauthenticated newcomer is never refused:
+//! when the unauthenticated places are full, the oldest unauthenticated connection that has
+//! sent nothing yet (else the oldest one) is closed and the newcomer takes its place. So a peer
+//! holding idle sockets open only pushes out its own oldest ones, and a runtime or MCP host
+//! that presents its token authenticates within its first request and leaves the
+//! unauthenticated pool at once. An authenticated class over its share (its reserve and the
+//! shared places) is refused with 503 at the moment it authenticates. What remains: a peer
+//! opening more than `max_unauthenticated` connections between a newcomer's accept and the
+//! reading of its headers (microseconds) can push it out; the newcomer's retry gets in.
 //!
 //! `endpoint.sock` (mode 0600 in the data directory) serves the same endpoint beside the TCP
 //! port, outside the caps: only the user's account can open it, so the operator always has a
@@ -22,8 +36,8 @@
 use std::path::Path;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, Weak};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -33,7 +47,7 @@ use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream, UnixListener};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
@@ -49,10 +63,6 @@ pub const ENDPOINT_SOCKET_FILE: &str = "endpoint.sock";
 /// socket, logs and the operator's own connections.
 const RESERVED_DESCRIPTORS: u64 = 64;
 
-/// The answer to a connection over a cap, written without waiting before it is closed.
-const REFUSAL: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nconnection: close\r\n\
-content-type: text/plain\r\ncontent-length: 38\r\n\r\ntoo many connections; try again later\n";
-
 /// Where a connection came in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Door {
@@ -62,31 +72,154 @@ pub enum Door {
     Local { owner: bool },
 }
 
+/// The class an authenticated connection is counted in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    /// The operator token, a dashboard session.
+    Operator,
+    /// A runtime token on the endpoint.
+    Runtime,
+    /// A runtime token on `/mcp`.
+    Mcp,
+}
+
+impl Class {
+    const ALL: [Class; 3] = [Class::Operator, Class::Runtime, Class::Mcp];
+
+    fn index(self) -> usize {
+        match self {
+            Class::Operator => 0,
+            Class::Runtime => 1,
+            Class::Mcp => 2,
+        }
+    }
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Class::Operator => "operator",
+            Class::Runtime => "runtime",
+            Class::Mcp => "mcp",
+        }
+    }
+}
+
+/// Where a ticket stands in the places.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Place {
+    Unauthenticated,
+    Authenticated(Class),
+    /// Pushed out by a newcomer: the connection closes.
+    Evicted,
+}
+
+/// An unauthenticated connection in the admission order.
+#[derive(Debug)]
+struct Waiting {
+    seq: u64,
+    /// Never upgraded while the counts are locked except to evict it: dropping the last
+    /// holder of a ticket locks the counts.
+    ticket: Weak<Ticket>,
+    heard: Arc<AtomicBool>,
+}
+
+/// The counts behind the places.
+#[derive(Debug, Default)]
+struct Counts {
+    /// Unauthenticated connections, oldest first.
+    unauthenticated: Vec<Waiting>,
+    authenticated: [usize; 3],
+    next_seq: u64,
+}
+
+/// The TCP port's places: unauthenticated, and per authenticated class.
+#[derive(Debug)]
+pub struct Places {
+    max_unauthenticated: usize,
+    /// Places for the authenticated classes together (`max_connections - max_unauthenticated`).
+    authenticated: usize,
+    reserved: usize,
+    counts: Mutex<Counts>,
+}
+
+impl Places {
+    fn new(max_connections: usize, max_unauthenticated: usize, reserved: usize) -> Places {
+        // The reserves fit beside at least one unauthenticated place.
+        let reserved = reserved.min(max_connections.saturating_sub(1) / 3);
+        let max_unauthenticated = max_unauthenticated
+            .min(max_connections.saturating_sub(3 * reserved))
+            .max(1);
+        Places {
+            max_unauthenticated,
+            authenticated: max_connections.saturating_sub(max_unauthenticated),
+            reserved,
+            counts: Mutex::new(Counts::default()),
+        }
+    }
+
+    /// Makes room for one more unauthenticated connection: over the cap, the oldest that has
+    /// sent nothing yet (else the oldest) is marked evicted and returned, to be told to close
+    /// (and dropped) once the counts are unlocked.
+    fn make_room(&self, counts: &mut Counts) -> Option<Arc<Ticket>> {
+        while counts.unauthenticated.len() >= self.max_unauthenticated {
+            let i = counts
+                .unauthenticated
+                .iter()
+                .position(|w| !w.heard.load(Ordering::SeqCst))
+                .unwrap_or(0);
+            let waiting = counts.unauthenticated.remove(i);
+            // `None`: that ticket is being dropped right now; its place is free anyway.
+            if let Some(victim) = waiting.ticket.upgrade() {
+                *lock(&victim.place) = Place::Evicted;
+                return Some(victim);
+            }
+        }
+        None
+    }
+
+    /// Whether class `c` may count one more connection: the others' unused reserves stay free.
+    fn room_for(&self, counts: &Counts, c: Class) -> bool {
+        let used: usize = counts.authenticated.iter().sum();
+        let kept: usize = Class::ALL
+            .iter()
+            .filter(|o| **o != c)
+            .map(|o| {
+                self.reserved
+                    .saturating_sub(counts.authenticated[o.index()])
+            })
+            .sum();
+        used + 1 + kept <= self.authenticated
+    }
+}
+
 /// One connection's place in the caps, shared by its HTTP connection and, after an upgrade,
-/// its WebSocket. Dropping the last holder frees the places.
+/// its WebSocket. Dropping the last holder frees the place.
 #[derive(Debug)]
 pub struct Ticket {
     door: Door,
+    /// The daemon's own port the connection came in on (TCP only): the dashboard's origin.
+    local_port: Option<u16>,
     hello_deadline: Instant,
-    _total: Option<OwnedSemaphorePermit>,
-    unauthenticated: Mutex<Option<OwnedSemaphorePermit>>,
-    authenticated: AtomicBool,
+    places: Option<Arc<Places>>,
+    seq: u64,
+    place: Mutex<Place>,
+    /// The peer has sent something (set by [`Tcp`]).
+    heard: Arc<AtomicBool>,
+    /// Turns `true` when the connection is evicted.
+    evicted: watch::Sender<bool>,
 }
 
 impl Ticket {
-    fn new(
-        door: Door,
-        hello_timeout: Duration,
-        total: Option<OwnedSemaphorePermit>,
-        unauthenticated: Option<OwnedSemaphorePermit>,
-    ) -> Ticket {
+    fn new(door: Door, hello_timeout: Duration, places: Option<Arc<Places>>, seq: u64) -> Ticket {
         Ticket {
             door,
+            local_port: None,
             // The deadline of a timer started now: no clock is read.
             hello_deadline: tokio::time::sleep(hello_timeout).deadline(),
-            _total: total,
-            unauthenticated: Mutex::new(unauthenticated),
-            authenticated: AtomicBool::new(false),
+            places,
+            seq,
+            place: Mutex::new(Place::Unauthenticated),
+            heard: Arc::new(AtomicBool::new(false)),
+            evicted: watch::channel(false).0,
         }
     }
 
@@ -95,27 +228,79 @@ impl Ticket {
         self.door
     }
 
+    /// The daemon's port this TCP connection came in on (`None` on `endpoint.sock`).
+    pub fn local_port(&self) -> Option<u16> {
+        self.local_port
+    }
+
     /// When a connection that has not authenticated (or said `hello`) is closed.
     pub fn hello_deadline(&self) -> Instant {
         self.hello_deadline
     }
 
-    /// The peer proved a credential: its unauthenticated place is freed.
-    pub fn authenticated(&self) {
-        self.authenticated.store(true, Ordering::SeqCst);
-        lock(&self.unauthenticated).take();
+    /// The peer proved a credential of class `class`: it leaves the unauthenticated places
+    /// and is counted in its class. `false` (and nothing changes) when the class has no room
+    /// left or the connection was already evicted: the caller refuses (503). Counting again
+    /// (a second request on a kept-alive connection) is a no-op.
+    pub fn authenticated(&self, class: Class) -> bool {
+        let Some(places) = &self.places else {
+            *lock(&self.place) = Place::Authenticated(class);
+            return true;
+        };
+        let mut counts = lock(&places.counts);
+        let mut place = lock(&self.place);
+        match *place {
+            Place::Authenticated(_) => true,
+            Place::Evicted => false,
+            Place::Unauthenticated => {
+                if !places.room_for(&counts, class) {
+                    tracing::warn!(
+                        class = class.as_str(),
+                        "an authenticated connection refused (503): its class has no room \
+                         left ([limits] max_connections, reserved_per_class)"
+                    );
+                    return false;
+                }
+                counts.unauthenticated.retain(|w| w.seq != self.seq);
+                counts.authenticated[class.index()] += 1;
+                *place = Place::Authenticated(class);
+                true
+            }
+        }
     }
 
     pub fn is_authenticated(&self) -> bool {
-        self.authenticated.load(Ordering::SeqCst)
+        matches!(*lock(&self.place), Place::Authenticated(_))
+    }
+
+    /// Resolves when a newcomer pushed this (unauthenticated) connection out.
+    pub async fn evicted(&self) {
+        let mut rx = self.evicted.subscribe();
+        let _ = rx.wait_for(|v| *v).await;
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        if let Some(places) = &self.places {
+            let mut counts = lock(&places.counts);
+            match *lock(&self.place) {
+                Place::Unauthenticated => counts.unauthenticated.retain(|w| w.seq != self.seq),
+                Place::Authenticated(c) => {
+                    let n = &mut counts.authenticated[c.index()];
+                    *n = n.saturating_sub(1);
+                }
+                Place::Evicted => {}
+            }
+        }
     }
 }
 
 /// What an unauthenticated peer did, for the rate-limited log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Unauthenticated {
-    /// A connection refused because a cap was reached.
-    Refused,
+    /// An unauthenticated connection closed to make room for a newcomer.
+    Evicted,
     /// A connection closed because it did not authenticate in time.
     HelloTimeout,
     /// A connection cut off because its request headers came too slowly.
@@ -130,7 +315,7 @@ pub enum Unauthenticated {
 
 impl Unauthenticated {
     const ALL: [Unauthenticated; 6] = [
-        Unauthenticated::Refused,
+        Unauthenticated::Evicted,
         Unauthenticated::HelloTimeout,
         Unauthenticated::SlowHeaders,
         Unauthenticated::OversizeFrame,
@@ -140,7 +325,7 @@ impl Unauthenticated {
 
     fn index(self) -> usize {
         match self {
-            Unauthenticated::Refused => 0,
+            Unauthenticated::Evicted => 0,
             Unauthenticated::HelloTimeout => 1,
             Unauthenticated::SlowHeaders => 2,
             Unauthenticated::OversizeFrame => 3,
@@ -151,8 +336,8 @@ impl Unauthenticated {
 
     fn message(self) -> &'static str {
         match self {
-            Unauthenticated::Refused => {
-                "connection refused (503): the connection caps are reached ([limits] max_connections, max_unauthenticated)"
+            Unauthenticated::Evicted => {
+                "the oldest unauthenticated connection closed to make room for a newcomer ([limits] max_unauthenticated)"
             }
             Unauthenticated::HelloTimeout => {
                 "unauthenticated connection closed: no hello within [limits] hello_timeout_ms"
@@ -198,12 +383,11 @@ impl LogGate {
 /// The caps, the timeouts, the allowed origins and the log of unauthenticated peers.
 #[derive(Debug)]
 pub struct Front {
-    total: Arc<Semaphore>,
-    unauthenticated: Arc<Semaphore>,
+    places: Arc<Places>,
     max_connections: usize,
-    max_unauthenticated: usize,
     hello_timeout: Duration,
     header_read_timeout: Duration,
+    body_read_timeout: Duration,
     extra_origins: Vec<String>,
     gates: [LogGate; Unauthenticated::ALL.len()],
 }
@@ -226,14 +410,24 @@ impl Front {
                 max_connections = fits;
             }
         }
-        let max_unauthenticated = limits.max_unauthenticated.clamp(1, max_connections);
-        Front {
-            total: Arc::new(Semaphore::new(max_connections)),
-            unauthenticated: Arc::new(Semaphore::new(max_unauthenticated)),
+        let places = Places::new(
             max_connections,
-            max_unauthenticated,
+            limits.max_unauthenticated,
+            limits.reserved_per_class,
+        );
+        if places.max_unauthenticated < limits.max_unauthenticated {
+            tracing::warn!(
+                configured = limits.max_unauthenticated,
+                effective = places.max_unauthenticated,
+                "max_unauthenticated lowered so that each class's reserved places fit"
+            );
+        }
+        Front {
+            places: Arc::new(places),
+            max_connections,
             hello_timeout: Duration::from_millis(limits.hello_timeout_ms),
             header_read_timeout: Duration::from_millis(limits.header_read_timeout_ms),
+            body_read_timeout: Duration::from_millis(limits.body_read_timeout_ms),
             extra_origins,
             gates: Default::default(),
         }
@@ -246,7 +440,17 @@ impl Front {
 
     /// The cap on unauthenticated TCP connections in force.
     pub fn max_unauthenticated(&self) -> usize {
-        self.max_unauthenticated
+        self.places.max_unauthenticated
+    }
+
+    /// Places each authenticated class keeps for itself.
+    pub fn reserved_per_class(&self) -> usize {
+        self.places.reserved
+    }
+
+    /// How long a request's body may take to arrive once its headers are in.
+    pub fn body_read_timeout(&self) -> Duration {
+        self.body_read_timeout
     }
 
     /// How long a connection may take to authenticate.
@@ -254,16 +458,29 @@ impl Front {
         self.hello_timeout
     }
 
-    /// A place for a new TCP connection, or `None` when a cap is reached.
-    fn admit(&self) -> Option<Ticket> {
-        let total = self.total.clone().try_acquire_owned().ok()?;
-        let unauthenticated = self.unauthenticated.clone().try_acquire_owned().ok()?;
-        Some(Ticket::new(
+    /// An unauthenticated place for a new TCP connection, never refused: over the cap the
+    /// oldest unauthenticated connection that has sent nothing (else the oldest) is evicted
+    /// and returned beside the new ticket, to be told to close.
+    fn admit(&self, local_port: Option<u16>) -> (Arc<Ticket>, Option<Arc<Ticket>>) {
+        let mut counts = lock(&self.places.counts);
+        let evicted = self.places.make_room(&mut counts);
+        let seq = counts.next_seq;
+        counts.next_seq += 1;
+        let mut ticket = Ticket::new(
             Door::Tcp,
             self.hello_timeout,
-            Some(total),
-            Some(unauthenticated),
-        ))
+            Some(self.places.clone()),
+            seq,
+        );
+        ticket.local_port = local_port;
+        let ticket = Arc::new(ticket);
+        counts.unauthenticated.push(Waiting {
+            seq,
+            ticket: Arc::downgrade(&ticket),
+            heard: ticket.heard.clone(),
+        });
+        drop(counts);
+        (ticket, evicted)
     }
 
     /// Whether an upgrade's `Origin` is accepted: a loopback origin or a configured one.
@@ -337,29 +554,30 @@ trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
 
 impl Listener {
-    /// The next admitted connection; `Ok(None)` when one was refused.
-    async fn accept(&self, state: &AppState) -> std::io::Result<Option<(Box<dyn Io>, Ticket)>> {
+    /// The next admitted connection (TCP connections are never refused here: see
+    /// [`Front::admit`]).
+    async fn accept(&self, state: &AppState) -> std::io::Result<(Box<dyn Io>, Arc<Ticket>)> {
         match self {
             Listener::Tcp(listener) => {
                 let (stream, _) = listener.accept().await?;
-                match state.front.admit() {
-                    Some(ticket) => Ok(Some((Box::new(Tcp::new(stream)), ticket))),
-                    None => {
-                        refuse(stream);
-                        state
-                            .front
-                            .note(state.bridge.now_ms(), Unauthenticated::Refused);
-                        Ok(None)
-                    }
+                let port = stream.local_addr().ok().map(|a| a.port());
+                let (ticket, evicted) = state.front.admit(port);
+                if let Some(victim) = evicted {
+                    victim.evicted.send_replace(true);
+                    drop(victim);
+                    state
+                        .front
+                        .note(state.bridge.now_ms(), Unauthenticated::Evicted);
                 }
+                let tcp = Tcp::new(stream).heard_by(ticket.heard.clone());
+                Ok((Box::new(tcp), ticket))
             }
             Listener::Local(listener) => {
                 let (stream, _) = listener.accept().await?;
                 let me = rustix::process::getuid().as_raw();
                 let owner = stream.peer_cred().is_ok_and(|c| c.uid() == me);
-                let ticket =
-                    Ticket::new(Door::Local { owner }, state.front.hello_timeout, None, None);
-                Ok(Some((Box::new(stream), ticket)))
+                let ticket = Ticket::new(Door::Local { owner }, state.front.hello_timeout, None, 0);
+                Ok((Box::new(stream), Arc::new(ticket)))
             }
         }
     }
@@ -376,6 +594,8 @@ pub struct Tcp {
     stream: TcpStream,
     /// Data was read since the last acknowledgement was pushed out.
     unacknowledged: bool,
+    /// Set once the peer has sent anything (its ticket's: an idle connection is evicted first).
+    heard: Option<Arc<AtomicBool>>,
 }
 
 impl Tcp {
@@ -387,7 +607,14 @@ impl Tcp {
         Tcp {
             stream,
             unacknowledged: false,
+            heard: None,
         }
+    }
+
+    /// Sets `heard` once the peer has sent anything.
+    fn heard_by(mut self, heard: Arc<AtomicBool>) -> Tcp {
+        self.heard = Some(heard);
+        self
     }
 
     /// Sends the ACK of everything read so far now instead of at the delayed-ACK timer.
@@ -413,7 +640,12 @@ impl AsyncRead for Tcp {
         let before = buf.filled().len();
         let poll = Pin::new(&mut this.stream).poll_read(cx, buf);
         match &poll {
-            Poll::Ready(Ok(())) if buf.filled().len() > before => this.unacknowledged = true,
+            Poll::Ready(Ok(())) if buf.filled().len() > before => {
+                this.unacknowledged = true;
+                if let Some(heard) = &this.heard {
+                    heard.store(true, Ordering::Relaxed);
+                }
+            }
             Poll::Pending if this.unacknowledged => {
                 this.unacknowledged = false;
                 this.acknowledge();
@@ -454,11 +686,6 @@ impl AsyncWrite for Tcp {
     }
 }
 
-/// Answers 503 if the socket takes it at once, then closes.
-fn refuse(stream: TcpStream) {
-    let _ = stream.try_write(REFUSAL);
-}
-
 /// Serves `listener` with `app` until shutdown, then lets open HTTP connections finish (at
 /// most 10 s). Upgraded WebSockets live on in their own tasks.
 pub async fn serve(state: Arc<AppState>, listener: Listener, app: Router) {
@@ -467,10 +694,9 @@ pub async fn serve(state: Arc<AppState>, listener: Listener, app: Router) {
     loop {
         tokio::select! {
             accepted = listener.accept(&state) => match accepted {
-                Ok(Some((io, ticket))) => {
-                    tasks.spawn(connection(state.clone(), io, Arc::new(ticket), app.clone()));
+                Ok((io, ticket)) => {
+                    tasks.spawn(connection(state.clone(), io, ticket, app.clone()));
                 }
-                Ok(None) => {}
                 Err(e) => {
                     // Out of descriptors or a transient error: wait a little, keep serving.
                     tracing::warn!(error = %e, "accepting a connection failed");
@@ -524,6 +750,7 @@ async fn connection(state: Arc<AppState>, io: Box<dyn Io>, ticket: Arc<Ticket>, 
                 }
                 return;
             }
+            () = ticket.evicted(), if watching => return,
             () = deadline.as_mut(), if watching => {
                 if !ticket.is_authenticated() {
                     state.front.note(state.bridge.now_ms(), Unauthenticated::HelloTimeout);
@@ -555,25 +782,71 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn the_caps_admit_up_to_their_size_and_free_places_on_drop() {
+    async fn a_newcomer_over_the_cap_pushes_out_the_oldest_idle_stranger() {
         let limits = Limits {
-            max_connections: 3,
+            max_connections: 10,
             max_unauthenticated: 2,
+            reserved_per_class: 1,
             ..Limits::default()
         };
         let front = Front::new(&limits, Vec::new(), None);
-        let a = front.admit().unwrap();
-        let b = front.admit().unwrap();
-        // Two unauthenticated: the third waits for one to authenticate.
-        assert!(front.admit().is_none());
-        a.authenticated();
-        let c = front.admit().unwrap();
-        // Three in all.
-        c.authenticated();
-        assert!(front.admit().is_none());
-        drop(b);
-        assert!(front.admit().is_some());
-        drop((a, c));
+        let (a, none) = front.admit(None);
+        assert!(none.is_none());
+        let (b, _) = front.admit(None);
+        // `a` has spoken, `b` has not: `b` goes first although `a` is older.
+        a.heard.store(true, Ordering::SeqCst);
+        let (c, evicted) = front.admit(None);
+        let evicted = evicted.unwrap();
+        assert!(Arc::ptr_eq(&evicted, &b));
+        assert!(
+            !b.authenticated(Class::Runtime),
+            "an evicted ticket stays out"
+        );
+        drop((evicted, b));
+        // Both left have spoken now: the oldest goes.
+        c.heard.store(true, Ordering::SeqCst);
+        let (d, evicted) = front.admit(None);
+        assert!(Arc::ptr_eq(&evicted.unwrap(), &a));
+        // An authenticated connection leaves the unauthenticated places: no eviction.
+        assert!(c.authenticated(Class::Mcp));
+        assert!(c.is_authenticated());
+        let (e, evicted) = front.admit(None);
+        assert!(evicted.is_none());
+        drop((a, c, d, e));
+    }
+
+    #[tokio::test]
+    async fn each_class_keeps_its_reserve() {
+        // 10 places: 2 unauthenticated, 8 authenticated of which 2 reserved per class.
+        let limits = Limits {
+            max_connections: 10,
+            max_unauthenticated: 2,
+            reserved_per_class: 2,
+            ..Limits::default()
+        };
+        let front = Front::new(&limits, Vec::new(), None);
+        let mut held = Vec::new();
+        // Runtimes may take their reserve and the 2 shared places, not the others' reserves.
+        for _ in 0..4 {
+            let (t, _) = front.admit(None);
+            assert!(t.authenticated(Class::Runtime));
+            held.push(t);
+        }
+        let (t, _) = front.admit(None);
+        assert!(!t.authenticated(Class::Runtime));
+        assert!(!t.is_authenticated());
+        // MCP hosts and the operator still get theirs.
+        for class in [Class::Mcp, Class::Mcp, Class::Operator, Class::Operator] {
+            let (t, _) = front.admit(None);
+            assert!(t.authenticated(class), "{class:?}");
+            held.push(t);
+        }
+        let (t, _) = front.admit(None);
+        assert!(!t.authenticated(Class::Operator));
+        // A place freed is a place again.
+        held.remove(0);
+        let (t, _) = front.admit(None);
+        assert!(t.authenticated(Class::Operator));
     }
 
     #[test]
@@ -584,7 +857,8 @@ mod tests {
         assert_eq!(front.max_unauthenticated(), 128);
         let front = Front::new(&limits, Vec::new(), Some(100));
         assert_eq!(front.max_connections(), 36);
-        assert_eq!(front.max_unauthenticated(), 36);
+        // The three reserves of 8 fit beside the unauthenticated places.
+        assert_eq!(front.max_unauthenticated(), 12);
         let front = Front::new(&limits, Vec::new(), None);
         assert_eq!(front.max_connections(), limits.max_connections);
     }

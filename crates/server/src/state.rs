@@ -137,10 +137,22 @@ pub fn local_router(state: Arc<AppState>) -> Router {
 /// A request that passed the `/mcp` guard authenticated its connection (the front door stops
 /// counting it as unauthenticated and lifts its deadline).
 async fn mark_authenticated(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
-    if let Some(ticket) = req.extensions().get::<Arc<Ticket>>() {
-        ticket.authenticated();
+    if let Some(ticket) = req.extensions().get::<Arc<Ticket>>()
+        && !ticket.authenticated(crate::front::Class::Mcp)
+    {
+        return too_many();
     }
     next.run(req).await
+}
+
+/// 503 for an authenticated connection whose class has no room left.
+fn too_many() -> Response {
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        [(header::CONNECTION, "close")],
+        "too many connections for this kind of credential; try again later",
+    )
+        .into_response()
 }
 
 /// The endpoint's routes: `GET /v1/runtime` (WebSocket), `GET /healthz`, and unless MCP is
@@ -238,10 +250,12 @@ async fn upgrade(
             }
         }
     };
-    if pre_auth.is_some()
-        && let Some(t) = &ticket
+    // A valid bearer token counts the connection in its class as soon as the headers are
+    // read, before any `hello`.
+    if let (Some(p), Some(t)) = (&pre_auth, &ticket)
+        && !t.authenticated(crate::conn::class_of(p))
     {
-        t.authenticated();
+        return too_many();
     }
     let max = state.limits.max_frame_bytes;
     ws.max_message_size(max)

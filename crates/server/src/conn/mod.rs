@@ -44,6 +44,7 @@ const CLOSE_NORMAL: u16 = 1000;
 const CLOSE_GOING_AWAY: u16 = 1001;
 const CLOSE_POLICY: u16 = 1008;
 const CLOSE_TOO_BIG: u16 = 1009;
+const CLOSE_TRY_AGAIN: u16 = 1013;
 
 /// What the writer task sends.
 enum Out {
@@ -155,6 +156,23 @@ pub(crate) async fn serve_socket_until(
     run(state.clone(), socket, pre_auth, ticket, revoked).await;
     state.connections.fetch_sub(1, Ordering::SeqCst);
     state.connection_closed.notify_waiters();
+}
+
+/// The front door's class of a credential.
+pub(crate) fn class_of(principal: &Principal) -> crate::front::Class {
+    match principal {
+        Principal::Operator => crate::front::Class::Operator,
+        Principal::Runtime(_) => crate::front::Class::Runtime,
+    }
+}
+
+/// Resolves when the front door evicted this (unauthenticated) connection; never without a
+/// ticket.
+async fn evicted(ticket: &Option<Arc<Ticket>>) {
+    match ticket {
+        Some(t) => t.evicted().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// Resolves when `revoked` turns `true` or its sender is dropped; never without a receiver.
@@ -279,8 +297,13 @@ async fn run(
                     None => {
                         match handshake(&state, &req, pre_auth.as_ref(), &out_tx).await {
                             Handshake::Ok(session) => {
-                                if let Some(t) = &ticket {
-                                    t.authenticated();
+                                // Counted in its credential's class; a class without room
+                                // left is refused (the front door's reserves, issue 28).
+                                if let Some(t) = &ticket
+                                    && !t.authenticated(class_of(&session.principal))
+                                {
+                                    let _ = out_tx.send(Out::Close(CLOSE_TRY_AGAIN, "too many connections")).await;
+                                    break;
                                 }
                                 conn = Some(Arc::new(Conn {
                                     state: state.clone(),
@@ -317,6 +340,10 @@ async fn run(
                         });
                     }
                 }
+            }
+            () = evicted(&ticket), if conn.is_none() => {
+                let _ = out_tx.send(Out::Close(CLOSE_POLICY, "no hello; pushed out by a newer connection")).await;
+                break;
             }
             () = hello_deadline.as_mut(), if conn.is_none() => {
                 if pre_auth.is_none() {

@@ -9,13 +9,18 @@
 //! events), served by the same connection code as `/v1/runtime`, so the dashboard has no second
 //! implementation of anything the endpoint does.
 //!
-//! Every route checks, in this order: `Host` is a loopback name (else 403, against DNS
-//! rebinding), a present `Origin` is loopback or configured (else 403), as `/mcp` does. Then:
+//! Every route checks, in this order: exactly one `Host`, naming a loopback name with the port
+//! the connection came in on (else 400 / 403: DNS rebinding, a forwarded name), and a present
+//! `Origin` exactly the dashboard's own (`http://` + that host; else 403 — a page on another
+//! loopback port is the same *site*, so `SameSite=Strict` sends it the cookie, but it is not
+//! this origin); a `Sec-Fetch-Site` of `same-site`/`cross-site` on anything but a top-level
+//! navigation is refused too. Then:
 //! - the session cookie (`openphone_dashboard`, HttpOnly, SameSite=Strict, Path=/ui), got only by
 //!   exchanging a one-time code from `dashboard.login` (`openphone dashboard`) — else 401;
 //! - state changes (`POST`s and the WebSocket upgrade) must carry an `Origin` (a browser always
 //!   sends one there); `POST`s with a session also the session's CSRF token in
-//!   `X-OpenPhone-CSRF` (else 403).
+//!   `X-OpenPhone-CSRF`, the WebSocket upgrade the same token as the subprotocol
+//!   `openphone-csrf.<token>` (else 403: no method can run).
 //!
 //! **Architecture Invariant:** the dashboard acts only through the operator endpoint's
 //! methods (the socket) and the store's read-only chain check; it never touches the device.
@@ -106,28 +111,137 @@ fn refuse(status: StatusCode, message: &str) -> Response {
         .into_response()
 }
 
+/// The dashboard's own origin, as the request's `Host` names it: one of the three loopback
+/// names and the port the connection came in on. Built from those parts only, never from the
+/// header's text, so nothing a client sends is echoed into a header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct OwnOrigin {
+    name: &'static str,
+    port: u16,
+    /// `Host` named no port (the daemon listens on 80): the origin has none either.
+    default_port: bool,
+}
+
+impl OwnOrigin {
+    /// The own origin `host` names when the connection came in on `port`: `None` when `host`
+    /// is not exactly `localhost`, `127.0.0.1` or `[::1]` (any case) with that port (or no
+    /// port, when it is 80).
+    pub(crate) fn parse(host: &str, port: u16) -> Option<OwnOrigin> {
+        let host = host.trim().to_ascii_lowercase();
+        let (name, rest) = if let Some(rest) = host.strip_prefix("[::1]") {
+            ("[::1]", rest)
+        } else if let Some(rest) = host.strip_prefix("127.0.0.1") {
+            ("127.0.0.1", rest)
+        } else if let Some(rest) = host.strip_prefix("localhost") {
+            ("localhost", rest)
+        } else {
+            return None;
+        };
+        let (named, default_port) = match rest {
+            "" => (80, true),
+            _ => {
+                let digits = rest.strip_prefix(':')?;
+                if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                    return None;
+                }
+                (digits.parse::<u16>().ok()?, false)
+            }
+        };
+        (named == port).then_some(OwnOrigin {
+            name,
+            port,
+            default_port,
+        })
+    }
+
+    fn authority(&self) -> String {
+        if self.default_port {
+            self.name.to_owned()
+        } else {
+            format!("{}:{}", self.name, self.port)
+        }
+    }
+
+    /// `http://<name>[:<port>]`, as a browser serialises the page's origin.
+    pub(crate) fn origin(&self) -> String {
+        format!("http://{}", self.authority())
+    }
+
+    /// Whether a request's `Origin` is exactly this one (scheme, host and port).
+    pub(crate) fn matches(&self, origin: &HeaderValue) -> bool {
+        origin
+            .to_str()
+            .is_ok_and(|o| o.trim().eq_ignore_ascii_case(&self.origin()))
+    }
+}
+
+/// A request a browser made for a page of another origin on this site (another loopback port
+/// is the same *site*, and `SameSite=Strict` cookies go along) that is not a top-level
+/// navigation: `Sec-Fetch-Site` says so even where no `Origin` is sent (`<img>`, `<script>`).
+fn from_another_origin(method: &axum::http::Method, headers: &HeaderMap) -> bool {
+    let site = headers
+        .get("sec-fetch-site")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_ascii_lowercase);
+    let foreign = matches!(site.as_deref(), Some("same-site" | "cross-site"));
+    let navigation = method == axum::http::Method::GET
+        && headers
+            .get("sec-fetch-mode")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|m| m.eq_ignore_ascii_case("navigate"));
+    foreign && !navigation
+}
+
 /// Host → Origin → shutdown, then the security headers on whatever the route answers.
+///
+/// The dashboard answers only its own origin: `Host` must name a loopback name with the port
+/// the connection came in on, and a present `Origin` must be exactly `http://` + that host
+/// (a page on another loopback port is the same site for cookies, but not this origin).
+/// `[endpoint] extra_allowed_origins` does not apply here: the dashboard's page is always
+/// served by the daemon itself.
 async fn guard(State(state): State<Arc<AppState>>, req: Request, next: Next) -> Response {
     let headers = req.headers();
-    let host = headers
-        .get(header::HOST)
+    let port = req
+        .extensions()
+        .get::<Arc<Ticket>>()
+        .and_then(|t| t.local_port());
+    let mut hosts = headers.get_all(header::HOST).iter();
+    let host = hosts
+        .next()
         .and_then(|h| h.to_str().ok())
-        .unwrap_or_default()
-        .to_owned();
-    if !crate::mcp::host_allowed(&host) {
+        .unwrap_or_default();
+    if hosts.next().is_some() {
+        return refuse(
+            StatusCode::BAD_REQUEST,
+            "Bad Request: more than one Host header",
+        );
+    }
+    let Some(own) = port.and_then(|p| OwnOrigin::parse(host, p)) else {
         tracing::warn!("dashboard request with a foreign Host refused (403)");
         return refuse(
             StatusCode::FORBIDDEN,
-            "Forbidden: Host is not a loopback name",
+            "Forbidden: Host is not this daemon's loopback address",
         );
-    }
+    };
     if let Some(origin) = headers.get(header::ORIGIN)
-        && !state.front.origin_allowed(origin)
+        && !own.matches(origin)
     {
         state
             .front
             .note(state.bridge.now_ms(), Unauthenticated::ForeignOrigin);
-        return refuse(StatusCode::FORBIDDEN, "Forbidden: Origin is not allowed");
+        return refuse(
+            StatusCode::FORBIDDEN,
+            "Forbidden: Origin is not the dashboard's own origin",
+        );
+    }
+    if from_another_origin(req.method(), headers) {
+        state
+            .front
+            .note(state.bridge.now_ms(), Unauthenticated::ForeignOrigin);
+        return refuse(
+            StatusCode::FORBIDDEN,
+            "Forbidden: a request from another origin's page",
+        );
     }
     if *state.shutdown.borrow() {
         return refuse(StatusCode::SERVICE_UNAVAILABLE, "shutting down");
@@ -136,8 +250,9 @@ async fn guard(State(state): State<Arc<AppState>>, req: Request, next: Next) -> 
     let h = response.headers_mut();
     let csp = format!(
         "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
-         connect-src 'self' ws://{host}; form-action 'self'; base-uri 'none'; \
-         frame-ancestors 'none'"
+         connect-src 'self' ws://{}; form-action 'self'; base-uri 'none'; \
+         frame-ancestors 'none'",
+        own.authority()
     );
     if let Ok(v) = HeaderValue::from_str(&csp) {
         h.insert(header::CONTENT_SECURITY_POLICY, v);
@@ -180,7 +295,9 @@ fn session(
     let id = cookie(headers)?;
     let view = dashboard.logins.session(&id, state.bridge.now_ms())?;
     if let Some(t) = ticket {
-        t.authenticated();
+        // Without room in the operator's class the connection stays unauthenticated (its
+        // deadline and eviction apply); the request is still answered.
+        t.authenticated(crate::front::Class::Operator);
     }
     Some((id, view))
 }
@@ -326,7 +443,7 @@ async fn login(
     match dashboard.logins.exchange(code, now) {
         Ok(Some((id, view))) => {
             if let Some(t) = ticket_of(&ticket) {
-                t.authenticated();
+                t.authenticated(crate::front::Class::Operator);
             }
             tracing::info!("dashboard login");
             (
@@ -438,8 +555,35 @@ async fn verify_audit(
     }
 }
 
-/// `GET /ui/ws`: the operator endpoint over the session cookie. The page says `hello` (no
-/// token) and then calls methods as the CLI does; logout closes the socket.
+/// The subprotocol the daemon answers the page's socket with (never the token itself).
+pub const SOCKET_PROTOCOL: &str = "openphone-dashboard";
+/// The prefix of the subprotocol that carries the session's CSRF token on the upgrade.
+pub const SOCKET_TOKEN_PREFIX: &str = "openphone-csrf.";
+
+/// Whether the upgrade offers `openphone-csrf.<the session's CSRF token>` among its
+/// `Sec-WebSocket-Protocol`s. Only a page of the dashboard's own origin can read the token
+/// (`GET /ui/api/session`, no CORS), so a page elsewhere cannot offer it.
+fn socket_token_presented(headers: &HeaderMap, view: &SessionView) -> bool {
+    let mut found = false;
+    for offered in headers
+        .get_all(header::SEC_WEBSOCKET_PROTOCOL)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+    {
+        if let Some(token) = offered.trim().strip_prefix(SOCKET_TOKEN_PREFIX)
+            && token_eq(token, &view.csrf)
+        {
+            found = true;
+        }
+    }
+    found
+}
+
+/// `GET /ui/ws`: the operator endpoint over the session cookie and the session's token (offered
+/// as a subprotocol, [`socket_token_presented`]; without it the upgrade is refused with 403 and
+/// no method can run). The page says `hello` (no token) and then calls methods as the CLI
+/// does; logout closes the socket.
 async fn socket(
     State(state): State<Arc<AppState>>,
     ticket: MaybeTicket,
@@ -453,8 +597,19 @@ async fn socket(
     let Some((_, view)) = session(&state, &headers, ticket.as_ref()) else {
         return unauthorized();
     };
+    if !socket_token_presented(&headers, &view) {
+        state
+            .front
+            .note(state.bridge.now_ms(), Unauthenticated::WrongToken);
+        return refuse(
+            StatusCode::FORBIDDEN,
+            "Forbidden: the socket must offer the session's token as the subprotocol \
+             `openphone-csrf.<token>` (the page reads it from /ui/api/session)",
+        );
+    }
     let max = state.limits.max_frame_bytes;
-    ws.max_message_size(max)
+    ws.protocols([SOCKET_PROTOCOL])
+        .max_message_size(max)
         .max_frame_size(max)
         .on_upgrade(move |socket| {
             crate::conn::serve_socket_until(

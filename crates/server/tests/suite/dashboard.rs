@@ -215,6 +215,153 @@ async fn state_changes_need_the_origin_and_the_csrf_token() {
     assert_eq!(after.status, 401);
 }
 
+/// The subprotocols the dashboard's page offers on `/ui/ws`: its name and the session's token.
+fn socket_protocols(csrf: &str) -> String {
+    format!("openphone-dashboard, openphone-csrf.{csrf}")
+}
+
+/// A `/ui/ws` upgrade request with these optional headers.
+fn upgrade_request(
+    url: &str,
+    cookie: Option<&str>,
+    origin: Option<&str>,
+    protocols: Option<&str>,
+) -> tokio_tungstenite::tungstenite::handshake::client::Request {
+    let mut req = url.into_client_request().unwrap();
+    for (name, value) in [
+        ("Cookie", cookie),
+        ("Origin", origin),
+        ("Sec-WebSocket-Protocol", protocols),
+    ] {
+        if let Some(v) = value {
+            req.headers_mut().insert(name, v.parse().unwrap());
+        }
+    }
+    req
+}
+
+/// The HTTP status of a refused upgrade (panics when it was accepted).
+fn refused_status(
+    r: Result<
+        (
+            tokio_tungstenite::WebSocketStream<
+                tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
+            >,
+            tokio_tungstenite::tungstenite::handshake::client::Response,
+        ),
+        tokio_tungstenite::tungstenite::Error,
+    >,
+) -> u16 {
+    match r {
+        Ok(_) => panic!("the upgrade was accepted"),
+        Err(tokio_tungstenite::tungstenite::Error::Http(r)) => r.status().as_u16(),
+        Err(other) => panic!("{other}"),
+    }
+}
+
+/// Issue 28, item 1: `/ui/ws` accepted an `Origin` that was loopback on *any* port and needed
+/// no token beyond the cookie. `SameSite=Strict` does not separate ports, so a page served by
+/// any other local web server opened the socket with the user's cookie, got `role=operator`,
+/// approved pending calls and minted login codes. Now the upgrade must come from the
+/// dashboard's own origin and offer the session's token; otherwise it is refused before any
+/// method can run.
+#[tokio::test]
+async fn a_page_on_another_loopback_port_cannot_open_the_operator_socket() {
+    let running = start(config("")).await;
+    let addr = running.daemon.addr();
+    let own = format!("http://{addr}");
+    let (cookie, csrf) = log_in(&running).await;
+    let ws_url = format!("ws://{addr}/ui/ws");
+    let protocols = socket_protocols(&csrf);
+    // Another local web server's page: the same site, another port.
+    let other = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let other_port = other.local_addr().unwrap().port();
+    for foreign in [
+        format!("http://127.0.0.1:{other_port}"),
+        format!("http://localhost:{other_port}"),
+        format!("http://localhost:{}", addr.port()),
+        format!("https://127.0.0.1:{}", addr.port()),
+        "http://127.0.0.1".to_owned(),
+    ] {
+        // Even with the token (which such a page cannot read anyway).
+        let r = tokio_tungstenite::connect_async(upgrade_request(
+            &ws_url,
+            Some(&cookie),
+            Some(&foreign),
+            Some(&protocols),
+        ))
+        .await;
+        assert_eq!(refused_status(r), 403, "{foreign}");
+        // Its reads are refused too.
+        let h = [("Cookie", cookie.as_str()), ("Origin", foreign.as_str())];
+        let read = http(addr, "GET", "/ui/api/session", &h, "").await;
+        assert_eq!(read.status, 403, "{foreign}: {}", read.body);
+    }
+    // A request the browser marks as coming from another origin of this site, without an
+    // Origin (an <img> or <script>): refused.
+    let h = [("Cookie", cookie.as_str()), ("Sec-Fetch-Site", "same-site")];
+    assert_eq!(
+        http(addr, "GET", "/ui/api/session", &h, "").await.status,
+        403
+    );
+
+    // The own origin without the session's token: refused before any method runs.
+    for offered in [
+        None,
+        Some("openphone-dashboard"),
+        Some("openphone-csrf.0000"),
+    ] {
+        let r = tokio_tungstenite::connect_async(upgrade_request(
+            &ws_url,
+            Some(&cookie),
+            Some(&own),
+            offered,
+        ))
+        .await;
+        assert_eq!(refused_status(r), 403, "{offered:?}");
+    }
+    // No login code was minted and nothing was resolved by any of those.
+    let mut op = connect(&running.url(), Some(&running.operator_token()))
+        .await
+        .unwrap();
+    op.hello().await;
+
+    // The own origin with the token: the operator endpoint, and it answers with the
+    // dashboard's protocol, never the token.
+    let (ws, response) = tokio_tungstenite::connect_async(upgrade_request(
+        &ws_url,
+        Some(&cookie),
+        Some(&own),
+        Some(&protocols),
+    ))
+    .await
+    .unwrap();
+    assert_eq!(
+        response
+            .headers()
+            .get("sec-websocket-protocol")
+            .and_then(|v| v.to_str().ok()),
+        Some("openphone-dashboard")
+    );
+    let mut page = super::support::Client::from_stream(ws);
+    assert_eq!(page.hello().await["role"], "operator");
+    let list = page.call("confirmations.list", json!({})).await;
+    assert_eq!(list["result"]["confirmations"], json!([]), "{list}");
+    // `localhost` with the daemon's port is the same daemon's own origin too.
+    let local_url = format!("ws://localhost:{}/ui/ws", addr.port());
+    let local_origin = format!("http://localhost:{}", addr.port());
+    let (ws, _) = tokio_tungstenite::connect_async(upgrade_request(
+        &local_url,
+        Some(&cookie),
+        Some(&local_origin),
+        Some(&protocols),
+    ))
+    .await
+    .unwrap();
+    let mut page = super::support::Client::from_stream(ws);
+    assert_eq!(page.hello().await["role"], "operator");
+}
+
 #[tokio::test]
 async fn the_page_socket_is_the_operator_endpoint_and_logout_closes_it() {
     let running = start(config("")).await;
@@ -222,27 +369,17 @@ async fn the_page_socket_is_the_operator_endpoint_and_logout_closes_it() {
     let origin = format!("http://{addr}");
     let (cookie, csrf) = log_in(&running).await;
     let ws_url = format!("ws://{addr}/ui/ws");
+    let protocols = socket_protocols(&csrf);
     let upgrade = |cookie: Option<&str>, origin: Option<&str>| {
-        let mut req = ws_url.as_str().into_client_request().unwrap();
-        if let Some(c) = cookie {
-            req.headers_mut().insert("Cookie", c.parse().unwrap());
-        }
-        if let Some(o) = origin {
-            req.headers_mut().insert("Origin", o.parse().unwrap());
-        }
-        req
-    };
-    let status = |e: tokio_tungstenite::tungstenite::Error| match e {
-        tokio_tungstenite::tungstenite::Error::Http(r) => r.status().as_u16(),
-        other => panic!("{other}"),
+        upgrade_request(&ws_url, cookie, origin, Some(&protocols))
     };
     let refused = tokio_tungstenite::connect_async(upgrade(None, Some(&origin))).await;
-    assert_eq!(status(refused.err().unwrap()), 401);
+    assert_eq!(refused_status(refused), 401);
     let refused =
         tokio_tungstenite::connect_async(upgrade(Some(&cookie), Some("http://evil.example"))).await;
-    assert_eq!(status(refused.err().unwrap()), 403);
+    assert_eq!(refused_status(refused), 403);
     let refused = tokio_tungstenite::connect_async(upgrade(Some(&cookie), None)).await;
-    assert_eq!(status(refused.err().unwrap()), 403);
+    assert_eq!(refused_status(refused), 403);
 
     let (ws, _) = tokio_tungstenite::connect_async(upgrade(Some(&cookie), Some(&origin)))
         .await

@@ -168,9 +168,10 @@ async fn oversize_frames_before_hello_write_no_audit_rows() {
     d.daemon.shutdown().await;
 }
 
-/// Over `max_unauthenticated` a connection is refused with 503; the ones admitted are closed
-/// at the hello deadline (a WebSocket with 1008), and then the port serves again. The deadline
-/// leaves seconds for the four connects, so a loaded machine cannot free a place early.
+/// Over `max_unauthenticated` a newcomer takes the place of the oldest stranger that has sent
+/// nothing (that one is closed at once); the ones left are closed at the hello deadline (a
+/// WebSocket with 1008), and then the port serves again. The deadline leaves seconds for the
+/// connects, so a loaded machine cannot free a place early.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unauthenticated_connections_are_capped_and_closed_at_the_deadline() {
     let d = start(config(
@@ -187,27 +188,94 @@ async fn unauthenticated_connections_are_capped_and_closed_at_the_deadline() {
     for _ in 0..2 {
         silent.push(TcpStream::connect(&addr).await.unwrap());
     }
-    // The cap is reached: the next connection is answered 503 and closed.
-    let mut refused = TcpStream::connect(&addr).await.unwrap();
-    let mut answer = String::new();
-    let _ = tokio::time::timeout(Duration::from_secs(20), refused.read_to_string(&mut answer))
+    // The cap is reached: the next connection pushes out the oldest silent one, not the
+    // WebSocket (it has spoken) and not itself.
+    let mut newcomer = TcpStream::connect(&addr).await.unwrap();
+    assert!(
+        closed_within(&mut silent[0], 200, || None).await,
+        "the oldest silent connection was not pushed out"
+    );
+    newcomer
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
         .await
-        .expect("the refused connection was not closed");
-    assert!(answer.starts_with("HTTP/1.1 503"), "{answer:?}");
+        .unwrap();
+    let mut answer = [0u8; 64];
+    let n = newcomer.read(&mut answer).await.unwrap();
+    assert!(
+        answer[..n].starts_with(b"HTTP/1.1 200"),
+        "{:?}",
+        &answer[..n]
+    );
 
-    // At the deadline: the WebSocket is closed with 1008, the silent ones are closed.
+    // At the deadline: the WebSocket is closed with 1008, the silent one left is closed.
     assert_eq!(ws.close_code().await, Some(1008));
-    for s in &mut silent {
-        assert!(
-            closed_within(s, 200, || None).await,
-            "a silent connection was left open"
-        );
-    }
+    assert!(
+        closed_within(&mut silent[1], 200, || None).await,
+        "a silent connection was left open"
+    );
     // The places are free again, and the authenticated connection lives on.
     let mut late = connect(&d.url(), Some(RUNTIME_TOKEN)).await.unwrap();
     late.hello().await;
     let r = op.call("confirmations.list", json!({})).await;
     assert!(r.get("result").is_some(), "{r}");
+    d.daemon.shutdown().await;
+}
+
+/// Issue 28, item 2: 128 idle unauthenticated TCP sockets, re-opened whenever the hello
+/// deadline closed them, kept every runtime and every MCP-over-HTTP client out (0 of 49 tries
+/// got in): a newcomer over the cap was answered 503. Now the newcomer takes the oldest idle
+/// stranger's place and a valid token moves it out of the unauthenticated pool at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_strangers_cannot_lock_out_a_runtime_or_an_mcp_host() {
+    // Small caps, and a deadline far away: only admission by credential can let them in.
+    let d = start(config(
+        "[limits]\nmax_connections = 32\nmax_unauthenticated = 4\nreserved_per_class = 2\n\
+         hello_timeout_ms = 600000\nheader_read_timeout_ms = 600000\n",
+    ))
+    .await;
+    let addr = host_port(&d.url());
+    let mut idle = Vec::new();
+    for _ in 0..4 {
+        idle.push(TcpStream::connect(&addr).await.unwrap());
+    }
+    // A runtime with its token on the upgrade: admitted, counted as a runtime, says hello.
+    let mut rt = connect(&d.url(), Some(RUNTIME_TOKEN))
+        .await
+        .expect("the runtime was refused");
+    assert_eq!(rt.hello().await["runtime"], "hermes");
+    // The strangers keep coming back: refill the unauthenticated places.
+    for _ in 0..4 {
+        idle.push(TcpStream::connect(&addr).await.unwrap());
+    }
+    // An MCP host with its token: its request is served.
+    let token = std::fs::read_to_string(d.dir.path().join("mcp.token")).unwrap();
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "host", "version": "1"}}})
+    .to_string();
+    let auth = format!("Bearer {}", token.trim());
+    let reply = super::support::http_request(
+        d.daemon.addr(),
+        "POST",
+        "/mcp",
+        &[
+            ("Authorization", &auth),
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+        ],
+        init.as_bytes(),
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert!(
+        reply.json()["result"]["serverInfo"].is_object(),
+        "{}",
+        reply.body
+    );
+    // The runtime's socket still works.
+    let r = rt.call("tools.list", json!({})).await;
+    assert!(r.get("result").is_some(), "{r}");
+    drop(idle);
     d.daemon.shutdown().await;
 }
 

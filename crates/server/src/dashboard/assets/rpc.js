@@ -1,5 +1,6 @@
 // The page's connection to the daemon: the operator endpoint's JSON-RPC over /ui/ws,
-// authenticated by the session cookie. Says `hello`, subscribes to every manifest event,
+// authenticated by the session cookie and the session's token (offered as the subprotocol
+// `openphone-csrf.<token>`). Says `hello`, subscribes to every manifest event,
 // reconnects with backoff, and goes back to the login page when the session has ended.
 
 export class Rpc {
@@ -19,8 +20,20 @@ export class Rpc {
   /** Calls `fn(connected)` when the connection opens (after `hello`) or closes. */
   onState(fn) { this.stateListeners.add(fn); return () => this.stateListeners.delete(fn); }
 
-  connect() {
-    const ws = new WebSocket(`${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/ui/ws`);
+  async connect() {
+    // The socket must offer the session's token as a subprotocol, or the daemon refuses the
+    // upgrade: only a page of the dashboard's own origin can read it.
+    let token;
+    try {
+      token = await sessionToken();
+    } catch (e) {
+      if (e.status === 401) { location.replace('/ui/login'); return; }
+      setTimeout(() => this.connect(), this.backoff);
+      this.backoff = Math.min(this.backoff * 2, 10000);
+      return;
+    }
+    const url = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/ui/ws`;
+    const ws = new WebSocket(url, ['openphone-dashboard', `openphone-csrf.${token}`]);
     this.ws = ws;
     ws.onopen = async () => {
       try {
@@ -113,13 +126,24 @@ export async function sessionAlive() {
 
 let csrf = null;
 
-/** A state-changing POST to the dashboard's own routes, with the session's CSRF token. */
-export async function post(path, body = {}) {
+/** The session's CSRF token (`GET /ui/api/session`, same origin only); rejects with an Error
+ *  carrying `status` when the session is gone. */
+async function sessionToken() {
   if (!csrf) {
     const r = await fetch('/ui/api/session', { credentials: 'same-origin' });
-    if (!r.ok) throw new Error(`session: ${r.status}`);
+    if (!r.ok) {
+      const err = new Error(`session: ${r.status}`);
+      err.status = r.status;
+      throw err;
+    }
     csrf = (await r.json()).csrf;
   }
+  return csrf;
+}
+
+/** A state-changing POST to the dashboard's own routes, with the session's CSRF token. */
+export async function post(path, body = {}) {
+  await sessionToken();
   const r = await fetch(path, {
     method: 'POST',
     credentials: 'same-origin',

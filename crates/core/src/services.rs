@@ -135,6 +135,16 @@ pub fn watcher_owner(caller: &Caller) -> Option<&str> {
     }
 }
 
+/// Who a watcher `caller` creates belongs to: [`crate::authority::OPERATOR_CREATOR`] for the
+/// operator (whatever its transport calls it), else the caller's runtime id.
+pub fn watcher_creator(caller: &Caller) -> &str {
+    if caller.is_operator() {
+        crate::authority::OPERATOR_CREATOR
+    } else {
+        caller.runtime.as_str()
+    }
+}
+
 /// How many active watchers `caller` may have.
 pub fn watcher_quota(caller: &Caller) -> usize {
     if caller.is_operator() {
@@ -165,7 +175,7 @@ pub fn create_watcher_for(
     store
         .create_watcher_within(
             &NewWatcher {
-                runtime: caller.runtime.clone(),
+                runtime: watcher_creator(caller).to_owned(),
                 params,
             },
             now_ms,

@@ -18,6 +18,7 @@
 //! The daemon calls [`install`] once (and spawns [`Watchers::run`]); the job scheduler's
 //! runners come from [`runners`]. README: `crates/watchers/README.md`.
 
+pub mod authority;
 mod engine;
 mod error;
 mod judge;

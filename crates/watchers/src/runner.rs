@@ -2,8 +2,11 @@
 //!
 //! A `system_event` job whose payload holds `tool_call: {tool, arguments}` (a watcher's
 //! `delivery.tool` reaction, its templates already filled as data) runs that one call through
-//! the bridge as runtime `builtin`, in the job's background context (runtime and phone session
-//! `background-job:<id>`, `Context::job(id)`): a read runs and its result completes the job; a
+//! the bridge as runtime `builtin` narrowed to the authority of the job's creator
+//! (`created_by`, the watcher's creator: `crate::authority`; a command the creator may not use
+//! now fails the job `tool_not_granted` and calls nothing), in the job's background context
+//! (runtime and phone session `background-job:<id>`, a job context naming a runtime creator,
+//! so the user's standing approvals do not cover it): a read runs and its result completes the job; a
 //! state-changing call comes back `background.confirmation_required` and the run ends
 //! [`RunResult::Parked`] with exactly that call, so it is reviewed like any job's (§9). When
 //! the review is resolved the job runs again with `resume_pending` in its checkpoint: the run
@@ -17,7 +20,6 @@ use openphone_core::ToolBridge;
 use openphone_jobs::review::{Checkpoint, ReviewProposal};
 use openphone_jobs::transition::SYSTEM_EVENT_RESULT;
 use openphone_jobs::{FailureReason, JobRunner, RunContext, RunResult};
-use openphone_policy::{Caller, Context};
 use openphone_protocol::{ErrorCode, Registry, ToolRequest, ToolStatus};
 use serde_json::{Map, Value, json};
 
@@ -122,11 +124,21 @@ impl JobRunner for ToolCallRunner {
             idempotency_key: Some(format!("job:{}:{}", job.id, ctx.attempt)),
             timeout_ms: Some(CALL_TIMEOUT_MS.min(ctx.remaining_ms().max(1))),
         };
-        let context = Context::job(u64::try_from(job.id).unwrap_or(0));
-        let caller = Caller::builtin(&format!("job-{}", job.id));
+        // With the authority of the job's creator (the watcher's): `builtin` narrowed to it,
+        // and a context naming it, so the user's standing approvals do not cover it.
+        let created_by = match self.bridge.store().get_job(job.id) {
+            Ok(Some(row)) => row.created_by,
+            Ok(None) => return failed("invalid_job", format!("job {} is gone", job.id)),
+            Err(e) => return failed("store_unavailable", e.to_string()),
+        };
+        let authority = crate::authority::of(&self.bridge, &created_by, &format!("job-{}", job.id));
+        if let Some(why) = crate::authority::refusal(&authority, command) {
+            return failed(ErrorCode::ToolNotGranted.as_str(), why);
+        }
+        let context = authority.job_context(u64::try_from(job.id).unwrap_or(0));
         let mut stop = ctx.stop.clone();
         let result = tokio::select! {
-            result = self.bridge.invoke(&caller, request, context) => result,
+            result = self.bridge.invoke(authority.caller(), request, context) => result,
             () = stop.stopped() => {
                 return failed(openphone_jobs::reason::RUNNER_CANCELLED, "stopped before the call answered");
             }

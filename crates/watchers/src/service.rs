@@ -5,43 +5,87 @@
 //! counts against its quota only its own, the operator all of them
 //! (`openphone_core::services::{list_watchers_for, stop_watchers_for, create_watcher_for}`).
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use async_trait::async_trait;
 use openphone_core::services::{create_watcher_for, list_watchers_for, stop_watchers_for};
-use openphone_core::{RuntimeService, ServiceCall};
+use openphone_core::{RuntimeService, ServiceCall, ToolBridge};
 use openphone_device::DeviceError;
 use openphone_protocol::Registry;
 use openphone_store::Store;
 use serde_json::{Value, json};
 
-use crate::spec::{SpecContext, WatcherSpec};
+use crate::spec::{Reaction, SpecContext, WatcherSpec};
 
 /// The watcher commands on the bridge. It holds the store, not the engine (the bridge holds
 /// the service, the engine holds the bridge).
 #[derive(Debug, Clone)]
 pub struct WatchersService {
     store: Arc<Store>,
+    /// The bridge that serves these commands (weakly: the bridge holds the service), for the
+    /// creator's authority at creation.
+    bridge: Weak<ToolBridge>,
     registry: &'static Registry,
     judge: bool,
     jobs: bool,
 }
 
 impl WatchersService {
-    /// The commands over `store`; `judge`: a model can judge `semantic_match`; `jobs`: job
+    /// The commands over `bridge`'s store; `judge`: a model can judge `semantic_match`; `jobs`: job
     /// reactions can run.
     pub fn new(
-        store: Arc<Store>,
+        bridge: &Arc<ToolBridge>,
         registry: &'static Registry,
         judge: bool,
         jobs: bool,
     ) -> WatchersService {
         WatchersService {
-            store,
+            store: Arc::clone(bridge.store()),
+            bridge: Arc::downgrade(bridge),
             registry,
             judge,
             jobs,
         }
+    }
+}
+
+impl WatchersService {
+    /// Refuses a watcher whose source reads, or whose stored tool call calls, what its creator
+    /// may not (`crate::authority`): `tool_not_granted`, naming the command and why.
+    fn within_creators_authority(
+        &self,
+        call: &ServiceCall<'_>,
+        spec: &WatcherSpec,
+    ) -> Result<(), DeviceError> {
+        let Some(bridge) = self.bridge.upgrade() else {
+            return Err(DeviceError::Internal {
+                message: "the tool bridge is gone (the daemon is stopping)".to_owned(),
+            });
+        };
+        let creator = openphone_core::services::watcher_creator(call.caller);
+        let authority = crate::authority::of(&bridge, creator, "watchers");
+        let mut uses = Vec::new();
+        if let Some(command) = crate::authority::source_command(spec.source) {
+            uses.push((
+                format!("a `{}` watcher reads like", spec.source.as_str()),
+                command,
+            ));
+        }
+        if let Reaction::Tool { tool, .. } = &spec.reaction {
+            uses.push(("its `delivery.tool` calls".to_owned(), tool.as_str()));
+        }
+        for (what, command) in uses {
+            if let Some(why) = crate::authority::refusal_of(self.registry, &authority, command) {
+                return Err(DeviceError::Refused {
+                    code: "tool_not_granted",
+                    message: format!(
+                        "{what} {why}; a watcher works with the authority of the runtime \
+                         that creates it"
+                    ),
+                });
+            }
+        }
+        Ok(())
     }
 }
 
@@ -67,6 +111,7 @@ impl RuntimeService for WatchersService {
                 };
                 let spec = WatcherSpec::from_params(call.params, &ctx)
                     .map_err(crate::WatchersError::into_device)?;
+                self.within_creators_authority(&call, &spec)?;
                 let watcher =
                     create_watcher_for(store, call.caller, spec.to_params(), call.now_ms)?;
                 Ok(json!({ "created": true, "watcher": watcher }))

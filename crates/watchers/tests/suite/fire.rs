@@ -8,7 +8,7 @@ use openphone_store::WatcherState;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use super::support::{BOB, Harness, Options, WordJudge, message};
+use super::support::{BOB, Harness, Options, WordJudge, message, operator};
 
 fn fired_events(rx: &mut tokio::sync::broadcast::Receiver<BusEvent>) -> Vec<Value> {
     let mut out = Vec::new();
@@ -24,8 +24,11 @@ fn fired_events(rx: &mut tokio::sync::broadcast::Receiver<BusEvent>) -> Vec<Valu
 async fn a_message_text_contains_watcher_fires_once() {
     let h = Harness::new();
     let mut bus = h.bridge.events().subscribe();
+    // The user's own watcher: its attention request goes to the runtime routed for the
+    // `watcher` surface (a runtime's goes to that runtime: `authority.rs`).
     let w = h
-        .watcher(
+        .watcher_as(
+            &operator(),
             json!({"title": "Bob is late", "source": "message", "address": "Bob Nguyen",
                         "evaluator": "text_contains", "query": "LATE"}),
         )

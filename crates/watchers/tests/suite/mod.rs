@@ -1,3 +1,4 @@
+mod authority;
 mod create;
 mod fire;
 mod owners;

@@ -8,7 +8,7 @@ use openphone_protocol::{ToolResult, ToolStatus};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use super::support::{BOB, Harness, hermes, operator, runtime};
+use super::support::{BOB, Harness, INTRUDER_GRANTS, hermes, operator, runtime};
 
 fn ids(result: &ToolResult) -> Vec<i64> {
     result.result["watchers"]
@@ -126,11 +126,7 @@ async fn a_runtime_without_private_read_cannot_stop_every_watcher() {
         .await;
     let hermes_own = h.watcher_as(&hermes(), secret_watcher()).await;
     // A runtime that may change things (`dangerous`) but not read private data.
-    let grants = ExposureGrants {
-        private_read: false,
-        ..ExposureGrants::ALL
-    };
-    let intruder = runtime("intruder", grants);
+    let intruder = runtime("intruder", INTRUDER_GRANTS);
     let its_own = h
         .watcher_as(
             &intruder,

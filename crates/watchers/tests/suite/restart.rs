@@ -4,7 +4,7 @@ use openphone_store::{FireOutcome, NewFiring, WatcherState};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use super::support::{BOB, Harness, message};
+use super::support::{BOB, Harness, message, operator};
 
 #[tokio::test]
 async fn a_restart_does_not_repeat_a_firing() {
@@ -43,7 +43,10 @@ async fn a_restart_does_not_lose_a_firing() {
         )
         .await;
     let bell = h
-        .watcher(json!({"title": "bell", "source": "message", "match_any": true}))
+        .watcher_as(
+            &operator(),
+            json!({"title": "bell", "source": "message", "match_any": true}),
+        )
         .await;
     // A firing recorded just before a crash, whose attention reaction never went out.
     let recorded = h

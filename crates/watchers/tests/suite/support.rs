@@ -2,6 +2,7 @@
 //! clock, bridge, runtime manager with a recording built-in runtime, job scheduler and the
 //! watchers engine.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -12,7 +13,9 @@ use openphone_core::{
 };
 use openphone_device::{DeviceEvent, Injection, SimPhone, SimState};
 use openphone_jobs::{Scheduler, SchedulerConfig};
-use openphone_policy::{Autonomy, Caller, Context, ExposureGrants, Transport};
+use openphone_policy::{
+    Autonomy, Caller, Context, ExposureGrants, RuntimeAuthorisation, Transport,
+};
 use openphone_protocol::endpoint::AttentionRequested;
 use openphone_protocol::{Registry, ToolRequest, ToolResult, ToolStatus};
 use openphone_store::{Store, WatcherRecord};
@@ -77,6 +80,41 @@ impl Default for Options {
     }
 }
 
+/// Every runtime the tests use, as a daemon's configuration would have them: `builtin`; Hermes,
+/// OpenClaw and `greedy` with every grant; `intruder` without `private_read`; `nosy` with
+/// `safe_read` and `dangerous` only. Ceilings `trusted_actions`.
+fn runtime_table() -> BTreeMap<String, RuntimeAuthorisation> {
+    let mut table = BTreeMap::new();
+    table.insert(
+        "builtin".to_owned(),
+        Caller::builtin("daemon").authorisation(),
+    );
+    for name in ["hermes", "openclaw", "greedy"] {
+        table.insert(
+            name.to_owned(),
+            runtime(name, ExposureGrants::ALL).authorisation(),
+        );
+    }
+    table.insert(
+        "intruder".to_owned(),
+        runtime("intruder", INTRUDER_GRANTS).authorisation(),
+    );
+    table.insert(
+        "nosy".to_owned(),
+        runtime("nosy", NOSY_GRANTS).authorisation(),
+    );
+    table
+}
+
+/// A runtime that may change things but not read private data.
+pub const INTRUDER_GRANTS: ExposureGrants = ExposureGrants {
+    safe_read: true,
+    private_read: false,
+    dangerous: true,
+};
+/// The same (`nosy` is the name the grant tests use).
+pub const NOSY_GRANTS: ExposureGrants = INTRUDER_GRANTS;
+
 fn parts(
     dir: &Path,
     phone: &Arc<SimPhone>,
@@ -92,7 +130,10 @@ fn parts(
         phone.clone(),
         Arc::clone(&clock),
         Arc::clone(&events),
-        BridgeConfig::default(),
+        BridgeConfig {
+            runtimes: Some(runtime_table()),
+            ..BridgeConfig::default()
+        },
     ));
     let manager = Arc::new(
         RuntimeManager::new(
@@ -169,6 +210,17 @@ impl Harness {
             recorder,
             watchers,
         }
+    }
+
+    /// Changes `runtime`'s grants in the bridge's configuration (as a restart with a new
+    /// configuration would).
+    pub fn set_grants(&self, runtime: &str, grants: ExposureGrants) {
+        let mut config = self.bridge.config();
+        let table = config.runtimes.get_or_insert_with(BTreeMap::new);
+        let mut auth = table.get(runtime).copied().unwrap();
+        auth.grants = grants;
+        table.insert(runtime.to_owned(), auth);
+        self.bridge.set_config(config);
     }
 
     pub fn now(&self) -> i64 {

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use clap::Subcommand;
 use openphone_protocol::endpoint::{
     ApprovalInfo, ApprovalState, ApprovalsList, ApprovalsListParams, AttentionRequest,
@@ -43,8 +43,9 @@ pub enum ToolsCommand {
         params: String,
         #[command(flatten)]
         data_dir: DataDir,
-        /// Autonomy for this request (the operator may name any mode).
-        #[arg(long)]
+        /// Autonomy for this request (the operator may name any mode): observe_only,
+        /// ask_before_action or trusted_actions.
+        #[arg(long, value_parser = autonomy_arg)]
         autonomy: Option<String>,
         /// Retries with the same key, tool and params join the first request (its
         /// confirmation or its recorded result) instead of running again.
@@ -449,6 +450,20 @@ pub fn confirmations(cmd: ConfirmationsCommand) -> Result<ExitCode> {
             Some((confirmation_id, ConfirmDecision::Deny)),
         ),
     };
+    if let Some((id, decision)) = &action {
+        // A background job's review is not a pending confirmation (issue 31): say where it is
+        // decided instead of answering "not found".
+        if id.starts_with("job-confirm-") {
+            let verb = match decision {
+                ConfirmDecision::Deny => "deny",
+                ConfirmDecision::Approve | ConfirmDecision::AcceptForSession => "approve",
+            };
+            bail!(
+                "{id} is a background job's review, not a pending confirmation: decide it with \
+                 `openphone jobs {verb} {id}`"
+            );
+        }
+    }
     let dir = data_dir.resolve()?;
     block_on(async {
         let mut client = DaemonClient::connect(&dir).await?;
@@ -612,6 +627,26 @@ fn session_target(session: Option<&str>) -> Option<String> {
         id if id.starts_with("session:") => id.to_owned(),
         id => format!("session:{id}"),
     })
+}
+
+/// `--autonomy`: a mode the daemon knows — a canonical one (`observe_only`,
+/// `ask_before_action`, `trusted_actions`) or a legacy synonym (`read_only`, `dry_run`,
+/// `yolo`). The wire normalises anything else to `ask_before_action` (fail safe), so a typo
+/// or `god` on the command line would be accepted silently: refused here with the valid list.
+pub fn autonomy_arg(raw: &str) -> std::result::Result<String, String> {
+    const SYNONYMS: [&str; 3] = ["read_only", "dry_run", "yolo"];
+    let value = raw.trim().to_lowercase();
+    if openphone_protocol::Autonomy::parse(&value).is_some() || SYNONYMS.contains(&value.as_str()) {
+        return Ok(value);
+    }
+    let valid: Vec<&str> = openphone_protocol::Autonomy::ALL
+        .iter()
+        .map(|a| a.as_str())
+        .collect();
+    Err(format!(
+        "unknown autonomy mode {raw:?}: use one of {}",
+        valid.join(", ")
+    ))
 }
 
 /// The settings of one `openphone ask`.

@@ -196,8 +196,10 @@ fn read(path: &Path) -> Result<String> {
     std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
 }
 
+/// A goal file's JSON, read strictly: a key given twice is refused, naming it.
 fn read_json(path: &Path) -> Result<Value> {
-    serde_json::from_str(&read(path)?).with_context(|| format!("{} is not JSON", path.display()))
+    openphone_goals::spec::parse_goal_file(&read(path)?)
+        .map_err(|e| anyhow::anyhow!("{}: {}: {}", path.display(), e.field, e.message))
 }
 
 /// Runs a `goals` subcommand.
@@ -466,7 +468,7 @@ pub fn run(cmd: GoalsCommand) -> Result<ExitCode> {
             scenario,
             approvals,
         } => {
-            let input: SimInput = serde_json::from_str(&read(&goal)?)
+            let input: SimInput = serde_json::from_value(read_json(&goal)?)
                 .with_context(|| format!("{} is not a goal file", goal.display()))?;
             let phone = match &scenario {
                 Some(path) => Some(
@@ -476,7 +478,7 @@ pub fn run(cmd: GoalsCommand) -> Result<ExitCode> {
                 None => None,
             };
             let rules: Rules = match &approvals {
-                Some(path) => serde_json::from_str(&read(path)?)
+                Some(path) => serde_json::from_value(read_json(path)?)
                     .with_context(|| format!("{} is not a rules file", path.display()))?,
                 None => Rules::default(),
             };

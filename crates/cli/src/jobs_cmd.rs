@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::Subcommand;
+use openphone_protocol::display_text;
 use openphone_protocol::endpoint::{
     JobEntry, JobIdParams, JobResult, JobsCreate, JobsCreateParams, JobsGet, JobsList,
     JobsListParams, JobsPause, JobsResume, JobsReview, JobsReviewParams, JobsStop, JobsWake,
@@ -267,7 +268,7 @@ pub fn run(cmd: JobsCommand) -> Result<ExitCode> {
                 println!("{}", job_line(&got.entry));
                 for key in ["prompt", "progress_text", "last_result"] {
                     if let Some(text) = str_field(&got.entry.job, key).filter(|t| !t.is_empty()) {
-                        println!("  {key}: {text}");
+                        println!("  {key}: {}", display_text(text));
                     }
                 }
                 if let Some(state) = &got.entry.delivery_state {
@@ -389,6 +390,7 @@ fn review(
     decision: ReviewDecision,
     json: bool,
 ) -> Result<ExitCode> {
+    let tapped = confirmation_id.clone();
     with_client(data_dir, |mut client| async move {
         let answer = client
             .call::<JobsReview>(JobsReviewParams {
@@ -400,6 +402,12 @@ fn review(
         let applied = answer.code == "background.review_resolved";
         if json {
             print_json(&answer)?;
+        } else if answer.code == "job_not_found" {
+            println!(
+                "no such review: {} (review ids are shown by `openphone jobs list --status \
+                 awaiting_review` and `openphone jobs show <job id>`)",
+                tapped
+            );
         } else if applied {
             println!(
                 "{}: job {} resumes with {}",
@@ -467,7 +475,7 @@ fn job_line(entry: &JobEntry) -> String {
         line.push_str(&format!(" next {next}"));
     }
     if let Some(progress) = str_field(job, "progress_text").filter(|p| !p.is_empty()) {
-        line.push_str(&format!(": {progress}"));
+        line.push_str(&format!(": {}", display_text(progress)));
     }
     if let Some(review) = str_field(job, "pending_confirmation_id").filter(|c| !c.is_empty()) {
         line.push_str(&format!(" [review {review}]"));
@@ -480,7 +488,9 @@ fn job_line(entry: &JobEntry) -> String {
 fn review_line(entry: &JobEntry) -> Option<String> {
     let record = entry.job.get("pending_tool_request_json")?.as_object()?;
     let id = record.get("confirmation_id")?.as_str()?;
-    let summary = record.get("summary").and_then(Value::as_str).unwrap_or("");
+    // Escaped when the review was made; shown through the one escape again whatever the
+    // stored record holds.
+    let summary = display_text(record.get("summary").and_then(Value::as_str).unwrap_or(""));
     let expires = record
         .get("expires_at")
         .and_then(Value::as_i64)

@@ -89,8 +89,9 @@ enum Command {
         /// Ask this runtime instead of the one routed for the surface.
         #[arg(long)]
         runtime: Option<String>,
-        /// Autonomy granted to the session (default ask_before_action).
-        #[arg(long)]
+        /// Autonomy granted to the session (default ask_before_action): observe_only,
+        /// ask_before_action or trusted_actions.
+        #[arg(long, value_parser = client_cmd::autonomy_arg)]
         autonomy: Option<String>,
         /// Continue this phone session (its id from `openphone sessions list`), or `main`
         /// for the runtime's latest chat session; default: a new session.

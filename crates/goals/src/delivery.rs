@@ -50,10 +50,12 @@ pub struct BridgeOutbox(pub Arc<ToolBridge>);
 #[async_trait]
 impl Outbox for BridgeOutbox {
     async fn post(&self, key: &str, title: &str, body: &str) -> Result<(), String> {
+        // What the phone shows a person: the one escape of confirmations (bidi, zero-width
+        // and control characters as `\u{XXXX}`).
         let notification = SystemNotification {
             key: key.to_owned(),
-            title: title.to_owned(),
-            body: body.to_owned(),
+            title: openphone_protocol::display_text(title).into_owned(),
+            body: openphone_protocol::display_text(body).into_owned(),
             actions: Vec::new(),
         };
         self.0

@@ -16,6 +16,8 @@ use crate::model::{
 pub const DEFAULT_ESTIMATE_MS: i64 = 60_000;
 /// At most this many actions in a plan.
 pub const MAX_ACTIONS: usize = 2_000;
+/// A checkpoint is at most this many minutes (7 days) before the deadline.
+pub const MAX_CHECKPOINT_MINUTES: i64 = 7 * 24 * 60;
 
 /// Bad input, naming the field.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -92,6 +94,20 @@ pub struct GoalSpec {
     pub plan: Option<Vec<ActionSpec>>,
 }
 
+/// Reads the JSON text of a goal file (a goal spec, a plan, the simulator's input) strictly: a
+/// key given twice in one object is refused, naming the key — a lenient parse keeps the last
+/// one silently, so the file would not mean what it seems to say (issue 28). Syntax errors
+/// are refused too; `field` is `file` for them.
+pub fn parse_goal_file(text: &str) -> Result<serde_json::Value, InvalidGoal> {
+    openphone_protocol::parse_json_strict(text).map_err(|e| match e {
+        openphone_protocol::CanonicalError::DuplicateKey { key } => invalid(
+            key.clone(),
+            format!("the key {key:?} is given twice in one object; name each key once"),
+        ),
+        other => invalid("file", other.to_string()),
+    })
+}
+
 fn valid_id(id: &str) -> bool {
     !id.is_empty()
         && id.len() <= 64
@@ -149,6 +165,19 @@ pub fn new_goal(spec: &GoalSpec, id: String, owner: Owner, now: i64) -> Result<G
     if planner.trim().is_empty() {
         return Err(invalid("planner", "must not be empty"));
     }
+    // Checked whether or not there is a deadline: a goal without one used to accept any
+    // number here, negative ones included (issue 28).
+    for (i, m) in spec.checkpoints.iter().flatten().enumerate() {
+        if !(0..=MAX_CHECKPOINT_MINUTES).contains(m) {
+            return Err(invalid(
+                format!("checkpoints[{i}]"),
+                format!(
+                    "{m} is not a number of minutes before the deadline: must be between 0 \
+                     and {MAX_CHECKPOINT_MINUTES}"
+                ),
+            ));
+        }
+    }
     let checkpoints = match spec.deadline_at {
         None => Vec::new(),
         Some(deadline) => {
@@ -156,12 +185,6 @@ pub fn new_goal(spec: &GoalSpec, id: String, owner: Owner, now: i64) -> Result<G
                 .checkpoints
                 .clone()
                 .unwrap_or_else(|| vec![120, 60, 15, 0]);
-            if minutes.iter().any(|m| *m < 0 || *m > 7 * 24 * 60) {
-                return Err(invalid(
-                    "checkpoints",
-                    "minutes must be between 0 and 10080",
-                ));
-            }
             checkpoints_for(deadline, &minutes)
         }
     };

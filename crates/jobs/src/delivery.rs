@@ -3,22 +3,54 @@
 //! user who was told are different things, and a failed delivery is retried from the stored
 //! output, never by running the job again.
 
+use openphone_protocol::display_text;
 use openphone_store::{DeliveryState, Store, StoreError};
 
 use crate::limits::SUMMARY_MAX_CHARS;
 use crate::model::{AgentJob, AgentJobExt, truncate_chars};
 
+// Every text below is shown to a person on the phone, so every one goes through
+// `display_text`, the one escape of foreground confirmations: a bidi override or a
+// zero-width character in a title, a summary or a model's answer reads `\u{202E}`, never
+// reorders or hides what the notification says.
+
 /// The body of a completion notification (§4): `notification_text` exactly when set (no
 /// prefix, suffix or template expansion); else the run's short summary (≤ 240 characters);
-/// else `<title> finished`. Never `last_result`.
+/// else `<title> finished`. Never `last_result`. Shown escaped ([`display_text`]).
 pub fn completion_body(job: &AgentJob, summary: Option<&str>) -> String {
     if let Some(text) = job.notification_text() {
-        return text.to_owned();
+        return display_text(text).into_owned();
     }
     match summary.map(str::trim).filter(|s| !s.is_empty()) {
-        Some(summary) => truncate_chars(summary, SUMMARY_MAX_CHARS),
-        None => format!("{} finished", job.title),
+        Some(summary) => truncate_chars(&display_text(summary), SUMMARY_MAX_CHARS),
+        None => format!("{} finished", display_text(&job.title)),
     }
+}
+
+/// The title of a job's completion notification: the job's title, shown escaped.
+pub fn completion_title(job: &AgentJob) -> String {
+    display_text(&job.title).into_owned()
+}
+
+/// The title of a job's failure alert (§7.6).
+pub fn failure_title(job: &AgentJob) -> String {
+    format!("Background job failed: {}", display_text(&job.title))
+}
+
+/// The title of the alert for an approved action whose outcome is unknown (§9.10).
+pub fn stopped_title(title: &str) -> String {
+    format!("Background job stopped: {}", display_text(title))
+}
+
+/// The title of a review's notification (§9.4).
+pub fn review_title(title: &str) -> String {
+    format!("Review: {}", display_text(title))
+}
+
+/// The body of a review's notification (§9.4): the exact action (the record's summary, shown
+/// escaped whatever the stored record holds) and the minutes left.
+pub fn review_body(summary: &str, minutes: i64) -> String {
+    format!("{}\nExpires in {minutes} min.", display_text(summary))
 }
 
 /// The body of a failure alert (§7.6): its own wording — the number of consecutive failures
@@ -133,6 +165,37 @@ mod tests {
         j.failure_count = 6;
         assert!(failure_body(&j, 10).contains("gave up"));
         assert!(!failure_body(&j, 10).contains("Release notes changed"));
+    }
+
+    #[test]
+    fn every_notification_text_shows_bidi_and_zero_width_characters_escaped() {
+        let mut j = job();
+        j.title = "Pay\u{202e}lla\u{202c}".to_owned();
+        assert_eq!(completion_title(&j), r"Pay\u{202E}lla\u{202C}");
+        assert_eq!(
+            failure_title(&j),
+            r"Background job failed: Pay\u{202E}lla\u{202C}"
+        );
+        assert_eq!(
+            completion_body(&j, None),
+            r"Pay\u{202E}lla\u{202C} finished"
+        );
+        assert_eq!(
+            completion_body(&j, Some("sent to +1555\u{200b}0100")),
+            r"sent to +1555\u{200B}0100"
+        );
+        assert_eq!(review_title("a\u{2066}b"), r"Review: a\u{2066}b");
+        assert_eq!(
+            review_body("messages send with {\"to\":\"+1\u{feff}\"}", 15),
+            "messages send with {\"to\":\"+1\\u{FEFF}\"}\nExpires in 15 min."
+        );
+        assert_eq!(
+            stopped_title("x\u{200d}"),
+            r"Background job stopped: x\u{200D}"
+        );
+        j.delivery_json
+            .insert("notification_text".into(), json!("done\u{202e}"));
+        assert_eq!(completion_body(&j, None), r"done\u{202E}");
     }
 
     #[test]

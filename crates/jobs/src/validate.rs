@@ -137,9 +137,8 @@ pub struct CreateContext {
 /// - `type` trimmed and lower-cased, default `agent_turn`, one of the three types;
 /// - the first due time is the first non-zero of `next_run_at`, `run_at`,
 ///   `schedule.next_run_at`, else now; negative times are refused;
-/// - the interval is the first positive of `interval_ms`, `schedule.interval_ms` (the floor
-///   of 15 s applies when runs are scheduled, the value is kept as given); negative values are
-///   refused;
+/// - the interval is the first positive of `interval_ms`, `schedule.interval_ms`; negative
+///   values and positive ones below the 15 s floor are refused;
 /// - `schedule_json` is the given `schedule` with both written into it;
 /// - `session_target` default `main`; `current` becomes `session:<id>` of the creating request
 ///   or `main`;
@@ -423,6 +422,15 @@ fn check_time(field: &str, value: Option<i64>) -> Result<(), InvalidJob> {
 fn check_interval(field: &str, value: Option<i64>) -> Result<(), InvalidJob> {
     match value {
         Some(v) if v < 0 => Err(InvalidJob::new(field, "must not be negative")),
+        // A shorter interval would silently run every 15 s instead (issue 28): refused.
+        Some(v) if v > 0 && v < crate::limits::INTERVAL_FLOOR_MS => Err(InvalidJob::new(
+            field,
+            format!(
+                "is {v} ms, shorter than the shortest accepted interval ({} ms, 15 s); \
+                 use 0 for a job that runs once",
+                crate::limits::INTERVAL_FLOOR_MS
+            ),
+        )),
         Some(v) if v > MAX_INTERVAL_MS => Err(InvalidJob::new(
             field,
             format!("is longer than the longest accepted interval ({MAX_INTERVAL_MS} ms)"),

@@ -236,8 +236,8 @@ impl Glue {
                 let minutes = ((expires_at - self.bridge.now_ms()).max(0) + 59_999) / 60_000;
                 let notification = SystemNotification {
                     key: delivery::review_key(&confirmation_id),
-                    title: format!("Review: {title}"),
-                    body: format!("{summary}\nExpires in {minutes} min."),
+                    title: delivery::review_title(&title),
+                    body: delivery::review_body(&summary, minutes),
                     actions: vec![
                         ("approve".to_owned(), "Approve".to_owned()),
                         ("deny".to_owned(), "Deny".to_owned()),
@@ -272,7 +272,7 @@ impl Glue {
                     // told whatever the delivery mode (§9.10).
                     let notification = SystemNotification {
                         key: delivery::failure_key(job_id),
-                        title: format!("Background job stopped: {title}"),
+                        title: delivery::stopped_title(&title),
                         body: "The daemon stopped while an action you approved was running; \
                                whether it took effect is unknown, and it is not run again."
                             .to_owned(),
@@ -302,7 +302,7 @@ impl Glue {
         }
         let notification = SystemNotification {
             key: delivery::result_key(job.id),
-            title: job.title.clone(),
+            title: delivery::completion_title(job),
             body: completion_body(job, summary),
             actions: Vec::new(),
         };
@@ -362,7 +362,7 @@ impl Glue {
     async fn alert(&self, job: &AgentJob) {
         let notification = SystemNotification {
             key: delivery::failure_key(job.id),
-            title: format!("Background job failed: {}", job.title),
+            title: delivery::failure_title(job),
             body: failure_body(job, self.bridge.now_ms()),
             actions: Vec::new(),
         };

@@ -24,6 +24,7 @@ mod policy_explain;
 mod profiles;
 mod protocol;
 mod readme;
+mod review_escape;
 mod sessions;
 mod store;
 mod support;

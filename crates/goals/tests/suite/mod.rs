@@ -8,6 +8,7 @@ mod reports;
 mod risk;
 mod service;
 mod simulate;
+mod spec_input;
 mod store;
 mod support;
 mod transitions;

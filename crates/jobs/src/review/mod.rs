@@ -71,6 +71,9 @@ pub const AUDIT_EVENT: &str = "assistant.background_job.review_resolved";
 pub const AUDIT_SCHEMA: &str = "openphone.background_review_audit.v1";
 /// The `reason` of a tap that found nothing to claim.
 pub const CLAIM_UNAVAILABLE: &str = "claim_unavailable";
+/// The `reason` of a tap on an id no review ever had (code `job_not_found`): neither a job
+/// holds it nor was a review with it ever settled (audited).
+pub const NO_SUCH_REVIEW: &str = "no_such_review";
 
 /// `background-job:<job_id>`: the runtime session and phone session of a job's tool calls.
 pub fn job_session(job_id: i64) -> String {
@@ -177,9 +180,11 @@ impl std::fmt::Display for Resolution {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReviewAnswer {
     /// `background.review_resolved`, `background.review_expired`,
-    /// `background.review_already_resolved` or `background.review_commit_failed`.
+    /// `background.review_already_resolved`, `background.review_commit_failed`, or
+    /// `job_not_found` for an id no review ever had.
     pub code: ErrorCode,
-    /// [`CLAIM_UNAVAILABLE`] for `background.review_already_resolved`, else `None`.
+    /// [`CLAIM_UNAVAILABLE`] for `background.review_already_resolved`, [`NO_SUCH_REVIEW`] for
+    /// `job_not_found`, else `None`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// The tapped id.
@@ -198,11 +203,14 @@ pub struct ReviewAnswer {
 
 impl ReviewAnswer {
     /// A tap that changed nothing: `code`, with `claim_unavailable` for an already resolved
-    /// review.
+    /// review and `no_such_review` for an id no review ever had.
     pub fn unclaimed(code: ErrorCode, confirmation_id: &str, job_id: Option<i64>) -> ReviewAnswer {
         ReviewAnswer {
-            reason: (code == ErrorCode::BackgroundReviewAlreadyResolved)
-                .then(|| CLAIM_UNAVAILABLE.to_owned()),
+            reason: match code {
+                ErrorCode::BackgroundReviewAlreadyResolved => Some(CLAIM_UNAVAILABLE.to_owned()),
+                ErrorCode::JobNotFound => Some(NO_SUCH_REVIEW.to_owned()),
+                _ => None,
+            },
             code,
             confirmation_id: confirmation_id.to_owned(),
             job_id,

@@ -2,7 +2,9 @@
 //! scheduler writes when it parks the job.
 
 use openphone_protocol::canonical::check_params;
-use openphone_protocol::{Command, Registry, binding_digest, canonical_json, params_digest};
+use openphone_protocol::{
+    Command, Registry, binding_digest, canonical_json, display_text, params_digest,
+};
 
 use super::{
     CHECKPOINT_SCHEMA, Checkpoint, ConfirmationRecord, MAX_RECORD_CHARS, MAX_SUMMARY_CHARS,
@@ -80,12 +82,14 @@ pub fn eligible_command(tool: &str, command: &str) -> Result<&'static Command, R
 }
 
 /// The summary of a review (§9.3): the tool name with `_` replaced by spaces, ` with `, the
-/// canonical JSON of `params`; cut to 1000 characters. `None` when `params` has no canonical
-/// form.
+/// canonical JSON of `params`, shown with the one escape for what a person reads
+/// ([`display_text`]: a bidi override or a zero-width character reads `\u{202E}`, exactly as
+/// in a foreground confirmation); cut to 1000 characters. `None` when `params` has no
+/// canonical form.
 pub fn summary_of(tool: &str, params: &serde_json::Value) -> Option<String> {
     let canonical = canonical_json(params).ok()?;
     Some(truncate_chars(
-        &format!("{} with {canonical}", tool.replace('_', " ")),
+        &display_text(&format!("{} with {canonical}", tool.replace('_', " "))),
         MAX_SUMMARY_CHARS,
     ))
 }

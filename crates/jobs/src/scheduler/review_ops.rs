@@ -339,7 +339,7 @@ impl Inner {
         let mut last = None;
         for _ in 0..WRITE_TRIES {
             let Some(row) = self.store.job_by_confirmation(tapped)? else {
-                let code = self.gone_code(tapped, None)?;
+                let code = self.unheld_code(tapped)?;
                 return Ok(Claim::Answer(ReviewAnswer::unclaimed(code, tapped, None)));
             };
             let id = row.job.id;
@@ -378,6 +378,17 @@ impl Inner {
         Err(JobsError::Contended {
             id: last.unwrap_or_default(),
         })
+    }
+
+    /// The answer to a tap on an id no job holds: `job_not_found` (reason `no_such_review`)
+    /// when no review with it was ever settled — every settled review is audited under its id
+    /// (§9.14) — else as [`Inner::gone_code`]. An unknown id is not "already resolved"
+    /// (issue 28).
+    fn unheld_code(&self, tapped: &str) -> Result<ErrorCode, JobsError> {
+        if self.store.find_audit(&review::audit_id(tapped))?.is_empty() {
+            return Ok(ErrorCode::JobNotFound);
+        }
+        self.gone_code(tapped, None)
     }
 
     /// The answer to a tap on a review that is no longer pending: expired when it was resolved

@@ -280,13 +280,13 @@ async fn a_review_expired_by_a_tick_stays_expired_for_later_taps() {
         audit[0].entry.policy_proof.as_ref().unwrap()["result_status"],
         "background.confirmation_timeout"
     );
-    // An unknown id is simply not claimable.
-    already_resolved(
-        &h.sched
-            .resolve_review("job-confirm-nope", true)
-            .await
-            .unwrap(),
-    );
+    // An unknown id is not claimable, and is said to be unknown (issue 28).
+    let unknown = h
+        .sched
+        .resolve_review("job-confirm-nope", true)
+        .await
+        .unwrap();
+    assert_eq!(unknown.code, ErrorCode::JobNotFound, "{unknown:?}");
 }
 
 /// An edit of a stored record.
@@ -558,4 +558,33 @@ async fn a_command_forbidden_after_parking_stays_forbidden_when_approved() {
     assert!(h.actions(SEND).is_empty());
     let bound = parse(checkpoint(&h, id).tool_result.as_deref().unwrap());
     assert_eq!(bound["reason"], "tool_not_eligible_for_background_approval");
+}
+
+#[tokio::test]
+async fn an_unknown_review_id_is_not_found_not_already_resolved() {
+    // Issue 28: a review id that never existed was answered "already resolved".
+    let h = ReviewHarness::new();
+    let (id, cid) = h.parked("messages_send", send_params("hold on")).await;
+    for unknown in [
+        "job-confirm-00000000-0000-4000-8000-000000000000",
+        "not-a-review",
+        "",
+    ] {
+        for approve in [true, false] {
+            let answer = h.sched.resolve_review(unknown, approve).await.unwrap();
+            assert_eq!(
+                answer.code,
+                ErrorCode::JobNotFound,
+                "{unknown:?} {answer:?}"
+            );
+            assert_eq!(answer.reason.as_deref(), Some(review::NO_SUCH_REVIEW));
+            assert_eq!(answer.job_id, None);
+        }
+    }
+    // Nothing changed: the real review still waits, and its taps keep their answers.
+    assert_eq!(h.job(id).job.status, JobStatus::AwaitingReview);
+    let answer = h.sched.resolve_review(&cid, false).await.unwrap();
+    resolved(&answer, Resolution::Denied, "background.action_denied");
+    already_resolved(&h.sched.resolve_review(&cid, true).await.unwrap());
+    assert!(h.actions(SEND).is_empty());
 }

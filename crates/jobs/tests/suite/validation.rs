@@ -131,9 +131,8 @@ fn the_interval_is_the_first_positive_and_is_written_into_the_schedule() {
         Value::Object(job.schedule_json),
         json!({"interval_ms": HOUR, "next_run_at": T0, "note": "kept"})
     );
-    // Kept as given; the 15 s floor applies when runs are scheduled.
-    let job = create(json!({"title": "t", "prompt": "p", "interval_ms": 1_000})).unwrap();
-    assert_eq!(job.schedule_json["interval_ms"], 1_000);
+    let job = create(json!({"title": "t", "prompt": "p", "interval_ms": 15_000})).unwrap();
+    assert_eq!(job.schedule_json["interval_ms"], 15_000);
     assert_eq!(
         refused(json!({"title": "t", "prompt": "p", "interval_ms": -1})).0,
         "interval_ms"
@@ -248,4 +247,30 @@ fn payload_arguments_and_limits() {
         create(json!({"title": 5})).unwrap_err().to_string(),
         "invalid_params: title must be a string (got a number)"
     );
+}
+
+#[test]
+fn an_interval_below_the_15_s_floor_is_refused_not_silently_raised() {
+    // Issue 28: `jobs create --every 1s` was accepted and ran every 15 s instead.
+    for (args, field) in [
+        (
+            json!({"title": "t", "prompt": "p", "interval_ms": 1_000}),
+            "interval_ms",
+        ),
+        (
+            json!({"title": "t", "prompt": "p", "interval_ms": 14_999}),
+            "interval_ms",
+        ),
+        (
+            json!({"title": "t", "prompt": "p", "schedule": {"interval_ms": 1}}),
+            "schedule.interval_ms",
+        ),
+    ] {
+        let (got, message) = refused(args);
+        assert_eq!(got, field);
+        assert!(message.contains("15000 ms"), "{message}");
+    }
+    // 0 is a one-shot job; the floor itself is accepted.
+    assert!(create(json!({"title": "t", "prompt": "p", "interval_ms": 0})).is_ok());
+    assert!(create(json!({"title": "t", "prompt": "p", "interval_ms": 15_000})).is_ok());
 }

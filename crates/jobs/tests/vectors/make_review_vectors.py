@@ -158,8 +158,25 @@ def binding_digest(job_id, runtime, phone_session_id, tool, p_digest, idempotenc
     )
 
 
+INVISIBLE = [
+    (0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160), (0x17B4, 0x17B5),
+    (0x180B, 0x180F), (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x206F), (0x3164, 0x3164),
+    (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFFB), (0xE0000, 0xE0FFF),
+]
+
+
+def shown(c):
+    """The one escape for what a person reads (openphone_protocol::display_text)."""
+    n = ord(c)
+    control = (n < 0x20 and c not in "\n\t") or 0x7F <= n <= 0x9F
+    if control or n in (0x2028, 0x2029) or any(a <= n <= b for a, b in INVISIBLE):
+        return "\\u{%04X}" % n
+    return c
+
+
 def summary(tool, params):
     text = tool.replace("_", " ") + " with " + canonical_json(params)
+    text = "".join(shown(c) for c in text)
     return text[:1000]  # Python strings index code points
 
 
@@ -202,6 +219,11 @@ CASES = [
         '"body":"k","reason":"r"}',
     ),
     ("empty_strings_and_booleans", "set_clipboard", '{"text":"","sensitive":false,"reason":"r"}'),
+    (
+        "bidi_and_zero_width_shown_escaped",
+        "messages_send",
+        '{"to":"+1555\\u202e6660\\u202c","body":"pay\\u200bnow\\ufeff","reason":"r"}',
+    ),
     ("long_summary", "messages_send", '{"to":"Alice","body":"' + "\\u00e9x" * 700 + '"}'),
 ]
 

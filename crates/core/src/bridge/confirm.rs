@@ -129,6 +129,10 @@ pub(super) struct StoredRequest {
     pub(super) caller: Caller,
     pub(super) request: NormalizedRequest,
     pub(super) context: Context,
+    /// Whether the request carried an idempotency key of its own (a retry without one may
+    /// join it only if it did not, `retry.rs`); absent in records stored before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) keyed: Option<bool>,
 }
 
 impl ToolBridge {
@@ -172,6 +176,7 @@ impl ToolBridge {
         decision: &Decision,
         identity: IdentityKey,
         context: Context,
+        keyed: bool,
     ) -> ToolResult {
         let (caller, req, started) = (attempt.caller, attempt.req, attempt.started);
         let runtime = caller.runtime.clone();
@@ -181,6 +186,7 @@ impl ToolBridge {
             caller: caller.clone(),
             request: req.clone(),
             context,
+            keyed: Some(keyed),
         };
         let request_json = match serde_json::to_value(&stored) {
             Ok(v) => v,

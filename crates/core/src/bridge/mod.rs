@@ -241,16 +241,20 @@ impl ToolBridge {
         context: Context,
     ) -> ToolResult {
         let started = self.now_ms();
+        let keyed = retry::explicitly_keyed(&request);
         let req = normalize(request);
-        self.process(caller, req, context, started, None).await
+        self.process(caller, req, keyed, context, started, None)
+            .await
     }
 
-    /// The pipeline. `review`: the request was approved on a background review
-    /// (`reviewed.rs`, [`ToolBridge::invoke_reviewed`]).
+    /// The pipeline. `keyed`: the request carried an idempotency key of its own. `review`:
+    /// the request was approved on a background review (`reviewed.rs`,
+    /// [`ToolBridge::invoke_reviewed`]).
     async fn process(
         &self,
         caller: &Caller,
         req: NormalizedRequest,
+        keyed: bool,
         context: Context,
         started: i64,
         review: Option<&ReviewedApproval>,
@@ -392,7 +396,7 @@ impl ToolBridge {
             match self.live_confirmation(&identity) {
                 Ok(Some(live)) if live.state == store::ConfirmationState::Pending => {
                     return self
-                        .confirm(&attempt, command, &decision, identity, context)
+                        .confirm(&attempt, command, &decision, identity, context, keyed)
                         .await;
                 }
                 Ok(Some(live)) => {
@@ -415,7 +419,7 @@ impl ToolBridge {
         // (`retry.rs`). Held until this request is answered, so of two identical calls
         // arriving together the second finds the first's confirmation.
         let retry_key = match review {
-            None => Self::retry_key(caller, &req, command, &decision, &context),
+            None => Self::retry_key(caller, &req, keyed, command, &decision, &context),
             Some(_) => None,
         };
         let _retry_guard = match &retry_key {
@@ -462,7 +466,7 @@ impl ToolBridge {
                     .await;
             }
             return self
-                .confirm(&attempt, command, &decision, identity, context)
+                .confirm(&attempt, command, &decision, identity, context, keyed)
                 .await;
         }
 

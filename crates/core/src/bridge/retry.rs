@@ -33,7 +33,7 @@
 //! finds the first's confirmation.
 
 use openphone_policy::{Caller, Context, Decision, Requirement, Transport};
-use openphone_protocol::{Command, ToolResult, params_hash_hex};
+use openphone_protocol::{Command, ToolRequest, ToolResult, params_hash_hex};
 use openphone_store as store;
 use openphone_store::{ConfirmationRecord, ConfirmationState};
 use serde_json::Value;
@@ -80,10 +80,22 @@ pub(super) fn retry_digest(params: &Value) -> Option<String> {
     params_hash_hex(&Value::Object(kept)).ok()
 }
 
-/// Whether the request carries an idempotency key of its own (normalisation puts the request
-/// id in its place when it has none).
-fn keyed(req: &NormalizedRequest) -> bool {
-    req.idempotency_key != req.request_id
+/// Whether a request as received carries an idempotency key of its own (normalisation puts
+/// the request id in its place when it has none, so this is read before it). A key equal to
+/// the request id is still a key: keys decide.
+pub(super) fn explicitly_keyed(request: &ToolRequest) -> bool {
+    request
+        .idempotency_key
+        .as_deref()
+        .is_some_and(|key| !key.trim().is_empty())
+}
+
+/// Whether a stored confirmation's request carried a key; for a record stored before that was
+/// kept, whether its key differs from its request id.
+fn stored_keyed(stored: &StoredRequest) -> bool {
+    stored
+        .keyed
+        .unwrap_or(stored.request.idempotency_key != stored.request.request_id)
 }
 
 /// Whether the verdict asks the user now: Confirm, not a background park. A call the policy
@@ -105,13 +117,14 @@ impl ToolBridge {
     pub(super) fn retry_key(
         caller: &Caller,
         req: &NormalizedRequest,
+        keyed: bool,
         command: &Command,
         decision: &Decision,
         context: &Context,
     ) -> Option<RetryKey> {
         if !command.mutating
             || caller.transport == Transport::Internal
-            || keyed(req)
+            || keyed
             || *context != Context::Interactive
             || !asks_the_user(decision)
         {
@@ -222,7 +235,7 @@ impl ToolBridge {
         };
         stored.caller.runtime == caller.runtime
             && stored.caller.principal == caller.principal
-            && !keyed(&stored.request)
+            && !stored_keyed(&stored)
             && stored.context == Context::Interactive
             && stored.request.phone_session_id == req.phone_session_id
             && retry_digest(&stored.request.params).as_deref() == Some(digest)

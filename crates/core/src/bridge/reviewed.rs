@@ -56,9 +56,10 @@ impl ToolBridge {
         review: ReviewedApproval,
     ) -> ToolResult {
         let started = self.now_ms();
+        let keyed = super::retry::explicitly_keyed(&request);
         let req = normalize(request);
         let context = Context::job(u64::try_from(review.job_id).unwrap_or(0));
-        self.process(caller, req, context, started, Some(&review))
+        self.process(caller, req, keyed, context, started, Some(&review))
             .await
     }
 

@@ -154,6 +154,11 @@ async fn keyed_calls_keep_their_key_semantics() {
     assert_ne!(confirmation_id(&unkeyed), confirmation_id(&a));
     assert_ne!(confirmation_id(&unkeyed), confirmation_id(&other_key));
     assert_eq!(pending(&h), 3);
+    // A key equal to the call's own request id is a key too: two such calls are two actions.
+    let own = h.call(&hermes(), keyed("k5", "k5")).await;
+    let own_again = h.call(&hermes(), keyed("k6", "k6")).await;
+    assert_ne!(confirmation_id(&own), confirmation_id(&own_again));
+    assert_eq!(pending(&h), 5);
 }
 
 #[tokio::test]

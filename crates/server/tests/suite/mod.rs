@@ -5,6 +5,7 @@ mod front_door;
 mod goals;
 mod mcp_http;
 mod mcp_replayed;
+mod mcp_retry;
 mod one_write;
 mod profiles;
 mod regression;

@@ -7,8 +7,10 @@
 //! cancellation, a local deadline) and only translates the outcome.
 //!
 //! `replayed` means the result was recorded before the request it answers arrived (a keyed
-//! retry answered from the stored final result). A result obtained by waiting came about
-//! after its request arrived, so it is never `replayed`.
+//! retry answered from the stored final result, or a retry without a key joined to a
+//! confirmation decided a moment ago, `retry.rs`). A result obtained by waiting came about
+//! after its request arrived, so it is never `replayed`; a retry that joined a pending
+//! confirmation waits here for that confirmation's outcome like its original caller.
 
 use std::collections::HashMap;
 use std::future::Future;

@@ -18,6 +18,8 @@ use openphone_protocol::Registry;
 use openphone_protocol::endpoint::JobsReviewResult;
 use openphone_protocol::endpoint::{BackgroundJobEvent, Event};
 use openphone_store::{AuditEntry, AuditKind, Store};
+
+use crate::config::JobsConfig;
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
@@ -30,10 +32,11 @@ const RETRY_WINDOW_MS: i64 = 24 * 60 * 60 * 1000;
 const RETRY_BATCH: usize = 50;
 
 /// The scheduler of this daemon over the bridge's store and clock, with `runners`, keeping at
-/// most `max_jobs` jobs.
-pub fn scheduler(bridge: &ToolBridge, runners: Runners, max_jobs: usize) -> Scheduler {
+/// most `jobs.max_jobs` jobs, each runtime at most `jobs.max_jobs_per_runtime` live ones.
+pub fn scheduler(bridge: &ToolBridge, runners: Runners, jobs: &JobsConfig) -> Scheduler {
     let mut config = SchedulerConfig::with_random_owner();
-    config.max_jobs = max_jobs;
+    config.max_jobs = jobs.max_jobs;
+    config.max_jobs_per_runtime = jobs.max_jobs_per_runtime;
     Scheduler::new(Arc::clone(bridge.store()), bridge.clock(), config, runners)
 }
 
@@ -295,9 +298,13 @@ impl Glue {
 
     /// The completion notification (§4): posted only in `notification` mode, recorded as
     /// `sent` only when the phone confirms it; a failure is audited and leaves
-    /// `unread_result` set.
+    /// `unread_result` set. A runtime's job delivers to its creator instead
+    /// ([`Glue::to_creator`]).
     async fn deliver(&self, job: &AgentJob, summary: Option<&str>) {
         if job.delivery_mode() != DeliveryMode::Notification {
+            return;
+        }
+        if self.to_creator(job, completion_body(job, summary), false) {
             return;
         }
         let notification = SystemNotification {
@@ -358,8 +365,12 @@ impl Glue {
         }
     }
 
-    /// The failure alert (§7.6): one notification per job, updated in place.
+    /// The failure alert (§7.6): one notification per job, updated in place (to its creator
+    /// for a runtime's job).
     async fn alert(&self, job: &AgentJob) {
+        if self.to_creator(job, failure_body(job, self.bridge.now_ms()), true) {
+            return;
+        }
         let notification = SystemNotification {
             key: delivery::failure_key(job.id),
             title: delivery::failure_title(job),
@@ -380,6 +391,56 @@ impl Glue {
         if let Err(e) = delivery::record_delivery(self.store(), job.id, job.last_run_at, state) {
             tracing::warn!(job_id = job.id, error = %e, "jobs: recording an alert's delivery failed");
         }
+    }
+
+    /// What a runtime's job delivers goes to the runtime that created it, never into the
+    /// user's notification shade (issue 28): `background_job.delivered` addressed to that
+    /// runtime (and operators) with the body in `detail`; the delivery is recorded as
+    /// `unverified` (the event bus does not confirm that the runtime was connected to read it)
+    /// with a `background_event` audit record naming the creator. `false` for the user's own
+    /// jobs, which the caller delivers to the phone.
+    fn to_creator(&self, job: &AgentJob, body: String, alert: bool) -> bool {
+        let created_by = match self.store().get_job(job.id) {
+            Ok(Some(row)) => row.created_by,
+            Ok(None) => return true,
+            Err(e) => {
+                // Unknown owner: deliver to nobody rather than to the wrong one.
+                tracing::warn!(job_id = job.id, error = %e, "jobs: reading a job's creator failed");
+                return true;
+            }
+        };
+        if openphone_store::is_user_creator(&created_by) {
+            return false;
+        }
+        let mut event = view(job);
+        event.detail = Some(body);
+        event.outcome = Some(if alert { "failure_alert" } else { "delivered" }.to_owned());
+        let audience = Audience {
+            runtime: Some(created_by.clone()),
+            operators: true,
+        };
+        let state = match self
+            .bridge
+            .events()
+            .publish(&Event::JobDelivered(event), audience)
+        {
+            Ok(_) => DeliveryState::Unverified,
+            Err(e) => {
+                tracing::warn!(job_id = job.id, error = %e, "jobs: delivering to a runtime failed");
+                DeliveryState::Failed
+            }
+        };
+        self.audit(
+            "assistant.background_job.delivered_to_creator",
+            json!({
+                "job_id": job.id, "created_by": created_by, "alert": alert,
+                "state": state.as_str(),
+            }),
+        );
+        if let Err(e) = delivery::record_delivery(self.store(), job.id, job.last_run_at, state) {
+            tracing::warn!(job_id = job.id, error = %e, "jobs: recording a delivery failed");
+        }
+        true
     }
 
     fn current(&self, job_id: i64) -> Option<AgentJob> {

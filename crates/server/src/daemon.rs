@@ -311,7 +311,7 @@ impl Daemon {
             // system_event runs a watcher's stored tool call; agent_turn the built-in loop.
             openphone_watchers::runners(bridge.clone(), registry)
                 .with(openphone_jobs::JobType::AgentTurn, agent_turn),
-            config.jobs.max_jobs,
+            &config.jobs,
         );
         // The goal engine with its agent_turn / job backends, its driver, and the
         // `openphone.goals.*` commands on the bridge (which wake the driver).

@@ -13,7 +13,10 @@
 //!   `delivery.tool` + `delivery.arguments` → a `system_event` job carrying the stored call,
 //!   its [`template`]s filled as data, run by [`ToolCallRunner`]; none → an attention request
 //!   on the `watcher` surface, the event as untrusted data;
-//! - [`WatchersService`]: the commands, installed on the bridge.
+//! - [`WatchersService`]: the commands, installed on the bridge; a watcher belongs to the
+//!   runtime that created it (a runtime lists, stops and counts only its own);
+//! - [`authority`]: a watcher works with its creator's authority (checked at creation and
+//!   when it works; its polls, its stored tool call and its jobs run with it).
 //!
 //! The daemon calls [`install`] once (and spawns [`Watchers::run`]); the job scheduler's
 //! runners come from [`runners`]. README: `crates/watchers/README.md`.

@@ -98,7 +98,10 @@ pub use server::{
     McpBackend, McpPrincipal, McpSettings, PhoneMcp, SOURCE_ELICITATION, SOURCE_INPUT_RESPONSE,
     StateSeal,
 };
-pub use sessions::{HTTP_SESSION_IDLE, MAX_HTTP_SESSIONS, McpSessions};
+pub use sessions::{
+    HTTP_SESSION_IDLE, MAX_HTTP_SESSIONS, MAX_HTTP_SESSIONS_PER_PRINCIPAL, McpSessions,
+    SessionsError, creating_as,
+};
 pub use strict::{MAX_LINE_BYTES, META_DUPLICATE_KEY};
 pub use transport::{
     CancellationToken, HttpOptions, HttpResponse, LOOPBACK_ORIGINS, MAX_HTTP_BODY_BYTES,

@@ -188,9 +188,17 @@ where
                 }
                 None => body,
             };
-            let response = inner
-                .handle(http::Request::from_parts(parts, Full::new(body)))
-                .await;
+            // A session this request opens belongs to its principal (`sessions.rs`).
+            let owner = parts
+                .extensions
+                .get::<Arc<McpPrincipal>>()
+                .map(|p| p.caller.principal.clone())
+                .unwrap_or_default();
+            let response = crate::sessions::creating_as(
+                owner,
+                inner.handle(http::Request::from_parts(parts, Full::new(body))),
+            )
+            .await;
             Ok(if post && is_event_stream(&response) {
                 hold(response, SSE_HOLD).await
             } else {

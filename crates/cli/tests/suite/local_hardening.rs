@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
 use openphone_clock::{Clock, SystemClock};
-use openphone_mcp::MAX_HTTP_SESSIONS;
+use openphone_mcp::{MAX_HTTP_SESSIONS, MAX_HTTP_SESSIONS_PER_PRINCIPAL};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -458,10 +458,13 @@ async fn mcp_http_sessions_stay_bounded_under_an_initialize_flood() {
         assert_eq!(reply.status, 200, "{}", reply.body);
         sessions.push(reply.header("mcp-session-id").unwrap().to_owned());
     }
-    // The oldest was closed to make room; the newest and the next oldest still work.
+    // One token holds at most MAX_HTTP_SESSIONS_PER_PRINCIPAL (issue 28): its own oldest were
+    // closed to make room; its newest ones still work.
     assert_eq!(ping(addr, &auth, &sessions[0]).await, 404);
     assert_eq!(ping(addr, &auth, &sessions[MAX_HTTP_SESSIONS]).await, 200);
-    assert_eq!(ping(addr, &auth, &sessions[1]).await, 200);
+    let oldest_kept = MAX_HTTP_SESSIONS + 1 - MAX_HTTP_SESSIONS_PER_PRINCIPAL;
+    assert_eq!(ping(addr, &auth, &sessions[oldest_kept - 1]).await, 404);
+    assert_eq!(ping(addr, &auth, &sessions[oldest_kept]).await, 200);
 }
 
 /// The HTTP status of a `ping` in session `id`.

@@ -605,3 +605,58 @@ async fn mcp_runs_the_goal_commands_for_the_runtime_that_owns_the_goal() {
     let text = refused["result"]["content"][0]["text"].as_str().unwrap();
     assert!(text.contains("forbidden"), "{text}");
 }
+
+/// Issue 28, item 8: the handshake-era sessions had one global cap (256), the least recently
+/// used closed first, so one token holder opening sessions closed every other host's (a
+/// victim's session answered 404 after 16 s). Now a principal over its own cap closes its own
+/// oldest session; another principal's session still answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_token_holder_cannot_close_another_hosts_mcp_session() {
+    let d = start(config(
+        "[limits]\nrate_per_sec = 100000.0\nrate_burst = 100000.0\n",
+    ))
+    .await;
+    let addr = d.daemon.addr();
+    let init = |name: &str| {
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": name, "version": "1"}}})
+        .to_string()
+    };
+    let base = [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+    ];
+    let open = |auth: String, body: String| async move {
+        let mut h: Vec<(&str, &str)> = base.to_vec();
+        h.push(("Authorization", &auth));
+        let r = send(addr, "POST", &h, body.as_bytes()).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        r.header("mcp-session-id").unwrap().to_owned()
+    };
+    let ping = |auth: String, session: String| async move {
+        let body = json!({"jsonrpc": "2.0", "id": 2, "method": "ping"}).to_string();
+        let mut h: Vec<(&str, &str)> = base.to_vec();
+        h.push(("Authorization", &auth));
+        h.push(("Mcp-Session-Id", &session));
+        h.push(("MCP-Protocol-Version", "2025-11-25"));
+        send(addr, "POST", &h, body.as_bytes()).await.status
+    };
+    let victim = format!("Bearer {RUNTIME_TOKEN}");
+    let flooder = format!("Bearer {}", mcp_token(d.dir.path()));
+    let kept = open(victim.clone(), init("victim")).await;
+    // More sessions than the whole cap, all from one token.
+    let mut flood = Vec::new();
+    for _ in 0..=openphone_mcp::MAX_HTTP_SESSIONS {
+        flood.push(open(flooder.clone(), init("flood")).await);
+    }
+    assert_eq!(
+        ping(victim.clone(), kept).await,
+        200,
+        "the victim's session was closed"
+    );
+    // The flooder paid with its own oldest sessions.
+    assert_eq!(ping(flooder.clone(), flood[0].clone()).await, 404);
+    assert_eq!(ping(flooder, flood.last().unwrap().clone()).await, 200);
+    d.daemon.shutdown().await;
+}

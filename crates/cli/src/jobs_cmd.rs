@@ -266,6 +266,7 @@ pub fn run(cmd: JobsCommand) -> Result<ExitCode> {
                 print_json(&got)?;
             } else {
                 println!("{}", job_line(&got.entry));
+                println!("  created by: {}", display_text(&got.entry.created_by));
                 for key in ["prompt", "progress_text", "last_result"] {
                     if let Some(text) = str_field(&got.entry.job, key).filter(|t| !t.is_empty()) {
                         println!("  {key}: {}", display_text(text));
@@ -470,6 +471,8 @@ fn job_line(entry: &JobEntry) -> String {
         str_field(job, "status").unwrap_or("?"),
         str_field(job, "phase").unwrap_or("?"),
     );
+    // Whose job it is: `operator` (yours), `builtin` (your assistant's) or a runtime's id.
+    line.push_str(&format!(" by {}", display_text(&entry.created_by)));
     let next = int_field(job, "next_run_at");
     if next > 0 {
         line.push_str(&format!(" next {next}"));

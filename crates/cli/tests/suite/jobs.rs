@@ -68,8 +68,12 @@ async fn jobs_are_created_listed_paused_resumed_run_and_stopped_from_the_cli() {
         "the whole record"
     );
 
+    // The record stays the 29 fields of the spec; who made it is beside it.
+    assert_eq!(made["created_by"], "operator", "{made}");
+
     let listed = jobs(&["list"], &data).await;
     assert_eq!(listed["count"], 1, "{listed}");
+    assert_eq!(listed["jobs"][0]["created_by"], "operator", "{listed}");
 
     // Paused, it is never due; resumed, it is due at once and the wake runs it.
     let paused = jobs(&["pause", &id.to_string()], &data).await;

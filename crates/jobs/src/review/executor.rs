@@ -174,9 +174,36 @@ impl ReviewExecutor for BridgeReviewExecutor {
             confirmation_id: record.confirmation_id.clone(),
             job_id: record.job_id,
         };
+        // The job's creator's authority (issue 28): a runtime's job's approved call runs as
+        // `builtin` narrowed to that runtime's current grants, tool policy and ceiling, so an
+        // approval never lets a job do what its creator may not (the bridge decides it again).
+        let created_by = match self.bridge.store().get_job(record.job_id) {
+            Ok(Some(row)) => row.created_by,
+            Ok(None) => {
+                return Err(ExecutionFailure::new(
+                    BINDING_INVALID,
+                    format!("job {} is gone", record.job_id),
+                ));
+            }
+            Err(e) => return Err(ExecutionFailure::new(FRAMEWORK_UNAVAILABLE, e.to_string())),
+        };
+        let authority = self.bridge.creator_authority(&self.caller, &created_by);
+        let permitted = self
+            .registry
+            .resolve(&request.tool)
+            .is_some_and(|command| authority.permits(command));
+        if !permitted {
+            return Err(ExecutionFailure::new(
+                NOT_ELIGIBLE,
+                format!(
+                    "{} is not within the authority of `{created_by}`, whose job this is",
+                    request.tool
+                ),
+            ));
+        }
         let result = self
             .bridge
-            .invoke_reviewed(&self.caller, request, review)
+            .invoke_reviewed(authority.caller(), request, review)
             .await;
         outcome(result)
     }

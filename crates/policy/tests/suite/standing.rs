@@ -357,3 +357,32 @@ fn a_session_grant_cannot_be_stretched_by_adding_another_target_param() {
         );
     }
 }
+
+/// Issue 28: a job the built-in runtime runs for another runtime names that runtime in its
+/// context; the user's background rule for `builtin` is granted for `builtin`'s (the user's)
+/// own work and does not cover it. The same rule covers the user's own job.
+#[test]
+fn a_builtin_rule_does_not_cover_a_job_run_on_behalf_of_another_runtime() {
+    let mut builtin = Case::new("openphone.ui.tap");
+    builtin.caller = openphone_policy::Caller::builtin("daemon");
+    let mut marked = rule("sa-bg", "tap");
+    marked.runtime = "builtin".to_owned();
+    marked.background = true;
+
+    let mut theirs = builtin.rule(marked);
+    theirs.context = openphone_policy::Context::job_for(7, Some("mallory"));
+    let d = theirs.decide();
+    assert_eq!(view(&d.requirement), PARK);
+    assert!(
+        d.proof[6]
+            .reason
+            .contains("this is runtime `mallory`'s job"),
+        "{}",
+        d.proof[6].reason
+    );
+
+    theirs.context = openphone_policy::Context::job(7);
+    let d = theirs.decide();
+    assert_eq!(view(&d.requirement), Expect::Allow);
+    assert_eq!(d.source, lowered_by("sa-bg"));
+}

@@ -410,7 +410,7 @@ function jobs(ctx, main) {
     const live = !['completed', 'failed', 'stopped'].includes(j.status);
     detail.replaceChildren(h('div', { class: 'card' },
       h('h3', {}, `#${j.id} ${j.title}`),
-      h('p', { class: 'row' }, badge(h, 'status', j.status), h('span', {}, j.progress_text), h('span', {}, `delivery ${r.delivery_state || '–'}`)),
+      h('p', { class: 'row' }, badge(h, 'status', j.status), h('span', {}, j.progress_text), h('span', {}, `delivery ${r.delivery_state || '–'}`), h('span', {}, `by ${r.created_by || 'operator'}`)),
       h('p', {}, j.prompt),
       j.status === 'awaiting_review' && j.pending_confirmation_id ? h('div', { class: 'card' },
         h('p', {}, h('strong', {}, 'Approval needed: '), JSON.stringify(j.pending_tool_request_json)),

@@ -710,3 +710,53 @@ fn the_audit_log_names_the_mcp_client_beside_its_runtime() {
         assert_eq!(record["caller"]["transport"], "mcp", "{record}");
     }
 }
+
+/// Issue 28, item 9: a host without idempotency keys (Hermes Agent 0.19.0) saw "pending" after
+/// the inline wait, its model called again, a second confirmation opened and both approvals
+/// ran. The same call without a key now joins the first one's confirmation, and asked again
+/// after the approval it gets the approved call's result: one approval, one action.
+#[test]
+fn python_client_retrying_without_a_key_after_a_late_approval_runs_once() {
+    let d = daemon("[mcp]\nlocal_confirmation_wait_ms = 1000\n");
+    let text = "note retried without a key";
+    let call = |reason: &str| {
+        let args = json!({"text": text, "reason": reason}).to_string();
+        d.drive(
+            Via::Stdio,
+            "legacy",
+            &["--call", "openphone_memory_save", "--args", &args],
+        )
+    };
+    let first = call("remember it");
+    assert_eq!(
+        tool_result_meta(&first)["status"],
+        "needs_confirmation",
+        "{first}"
+    );
+    let id = tool_result_meta(&first)["confirmation_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    // The model retries, reworded, without a key: the same confirmation, no second one.
+    let again = call("remember it, please");
+    assert_eq!(
+        tool_result_meta(&again)["confirmation_id"],
+        json!(id),
+        "{again}"
+    );
+    assert_eq!(d.pending().len(), 1);
+
+    // The user approves late; the host asks once more and gets the approved call's result.
+    assert_eq!(d.resolve("approve", &id), 0);
+    let after = call("did it work?");
+    assert_eq!(after["is_error"], false, "{after}");
+    assert_eq!(
+        after["structured"]["memory"]["text"],
+        json!(text),
+        "{after}"
+    );
+    assert_eq!(tool_result_meta(&after)["replayed"], true, "{after}");
+    assert_eq!(d.memories(text), 1, "one approval, one memory");
+    assert!(d.pending().is_empty());
+}

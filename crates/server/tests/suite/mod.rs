@@ -3,6 +3,7 @@ mod dashboard;
 mod endpoint;
 mod front_door;
 mod goals;
+mod job_delivery;
 mod mcp_http;
 mod mcp_replayed;
 mod mcp_retry;

@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::Store;
 use crate::audit::{AuditEntry, AuditRecord};
 use crate::error::{Result, SqlContext, StoreError};
-use crate::jobs::{NewAgentJob, StoredJob};
+use crate::jobs::{JobQuota, NewAgentJob, StoredJob};
 use crate::wire::{col, parse_enum, parse_json, sql_limit, to_json, wire_enum};
 
 wire_enum!(
@@ -384,8 +384,9 @@ pub struct NewFiring {
     /// The watcher's new cursor, if it changes.
     pub cursor: Option<Value>,
     /// The job the reaction creates, created in the same transaction (its reaction is then
-    /// `done` at once), and the most jobs the store keeps.
-    pub job: Option<(NewAgentJob, usize)>,
+    /// `done` at once), and the job quota it is created within (the store's size, the
+    /// per-runtime share of the job's creator, the user's reserve).
+    pub job: Option<(NewAgentJob, JobQuota)>,
 }
 
 /// A firing as [`Store::fire_watcher`] recorded it.
@@ -496,11 +497,11 @@ impl Store {
             }
             let number = watcher.fire_count + 1;
             let job = match &new.job {
-                Some((job, max_jobs)) => crate::jobs::create_in(
+                Some((job, quota)) => crate::jobs::create_limited_in(
                     tx,
                     std::slice::from_ref(job),
                     new.fired_at_ms,
-                    *max_jobs,
+                    quota,
                 )?
                 .pop(),
                 None => None,

@@ -32,7 +32,7 @@ use openphone_protocol::endpoint::{
 };
 use openphone_protocol::{Registry, ToolRequest, ToolStatus};
 use openphone_store::{
-    AuditEntry, FireOutcome, NewAgentJob, NewFiring, WatcherFiring, WatcherRecord,
+    AuditEntry, FireOutcome, JobQuota, NewAgentJob, NewFiring, WatcherFiring, WatcherRecord,
 };
 use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
@@ -704,7 +704,7 @@ impl Watchers {
         spec: &WatcherSpec,
         event: &Map<String, Value>,
         now: i64,
-    ) -> Result<Option<(NewAgentJob, usize)>, WatchersError> {
+    ) -> Result<Option<(NewAgentJob, JobQuota)>, WatchersError> {
         let Some(scheduler) = &self.scheduler else {
             return Ok(None);
         };
@@ -806,7 +806,7 @@ impl Watchers {
             created_by: w.runtime.clone(),
             ..job
         };
-        Ok(Some((job, scheduler.config().max_jobs)))
+        Ok(Some((job, scheduler.config().quota())))
     }
 
     /// Records one firing (with its job and audit record), publishes `watcher.fired`, and

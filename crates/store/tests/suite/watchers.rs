@@ -1,8 +1,8 @@
 //! Durable watchers.
 
 use openphone_store::{
-    AuditEntry, AuditKind, FireOutcome, FiringIds, JobType, NewAgentJob, NewFiring, NewWatcher,
-    RecordedFiring, StoreError, WatcherRecord, WatcherSelector, WatcherState,
+    AuditEntry, AuditKind, FireOutcome, FiringIds, JobQuota, JobType, NewAgentJob, NewFiring,
+    NewWatcher, RecordedFiring, StoreError, WatcherRecord, WatcherSelector, WatcherState,
 };
 use pretty_assertions::assert_eq;
 use serde_json::{Map, json};
@@ -347,7 +347,7 @@ fn a_firing_creates_its_job_in_the_same_transaction() {
     };
     let job = new_job(format!("Watcher {}: bank", w.watcher_id));
     let mut new = new_firing(w.watcher_id, "call:1", T0, true);
-    new.job = Some((job, 1000));
+    new.job = Some((job, JobQuota::for_max(1000)));
     new.reaction = "agent_job".to_owned();
     let FireOutcome::Fired(recorded) = store.fire_watcher(new, audit_of).unwrap() else {
         panic!("not fired");
@@ -369,7 +369,7 @@ fn a_firing_creates_its_job_in_the_same_transaction() {
         .create_watcher(&watcher(json!({"source": "call", "title": "bank 2"})), T0)
         .unwrap();
     let mut full = new_firing(w2.watcher_id, "call:1", T0, true);
-    full.job = Some((new_job("over the limit".to_owned()), 1));
+    full.job = Some((new_job("over the limit".to_owned()), JobQuota::for_max(1)));
     assert!(store.fire_watcher(full, audit_of).is_err());
     assert!(store.watcher_firings(w2.watcher_id).unwrap().is_empty());
     assert_eq!(

@@ -204,6 +204,8 @@ pub struct Ticket {
     place: Mutex<Place>,
     /// The peer has sent something (set by [`Tcp`]).
     heard: Arc<AtomicBool>,
+    /// The connection was answered before its request body was read: its close lingers.
+    linger: Arc<AtomicBool>,
     /// Turns `true` when the connection is evicted.
     evicted: watch::Sender<bool>,
 }
@@ -219,6 +221,7 @@ impl Ticket {
             seq,
             place: Mutex::new(Place::Unauthenticated),
             heard: Arc::new(AtomicBool::new(false)),
+            linger: Arc::new(AtomicBool::new(false)),
             evicted: watch::channel(false).0,
         }
     }
@@ -267,6 +270,12 @@ impl Ticket {
                 true
             }
         }
+    }
+
+    /// The connection is answered before its request body was read (413, 408): it closes
+    /// after this answer, lingering so that the answer is not lost to a reset.
+    pub fn linger(&self) {
+        self.linger.store(true, Ordering::SeqCst);
     }
 
     pub fn is_authenticated(&self) -> bool {
@@ -498,6 +507,120 @@ impl Front {
     }
 }
 
+/// A request body that must arrive by a deadline; past it, reading fails and `timed_out` is
+/// set (the request is answered 408 by [`hygiene`]).
+struct TimedBody {
+    inner: axum::body::Body,
+    deadline: Pin<Box<tokio::time::Sleep>>,
+    timed_out: Arc<AtomicBool>,
+}
+
+impl hyper::body::Body for TimedBody {
+    type Data = axum::body::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        let this = self.get_mut();
+        match Pin::new(&mut this.inner).poll_frame(cx) {
+            Poll::Pending => {
+                if this.deadline.as_mut().poll(cx).is_ready() {
+                    this.timed_out.store(true, Ordering::SeqCst);
+                    let e = std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        "request body not complete within [limits] body_read_timeout_ms",
+                    );
+                    return Poll::Ready(Some(Err(axum::Error::new(e))));
+                }
+                Poll::Pending
+            }
+            other => other,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// A plain-text answer that closes the connection (lingering: [`Ticket::linger`]).
+fn closing(status: axum::http::StatusCode, message: &'static str) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    (
+        status,
+        [
+            (axum::http::header::CONNECTION, "close"),
+            (
+                axum::http::header::CONTENT_TYPE,
+                "text/plain; charset=utf-8",
+            ),
+        ],
+        message,
+    )
+        .into_response()
+}
+
+/// Every TCP request, before its route: exactly one `Host` (two: 400, as RFC 9112 §3.2
+/// requires), and a body that arrives within `[limits] body_read_timeout_ms` of the headers
+/// (else 408). An answer given before the body was read (413, 408) closes the connection, and
+/// the close lingers so the client reads the answer instead of a reset.
+pub async fn hygiene(
+    axum::extract::State(state): axum::extract::State<Arc<AppState>>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::http::{StatusCode, header};
+    let ticket = req.extensions().get::<Arc<Ticket>>().cloned();
+    if req.headers().get_all(header::HOST).iter().count() > 1 {
+        if let Some(t) = &ticket {
+            t.linger();
+        }
+        return closing(
+            StatusCode::BAD_REQUEST,
+            "Bad Request: more than one Host header\n",
+        );
+    }
+    let timed_out = Arc::new(AtomicBool::new(false));
+    let req = if hyper::body::Body::is_end_stream(req.body()) {
+        req
+    } else {
+        let (parts, body) = req.into_parts();
+        let timed = TimedBody {
+            inner: body,
+            deadline: Box::pin(tokio::time::sleep(state.front.body_read_timeout)),
+            timed_out: timed_out.clone(),
+        };
+        axum::extract::Request::from_parts(parts, axum::body::Body::new(timed))
+    };
+    let mut response = next.run(req).await;
+    if timed_out.load(Ordering::SeqCst) {
+        tracing::debug!("a request body did not arrive in time; answered 408");
+        response = closing(
+            StatusCode::REQUEST_TIMEOUT,
+            "Request Timeout: the body did not arrive within [limits] body_read_timeout_ms\n",
+        );
+    }
+    if matches!(
+        response.status(),
+        StatusCode::PAYLOAD_TOO_LARGE | StatusCode::REQUEST_TIMEOUT
+    ) {
+        response.headers_mut().insert(
+            header::CONNECTION,
+            axum::http::HeaderValue::from_static("close"),
+        );
+        if let Some(t) = &ticket {
+            t.linger();
+        }
+    }
+    response
+}
+
 /// Raises the process's soft descriptor limit to its hard limit; returns the soft limit in
 /// force afterwards (`None`: unlimited).
 pub fn raise_descriptor_limit() -> Option<u64> {
@@ -569,7 +692,9 @@ impl Listener {
                         .front
                         .note(state.bridge.now_ms(), Unauthenticated::Evicted);
                 }
-                let tcp = Tcp::new(stream).heard_by(ticket.heard.clone());
+                let tcp = Tcp::new(stream)
+                    .heard_by(ticket.heard.clone())
+                    .lingering_if(ticket.linger.clone());
                 Ok((Box::new(tcp), ticket))
             }
             Listener::Local(listener) => {
@@ -591,11 +716,15 @@ impl Listener {
 /// arrives, so every such request would stall for the delayed-ACK timer.
 #[derive(Debug)]
 pub struct Tcp {
-    stream: TcpStream,
+    /// `None` only while [`Drop`] hands it to the lingering close.
+    stream: Option<TcpStream>,
     /// Data was read since the last acknowledgement was pushed out.
     unacknowledged: bool,
     /// Set once the peer has sent anything (its ticket's: an idle connection is evicted first).
     heard: Option<Arc<AtomicBool>>,
+    /// Set when the connection was answered before its request body was read (413, 408): the
+    /// close lingers ([`linger`]).
+    linger: Option<Arc<AtomicBool>>,
 }
 
 impl Tcp {
@@ -605,10 +734,23 @@ impl Tcp {
             tracing::debug!(error = %e, "TCP_NODELAY could not be set on a connection");
         }
         Tcp {
-            stream,
+            stream: Some(stream),
             unacknowledged: false,
             heard: None,
+            linger: None,
         }
+    }
+
+    /// Lingers at close when `linger` is set.
+    fn lingering_if(mut self, linger: Arc<AtomicBool>) -> Tcp {
+        self.linger = Some(linger);
+        self
+    }
+
+    fn io(&mut self) -> std::io::Result<&mut TcpStream> {
+        self.stream
+            .as_mut()
+            .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotConnected))
     }
 
     /// Sets `heard` once the peer has sent anything.
@@ -620,7 +762,9 @@ impl Tcp {
     /// Sends the ACK of everything read so far now instead of at the delayed-ACK timer.
     #[cfg(any(target_os = "linux", target_os = "android"))]
     fn acknowledge(&self) {
-        if let Err(e) = rustix::net::sockopt::set_tcp_quickack(&self.stream, true) {
+        if let Some(stream) = &self.stream
+            && let Err(e) = rustix::net::sockopt::set_tcp_quickack(stream, true)
+        {
             tracing::debug!(error = %e, "TCP_QUICKACK could not be set on a connection");
         }
     }
@@ -638,7 +782,10 @@ impl AsyncRead for Tcp {
     ) -> Poll<std::io::Result<()>> {
         let this = self.get_mut();
         let before = buf.filled().len();
-        let poll = Pin::new(&mut this.stream).poll_read(cx, buf);
+        let poll = match this.io() {
+            Ok(stream) => Pin::new(stream).poll_read(cx, buf),
+            Err(e) => Poll::Ready(Err(e)),
+        };
         match &poll {
             Poll::Ready(Ok(())) if buf.filled().len() > before => {
                 this.unacknowledged = true;
@@ -662,7 +809,10 @@ impl AsyncWrite for Tcp {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.get_mut().stream).poll_write(cx, buf)
+        match self.get_mut().io() {
+            Ok(stream) => Pin::new(stream).poll_write(cx, buf),
+            Err(e) => Poll::Ready(Err(e)),
+        }
     }
 
     fn poll_write_vectored(
@@ -670,20 +820,69 @@ impl AsyncWrite for Tcp {
         cx: &mut Context<'_>,
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.get_mut().stream).poll_write_vectored(cx, bufs)
+        match self.get_mut().io() {
+            Ok(stream) => Pin::new(stream).poll_write_vectored(cx, bufs),
+            Err(e) => Poll::Ready(Err(e)),
+        }
     }
 
     fn is_write_vectored(&self) -> bool {
-        self.stream.is_write_vectored()
+        self.stream.as_ref().is_some_and(|s| s.is_write_vectored())
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.get_mut().stream).poll_flush(cx)
+        match self.get_mut().io() {
+            Ok(stream) => Pin::new(stream).poll_flush(cx),
+            Err(e) => Poll::Ready(Err(e)),
+        }
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
+        match self.get_mut().io() {
+            Ok(stream) => Pin::new(stream).poll_shutdown(cx),
+            Err(e) => Poll::Ready(Err(e)),
+        }
     }
+}
+
+impl Drop for Tcp {
+    fn drop(&mut self) {
+        if self
+            .linger
+            .as_ref()
+            .is_some_and(|l| l.load(Ordering::SeqCst))
+            && let Some(stream) = self.stream.take()
+            && let Ok(handle) = tokio::runtime::Handle::try_current()
+        {
+            handle.spawn(linger(stream));
+        }
+    }
+}
+
+/// Sockets lingering at once; more are closed at once.
+static LINGERING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+/// Most sockets lingering at once.
+const MAX_LINGERING: usize = 32;
+/// Longest a socket lingers.
+const LINGER: Duration = Duration::from_secs(2);
+
+/// The close of a connection answered before its request body was read (413, 408): our side
+/// is shut (the answer and a FIN leave), then what the peer still sends is read and dropped
+/// until it closes or [`LINGER`] passes. Closing at once with unread bytes would make the
+/// kernel send a reset, which can destroy the answer before the client has read it.
+async fn linger(mut stream: TcpStream) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    if LINGERING.fetch_add(1, Ordering::SeqCst) >= MAX_LINGERING {
+        LINGERING.fetch_sub(1, Ordering::SeqCst);
+        return;
+    }
+    let _ = stream.shutdown().await;
+    let _ = tokio::time::timeout(LINGER, async {
+        let mut sink = [0u8; 8192];
+        while matches!(stream.read(&mut sink).await, Ok(n) if n > 0) {}
+    })
+    .await;
+    LINGERING.fetch_sub(1, Ordering::SeqCst);
 }
 
 /// Serves `listener` with `app` until shutdown, then lets open HTTP connections finish (at
@@ -877,33 +1076,33 @@ mod tests {
             .unwrap();
         let (accepted, _) = listener.accept().await.unwrap();
         let mut server = Tcp::new(accepted);
-        assert!(server.stream.nodelay().unwrap());
-        set_tcp_quickack(&server.stream, false).unwrap();
-        assert!(!tcp_quickack(&server.stream).unwrap());
+        assert!(server.io().unwrap().nodelay().unwrap());
+        set_tcp_quickack(server.io().unwrap(), false).unwrap();
+        assert!(!tcp_quickack(server.io().unwrap()).unwrap());
 
         client.write_all(b"POST / HTTP/1.1\r\n").await.unwrap();
         let mut buf = [0u8; 64];
         let n = server.read(&mut buf).await.unwrap();
         assert_eq!(&buf[..n], b"POST / HTTP/1.1\r\n");
         // Reading alone changes nothing; the wait for more does.
-        assert!(!tcp_quickack(&server.stream).unwrap());
+        assert!(!tcp_quickack(server.io().unwrap()).unwrap());
         let waited = std::future::poll_fn(|cx| {
             let mut rb = ReadBuf::new(&mut buf);
             Poll::Ready(Pin::new(&mut server).poll_read(cx, &mut rb).is_pending())
         })
         .await;
         assert!(waited);
-        assert!(tcp_quickack(&server.stream).unwrap());
+        assert!(tcp_quickack(server.io().unwrap()).unwrap());
 
         // A second wait with nothing read in between does not touch the socket again.
-        set_tcp_quickack(&server.stream, false).unwrap();
+        set_tcp_quickack(server.io().unwrap(), false).unwrap();
         let waited = std::future::poll_fn(|cx| {
             let mut rb = ReadBuf::new(&mut buf);
             Poll::Ready(Pin::new(&mut server).poll_read(cx, &mut rb).is_pending())
         })
         .await;
         assert!(waited);
-        assert!(!tcp_quickack(&server.stream).unwrap());
+        assert!(!tcp_quickack(server.io().unwrap()).unwrap());
     }
 
     #[test]

@@ -53,20 +53,33 @@ fn refuse(status: StatusCode, message: &str) -> Response {
     (status, message.to_owned()).into_response()
 }
 
-/// `host` without its port: `localhost:7788` → `localhost`, `[::1]:80` → `::1`.
-fn host_name(host: &str) -> &str {
-    if let Some(rest) = host.strip_prefix('[') {
-        return rest.split(']').next().unwrap_or(rest);
-    }
-    host.rsplit_once(':').map_or(host, |(h, _)| h)
+/// `host` without its port: `localhost:7788` → `localhost`, `[::1]:80` → `::1`; `None` when
+/// what follows the name is anything but `:` and digits (a `Host` is never echoed, but one
+/// that is not a plain authority is refused, not trimmed).
+fn host_name(host: &str) -> Option<&str> {
+    let (name, rest) = if let Some(bracketed) = host.strip_prefix('[') {
+        bracketed.split_once(']')?
+    } else {
+        match host.split_once(':') {
+            Some((name, _)) => (name, &host[name.len()..]),
+            None => (host, ""),
+        }
+    };
+    let port_ok = rest.is_empty()
+        || rest
+            .strip_prefix(':')
+            .is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    port_ok.then_some(name)
 }
 
 /// Whether a `Host` header names this machine's loopback.
 pub fn host_allowed(host: &str) -> bool {
-    matches!(
-        host_name(host.trim()).to_ascii_lowercase().as_str(),
-        "localhost" | "127.0.0.1" | "::1"
-    )
+    host_name(host.trim()).is_some_and(|name| {
+        matches!(
+            name.to_ascii_lowercase().as_str(),
+            "localhost" | "127.0.0.1" | "::1"
+        )
+    })
 }
 
 /// Whether an `Origin` value is accepted: a loopback origin on any port, or a configured one
@@ -98,8 +111,8 @@ pub fn origin_allowed(origin: &str, extra: &[String]) -> bool {
     false
 }
 
-/// The token of an `Authorization: Bearer <token>` header (the scheme in any case).
-fn bearer(headers: &HeaderMap) -> Option<&str> {
+/// The token of an `Authorization: Bearer <token>` header (the scheme in any case, RFC 7235).
+pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
     let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?.trim();
     let (scheme, token) = value.split_once(' ')?;
     scheme
@@ -517,6 +530,11 @@ mod tests {
             "127.0.0.2",
             "localhost.evil.com:80",
             "[::2]:1",
+            "[::1]:7788 'unsafe-inline'",
+            "[::1]x",
+            "localhost:",
+            "localhost:80:80",
+            "127.0.0.1:80;script-src *",
         ] {
             assert!(!host_allowed(bad), "{bad}");
         }

@@ -187,7 +187,12 @@ pub fn router(state: Arc<AppState>) -> Router {
     if state.dashboard.is_some() {
         router = router.merge(crate::dashboard::routes(state.clone()));
     }
-    router.with_state(state)
+    router
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            crate::front::hygiene,
+        ))
+        .with_state(state)
 }
 
 /// The body of `GET /healthz`.
@@ -228,12 +233,9 @@ async fn upgrade(
         // On endpoint.sock the peer's account is the credential.
         None if owner => Some(Principal::Operator),
         None => None,
-        Some(value) => {
-            let token = value
-                .to_str()
-                .ok()
-                .and_then(|v| v.strip_prefix("Bearer "))
-                .map(str::trim);
+        Some(_) => {
+            // The scheme in any case (RFC 7235), as on `/mcp`.
+            let token = crate::mcp::bearer(&headers);
             match token.and_then(|t| state.credentials.authenticate(t)) {
                 Some(p) => Some(p),
                 None => {

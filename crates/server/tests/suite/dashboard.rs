@@ -398,3 +398,48 @@ async fn the_page_socket_is_the_operator_endpoint_and_logout_closes_it() {
     assert_eq!(http(addr, "POST", "/ui/logout", &h, "").await.status, 200);
     assert_eq!(page.close_code().await, Some(1008));
 }
+
+/// Issue 28, item 10: the `Host` header was copied into the dashboard's
+/// `Content-Security-Policy` (`connect-src 'self' ws://<Host>`), and a `Host` such as
+/// `[::1]:<port> 'unsafe-inline'` passed the loopback check, so a request could write its own
+/// policy. Now a `Host` that is not exactly a loopback name and this port is refused, and the
+/// policy is built from the validated parts.
+#[tokio::test]
+async fn the_host_header_is_never_echoed_into_the_csp() {
+    let running = start(config("")).await;
+    let addr = running.daemon.addr();
+    let port = addr.port();
+    for host in [
+        format!("[::1]:{port} 'unsafe-inline' https://evil.example"),
+        format!("127.0.0.1:{port};script-src *"),
+        format!("[::1]x:{port}"),
+        // The right name on another port is not this daemon's origin.
+        format!("127.0.0.1:{}", port.wrapping_add(1)),
+    ] {
+        let r = http(addr, "GET", "/ui/login", &[("Host", &host)], "").await;
+        assert_eq!(r.status, 403, "{host}: {}", r.body);
+        let csp = r.header("content-security-policy").unwrap_or_default();
+        assert!(
+            !csp.contains("unsafe-inline") && !csp.contains("evil"),
+            "{csp}"
+        );
+    }
+    for (host, connect) in [
+        (
+            format!("127.0.0.1:{port}"),
+            format!("ws://127.0.0.1:{port};"),
+        ),
+        (
+            format!("LOCALHOST:{port}"),
+            format!("ws://localhost:{port};"),
+        ),
+    ] {
+        let r = http(addr, "GET", "/ui/login", &[("Host", &host)], "").await;
+        assert_eq!(r.status, 200, "{host}");
+        let csp = r.header("content-security-policy").unwrap();
+        assert!(
+            csp.contains(&format!("connect-src 'self' {connect}")),
+            "{host}: {csp}"
+        );
+    }
+}

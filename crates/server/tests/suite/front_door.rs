@@ -345,3 +345,149 @@ async fn the_endpoint_socket_admits_its_owner_as_the_operator() {
     d.daemon.shutdown().await;
     assert!(!path.exists(), "endpoint.sock is removed at shutdown");
 }
+
+/// Issue 28, item 10: `Authorization: bearer <token>` (lower case) was refused on
+/// `/v1/runtime` but accepted on `/mcp`. The scheme is case-insensitive (RFC 7235) on both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bearer_scheme_is_case_insensitive_on_the_runtime_endpoint() {
+    let d = start(config("")).await;
+    for scheme in ["bearer", "BEARER", "Bearer"] {
+        let mut req = d.url().into_client_request().unwrap();
+        req.headers_mut().insert(
+            "Authorization",
+            format!("{scheme} {RUNTIME_TOKEN}").parse().unwrap(),
+        );
+        let (ws, _) = connect_async(req)
+            .await
+            .unwrap_or_else(|e| panic!("{scheme}: {e}"));
+        let mut rt = Client::from_stream(ws);
+        // Authenticated on the upgrade: `hello` needs no token.
+        assert_eq!(rt.hello().await["runtime"], "hermes", "{scheme}");
+    }
+    // Another scheme is still no credential.
+    let basic = format!("Basic {RUNTIME_TOKEN}");
+    assert_eq!(
+        upgrade_status(&d.url(), &[("Authorization", &basic)]).await,
+        401
+    );
+    d.daemon.shutdown().await;
+}
+
+/// Issue 28, item 10: a request with two `Host` headers was served (RFC 9112 §3.2: 400).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_host_headers_are_refused_with_400() {
+    let d = start(config("")).await;
+    let addr = d.daemon.addr();
+    let own = format!("{addr}");
+    for path in ["/healthz", "/ui/login", "/mcp", "/v1/runtime"] {
+        let r = super::support::http_request(
+            addr,
+            "GET",
+            path,
+            &[("Host", own.as_str()), ("Host", "evil.example")],
+            b"",
+        )
+        .await;
+        assert_eq!(r.status, 400, "{path}: {}", r.body);
+        assert!(r.body.contains("more than one Host"), "{path}: {}", r.body);
+    }
+    // One Host is served as before.
+    let r = super::support::http_request(addr, "GET", "/healthz", &[], b"").await;
+    assert_eq!(r.status, 200);
+    d.daemon.shutdown().await;
+}
+
+/// Writes `head` and a `len`-byte body as a client that sends its whole request before
+/// reading does, then reads the whole answer: `(whether the whole body could be written,
+/// the answer)`. A reset shows as a failed write (and often no answer).
+async fn post_oversize(addr: std::net::SocketAddr, head: String, len: usize) -> (bool, String) {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(head.as_bytes()).await.unwrap();
+    let chunk = vec![b'x'; 64 * 1024];
+    let mut sent = 0;
+    let mut written = true;
+    while sent < len {
+        match tokio::time::timeout(Duration::from_secs(20), s.write_all(&chunk)).await {
+            Ok(Ok(())) => sent += chunk.len(),
+            _ => {
+                written = false;
+                break;
+            }
+        }
+    }
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match tokio::time::timeout(Duration::from_secs(20), s.read(&mut buf)).await {
+            Ok(Ok(0)) | Err(_) | Ok(Err(_)) => break,
+            Ok(Ok(n)) => raw.extend_from_slice(&buf[..n]),
+        }
+    }
+    (written, String::from_utf8_lossy(&raw).into_owned())
+}
+
+/// Issue 28, item 10: a body over the limit sometimes got a TCP reset instead of 413: the
+/// daemon answered before reading the body and closed with the body's bytes unread, so the
+/// kernel reset the connection: a client still sending its body got a reset instead of the
+/// answer. Now the close lingers: our side is shut after the answer and what the client still
+/// sends is read and dropped, so it can finish sending and then read the 413.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversize_body_is_answered_413_not_reset() {
+    let d = start(config("")).await;
+    let addr = d.daemon.addr();
+    let token = std::fs::read_to_string(d.dir.path().join("mcp.token")).unwrap();
+    let len = 8 * 1024 * 1024;
+    for (path, auth) in [
+        (
+            "/mcp",
+            format!("Authorization: Bearer {}\r\n", token.trim()),
+        ),
+        ("/ui/login", format!("Origin: http://{addr}\r\n")),
+    ] {
+        for round in 0..5 {
+            let head = format!(
+                "POST {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Content-Type: application/json\r\n\
+                 Accept: application/json, text/event-stream\r\nContent-Length: {len}\r\n\r\n"
+            );
+            let (written, answer) = post_oversize(addr, head, len).await;
+            assert!(
+                written,
+                "{path} round {round}: reset while sending the body"
+            );
+            assert!(
+                answer.starts_with("HTTP/1.1 413"),
+                "{path} round {round}: {answer:?}"
+            );
+        }
+    }
+    d.daemon.shutdown().await;
+}
+
+/// Issue 28, item 10: a `POST` whose body trickled in (or never came) held its connection for
+/// as long as the client liked (past 75 s). Now the body must arrive within
+/// `[limits] body_read_timeout_ms` of the headers, else 408 and close.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_body_is_answered_408() {
+    let d = start(config(
+        "[limits]\nbody_read_timeout_ms = 500\nhello_timeout_ms = 600000\n",
+    ))
+    .await;
+    let addr = d.daemon.addr();
+    let token = std::fs::read_to_string(d.dir.path().join("mcp.token")).unwrap();
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {}\r\n\
+         Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         Content-Length: 100\r\n\r\n{{\"jsonrpc\"",
+        token.trim()
+    );
+    s.write_all(head.as_bytes()).await.unwrap();
+    // The rest never comes.
+    let mut answer = String::new();
+    tokio::time::timeout(Duration::from_secs(20), s.read_to_string(&mut answer))
+        .await
+        .expect("the slow body was not cut off")
+        .unwrap();
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer:?}");
+    d.daemon.shutdown().await;
+}

@@ -32,7 +32,8 @@ use openphone_protocol::endpoint::{
 };
 use openphone_protocol::{Registry, ToolRequest, ToolStatus};
 use openphone_store::{
-    AuditEntry, FireOutcome, JobQuota, NewAgentJob, NewFiring, WatcherFiring, WatcherRecord,
+    AuditEntry, FireOutcome, FiringIds, JobQuota, NewAgentJob, NewFiring, StoreError,
+    WatcherFiring, WatcherRecord,
 };
 use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
@@ -824,7 +825,7 @@ impl Watchers {
         cursor: Option<Value>,
         now: i64,
     ) -> Result<Option<Fired>, WatchersError> {
-        let (job, reaction, note) = match self.reaction_job(w, spec, &event, now) {
+        let (job, mut reaction, mut note) = match self.reaction_job(w, spec, &event, now) {
             Ok(Some(job)) => (Some(job), spec.reaction.name(), None),
             Ok(None) => {
                 if spec.reaction.makes_job() {
@@ -844,47 +845,36 @@ impl Watchers {
         };
         let event = Value::Object(event);
         let event_digest = digest(&event);
-        let audit_digest = event_digest.clone();
-        let (watcher_id, runtime) = (w.watcher_id, w.runtime.clone());
-        let (source, audit_trigger) = (spec.source.as_str(), trigger.to_owned());
-        let outcome = self.bridge.store().fire_watcher(
-            NewFiring {
-                watcher_id,
-                dedupe_key,
-                fired_at_ms: now,
-                trigger: trigger.to_owned(),
-                event: event.clone(),
-                reaction: reaction.to_owned(),
-                end,
-                cursor,
-                job,
-            },
-            move |ids| AuditEntry {
-                audit_id: format!("watcher:{}:{}", ids.watcher_id, ids.firing),
-                kind: AuditKind::BackgroundEvent,
-                at_ms: now,
-                runtime,
-                caller: AuditCaller {
-                    runtime: "watchers".to_owned(),
-                    transport: "internal".to_owned(),
-                    principal: "watcher-engine".to_owned(),
-                },
-                request_id: format!("watcher-{}-firing-{}", ids.watcher_id, ids.firing),
-                tool: Some("watcher.fired".to_owned()),
-                policy_proof: Some(json!({
-                    "schema": "openphone.watcher_fired.v1",
-                    "watcher_id": ids.watcher_id,
-                    "firing": ids.firing,
-                    "source": source,
-                    "trigger": audit_trigger,
-                    "reaction": reaction,
-                    "job_id": ids.job_id,
-                    "event_digest": audit_digest,
-                    "ended": end,
-                })),
-                ..AuditEntry::default()
-            },
-        )?;
+        let firing = |job: Option<(NewAgentJob, JobQuota)>, reaction: &str| NewFiring {
+            watcher_id: w.watcher_id,
+            dedupe_key: dedupe_key.clone(),
+            fired_at_ms: now,
+            trigger: trigger.to_owned(),
+            event: event.clone(),
+            reaction: reaction.to_owned(),
+            end,
+            cursor: cursor.clone(),
+            job,
+        };
+        let had_job = job.is_some();
+        let mut outcome = self.bridge.store().fire_watcher(
+            firing(job, reaction),
+            fired_audit(w, spec, trigger, reaction, &event_digest, end, now),
+        );
+        // The creator's job quota is full: the firing is not lost, the creator is asked to
+        // look instead, told why.
+        if had_job && let Err(e @ StoreError::LimitReached { .. }) = &outcome {
+            tracing::warn!(watcher = w.watcher_id, error = %e,
+                "watchers: the job quota is full; asking for attention instead");
+            note = Some(format!("the reaction's job: {e}"));
+            reaction = "attention";
+            outcome = self.bridge.store().fire_watcher(
+                firing(None, reaction),
+                fired_audit(w, spec, trigger, reaction, &event_digest, end, now),
+            );
+        }
+        let outcome = outcome?;
+        let watcher_id = w.watcher_id;
         let FireOutcome::Fired(recorded) = outcome else {
             return Ok(None);
         };
@@ -1040,6 +1030,47 @@ impl Watchers {
                 }
             }
         }
+    }
+}
+
+/// The audit record of a firing (`watcher.fired`: ids and the event's digest, never its text).
+fn fired_audit(
+    w: &WatcherRecord,
+    spec: &WatcherSpec,
+    trigger: &str,
+    reaction: &'static str,
+    event_digest: &str,
+    end: bool,
+    now: i64,
+) -> impl FnOnce(&FiringIds) -> AuditEntry + Send + 'static {
+    let runtime = w.runtime.clone();
+    let source = spec.source.as_str();
+    let trigger = trigger.to_owned();
+    let event_digest = event_digest.to_owned();
+    move |ids| AuditEntry {
+        audit_id: format!("watcher:{}:{}", ids.watcher_id, ids.firing),
+        kind: AuditKind::BackgroundEvent,
+        at_ms: now,
+        runtime,
+        caller: AuditCaller {
+            runtime: "watchers".to_owned(),
+            transport: "internal".to_owned(),
+            principal: "watcher-engine".to_owned(),
+        },
+        request_id: format!("watcher-{}-firing-{}", ids.watcher_id, ids.firing),
+        tool: Some("watcher.fired".to_owned()),
+        policy_proof: Some(json!({
+            "schema": "openphone.watcher_fired.v1",
+            "watcher_id": ids.watcher_id,
+            "firing": ids.firing,
+            "source": source,
+            "trigger": trigger,
+            "reaction": reaction,
+            "job_id": ids.job_id,
+            "event_digest": event_digest,
+            "ended": end,
+        })),
+        ..AuditEntry::default()
     }
 }
 

@@ -182,3 +182,36 @@ async fn a_runtimes_watcher_asks_its_creator_not_the_users_assistant() {
     assert_eq!(firing.reaction_state, "failed");
     assert!(firing.reaction_note.contains("hermes"), "{firing:?}");
 }
+
+/// A runtime's watcher counts its jobs against the runtime's job quota; when that is full, the
+/// firing is not lost: it becomes an attention request to the creator, saying why.
+#[tokio::test]
+async fn a_full_job_quota_turns_a_runtimes_reaction_into_an_attention_request() {
+    let h = Harness::new();
+    let w = h
+        .watcher(
+            json!({"title": "every text", "source": "message", "match_any": true,
+                        "recurring": true, "prompt": "Summarise {{event.text}}"}),
+        )
+        .await;
+    let per_runtime = h.scheduler.config().quota().per_runtime;
+    for n in 0..per_runtime {
+        let fired = h.inject(message(BOB, &format!("text {n}"))).await;
+        assert_eq!(fired[0].reaction, "agent_job", "{fired:?}");
+    }
+    let fired = h.inject(message(BOB, "one too many")).await;
+    assert_eq!(fired.len(), 1, "the firing is not lost");
+    assert_eq!(fired[0].reaction, "attention");
+    assert_eq!(fired[0].job_id, None);
+    let firings = h.store().watcher_firings(w.watcher_id).unwrap();
+    assert_eq!(firings.len(), per_runtime + 1);
+    // The user's own watchers still get their jobs.
+    h.watcher_as(
+        &operator(),
+        json!({"title": "mine", "source": "message", "match_any": true, "prompt": "Look"}),
+    )
+    .await;
+    let fired = h.inject(message(BOB, "for the user")).await;
+    let users = fired.iter().find(|f| f.watcher_id != w.watcher_id).unwrap();
+    assert_eq!(users.reaction, "agent_job");
+}

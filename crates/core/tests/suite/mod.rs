@@ -2,6 +2,7 @@ mod audit;
 mod autonomy;
 mod confirmations;
 mod crash;
+mod creator_authority;
 mod events;
 mod explain;
 mod fail_closed;

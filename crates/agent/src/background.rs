@@ -14,7 +14,11 @@
 //!   trusted phone state.
 //! - **Tools.** The built-in loop's catalogue; every call is one `ToolBridge::invoke` as
 //!   `builtin` in the phone session `background-job:<id>` (runtime session the same), autonomy
-//!   `ask_before_action`, context `Context::job(id)`. Policy layer 6 parks every state-changing
+//!   `ask_before_action`, context `Context::job(id)`. A runtime's job (`created_by` a runtime)
+//!   runs with its creator's authority (`ToolBridge::creator_authority`): the catalogue
+//!   narrowed to what both may use, `builtin`'s grants and ceiling intersected with the
+//!   creator's, and a context naming the creator (the user's standing approvals do not apply);
+//!   it never reads the user's `main` conversation nor another runtime's session. Policy layer 6 parks every state-changing
 //!   command: an eligible one (§9.2) ends the run with [`RunResult::Parked`] and the exact
 //!   proposal; one that is not gets the §9.1 answer (`review: "unavailable"`, `review_refused`)
 //!   and the loop goes on.

@@ -516,6 +516,16 @@ impl Watchers {
         if now < deadline {
             return Ok(None);
         }
+        // A creator that may no longer read what the watcher watches is not told whether
+        // something came: the watcher ends quietly.
+        if let Some(why) = self.creators_refusal(w, spec) {
+            tracing::warn!(watcher = w.watcher_id, runtime = %w.runtime, reason = %why,
+                "watchers: the creator may not read what the watcher watches; it ends");
+            self.bridge
+                .store()
+                .end_watcher(w.watcher_id, "not_granted", now)?;
+            return Ok(None);
+        }
         if spec.notify_on == NotifyOn::Match {
             // The cut-off passed without a match: nothing to say.
             self.bridge

@@ -87,14 +87,28 @@ async fn a_runtimes_watcher_polls_with_its_creators_grants() {
     assert!(error.contains("safe_read"), "{error}");
 }
 
-/// A runtime's event watcher stops seeing events its creator may no longer read.
+/// A runtime's event watcher stops seeing events its creator may no longer read, and is not
+/// told at its deadline whether a reply came.
 #[tokio::test]
 async fn a_runtimes_message_watcher_goes_blind_when_its_creator_loses_private_read() {
     let h = Harness::new();
     h.watcher(json!({"title": "any text", "source": "message", "match_any": true}))
         .await;
+    let deadline = h.now() + 600_000;
+    let silent = h
+        .watcher(
+            json!({"title": "Answer?", "source": "message", "address": BOB,
+                        "notify_on": "no_reply", "deadline_at": deadline}),
+        )
+        .await;
     h.set_grants("hermes", NOSY_GRANTS);
     assert!(h.inject(message(BOB, "code 482913")).await.is_empty());
+    h.clock.set(deadline);
+    assert!(h.watchers.tick(deadline).await.is_empty());
+    assert_eq!(
+        h.watcher_now(silent.watcher_id).end_reason.as_deref(),
+        Some("not_granted")
+    );
 }
 
 fn run_context(h: &Harness, job_id: i64) -> RunContext {

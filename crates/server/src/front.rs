@@ -150,7 +150,8 @@ impl Places {
             .max(1);
         Places {
             max_unauthenticated,
-            authenticated: max_connections.saturating_sub(max_unauthenticated),
+            // At least one, however small the caps: authenticating must be possible.
+            authenticated: max_connections.saturating_sub(max_unauthenticated).max(1),
             reserved,
             counts: Mutex::new(Counts::default()),
         }

@@ -376,6 +376,19 @@ impl Config {
             message: e.to_string().trim().replace('\n', " "),
         })?;
         for rt in &config.runtimes {
+            if openphone_protocol::normalize_runtime_id(&rt.id)
+                .is_ok_and(|id| id == crate::auth::OPERATOR_RUNTIME)
+            {
+                return Err(ConfigError::Parse {
+                    path: origin.to_owned(),
+                    message: format!(
+                        "runtime id {:?} is reserved: `operator` names the user in job, \
+                         watcher and audit records, so a runtime with that id would act as the \
+                         user; pick another id",
+                        rt.id
+                    ),
+                });
+            }
             if let Some(token) = &rt.token
                 && let Err(weak) = crate::auth::check_token(token)
             {
@@ -857,6 +870,20 @@ mod tests {
             assert!(err.contains("x.toml") && err.contains("`token`"), "{err}");
             assert!(err.contains(needle), "{token:?}: {err}");
         }
+    }
+
+    #[test]
+    fn a_runtime_named_operator_is_refused_as_it_would_act_as_the_user() {
+        for id in ["operator", " Operator "] {
+            let text = format!(
+                "[[runtimes]]\nid = \"{id}\"\ntoken = \"0123456789abcdef0123456789abcdef\"\n"
+            );
+            let err = Config::parse(&text, "x.toml").unwrap_err().to_string();
+            assert!(err.contains("reserved"), "{id:?}: {err}");
+        }
+        let text =
+            "[[runtimes]]\nid = \"operators\"\ntoken = \"0123456789abcdef0123456789abcdef\"\n";
+        assert!(Config::parse(text, "x.toml").is_ok());
     }
 
     #[test]

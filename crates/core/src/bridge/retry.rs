@@ -6,9 +6,10 @@
 //! approving both ran the action twice.
 //!
 //! The rule: an **interactive** call of a **state-changing** command **without an idempotency
-//! key**, from a caller that can give up waiting and call again (the endpoint, MCP, the CLI,
+//! key**, from a **runtime** that can give up waiting and call again (over the endpoint, MCP or
 //! OpenClaw — not the daemon's in-process callers, the built-in runtime, jobs and goals, which
-//! always wait for the decision), whose verdict **asks the user** (Confirm), joins an earlier
+//! always wait for the decision, and not the operator: the user's own command typed twice is
+//! meant twice), whose verdict **asks the user** (Confirm), joins an earlier
 //! call without a key from the **same runtime, principal, runtime session and phone session**,
 //! for the **same command** with the **same parameters** (the canonical params hash without
 //! `reason` and the `_`-members: [`retry_digest`]), whose confirmation is
@@ -32,7 +33,7 @@
 //! are serialised by the per-identity lock on the join key (`identity.rs`), so the second
 //! finds the first's confirmation.
 
-use openphone_policy::{Caller, Context, Decision, Requirement, Transport};
+use openphone_policy::{Caller, Context, Decision, Requirement, Role, Transport};
 use openphone_protocol::{Command, ToolRequest, ToolResult, params_hash_hex};
 use openphone_store as store;
 use openphone_store::{ConfirmationRecord, ConfirmationState};
@@ -123,6 +124,7 @@ impl ToolBridge {
         context: &Context,
     ) -> Option<RetryKey> {
         if !command.mutating
+            || caller.role == Role::Operator
             || caller.transport == Transport::Internal
             || keyed
             || *context != Context::Interactive

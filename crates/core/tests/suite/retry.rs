@@ -255,3 +255,14 @@ async fn a_pending_confirmation_is_joined_after_a_restart() {
     let state = bridge.store().get_confirmation(&id).unwrap().unwrap().state;
     assert_eq!(state, ConfirmationState::Pending);
 }
+
+#[tokio::test]
+async fn the_operators_own_calls_are_never_joined() {
+    // The user typing the same command twice means it twice.
+    let h = Harness::new();
+    let user = Caller::operator("cli", openphone_policy::Transport::Cli, "user");
+    let first = h.call(&user, open("u1")).await;
+    let second = h.call(&user, open("u2")).await;
+    assert_eq!(second.status, ToolStatus::NeedsConfirmation, "{second:?}");
+    assert_ne!(confirmation_id(&first), confirmation_id(&second));
+}

@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use openphone_agent::background::{RUN_STOPPED, summary_of};
-use openphone_agent::transcript::{self, STATUS_ROLE};
+use openphone_agent::transcript::STATUS_ROLE;
 use openphone_agent::{AgentTurnRunner, BuiltinConfig, BuiltinSetup, ModelEndpoint};
 use openphone_clock::{Clock, ManualClock};
 use openphone_core::{
-    BridgeConfig, EventBus, RuntimeEntry, RuntimeKind, RuntimeManager, RuntimesConfig, ToolBridge,
+    BridgeConfig, EventBus, RuntimeEntry, RuntimeKind, RuntimeManager, RuntimesConfig,
 };
 use openphone_device::{SimPhone, SimState};
 use openphone_fake_model::{FakeModel, Script};
@@ -22,13 +22,11 @@ use openphone_jobs::{
     FailureReason, JobRequest, JobRunner, JobStatus, JobType, ReviewProposal, RunContext,
     RunResult, Runners, Scheduler, SchedulerConfig, SchedulerEvent, StopSignal, StoredJob,
 };
-use openphone_model::{Message, ModelClient};
-use openphone_policy::{Caller, ToolPolicy};
-use openphone_store::{NewPhoneSession, SessionStatus, Store};
+use openphone_store::{SessionStatus, Store};
 use pretty_assertions::assert_eq;
 use serde_json::{Map, Value, json};
 
-use super::support::{limits, model, registry};
+use super::support::{Core, chat_session, limits};
 
 const ALICE: &str = "+49 151 2345 6789";
 
@@ -54,44 +52,28 @@ impl Bg {
     async fn with(config: BuiltinConfig) -> Bg {
         let dir = tempfile::tempdir().unwrap();
         let fake = FakeModel::start().await;
-        let state = SimState::default_scenario().unwrap();
-        let clock = ManualClock::new(state.clock.start_ms);
-        let phone = Arc::new(SimPhone::new(state, Arc::new(clock.clone())).unwrap());
-        let store = Arc::new(Store::open(dir.path()).unwrap());
-        let events = Arc::new(EventBus::new(registry(), 1024));
-        let bridge = Arc::new(ToolBridge::new(
-            registry(),
-            store.clone(),
-            phone.clone(),
-            Arc::new(clock.clone()),
-            events.clone(),
+        let core = Core::open(
+            dir,
+            SimState::default_scenario().unwrap(),
             BridgeConfig::default(),
-        ));
+        );
         let mut runtimes = RuntimesConfig::default();
         runtimes.runtimes.push(RuntimeEntry {
             id: "hermes".into(),
             kind: RuntimeKind::Websocket,
             enabled: true,
         });
-        let manager = Arc::new(
-            RuntimeManager::new(
-                store.clone(),
-                events.clone(),
-                Arc::new(clock.clone()),
-                runtimes,
-            )
-            .unwrap(),
-        );
-        let setup = BuiltinSetup {
-            bridge: bridge.clone(),
-            manager: manager.clone(),
-            registry: registry(),
-            authorisation: Caller::builtin("daemon").authorisation(),
-            tool_policy: ToolPolicy::default(),
-        };
-        let client =
-            ModelClient::with_clock(model(&fake, &config), Arc::new(clock.clone())).unwrap();
-        let runner = AgentTurnRunner::with_client(&setup, &config, client);
+        let manager = core.manager(runtimes);
+        let setup = core.builtin_setup(&manager);
+        let runner = core.agent_turn_runner(&setup, &config, &fake);
+        let Core {
+            dir,
+            clock,
+            phone,
+            store,
+            events,
+            ..
+        } = core;
         Bg {
             _dir: dir,
             clock,
@@ -681,39 +663,17 @@ async fn the_payload_reaches_the_model_only_inside_the_untrusted_block() {
     assert!(opening.find("Summarise the note").unwrap() < start);
 }
 
-/// A chat session of the built-in runtime with one exchange, as the foreground loop stores
-/// it.
-fn chat_session(bg: &Bg, id: &str, said: &str, answered: &str) {
-    bg.store
-        .create_session(
-            &NewPhoneSession {
-                phone_session_id: id.into(),
-                runtime_kind: "builtin".into(),
-                runtime_session_id: id.into(),
-                attention_id: "attn-1".into(),
-                source: "chat".into(),
-                autonomy: openphone_store::Autonomy::AskBeforeAction,
-                summary: said.into(),
-            },
-            bg.clock.now_ms(),
-        )
-        .unwrap();
-    for message in [Message::user(said), Message::assistant(answered)] {
-        bg.store
-            .append_transcript(
-                id,
-                transcript::role_of(&message),
-                &transcript::body(&message, json!({})),
-                bg.clock.now_ms(),
-            )
-            .unwrap();
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn session_targets_give_read_only_context() {
     let bg = Bg::start().await;
-    chat_session(&bg, "phone-sess-main", "My dentist is Dr. Molar.", "Noted.");
+    chat_session(
+        &bg.store,
+        &bg.clock,
+        "phone-sess-main",
+        "My dentist is Dr. Molar.",
+        "My dentist is Dr. Molar.",
+        "Noted.",
+    );
     bg.fake.set_fallback(Script::text("ok"));
 
     // main: the latest chat, before the job, and never written to.

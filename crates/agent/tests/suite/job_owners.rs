@@ -5,27 +5,25 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use openphone_agent::transcript;
-use openphone_agent::{AgentTurnRunner, BuiltinSetup};
+use openphone_agent::AgentTurnRunner;
 use openphone_clock::{Clock, ManualClock};
-use openphone_core::{BridgeConfig, EventBus, RuntimeManager, RuntimesConfig, ToolBridge};
-use openphone_device::{SimPhone, SimState};
+use openphone_core::{BridgeConfig, RuntimeManager, RuntimesConfig, ToolBridge};
+use openphone_device::SimState;
 use openphone_fake_model::{FakeModel, Script};
 use openphone_jobs::limits::RUN_BUDGET_MS;
 use openphone_jobs::{
     JobRequest, JobRunner, JobTools, JobType, RunContext, RunResult, Runners, Scheduler,
     SchedulerConfig, StopSignal, StoredJob,
 };
-use openphone_model::{Message, ModelClient};
 use openphone_policy::{
     Autonomy, Caller, ExposureGrants, RuntimeAuthorisation, ToolPolicy, Transport,
 };
 use openphone_protocol::{ToolRequest, ToolResult, ToolStatus};
-use openphone_store::{NewAgentJob, NewPhoneSession, NewStandingApproval, Store};
+use openphone_store::{NewAgentJob, NewStandingApproval, Store};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use super::support::{limits, model, registry};
+use super::support::{Core, chat_session, limits};
 
 /// `mallory`: may read safe data and change things (`safe_read`, `dangerous`), not read private
 /// data; ceiling `trusted_actions`, so its own job tool calls run without a confirmation.
@@ -58,13 +56,7 @@ fn mallory_authorisation() -> RuntimeAuthorisation {
 
 impl Daemon {
     async fn start(max_jobs: usize) -> Daemon {
-        let dir = tempfile::tempdir().unwrap();
         let fake = FakeModel::start().await;
-        let state = SimState::default_scenario().unwrap();
-        let clock = ManualClock::new(state.clock.start_ms);
-        let phone = Arc::new(SimPhone::new(state, Arc::new(clock.clone())).unwrap());
-        let store = Arc::new(Store::open(dir.path()).unwrap());
-        let events = Arc::new(EventBus::new(registry(), 1024));
         let runtimes = BTreeMap::from([
             (
                 "builtin".to_owned(),
@@ -76,37 +68,24 @@ impl Daemon {
                 Caller::remote(HERMES, Transport::Websocket, HERMES).authorisation(),
             ),
         ]);
-        let bridge = Arc::new(ToolBridge::new(
-            registry(),
-            store.clone(),
-            phone.clone(),
-            Arc::new(clock.clone()),
-            events.clone(),
+        let core = Core::open(
+            tempfile::tempdir().unwrap(),
+            SimState::default_scenario().unwrap(),
             BridgeConfig {
                 tool_policy: ToolPolicy::default(),
                 runtimes: Some(runtimes),
             },
-        ));
-        let manager = Arc::new(
-            RuntimeManager::new(
-                store.clone(),
-                events.clone(),
-                Arc::new(clock.clone()),
-                RuntimesConfig::default(),
-            )
-            .unwrap(),
         );
-        let setup = BuiltinSetup {
-            bridge: bridge.clone(),
-            manager: manager.clone(),
-            registry: registry(),
-            authorisation: Caller::builtin("daemon").authorisation(),
-            tool_policy: ToolPolicy::default(),
-        };
-        let config = limits();
-        let client =
-            ModelClient::with_clock(model(&fake, &config), Arc::new(clock.clone())).unwrap();
-        let runner = AgentTurnRunner::with_client(&setup, &config, client);
+        let manager = core.manager(RuntimesConfig::default());
+        let setup = core.builtin_setup(&manager);
+        let runner = core.agent_turn_runner(&setup, &limits(), &fake);
+        let Core {
+            dir,
+            clock,
+            store,
+            bridge,
+            ..
+        } = core;
         let scheduler = Scheduler::new(
             store.clone(),
             Arc::new(clock.clone()),
@@ -429,33 +408,14 @@ async fn a_runtimes_job_never_sees_the_users_main_chat() {
     let d = Daemon::start(200).await;
     // The user's latest chat with the built-in runtime.
     let id = "phone-sess-private";
-    d.store
-        .create_session(
-            &NewPhoneSession {
-                phone_session_id: id.into(),
-                runtime_kind: "builtin".into(),
-                runtime_session_id: id.into(),
-                attention_id: "attn-1".into(),
-                source: "chat".into(),
-                autonomy: openphone_store::Autonomy::AskBeforeAction,
-                summary: "private".into(),
-            },
-            d.clock.now_ms(),
-        )
-        .unwrap();
-    for message in [
-        Message::user("My bank PIN is 4711, keep it safe."),
-        Message::assistant("Noted."),
-    ] {
-        d.store
-            .append_transcript(
-                id,
-                transcript::role_of(&message),
-                &transcript::body(&message, json!({})),
-                d.clock.now_ms(),
-            )
-            .unwrap();
-    }
+    chat_session(
+        &d.store,
+        &d.clock,
+        id,
+        "private",
+        "My bank PIN is 4711, keep it safe.",
+        "Noted.",
+    );
     d.fake.set_fallback(Script::text("done"));
 
     // The default target of a runtime's job is its own nothing, not the user's chat.

@@ -4,21 +4,23 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use openphone_agent::{BuiltinConfig, BuiltinRuntime, BuiltinSetup};
-use openphone_clock::ManualClock;
+use openphone_agent::transcript;
+use openphone_agent::{AgentTurnRunner, BuiltinConfig, BuiltinRuntime, BuiltinSetup};
+use openphone_clock::{Clock, ManualClock};
 use openphone_core::{
     BridgeConfig, ConfirmDecision, EventBus, Operator, RuntimeManager, RuntimesConfig, ToolBridge,
 };
 use openphone_device::{SimPhone, SimState};
 use openphone_fake_model::FakeModel;
-use openphone_model::{ModelConfig, RetryPolicy};
+use openphone_model::{Message, ModelClient, ModelConfig, RetryPolicy};
 use openphone_policy::{Caller, ToolPolicy, Transport};
 use openphone_protocol::Registry;
 use openphone_protocol::endpoint::{AttentionAccepted, AttentionRequestParams};
 use openphone_store::{
-    ConfirmationFilter, ConfirmationState, PhoneSession, SessionStatus, Store, TranscriptEntry,
+    ConfirmationFilter, ConfirmationState, NewPhoneSession, PhoneSession, SessionStatus, Store,
+    TranscriptEntry,
 };
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
 pub fn registry() -> &'static Registry {
@@ -46,6 +48,81 @@ pub fn model(fake: &FakeModel, limits: &BuiltinConfig) -> ModelConfig {
         max_retry_after: Duration::from_secs(5),
     };
     config
+}
+
+/// What every daemon core here stands on: a data directory, the store, the event bus, the
+/// simulated phone on a manual clock at its scenario's start, and the bridge over them.
+pub struct Core {
+    pub dir: tempfile::TempDir,
+    pub clock: ManualClock,
+    pub phone: Arc<SimPhone>,
+    pub store: Arc<Store>,
+    pub events: Arc<EventBus>,
+    pub bridge: Arc<ToolBridge>,
+}
+
+impl Core {
+    /// The core over `dir` (a fresh or a kept data directory) and the phone in `state`.
+    pub fn open(dir: tempfile::TempDir, state: SimState, bridge: BridgeConfig) -> Core {
+        let clock = ManualClock::new(state.clock.start_ms);
+        let phone = Arc::new(SimPhone::new(state, Arc::new(clock.clone())).unwrap());
+        let store = Arc::new(Store::open(dir.path()).unwrap());
+        let events = Arc::new(EventBus::new(registry(), 1024));
+        let bridge = Arc::new(ToolBridge::new(
+            registry(),
+            store.clone(),
+            phone.clone(),
+            Arc::new(clock.clone()),
+            events.clone(),
+            bridge,
+        ));
+        Core {
+            dir,
+            clock,
+            phone,
+            store,
+            events,
+            bridge,
+        }
+    }
+
+    /// A runtime manager over the store and the bus with `runtimes` configured.
+    pub fn manager(&self, runtimes: RuntimesConfig) -> Arc<RuntimeManager> {
+        Arc::new(
+            RuntimeManager::new(
+                self.store.clone(),
+                self.events.clone(),
+                Arc::new(self.clock.clone()),
+                runtimes,
+            )
+            .unwrap(),
+        )
+    }
+
+    /// The built-in runtime's setup over the bridge and `manager`: the daemon's `builtin`
+    /// authorisation, the default tool policy.
+    pub fn builtin_setup(&self, manager: &Arc<RuntimeManager>) -> BuiltinSetup {
+        BuiltinSetup {
+            bridge: self.bridge.clone(),
+            manager: manager.clone(),
+            registry: registry(),
+            authorisation: Caller::builtin("daemon").authorisation(),
+            tool_policy: ToolPolicy::default(),
+        }
+    }
+
+    /// The `agent_turn` runner of `setup` with `config`, its model client on `fake` and on
+    /// the core's clock.
+    pub fn agent_turn_runner(
+        &self,
+        setup: &BuiltinSetup,
+        config: &BuiltinConfig,
+        fake: &FakeModel,
+    ) -> AgentTurnRunner {
+        let client =
+            ModelClient::with_clock(model(fake, config), Arc::new(self.clock.clone())).unwrap();
+        AgentTurnRunner::with_client(setup, config, client)
+    }
 }
 
 pub struct Agent {
@@ -89,38 +166,21 @@ impl Agent {
         limits: BuiltinConfig,
         fake: FakeModel,
     ) -> Agent {
-        let clock = ManualClock::new(state.clock.start_ms);
-        let phone = Arc::new(SimPhone::new(state, Arc::new(clock.clone())).unwrap());
-        let store = Arc::new(Store::open(dir.path()).unwrap());
-        let events = Arc::new(EventBus::new(registry(), 1024));
-        let bridge = Arc::new(ToolBridge::new(
-            registry(),
-            store.clone(),
-            phone.clone(),
-            Arc::new(clock.clone()),
-            events.clone(),
-            BridgeConfig::default(),
-        ));
-        let manager = Arc::new(
-            RuntimeManager::new(
-                store.clone(),
-                events.clone(),
-                Arc::new(clock),
-                RuntimesConfig::default(),
-            )
-            .unwrap(),
-        );
-        let setup = BuiltinSetup {
-            bridge: bridge.clone(),
-            manager: manager.clone(),
-            registry: registry(),
-            authorisation: Caller::builtin("daemon").authorisation(),
-            tool_policy: ToolPolicy::default(),
-        };
+        let core = Core::open(dir, state, BridgeConfig::default());
+        let manager = core.manager(RuntimesConfig::default());
+        let setup = core.builtin_setup(&manager);
         let model = model(&fake, &limits);
         let builtin = BuiltinRuntime::with_model(setup, limits, model).unwrap();
         builtin.recover().await;
         builtin.attach();
+        let Core {
+            dir,
+            phone,
+            store,
+            events,
+            bridge,
+            ..
+        } = core;
         Agent {
             dir,
             phone,
@@ -258,6 +318,42 @@ impl Agent {
             .into_iter()
             .map(|a| a.tool)
             .collect()
+    }
+}
+
+/// A chat session `id` of the built-in runtime (summarised as `summary`) with one exchange, as
+/// the foreground loop stores it.
+pub fn chat_session(
+    store: &Store,
+    clock: &impl Clock,
+    id: &str,
+    summary: &str,
+    said: &str,
+    answered: &str,
+) {
+    store
+        .create_session(
+            &NewPhoneSession {
+                phone_session_id: id.into(),
+                runtime_kind: "builtin".into(),
+                runtime_session_id: id.into(),
+                attention_id: "attn-1".into(),
+                source: "chat".into(),
+                autonomy: openphone_store::Autonomy::AskBeforeAction,
+                summary: summary.into(),
+            },
+            clock.now_ms(),
+        )
+        .unwrap();
+    for message in [Message::user(said), Message::assistant(answered)] {
+        store
+            .append_transcript(
+                id,
+                transcript::role_of(&message),
+                &transcript::body(&message, json!({})),
+                clock.now_ms(),
+            )
+            .unwrap();
     }
 }
 

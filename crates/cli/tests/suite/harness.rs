@@ -6,6 +6,7 @@ use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
+use openphone_fake_model::FakeModel;
 use serde_json::{Value, json};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
@@ -95,6 +96,32 @@ pub(super) async fn cli_async(args: Vec<String>, data: &Path) -> (i32, String, S
     })
     .await
     .unwrap()
+}
+
+/// Writes `openphone.toml` in `dir` with a `[builtin]` table on `fake` (10 s request timeout);
+/// returns its path.
+pub(super) fn fake_model_config(dir: &Path, fake: &FakeModel) -> String {
+    let path = dir.join("openphone.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "[builtin]\nbase_url = \"{}\"\nmodel = \"fake-model\"\nrequest_timeout_secs = 10\n",
+            fake.url()
+        ),
+    )
+    .unwrap();
+    path.to_str().unwrap().to_owned()
+}
+
+/// `openphone jobs args… --json` against `data`: the exit code, the parsed output (null when
+/// it is not JSON) and stderr.
+pub(super) async fn jobs_json(args: &[&str], data: &Path) -> (i32, Value, String) {
+    let mut all: Vec<String> = vec!["jobs".into()];
+    all.extend(args.iter().map(|s| (*s).to_owned()));
+    all.push("--json".into());
+    let (code, out, err) = cli_async(all, data).await;
+    let value = serde_json::from_str(&out).unwrap_or(Value::Null);
+    (code, value, err)
 }
 
 pub(super) struct Runtime {

@@ -9,35 +9,13 @@ use std::time::Duration;
 use openphone_fake_model::{FakeModel, Script};
 use serde_json::{Value, json};
 
-use super::harness::{cli, cli_async, serve};
+use super::harness::{cli, fake_model_config, jobs_json, serve};
 use super::support::run;
-
-fn config_for(dir: &Path, fake: &FakeModel) -> String {
-    let path = dir.join("openphone.toml");
-    std::fs::write(
-        &path,
-        format!(
-            "[builtin]\nbase_url = \"{}\"\nmodel = \"fake-model\"\nrequest_timeout_secs = 10\n",
-            fake.url()
-        ),
-    )
-    .unwrap();
-    path.to_str().unwrap().to_owned()
-}
-
-async fn jobs(args: &[&str], data: &Path) -> (i32, Value, String) {
-    let mut all: Vec<String> = vec!["jobs".into()];
-    all.extend(args.iter().map(|s| (*s).to_owned()));
-    all.push("--json".into());
-    let (code, out, err) = cli_async(all, data).await;
-    let value = serde_json::from_str(&out).unwrap_or(Value::Null);
-    (code, value, err)
-}
 
 async fn until_status(data: &Path, id: &str, status: &str) -> Value {
     let mut last = Value::Null;
     for _ in 0..300 {
-        let (_, shown, _) = jobs(&["show", id], data).await;
+        let (_, shown, _) = jobs_json(&["show", id], data).await;
         if shown["job"]["status"] == status {
             return shown;
         }
@@ -81,9 +59,9 @@ async fn a_background_job_parks_a_send_for_review_and_after_approval_sends_it_on
                "reason": "tell Alice the user is running late"}),
     ));
     fake.push(Script::text("Alice now knows you are running late."));
-    let _daemon = serve(&data, &config_for(tmp.path(), &fake));
+    let _daemon = serve(&data, &fake_model_config(tmp.path(), &fake));
 
-    let (code, made, err) = jobs(
+    let (code, made, err) = jobs_json(
         &[
             "create",
             "--title",
@@ -96,7 +74,7 @@ async fn a_background_job_parks_a_send_for_review_and_after_approval_sends_it_on
     .await;
     assert_eq!(code, 0, "{err}");
     let id = made["job"]["id"].as_i64().unwrap().to_string();
-    let (code, woke, _) = jobs(&["wake"], &data).await;
+    let (code, woke, _) = jobs_json(&["wake"], &data).await;
     assert_eq!(code, 0);
     assert_eq!(woke["claimed"][0].to_string(), id, "{woke}");
 
@@ -111,7 +89,7 @@ async fn a_background_job_parks_a_send_for_review_and_after_approval_sends_it_on
         .to_owned();
     assert!(cid.starts_with("job-confirm-"), "{cid}");
     assert_eq!(messages_with(&data, "Running late, sorry"), 0);
-    let (_, waiting, _) = jobs(&["list", "--status", "awaiting_review"], &data).await;
+    let (_, waiting, _) = jobs_json(&["list", "--status", "awaiting_review"], &data).await;
     assert_eq!(waiting["count"], 1, "{waiting}");
 
     // The stored record checks out offline; a tampered copy does not; junk is unreadable.
@@ -133,11 +111,11 @@ async fn a_background_job_parks_a_send_for_review_and_after_approval_sends_it_on
     assert_eq!(code, 2);
 
     // Approve from the CLI: the stored call runs once; a second tap changes nothing.
-    let (code, answer, err) = jobs(&["approve", &cid], &data).await;
+    let (code, answer, err) = jobs_json(&["approve", &cid], &data).await;
     assert_eq!(code, 0, "{err}");
     assert_eq!(answer["code"], "background.review_resolved", "{answer}");
     assert_eq!(answer["result_status"], "ok", "{answer}");
-    let (code, again, _) = jobs(&["deny", &cid], &data).await;
+    let (code, again, _) = jobs_json(&["deny", &cid], &data).await;
     assert_eq!(code, 1);
     assert_eq!(
         again["code"], "background.review_already_resolved",
@@ -146,7 +124,7 @@ async fn a_background_job_parks_a_send_for_review_and_after_approval_sends_it_on
     assert_eq!(messages_with(&data, "Running late, sorry"), 1);
 
     // The job runs again with the outcome, completes and delivers.
-    let (code, _, _) = jobs(&["wake"], &data).await;
+    let (code, _, _) = jobs_json(&["wake"], &data).await;
     assert_eq!(code, 0);
     let done = until_status(&data, &id, "completed").await;
     assert_eq!(
@@ -163,7 +141,7 @@ async fn a_background_job_parks_a_send_for_review_and_after_approval_sends_it_on
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
-        delivered = jobs(&["show", &id], &data).await.1;
+        delivered = jobs_json(&["show", &id], &data).await.1;
     }
     assert_eq!(delivered["delivery_state"], "sent", "{delivered}");
     let (code, shade, err) = cli(

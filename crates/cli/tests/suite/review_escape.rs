@@ -11,30 +11,8 @@ use std::time::Duration;
 use openphone_fake_model::{FakeModel, Script};
 use serde_json::{Value, json};
 
-use super::harness::{Serve, cli, cli_async, serve};
+use super::harness::{Serve, cli, fake_model_config, jobs_json, serve};
 use super::support::run;
-
-fn config_for(dir: &Path, fake: &FakeModel) -> String {
-    let path = dir.join("openphone.toml");
-    std::fs::write(
-        &path,
-        format!(
-            "[builtin]\nbase_url = \"{}\"\nmodel = \"fake-model\"\nrequest_timeout_secs = 10\n",
-            fake.url()
-        ),
-    )
-    .unwrap();
-    path.to_str().unwrap().to_owned()
-}
-
-async fn jobs(args: &[&str], data: &Path) -> (i32, Value, String) {
-    let mut all: Vec<String> = vec!["jobs".into()];
-    all.extend(args.iter().map(|s| (*s).to_owned()));
-    all.push("--json".into());
-    let (code, out, err) = cli_async(all, data).await;
-    let value = serde_json::from_str(&out).unwrap_or(Value::Null);
-    (code, value, err)
-}
 
 /// A daemon whose background job (titled `title`) wants `messages_send` with `params`, parked
 /// for review: the daemon, the job's id and what `jobs show --json` shows.
@@ -46,18 +24,18 @@ async fn parked_send(
 ) -> (Serve, FakeModel, String, Value) {
     let fake = FakeModel::start().await;
     fake.push(Script::tool_call("messages_send", params));
-    let daemon = serve(data, &config_for(tmp, &fake));
-    let (code, made, err) = jobs(
+    let daemon = serve(data, &fake_model_config(tmp, &fake));
+    let (code, made, err) = jobs_json(
         &["create", "--title", title, "--prompt", "Send the message"],
         data,
     )
     .await;
     assert_eq!(code, 0, "{err}");
     let id = made["job"]["id"].as_i64().unwrap().to_string();
-    let (code, _, err) = jobs(&["wake"], data).await;
+    let (code, _, err) = jobs_json(&["wake"], data).await;
     assert_eq!(code, 0, "{err}");
     for _ in 0..300 {
-        let (_, shown, _) = jobs(&["show", &id], data).await;
+        let (_, shown, _) = jobs_json(&["show", &id], data).await;
         if shown["job"]["status"] == "awaiting_review" {
             return (daemon, fake, id, shown);
         }
@@ -173,7 +151,7 @@ async fn an_unknown_review_id_is_not_found_and_a_resolved_one_stays_already_reso
         .unwrap()
         .to_owned();
     let unknown = "job-confirm-00000000-0000-4000-8000-000000000000";
-    let (code, answer, _) = jobs(&["approve", unknown], &data).await;
+    let (code, answer, _) = jobs_json(&["approve", unknown], &data).await;
     assert_eq!(code, 1);
     assert_eq!(answer["code"], "job_not_found", "{answer}");
     assert_eq!(answer["reason"], "no_such_review", "{answer}");
@@ -184,10 +162,10 @@ async fn an_unknown_review_id_is_not_found_and_a_resolved_one_stays_already_reso
         "{text}"
     );
     // The real review: decided once, then "already resolved", never "not found".
-    let (code, answer, err) = jobs(&["deny", &cid], &data).await;
+    let (code, answer, err) = jobs_json(&["deny", &cid], &data).await;
     assert_eq!(code, 0, "{err}");
     assert_eq!(answer["code"], "background.review_resolved", "{answer}");
-    let (code, again, _) = jobs(&["approve", &cid], &data).await;
+    let (code, again, _) = jobs_json(&["approve", &cid], &data).await;
     assert_eq!(code, 1);
     assert_eq!(
         again["code"], "background.review_already_resolved",
@@ -200,7 +178,7 @@ async fn jobs_create_every_1s_is_refused_below_the_15_s_floor() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     let fake = FakeModel::start().await;
-    let _daemon = serve(&data, &config_for(tmp.path(), &fake));
+    let _daemon = serve(&data, &fake_model_config(tmp.path(), &fake));
     let (code, out, err) = cli(
         &[
             "jobs", "create", "--title", "t", "--prompt", "p", "--every", "1s",
@@ -212,7 +190,7 @@ async fn jobs_create_every_1s_is_refused_below_the_15_s_floor() {
         err.contains("interval_ms") && err.contains("15000 ms"),
         "{err}"
     );
-    let (_, list, _) = jobs(&["list"], &data).await;
+    let (_, list, _) = jobs_json(&["list"], &data).await;
     assert_eq!(list["count"], 0, "nothing was created: {list}");
     let (code, _, err) = cli(
         &[

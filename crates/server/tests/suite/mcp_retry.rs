@@ -11,67 +11,21 @@ use std::time::Duration;
 
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::net::UnixStream;
-use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 
-use super::support::{Client, RUNTIME_TOKEN, config, connect, start};
+use super::support::{Client, McpSock, RUNTIME_TOKEN, config, connect, start, tool_result_meta};
 
 /// An `mcp.sock` connection of the `hermes` runtime past the hello and the MCP handshake.
-struct Host {
-    lines: tokio::io::Lines<BufReader<OwnedReadHalf>>,
-    write: OwnedWriteHalf,
+async fn hermes_host(dir: &std::path::Path) -> McpSock {
+    McpSock::open(
+        dir,
+        RUNTIME_TOKEN,
+        ("Hermes Agent", "0.19.0"),
+        Duration::from_secs(60),
+    )
+    .await
 }
 
-impl Host {
-    async fn open(dir: &std::path::Path) -> Host {
-        let stream = UnixStream::connect(dir.join("mcp.sock")).await.unwrap();
-        let (read, write) = stream.into_split();
-        let mut host = Host {
-            lines: BufReader::new(read).lines(),
-            write,
-        };
-        host.send(&json!({"openphone_mcp_hello": {"token": RUNTIME_TOKEN}}))
-            .await;
-        let hello = host.next().await;
-        assert_eq!(hello["openphone_mcp_hello"], "ok", "{hello}");
-        host.send(
-            &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "Hermes Agent", "version": "0.19.0"}}}),
-        )
-        .await;
-        let init = host.response(1).await;
-        assert!(init.get("result").is_some(), "{init}");
-        host.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-            .await;
-        host
-    }
-
-    async fn send(&mut self, message: &Value) {
-        let line = format!("{message}\n");
-        self.write.write_all(line.as_bytes()).await.unwrap();
-    }
-
-    async fn next(&mut self) -> Value {
-        let line = tokio::time::timeout(Duration::from_secs(60), self.lines.next_line())
-            .await
-            .expect("no line within 60 s")
-            .unwrap()
-            .expect("the socket closed");
-        serde_json::from_str(&line).unwrap()
-    }
-
-    /// The response to `id`, skipping notifications.
-    async fn response(&mut self, id: u64) -> Value {
-        loop {
-            let message = self.next().await;
-            if message["id"] == json!(id) {
-                return message;
-            }
-        }
-    }
-
+impl McpSock {
     /// `tools/call` without `_meta` idempotency key (as Hermes sends it); with a progress
     /// token when `progress` is given.
     async fn call(&mut self, id: u64, name: &str, arguments: Value, progress: Option<&str>) {
@@ -101,11 +55,6 @@ impl Host {
 /// The same calendar entry, the reason worded anew each time (a model's retry).
 fn dentist(reason: &str) -> Value {
     json!({"title": "Dentist retry-28", "start_at": 1_900_000_000_000_i64, "reason": reason})
-}
-
-/// `_meta["dev.openphone/toolResult"]` of a call's response.
-fn meta(response: &Value) -> &Value {
-    &response["result"]["_meta"]["dev.openphone/toolResult"]
 }
 
 async fn operator(d: &super::support::Running) -> Client {
@@ -159,15 +108,22 @@ fn count_id() -> String {
 async fn a_retry_without_a_key_after_a_late_approval_runs_once() {
     // The inline wait is long enough for the operator to approve while the retry waits.
     let d = start(config("[mcp]\nlocal_confirmation_wait_ms = 5000\n")).await;
-    let mut host = Host::open(d.dir.path()).await;
+    let mut host = hermes_host(d.dir.path()).await;
     let mut op = operator(&d).await;
 
     // The first call: nobody decides within the inline wait, the host sees "pending".
     host.call(2, "openphone_calendar_add", dentist("book it"), None)
         .await;
     let first = host.response(2).await;
-    assert_eq!(meta(&first)["status"], "needs_confirmation", "{first}");
-    let cid = meta(&first)["confirmation_id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        tool_result_meta(&first)["status"],
+        "needs_confirmation",
+        "{first}"
+    );
+    let cid = tool_result_meta(&first)["confirmation_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
 
     // Its model retries, without a key: no second confirmation opens.
     host.call(
@@ -189,7 +145,7 @@ async fn a_retry_without_a_key_after_a_late_approval_runs_once() {
     );
     let retried = host.response(3).await;
     assert_eq!(retried["result"]["isError"], false, "{retried}");
-    assert_eq!(meta(&retried)["status"], "ok", "{retried}");
+    assert_eq!(tool_result_meta(&retried)["status"], "ok", "{retried}");
     assert_eq!(
         retried["result"]["structuredContent"]["event"], approved["result"]["event"],
         "{retried}"
@@ -199,8 +155,8 @@ async fn a_retry_without_a_key_after_a_late_approval_runs_once() {
     host.call(4, "openphone_calendar_add", dentist("did it work?"), None)
         .await;
     let again = host.response(4).await;
-    assert_eq!(meta(&again)["status"], "ok", "{again}");
-    assert_eq!(meta(&again)["replayed"], true, "{again}");
+    assert_eq!(tool_result_meta(&again)["status"], "ok", "{again}");
+    assert_eq!(tool_result_meta(&again)["replayed"], true, "{again}");
     assert_eq!(
         again["result"]["structuredContent"],
         retried["result"]["structuredContent"]
@@ -212,7 +168,7 @@ async fn a_retry_without_a_key_after_a_late_approval_runs_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_retry_while_pending_does_not_open_a_second_confirmation() {
     let d = start(config("[mcp]\nlocal_confirmation_wait_ms = 300\n")).await;
-    let mut host = Host::open(d.dir.path()).await;
+    let mut host = hermes_host(d.dir.path()).await;
     let mut op = operator(&d).await;
 
     let mut seen = Vec::new();
@@ -220,9 +176,13 @@ async fn a_retry_while_pending_does_not_open_a_second_confirmation() {
         host.call(id, "openphone_calendar_add", dentist(reason), None)
             .await;
         let answer = host.response(id).await;
-        assert_eq!(meta(&answer)["status"], "needs_confirmation", "{answer}");
+        assert_eq!(
+            tool_result_meta(&answer)["status"],
+            "needs_confirmation",
+            "{answer}"
+        );
         seen.push(
-            meta(&answer)["confirmation_id"]
+            tool_result_meta(&answer)["confirmation_id"]
                 .as_str()
                 .unwrap()
                 .to_owned(),
@@ -241,8 +201,8 @@ async fn a_retry_while_pending_does_not_open_a_second_confirmation() {
     host.call(5, "openphone_calendar_add", dentist("try again"), None)
         .await;
     let after = host.response(5).await;
-    assert_eq!(meta(&after)["status"], "denied", "{after}");
-    assert_eq!(meta(&after)["replayed"], true, "{after}");
+    assert_eq!(tool_result_meta(&after)["status"], "denied", "{after}");
+    assert_eq!(tool_result_meta(&after)["replayed"], true, "{after}");
     assert!(pending_ids(&mut op).await.is_empty());
     assert_eq!(entries(&mut op).await, 0);
 }
@@ -250,7 +210,7 @@ async fn a_retry_while_pending_does_not_open_a_second_confirmation() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_identical_auto_allowed_calls_are_two_actions() {
     let d = start(config("[mcp]\nlocal_confirmation_wait_ms = 300\n")).await;
-    let mut host = Host::open(d.dir.path()).await;
+    let mut host = hermes_host(d.dir.path()).await;
     let mut op = operator(&d).await;
     // The user lets `hermes` add calendar entries without asking.
     let grant = op
@@ -265,8 +225,8 @@ async fn two_identical_auto_allowed_calls_are_two_actions() {
         host.call(id, "openphone_calendar_add", dentist("book it"), None)
             .await;
         let answer = host.response(id).await;
-        assert_eq!(meta(&answer)["status"], "ok", "{answer}");
-        assert_eq!(meta(&answer).get("replayed"), None, "{answer}");
+        assert_eq!(tool_result_meta(&answer)["status"], "ok", "{answer}");
+        assert_eq!(tool_result_meta(&answer).get("replayed"), None, "{answer}");
     }
     assert_eq!(
         entries(&mut op).await,

@@ -2,12 +2,15 @@
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
 use openphone_server::{Config, Daemon, DaemonOptions, DeviceChoice};
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::{TcpStream, UnixStream};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream, connect_async};
@@ -52,6 +55,80 @@ pub async fn start(config: Config) -> Running {
     .await
     .unwrap();
     Running { daemon, dir }
+}
+
+/// An `mcp.sock` connection past the token hello and the MCP handshake.
+pub struct McpSock {
+    lines: tokio::io::Lines<BufReader<OwnedReadHalf>>,
+    write: OwnedWriteHalf,
+    /// How long [`McpSock::next`] waits for a line.
+    wait: Duration,
+}
+
+impl McpSock {
+    /// Connects to `dir`'s `mcp.sock`, says hello with `token` and initializes as the client
+    /// `name` `version`; every line read afterwards is awaited at most `wait`.
+    pub async fn open(
+        dir: &Path,
+        token: &str,
+        (name, version): (&str, &str),
+        wait: Duration,
+    ) -> McpSock {
+        let stream = UnixStream::connect(dir.join("mcp.sock")).await.unwrap();
+        let (read, write) = stream.into_split();
+        let mut socket = McpSock {
+            lines: BufReader::new(read).lines(),
+            write,
+            wait,
+        };
+        socket
+            .send(&json!({"openphone_mcp_hello": {"token": token}}))
+            .await;
+        let hello = socket.next().await;
+        pretty_assertions::assert_eq!(hello["openphone_mcp_hello"], "ok", "{hello}");
+        socket
+            .send(
+                &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": name, "version": version}}}),
+            )
+            .await;
+        let init = socket.response(1).await;
+        assert!(init.get("result").is_some(), "{init}");
+        socket
+            .send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+        socket
+    }
+
+    pub async fn send(&mut self, message: &Value) {
+        let line = format!("{message}\n");
+        self.write.write_all(line.as_bytes()).await.unwrap();
+    }
+
+    pub async fn next(&mut self) -> Value {
+        let line = tokio::time::timeout(self.wait, self.lines.next_line())
+            .await
+            .unwrap_or_else(|_| panic!("no line within {} s", self.wait.as_secs()))
+            .unwrap()
+            .expect("the socket closed");
+        serde_json::from_str(&line).unwrap()
+    }
+
+    /// The response to `id`, skipping notifications.
+    pub async fn response(&mut self, id: u64) -> Value {
+        loop {
+            let message = self.next().await;
+            if message["id"] == json!(id) {
+                return message;
+            }
+        }
+    }
+}
+
+/// `_meta["dev.openphone/toolResult"]` of an MCP call's response.
+pub fn tool_result_meta(response: &Value) -> &Value {
+    &response["result"]["_meta"]["dev.openphone/toolResult"]
 }
 
 pub struct Client {

@@ -94,13 +94,7 @@ async fn a_runtimes_message_watcher_goes_blind_when_its_creator_loses_private_re
     let h = Harness::new();
     h.watcher(json!({"title": "any text", "source": "message", "match_any": true}))
         .await;
-    let deadline = h.now() + 600_000;
-    let silent = h
-        .watcher(
-            json!({"title": "Answer?", "source": "message", "address": BOB,
-                        "notify_on": "no_reply", "deadline_at": deadline}),
-        )
-        .await;
+    let (silent, deadline) = h.bob_no_reply_watcher().await;
     h.set_grants("hermes", NOSY_GRANTS);
     assert!(h.inject(message(BOB, "code 482913")).await.is_empty());
     h.clock.set(deadline);

@@ -35,13 +35,7 @@ async fn a_restart_does_not_repeat_a_firing() {
 #[tokio::test]
 async fn a_restart_does_not_lose_a_firing() {
     let h = Harness::new();
-    let deadline = h.now() + 600_000;
-    let silent = h
-        .watcher(
-            json!({"title": "Answer?", "source": "message", "address": BOB,
-                        "notify_on": "no_reply", "deadline_at": deadline}),
-        )
-        .await;
+    let (silent, deadline) = h.bob_no_reply_watcher().await;
     let bell = h
         .watcher_as(
             &operator(),

@@ -278,6 +278,19 @@ impl Harness {
         serde_json::from_value(result.result["watcher"].clone()).unwrap()
     }
 
+    /// Creates "Answer?", a message watcher that tells only if no reply from Bob came by its
+    /// deadline, ten minutes from now; returns it and the deadline.
+    pub async fn bob_no_reply_watcher(&self) -> (WatcherRecord, i64) {
+        let deadline = self.now() + 600_000;
+        let watcher = self
+            .watcher(
+                json!({"title": "Answer?", "source": "message", "address": BOB,
+                        "notify_on": "no_reply", "deadline_at": deadline}),
+            )
+            .await;
+        (watcher, deadline)
+    }
+
     /// Injects into the phone and hands every event it raised to the engine.
     pub async fn inject(&self, injection: Injection) -> Vec<Fired> {
         let events = self.phone.inject_all(&injection).unwrap();

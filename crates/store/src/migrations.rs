@@ -499,11 +499,29 @@ CREATE INDEX deferred_outcomes_open ON deferred_outcomes (runtime, created_at_ms
         // (the endpoint's `jobs.create`, the CLI, the dashboard), `builtin` for the built-in
         // runtime, else the runtime id. A runtime sees, stops and counts against its quota only
         // its own jobs, and its jobs run with its authority. Jobs stored before this version
-        // were the user's: they get `operator`. (`owner` is already the column of the run's
+        // were made before anyone was told apart: they get `operator`, except where the store
+        // itself shows a runtime made them — the reaction job of a runtime's watcher (its
+        // firing names the job) and a job bound to a runtime's phone session
+        // (`session:<id>`) — which become that runtime's, so an upgrade never hands a runtime's
+        // recurring job the user's authority. (`owner` is already the column of the run's
         // fence, so the creator has its own name.)
         sql: r#"
 ALTER TABLE agent_jobs ADD COLUMN created_by TEXT NOT NULL DEFAULT 'operator'
     CHECK (length(created_by) >= 1);
+UPDATE agent_jobs SET created_by = (
+    SELECT w.runtime FROM watcher_firings f JOIN watchers w ON w.watcher_id = f.watcher_id
+    WHERE f.job_id = agent_jobs.id AND w.runtime NOT IN ('operator', 'builtin')
+    ORDER BY f.fired_at_ms LIMIT 1)
+WHERE EXISTS (
+    SELECT 1 FROM watcher_firings f JOIN watchers w ON w.watcher_id = f.watcher_id
+    WHERE f.job_id = agent_jobs.id AND w.runtime NOT IN ('operator', 'builtin'));
+UPDATE agent_jobs SET created_by = (
+    SELECT s.runtime_kind FROM phone_sessions s
+    WHERE 'session:' || s.phone_session_id = agent_jobs.session_target)
+WHERE created_by = 'operator' AND EXISTS (
+    SELECT 1 FROM phone_sessions s
+    WHERE 'session:' || s.phone_session_id = agent_jobs.session_target
+      AND s.runtime_kind NOT IN ('operator', 'builtin', ''));
 CREATE INDEX agent_jobs_by_creator ON agent_jobs (created_by, status);
 "#,
     },

@@ -77,6 +77,80 @@ fn older_database_is_upgraded_and_reopening_is_idempotent() {
     assert_eq!(migration_rows(&data_dir(&dir)).len() as i64, SCHEMA_VERSION);
 }
 
+/// Jobs stored before the creator column are the user's unless the store shows a runtime made
+/// them: an upgrade must not hand a runtime's recurring job the user's authority.
+#[test]
+fn an_upgrade_keeps_a_runtimes_stored_jobs_the_runtimes() {
+    let dir = temp();
+    openphone_store::testing::create_db_at_version(&data_dir(&dir), 12).unwrap();
+    {
+        let conn = rusqlite::Connection::open(data_dir(&dir).join("openphone.db")).unwrap();
+        let job = |id: i64, target: &str| {
+            conn.execute(
+                "INSERT INTO agent_jobs (id, type, title, prompt, payload_json, schedule_json, \
+                 session_target, delivery_json, status, created_at, updated_at, next_run_at, \
+                 running_at, last_run_at, last_result, failure_count, failure_alert_at, phase, \
+                 progress_text, progress_current, progress_total, checkpoint_json, \
+                 pending_confirmation_id, pending_tool_request_json, last_surface_id, \
+                 resume_token, last_event_at, unread_result, paused_at, version, \
+                 current_attempt, owner) \
+                 VALUES (?1, 'agent_turn', 'job', 'p', '{}', '{}', ?2, '{}', 'active', 1, 1, 1, \
+                 0, 0, '', 0, 0, 'queued', '', 0, 0, '{}', '', '{}', '', '', 0, 0, 0, 1, 0, '')",
+                rusqlite::params![id, target],
+            )
+            .unwrap();
+        };
+        for (id, kind) in [("phone-sess-h", "hermes"), ("phone-sess-b", "builtin")] {
+            conn.execute(
+                "INSERT INTO phone_sessions VALUES (?1, 1, 1, ?2, '', 'attn-1', 'chat', \
+                 'ask_before_action', 's', 'running', 'audit', NULL)",
+                rusqlite::params![id, kind],
+            )
+            .unwrap();
+        }
+        for (id, runtime) in [(1, "hermes"), (2, "operator")] {
+            conn.execute(
+                "INSERT INTO watchers VALUES (?1, ?2, 'w', 'message', '{}', 'active', 1, NULL, \
+                 0, NULL, '{}', NULL)",
+                rusqlite::params![id, runtime],
+            )
+            .unwrap();
+        }
+        job(1, "isolated"); // a reaction of hermes' watcher
+        job(2, "session:phone-sess-h"); // bound to hermes' session
+        job(3, "main"); // nothing shows who made it
+        job(4, "session:phone-sess-b"); // the user's assistant's session
+        job(5, "isolated"); // a reaction of the user's watcher
+        for (watcher, job_id) in [(1, 1), (2, 5)] {
+            conn.execute(
+                "INSERT INTO watcher_firings VALUES (?1, 1, 'k' || ?2, 1, 'event', '{}', \
+                 'agent_job', ?2, 'done', '')",
+                rusqlite::params![watcher, job_id],
+            )
+            .unwrap();
+        }
+    }
+    drop(Store::open(data_dir(&dir)).unwrap());
+    let conn = rusqlite::Connection::open(data_dir(&dir).join("openphone.db")).unwrap();
+    let creators: Vec<(i64, String)> = conn
+        .prepare("SELECT id, created_by FROM agent_jobs ORDER BY id")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(
+        creators,
+        [
+            (1, "hermes".to_owned()),
+            (2, "hermes".to_owned()),
+            (3, "operator".to_owned()),
+            (4, "operator".to_owned()),
+            (5, "operator".to_owned()),
+        ]
+    );
+}
+
 #[test]
 fn newer_database_is_refused() {
     let dir = temp();

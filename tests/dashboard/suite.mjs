@@ -150,9 +150,17 @@ test('without a session the dashboard refuses, and a login link works once', asy
   assert.equal(session.sameSite, 'Strict');
   assert.equal(session.path, '/ui');
   const cookie = `openphone_dashboard=${session.value}`;
-  // With the cookie: reads work; a foreign Origin is refused; a POST needs the CSRF token.
-  assert.equal((await http('/ui/api/methods', { headers: { cookie } })).status, 200);
-  assert.equal((await http('/ui/api/methods', { headers: { cookie, origin: 'https://evil.example' } })).status, 403);
+  // The session's token came with the login answer and lives in the origin's localStorage,
+  // never in a cookie.
+  const token = await page.evaluate(() => localStorage.getItem('openphone.dashboard.token'));
+  assert.match(token || '', /^[0-9a-f]{64}$/);
+  assert.ok(!cookies.some((c) => c.value.includes(token)), 'the token is in no cookie');
+  // The cookie alone reads nothing; with the token reads work; a foreign Origin is refused; a
+  // POST needs the token too.
+  assert.equal((await http('/ui/api/methods', { headers: { cookie } })).status, 403);
+  assert.equal((await http('/ui/api/session', { headers: { cookie } })).status, 403);
+  assert.equal((await http('/ui/api/methods', { headers: { cookie, 'x-openphone-csrf': token } })).status, 200);
+  assert.equal((await http('/ui/api/methods', { headers: { cookie, 'x-openphone-csrf': token, origin: 'https://evil.example' } })).status, 403);
   assert.equal((await http('/ui/api/audit/verify', { method: 'POST', headers: { cookie, origin: base, 'content-type': 'application/json' }, body: '{}' })).status, 403);
   assert.equal((await http('/ui/ws', { headers: { cookie, origin: 'https://evil.example', connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==' } })).status, 403);
   assert.equal((await http('/ui/api/methods', { headers: { cookie, host: 'evil.example' } })).status, 403);
@@ -230,14 +238,18 @@ test('Deny: the runtime gets the denial', async () => {
 });
 
 /** Another local web server on a second loopback port (a dev server, a notebook, an agent's own
- *  web UI): it serves one page. Resolves with its origin and a close function. */
+ *  web UI): it serves one page, and keeps the `Cookie` headers its requests bring (cookies
+ *  are not separated by port: a fetch of its own `/ui/…` carries the dashboard's cookie).
+ *  Resolves with its origin, the captured cookies and a close function. */
 async function otherLocalServer() {
+  const cookies = [];
   const server = http_.createServer((req, res) => {
+    if (req.headers.cookie) cookies.push({ path: req.url, cookie: req.headers.cookie });
     res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
     res.end('<!doctype html><title>another local page</title><p>hello</p>');
   });
   await new Promise((r) => server.listen(0, '127.0.0.1', r));
-  return { origin: `http://127.0.0.1:${server.address().port}`, close: () => new Promise((r) => server.close(r)) };
+  return { origin: `http://127.0.0.1:${server.address().port}`, cookies, close: () => new Promise((r) => server.close(r)) };
 }
 
 // Issue 28, item 1: a page served by another local web server, in the browser where the user
@@ -282,13 +294,33 @@ test('a page on another loopback port cannot act as the operator, the dashboard 
         const r = await fetch(`${base}/ui/api/session`, { credentials: 'include' });
         read = `status ${r.status}: ${await r.text()}`;
       } catch (e) { read = `failed: ${e}`; }
-      return { plain, guessed, read };
+      // Its own origin's /ui/…: the browser sends the dashboard's cookie to this server.
+      let own;
+      try { own = (await fetch('/ui/x', { credentials: 'include' })).status; } catch (e) { own = `failed: ${e}`; }
+      return { plain, guessed, read, own, stored: localStorage.getItem('openphone.dashboard.token') };
     }, { base, confirmationId });
     assert.equal(outcome.plain.opened, false, JSON.stringify(outcome.plain));
     assert.deepEqual(outcome.plain.answers, []);
     assert.equal(outcome.guessed.opened, false, JSON.stringify(outcome.guessed));
     assert.deepEqual(outcome.guessed.answers, []);
     assert.match(outcome.read, /^failed/, 'the session token is not readable from another origin');
+    assert.equal(outcome.stored, null, 'the token is in the dashboard origin\'s storage only');
+    // The other server did receive the cookie (the hole this closes) ...
+    assert.equal(outcome.own, 200);
+    const leaked = other.cookies.find((c) => c.path === '/ui/x' && c.cookie.includes('openphone_dashboard='));
+    assert.ok(leaked, `the other server got no cookie: ${JSON.stringify(other.cookies)}`);
+    // ... and from outside the browser (no Origin, no Sec-Fetch-*) it buys nothing with it: no
+    // token from the session route, no socket with a forged own Origin.
+    const cookie = leaked.cookie;
+    const session = await http('/ui/api/session', { headers: { cookie } });
+    assert.equal(session.status, 403, session.text);
+    assert.doesNotMatch(session.text, /[0-9a-f]{64}/);
+    assert.equal((await http('/ui/api/methods', { headers: { cookie } })).status, 403);
+    assert.equal((await http('/ui/api/audit/verify', { method: 'POST', headers: { cookie, origin: base, 'content-type': 'application/json' }, body: '{}' })).status, 403);
+    const upgrade = { cookie, origin: base, connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==' };
+    assert.equal((await http('/ui/ws', { headers: upgrade })).status, 403);
+    assert.equal((await http('/ui/ws', { headers: { ...upgrade, 'sec-websocket-protocol': 'openphone-dashboard' } })).status, 403);
+    assert.equal((await http('/ui/ws', { headers: { ...upgrade, 'sec-websocket-protocol': `openphone-dashboard, openphone-csrf.${'0'.repeat(64)}` } })).status, 403);
     // Nothing ran: the dashboard's own page still shows the tap waiting, and can deny it.
     await page.goto(`${base}/ui/#/confirmations`);
     await page.locator('#pill-daemon .value', { hasText: 'connected' }).waitFor();
@@ -378,18 +410,36 @@ test('every page at desktop and phone sizes has visible content', async () => {
   }
   if (PAGES.includes('goals')) {
     await page.goto(`${base}/ui/#/goals`);
-    const methods = JSON.parse((await page.evaluate(() => fetch('/ui/api/methods').then((r) => r.text()))));
+    const methods = JSON.parse((await page.evaluate(() => fetch('/ui/api/methods', { headers: { 'X-OpenPhone-CSRF': localStorage.getItem('openphone.dashboard.token') } }).then((r) => r.text()))));
     if (!methods.methods.some((m) => m.startsWith('goals.'))) await page.locator('#goals-unavailable').waitFor();
   }
   console.log(`screenshots:\n${written.join('\n')}`);
 });
 
-test('logout ends the session: its socket closes and the cookie no longer works', async () => {
+test('a tab with the cookie but no stored token goes to the login page', async () => {
+  await page.setViewportSize(SIZES.desktop);
+  const token = await page.evaluate(() => localStorage.getItem('openphone.dashboard.token'));
+  assert.ok(token);
+  await page.evaluate(() => localStorage.removeItem('openphone.dashboard.token'));
+  const tab = await context.newPage();
+  try {
+    await tab.goto(`${base}/ui/#/confirmations`);
+    await tab.waitForURL(`${base}/ui/login`);
+    await tab.locator('#login-status', { hasText: 'openphone dashboard' }).waitFor();
+  } finally {
+    await tab.close();
+    await page.evaluate((t) => localStorage.setItem('openphone.dashboard.token', t), token);
+  }
+});
+
+test('logout ends the session: its socket closes, the token is forgotten and the cookie no longer works', async () => {
   await page.setViewportSize(SIZES.desktop);
   await page.goto(`${base}/ui/#/confirmations`);
   await page.locator('#pill-daemon .value', { hasText: 'connected' }).waitFor();
   const cookie = (await context.cookies(`${base}/ui/`)).find((c) => c.name === 'openphone_dashboard');
+  const token = await page.evaluate(() => localStorage.getItem('openphone.dashboard.token'));
   await page.click('#logout');
   await page.waitForURL(`${base}/ui/login`);
-  assert.equal((await http('/ui/api/session', { headers: { cookie: `openphone_dashboard=${cookie.value}` } })).status, 401);
+  assert.equal(await page.evaluate(() => localStorage.getItem('openphone.dashboard.token')), null);
+  assert.equal((await http('/ui/api/session', { headers: { cookie: `openphone_dashboard=${cookie.value}`, 'x-openphone-csrf': token } })).status, 401);
 });

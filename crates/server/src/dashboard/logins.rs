@@ -58,7 +58,9 @@ impl Session {
 /// What a request learns about the session its cookie names.
 #[derive(Debug, Clone)]
 pub struct SessionView {
-    /// The token a state-changing request must echo in `X-OpenPhone-CSRF`.
+    /// The session's token: every request but the page's must carry it (`X-OpenPhone-CSRF`,
+    /// or the socket's subprotocol). Sent to the browser once, in the login answer; the page
+    /// keeps it in its origin's `localStorage`, never in a cookie.
     pub csrf: String,
     pub expires_at_ms: i64,
     /// Turns `true` when the session ends (logout, or a newer login pushed it out).

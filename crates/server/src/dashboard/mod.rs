@@ -17,10 +17,18 @@
 //! navigation is refused too. Then:
 //! - the session cookie (`openphone_dashboard`, HttpOnly, SameSite=Strict, Path=/ui), got only by
 //!   exchanging a one-time code from `dashboard.login` (`openphone dashboard`) — else 401;
+//! - on every route but the page and its static files, the session's token as well: in
+//!   `X-OpenPhone-CSRF` on the API routes, as the subprotocol `openphone-csrf.<token>` on the
+//!   WebSocket upgrade (else 403: no method can run, nothing is read);
 //! - state changes (`POST`s and the WebSocket upgrade) must carry an `Origin` (a browser always
-//!   sends one there); `POST`s with a session also the session's CSRF token in
-//!   `X-OpenPhone-CSRF`, the WebSocket upgrade the same token as the subprotocol
-//!   `openphone-csrf.<token>` (else 403: no method can run).
+//!   sends one there).
+//!
+//! **Cookies are not separated by port**: the browser sends the cookie to every
+//! `http://127.0.0.1:<port>/ui/…`, so another local web server receives it when its own page
+//! fetches `/ui/x`. The cookie alone is therefore worth nothing: the token is handed out once,
+//! in the answer to `POST /ui/login`, and the login page keeps it in the origin's
+//! `localStorage` (scheme, host *and* port); no route ever answers it in exchange for the
+//! cookie, and the page's HTML embeds none.
 //!
 //! **Architecture Invariant:** the dashboard acts only through the operator endpoint's
 //! methods (the socket) and the store's read-only chain check; it never touches the device.
@@ -285,21 +293,52 @@ fn cookie(headers: &HeaderMap) -> Option<String> {
         .filter(|v| !v.is_empty())
 }
 
-/// The live session the request's cookie names; marks the connection authenticated.
-fn session(
-    state: &AppState,
-    headers: &HeaderMap,
-    ticket: Option<&Arc<Ticket>>,
-) -> Option<(String, SessionView)> {
+/// The live session the request's cookie names. The cookie alone proves nothing (another
+/// local web server receives it too): it only serves the page; everything else also needs the
+/// session's token ([`authorized`], [`socket_token_presented`]).
+fn cookie_session(state: &AppState, headers: &HeaderMap) -> Option<(String, SessionView)> {
     let dashboard = state.dashboard.as_ref()?;
     let id = cookie(headers)?;
     let view = dashboard.logins.session(&id, state.bridge.now_ms())?;
+    Some((id, view))
+}
+
+/// The connection proved the operator's credential (cookie and token): it counts in the
+/// operator's class. Without room there it stays unauthenticated (its deadline and eviction
+/// apply); the request is still answered.
+fn mark_operator(ticket: Option<&Arc<Ticket>>) {
     if let Some(t) = ticket {
-        // Without room in the operator's class the connection stays unauthenticated (its
-        // deadline and eviction apply); the request is still answered.
         t.authenticated(crate::front::Class::Operator);
     }
-    Some((id, view))
+}
+
+/// The session of an API request: the cookie (else 401) and the session's token in
+/// `X-OpenPhone-CSRF` (else 403). Only then is the connection counted as the operator's.
+fn authorized(
+    state: &AppState,
+    headers: &HeaderMap,
+    ticket: Option<&Arc<Ticket>>,
+) -> Result<(String, SessionView), Refusal> {
+    let Some((id, view)) = cookie_session(state, headers) else {
+        return Err(unauthorized());
+    };
+    let sent = headers
+        .get(CSRF_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    if !token_eq(sent, &view.csrf) {
+        state
+            .front
+            .note(state.bridge.now_ms(), Unauthenticated::WrongToken);
+        return Err(Refusal(
+            StatusCode::FORBIDDEN,
+            "Forbidden: missing or wrong X-OpenPhone-CSRF token (the token comes only with \
+             the login answer; log in again with `openphone dashboard`)"
+                .into(),
+        ));
+    }
+    mark_operator(ticket);
+    Ok((id, view))
 }
 
 /// A refused request: its status and the line that says why.
@@ -311,10 +350,10 @@ impl IntoResponse for Refusal {
     }
 }
 
-fn unauthorized() -> Response {
-    refuse(
+fn unauthorized() -> Refusal {
+    Refusal(
         StatusCode::UNAUTHORIZED,
-        "Unauthorized: log in with `openphone dashboard` (a one-time login link)",
+        "Unauthorized: log in with `openphone dashboard` (a one-time login link)".into(),
     )
 }
 
@@ -330,21 +369,15 @@ fn origin_required(headers: &HeaderMap) -> Result<(), Refusal> {
     }
 }
 
-/// A `POST` with a session: an `Origin`, and the session's CSRF token echoed.
-fn csrf_checked(headers: &HeaderMap, view: &SessionView) -> Result<(), Refusal> {
+/// A state-changing `POST`: the session (cookie and token, [`authorized`]) and an `Origin`.
+fn post_authorized(
+    state: &AppState,
+    headers: &HeaderMap,
+    ticket: Option<&Arc<Ticket>>,
+) -> Result<(String, SessionView), Refusal> {
+    let session = authorized(state, headers, ticket)?;
     origin_required(headers)?;
-    let sent = headers
-        .get(CSRF_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default();
-    if token_eq(sent, &view.csrf) {
-        Ok(())
-    } else {
-        Err(Refusal(
-            StatusCode::FORBIDDEN,
-            "Forbidden: missing or wrong X-OpenPhone-CSRF token".into(),
-        ))
-    }
+    Ok(session)
 }
 
 type MaybeTicket = Option<Extension<Arc<Ticket>>>;
@@ -353,13 +386,12 @@ fn ticket_of(t: &MaybeTicket) -> Option<&Arc<Ticket>> {
     t.as_ref().map(|Extension(t)| t)
 }
 
-/// `GET /ui/`: the page, or the login page's hint without a session.
-async fn page(
-    State(state): State<Arc<AppState>>,
-    ticket: MaybeTicket,
-    headers: HeaderMap,
-) -> Response {
-    match session(&state, &headers, ticket_of(&ticket)) {
+/// `GET /ui/`: the page, or the login page's hint without a session. The cookie is enough here:
+/// the page is static and embeds no token (its script reads the token from the origin's
+/// `localStorage` and goes to the login page when there is none). Not counted as the
+/// operator's connection.
+async fn page(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+    match cookie_session(&state, &headers) {
         Some(_) => assets::html(assets::INDEX_HTML),
         None => Redirect::to("/ui/login").into_response(),
     }
@@ -419,7 +451,9 @@ fn set_cookie(session: Option<(&str, i64)>) -> HeaderValue {
     HeaderValue::from_str(&text).unwrap_or_else(|_| HeaderValue::from_static(""))
 }
 
-/// `POST /ui/login` `{"code": "…"}`: the one-time code for a session cookie.
+/// `POST /ui/login` `{"code": "…"}`: the one-time code for a session cookie and, in the body,
+/// the session's token (`token`) — the only time it is ever sent. The login page keeps it in
+/// the origin's `localStorage`; no other route answers it.
 async fn login(
     State(state): State<Arc<AppState>>,
     ticket: MaybeTicket,
@@ -442,13 +476,15 @@ async fn login(
     let now = state.bridge.now_ms();
     match dashboard.logins.exchange(code, now) {
         Ok(Some((id, view))) => {
-            if let Some(t) = ticket_of(&ticket) {
-                t.authenticated(crate::front::Class::Operator);
-            }
+            mark_operator(ticket_of(&ticket));
             tracing::info!("dashboard login");
             (
                 [(header::SET_COOKIE, set_cookie(Some((&id, SESSION_TTL_MS))))],
-                axum::Json(json!({"ok": true, "expires_at_ms": view.expires_at_ms})),
+                axum::Json(json!({
+                    "ok": true,
+                    "token": view.csrf,
+                    "expires_at_ms": view.expires_at_ms,
+                })),
             )
                 .into_response()
         }
@@ -472,12 +508,10 @@ async fn logout(
     ticket: MaybeTicket,
     headers: HeaderMap,
 ) -> Response {
-    let Some((id, view)) = session(&state, &headers, ticket_of(&ticket)) else {
-        return unauthorized();
+    let id = match post_authorized(&state, &headers, ticket_of(&ticket)) {
+        Ok((id, _)) => id,
+        Err(r) => return r.into_response(),
     };
-    if let Err(r) = csrf_checked(&headers, &view) {
-        return r.into_response();
-    }
     if let Some(d) = &state.dashboard {
         d.logins.end(&id);
     }
@@ -489,20 +523,18 @@ async fn logout(
         .into_response()
 }
 
-/// `GET /ui/api/session`: the CSRF token and the session's expiry (same-origin only: no
-/// CORS headers are ever sent, so another site cannot read it).
+/// `GET /ui/api/session`: whether the session (cookie and token in `X-OpenPhone-CSRF`) is
+/// alive, and its expiry. It never answers the token: the cookie alone must not buy it.
 async fn session_info(
     State(state): State<Arc<AppState>>,
     ticket: MaybeTicket,
     headers: HeaderMap,
 ) -> Response {
-    match session(&state, &headers, ticket_of(&ticket)) {
-        Some((_, view)) => axum::Json(json!({
-            "csrf": view.csrf,
-            "expires_at_ms": view.expires_at_ms,
-        }))
-        .into_response(),
-        None => unauthorized(),
+    match authorized(&state, &headers, ticket_of(&ticket)) {
+        Ok((_, view)) => {
+            axum::Json(json!({"ok": true, "expires_at_ms": view.expires_at_ms})).into_response()
+        }
+        Err(r) => r.into_response(),
     }
 }
 
@@ -513,8 +545,8 @@ async fn methods(
     ticket: MaybeTicket,
     headers: HeaderMap,
 ) -> Response {
-    if session(&state, &headers, ticket_of(&ticket)).is_none() {
-        return unauthorized();
+    if let Err(r) = authorized(&state, &headers, ticket_of(&ticket)) {
+        return r.into_response();
     }
     let names: Vec<&str> = MethodName::ALL.iter().map(|m| m.as_str()).collect();
     axum::Json(json!({ "methods": names })).into_response()
@@ -526,10 +558,7 @@ async fn verify_audit(
     ticket: MaybeTicket,
     headers: HeaderMap,
 ) -> Response {
-    let Some((_, view)) = session(&state, &headers, ticket_of(&ticket)) else {
-        return unauthorized();
-    };
-    if let Err(r) = csrf_checked(&headers, &view) {
+    if let Err(r) = post_authorized(&state, &headers, ticket_of(&ticket)) {
         return r.into_response();
     }
     let store = state.bridge.store().clone();
@@ -561,8 +590,9 @@ pub const SOCKET_PROTOCOL: &str = "openphone-dashboard";
 pub const SOCKET_TOKEN_PREFIX: &str = "openphone-csrf.";
 
 /// Whether the upgrade offers `openphone-csrf.<the session's CSRF token>` among its
-/// `Sec-WebSocket-Protocol`s. Only a page of the dashboard's own origin can read the token
-/// (`GET /ui/api/session`, no CORS), so a page elsewhere cannot offer it.
+/// `Sec-WebSocket-Protocol`s. The token lives only in the dashboard origin's `localStorage`
+/// (handed over once, in the login answer), so neither a page elsewhere nor a server that
+/// received the cookie can offer it.
 fn socket_token_presented(headers: &HeaderMap, view: &SessionView) -> bool {
     let mut found = false;
     for offered in headers
@@ -594,8 +624,8 @@ async fn socket(
         return r.into_response();
     }
     let ticket = ticket.map(|Extension(t)| t);
-    let Some((_, view)) = session(&state, &headers, ticket.as_ref()) else {
-        return unauthorized();
+    let Some((_, view)) = cookie_session(&state, &headers) else {
+        return unauthorized().into_response();
     };
     if !socket_token_presented(&headers, &view) {
         state
@@ -604,9 +634,10 @@ async fn socket(
         return refuse(
             StatusCode::FORBIDDEN,
             "Forbidden: the socket must offer the session's token as the subprotocol \
-             `openphone-csrf.<token>` (the page reads it from /ui/api/session)",
+             `openphone-csrf.<token>` (the token comes only with the login answer)",
         );
     }
+    mark_operator(ticket.as_ref());
     let max = state.limits.max_frame_bytes;
     ws.protocols([SOCKET_PROTOCOL])
         .max_message_size(max)

@@ -1,6 +1,7 @@
 //! The dashboard's HTTP side against a real daemon: the one-time code exchange, the cookie's
-//! flags, refusals (no cookie, foreign Host or Origin, missing Origin, missing or wrong CSRF
-//! token), the page's WebSocket as the operator endpoint, and logout closing it.
+//! flags, the session's token handed out only in the login answer, refusals (no cookie, the
+//! cookie without the token, foreign Host or Origin, missing Origin, missing or wrong token),
+//! the page's WebSocket as the operator endpoint, and logout closing it.
 
 use std::net::SocketAddr;
 
@@ -32,7 +33,8 @@ async fn login_code(running: &Running) -> Value {
     r["result"].clone()
 }
 
-/// Exchanges a fresh code: `(cookie header value, csrf token)`.
+/// Exchanges a fresh code: `(cookie header value, the session's token)`; the token comes only
+/// in the login answer's body.
 async fn log_in(running: &Running) -> (String, String) {
     let addr = running.daemon.addr();
     let origin = format!("http://{addr}");
@@ -52,9 +54,19 @@ async fn log_in(running: &Running) -> (String, String) {
     assert_eq!(r.status, 200, "{}", r.body);
     let set = r.header("set-cookie").unwrap();
     let cookie = set.split(';').next().unwrap().to_owned();
-    let s = http(addr, "GET", "/ui/api/session", &[("Cookie", &cookie)], "").await;
+    let token = r.json()["token"].as_str().unwrap().to_owned();
+    assert_eq!(token.len(), 64);
+    assert!(!set.contains(&token), "the token is never in a cookie");
+    let s = http(
+        addr,
+        "GET",
+        "/ui/api/session",
+        &[("Cookie", &cookie), ("X-OpenPhone-CSRF", &token)],
+        "",
+    )
+    .await;
     assert_eq!(s.status, 200, "{}", s.body);
-    (cookie, s.json()["csrf"].as_str().unwrap().to_owned())
+    (cookie, token)
 }
 
 #[tokio::test]
@@ -128,6 +140,8 @@ async fn a_one_time_code_buys_a_strict_httponly_session_cookie() {
         assert!(set.contains(flag), "{flag} missing from {set}");
     }
     assert!(!set.contains(&code), "the cookie is not the code");
+    let token = ok.json()["token"].as_str().unwrap().to_owned();
+    assert!(!set.contains(&token), "the cookie is not the token");
     // The code worked once.
     assert_eq!(
         http(addr, "POST", "/ui/login", &good, &body).await.status,
@@ -136,7 +150,15 @@ async fn a_one_time_code_buys_a_strict_httponly_session_cookie() {
 
     let cookie = set.split(';').next().unwrap().to_owned();
     let with_cookie = [("Cookie", cookie.as_str())];
-    let methods = http(addr, "GET", "/ui/api/methods", &with_cookie, "").await;
+    assert_eq!(
+        http(addr, "GET", "/ui/api/methods", &with_cookie, "")
+            .await
+            .status,
+        403,
+        "the API needs the token besides the cookie"
+    );
+    let with_token = [("Cookie", cookie.as_str()), ("X-OpenPhone-CSRF", &token)];
+    let methods = http(addr, "GET", "/ui/api/methods", &with_token, "").await;
     assert_eq!(methods.status, 200);
     assert!(
         methods.json()["methods"]
@@ -147,9 +169,11 @@ async fn a_one_time_code_buys_a_strict_httponly_session_cookie() {
     let page = http(addr, "GET", "/ui/", &with_cookie, "").await;
     assert_eq!(page.status, 200);
     assert!(page.body.contains("/ui/assets/app.js"));
+    assert!(!page.body.contains(&token), "the page embeds no token");
     // The cookie does not help a foreign page or a rebound host name.
     let foreign = [
         ("Cookie", cookie.as_str()),
+        ("X-OpenPhone-CSRF", &token),
         ("Origin", "http://evil.example"),
     ];
     assert_eq!(
@@ -158,7 +182,11 @@ async fn a_one_time_code_buys_a_strict_httponly_session_cookie() {
             .status,
         403
     );
-    let rebound = [("Cookie", cookie.as_str()), ("Host", "evil.example:80")];
+    let rebound = [
+        ("Cookie", cookie.as_str()),
+        ("X-OpenPhone-CSRF", &token),
+        ("Host", "evil.example:80"),
+    ];
     assert_eq!(
         http(addr, "GET", "/ui/api/methods", &rebound, "")
             .await
@@ -166,7 +194,10 @@ async fn a_one_time_code_buys_a_strict_httponly_session_cookie() {
         403
     );
     // A forged cookie is no session.
-    let forged = [("Cookie", "openphone_dashboard=0000")];
+    let forged = [
+        ("Cookie", "openphone_dashboard=0000"),
+        ("X-OpenPhone-CSRF", &token),
+    ];
     assert_eq!(
         http(addr, "GET", "/ui/api/session", &forged, "")
             .await
@@ -211,8 +242,95 @@ async fn state_changes_need_the_origin_and_the_csrf_token() {
     let out = http(addr, "POST", "/ui/logout", &h, "").await;
     assert_eq!(out.status, 200);
     assert!(out.header("set-cookie").unwrap().contains("Max-Age=0"));
-    let after = http(addr, "GET", "/ui/api/session", &h[..1], "").await;
+    let after = http(addr, "GET", "/ui/api/session", &[h[0], h[2]], "").await;
     assert_eq!(after.status, 401);
+}
+
+/// Issue 28, item 1 (second round): cookies are not separated by port, so the browser sends
+/// the dashboard's cookie to `http://127.0.0.1:<any port>/ui/…` — another local web server
+/// receives it as soon as its own page fetches `/ui/x`. From a non-browser client (no
+/// `Origin`, no `Sec-Fetch-*`) that server then read the session's token from
+/// `/ui/api/session` and opened `/ui/ws` with a forged own `Origin` and the token: operator.
+/// Now the token comes only in the login answer (the page keeps it in its origin's
+/// `localStorage`) and every route but the static page needs it besides the cookie.
+#[tokio::test]
+async fn a_leaked_dashboard_cookie_alone_cannot_get_the_token_or_the_socket() {
+    let running = start(config("")).await;
+    let addr = running.daemon.addr();
+    let own = format!("http://{addr}");
+    let (cookie, token) = log_in(&running).await;
+
+    // What the other server has: the cookie, and nothing else.
+    let only_cookie = [("Cookie", cookie.as_str())];
+    for path in ["/ui/api/session", "/ui/api/methods"] {
+        let r = http(addr, "GET", path, &only_cookie, "").await;
+        assert_eq!(r.status, 403, "{path}: {}", r.body);
+        assert!(!r.body.contains(&token), "{path} gave the token away");
+        let guessed = [
+            ("Cookie", cookie.as_str()),
+            ("X-OpenPhone-CSRF", &"0".repeat(64)),
+        ];
+        let r = http(addr, "GET", path, &guessed, "").await;
+        assert_eq!(r.status, 403, "{path} with a guessed token: {}", r.body);
+    }
+    // The page itself is served on the cookie, and holds nothing secret.
+    for path in [
+        "/ui/",
+        "/ui/login",
+        "/ui/assets/app.js",
+        "/ui/assets/rpc.js",
+        "/ui/assets/login.js",
+    ] {
+        let r = http(addr, "GET", path, &only_cookie, "").await;
+        assert_eq!(r.status, 200, "{path}");
+        assert!(!r.body.contains(&token), "{path} embeds the token");
+    }
+    // Its state changes are refused too, with a forged own Origin.
+    for path in ["/ui/api/audit/verify", "/ui/logout"] {
+        let h = [
+            ("Cookie", cookie.as_str()),
+            ("Origin", own.as_str()),
+            ("Content-Type", "application/json"),
+        ];
+        let r = http(addr, "POST", path, &h, "{}").await;
+        assert_eq!(r.status, 403, "{path}: {}", r.body);
+    }
+    // The socket with a forged own Origin, without the token or with a guessed one: refused.
+    let ws_url = format!("ws://{addr}/ui/ws");
+    let guessed = socket_protocols(&"0".repeat(64));
+    for offered in [None, Some("openphone-dashboard"), Some(guessed.as_str())] {
+        let r = tokio_tungstenite::connect_async(upgrade_request(
+            &ws_url,
+            Some(&cookie),
+            Some(&own),
+            offered,
+        ))
+        .await;
+        assert_eq!(refused_status(r), 403, "{offered:?}");
+    }
+
+    // The holder of the token from the login answer (the dashboard's own page): the session
+    // answers, without ever repeating the token, and the socket is the operator's.
+    let h = [("Cookie", cookie.as_str()), ("X-OpenPhone-CSRF", &token)];
+    let s = http(addr, "GET", "/ui/api/session", &h, "").await;
+    assert_eq!(s.status, 200, "{}", s.body);
+    assert!(s.json()["expires_at_ms"].as_i64().is_some(), "{}", s.body);
+    assert!(
+        !s.body.contains(&token),
+        "the session route repeats the token"
+    );
+    let (ws, _) = tokio_tungstenite::connect_async(upgrade_request(
+        &ws_url,
+        Some(&cookie),
+        Some(&own),
+        Some(&socket_protocols(&token)),
+    ))
+    .await
+    .unwrap();
+    let mut page = super::support::Client::from_stream(ws);
+    assert_eq!(page.hello().await["role"], "operator");
+    let list = page.call("confirmations.list", json!({})).await;
+    assert_eq!(list["result"]["confirmations"], json!([]), "{list}");
 }
 
 /// The subprotocols the dashboard's page offers on `/ui/ws`: its name and the session's token.
@@ -293,13 +411,21 @@ async fn a_page_on_another_loopback_port_cannot_open_the_operator_socket() {
         .await;
         assert_eq!(refused_status(r), 403, "{foreign}");
         // Its reads are refused too.
-        let h = [("Cookie", cookie.as_str()), ("Origin", foreign.as_str())];
+        let h = [
+            ("Cookie", cookie.as_str()),
+            ("X-OpenPhone-CSRF", csrf.as_str()),
+            ("Origin", foreign.as_str()),
+        ];
         let read = http(addr, "GET", "/ui/api/session", &h, "").await;
         assert_eq!(read.status, 403, "{foreign}: {}", read.body);
     }
     // A request the browser marks as coming from another origin of this site, without an
     // Origin (an <img> or <script>): refused.
-    let h = [("Cookie", cookie.as_str()), ("Sec-Fetch-Site", "same-site")];
+    let h = [
+        ("Cookie", cookie.as_str()),
+        ("X-OpenPhone-CSRF", csrf.as_str()),
+        ("Sec-Fetch-Site", "same-site"),
+    ];
     assert_eq!(
         http(addr, "GET", "/ui/api/session", &h, "").await.status,
         403

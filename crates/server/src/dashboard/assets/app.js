@@ -1,5 +1,5 @@
 // The dashboard shell: the connection, the status island, the page router.
-import { Rpc, post } from './rpc.js';
+import { Rpc, get, post, forgetToken } from './rpc.js';
 import { pages } from './pages.js';
 
 /** Builds an element: h('button', {class: 'x', onclick: fn}, 'text', child…). Text is never
@@ -35,6 +35,7 @@ const ctx = {
   h,
   toast,
   post,
+  get,
   methods: [],
   confirmations: [],
   runtimes: null,
@@ -99,8 +100,7 @@ rpc.onState(async (connected) => {
   renderIsland();
   if (connected) {
     try {
-      const r = await fetch('/ui/api/methods', { credentials: 'same-origin' });
-      if (r.ok) ctx.methods = (await r.json()).methods;
+      ctx.methods = (await get('/ui/api/methods')).methods;
     } catch (e) { /* keep the previous list */ }
     await Promise.all([ctx.refreshConfirmations(), ctx.refreshRuntimes()]);
     route();
@@ -120,6 +120,7 @@ window.addEventListener('hashchange', () => {
 
 document.getElementById('logout').addEventListener('click', async () => {
   try { await post('/ui/logout'); } catch (e) { toast(`Logout failed: ${e.message}`); return; }
+  forgetToken();
   location.replace('/ui/login');
 });
 

@@ -2,6 +2,32 @@
 // authenticated by the session cookie and the session's token (offered as the subprotocol
 // `openphone-csrf.<token>`). Says `hello`, subscribes to every manifest event,
 // reconnects with backoff, and goes back to the login page when the session has ended.
+//
+// The token comes once, in the login answer, and lives only in this origin's localStorage
+// (scheme, host and port: another local web server's page has its own). The cookie alone is
+// worth nothing — the browser sends it to every port of the host — so every request but the
+// page itself carries the token, and a tab without it goes to the login page.
+
+const TOKEN_KEY = 'openphone.dashboard.token';
+
+/** Keeps the session's token (the login page, from the login answer). */
+export function storeToken(token) { localStorage.setItem(TOKEN_KEY, token); }
+
+/** The stored token, or null. */
+export function storedToken() {
+  try { return localStorage.getItem(TOKEN_KEY); } catch { return null; }
+}
+
+/** Forgets the token (logout, or the daemon refused it: 401/403). */
+export function forgetToken() {
+  try { localStorage.removeItem(TOKEN_KEY); } catch { /* storage unavailable */ }
+}
+
+/** The session is gone or the token is not its own: forget it and log in again. */
+export function toLogin() {
+  forgetToken();
+  location.replace('/ui/login');
+}
 
 export class Rpc {
   constructor() {
@@ -22,16 +48,9 @@ export class Rpc {
 
   async connect() {
     // The socket must offer the session's token as a subprotocol, or the daemon refuses the
-    // upgrade: only a page of the dashboard's own origin can read it.
-    let token;
-    try {
-      token = await sessionToken();
-    } catch (e) {
-      if (e.status === 401) { location.replace('/ui/login'); return; }
-      setTimeout(() => this.connect(), this.backoff);
-      this.backoff = Math.min(this.backoff * 2, 10000);
-      return;
-    }
+    // upgrade. Read afresh on every attempt: a login in another tab replaces it.
+    const token = storedToken();
+    if (!token) { toLogin(); return; }
     const url = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/ui/ws`;
     const ws = new WebSocket(url, ['openphone-dashboard', `openphone-csrf.${token}`]);
     this.ws = ws;
@@ -79,7 +98,7 @@ export class Rpc {
       if (was) this.stateListeners.forEach((fn) => fn(false));
       // The session ended (logout, expiry) or was never valid: back to the login page.
       if (ev.code === 1008 || !(await sessionAlive())) {
-        location.replace('/ui/login');
+        toLogin();
         return;
       }
       setTimeout(() => this.connect(), this.backoff);
@@ -113,43 +132,54 @@ export class Rpc {
   }
 }
 
-/** Whether the session cookie still works. */
+/** Whether the session (cookie and token) still works. */
 export async function sessionAlive() {
+  const token = storedToken();
+  if (!token) return false;
   try {
-    const r = await fetch('/ui/api/session', { credentials: 'same-origin' });
-    return r.ok;
+    const r = await fetch('/ui/api/session', { credentials: 'same-origin', headers: { 'X-OpenPhone-CSRF': token } });
+    // 401: no session (logout, expiry, a restarted daemon); 403: not this session's token.
+    return r.status !== 401 && r.status !== 403;
   } catch {
     // The daemon is unreachable: keep the page and retry.
     return true;
   }
 }
 
-let csrf = null;
-
-/** The session's CSRF token (`GET /ui/api/session`, same origin only); rejects with an Error
- *  carrying `status` when the session is gone. */
-async function sessionToken() {
-  if (!csrf) {
-    const r = await fetch('/ui/api/session', { credentials: 'same-origin' });
-    if (!r.ok) {
-      const err = new Error(`session: ${r.status}`);
-      err.status = r.status;
-      throw err;
-    }
-    csrf = (await r.json()).csrf;
+/** The headers every dashboard API request carries: the session's token. Without a stored
+ *  token the tab goes to the login page. */
+function tokenHeaders() {
+  const token = storedToken();
+  if (!token) {
+    toLogin();
+    throw new Error('not logged in');
   }
-  return csrf;
+  return { 'X-OpenPhone-CSRF': token };
 }
 
-/** A state-changing POST to the dashboard's own routes, with the session's CSRF token. */
+/** Refused for the session (401) or the token (403): forget it and log in again. */
+async function checked(r) {
+  if (r.status === 401 || r.status === 403) {
+    toLogin();
+    throw new Error(`${r.status}: ${await r.text()}`);
+  }
+  if (!r.ok) throw new Error(`${r.status}: ${await r.text()}`);
+  return r.json();
+}
+
+/** A read from the dashboard's own API routes, with the session's token. */
+export async function get(path) {
+  const r = await fetch(path, { credentials: 'same-origin', headers: tokenHeaders() });
+  return checked(r);
+}
+
+/** A state-changing POST to the dashboard's own routes, with the session's token. */
 export async function post(path, body = {}) {
-  await sessionToken();
   const r = await fetch(path, {
     method: 'POST',
     credentials: 'same-origin',
-    headers: { 'Content-Type': 'application/json', 'X-OpenPhone-CSRF': csrf },
+    headers: { 'Content-Type': 'application/json', ...tokenHeaders() },
     body: JSON.stringify(body),
   });
-  if (!r.ok) throw new Error(`${r.status}: ${await r.text()}`);
-  return r.json();
+  return checked(r);
 }

@@ -21,10 +21,12 @@
 //! a bridge without a runtime table (embedded use, tests) gives a runtime the remote default,
 //! `safe_read` only.
 
+use openphone_device::DeviceError;
 use openphone_policy::{
     Caller, Context, ExposureGrants, RuntimeAuthorisation, ToolPolicy, Transport, visible,
 };
 use openphone_protocol::Command;
+use openphone_store::Store;
 
 use crate::ToolBridge;
 
@@ -123,4 +125,122 @@ impl ToolBridge {
             tool_policy: config.tool_policy,
         }
     }
+}
+
+/// Whom a call acts for, as far as owners go (issue 28): whose jobs and watchers it sees,
+/// stops and counts, and whom the jobs and watchers it creates belong to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ActingFor {
+    /// The caller itself: the operator, or a runtime working for itself (`builtin` outside a
+    /// job's, goal's or watcher's work is the user's own assistant).
+    Itself,
+    /// `builtin` doing a creator's work: a job's `created_by`, the runtime that owns a goal,
+    /// or a watcher's runtime. [`OPERATOR_CREATOR`] and `builtin` are the user.
+    Creator(String),
+}
+
+impl ActingFor {
+    /// The id recorded as the owner of what the call creates: [`OPERATOR_CREATOR`] for the
+    /// operator, the creator for a creator's work, else the caller's runtime id (a runtime
+    /// that happens to be called `operator` is `runtime:operator`, never the operator).
+    pub fn owner_id(&self, caller: &Caller) -> String {
+        match self {
+            ActingFor::Creator(creator) => creator.clone(),
+            ActingFor::Itself if caller.is_operator() => OPERATOR_CREATOR.to_owned(),
+            ActingFor::Itself => {
+                let id = caller.runtime.trim();
+                if id == OPERATOR_CREATOR {
+                    format!("runtime:{id}")
+                } else {
+                    id.to_owned()
+                }
+            }
+        }
+    }
+}
+
+/// Why the owner of background work could not be found: the call is refused
+/// (`work_owner_unknown`), never made as the user.
+fn owner_unknown(session: &str, why: impl std::fmt::Display) -> DeviceError {
+    DeviceError::Refused {
+        code: "work_owner_unknown",
+        message: format!(
+            "whose work runtime session `{session}` is cannot be told ({why}); the built-in \
+             runtime does not act as the user for work it cannot attribute"
+        ),
+    }
+}
+
+/// For whom `caller` acts in runtime session `runtime_session_id` — the one resolution the
+/// job and watcher commands share (issue 28). The operator and every runtime other than
+/// `builtin` act for themselves. `builtin` working in a background session acts for that
+/// work's owner:
+///
+/// - `background-job:<id>` (a job's run, a review's execution, a watcher's tool call): the
+///   job's `created_by`;
+/// - `goal:<id>` and `goal:<id>:<step>` (a goal's steps and checks): the runtime that owns
+///   the goal — the user for a goal the operator made (any surface other than `runtime`);
+/// - `watcher:<id>` (a watcher's own checks): the watcher's runtime.
+///
+/// Any other session of `builtin` is the user's assistant at work (itself). FAILS CLOSED: a
+/// background session whose job, goal or watcher cannot be read, or names no owner, is
+/// refused (`work_owner_unknown`), never treated as the user's.
+pub fn acting_for(
+    store: &Store,
+    caller: &Caller,
+    runtime_session_id: &str,
+) -> Result<ActingFor, DeviceError> {
+    if caller.is_operator() || !caller.is_builtin() {
+        return Ok(ActingFor::Itself);
+    }
+    let session = runtime_session_id.trim();
+    if let Some(id) = session.strip_prefix("background-job:") {
+        let id: i64 = id
+            .parse()
+            .map_err(|_| owner_unknown(session, "not a job id"))?;
+        return match store.get_job(id) {
+            Ok(Some(job)) => Ok(ActingFor::Creator(job.created_by)),
+            Ok(None) => Err(owner_unknown(session, format_args!("job {id} is gone"))),
+            Err(e) => Err(owner_unknown(session, e)),
+        };
+    }
+    if let Some(rest) = session.strip_prefix("goal:") {
+        let id = rest.split(':').next().unwrap_or_default();
+        if id.is_empty() {
+            return Err(owner_unknown(session, "no goal id"));
+        }
+        let goal = match store.get_goal(id) {
+            Ok(Some(goal)) => goal,
+            Ok(None) => return Err(owner_unknown(session, format_args!("goal {id} is gone"))),
+            Err(e) => return Err(owner_unknown(session, e)),
+        };
+        let owner = &goal.goal["owner"];
+        let surface = owner["surface"].as_str();
+        return match (surface, owner["runtime"].as_str().map(str::trim)) {
+            (None, _) => Err(owner_unknown(session, "the goal names no owner")),
+            (Some("runtime"), Some(runtime)) if !runtime.is_empty() => {
+                Ok(ActingFor::Creator(if runtime == OPERATOR_CREATOR {
+                    format!("runtime:{runtime}")
+                } else {
+                    runtime.to_owned()
+                }))
+            }
+            (Some("runtime"), _) => Err(owner_unknown(session, "the goal names no runtime")),
+            // Made by the operator (its endpoint, CLI, dashboard or simulator): the user's.
+            (Some(_), _) => Ok(ActingFor::Creator(OPERATOR_CREATOR.to_owned())),
+        };
+    }
+    if let Some(id) = session.strip_prefix("watcher:") {
+        let id: i64 = id
+            .split(':')
+            .next()
+            .and_then(|id| id.parse().ok())
+            .ok_or_else(|| owner_unknown(session, "not a watcher id"))?;
+        return match store.get_watcher(id) {
+            Ok(Some(watcher)) => Ok(ActingFor::Creator(watcher.runtime)),
+            Ok(None) => Err(owner_unknown(session, format_args!("watcher {id} is gone"))),
+            Err(e) => Err(owner_unknown(session, e)),
+        };
+    }
+    Ok(ActingFor::Itself)
 }

@@ -124,30 +124,31 @@ pub const MAX_ACTIVE_WATCHERS_PER_RUNTIME: usize = 32;
 /// The most active watchers the operator (the user) may have.
 pub const MAX_ACTIVE_WATCHERS_OPERATOR: usize = 128;
 
-/// Whose watchers `caller` sees, stops and counts: `None` (every watcher) for the operator, the
-/// caller's own runtime id otherwise. A watcher's owner is the runtime that created it
-/// (`WatcherRecord::runtime`).
-pub fn watcher_owner(caller: &Caller) -> Option<&str> {
-    if caller.is_operator() {
-        None
-    } else {
-        Some(caller.runtime.as_str())
-    }
+/// Whose watchers an owner sees, stops and counts: `None` (every watcher) for the operator
+/// ([`crate::authority::OPERATOR_CREATOR`]), the owner's own otherwise. A watcher's owner is
+/// the runtime it was created for (`WatcherRecord::runtime`).
+pub fn watcher_scope(owner: &str) -> Option<&str> {
+    (owner != crate::authority::OPERATOR_CREATOR).then_some(owner)
 }
 
-/// Who a watcher `caller` creates belongs to: [`crate::authority::OPERATOR_CREATOR`] for the
-/// operator (whatever its transport calls it), else the caller's runtime id.
-pub fn watcher_creator(caller: &Caller) -> &str {
-    if caller.is_operator() {
-        crate::authority::OPERATOR_CREATOR
-    } else {
-        caller.runtime.as_str()
-    }
+/// The owner a watcher command of `caller` in runtime session `runtime_session_id` acts for
+/// (the id its watchers are recorded under): [`crate::authority::OPERATOR_CREATOR`] for the
+/// operator (whatever its transport calls it), a runtime's own id, and for `builtin` doing a
+/// runtime's work — its job, its goal, its watcher — that runtime's
+/// ([`crate::authority::acting_for`]). Refused
+/// (`work_owner_unknown`) when `builtin` works in a background session whose owner cannot be
+/// read.
+pub fn watcher_owner_for(
+    store: &Store,
+    caller: &Caller,
+    runtime_session_id: &str,
+) -> Result<String, DeviceError> {
+    Ok(crate::authority::acting_for(store, caller, runtime_session_id)?.owner_id(caller))
 }
 
-/// How many active watchers `caller` may have.
-pub fn watcher_quota(caller: &Caller) -> usize {
-    if caller.is_operator() {
+/// How many active watchers `owner` may have.
+pub fn watcher_quota(owner: &str) -> usize {
+    if owner == crate::authority::OPERATOR_CREATOR {
         MAX_ACTIVE_WATCHERS_OPERATOR
     } else {
         MAX_ACTIVE_WATCHERS_PER_RUNTIME
@@ -163,19 +164,19 @@ fn watcher_not_found(id: i64) -> DeviceError {
     }
 }
 
-/// Stores a new watcher for `caller` within its quota ([`watcher_quota`]);
-/// `watcher_limit_reached` when its own active watchers fill it.
+/// Stores a new watcher owned by `owner` ([`watcher_owner_for`]) within its quota
+/// ([`watcher_quota`]); `watcher_limit_reached` when its own active watchers fill it.
 pub fn create_watcher_for(
     store: &Store,
-    caller: &Caller,
+    owner: &str,
     params: Value,
     now_ms: i64,
 ) -> Result<WatcherRecord, DeviceError> {
-    let quota = watcher_quota(caller);
+    let quota = watcher_quota(owner);
     store
         .create_watcher_within(
             &NewWatcher {
-                runtime: watcher_creator(caller).to_owned(),
+                runtime: owner.to_owned(),
                 params,
             },
             now_ms,
@@ -185,25 +186,20 @@ pub fn create_watcher_for(
             StoreError::LimitReached { .. } => DeviceError::Refused {
                 code: "watcher_limit_reached",
                 message: format!(
-                    "runtime `{}` already has {quota} active watchers (the most one owner may \
-                     have); stop one of its watchers first",
-                    caller.runtime
+                    "`{owner}` already has {quota} active watchers (the most one owner may \
+                     have); stop one of its watchers first"
                 ),
             },
             other => internal(other),
         })
 }
 
-/// `openphone.watchers.list` for `caller`: the operator's lists every active watcher, a
+/// `openphone.watchers.list` for `owner`: the operator's lists every active watcher, a
 /// runtime's only its own (each with `runtime`, its creator).
-pub fn list_watchers_for(
-    store: &Store,
-    caller: &Caller,
-    params: &Value,
-) -> Result<Value, DeviceError> {
+pub fn list_watchers_for(store: &Store, owner: &str, params: &Value) -> Result<Value, DeviceError> {
     let watchers = store
         .list_watchers_of(
-            watcher_owner(caller),
+            watcher_scope(owner),
             text(params, "query"),
             Some(limit(params, 20, 100)?),
         )
@@ -211,17 +207,17 @@ pub fn list_watchers_for(
     Ok(json!({ "watchers": watchers, "count": watchers.len() }))
 }
 
-/// `openphone.watchers.stop` for `caller`: among the operator's every watcher, among a
+/// `openphone.watchers.stop` for `owner`: among the operator's every watcher, among a
 /// runtime's only its own — `all: true` stops all of *its* watchers, a query matches only its
 /// own, and an id that is not its own answers `watcher_not_found` as an unknown id does.
 pub fn stop_watchers_for(
     store: &Store,
-    caller: &Caller,
+    owner: &str,
     params: &Value,
     now_ms: i64,
 ) -> Result<Value, DeviceError> {
     let selector = watcher_selector(params)?;
-    let owner = watcher_owner(caller);
+    let owner = watcher_scope(owner);
     if let WatcherSelector::Id(id) = selector {
         let visible = store
             .get_watcher(id)
@@ -246,10 +242,12 @@ pub fn text<'a>(params: &'a Value, key: &str) -> Option<&'a str> {
         .filter(|s| !s.is_empty())
 }
 
-/// Executes a runtime-owned command (params already validated against the manifest).
+/// Executes a runtime-owned command (params already validated against the manifest) for
+/// `caller` in runtime session `runtime_session_id` (whose work it is: [`watcher_owner_for`]).
 pub fn execute(
     store: &Store,
     caller: &Caller,
+    runtime_session_id: &str,
     name: &str,
     params: &Value,
     now_ms: i64,
@@ -287,17 +285,27 @@ pub fn execute(
                 .map_err(internal)?;
             Ok(json!({ "saved": true, "memory": saved }))
         }
-        "openphone.watchers.list" => list_watchers_for(store, caller, params),
+        "openphone.watchers.list" => list_watchers_for(
+            store,
+            &watcher_owner_for(store, caller, runtime_session_id)?,
+            params,
+        ),
         "openphone.watchers.create" => {
             text(params, "title").ok_or_else(|| invalid("title", "must not be empty"))?;
             let mut stored = params.clone();
             if let Value::Object(map) = &mut stored {
                 map.retain(|k, _| !k.starts_with('_'));
             }
-            let watcher = create_watcher_for(store, caller, stored, now_ms)?;
+            let owner = watcher_owner_for(store, caller, runtime_session_id)?;
+            let watcher = create_watcher_for(store, &owner, stored, now_ms)?;
             Ok(json!({ "created": true, "watcher": watcher }))
         }
-        "openphone.watchers.stop" => stop_watchers_for(store, caller, params, now_ms),
+        "openphone.watchers.stop" => stop_watchers_for(
+            store,
+            &watcher_owner_for(store, caller, runtime_session_id)?,
+            params,
+            now_ms,
+        ),
         other => Err(DeviceError::UnsupportedTool {
             tool: other.to_owned(),
         }),

@@ -8,13 +8,18 @@
 //! §10, never the prompt, payload, result trace or review data.
 //!
 //! Every job has an owner (issue 28). The asker of a call ([`asker`]) is the calling runtime —
-//! or, for `builtin` working inside a job's run (`background-job:<id>`), that job's creator, so
-//! a runtime's job acts only as that runtime. A runtime creates jobs as their creator against
+//! or, for `builtin` doing a creator's work, that creator: inside a job's run
+//! (`background-job:<id>`) the job's creator, in a goal's steps (`goal:<id>[:<step>]`) the
+//! goal's owner, in a watcher's checks (`watcher:<id>`) the watcher's runtime
+//! (`openphone_core::authority::acting_for`, shared with the watcher commands). So a runtime's
+//! job or goal acts only as that runtime, and work whose owner cannot be read is refused
+//! (`work_owner_unknown`), never done as the user. A runtime creates jobs as their creator against
 //! its own quota, and lists and stops only its own: another's job id is `job_not_found`, the
 //! same answer as an id that names nothing. The operator and `builtin` (the user's assistant)
 //! see and act on every job.
 
 use async_trait::async_trait;
+use openphone_core::authority::{ActingFor, OPERATOR_CREATOR, acting_for};
 use openphone_core::services::{RuntimeService, ServiceCall};
 use openphone_device::DeviceError;
 use serde_json::{Map, Value, json};
@@ -55,14 +60,23 @@ impl JobTools {
             })
     }
 
-    fn create(&self, scheduler: &Scheduler, call: &ServiceCall<'_>) -> Result<Value, JobsError> {
+    fn create(
+        &self,
+        scheduler: &Scheduler,
+        call: &ServiceCall<'_>,
+        asker: &Asker,
+    ) -> Result<Value, JobsError> {
         let request = JobRequest::from_json(&tool_args(call.params))?;
-        let asker = asker(scheduler, call)?;
-        let job = scheduler.create_as(&request, call.phone_session_id, &asker)?;
+        let job = scheduler.create_as(&request, call.phone_session_id, asker)?;
         Ok(json!({ "job": JobView::from(&job.job) }))
     }
 
-    fn list(&self, scheduler: &Scheduler, call: &ServiceCall<'_>) -> Result<Value, JobsError> {
+    fn list(
+        &self,
+        scheduler: &Scheduler,
+        call: &ServiceCall<'_>,
+        asker: &Asker,
+    ) -> Result<Value, JobsError> {
         let query = call
             .params
             .get("query")
@@ -79,16 +93,20 @@ impl JobTools {
                 )));
             }
         };
-        let asker = asker(scheduler, call)?;
         let jobs: Vec<JobView> = scheduler
-            .list_as(query, limit, &asker)?
+            .list_as(query, limit, asker)?
             .iter()
             .map(|row| JobView::from(&row.job))
             .collect();
         Ok(json!({ "count": jobs.len(), "jobs": jobs }))
     }
 
-    fn stop(&self, scheduler: &Scheduler, call: &ServiceCall<'_>) -> Result<Value, JobsError> {
+    fn stop(
+        &self,
+        scheduler: &Scheduler,
+        call: &ServiceCall<'_>,
+        asker: &Asker,
+    ) -> Result<Value, JobsError> {
         let id = call
             .params
             .get("job_id")
@@ -99,27 +117,25 @@ impl JobTools {
                     "must be an integer job id",
                 ))
             })?;
-        let asker = asker(scheduler, call)?;
-        let outcome = scheduler.stop_as(id, &asker)?;
+        let outcome = scheduler.stop_as(id, asker)?;
         Ok(json!({ "job": JobView::from(&outcome.job.job), "stopped": outcome.stopped }))
     }
 }
 
-/// Whom a call acts for: the operator credential is the operator; `builtin` inside a job's
-/// run (runtime session `background-job:<id>`) acts for that job's creator; any other caller
-/// for itself. A job run whose job is gone is refused (`job_not_found`).
-pub fn asker(scheduler: &Scheduler, call: &ServiceCall<'_>) -> Result<Asker, JobsError> {
+/// Whom a call acts for: the operator credential is the operator; `builtin` doing a creator's
+/// work (a job's run, a goal's steps, a watcher's checks) acts for that creator, the user for
+/// the user's own work; any other caller for itself. Work whose owner cannot be read (its job
+/// or goal is gone) is refused (`work_owner_unknown`), never done as the user.
+pub fn asker(scheduler: &Scheduler, call: &ServiceCall<'_>) -> Result<Asker, DeviceError> {
     let caller = call.caller;
-    if caller.is_operator() {
-        return Ok(Asker::operator());
-    }
-    if caller.is_builtin()
-        && let Some(id) = call.runtime_session_id.strip_prefix("background-job:")
-    {
-        let id: i64 = id.parse().map_err(|_| JobsError::NotFound(0))?;
-        return Ok(Asker::creator_of(&scheduler.get(id)?));
-    }
-    Ok(Asker::runtime(&caller.runtime))
+    Ok(
+        match acting_for(scheduler.store(), caller, call.runtime_session_id)? {
+            ActingFor::Itself if caller.is_operator() => Asker::operator(),
+            ActingFor::Itself => Asker::runtime(&caller.runtime),
+            ActingFor::Creator(creator) if creator == OPERATOR_CREATOR => Asker::operator(),
+            ActingFor::Creator(creator) => Asker::runtime(&creator),
+        },
+    )
 }
 
 /// The tool's own arguments: without `reason` (the audit's) and the bridge's `_`-members.
@@ -160,10 +176,16 @@ impl RuntimeService for JobTools {
 
     async fn execute(&self, call: ServiceCall<'_>) -> Result<Value, DeviceError> {
         let scheduler = self.scheduler()?;
+        if !self.serves(call.name) {
+            return Err(DeviceError::UnsupportedTool {
+                tool: call.name.to_owned(),
+            });
+        }
+        let asker = asker(&scheduler, &call)?;
         let outcome = match call.name {
-            CREATE => self.create(&scheduler, &call),
-            LIST => self.list(&scheduler, &call),
-            STOP => self.stop(&scheduler, &call),
+            CREATE => self.create(&scheduler, &call, &asker),
+            LIST => self.list(&scheduler, &call, &asker),
+            STOP => self.stop(&scheduler, &call, &asker),
             other => {
                 return Err(DeviceError::UnsupportedTool {
                     tool: other.to_owned(),

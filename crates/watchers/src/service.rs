@@ -4,11 +4,17 @@
 //! named. Every watcher belongs to the runtime that created it: a runtime lists, stops and
 //! counts against its quota only its own, the operator all of them
 //! (`openphone_core::services::{list_watchers_for, stop_watchers_for, create_watcher_for}`).
+//! Work `builtin` does for a runtime — that runtime's job, goal or watcher — is that
+//! runtime's: a watcher created there belongs to the runtime and is checked against its
+//! authority, and one whose owner cannot be read is refused, never the user's
+//! (`openphone_core::authority::acting_for`).
 
 use std::sync::{Arc, Weak};
 
 use async_trait::async_trait;
-use openphone_core::services::{create_watcher_for, list_watchers_for, stop_watchers_for};
+use openphone_core::services::{
+    create_watcher_for, list_watchers_for, stop_watchers_for, watcher_owner_for,
+};
 use openphone_core::{RuntimeService, ServiceCall, ToolBridge};
 use openphone_device::DeviceError;
 use openphone_protocol::Registry;
@@ -51,10 +57,11 @@ impl WatchersService {
 
 impl WatchersService {
     /// Refuses a watcher whose source reads, or whose stored tool call calls, what its creator
-    /// may not (`crate::authority`): `tool_not_granted`, naming the command and why.
+    /// (`creator`, the owner it is created for) may not (`crate::authority`):
+    /// `tool_not_granted`, naming the command and why.
     fn within_creators_authority(
         &self,
-        call: &ServiceCall<'_>,
+        creator: &str,
         spec: &WatcherSpec,
     ) -> Result<(), DeviceError> {
         let Some(bridge) = self.bridge.upgrade() else {
@@ -62,7 +69,6 @@ impl WatchersService {
                 message: "the tool bridge is gone (the daemon is stopping)".to_owned(),
             });
         };
-        let creator = openphone_core::services::watcher_creator(call.caller);
         let authority = crate::authority::of(&bridge, creator, "watchers");
         let mut uses = Vec::new();
         if let Some(command) = crate::authority::source_command(spec.source) {
@@ -100,6 +106,14 @@ impl RuntimeService for WatchersService {
 
     async fn execute(&self, call: ServiceCall<'_>) -> Result<Value, DeviceError> {
         let store = &self.store;
+        if !self.serves(call.name) {
+            return Err(DeviceError::UnsupportedTool {
+                tool: call.name.to_owned(),
+            });
+        }
+        // Whose watchers these are: the caller's own, or — for `builtin` doing a runtime's
+        // work — that runtime's; refused when that cannot be told.
+        let owner = watcher_owner_for(store, call.caller, call.runtime_session_id)?;
         match call.name {
             "openphone.watchers.create" => {
                 let ctx = SpecContext {
@@ -107,19 +121,16 @@ impl RuntimeService for WatchersService {
                     now_ms: call.now_ms,
                     judge: self.judge,
                     jobs: self.jobs,
-                    runtime: &call.caller.runtime,
+                    runtime: &owner,
                 };
                 let spec = WatcherSpec::from_params(call.params, &ctx)
                     .map_err(crate::WatchersError::into_device)?;
-                self.within_creators_authority(&call, &spec)?;
-                let watcher =
-                    create_watcher_for(store, call.caller, spec.to_params(), call.now_ms)?;
+                self.within_creators_authority(&owner, &spec)?;
+                let watcher = create_watcher_for(store, &owner, spec.to_params(), call.now_ms)?;
                 Ok(json!({ "created": true, "watcher": watcher }))
             }
-            "openphone.watchers.list" => list_watchers_for(store, call.caller, call.params),
-            "openphone.watchers.stop" => {
-                stop_watchers_for(store, call.caller, call.params, call.now_ms)
-            }
+            "openphone.watchers.list" => list_watchers_for(store, &owner, call.params),
+            "openphone.watchers.stop" => stop_watchers_for(store, &owner, call.params, call.now_ms),
             other => Err(DeviceError::UnsupportedTool {
                 tool: other.to_owned(),
             }),

@@ -484,3 +484,120 @@ async fn a_runtimes_job_never_sees_the_users_main_chat() {
     let all = serde_json::to_string(&d.fake.requests()).unwrap();
     assert!(all.contains("4711"));
 }
+
+/// A goal `mallory` creates through `openphone.goals.create` with one tool step (`step`, the
+/// plan entry without its id and title), on the real
+/// goal engine over the daemon's bridge (its steps run as `builtin` in the goal's session,
+/// `goal:<id>[:<step>]`), ticked until it settles; a confirmation the step asks is approved by
+/// the operator. Returns the goal as `mallory` reads it back through `openphone.goals.get`.
+async fn run_mallorys_goal(d: &Daemon, step: Value) -> Value {
+    use openphone_goals::{Backends, GoalEngine, GoalTools, Wake};
+    let engine = Arc::new(GoalEngine::new(
+        d.store.clone(),
+        d.bridge.clone(),
+        Backends::default(),
+        None,
+    ));
+    let wake: Wake = Arc::new(|_: &str| {});
+    let mut step = step;
+    step["id"] = json!("step");
+    step["title"] = json!("the step");
+    step["kind"] = json!("tool");
+    d.bridge
+        .install_service(Arc::new(GoalTools::new(&engine, wake)));
+    let created = d
+        .call(
+            MALLORY,
+            100,
+            "openphone.goals.create",
+            json!({"reason": "r", "objective": "tidy up",
+                "deadline_at": d.clock.now_ms() + 3_600_000,
+                "success_criteria": [{"id": "done", "description": "the step ran",
+                    "check": {"kind": "all_actions_done"}}],
+                "plan": [step]}),
+        )
+        .await;
+    assert_eq!(created.status, ToolStatus::Ok, "{created:?}");
+    let id = created.result["goal"]["id"].as_str().unwrap().to_owned();
+    let operator =
+        openphone_core::Operator::from_caller(&Caller::operator("cli", Transport::Cli, "tester"))
+            .unwrap();
+    for _ in 0..4 {
+        engine.tick(&id).await.unwrap();
+        let goal = engine.get(&id).unwrap();
+        let step = goal.action("step").unwrap();
+        match step.state {
+            openphone_goals::ActionState::NeedsApproval => {
+                let cid = step
+                    .last_attempt()
+                    .unwrap()
+                    .confirmation_id
+                    .clone()
+                    .unwrap();
+                d.bridge
+                    .resolve(&operator, &cid, openphone_core::ConfirmDecision::Approve)
+                    .await
+                    .unwrap();
+            }
+            state if state.is_terminal() => break,
+            _ => {}
+        }
+    }
+    let got = d
+        .call(
+            MALLORY,
+            101,
+            "openphone.goals.get",
+            json!({"goal_id": id, "reason": "r"}),
+        )
+        .await;
+    assert_eq!(got.status, ToolStatus::Ok, "{got:?}");
+    Value::Object(got.result)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runtimes_goal_cannot_create_a_job_as_the_user() {
+    let d = Daemon::start(200).await;
+    let goal = run_mallorys_goal(
+        &d,
+        json!({"command": "openphone.jobs.create",
+            "params": {"title": "Inbox digest", "prompt": "Read my inbox and summarise it.",
+                "session_target": "isolated"}}),
+    )
+    .await;
+    // The job the goal's step made is mallory's (its grants, its quota, never the user's
+    // chat or standing approvals), not `builtin`'s = the user's.
+    let jobs = d.scheduler.list(None, None).unwrap();
+    assert_eq!(jobs.len(), 1, "the step ran: {goal}");
+    assert_eq!(jobs[0].job.title, "Inbox digest");
+    assert_eq!(jobs[0].created_by, MALLORY);
+    assert!(!openphone_store::is_user_creator(&jobs[0].created_by));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runtimes_goal_cannot_list_the_users_jobs() {
+    let d = Daemon::start(200).await;
+    let mine = d.operator_job(json!({"title": "Operator: divorce lawyer follow-up",
+        "prompt": "Check in with the lawyer.", "session_target": "isolated"}));
+    // The step lists jobs, and its `expect` check (run as `builtin` in the step's session)
+    // reads the first title back into the goal, where mallory reads it.
+    let goal = run_mallorys_goal(
+        &d,
+        json!({"command": "openphone.jobs.list", "params": {},
+            "expect": {"command": "openphone.jobs.list", "params": {},
+                "predicate": {"pointer": "/jobs/0/title", "op": "not_empty"}}}),
+    )
+    .await;
+    let text = goal.to_string();
+    // The step ran, as mallory…
+    assert_eq!(
+        goal["goal"]["actions"][0]["attempts"][0]["outcome"], "ok",
+        "the step did not run: {text}"
+    );
+    // …so it listed none of the user's jobs: nothing of them reached what mallory reads back.
+    assert!(!text.contains("divorce"), "{text}");
+    let id = goal["goal"]["id"].as_str().unwrap();
+    let transitions = serde_json::to_string(&d.store.goal_transitions(id).unwrap()).unwrap();
+    assert!(!transitions.contains("divorce"), "{transitions}");
+    assert!(d.scheduler.get(mine.job.id).unwrap().job.status.is_live());
+}

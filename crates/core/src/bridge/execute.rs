@@ -70,6 +70,7 @@ impl ToolBridge {
                 None => Ok(services::execute(
                     &self.store,
                     caller,
+                    &req.runtime_session_id,
                     &command.name,
                     &params,
                     started,

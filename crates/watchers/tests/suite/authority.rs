@@ -3,12 +3,13 @@
 //! when it works; its polls and its tool call run as `builtin` narrowed to the creator; the
 //! jobs it creates are the creator's; its attention requests go to the creator.
 
-use openphone_jobs::{JobRunner, RunContext, RunResult, StopSignal};
-use openphone_policy::ExposureGrants;
-use openphone_protocol::{ToolResult, ToolStatus};
+use openphone_jobs::{Asker, JobRequest, JobRunner, RunContext, RunResult, StopSignal};
+use openphone_policy::{Autonomy, Caller, Context, ExposureGrants};
+use openphone_protocol::{ToolRequest, ToolResult, ToolStatus};
+use openphone_store::WatcherRecord;
 use openphone_watchers::ToolCallRunner;
 use pretty_assertions::assert_eq;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::support::{BOB, Harness, NOSY_GRANTS, hermes, message, operator, registry, runtime};
 
@@ -222,4 +223,118 @@ async fn a_full_job_quota_turns_a_runtimes_reaction_into_an_attention_request() 
     let fired = h.inject(message(BOB, "for the user")).await;
     let users = fired.iter().find(|f| f.watcher_id != w.watcher_id).unwrap();
     assert_eq!(users.reaction, "agent_job");
+}
+
+/// `tool` with `params` through the bridge as `builtin` working in runtime session `session`
+/// (a job's run: `background-job:<id>`), as a review's execution or a job's tool call makes
+/// it; a ceiling of `trusted_actions`, so a state change runs without a confirmation.
+async fn builtin_in(h: &Harness, session: &str, n: u32, tool: &str, params: Value) -> ToolResult {
+    let mut caller = Caller::builtin("daemon");
+    caller.max_autonomy = Autonomy::TrustedActions;
+    let mut params = params;
+    params["reason"] = json!("the job's step");
+    h.bridge
+        .invoke(
+            &caller,
+            ToolRequest {
+                request_id: format!("in-job-{n}"),
+                runtime: Some("builtin".into()),
+                runtime_session_id: session.to_owned(),
+                phone_session_id: Some(session.to_owned()),
+                tool: tool.into(),
+                params,
+                autonomy: Some("trusted_actions".into()),
+                ..ToolRequest::default()
+            },
+            Context::Interactive,
+        )
+        .await
+}
+
+#[tokio::test]
+async fn a_watcher_created_inside_a_runtimes_job_belongs_to_that_runtime() {
+    let h = Harness::new();
+    let users = h
+        .watcher_as(
+            &operator(),
+            json!({"title": "bank texts", "source": "message", "match_any": true}),
+        )
+        .await;
+    // `nosy` (no `private_read`) made a job; `builtin` does its work.
+    let job = h
+        .scheduler
+        .create_as(
+            &JobRequest::from_json(&json!({"title": "Watch", "prompt": "Set up watchers."}))
+                .unwrap(),
+            None,
+            &Asker::runtime("nosy"),
+        )
+        .unwrap();
+    let session = format!("background-job:{}", job.job.id);
+
+    // A message watcher needs `private_read`, which nosy lacks: refused, though `builtin`
+    // has it.
+    let on_messages = builtin_in(
+        &h,
+        &session,
+        1,
+        "openphone.watchers.create",
+        json!({"title": "all texts", "source": "message", "match_any": true}),
+    )
+    .await;
+    let (code, why) = refusal(&on_messages);
+    assert_eq!(code, "tool_not_granted");
+    assert!(why.contains("private_read"), "{why}");
+    assert!(why.contains("nosy"), "{why}");
+
+    // One it may have is nosy's, not the user's.
+    let timer = builtin_in(
+        &h,
+        &session,
+        2,
+        "openphone.watchers.create",
+        json!({"title": "later", "source": "time", "next_run_at": h.now() + 60_000}),
+    )
+    .await;
+    assert_eq!(timer.status, ToolStatus::Ok, "{timer:?}");
+    let created: WatcherRecord = serde_json::from_value(timer.result["watcher"].clone()).unwrap();
+    assert_eq!(created.runtime, "nosy");
+    assert_eq!(h.watcher_now(created.watcher_id).runtime, "nosy");
+
+    // Listing and stopping there act on nosy's watchers only, never the user's.
+    let listed = builtin_in(&h, &session, 3, "openphone.watchers.list", json!({})).await;
+    assert_eq!(listed.status, ToolStatus::Ok, "{listed:?}");
+    assert_eq!(listed.result["count"], 1, "{:?}", listed.result);
+    assert_eq!(
+        listed.result["watchers"][0]["watcher_id"],
+        created.watcher_id
+    );
+    let stopped = builtin_in(
+        &h,
+        &session,
+        4,
+        "openphone.watchers.stop",
+        json!({"all": true}),
+    )
+    .await;
+    assert_eq!(stopped.status, ToolStatus::Ok, "{stopped:?}");
+    assert_eq!(stopped.result["stopped"], 1, "{:?}", stopped.result);
+    assert_eq!(
+        h.watcher_now(users.watcher_id).end_reason,
+        None,
+        "the user's watcher still runs"
+    );
+
+    // A job session whose job cannot be read is refused, never taken for the user's.
+    let unknown = builtin_in(
+        &h,
+        "background-job:987654",
+        5,
+        "openphone.watchers.create",
+        json!({"title": "later", "source": "time", "next_run_at": h.now() + 60_000}),
+    )
+    .await;
+    let (code, why) = refusal(&unknown);
+    assert_eq!(code, "work_owner_unknown");
+    assert!(why.contains("background-job:987654"), "{why}");
 }

@@ -569,3 +569,103 @@ async fn the_host_header_is_never_echoed_into_the_csp() {
         );
     }
 }
+
+/// One request on a kept-alive connection: `(status, head, body)`; the connection stays open.
+async fn keep_alive_request(
+    stream: &mut tokio::net::TcpStream,
+    addr: SocketAddr,
+    head: &str,
+    body: &str,
+) -> (u16, String, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let request = format!(
+        "{head}\r\nHost: {addr}\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        let n = stream.read(&mut buf).await.unwrap();
+        assert!(n > 0, "closed before the answer was complete");
+        raw.extend_from_slice(&buf[..n]);
+        let text = String::from_utf8_lossy(&raw).into_owned();
+        let Some((head, rest)) = text.split_once("\r\n\r\n") else {
+            continue;
+        };
+        let length = head
+            .lines()
+            .find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                k.eq_ignore_ascii_case("content-length")
+                    .then(|| v.trim().parse::<usize>().unwrap())
+            })
+            .unwrap_or(0);
+        if rest.len() >= length {
+            let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+            return (status, head.to_owned(), rest.to_owned());
+        }
+    }
+}
+
+/// Issue 28, item 1 (low): a request with the dashboard's cookie alone counted its connection
+/// as the operator's, so whoever held the leaked cookie (another local web server) filled the
+/// operator's places with kept-alive connections and the operator's own CLI was refused (503).
+/// Now a connection counts as the operator's only after the token check.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dashboard_cookie_alone_takes_no_place_of_the_operators() {
+    // 7 authenticated places, 1 kept for runtimes and 1 for MCP hosts: 5 for the operator.
+    let running = start(config(
+        "[limits]\nmax_connections = 8\nmax_unauthenticated = 1\nreserved_per_class = 1\n\
+         hello_timeout_ms = 600000\nheader_read_timeout_ms = 600000\n",
+    ))
+    .await;
+    let addr = running.daemon.addr();
+    let origin = format!("http://{addr}");
+    // The operator's CLI (one place) mints a code; the login's connection stays open (two).
+    let mut op = connect(&running.url(), Some(&running.operator_token()))
+        .await
+        .unwrap();
+    op.hello().await;
+    let code = op.call("dashboard.login", json!({})).await["result"]["code"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut login = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (status, head, answer) = keep_alive_request(
+        &mut login,
+        addr,
+        &format!("POST /ui/login HTTP/1.1\r\nOrigin: {origin}\r\nContent-Type: application/json"),
+        &json!({ "code": code }).to_string(),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    let cookie = head
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("set-cookie")
+                .then(|| v.trim().split(';').next().unwrap().to_owned())
+        })
+        .unwrap();
+    // Whoever holds the cookie alone keeps three connections open on the page and the API.
+    let mut held = Vec::new();
+    for path in ["/ui/", "/ui/api/session", "/ui/api/methods"] {
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let (status, _, _) = keep_alive_request(
+            &mut s,
+            addr,
+            &format!("GET {path} HTTP/1.1\r\nCookie: {cookie}"),
+            "",
+        )
+        .await;
+        assert!(status == 200 || status == 403, "{path}: {status}");
+        held.push(s);
+    }
+    // The operator still gets in.
+    let mut again = connect(&running.url(), Some(&running.operator_token()))
+        .await
+        .expect("the operator was refused: cookie-only connections took its places");
+    assert_eq!(again.hello().await["role"], "operator");
+    drop((held, login, op));
+}

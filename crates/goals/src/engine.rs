@@ -263,6 +263,25 @@ impl GoalEngine {
         Caller::builtin(PRINCIPAL)
     }
 
+    /// The caller `goal`'s steps and checks are made as: `builtin` for the user's own goals;
+    /// for a runtime's goal `builtin` narrowed to that runtime's authority now (the
+    /// intersection of the two runtimes' grants and ceilings,
+    /// [`ToolBridge::creator_authority`]), so a goal never does more than its owner may —
+    /// also after the owner lost a grant. The job and watcher commands its steps call act for
+    /// the owner too (`openphone_core::authority::acting_for`).
+    fn caller_for(&self, goal: &Goal) -> Caller {
+        let builtin = Self::caller();
+        if goal.owner.surface != "runtime" {
+            return builtin;
+        }
+        // A runtime's goal that names no runtime has nobody's authority (everything refused).
+        let owner = goal.owner.runtime.as_deref().unwrap_or_default();
+        self.bridge
+            .creator_authority(&builtin, owner)
+            .caller()
+            .clone()
+    }
+
     fn lock_for(&self, goal_id: &str) -> Arc<tokio::sync::Mutex<()>> {
         let mut locks = self
             .locks
@@ -734,7 +753,7 @@ impl GoalEngine {
         Some(
             match self
                 .bridge
-                .explain(&Self::caller(), request, Context::goal(&goal.id))
+                .explain(&self.caller_for(goal), request, Context::goal(&goal.id))
             {
                 Ok(explanation) => summarise(&explanation, now),
                 Err((code, message)) => DecisionSummary {
@@ -822,7 +841,11 @@ impl GoalEngine {
                     let request = Self::request(&work.goal, &action, command, params, n);
                     let result = self
                         .bridge
-                        .invoke(&Self::caller(), request, Context::goal(&work.goal.id))
+                        .invoke(
+                            &self.caller_for(&work.goal),
+                            request,
+                            Context::goal(&work.goal.id),
+                        )
                         .await;
                     self.tool_result(work, &id, result, Source::Recovery)
                         .await?;
@@ -1162,7 +1185,7 @@ impl GoalEngine {
                 request.timeout_ms = Some(openphone_protocol::MAX_TIMEOUT_MS);
                 let result = self
                     .bridge
-                    .invoke(&Self::caller(), request, Context::Interactive)
+                    .invoke(&self.caller_for(&work.goal), request, Context::Interactive)
                     .await;
                 if let Some(pending) = result.pending_confirmation() {
                     let cid = pending.confirmation_id;
@@ -1219,7 +1242,11 @@ impl GoalEngine {
                 let request = Self::request(&work.goal, &action, command, params, n);
                 let result = self
                     .bridge
-                    .invoke(&Self::caller(), request, Context::goal(&goal_id))
+                    .invoke(
+                        &self.caller_for(&work.goal),
+                        request,
+                        Context::goal(&goal_id),
+                    )
                     .await;
                 self.tool_result(work, id, result, Source::Executor).await?;
             }
@@ -1642,7 +1669,7 @@ impl GoalEngine {
         };
         let result = self
             .bridge
-            .invoke(&Self::caller(), request, Context::goal(&goal.id))
+            .invoke(&self.caller_for(goal), request, Context::goal(&goal.id))
             .await;
         if result.status != ToolStatus::Ok {
             return (

@@ -33,8 +33,26 @@ fn runtime(id: &str) -> Caller {
 }
 
 impl Tools {
+    /// A bridge configured with the runtimes these tests use, as a daemon has them: a
+    /// runtime's goal works with its owner's authority as configured (`narrow` may read
+    /// safe data and change things only; the others may do everything).
     fn new() -> Tools {
-        Tools::on(Harness::new())
+        let mut narrow = runtime("narrow");
+        narrow.grants =
+            ExposureGrants::REMOTE_DEFAULT.with(openphone_protocol::Exposure::Dangerous);
+        let mut table = std::collections::BTreeMap::new();
+        table.insert(
+            "builtin".to_owned(),
+            Caller::builtin("daemon").authorisation(),
+        );
+        for name in ["hermes", "intruder", "wide"] {
+            table.insert(name.to_owned(), runtime(name).authorisation());
+        }
+        table.insert("narrow".to_owned(), narrow.authorisation());
+        Tools::on(Harness::with_config(openphone_core::BridgeConfig {
+            runtimes: Some(table),
+            ..openphone_core::BridgeConfig::default()
+        }))
     }
 
     fn on(h: Harness) -> Tools {
@@ -495,4 +513,48 @@ async fn a_runtime_goal_may_not_use_a_command_its_tool_policy_denies() {
         json!({"objective": "find the dentist", "plan": read_plan()}),
     )
     .await;
+}
+
+/// A runtime's goal's steps run as `builtin` narrowed to the owner's authority now (issue 28):
+/// once Hermes may no longer read private data, its goal's calendar read is not made, though
+/// `builtin` could make it.
+#[tokio::test]
+async fn a_runtimes_goal_step_runs_with_its_owners_authority_now() {
+    let t = Tools::new();
+    let id = t
+        .create(
+            &runtime("hermes"),
+            json!({"objective": "find the dentist", "plan": read_plan()}),
+        )
+        .await;
+    let mut config = t.h.bridge.config();
+    let table = config.runtimes.as_mut().unwrap();
+    let mut hermes = table["hermes"];
+    hermes.grants = ExposureGrants::REMOTE_DEFAULT.with(openphone_protocol::Exposure::Dangerous);
+    table.insert("hermes".to_owned(), hermes);
+    t.h.bridge.set_config(config);
+
+    t.engine.tick(&id).await.unwrap();
+    let goal = t.engine.get(&id).unwrap();
+    let find = goal.action("find").unwrap();
+    assert_ne!(find.state, openphone_goals::ActionState::Done, "{:?}", find);
+    assert!(
+        find.attempts
+            .iter()
+            .all(|a| a.outcome != openphone_goals::AttemptOutcome::Ok),
+        "{find:?}"
+    );
+    let read =
+        t.h.store
+            .export_audit(0, 10_000)
+            .unwrap()
+            .into_iter()
+            .any(|r| {
+                r.entry.tool.as_deref() == Some("openphone.calendar.search")
+                    && r.entry.status == Some(ToolStatus::Ok)
+            });
+    assert!(
+        !read,
+        "the calendar was read for a goal whose owner may not read it"
+    );
 }

@@ -295,6 +295,9 @@ pub struct Limits {
     /// Places of `max_connections` kept for each authenticated class (the operator, runtimes,
     /// MCP hosts): one class may fill the shared places, never another class's reserve.
     pub reserved_per_class: usize,
+    /// Authenticated TCP connections one runtime or MCP credential may hold at once (the
+    /// operator is not capped): within a class, one token holder cannot take every place.
+    pub max_connections_per_principal: usize,
     /// A TCP connection that has not authenticated and an endpoint connection that has not
     /// completed `hello` within this time (ms, from the accept) is closed.
     pub hello_timeout_ms: u64,
@@ -317,6 +320,7 @@ impl Default for Limits {
             max_connections: 512,
             max_unauthenticated: 128,
             reserved_per_class: 8,
+            max_connections_per_principal: 64,
             hello_timeout_ms: 10_000,
             header_read_timeout_ms: 10_000,
             body_read_timeout_ms: 10_000,
@@ -583,6 +587,10 @@ impl Config {
         for (name, value) in [
             ("max_connections", l.max_connections),
             ("max_unauthenticated", l.max_unauthenticated),
+            (
+                "max_connections_per_principal",
+                l.max_connections_per_principal,
+            ),
         ] {
             if value == 0 {
                 return Err(err("limits", format!("{name} must be at least 1")));
@@ -842,6 +850,10 @@ mod tests {
         for (text, needle) in [
             ("[limits]\nmax_connections = 0\n", "max_connections"),
             ("[limits]\nmax_unauthenticated = 0\n", "max_unauthenticated"),
+            (
+                "[limits]\nmax_connections_per_principal = 0\n",
+                "max_connections_per_principal",
+            ),
             ("[limits]\nhello_timeout_ms = 5\n", "hello_timeout_ms"),
             (
                 "[limits]\nheader_read_timeout_ms = 900000\n",

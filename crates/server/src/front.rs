@@ -16,7 +16,9 @@
 //! holding idle sockets open only pushes out its own oldest ones, and a runtime or MCP host
 //! that presents its token authenticates within its first request and leaves the
 //! unauthenticated pool at once. An authenticated class over its share (its reserve and the
-//! shared places) is refused with 503 at the moment it authenticates. What remains: a peer
+//! shared places) is refused with 503 at the moment it authenticates, and so is one credential
+//! (a runtime's token, the MCP token) holding `max_connections_per_principal` already: within a
+//! class, one token holder cannot crowd out the others (the operator is not capped). What remains: a peer
 //! opening more than `max_unauthenticated` connections between a newcomer's accept and the
 //! reading of its headers (microseconds) can push it out; the newcomer's retry gets in.
 //!
@@ -128,6 +130,8 @@ struct Counts {
     /// Unauthenticated connections, oldest first.
     unauthenticated: Vec<Waiting>,
     authenticated: [usize; 3],
+    /// Authenticated connections per capped credential (runtime tokens, the MCP token).
+    per_principal: std::collections::HashMap<String, usize>,
     next_seq: u64,
 }
 
@@ -138,11 +142,18 @@ pub struct Places {
     /// Places for the authenticated classes together (`max_connections - max_unauthenticated`).
     authenticated: usize,
     reserved: usize,
+    /// Most authenticated connections one runtime or MCP credential holds at once.
+    per_principal: usize,
     counts: Mutex<Counts>,
 }
 
 impl Places {
-    fn new(max_connections: usize, max_unauthenticated: usize, reserved: usize) -> Places {
+    fn new(
+        max_connections: usize,
+        max_unauthenticated: usize,
+        reserved: usize,
+        per_principal: usize,
+    ) -> Places {
         // The reserves fit beside at least one unauthenticated place.
         let reserved = reserved.min(max_connections.saturating_sub(1) / 3);
         let max_unauthenticated = max_unauthenticated
@@ -153,6 +164,7 @@ impl Places {
             // At least one, however small the caps: authenticating must be possible.
             authenticated: max_connections.saturating_sub(max_unauthenticated).max(1),
             reserved,
+            per_principal: per_principal.max(1),
             counts: Mutex::new(Counts::default()),
         }
     }
@@ -203,6 +215,8 @@ pub struct Ticket {
     places: Option<Arc<Places>>,
     seq: u64,
     place: Mutex<Place>,
+    /// The capped credential this connection is counted against, once authenticated.
+    principal: Mutex<Option<String>>,
     /// The peer has sent something (set by [`Tcp`]).
     heard: Arc<AtomicBool>,
     /// The connection was answered before its request body was read: its close lingers.
@@ -221,6 +235,7 @@ impl Ticket {
             places,
             seq,
             place: Mutex::new(Place::Unauthenticated),
+            principal: Mutex::new(None),
             heard: Arc::new(AtomicBool::new(false)),
             linger: Arc::new(AtomicBool::new(false)),
             evicted: watch::channel(false).0,
@@ -245,8 +260,21 @@ impl Ticket {
     /// The peer proved a credential of class `class`: it leaves the unauthenticated places
     /// and is counted in its class. `false` (and nothing changes) when the class has no room
     /// left or the connection was already evicted: the caller refuses (503). Counting again
-    /// (a second request on a kept-alive connection) is a no-op.
+    /// (a second request on a kept-alive connection) is a no-op. The operator's connections
+    /// are counted only by class; see [`Ticket::authenticated_as`] for the others.
     pub fn authenticated(&self, class: Class) -> bool {
+        self.count(class, None)
+    }
+
+    /// As [`Ticket::authenticated`], also counted against `principal` (a runtime or MCP
+    /// credential, e.g. `runtime:hermes`): `false` when that credential already holds
+    /// `max_connections_per_principal` connections, so one token holder cannot take its whole
+    /// class's places from the others.
+    pub fn authenticated_as(&self, class: Class, principal: &str) -> bool {
+        self.count(class, (class != Class::Operator).then_some(principal))
+    }
+
+    fn count(&self, class: Class, principal: Option<&str>) -> bool {
         let Some(places) = &self.places else {
             *lock(&self.place) = Place::Authenticated(class);
             return true;
@@ -264,6 +292,20 @@ impl Ticket {
                          left ([limits] max_connections, reserved_per_class)"
                     );
                     return false;
+                }
+                if let Some(p) = principal {
+                    let held = counts.per_principal.get(p).copied().unwrap_or(0);
+                    if held >= places.per_principal {
+                        tracing::warn!(
+                            class = class.as_str(),
+                            held,
+                            "an authenticated connection refused (503): its credential holds \
+                             [limits] max_connections_per_principal connections already"
+                        );
+                        return false;
+                    }
+                    counts.per_principal.insert(p.to_owned(), held + 1);
+                    *lock(&self.principal) = Some(p.to_owned());
                 }
                 counts.unauthenticated.retain(|w| w.seq != self.seq);
                 counts.authenticated[class.index()] += 1;
@@ -299,6 +341,14 @@ impl Drop for Ticket {
                 Place::Authenticated(c) => {
                     let n = &mut counts.authenticated[c.index()];
                     *n = n.saturating_sub(1);
+                    if let Some(p) = lock(&self.principal).take()
+                        && let Some(held) = counts.per_principal.get_mut(&p)
+                    {
+                        *held = held.saturating_sub(1);
+                        if *held == 0 {
+                            counts.per_principal.remove(&p);
+                        }
+                    }
                 }
                 Place::Evicted => {}
             }
@@ -424,6 +474,7 @@ impl Front {
             max_connections,
             limits.max_unauthenticated,
             limits.reserved_per_class,
+            limits.max_connections_per_principal,
         );
         if places.max_unauthenticated < limits.max_unauthenticated {
             tracing::warn!(

@@ -137,8 +137,13 @@ pub fn local_router(state: Arc<AppState>) -> Router {
 /// A request that passed the `/mcp` guard authenticated its connection (the front door stops
 /// counting it as unauthenticated and lifts its deadline).
 async fn mark_authenticated(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
-    if let Some(ticket) = req.extensions().get::<Arc<Ticket>>()
-        && !ticket.authenticated(crate::front::Class::Mcp)
+    let principal = req
+        .extensions()
+        .get::<Arc<openphone_mcp::McpPrincipal>>()
+        .map(|p| format!("runtime:{}", p.caller.runtime));
+    if let (Some(ticket), Some(principal)) =
+        (req.extensions().get::<Arc<Ticket>>(), principal.as_deref())
+        && !ticket.authenticated_as(crate::front::Class::Mcp, principal)
     {
         return too_many();
     }
@@ -255,7 +260,7 @@ async fn upgrade(
     // A valid bearer token counts the connection in its class as soon as the headers are
     // read, before any `hello`.
     if let (Some(p), Some(t)) = (&pre_auth, &ticket)
-        && !t.authenticated(crate::conn::class_of(p))
+        && !t.authenticated_as(crate::conn::class_of(p), &p.bucket_key())
     {
         return too_many();
     }

@@ -300,7 +300,10 @@ async fn run(
                                 // Counted in its credential's class; a class without room
                                 // left is refused (the front door's reserves, issue 28).
                                 if let Some(t) = &ticket
-                                    && !t.authenticated(class_of(&session.principal))
+                                    && !t.authenticated_as(
+                                        class_of(&session.principal),
+                                        &session.principal.bucket_key(),
+                                    )
                                 {
                                     let _ = out_tx.send(Out::Close(CLOSE_TRY_AGAIN, "too many connections")).await;
                                     break;

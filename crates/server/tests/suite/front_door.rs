@@ -491,3 +491,45 @@ async fn a_slow_body_is_answered_408() {
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer:?}");
     d.daemon.shutdown().await;
 }
+
+/// Review of issue 28: classes kept their reserves, but one runtime token could hold every
+/// place its class had, keeping the other runtimes (or MCP hosts) out. Now one credential
+/// holds at most `max_connections_per_principal` connections; the others still get in, and a
+/// closed connection frees its credential's place.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_runtime_token_cannot_take_every_place_of_its_class() {
+    const OTHER_TOKEN: &str = "other-runtime-token-0123456789";
+    let d = start(config(&format!(
+        "[[runtimes]]\nid = \"other\"\ntoken = \"{OTHER_TOKEN}\"\n\
+         [limits]\nmax_connections = 32\nmax_unauthenticated = 4\nreserved_per_class = 2\n\
+         max_connections_per_principal = 2\n"
+    )))
+    .await;
+    let mut held = Vec::new();
+    for _ in 0..2 {
+        let mut rt = connect(&d.url(), Some(RUNTIME_TOKEN)).await.unwrap();
+        assert_eq!(rt.hello().await["runtime"], "hermes");
+        held.push(rt);
+    }
+    // The third connection of the same token is refused when its headers are read.
+    assert_eq!(
+        connect(&d.url(), Some(RUNTIME_TOKEN)).await.err(),
+        Some(503)
+    );
+    // Another runtime still gets in.
+    let mut other = connect(&d.url(), Some(OTHER_TOKEN)).await.unwrap();
+    assert_eq!(other.hello().await["runtime"], "other");
+    // A closed connection frees its place (the close is noticed asynchronously).
+    drop(held.pop());
+    let mut again = None;
+    for _ in 0..100 {
+        if let Ok(rt) = connect(&d.url(), Some(RUNTIME_TOKEN)).await {
+            again = Some(rt);
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let mut again = again.expect("the freed place was never given back");
+    assert_eq!(again.hello().await["runtime"], "hermes");
+    d.daemon.shutdown().await;
+}

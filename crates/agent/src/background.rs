@@ -160,7 +160,16 @@ impl AgentTurnRunner {
         if runtime == BUILTIN {
             Ok(Arc::new(AgentTurnRunner::from_config(setup, config)?))
         } else {
-            Ok(Arc::new(DispatchRunner::new(setup, &runtime)))
+            // Other runtimes' jobs run in the built-in loop (narrowed to their creator), never
+            // with the background runtime's authority; without a usable model they fail
+            // saying so.
+            let builtin = AgentTurnRunner::from_config(setup, config).or_else(|e| {
+                tracing::warn!(error = %e, "[builtin] unusable for other runtimes' jobs");
+                AgentTurnRunner::from_config(setup, None)
+            })?;
+            Ok(Arc::new(
+                DispatchRunner::new(setup, &runtime).with_builtin(builtin),
+            ))
         }
     }
 

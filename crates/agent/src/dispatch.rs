@@ -27,12 +27,19 @@ use crate::runtime::{BUILTIN, BuiltinSetup};
 /// attempt as context. Accepted → [`RunResult::Dispatched`] (the job waits for the runtime);
 /// refused → `runtime_background_dispatch_failed:<runtime>:<code>` (or unavailable when the
 /// runtime went away meanwhile).
+///
+/// Only the user's jobs (and the background runtime's own) are sent there: a job another
+/// runtime created must run with *its creator's* authority, never with the background
+/// runtime's, so it runs in the built-in loop narrowed to its creator's authority (as with no
+/// background runtime; without a model it fails saying so).
 #[derive(Debug, Clone)]
 pub struct DispatchRunner {
     runtime: String,
     manager: Weak<RuntimeManager>,
     bridge: Weak<ToolBridge>,
     caller: Caller,
+    /// Runs the jobs of runtimes other than `runtime`.
+    builtin: Option<crate::AgentTurnRunner>,
 }
 
 impl DispatchRunner {
@@ -45,7 +52,15 @@ impl DispatchRunner {
             manager: Arc::downgrade(&setup.manager),
             bridge: Arc::downgrade(&setup.bridge),
             caller,
+            builtin: None,
         }
+    }
+
+    /// Runs other runtimes' jobs in `builtin` (the built-in loop) instead of sending them to
+    /// this runner's runtime.
+    pub fn with_builtin(mut self, builtin: crate::AgentTurnRunner) -> DispatchRunner {
+        self.builtin = Some(builtin);
+        self
     }
 
     /// The runtime jobs are sent to.
@@ -62,7 +77,12 @@ impl DispatchRunner {
 
     /// The screen for the attention request, read through the bridge in the job's context,
     /// or why it is not attached.
-    async fn screen(&self, ctx: &RunContext, job_id: u64) -> Result<Value, String> {
+    async fn screen(
+        &self,
+        ctx: &RunContext,
+        job_id: u64,
+        created_by: &str,
+    ) -> Result<Value, String> {
         let Some(bridge) = self.bridge.upgrade() else {
             return Err("the tool bridge is gone".to_owned());
         };
@@ -82,12 +102,7 @@ impl DispatchRunner {
         };
         // Read with the authority of the job's creator (a runtime's job: the runtime's grants
         // and tool policy intersected with `builtin`'s).
-        let created_by = match bridge.store().get_job(ctx.job.id) {
-            Ok(Some(row)) => row.created_by,
-            Ok(None) => return Err("job_not_found".to_owned()),
-            Err(_) => return Err("store_unavailable".to_owned()),
-        };
-        let authority = bridge.creator_authority(&self.caller, &created_by);
+        let authority = bridge.creator_authority(&self.caller, created_by);
         let allowed = bridge
             .registry()
             .resolve("openphone.screen.get")
@@ -117,6 +132,29 @@ impl JobRunner for DispatchRunner {
         let Ok(job_id) = u64::try_from(ctx.job.id) else {
             return RunResult::failed(FailureReason::job_error("invalid_job"));
         };
+        let Some(bridge) = self.bridge.upgrade() else {
+            return self.unavailable("the tool bridge is gone (the daemon is stopping)");
+        };
+        let created_by = match bridge.store().get_job(ctx.job.id) {
+            Ok(Some(row)) => row.created_by,
+            Ok(None) => return RunResult::failed(FailureReason::job_error("job_not_found")),
+            Err(_) => return RunResult::failed(FailureReason::job_error("store_unavailable")),
+        };
+        drop(bridge);
+        if !openphone_store::is_user_creator(&created_by) && created_by != self.runtime {
+            return match &self.builtin {
+                Some(builtin) => builtin.run(ctx).await,
+                None => RunResult::Failed {
+                    reason: FailureReason::job_error("creator_not_dispatchable"),
+                    detail: format!(
+                        "runtime `{created_by}` created this job: it is not sent to runtime {} \
+                         (it would run with that runtime's authority) and no built-in loop is \
+                         set up to run it",
+                        self.runtime
+                    ),
+                },
+            };
+        }
         let Some(manager) = self.manager.upgrade() else {
             return self.unavailable("the runtime manager is gone (the daemon is stopping)");
         };
@@ -139,7 +177,7 @@ impl JobRunner for DispatchRunner {
                 ));
             }
         }
-        let screen = self.screen(&ctx, job_id).await;
+        let screen = self.screen(&ctx, job_id, &created_by).await;
         if ctx.stop.is_stopped() {
             return RunResult::failed(FailureReason::job_error(RUN_STOPPED));
         }

@@ -769,6 +769,56 @@ async fn a_job_is_dispatched_to_a_connected_runtime() {
     drop(presence);
 }
 
+/// Review of issue 28: with `[jobs] background_runtime` set, every job was handed to that
+/// runtime, so another runtime's job ran with the background runtime's authority instead of
+/// its creator's. Now only the user's jobs (and the background runtime's own) are sent there;
+/// another runtime's job runs in the built-in loop, narrowed to its creator.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_runtimes_job_is_not_handed_to_the_background_runtime() {
+    let bg = Bg::start().await;
+    let presence = bg.manager.connect("hermes").unwrap();
+    let runner =
+        openphone_agent::DispatchRunner::new(&bg.setup, "hermes").with_builtin(bg.runner.clone());
+    let scheduler = bg.scheduler(Arc::new(bg.runner.clone()));
+    let job = scheduler
+        .create_as(
+            &JobRequest::from_json(&json!({"title": "Nosy digest", "prompt": "Summarise."}))
+                .unwrap(),
+            None,
+            &openphone_jobs::Asker::runtime("nosy"),
+        )
+        .unwrap();
+    assert_eq!(job.created_by, "nosy");
+    bg.fake.push(Script::text("Nothing new."));
+    let result = runner.run(bg.ctx(&job)).await;
+    assert!(
+        matches!(result, RunResult::Completed { .. }),
+        "run in the built-in loop: {result:?}"
+    );
+    assert_eq!(
+        bg.fake.requests().len(),
+        1,
+        "the built-in loop asked the model"
+    );
+    let hermes_sessions = bg
+        .store
+        .list_sessions(&openphone_store::SessionFilter::default())
+        .unwrap()
+        .into_iter()
+        .filter(|s| s.runtime_kind == "hermes")
+        .count();
+    assert_eq!(hermes_sessions, 0, "nothing was sent to hermes");
+
+    // The user's job still goes to the background runtime.
+    let mine = bg.create(json!({"title": "Mine", "prompt": "Summarise."}));
+    let result = runner.run(bg.ctx(&mine)).await;
+    assert!(
+        matches!(result, RunResult::Dispatched { .. }),
+        "the user's job is dispatched: {result:?}"
+    );
+    drop(presence);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_runtime_that_is_not_connected_or_not_configured_is_unavailable() {
     let bg = Bg::start().await;

@@ -38,8 +38,8 @@
 use std::path::Path;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, Weak};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -47,16 +47,20 @@ use axum::Router;
 use axum::http::HeaderValue;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::{TcpListener, TcpStream, UnixListener};
-use tokio::sync::watch;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, UnixListener};
 use tokio::task::JoinSet;
-use tokio::time::Instant;
 
 use crate::config::Limits;
 use crate::daemon::stopped;
 use crate::lock::lock;
 use crate::state::AppState;
+
+mod places;
+mod tcp;
+
+pub use places::{Class, Places, Ticket};
+pub use tcp::Tcp;
 
 /// `<data-dir>/endpoint.sock`: the endpoint on a Unix socket, for the user's own clients.
 pub const ENDPOINT_SOCKET_FILE: &str = "endpoint.sock";
@@ -72,288 +76,6 @@ pub enum Door {
     Tcp,
     /// `endpoint.sock`; `owner`: the peer runs as the daemon's user.
     Local { owner: bool },
-}
-
-/// The class an authenticated connection is counted in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Class {
-    /// The operator token, a dashboard session.
-    Operator,
-    /// A runtime token on the endpoint.
-    Runtime,
-    /// A runtime token on `/mcp`.
-    Mcp,
-}
-
-impl Class {
-    const ALL: [Class; 3] = [Class::Operator, Class::Runtime, Class::Mcp];
-
-    fn index(self) -> usize {
-        match self {
-            Class::Operator => 0,
-            Class::Runtime => 1,
-            Class::Mcp => 2,
-        }
-    }
-
-    fn as_str(self) -> &'static str {
-        match self {
-            Class::Operator => "operator",
-            Class::Runtime => "runtime",
-            Class::Mcp => "mcp",
-        }
-    }
-}
-
-/// Where a ticket stands in the places.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Place {
-    Unauthenticated,
-    Authenticated(Class),
-    /// Pushed out by a newcomer: the connection closes.
-    Evicted,
-}
-
-/// An unauthenticated connection in the admission order.
-#[derive(Debug)]
-struct Waiting {
-    seq: u64,
-    /// Never upgraded while the counts are locked except to evict it: dropping the last
-    /// holder of a ticket locks the counts.
-    ticket: Weak<Ticket>,
-    heard: Arc<AtomicBool>,
-}
-
-/// The counts behind the places.
-#[derive(Debug, Default)]
-struct Counts {
-    /// Unauthenticated connections, oldest first.
-    unauthenticated: Vec<Waiting>,
-    authenticated: [usize; 3],
-    /// Authenticated connections per capped credential (runtime tokens, the MCP token).
-    per_principal: std::collections::HashMap<String, usize>,
-    next_seq: u64,
-}
-
-/// The TCP port's places: unauthenticated, and per authenticated class.
-#[derive(Debug)]
-pub struct Places {
-    max_unauthenticated: usize,
-    /// Places for the authenticated classes together (`max_connections - max_unauthenticated`).
-    authenticated: usize,
-    reserved: usize,
-    /// Most authenticated connections one runtime or MCP credential holds at once.
-    per_principal: usize,
-    counts: Mutex<Counts>,
-}
-
-impl Places {
-    fn new(
-        max_connections: usize,
-        max_unauthenticated: usize,
-        reserved: usize,
-        per_principal: usize,
-    ) -> Places {
-        // The reserves fit beside at least one unauthenticated place.
-        let reserved = reserved.min(max_connections.saturating_sub(1) / 3);
-        let max_unauthenticated = max_unauthenticated
-            .min(max_connections.saturating_sub(3 * reserved))
-            .max(1);
-        Places {
-            max_unauthenticated,
-            // At least one, however small the caps: authenticating must be possible.
-            authenticated: max_connections.saturating_sub(max_unauthenticated).max(1),
-            reserved,
-            per_principal: per_principal.max(1),
-            counts: Mutex::new(Counts::default()),
-        }
-    }
-
-    /// Makes room for one more unauthenticated connection: over the cap, the oldest that has
-    /// sent nothing yet (else the oldest) is marked evicted and returned, to be told to close
-    /// (and dropped) once the counts are unlocked.
-    fn make_room(&self, counts: &mut Counts) -> Option<Arc<Ticket>> {
-        while counts.unauthenticated.len() >= self.max_unauthenticated {
-            let i = counts
-                .unauthenticated
-                .iter()
-                .position(|w| !w.heard.load(Ordering::SeqCst))
-                .unwrap_or(0);
-            let waiting = counts.unauthenticated.remove(i);
-            // `None`: that ticket is being dropped right now; its place is free anyway.
-            if let Some(victim) = waiting.ticket.upgrade() {
-                *lock(&victim.place) = Place::Evicted;
-                return Some(victim);
-            }
-        }
-        None
-    }
-
-    /// Whether class `c` may count one more connection: the others' unused reserves stay free.
-    fn room_for(&self, counts: &Counts, c: Class) -> bool {
-        let used: usize = counts.authenticated.iter().sum();
-        let kept: usize = Class::ALL
-            .iter()
-            .filter(|o| **o != c)
-            .map(|o| {
-                self.reserved
-                    .saturating_sub(counts.authenticated[o.index()])
-            })
-            .sum();
-        used + 1 + kept <= self.authenticated
-    }
-}
-
-/// One connection's place in the caps, shared by its HTTP connection and, after an upgrade,
-/// its WebSocket. Dropping the last holder frees the place.
-#[derive(Debug)]
-pub struct Ticket {
-    door: Door,
-    /// The daemon's own port the connection came in on (TCP only): the dashboard's origin.
-    local_port: Option<u16>,
-    hello_deadline: Instant,
-    places: Option<Arc<Places>>,
-    seq: u64,
-    place: Mutex<Place>,
-    /// The capped credential this connection is counted against, once authenticated.
-    principal: Mutex<Option<String>>,
-    /// The peer has sent something (set by [`Tcp`]).
-    heard: Arc<AtomicBool>,
-    /// The connection was answered before its request body was read: its close lingers.
-    linger: Arc<AtomicBool>,
-    /// Turns `true` when the connection is evicted.
-    evicted: watch::Sender<bool>,
-}
-
-impl Ticket {
-    fn new(door: Door, hello_timeout: Duration, places: Option<Arc<Places>>, seq: u64) -> Ticket {
-        Ticket {
-            door,
-            local_port: None,
-            // The deadline of a timer started now: no clock is read.
-            hello_deadline: tokio::time::sleep(hello_timeout).deadline(),
-            places,
-            seq,
-            place: Mutex::new(Place::Unauthenticated),
-            principal: Mutex::new(None),
-            heard: Arc::new(AtomicBool::new(false)),
-            linger: Arc::new(AtomicBool::new(false)),
-            evicted: watch::channel(false).0,
-        }
-    }
-
-    /// Where the connection came in.
-    pub fn door(&self) -> Door {
-        self.door
-    }
-
-    /// The daemon's port this TCP connection came in on (`None` on `endpoint.sock`).
-    pub fn local_port(&self) -> Option<u16> {
-        self.local_port
-    }
-
-    /// When a connection that has not authenticated (or said `hello`) is closed.
-    pub fn hello_deadline(&self) -> Instant {
-        self.hello_deadline
-    }
-
-    /// The peer proved a credential of class `class`: it leaves the unauthenticated places
-    /// and is counted in its class. `false` (and nothing changes) when the class has no room
-    /// left or the connection was already evicted: the caller refuses (503). Counting again
-    /// (a second request on a kept-alive connection) is a no-op. The operator's connections
-    /// are counted only by class; see [`Ticket::authenticated_as`] for the others.
-    pub fn authenticated(&self, class: Class) -> bool {
-        self.count(class, None)
-    }
-
-    /// As [`Ticket::authenticated`], also counted against `principal` (a runtime or MCP
-    /// credential, e.g. `runtime:hermes`): `false` when that credential already holds
-    /// `max_connections_per_principal` connections, so one token holder cannot take its whole
-    /// class's places from the others.
-    pub fn authenticated_as(&self, class: Class, principal: &str) -> bool {
-        self.count(class, (class != Class::Operator).then_some(principal))
-    }
-
-    fn count(&self, class: Class, principal: Option<&str>) -> bool {
-        let Some(places) = &self.places else {
-            *lock(&self.place) = Place::Authenticated(class);
-            return true;
-        };
-        let mut counts = lock(&places.counts);
-        let mut place = lock(&self.place);
-        match *place {
-            Place::Authenticated(_) => true,
-            Place::Evicted => false,
-            Place::Unauthenticated => {
-                if !places.room_for(&counts, class) {
-                    tracing::warn!(
-                        class = class.as_str(),
-                        "an authenticated connection refused (503): its class has no room \
-                         left ([limits] max_connections, reserved_per_class)"
-                    );
-                    return false;
-                }
-                if let Some(p) = principal {
-                    let held = counts.per_principal.get(p).copied().unwrap_or(0);
-                    if held >= places.per_principal {
-                        tracing::warn!(
-                            class = class.as_str(),
-                            held,
-                            "an authenticated connection refused (503): its credential holds \
-                             [limits] max_connections_per_principal connections already"
-                        );
-                        return false;
-                    }
-                    counts.per_principal.insert(p.to_owned(), held + 1);
-                    *lock(&self.principal) = Some(p.to_owned());
-                }
-                counts.unauthenticated.retain(|w| w.seq != self.seq);
-                counts.authenticated[class.index()] += 1;
-                *place = Place::Authenticated(class);
-                true
-            }
-        }
-    }
-
-    /// The connection is answered before its request body was read (413, 408): it closes
-    /// after this answer, lingering so that the answer is not lost to a reset.
-    pub fn linger(&self) {
-        self.linger.store(true, Ordering::SeqCst);
-    }
-
-    pub fn is_authenticated(&self) -> bool {
-        matches!(*lock(&self.place), Place::Authenticated(_))
-    }
-
-    /// Resolves when a newcomer pushed this (unauthenticated) connection out.
-    pub async fn evicted(&self) {
-        let mut rx = self.evicted.subscribe();
-        let _ = rx.wait_for(|v| *v).await;
-    }
-}
-
-impl Drop for Ticket {
-    fn drop(&mut self) {
-        if let Some(places) = &self.places {
-            let mut counts = lock(&places.counts);
-            match *lock(&self.place) {
-                Place::Unauthenticated => counts.unauthenticated.retain(|w| w.seq != self.seq),
-                Place::Authenticated(c) => {
-                    let n = &mut counts.authenticated[c.index()];
-                    *n = n.saturating_sub(1);
-                    if let Some(p) = lock(&self.principal).take()
-                        && let Some(held) = counts.per_principal.get_mut(&p)
-                    {
-                        *held = held.saturating_sub(1);
-                        if *held == 0 {
-                            counts.per_principal.remove(&p);
-                        }
-                    }
-                }
-                Place::Evicted => {}
-            }
-        }
-    }
 }
 
 /// What an unauthenticated peer did, for the rate-limited log.
@@ -523,25 +245,7 @@ impl Front {
     /// oldest unauthenticated connection that has sent nothing (else the oldest) is evicted
     /// and returned beside the new ticket, to be told to close.
     fn admit(&self, local_port: Option<u16>) -> (Arc<Ticket>, Option<Arc<Ticket>>) {
-        let mut counts = lock(&self.places.counts);
-        let evicted = self.places.make_room(&mut counts);
-        let seq = counts.next_seq;
-        counts.next_seq += 1;
-        let mut ticket = Ticket::new(
-            Door::Tcp,
-            self.hello_timeout,
-            Some(self.places.clone()),
-            seq,
-        );
-        ticket.local_port = local_port;
-        let ticket = Arc::new(ticket);
-        counts.unauthenticated.push(Waiting {
-            seq,
-            ticket: Arc::downgrade(&ticket),
-            heard: ticket.heard.clone(),
-        });
-        drop(counts);
-        (ticket, evicted)
+        self.places.admit(self.hello_timeout, local_port)
     }
 
     /// Whether an upgrade's `Origin` is accepted: a loopback origin or a configured one.
@@ -760,183 +464,6 @@ impl Listener {
     }
 }
 
-/// An accepted TCP connection: `TCP_NODELAY` (an answer's last segment never waits for the
-/// peer's ACK of the one before) and, where the OS has it, `TCP_QUICKACK` re-armed whenever a
-/// read that consumed data is followed by a wait for more. Linux otherwise delays the ACK of a
-/// request's first segment by up to 40 ms in the hope of sending it with the answer; a client
-/// that sent its headers alone without `TCP_NODELAY` cannot send its body until that ACK
-/// arrives, so every such request would stall for the delayed-ACK timer.
-#[derive(Debug)]
-pub struct Tcp {
-    /// `None` only while [`Drop`] hands it to the lingering close.
-    stream: Option<TcpStream>,
-    /// Data was read since the last acknowledgement was pushed out.
-    unacknowledged: bool,
-    /// Set once the peer has sent anything (its ticket's: an idle connection is evicted first).
-    heard: Option<Arc<AtomicBool>>,
-    /// Set when the connection was answered before its request body was read (413, 408): the
-    /// close lingers ([`linger`]).
-    linger: Option<Arc<AtomicBool>>,
-}
-
-impl Tcp {
-    /// Wraps an accepted stream and turns `TCP_NODELAY` on.
-    pub fn new(stream: TcpStream) -> Tcp {
-        if let Err(e) = stream.set_nodelay(true) {
-            tracing::debug!(error = %e, "TCP_NODELAY could not be set on a connection");
-        }
-        Tcp {
-            stream: Some(stream),
-            unacknowledged: false,
-            heard: None,
-            linger: None,
-        }
-    }
-
-    /// Lingers at close when `linger` is set.
-    fn lingering_if(mut self, linger: Arc<AtomicBool>) -> Tcp {
-        self.linger = Some(linger);
-        self
-    }
-
-    fn io(&mut self) -> std::io::Result<&mut TcpStream> {
-        self.stream
-            .as_mut()
-            .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotConnected))
-    }
-
-    /// Sets `heard` once the peer has sent anything.
-    fn heard_by(mut self, heard: Arc<AtomicBool>) -> Tcp {
-        self.heard = Some(heard);
-        self
-    }
-
-    /// Sends the ACK of everything read so far now instead of at the delayed-ACK timer.
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    fn acknowledge(&self) {
-        if let Some(stream) = &self.stream
-            && let Err(e) = rustix::net::sockopt::set_tcp_quickack(stream, true)
-        {
-            tracing::debug!(error = %e, "TCP_QUICKACK could not be set on a connection");
-        }
-    }
-
-    /// Other systems: nothing to push (the delayed ACK stays as the OS has it).
-    #[cfg(not(any(target_os = "linux", target_os = "android")))]
-    fn acknowledge(&self) {}
-}
-
-impl AsyncRead for Tcp {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        let this = self.get_mut();
-        let before = buf.filled().len();
-        let poll = match this.io() {
-            Ok(stream) => Pin::new(stream).poll_read(cx, buf),
-            Err(e) => Poll::Ready(Err(e)),
-        };
-        match &poll {
-            Poll::Ready(Ok(())) if buf.filled().len() > before => {
-                this.unacknowledged = true;
-                if let Some(heard) = &this.heard {
-                    heard.store(true, Ordering::Relaxed);
-                }
-            }
-            Poll::Pending if this.unacknowledged => {
-                this.unacknowledged = false;
-                this.acknowledge();
-            }
-            _ => {}
-        }
-        poll
-    }
-}
-
-impl AsyncWrite for Tcp {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        match self.get_mut().io() {
-            Ok(stream) => Pin::new(stream).poll_write(cx, buf),
-            Err(e) => Poll::Ready(Err(e)),
-        }
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[std::io::IoSlice<'_>],
-    ) -> Poll<std::io::Result<usize>> {
-        match self.get_mut().io() {
-            Ok(stream) => Pin::new(stream).poll_write_vectored(cx, bufs),
-            Err(e) => Poll::Ready(Err(e)),
-        }
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.stream.as_ref().is_some_and(|s| s.is_write_vectored())
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        match self.get_mut().io() {
-            Ok(stream) => Pin::new(stream).poll_flush(cx),
-            Err(e) => Poll::Ready(Err(e)),
-        }
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        match self.get_mut().io() {
-            Ok(stream) => Pin::new(stream).poll_shutdown(cx),
-            Err(e) => Poll::Ready(Err(e)),
-        }
-    }
-}
-
-impl Drop for Tcp {
-    fn drop(&mut self) {
-        if self
-            .linger
-            .as_ref()
-            .is_some_and(|l| l.load(Ordering::SeqCst))
-            && let Some(stream) = self.stream.take()
-            && let Ok(handle) = tokio::runtime::Handle::try_current()
-        {
-            handle.spawn(linger(stream));
-        }
-    }
-}
-
-/// Sockets lingering at once; more are closed at once.
-static LINGERING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-/// Most sockets lingering at once.
-const MAX_LINGERING: usize = 32;
-/// Longest a socket lingers.
-const LINGER: Duration = Duration::from_secs(2);
-
-/// The close of a connection answered before its request body was read (413, 408): our side
-/// is shut (the answer and a FIN leave), then what the peer still sends is read and dropped
-/// until it closes or [`LINGER`] passes. Closing at once with unread bytes would make the
-/// kernel send a reset, which can destroy the answer before the client has read it.
-async fn linger(mut stream: TcpStream) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    if LINGERING.fetch_add(1, Ordering::SeqCst) >= MAX_LINGERING {
-        LINGERING.fetch_sub(1, Ordering::SeqCst);
-        return;
-    }
-    let _ = stream.shutdown().await;
-    let _ = tokio::time::timeout(LINGER, async {
-        let mut sink = [0u8; 8192];
-        while matches!(stream.read(&mut sink).await, Ok(n) if n > 0) {}
-    })
-    .await;
-    LINGERING.fetch_sub(1, Ordering::SeqCst);
-}
-
 /// Serves `listener` with `app` until shutdown, then lets open HTTP connections finish (at
 /// most 10 s). Upgraded WebSockets live on in their own tasks.
 pub async fn serve(state: Arc<AppState>, listener: Listener, app: Router) {
@@ -1112,49 +639,6 @@ mod tests {
         assert_eq!(front.max_unauthenticated(), 12);
         let front = Front::new(&limits, Vec::new(), None);
         assert_eq!(front.max_connections(), limits.max_connections);
-    }
-
-    /// The kernel reports `TCP_QUICKACK` as on unless the socket is in its delayed-ACK
-    /// ("ping-pong") mode: put into that mode, the wrapper must take it out once it has read
-    /// data and is about to wait for more.
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    #[tokio::test]
-    async fn a_read_followed_by_a_wait_pushes_the_ack_out() {
-        use rustix::net::sockopt::{set_tcp_quickack, tcp_quickack};
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let mut client = TcpStream::connect(listener.local_addr().unwrap())
-            .await
-            .unwrap();
-        let (accepted, _) = listener.accept().await.unwrap();
-        let mut server = Tcp::new(accepted);
-        assert!(server.io().unwrap().nodelay().unwrap());
-        set_tcp_quickack(server.io().unwrap(), false).unwrap();
-        assert!(!tcp_quickack(server.io().unwrap()).unwrap());
-
-        client.write_all(b"POST / HTTP/1.1\r\n").await.unwrap();
-        let mut buf = [0u8; 64];
-        let n = server.read(&mut buf).await.unwrap();
-        assert_eq!(&buf[..n], b"POST / HTTP/1.1\r\n");
-        // Reading alone changes nothing; the wait for more does.
-        assert!(!tcp_quickack(server.io().unwrap()).unwrap());
-        let waited = std::future::poll_fn(|cx| {
-            let mut rb = ReadBuf::new(&mut buf);
-            Poll::Ready(Pin::new(&mut server).poll_read(cx, &mut rb).is_pending())
-        })
-        .await;
-        assert!(waited);
-        assert!(tcp_quickack(server.io().unwrap()).unwrap());
-
-        // A second wait with nothing read in between does not touch the socket again.
-        set_tcp_quickack(server.io().unwrap(), false).unwrap();
-        let waited = std::future::poll_fn(|cx| {
-            let mut rb = ReadBuf::new(&mut buf);
-            Poll::Ready(Pin::new(&mut server).poll_read(cx, &mut rb).is_pending())
-        })
-        .await;
-        assert!(waited);
-        assert!(!tcp_quickack(server.io().unwrap()).unwrap());
     }
 
     #[test]

@@ -299,14 +299,14 @@ async fn a_leaked_dashboard_cookie_alone_cannot_get_the_token_or_the_socket() {
     let ws_url = format!("ws://{addr}/ui/ws");
     let guessed = socket_protocols(&"0".repeat(64));
     for offered in [None, Some("openphone-dashboard"), Some(guessed.as_str())] {
-        let r = tokio_tungstenite::connect_async(upgrade_request(
+        assert_socket_refused(
             &ws_url,
             Some(&cookie),
             Some(&own),
             offered,
-        ))
+            format!("{offered:?}"),
+        )
         .await;
-        assert_eq!(refused_status(r), 403, "{offered:?}");
     }
 
     // The holder of the token from the login answer (the dashboard's own page): the session
@@ -319,14 +319,13 @@ async fn a_leaked_dashboard_cookie_alone_cannot_get_the_token_or_the_socket() {
         !s.body.contains(&token),
         "the session route repeats the token"
     );
-    let (ws, _) = tokio_tungstenite::connect_async(upgrade_request(
+    let (ws, _) = page_socket(
         &ws_url,
         Some(&cookie),
         Some(&own),
         Some(&socket_protocols(&token)),
-    ))
-    .await
-    .unwrap();
+    )
+    .await;
     let mut page = super::support::Client::from_stream(ws);
     assert_eq!(page.hello().await["role"], "operator");
     let list = page.call("confirmations.list", json!({})).await;
@@ -339,6 +338,35 @@ fn socket_protocols(csrf: &str) -> String {
 }
 
 /// A `/ui/ws` upgrade request with these optional headers.
+/// Opens the page's socket at `url` with this cookie, Origin and offered subprotocols, and
+/// expects the upgrade to be accepted.
+async fn page_socket(
+    url: &str,
+    cookie: Option<&str>,
+    origin: Option<&str>,
+    protocols: Option<&str>,
+) -> (
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
+    tokio_tungstenite::tungstenite::handshake::client::Response,
+) {
+    tokio_tungstenite::connect_async(upgrade_request(url, cookie, origin, protocols))
+        .await
+        .unwrap()
+}
+
+/// Expects the page's socket at `url` with this cookie, Origin and offered subprotocols to be
+/// refused with 403 before any method can run; `label` names the case in the failure.
+async fn assert_socket_refused(
+    url: &str,
+    cookie: Option<&str>,
+    origin: Option<&str>,
+    protocols: Option<&str>,
+    label: impl std::fmt::Display,
+) {
+    let r = tokio_tungstenite::connect_async(upgrade_request(url, cookie, origin, protocols)).await;
+    assert_eq!(refused_status(r), 403, "{label}");
+}
+
 fn upgrade_request(
     url: &str,
     cookie: Option<&str>,
@@ -402,14 +430,14 @@ async fn a_page_on_another_loopback_port_cannot_open_the_operator_socket() {
         "http://127.0.0.1".to_owned(),
     ] {
         // Even with the token (which such a page cannot read anyway).
-        let r = tokio_tungstenite::connect_async(upgrade_request(
+        assert_socket_refused(
             &ws_url,
             Some(&cookie),
             Some(&foreign),
             Some(&protocols),
-        ))
+            &foreign,
+        )
         .await;
-        assert_eq!(refused_status(r), 403, "{foreign}");
         // Its reads are refused too.
         let h = [
             ("Cookie", cookie.as_str()),
@@ -437,14 +465,14 @@ async fn a_page_on_another_loopback_port_cannot_open_the_operator_socket() {
         Some("openphone-dashboard"),
         Some("openphone-csrf.0000"),
     ] {
-        let r = tokio_tungstenite::connect_async(upgrade_request(
+        assert_socket_refused(
             &ws_url,
             Some(&cookie),
             Some(&own),
             offered,
-        ))
+            format!("{offered:?}"),
+        )
         .await;
-        assert_eq!(refused_status(r), 403, "{offered:?}");
     }
     // No login code was minted and nothing was resolved by any of those.
     let mut op = connect(&running.url(), Some(&running.operator_token()))
@@ -454,14 +482,7 @@ async fn a_page_on_another_loopback_port_cannot_open_the_operator_socket() {
 
     // The own origin with the token: the operator endpoint, and it answers with the
     // dashboard's protocol, never the token.
-    let (ws, response) = tokio_tungstenite::connect_async(upgrade_request(
-        &ws_url,
-        Some(&cookie),
-        Some(&own),
-        Some(&protocols),
-    ))
-    .await
-    .unwrap();
+    let (ws, response) = page_socket(&ws_url, Some(&cookie), Some(&own), Some(&protocols)).await;
     assert_eq!(
         response
             .headers()
@@ -476,14 +497,13 @@ async fn a_page_on_another_loopback_port_cannot_open_the_operator_socket() {
     // `localhost` with the daemon's port is the same daemon's own origin too.
     let local_url = format!("ws://localhost:{}/ui/ws", addr.port());
     let local_origin = format!("http://localhost:{}", addr.port());
-    let (ws, _) = tokio_tungstenite::connect_async(upgrade_request(
+    let (ws, _) = page_socket(
         &local_url,
         Some(&cookie),
         Some(&local_origin),
         Some(&protocols),
-    ))
-    .await
-    .unwrap();
+    )
+    .await;
     let mut page = super::support::Client::from_stream(ws);
     assert_eq!(page.hello().await["role"], "operator");
 }

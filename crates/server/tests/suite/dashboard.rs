@@ -298,16 +298,8 @@ async fn a_leaked_dashboard_cookie_alone_cannot_get_the_token_or_the_socket() {
     // The socket with a forged own Origin, without the token or with a guessed one: refused.
     let ws_url = format!("ws://{addr}/ui/ws");
     let guessed = socket_protocols(&"0".repeat(64));
-    for offered in [None, Some("openphone-dashboard"), Some(guessed.as_str())] {
-        assert_socket_refused(
-            &ws_url,
-            Some(&cookie),
-            Some(&own),
-            offered,
-            format!("{offered:?}"),
-        )
-        .await;
-    }
+    let offers = [None, Some("openphone-dashboard"), Some(guessed.as_str())];
+    assert_socket_refused(&ws_url, Some(&cookie), Some(&own), &offers).await;
 
     // The holder of the token from the login answer (the dashboard's own page): the session
     // answers, without ever repeating the token, and the socket is the operator's.
@@ -354,17 +346,23 @@ async fn page_socket(
         .unwrap()
 }
 
-/// Expects the page's socket at `url` with this cookie, Origin and offered subprotocols to be
-/// refused with 403 before any method can run; `label` names the case in the failure.
+/// Expects the page's socket at `url` with this cookie and Origin to be refused with 403,
+/// before any method can run, for each of the offered subprotocol lists in `offers`.
 async fn assert_socket_refused(
     url: &str,
     cookie: Option<&str>,
     origin: Option<&str>,
-    protocols: Option<&str>,
-    label: impl std::fmt::Display,
+    offers: &[Option<&str>],
 ) {
-    let r = tokio_tungstenite::connect_async(upgrade_request(url, cookie, origin, protocols)).await;
-    assert_eq!(refused_status(r), 403, "{label}");
+    for offered in offers {
+        let r =
+            tokio_tungstenite::connect_async(upgrade_request(url, cookie, origin, *offered)).await;
+        assert_eq!(
+            refused_status(r),
+            403,
+            "Origin {origin:?}, offered {offered:?}"
+        );
+    }
 }
 
 fn upgrade_request(
@@ -430,14 +428,7 @@ async fn a_page_on_another_loopback_port_cannot_open_the_operator_socket() {
         "http://127.0.0.1".to_owned(),
     ] {
         // Even with the token (which such a page cannot read anyway).
-        assert_socket_refused(
-            &ws_url,
-            Some(&cookie),
-            Some(&foreign),
-            Some(&protocols),
-            &foreign,
-        )
-        .await;
+        assert_socket_refused(&ws_url, Some(&cookie), Some(&foreign), &[Some(&protocols)]).await;
         // Its reads are refused too.
         let h = [
             ("Cookie", cookie.as_str()),
@@ -460,20 +451,12 @@ async fn a_page_on_another_loopback_port_cannot_open_the_operator_socket() {
     );
 
     // The own origin without the session's token: refused before any method runs.
-    for offered in [
+    let offers = [
         None,
         Some("openphone-dashboard"),
         Some("openphone-csrf.0000"),
-    ] {
-        assert_socket_refused(
-            &ws_url,
-            Some(&cookie),
-            Some(&own),
-            offered,
-            format!("{offered:?}"),
-        )
-        .await;
-    }
+    ];
+    assert_socket_refused(&ws_url, Some(&cookie), Some(&own), &offers).await;
     // No login code was minted and nothing was resolved by any of those.
     let mut op = connect(&running.url(), Some(&running.operator_token()))
         .await

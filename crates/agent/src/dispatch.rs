@@ -135,8 +135,8 @@ impl JobRunner for DispatchRunner {
         let Some(bridge) = self.bridge.upgrade() else {
             return self.unavailable("the tool bridge is gone (the daemon is stopping)");
         };
-        let created_by = match bridge.store().get_job(ctx.job.id) {
-            Ok(Some(row)) => row.created_by,
+        let created_by = match bridge.job_creator(ctx.job.id) {
+            Ok(Some(creator)) => creator,
             Ok(None) => return RunResult::failed(FailureReason::job_error("job_not_found")),
             Err(_) => return RunResult::failed(FailureReason::job_error("store_unavailable")),
         };

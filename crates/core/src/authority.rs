@@ -81,6 +81,13 @@ impl CreatorAuthority {
 }
 
 impl ToolBridge {
+    /// Who created job `job_id` (its `created_by`), whose authority the job's work has;
+    /// `Ok(None)` when no such job is stored. The one read of a job's creator for the crates
+    /// that work for a job (the dispatch runner, the review executor, watcher tool calls).
+    pub fn job_creator(&self, job_id: i64) -> openphone_store::Result<Option<String>> {
+        Ok(self.store().get_job(job_id)?.map(|row| row.created_by))
+    }
+
     /// The authority of work `builtin` (as `builtin` is configured: `builtin`) does on behalf
     /// of `creator` — see the module documentation. `creator` is a job's `created_by` or a
     /// watcher's runtime; `operator` and `builtin` are the user.

@@ -126,8 +126,8 @@ impl JobRunner for ToolCallRunner {
         };
         // With the authority of the job's creator (the watcher's): `builtin` narrowed to it,
         // and a context naming it, so the user's standing approvals do not cover it.
-        let created_by = match self.bridge.store().get_job(job.id) {
-            Ok(Some(row)) => row.created_by,
+        let created_by = match self.bridge.job_creator(job.id) {
+            Ok(Some(creator)) => creator,
             Ok(None) => return failed("invalid_job", format!("job {} is gone", job.id)),
             Err(e) => return failed("store_unavailable", e.to_string()),
         };

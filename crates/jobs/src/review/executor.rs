@@ -177,8 +177,8 @@ impl ReviewExecutor for BridgeReviewExecutor {
         // The job's creator's authority (issue 28): a runtime's job's approved call runs as
         // `builtin` narrowed to that runtime's current grants, tool policy and ceiling, so an
         // approval never lets a job do what its creator may not (the bridge decides it again).
-        let created_by = match self.bridge.store().get_job(record.job_id) {
-            Ok(Some(row)) => row.created_by,
+        let created_by = match self.bridge.job_creator(record.job_id) {
+            Ok(Some(creator)) => creator,
             Ok(None) => {
                 return Err(ExecutionFailure::new(
                     BINDING_INVALID,

@@ -526,21 +526,21 @@ async fn run_mallorys_goal(d: &Daemon, step: Value) -> Value {
         engine.tick(&id).await.unwrap();
         let goal = engine.get(&id).unwrap();
         let step = goal.action("step").unwrap();
-        match step.state {
-            openphone_goals::ActionState::NeedsApproval => {
-                let cid = step
-                    .last_attempt()
-                    .unwrap()
-                    .confirmation_id
-                    .clone()
-                    .unwrap();
-                d.bridge
-                    .resolve(&operator, &cid, openphone_core::ConfirmDecision::Approve)
-                    .await
-                    .unwrap();
-            }
-            state if state.is_terminal() => break,
-            _ => {}
+        if step.state.is_terminal() {
+            break;
+        }
+        // Approve what waits for the user; any other state is ticked again.
+        if step.state == openphone_goals::ActionState::NeedsApproval {
+            let cid = step
+                .last_attempt()
+                .unwrap()
+                .confirmation_id
+                .clone()
+                .unwrap();
+            d.bridge
+                .resolve(&operator, &cid, openphone_core::ConfirmDecision::Approve)
+                .await
+                .unwrap();
         }
     }
     let got = d

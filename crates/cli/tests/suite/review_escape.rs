@@ -50,7 +50,7 @@ fn strings(value: &Value, out: &mut Vec<String>) {
         Value::String(s) => out.push(s.clone()),
         Value::Array(items) => items.iter().for_each(|v| strings(v, out)),
         Value::Object(map) => map.values().for_each(|v| strings(v, out)),
-        _ => {}
+        Value::Null | Value::Bool(_) | Value::Number(_) => {}
     }
 }
 

@@ -48,6 +48,7 @@ mod explain;
 mod grants;
 mod identity;
 mod retry;
+mod records;
 mod reviewed;
 mod tasks;
 mod wait;

@@ -354,6 +354,7 @@ impl Daemon {
         // The phone's world: device events to the bus, the scenario timeline, live watchers.
         let world = crate::world::start(crate::world::WorldSetup {
             bridge: bridge.clone(),
+            store: Arc::clone(bridge.store()),
             manager: manager.clone(),
             registry,
             sim: Some(sim),

@@ -89,6 +89,8 @@ impl World {
 /// What [`start`] needs.
 pub struct WorldSetup {
     pub bridge: Arc<ToolBridge>,
+    /// The store, handed to the watchers for their own tables.
+    pub store: Arc<openphone_store::Store>,
     pub manager: Arc<RuntimeManager>,
     pub registry: &'static Registry,
     /// The simulated phone, whose timeline is driven (`None` for a backend without one).
@@ -106,6 +108,7 @@ pub struct WorldSetup {
 pub fn start(setup: WorldSetup) -> World {
     let WorldSetup {
         bridge,
+        store,
         manager,
         registry,
         sim,
@@ -150,6 +153,7 @@ pub fn start(setup: WorldSetup) -> World {
     }
     let watchers = openphone_watchers::install(openphone_watchers::WatchersSetup {
         bridge,
+        store,
         manager,
         registry,
         scheduler,

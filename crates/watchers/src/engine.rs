@@ -32,7 +32,7 @@ use openphone_protocol::endpoint::{
 };
 use openphone_protocol::{Registry, ToolRequest, ToolStatus};
 use openphone_store::{
-    AuditEntry, FireOutcome, FiringIds, JobQuota, NewAgentJob, NewFiring, StoreError,
+    AuditEntry, FireOutcome, FiringIds, JobQuota, NewAgentJob, NewFiring, Store, StoreError,
     WatcherFiring, WatcherRecord,
 };
 use serde_json::{Map, Value, json};
@@ -44,8 +44,8 @@ use crate::judge::Judge;
 use crate::spec::{CallDirection, Evaluator, NotifyOn, Reaction, Source, SpecContext, WatcherSpec};
 use crate::template::{self, Vars};
 
-/// The runtime whose name reactions and polls run under.
-pub const RUNTIME: &str = "builtin";
+/// The runtime whose name reactions and polls run under: the built-in runtime.
+pub use openphone_protocol::BUILTIN_RUNTIME_ID as RUNTIME;
 /// When an agent reaction's job first runs: 15 s after the firing (`agent-jobs.md` §11).
 pub const AGENT_JOB_DELAY_MS: i64 = 15_000;
 /// Longest string of an event copied into a job's payload or prompt (characters).
@@ -62,8 +62,12 @@ const TICK: Duration = Duration::from_secs(1);
 
 /// What the engine needs.
 pub struct WatchersSetup {
-    /// The bridge: the store, the clock, the event bus, the device's events, screen reads.
+    /// The bridge: the clock, the event bus, the device's events, screen reads, the
+    /// creator's authority.
     pub bridge: Arc<ToolBridge>,
+    /// The store, for the watchers' own tables (watchers and their firings), handed over by
+    /// the daemon at construction.
+    pub store: Arc<Store>,
     /// Attention requests (a watcher without a reaction).
     pub manager: Arc<RuntimeManager>,
     /// The command manifest.
@@ -94,6 +98,7 @@ pub struct Fired {
 /// `openphone.watchers.*` commands.
 pub struct Watchers {
     bridge: Arc<ToolBridge>,
+    store: Arc<Store>,
     manager: Arc<RuntimeManager>,
     registry: &'static Registry,
     scheduler: Option<Scheduler>,
@@ -299,6 +304,7 @@ impl Watchers {
     pub fn new(setup: WatchersSetup) -> Arc<Watchers> {
         Arc::new(Watchers {
             bridge: setup.bridge,
+            store: setup.store,
             manager: setup.manager,
             registry: setup.registry,
             scheduler: setup.scheduler,
@@ -311,6 +317,7 @@ impl Watchers {
     pub fn install(self: &Arc<Self>) {
         self.bridge
             .install_service(Arc::new(crate::WatchersService::new(
+                Arc::clone(&self.store),
                 &self.bridge,
                 self.registry,
                 self.judge.is_some(),
@@ -351,7 +358,7 @@ impl Watchers {
     }
 
     fn active(&self) -> Vec<(WatcherRecord, WatcherSpec)> {
-        let mut list = match self.bridge.store().list_watchers(None, None) {
+        let mut list = match self.store.list_watchers(None, None) {
             Ok(list) => list,
             Err(e) => {
                 tracing::error!(error = %e, "watchers: reading the active watchers");
@@ -415,7 +422,7 @@ impl Watchers {
                     Source::Call => "call_received",
                     _ => "reply_received",
                 };
-                if let Err(e) = self.bridge.store().end_watcher(w.watcher_id, reason, now) {
+                if let Err(e) = self.store.end_watcher(w.watcher_id, reason, now) {
                     tracing::error!(watcher = w.watcher_id, error = %e, "ending a satisfied watcher");
                 }
                 continue;
@@ -521,15 +528,12 @@ impl Watchers {
         if let Some(why) = self.creators_refusal(w, spec) {
             tracing::warn!(watcher = w.watcher_id, runtime = %w.runtime, reason = %why,
                 "watchers: the creator may not read what the watcher watches; it ends");
-            self.bridge
-                .store()
-                .end_watcher(w.watcher_id, "not_granted", now)?;
+            self.store.end_watcher(w.watcher_id, "not_granted", now)?;
             return Ok(None);
         }
         if spec.notify_on == NotifyOn::Match {
             // The cut-off passed without a match: nothing to say.
-            self.bridge
-                .store()
+            self.store
                 .end_watcher(w.watcher_id, "deadline_passed", now)?;
             return Ok(None);
         }
@@ -653,8 +657,7 @@ impl Watchers {
             Err(e) => {
                 tracing::warn!(watcher = w.watcher_id, error = %e, "watchers: a check could not read");
                 cursor.insert("last_error".into(), json!(e));
-                self.bridge
-                    .store()
+                self.store
                     .set_watcher_cursor(w.watcher_id, &Value::Object(cursor))?;
                 return Ok(None);
             }
@@ -688,9 +691,7 @@ impl Watchers {
         };
         let cursor = Value::Object(cursor);
         if !fire {
-            self.bridge
-                .store()
-                .set_watcher_cursor(w.watcher_id, &cursor)?;
+            self.store.set_watcher_cursor(w.watcher_id, &cursor)?;
             return Ok(None);
         }
         let mut event = reading.event;
@@ -867,7 +868,7 @@ impl Watchers {
             job,
         };
         let had_job = job.is_some();
-        let mut outcome = self.bridge.store().fire_watcher(
+        let mut outcome = self.store.fire_watcher(
             firing(job, reaction),
             fired_audit(w, spec, trigger, reaction, &event_digest, end, now),
         );
@@ -878,7 +879,7 @@ impl Watchers {
                 "watchers: the job quota is full; asking for attention instead");
             note = Some(format!("the reaction's job: {e}"));
             reaction = "attention";
-            outcome = self.bridge.store().fire_watcher(
+            outcome = self.store.fire_watcher(
                 firing(None, reaction),
                 fired_audit(w, spec, trigger, reaction, &event_digest, end, now),
             );
@@ -974,12 +975,10 @@ impl Watchers {
                 (true, e.to_string())
             }
         };
-        if let Err(e) = self.bridge.store().finish_watcher_reaction(
-            firing.watcher_id,
-            firing.firing,
-            failed,
-            &note,
-        ) {
+        if let Err(e) =
+            self.store
+                .finish_watcher_reaction(firing.watcher_id, firing.firing, failed, &note)
+        {
             tracing::error!(error = %e, "watchers: settling a firing's reaction");
         }
     }
@@ -988,7 +987,7 @@ impl Watchers {
     /// but had not delivered. Returns how many.
     pub async fn recover(&self) -> usize {
         let _serial = self.serial.lock().await;
-        let pending = match self.bridge.store().pending_watcher_reactions() {
+        let pending = match self.store.pending_watcher_reactions() {
             Ok(p) => p,
             Err(e) => {
                 tracing::error!(error = %e, "watchers: reading pending reactions");
@@ -997,7 +996,7 @@ impl Watchers {
         };
         let mut n = 0;
         for firing in pending {
-            match self.bridge.store().get_watcher(firing.watcher_id) {
+            match self.store.get_watcher(firing.watcher_id) {
                 Ok(Some(w)) => {
                     self.attend(&w, &firing, None);
                     n += 1;

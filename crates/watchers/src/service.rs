@@ -37,16 +37,17 @@ pub struct WatchersService {
 }
 
 impl WatchersService {
-    /// The commands over `bridge`'s store; `judge`: a model can judge `semantic_match`; `jobs`: job
-    /// reactions can run.
+    /// The commands over `store` (the watchers' tables, handed over by the daemon), served on
+    /// `bridge`; `judge`: a model can judge `semantic_match`; `jobs`: job reactions can run.
     pub fn new(
+        store: Arc<Store>,
         bridge: &Arc<ToolBridge>,
         registry: &'static Registry,
         judge: bool,
         jobs: bool,
     ) -> WatchersService {
         WatchersService {
-            store: Arc::clone(bridge.store()),
+            store,
             bridge: Arc::downgrade(bridge),
             registry,
             judge,

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use super::support::{BOB, Harness, NOSY_GRANTS, hermes, message, operator, registry, runtime};
 
 fn screen_reads(h: &Harness) -> usize {
-    h.store()
+    h.store
         .export_audit(0, 10_000)
         .unwrap()
         .into_iter()
@@ -60,7 +60,7 @@ async fn a_runtimes_watcher_polls_with_its_creators_grants() {
     let (code, why) = refusal(&stored_call);
     assert_eq!(code, "tool_not_granted");
     assert!(why.contains("openphone.contacts.search"), "{why}");
-    assert!(h.store().list_watchers(None, None).unwrap().is_empty());
+    assert!(h.store.list_watchers(None, None).unwrap().is_empty());
 
     // A screen watcher of Hermes reads the screen while Hermes may…
     let t0 = h.now();
@@ -165,7 +165,7 @@ async fn a_watcher_created_job_belongs_to_the_watchers_creator() {
     assert!(detail.contains("openphone.contacts.search"), "{detail}");
     assert!(detail.contains("private_read"), "{detail}");
     let searched = h
-        .store()
+        .store
         .export_audit(0, 10_000)
         .unwrap()
         .into_iter()
@@ -187,7 +187,7 @@ async fn a_runtimes_watcher_asks_its_creator_not_the_users_assistant() {
     // The built-in runtime (the user's assistant, routed for the `watcher` surface) is not
     // asked; the request went to Hermes, which this phone has not configured.
     assert!(h.recorder.attended.lock().unwrap().is_empty());
-    let firing = &h.store().watcher_firings(w.watcher_id).unwrap()[0];
+    let firing = &h.store.watcher_firings(w.watcher_id).unwrap()[0];
     assert_eq!(firing.reaction_state, "failed");
     assert!(firing.reaction_note.contains("hermes"), "{firing:?}");
 }
@@ -212,7 +212,7 @@ async fn a_full_job_quota_turns_a_runtimes_reaction_into_an_attention_request() 
     assert_eq!(fired.len(), 1, "the firing is not lost");
     assert_eq!(fired[0].reaction, "attention");
     assert_eq!(fired[0].job_id, None);
-    let firings = h.store().watcher_firings(w.watcher_id).unwrap();
+    let firings = h.store.watcher_firings(w.watcher_id).unwrap();
     assert_eq!(firings.len(), per_runtime + 1);
     // The user's own watchers still get their jobs.
     h.watcher_as(

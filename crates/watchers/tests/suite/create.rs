@@ -90,7 +90,7 @@ async fn bad_watchers_are_refused_naming_the_field() {
         let details = result.error.as_ref().unwrap().details.clone().unwrap();
         assert_eq!(details["field"], field, "{params}: {:?}", result.error);
     }
-    assert!(h.store().list_watchers(None, None).unwrap().is_empty());
+    assert!(h.store.list_watchers(None, None).unwrap().is_empty());
 }
 
 #[tokio::test]

@@ -56,7 +56,7 @@ async fn a_message_text_contains_watcher_fires_once() {
 
     // Once: a second matching message does nothing.
     assert!(h.inject(message(BOB, "still late")).await.is_empty());
-    assert_eq!(h.store().watcher_firings(w.watcher_id).unwrap().len(), 1);
+    assert_eq!(h.store.watcher_firings(w.watcher_id).unwrap().len(), 1);
 
     // watcher.fired, the audit record (ids and digests, never the text), the attention
     // request with the event as untrusted data.
@@ -65,7 +65,7 @@ async fn a_message_text_contains_watcher_fires_once() {
     assert_eq!(events[0]["watcher_id"], w.watcher_id);
     assert_eq!(events[0]["reaction"], "attention");
     let records = h
-        .store()
+        .store
         .find_audit(&format!("watcher:{}:1", w.watcher_id))
         .unwrap();
     assert_eq!(records.len(), 1);
@@ -84,7 +84,7 @@ async fn a_message_text_contains_watcher_fires_once() {
     let context = serde_json::to_value(&attended[0].context).unwrap();
     assert_eq!(context["trust"], "untrusted_data");
     assert!(context.to_string().contains("Running late, sorry"));
-    let firing = &h.store().watcher_firings(w.watcher_id).unwrap()[0];
+    let firing = &h.store.watcher_firings(w.watcher_id).unwrap()[0];
     assert_eq!(firing.reaction_state, "done");
     assert_eq!(firing.reaction_note, attended[0].phone_session_id);
 }
@@ -109,7 +109,7 @@ async fn a_recurring_watcher_fires_each_time() {
     let after = h.watcher_now(w.watcher_id);
     assert_eq!((after.state, after.fire_count), (WatcherState::Active, 3));
     // The Messages app's notification for each message is not a message: still three.
-    assert_eq!(h.store().watcher_firings(w.watcher_id).unwrap().len(), 3);
+    assert_eq!(h.store.watcher_firings(w.watcher_id).unwrap().len(), 3);
 }
 
 #[tokio::test]
@@ -144,16 +144,13 @@ async fn no_reply_fires_at_the_deadline_only_when_no_reply_came() {
     assert_eq!(fired.len(), 1, "{fired:?}");
     assert_eq!(fired[0].watcher_id, silent.watcher_id);
     assert_eq!(fired[0].trigger, "deadline");
-    let firing = &h.store().watcher_firings(silent.watcher_id).unwrap()[0];
+    let firing = &h.store.watcher_firings(silent.watcher_id).unwrap()[0];
     assert_eq!(firing.event["kind"], "deadline_passed");
     assert_eq!(firing.event["address"], BOB);
     // Never again.
     assert!(h.watchers.tick(deadline + 60_000).await.is_empty());
     assert_eq!(
-        h.store()
-            .watcher_firings(answered.watcher_id)
-            .unwrap()
-            .len(),
+        h.store.watcher_firings(answered.watcher_id).unwrap().len(),
         0
     );
 }
@@ -298,7 +295,7 @@ async fn a_web_hash_change_watcher_fires_after_the_page_changes() {
     let fired = h.watchers.tick(t0 + 120_000).await;
     assert_eq!(fired.len(), 1);
     assert_eq!(fired[0].trigger, "poll");
-    let firing = &h.store().watcher_firings(w.watcher_id).unwrap()[0];
+    let firing = &h.store.watcher_firings(w.watcher_id).unwrap()[0];
     assert_eq!(firing.event["url"], "https://shop.example/item");
     assert_eq!(firing.event["text"], "Price: 75 EUR");
 }
@@ -328,7 +325,7 @@ async fn a_screen_text_watcher_reads_the_screen_through_the_bridge() {
     assert_eq!(fired.len(), 1, "the screen now shows it");
     // The read went through the bridge as the built-in runtime, audited.
     let reads = h
-        .store()
+        .store
         .export_audit(0, 1000)
         .unwrap()
         .into_iter()

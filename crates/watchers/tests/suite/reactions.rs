@@ -51,7 +51,7 @@ async fn a_prompt_reaction_creates_the_agent_job_of_section_11() {
     );
     assert!(!job.prompt.contains("Dinner"), "{}", job.prompt);
     assert_eq!(job.status, JobStatus::Queued);
-    let firing = &h.store().watcher_firings(w.watcher_id).unwrap()[0];
+    let firing = &h.store.watcher_firings(w.watcher_id).unwrap()[0];
     assert_eq!(
         (firing.job_id, firing.reaction_state.as_str()),
         (Some(job.id), "done")
@@ -128,7 +128,7 @@ async fn a_tool_reaction_that_reads_runs_and_completes_the_job() {
     assert_eq!(result["result"]["contacts"][0]["name"], "Bob Nguyen");
     // It ran as the built-in runtime in the job's background session.
     let runs: Vec<_> = h
-        .store()
+        .store
         .export_audit(0, 1000)
         .unwrap()
         .into_iter()

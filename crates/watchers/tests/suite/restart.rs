@@ -44,7 +44,7 @@ async fn a_restart_does_not_lose_a_firing() {
         .await;
     // A firing recorded just before a crash, whose attention reaction never went out.
     let recorded = h
-        .store()
+        .store
         .fire_watcher(
             NewFiring {
                 watcher_id: bell.watcher_id,
@@ -74,7 +74,7 @@ async fn a_restart_does_not_lose_a_firing() {
             .unwrap()
             .contains("before the crash")
     );
-    assert!(h.store().pending_watcher_reactions().unwrap().is_empty());
+    assert!(h.store.pending_watcher_reactions().unwrap().is_empty());
     assert_eq!(h.watchers.recover().await, 0, "delivered once");
     // The deadline set before the restart still fires after it.
     h.clock.set(deadline);

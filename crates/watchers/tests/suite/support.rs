@@ -61,6 +61,8 @@ pub struct Harness {
     pub clock: ManualClock,
     pub phone: Arc<SimPhone>,
     pub bridge: Arc<ToolBridge>,
+    /// The store the daemon would hand the watchers (their tables, read by the tests).
+    pub store: Arc<Store>,
     pub scheduler: Scheduler,
     pub recorder: Arc<Recorder>,
     pub watchers: Arc<Watchers>,
@@ -115,12 +117,7 @@ pub const INTRUDER_GRANTS: ExposureGrants = ExposureGrants {
 /// The same (`nosy` is the name the grant tests use).
 pub const NOSY_GRANTS: ExposureGrants = INTRUDER_GRANTS;
 
-fn parts(
-    dir: &Path,
-    phone: &Arc<SimPhone>,
-    clock: &ManualClock,
-    options: Options,
-) -> (Arc<ToolBridge>, Scheduler, Arc<Recorder>, Arc<Watchers>) {
+fn parts(dir: &Path, phone: &Arc<SimPhone>, clock: &ManualClock, options: Options) -> Parts {
     let store = Arc::new(Store::open(dir).unwrap());
     let events = Arc::new(EventBus::new(registry(), 1024));
     let clock: Arc<dyn Clock> = Arc::new(clock.clone());
@@ -147,19 +144,35 @@ fn parts(
     let recorder = Arc::new(Recorder::default());
     manager.set_local(recorder.clone());
     let scheduler = Scheduler::new(
-        store,
+        Arc::clone(&store),
         clock,
         SchedulerConfig::with_random_owner(),
         openphone_watchers::runners(Arc::clone(&bridge), registry()),
     );
     let watchers = openphone_watchers::install(WatchersSetup {
         bridge: Arc::clone(&bridge),
+        store: Arc::clone(&store),
         manager,
         registry: registry(),
         scheduler: options.jobs.then(|| scheduler.clone()),
         judge: options.judge,
     });
-    (bridge, scheduler, recorder, watchers)
+    Parts {
+        bridge,
+        store,
+        scheduler,
+        recorder,
+        watchers,
+    }
+}
+
+/// What [`parts`] builds, as the daemon builds it.
+struct Parts {
+    bridge: Arc<ToolBridge>,
+    store: Arc<Store>,
+    scheduler: Scheduler,
+    recorder: Arc<Recorder>,
+    watchers: Arc<Watchers>,
 }
 
 impl Harness {
@@ -175,12 +188,19 @@ impl Harness {
         let dir = tempfile::tempdir().unwrap();
         let clock = ManualClock::new(state.clock.start_ms);
         let phone = Arc::new(SimPhone::new(state, Arc::new(clock.clone())).unwrap());
-        let (bridge, scheduler, recorder, watchers) = parts(dir.path(), &phone, &clock, options);
+        let Parts {
+            bridge,
+            store,
+            scheduler,
+            recorder,
+            watchers,
+        } = parts(dir.path(), &phone, &clock, options);
         Harness {
             dir,
             clock,
             phone,
             bridge,
+            store,
             scheduler,
             recorder,
             watchers,
@@ -194,18 +214,25 @@ impl Harness {
             clock,
             phone,
             bridge,
+            store,
             scheduler,
             recorder: _,
             watchers,
         } = self;
-        drop((watchers, scheduler, bridge));
-        let (bridge, scheduler, recorder, watchers) =
-            parts(dir.path(), &phone, &clock, Options::default());
+        drop((watchers, scheduler, bridge, store));
+        let Parts {
+            bridge,
+            store,
+            scheduler,
+            recorder,
+            watchers,
+        } = parts(dir.path(), &phone, &clock, Options::default());
         Harness {
             dir,
             clock,
             phone,
             bridge,
+            store,
             scheduler,
             recorder,
             watchers,
@@ -225,10 +252,6 @@ impl Harness {
 
     pub fn now(&self) -> i64 {
         self.clock.now_ms()
-    }
-
-    pub fn store(&self) -> &Arc<Store> {
-        self.bridge.store()
     }
 
     /// `watchers.create` through the bridge, as a runtime the user trusts with actions.
@@ -306,7 +329,7 @@ impl Harness {
     }
 
     pub fn watcher_now(&self, id: i64) -> WatcherRecord {
-        self.store().get_watcher(id).unwrap().unwrap()
+        self.store.get_watcher(id).unwrap().unwrap()
     }
 }
 

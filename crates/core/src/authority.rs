@@ -201,7 +201,7 @@ pub fn acting_for(
         return Ok(ActingFor::Itself);
     }
     let session = runtime_session_id.trim();
-    if let Some(id) = session.strip_prefix("background-job:") {
+    if let Some(id) = openphone_protocol::background_job_of(session) {
         let id: i64 = id
             .parse()
             .map_err(|_| owner_unknown(session, "not a job id"))?;

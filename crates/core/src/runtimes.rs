@@ -42,8 +42,8 @@ use crate::summary::cut;
 pub const BUILTIN_NOT_CONFIGURED: &str = "no model is configured for the built-in runtime: add \
      a [builtin] table with base_url and model to the config (README: Use a local model)";
 
-/// The id of the daemon's own runtime.
-const BUILTIN: &str = "builtin";
+// The id of the daemon's own runtime: the protocol's one constant.
+use openphone_protocol::BUILTIN_RUNTIME_ID as BUILTIN;
 
 /// The reason a session stopped with [`RuntimeManager::cancel_session`] fails with.
 pub const CANCELLED_REASON: &str = "cancelled";
@@ -104,7 +104,7 @@ impl Default for RuntimesConfig {
     fn default() -> Self {
         Self {
             runtimes: vec![RuntimeEntry {
-                id: "builtin".into(),
+                id: BUILTIN.into(),
                 kind: RuntimeKind::Builtin,
                 enabled: true,
             }],
@@ -197,16 +197,14 @@ impl RuntimeManager {
                 },
             );
         }
-        runtimes
-            .entry("builtin".to_owned())
-            .or_insert_with(|| Entry {
-                config: RuntimeEntry {
-                    id: "builtin".into(),
-                    kind: RuntimeKind::Builtin,
-                    enabled: true,
-                },
-                connections: 0,
-            });
+        runtimes.entry(BUILTIN.to_owned()).or_insert_with(|| Entry {
+            config: RuntimeEntry {
+                id: BUILTIN.into(),
+                kind: RuntimeKind::Builtin,
+                enabled: true,
+            },
+            connections: 0,
+        });
         let mut routing = BTreeMap::new();
         for surface in Surface::ALL {
             let target = match config.routing.get(&surface) {
@@ -223,7 +221,7 @@ impl RuntimeManager {
                     }
                     id
                 }
-                None => "builtin".to_owned(),
+                None => BUILTIN.to_owned(),
             };
             routing.insert(surface, target);
         }
@@ -393,7 +391,7 @@ impl RuntimeManager {
             .routing
             .get(&surface)
             .cloned()
-            .unwrap_or_else(|| "builtin".to_owned())
+            .unwrap_or_else(|| BUILTIN.to_owned())
     }
 
     /// Routes a surface to a configured runtime.

@@ -11,8 +11,9 @@ use serde_json::Value;
 use crate::autonomy::{Autonomy, effective_autonomy};
 use crate::error::PolicyError;
 
-/// The runtime id of the daemon's own runtime (goal runner, jobs, built-in agent).
-pub const BUILTIN_RUNTIME: &str = "builtin";
+/// The runtime id of the daemon's own runtime (goal runner, jobs, built-in agent): the
+/// protocol's one constant, under the name policy's callers know.
+pub use openphone_protocol::BUILTIN_RUNTIME_ID as BUILTIN_RUNTIME;
 
 /// The transport a request arrived on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

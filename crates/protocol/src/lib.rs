@@ -35,6 +35,7 @@ mod log_value;
 mod manifest;
 mod registry;
 mod runtime_id;
+mod session_key;
 mod tool_request;
 mod tool_result;
 pub mod transport;
@@ -60,7 +61,8 @@ pub use manifest::{
     Risk, TransportMapping, WireMapping,
 };
 pub use registry::{FieldError, ManifestSources, Registry};
-pub use runtime_id::{RuntimeIdError, normalize_runtime_id};
+pub use runtime_id::{BUILTIN_RUNTIME_ID, RuntimeIdError, normalize_runtime_id};
+pub use session_key::{background_job_of, background_job_session};
 pub use tool_request::{DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, ToolRequest, effective_timeout_ms};
 pub use tool_result::{
     DenialDetails, PendingConfirmation, ToolError, ToolResult, ToolStatus, audit_id,

@@ -1,4 +1,9 @@
-//! Runtime identifiers (`runtime-protocol.md` §2.1).
+//! Runtime identifiers (`runtime-protocol.md` §2.1): the fixed ids, one constant each, and the
+//! normalisation of a configured or requested id.
+
+/// The id of the daemon's own runtime (the built-in agent, goal runner, jobs, watchers and
+/// background reviews). The one spelling of `"builtin"`: every other crate uses this constant.
+pub const BUILTIN_RUNTIME_ID: &str = "builtin";
 
 /// Why a runtime id was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -19,7 +24,7 @@ pub fn normalize_runtime_id(raw: &str) -> Result<String, RuntimeIdError> {
     let id = match id.as_str() {
         "" => return Err(RuntimeIdError::Empty),
         "auto" => return Err(RuntimeIdError::Auto),
-        "phone" | "local" | "local_phone_runtime" => "builtin".to_owned(),
+        "phone" | "local" | "local_phone_runtime" => BUILTIN_RUNTIME_ID.to_owned(),
         _ => id,
     };
     let valid = id.len() <= 64

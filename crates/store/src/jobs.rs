@@ -275,8 +275,8 @@ pub struct StoredJob {
 /// `openphone jobs create`, the dashboard), and of every job stored before jobs had owners.
 pub const OPERATOR_CREATOR: &str = "operator";
 
-/// `created_by` of the built-in runtime's jobs (the user's own assistant).
-pub const BUILTIN_CREATOR: &str = "builtin";
+/// `created_by` of the built-in runtime's jobs (the user's own assistant): its runtime id.
+pub use openphone_protocol::BUILTIN_RUNTIME_ID as BUILTIN_CREATOR;
 
 fn operator_creator() -> String {
     OPERATOR_CREATOR.to_owned()

@@ -111,7 +111,7 @@ impl JobRunner for ToolCallRunner {
         params
             .entry("reason")
             .or_insert_with(|| json!(format!("{} (background job {})", job.title, job.id)));
-        let session = format!("background-job:{}", job.id);
+        let session = openphone_protocol::background_job_session(job.id);
         let request = ToolRequest {
             request_id: format!("job-{}-attempt-{}", job.id, ctx.attempt),
             runtime: Some(openphone_policy::BUILTIN_RUNTIME.to_owned()),

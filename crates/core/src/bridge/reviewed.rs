@@ -37,7 +37,7 @@ pub struct ReviewedApproval {
 impl ReviewedApproval {
     /// `background-job:<job_id>`: the runtime session and phone session of the request.
     pub fn session(&self) -> String {
-        format!("background-job:{}", self.job_id)
+        openphone_protocol::background_job_session(self.job_id)
     }
 }
 

@@ -40,8 +40,8 @@ use serde_json::{Map, Value};
 pub const RECORD_SCHEMA: &str = "openphone.background_confirmation.v1";
 /// `schema` of a checkpoint.
 pub const CHECKPOINT_SCHEMA: &str = "openphone.background_checkpoint.v1";
-/// The only runtime a background review is made for.
-pub const REVIEW_RUNTIME: &str = "builtin";
+/// The only runtime a background review is made for: the built-in runtime.
+pub use openphone_protocol::BUILTIN_RUNTIME_ID as REVIEW_RUNTIME;
 /// The review window (§6.1): 15 minutes.
 pub const REVIEW_WINDOW_MS: i64 = 900_000;
 /// Most members `params` may have.
@@ -75,10 +75,9 @@ pub const CLAIM_UNAVAILABLE: &str = "claim_unavailable";
 /// holds it nor was a review with it ever settled (audited).
 pub const NO_SUCH_REVIEW: &str = "no_such_review";
 
-/// `background-job:<job_id>`: the runtime session and phone session of a job's tool calls.
-pub fn job_session(job_id: i64) -> String {
-    format!("background-job:{job_id}")
-}
+/// `background-job:<job_id>`: the runtime session and phone session of a job's tool calls (the
+/// protocol's one constructor of the key).
+pub use openphone_protocol::background_job_session as job_session;
 
 /// The audit id of a review's records: `background-review:<confirmation_id>`.
 pub fn audit_id(confirmation_id: &str) -> String {

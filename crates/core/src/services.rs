@@ -21,7 +21,7 @@ pub struct ServiceCall<'a> {
     pub caller: &'a Caller,
     /// The canonical command name.
     pub name: &'a str,
-    /// The params (a JSON object; the bridge's own `_`-prefixed members included).
+    /// The params (a JSON object, exactly as validated; plus the request's `reason`).
     pub params: &'a Value,
     /// The phone session of the request, if any.
     pub phone_session_id: Option<&'a str>,
@@ -292,12 +292,8 @@ pub fn execute(
         ),
         "openphone.watchers.create" => {
             text(params, "title").ok_or_else(|| invalid("title", "must not be empty"))?;
-            let mut stored = params.clone();
-            if let Value::Object(map) = &mut stored {
-                map.retain(|k, _| !k.starts_with('_'));
-            }
             let owner = watcher_owner_for(store, caller, runtime_session_id)?;
-            let watcher = create_watcher_for(store, &owner, stored, now_ms)?;
+            let watcher = create_watcher_for(store, &owner, params.clone(), now_ms)?;
             Ok(json!({ "created": true, "watcher": watcher }))
         }
         "openphone.watchers.stop" => stop_watchers_for(

@@ -48,6 +48,7 @@ pub mod world;
 use std::fmt::Debug;
 
 use async_trait::async_trait;
+use openphone_protocol::Command;
 use serde_json::Value;
 
 pub use error::{DeviceError, EntityKind};
@@ -58,6 +59,31 @@ pub use world::{
     DeviceEvent, Injection, OPENPHONE_APP, OPENPHONE_PACKAGE, PageContent, SystemNotification,
 };
 
+/// Who asked for a device call: the runtime, its request and its phone session. The bridge
+/// fills it from the request it validated; a device may keep it with what it records.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallOrigin {
+    /// The runtime id of the caller.
+    pub runtime: String,
+    /// The caller's request id.
+    pub request_id: String,
+    /// The phone session the request ran in, if any.
+    pub phone_session_id: Option<String>,
+}
+
+/// One call of a device-owned command, as the bridge hands it to the device: the command
+/// already resolved from the manifest (the device never resolves it again), the params
+/// already checked against its schema, and who asked.
+#[derive(Debug, Clone, Copy)]
+pub struct DeviceCall<'a> {
+    /// The resolved manifest command (its canonical name, its `mutating` flag, …).
+    pub command: &'a Command,
+    /// The params (a JSON object).
+    pub params: &'a Value,
+    /// Who asked.
+    pub origin: &'a CallOrigin,
+}
+
 /// A phone that executes device-owned commands.
 #[async_trait]
 pub trait PhoneDevice: Send + Sync + Debug {
@@ -67,9 +93,8 @@ pub trait PhoneDevice: Send + Sync + Debug {
     /// Whether the device executes `tool` (a canonical command name).
     fn supports(&self, tool: &str) -> bool;
 
-    /// Executes `tool` (a canonical command name) with `params` (a JSON object) and returns
-    /// the result object.
-    async fn execute(&self, tool: &str, params: &Value) -> Result<Value, DeviceError>;
+    /// Executes one call of a device-owned command and returns the result object.
+    async fn execute(&self, call: DeviceCall<'_>) -> Result<Value, DeviceError>;
 
     /// The phone's own events ([`DeviceEvent`]): messages, calls and notifications nobody's
     /// tool call caused. `None` when the backend cannot observe them.

@@ -138,13 +138,13 @@ pub fn asker(scheduler: &Scheduler, call: &ServiceCall<'_>) -> Result<Asker, Dev
     )
 }
 
-/// The tool's own arguments: without `reason` (the audit's) and the bridge's `_`-members.
+/// The tool's own arguments: without `reason` (the audit's).
 fn tool_args(params: &Value) -> Value {
     let map: Map<String, Value> = params
         .as_object()
         .map(|m| {
             m.iter()
-                .filter(|(k, _)| !k.starts_with('_') && k.as_str() != "reason")
+                .filter(|(k, _)| k.as_str() != "reason")
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect()
         })

@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use openphone_device::DeviceError;
+use openphone_device::{CallOrigin, DeviceCall, DeviceError};
 use openphone_policy::Caller;
 use openphone_protocol::{Command, ErrorCode, Executor, ToolResult};
 use openphone_store::{Execution, IdentityKey, SessionStatus, StoreError};
@@ -46,14 +46,21 @@ impl ToolBridge {
         if let Some(reason) = &req.reason {
             params.entry("reason").or_insert_with(|| json!(reason));
         }
-        params.insert("_runtime".into(), json!(runtime));
-        params.insert("_runtime_request_id".into(), json!(req.request_id));
-        params.insert("_phone_session_id".into(), json!(req.phone_session_id));
         let params = Value::Object(params);
         let timeout = Duration::from_millis(u64::try_from(req.timeout_ms).unwrap_or(30_000));
         let outcome = match command.executor {
             Executor::Device => {
-                tokio::time::timeout(timeout, self.device.execute(&command.name, &params)).await
+                let origin = CallOrigin {
+                    runtime: runtime.clone(),
+                    request_id: req.request_id.clone(),
+                    phone_session_id: req.phone_session_id.clone(),
+                };
+                let call = DeviceCall {
+                    command,
+                    params: &params,
+                    origin: &origin,
+                };
+                tokio::time::timeout(timeout, self.device.execute(call)).await
             }
             Executor::Runtime => match self.services.find(&command.name) {
                 Some(service) => {

@@ -27,7 +27,7 @@ use serde_json::{Map, Value};
 
 use crate::params::Params;
 use crate::world::{DeviceEvent, Injection, PageContent, SystemNotification};
-use crate::{DeviceError, PhoneDevice, PhoneProfile};
+use crate::{CallOrigin, DeviceCall, DeviceError, PhoneDevice, PhoneProfile};
 
 pub use scenario::{DEFAULT_SCENARIO, ScenarioError, validate};
 pub use state::*;
@@ -213,18 +213,52 @@ impl SimPhone {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Runs a command synchronously (what [`PhoneDevice::execute`] does).
+    /// Runs a command synchronously by its canonical name, resolving it from the embedded
+    /// manifest: a convenience for direct use (benches, examples, tests). The bridge goes
+    /// through [`PhoneDevice::execute`] with the command it already resolved.
     pub fn execute_sync(&self, tool: &str, params: &Value) -> Result<Value, DeviceError> {
-        let Some((name, handler)) = command(tool) else {
+        let registry = Registry::embedded().map_err(|e| DeviceError::Internal {
+            message: format!("the command manifest did not load: {e}"),
+        })?;
+        let Some(command) = registry.resolve(tool).filter(|c| c.name == tool) else {
             return Err(DeviceError::UnsupportedTool {
                 tool: tool.to_string(),
             });
         };
-        let mutating = manifest_mutating(name)?;
+        self.dispatch(DeviceCall {
+            command,
+            params,
+            origin: &CallOrigin::default(),
+        })
+    }
+
+    /// Runs one call (what [`PhoneDevice::execute`] does): the handler is chosen by the
+    /// command's canonical name, and whether it changes state is the command's own
+    /// `mutating` flag.
+    pub fn dispatch(&self, call: DeviceCall<'_>) -> Result<Value, DeviceError> {
+        let DeviceCall {
+            command: resolved,
+            params,
+            origin,
+        } = call;
+        let Some((name, handler)) = command(&resolved.name) else {
+            return Err(DeviceError::UnsupportedTool {
+                tool: resolved.name.clone(),
+            });
+        };
+        let mutating = resolved.mutating;
         if !self.online.load(Ordering::SeqCst) {
             return Err(DeviceError::DeviceOffline {
                 reason: "the simulated phone was switched offline".into(),
             });
+        }
+        if mutating {
+            tracing::debug!(
+                tool = %name,
+                runtime = %origin.runtime,
+                request_id = %origin.request_id,
+                "simulated phone: state-changing command"
+            );
         }
         let params_view = Params::new(params)?;
         let now = self.clock.now_ms();
@@ -435,7 +469,8 @@ impl SimPhone {
     }
 }
 
-/// Params without the bridge's reserved `_`-keys.
+/// Params without `_`-keys, which the protocol reserves (callers cannot send them), so the
+/// action log never records one a direct caller passed.
 fn public_params(params: &Value) -> Value {
     match params {
         Value::Object(map) => Value::Object(
@@ -466,8 +501,8 @@ impl PhoneDevice for SimPhone {
         command(tool).is_some()
     }
 
-    async fn execute(&self, tool: &str, params: &Value) -> Result<Value, DeviceError> {
-        self.execute_sync(tool, params)
+    async fn execute(&self, call: DeviceCall<'_>) -> Result<Value, DeviceError> {
+        self.dispatch(call)
     }
 
     fn subscribe(&self) -> Option<tokio::sync::broadcast::Receiver<DeviceEvent>> {

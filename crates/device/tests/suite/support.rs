@@ -2,8 +2,8 @@
 //! `PhoneDevice::execute` exactly as the tool bridge does.
 
 use openphone_clock::ManualClock;
-use openphone_device::{DeviceError, PhoneDevice, SimPhone};
-use openphone_protocol::Registry;
+use openphone_device::{CallOrigin, DeviceCall, DeviceError, PhoneDevice, SimPhone};
+use openphone_protocol::{Command, Registry};
 use serde_json::{Value, json};
 
 pub fn registry() -> &'static Registry {
@@ -42,7 +42,37 @@ pub fn exec(phone: &dyn PhoneDevice, tool: &str, params: Value) -> Result<Value,
     if let Err(errors) = registry().validate_params(command, &params) {
         panic!("{tool}: params {params} fail the manifest schema: {errors:?}");
     }
-    block_on(phone.execute(tool, &params))
+    block_on(phone.execute(call(command, &params)))
+}
+
+/// The device call the bridge would make for `command`.
+fn call<'a>(command: &'a Command, params: &'a Value) -> DeviceCall<'a> {
+    static ORIGIN: std::sync::OnceLock<CallOrigin> = std::sync::OnceLock::new();
+    DeviceCall {
+        command,
+        params,
+        origin: ORIGIN.get_or_init(|| CallOrigin {
+            runtime: "builtin".to_owned(),
+            request_id: "test".to_owned(),
+            phone_session_id: None,
+        }),
+    }
+}
+
+/// The manifest command named exactly `tool`; for a name the manifest lacks (or an alias), a
+/// command of that name the device has never heard of.
+fn command_named(tool: &str) -> Command {
+    match registry().resolve(tool) {
+        Some(command) if command.name == tool => command.clone(),
+        _ => {
+            let mut stranger = registry()
+                .resolve("openphone.screen.get")
+                .expect("screen.get is in the manifest")
+                .clone();
+            stranger.name = tool.to_owned();
+            stranger
+        }
+    }
 }
 
 /// Executes a command that must succeed.
@@ -63,7 +93,9 @@ pub fn fail(phone: &dyn PhoneDevice, tool: &str, params: Value) -> DeviceError {
 
 /// Executes without schema validation (for deliberately ill-typed params).
 pub fn exec_raw(phone: &dyn PhoneDevice, tool: &str, params: Value) -> Result<Value, DeviceError> {
-    block_on(phone.execute(tool, &with_reason(params)))
+    let command = command_named(tool);
+    let params = with_reason(params);
+    block_on(phone.execute(call(&command, &params)))
 }
 
 /// `screen.get` without screenshot.

@@ -17,7 +17,7 @@ use openphone_store::{NewStandingApproval, StandingApproval, StoreError};
 use serde_json::Value;
 
 use super::ToolBridge;
-use super::confirm::Operator;
+use super::types::Operator;
 use crate::locks::read;
 
 /// Why an approvals call did nothing: a catalogue code and a message for the user.

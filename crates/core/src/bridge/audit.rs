@@ -11,7 +11,7 @@ use openphone_store::{ConfirmationRecord, StoreError};
 use serde_json::json;
 
 use super::ToolBridge;
-use super::confirm::StoredRequest;
+use super::types::StoredRequest;
 use crate::request::NormalizedRequest;
 
 /// One tool request on its way through [`ToolBridge::invoke`]: what its audit record needs,

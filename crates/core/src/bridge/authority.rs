@@ -15,7 +15,7 @@ use openphone_protocol::ErrorCode;
 use openphone_store as store;
 
 use super::ToolBridge;
-use super::confirm::{BridgeError, ConfirmDecision, StoredRequest};
+use super::types::{BridgeError, ConfirmDecision, StoredRequest};
 use crate::locks::read;
 
 /// `resolved_by` of a confirmation withdrawn because of the configuration.

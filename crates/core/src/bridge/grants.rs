@@ -34,7 +34,7 @@ use openphone_store::{ConfirmationRecord, NewStandingApproval, StoredGoal};
 use serde_json::{Map, Value, json};
 
 use super::ToolBridge;
-use super::confirm::StoredRequest;
+use super::types::StoredRequest;
 
 /// The principal of the goal layer's requests (`openphone_goals::engine::PRINCIPAL`).
 pub const GOAL_PRINCIPAL: &str = "goals";

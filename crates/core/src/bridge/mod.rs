@@ -47,10 +47,12 @@ mod execute;
 mod explain;
 mod grants;
 mod identity;
-mod retry;
 mod records;
+mod retry;
 mod reviewed;
+mod settle;
 mod tasks;
+mod types;
 mod wait;
 mod world;
 
@@ -82,12 +84,12 @@ pub use approvals::ApprovalError;
 pub use audit::ACCESS_LOG_TARGET;
 use audit::{Attempt, Unaudited};
 pub use authority::{RESOLVED_BY_CONFIGURATION, Withdrawn};
-pub use confirm::{BridgeError, ConfirmDecision, ConfirmingHost, Operator, RecoveryReport};
 pub use explain::{EXPLANATION_KEY, explanation_of};
 pub use grants::{GOAL_GRANT_MAX_MS, GOAL_PRINCIPAL, goal_scope};
 use identity::IdentityLocks;
 pub use reviewed::ReviewedApproval;
 pub use tasks::MAX_TASK_SCOPES;
+pub use types::{BridgeError, ConfirmDecision, ConfirmingHost, Operator, RecoveryReport};
 pub use wait::{Waited, waiting_on};
 pub use world::{Injected, WorldError};
 

@@ -40,7 +40,7 @@ use openphone_store::{ConfirmationRecord, ConfirmationState};
 use serde_json::Value;
 
 use super::audit::Attempt;
-use super::confirm::StoredRequest;
+use super::types::StoredRequest;
 use super::{ToolBridge, needs_confirmation, parse_result};
 use crate::request::NormalizedRequest;
 

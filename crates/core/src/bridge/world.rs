@@ -11,7 +11,7 @@ use openphone_store::{AuditEntry, AuditRecord};
 use tokio::sync::broadcast;
 
 use super::ToolBridge;
-use super::confirm::Operator;
+use super::types::Operator;
 
 /// Why an injection was refused.
 #[derive(Debug, thiserror::Error)]

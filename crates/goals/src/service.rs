@@ -11,6 +11,10 @@
 //! `forbidden`, naming who may. After create, plan and stop the `wake` callback (the daemon's
 //! goal driver) is told the goal id so its tick runs now.
 
+// The runtime-goal check must examine every action kind and criterion: a new one must be
+// named here, not pass unexamined.
+#![warn(clippy::wildcard_enum_match_arm)]
+
 use std::sync::{Arc, Weak};
 
 use async_trait::async_trait;
@@ -157,7 +161,10 @@ fn within_grants(
                         .to_owned(),
                 ));
             }
-            _ => {}
+            // No command of their own: nothing to decide for the runtime.
+            crate::model::ActionKind::Wait { .. }
+            | crate::model::ActionKind::AskUser { .. }
+            | crate::model::ActionKind::Verify => {}
         }
         if let Some(expect) = &action.expect {
             commands.push((format!("{what} (expect)"), &expect.command, &expect.params));
@@ -177,7 +184,9 @@ fn within_grants(
                         .to_owned(),
                 ));
             }
-            _ => {}
+            // Read from the goal's own record: nothing the runtime runs.
+            crate::model::CriterionCheck::AllActionsDone
+            | crate::model::CriterionCheck::UserConfirms => {}
         }
     }
     let bridge = engine.bridge();
@@ -259,20 +268,24 @@ fn device_error(error: GoalsError) -> DeviceError {
             code: "goal_state_conflict",
             message: "the goal changed meanwhile; read it again and retry".to_owned(),
         },
-        other => DeviceError::Refused {
+        other @ (GoalsError::NotFound(_)
+        | GoalsError::NoAction(_)
+        | GoalsError::Illegal(_)
+        | GoalsError::Corrupt(..)
+        | GoalsError::Store(_)) => DeviceError::Refused {
             code: other.code(),
             message: other.to_string(),
         },
     }
 }
 
-/// The tool's own arguments: without `reason` (the audit's) and the bridge's `_`-members.
+/// The tool's own arguments: without `reason` (the audit's).
 fn tool_args(params: &Value) -> Map<String, Value> {
     params
         .as_object()
         .map(|m| {
             m.iter()
-                .filter(|(k, _)| !k.starts_with('_') && k.as_str() != "reason")
+                .filter(|(k, _)| k.as_str() != "reason")
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect()
         })

@@ -1,0 +1,288 @@
+//! Appending a compact record: [`prepare`] does the expensive part off the writer (checks,
+//! encodings, shape, proof, body digest); [`append_prepared`] reads the head, inserts the row
+//! (interning its shape and proof when the database lacks them) and moves the head.
+
+use rusqlite::types::Value as SqlValue;
+use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
+
+use super::encoding::{DigestForm, encode_id, hex32, split_digest};
+use super::hash::{body_digest, chain_hash};
+use super::layout::{AuditIdForm, KeyForm, ProofDigestForm, RECORD_COLUMNS, Shape, shape_id};
+use super::proofs::{StoredProof, checked_proof};
+use crate::audit::{AuditEntry, AuditRecord};
+use crate::error::{Result, SqlContext, StoreError};
+
+/// A record made ready for the writer: everything but its place in the chain is computed
+/// (encodings, shape, proof digest, body digest), so the writer's work is small.
+pub(crate) struct PreparedAudit {
+    /// The record as it will read back (its proof normalised).
+    entry: AuditEntry,
+    pub(super) shape_id: i64,
+    pub(super) shape_text: String,
+    /// The interned proof and the `proof_digest` column.
+    proof: Option<(StoredProof, Option<[u8; 32]>)>,
+    request_id: SqlValue,
+    phone_session_id: Option<SqlValue>,
+    idempotency_key: Option<String>,
+    audit_id: Option<String>,
+    params_hash: Option<[u8; 32]>,
+    result_digest: Option<[u8; 32]>,
+    /// The `proof_digest` column (NULL when absent or the proof's own digest).
+    proof_digest: Option<[u8; 32]>,
+    body_digest: String,
+}
+
+impl PreparedAudit {
+    /// The record's `audit_id` (for error contexts).
+    pub(crate) fn audit_id(&self) -> &str {
+        &self.entry.audit_id
+    }
+}
+
+fn digest_field(
+    what: &'static str,
+    value: Option<&str>,
+    default: DigestForm,
+) -> Result<(Option<[u8; 32]>, DigestForm)> {
+    match value {
+        None => Ok((None, default)),
+        Some(text) => split_digest(text)
+            .map(|(d, form)| (Some(d), form))
+            .ok_or_else(|| StoreError::Invalid {
+                what,
+                detail: "must be a digest (sha256:<64 hex> or 64 hex), never a raw value"
+                    .to_owned(),
+            }),
+    }
+}
+
+/// Prepares `entry` for [`append_prepared`]. Checks it (digest fields must be digests, the
+/// audit id must not be empty) and does the expensive part of an append off the writer.
+pub(crate) fn prepare(mut entry: AuditEntry) -> Result<PreparedAudit> {
+    if entry.audit_id.is_empty() {
+        return Err(StoreError::Invalid {
+            what: "audit_id",
+            detail: "empty".to_owned(),
+        });
+    }
+    let (params_hash, params_form) = digest_field(
+        "audit params_hash",
+        entry.params_hash.as_deref(),
+        DigestForm::Prefixed,
+    )?;
+    let (result_digest, result_form) = digest_field(
+        "audit result_digest",
+        entry.result_digest.as_deref(),
+        DigestForm::Prefixed,
+    )?;
+    let (claimed, claimed_form) = digest_field(
+        "audit proof_digest",
+        entry.proof_digest.as_deref(),
+        DigestForm::Bare,
+    )?;
+    let proof = entry
+        .policy_proof
+        .take()
+        .map(|p| checked_proof(p, claimed))
+        .transpose()?;
+    let proof_key = proof.as_ref().map(|p| p.digest);
+    let (proof_digest_form, proof_digest) = match (claimed, proof_key) {
+        (None, _) => (ProofDigestForm::Absent, None),
+        (Some(c), Some(k)) if c == k => (ProofDigestForm::Proof, None),
+        (Some(c), _) => (ProofDigestForm::Stored, Some(c)),
+    };
+    let derived_id = openphone_protocol::audit_id(&entry.runtime, &entry.request_id);
+    let (audit_id_form, audit_id) = if entry.audit_id == derived_id {
+        (AuditIdForm::Derived, None)
+    } else {
+        (AuditIdForm::Stored, Some(entry.audit_id.clone()))
+    };
+    let (key_form, idempotency_key) = match &entry.idempotency_key {
+        None => (KeyForm::Absent, None),
+        Some(key) if *key == entry.request_id => (KeyForm::RequestId, None),
+        Some(key) => (KeyForm::Stored, Some(key.clone())),
+    };
+    let shape = Shape {
+        kind: entry.kind,
+        runtime: entry.runtime.clone(),
+        caller: entry.caller.clone(),
+        runtime_session_id: entry.runtime_session_id.clone(),
+        tool: entry.tool.clone(),
+        risk: entry.risk,
+        mutating: entry.mutating,
+        autonomy: entry.autonomy,
+        decision: entry.decision,
+        confirmation: entry.confirmation,
+        status: entry.status,
+        error_code: entry.error_code.clone(),
+        audit_id: audit_id_form,
+        idempotency_key: key_form,
+        params_hash: params_form,
+        result_digest: result_form,
+        proof_digest: proof_digest_form,
+        proof_digest_text: claimed_form,
+    };
+    let shape_text = serde_json::to_string(&shape)
+        .map_err(|e| StoreError::corrupt("audit.append", &entry.audit_id, e))?;
+    let body_digest = body_digest(&mut entry, proof_key.as_ref())?;
+    // The proof value goes back into the record; the writer needs only its key and text.
+    let proof = proof.map(|p| {
+        entry.policy_proof = Some(p.value);
+        (
+            StoredProof {
+                digest: p.digest,
+                text: p.text,
+            },
+            proof_digest,
+        )
+    });
+    Ok(PreparedAudit {
+        shape_id: shape_id(&shape_text),
+        shape_text,
+        request_id: encode_id(&entry.request_id),
+        phone_session_id: entry.phone_session_id.as_deref().map(encode_id),
+        idempotency_key,
+        audit_id,
+        params_hash,
+        result_digest,
+        proof_digest,
+        proof,
+        body_digest,
+        entry,
+    })
+}
+
+fn is_foreign_key_failure(e: &rusqlite::Error) -> bool {
+    matches!(e, rusqlite::Error::SqliteFailure(f, _)
+        if f.code == ErrorCode::ConstraintViolation
+            && f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_FOREIGNKEY)
+}
+
+fn insert_row(
+    conn: &Connection,
+    seq: i64,
+    p: &PreparedAudit,
+    hash: &[u8; 32],
+) -> rusqlite::Result<()> {
+    let e = &p.entry;
+    let mut stmt = conn.prepare_cached(&format!(
+        "INSERT INTO audit_records ({RECORD_COLUMNS}) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"
+    ))?;
+    stmt.execute(params![
+        seq,
+        p.shape_id,
+        e.at_ms,
+        p.request_id,
+        p.phone_session_id,
+        p.idempotency_key,
+        p.audit_id,
+        e.confirmation_id,
+        e.duration_ms,
+        p.params_hash.as_ref().map(|d| &d[..]),
+        p.result_digest.as_ref().map(|d| &d[..]),
+        p.proof.as_ref().map(|(proof, _)| &proof.digest[..]),
+        p.proof_digest.as_ref().map(|d| &d[..]),
+        &hash[..],
+    ])?;
+    Ok(())
+}
+
+/// Writes the shape and the proof of `p` unless they are there.
+fn intern(conn: &Connection, p: &PreparedAudit) -> Result<()> {
+    const OP: &str = "audit.intern";
+    let id = p.audit_id();
+    conn.prepare_cached(
+        "INSERT INTO audit_shapes (id, shape) VALUES (?1, ?2) ON CONFLICT (id) DO NOTHING",
+    )
+    .and_then(|mut s| s.execute(params![p.shape_id, p.shape_text]))
+    .ctx(OP, id)?;
+    let stored: String = conn
+        .query_row(
+            "SELECT shape FROM audit_shapes WHERE id = ?1",
+            [p.shape_id],
+            |row| row.get(0),
+        )
+        .ctx(OP, id)?;
+    if stored != p.shape_text {
+        return Err(StoreError::corrupt(
+            OP,
+            id,
+            format!("shape id {} already names another shape", p.shape_id),
+        ));
+    }
+    if let Some((proof, _)) = &p.proof {
+        conn.prepare_cached(
+            "INSERT INTO audit_proofs (digest, proof) VALUES (?1, ?2) ON CONFLICT (digest) DO NOTHING",
+        )
+        .and_then(|mut s| s.execute(params![&proof.digest[..], &*proof.text]))
+        .ctx(OP, id)?;
+    }
+    Ok(())
+}
+
+/// The text of the stored shape with this id, if any.
+fn stored_shape(conn: &Connection, id: i64) -> Result<Option<String>> {
+    conn.prepare_cached("SELECT shape FROM audit_shapes WHERE id = ?1")
+        .and_then(|mut s| s.query_row([id], |row| row.get(0)).optional())
+        .ctx("audit.append", "shape")
+}
+
+/// The chain's head: the last seq and its hash (`None` for an empty log).
+pub(crate) fn head(conn: &Connection) -> Result<Option<(i64, String)>> {
+    conn.prepare_cached("SELECT seq, hash FROM audit_head WHERE id = 1")
+        .and_then(|mut s| {
+            s.query_row([], |row| Ok((row.get(0)?, row.get(1)?)))
+                .optional()
+        })
+        .ctx("audit.head", "")
+}
+
+/// Appends a prepared record to the chain inside the caller's transaction: reads the head,
+/// inserts the row (interning its shape and proof when the database lacks them) and moves the
+/// head.
+pub(crate) fn append_prepared(conn: &Connection, p: PreparedAudit) -> Result<AuditRecord> {
+    const OP: &str = "audit.append";
+    let (last_seq, prev_hash) = head(conn)?.unwrap_or((0, crate::audit::GENESIS_HASH.to_owned()));
+    let seq = last_seq + 1;
+    let hash = chain_hash(&prev_hash, seq, &p.body_digest);
+    let hash_bytes = hex32(&hash)
+        .ok_or_else(|| StoreError::corrupt(OP, p.audit_id(), "hash is not 64 hex digits"))?;
+    // The shape id is a 64-bit prefix of a digest of free text (a runtime session id, a tool
+    // name a client chose): a colliding shape could be found by search. So the stored shape
+    // must be this record's, byte for byte, before a row points at it (found in review: a
+    // colliding record read back as another one and broke verification for good).
+    match stored_shape(conn, p.shape_id)? {
+        Some(text) if text != p.shape_text => {
+            return Err(StoreError::Invalid {
+                what: "audit record",
+                detail: format!(
+                    "its shape collides with a different stored shape (id {}); refused",
+                    p.shape_id
+                ),
+            });
+        }
+        Some(_) => {}
+        None => intern(conn, &p)?,
+    }
+    match insert_row(conn, seq, &p, &hash_bytes) {
+        Ok(()) => {}
+        Err(e) if is_foreign_key_failure(&e) => {
+            intern(conn, &p)?;
+            insert_row(conn, seq, &p, &hash_bytes).ctx(OP, p.audit_id())?;
+        }
+        Err(e) => return Err(e).ctx(OP, p.audit_id()),
+    }
+    conn.prepare_cached(
+        "INSERT INTO audit_head (id, seq, hash) VALUES (1, ?1, ?2) \
+         ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash",
+    )
+    .and_then(|mut s| s.execute(params![seq, hash]))
+    .ctx(OP, p.audit_id())?;
+    Ok(AuditRecord {
+        seq,
+        entry: p.entry,
+        prev_hash,
+        hash,
+    })
+}

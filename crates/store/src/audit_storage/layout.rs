@@ -1,0 +1,87 @@
+//! The layout of a compact audit record: the *shape* (the part of a record that repeats from
+//! call to call, with the forms that say how the row's own columns decode), its content id,
+//! and the columns of `audit_records`.
+
+use openphone_protocol::digest::sha256_hex;
+use openphone_protocol::{Risk, ToolStatus};
+use serde::{Deserialize, Serialize};
+
+use super::encoding::{DigestForm, hex_byte};
+use crate::audit::{AuditConfirmation, AuditKind, Caller, PolicyDecision};
+use crate::wire::Autonomy;
+
+/// The domain prefix of a shape's content id.
+const SHAPE_DOMAIN: &str = "openphone.audit.shape\n";
+
+/// The columns of `audit_records`, in the order [`Interned::decode`](super::read::Interned::decode) reads them.
+pub(crate) const RECORD_COLUMNS: &str = "seq, shape, at_ms, request_id, phone_session_id, \
+    idempotency_key, audit_id, confirmation_id, duration_ms, params_hash, result_digest, proof, \
+    proof_digest, hash";
+
+/// How `audit_id` is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum AuditIdForm {
+    /// `runtime:<runtime>:<request_id>`; the column is NULL.
+    Derived,
+    /// Anything else; the column holds it.
+    Stored,
+}
+
+/// How `idempotency_key` is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum KeyForm {
+    /// No key; the column is NULL.
+    Absent,
+    /// The key is the request id; the column is NULL.
+    RequestId,
+    /// The column holds the key.
+    Stored,
+}
+
+/// How `proof_digest` is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum ProofDigestForm {
+    /// No proof digest; the column is NULL.
+    Absent,
+    /// The digest of the interned proof (`proof`); the column is NULL.
+    Proof,
+    /// The column holds it (it is not the digest of the record's proof).
+    Stored,
+}
+
+/// The repeated part of a record, interned in `audit_shapes`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Shape {
+    pub(super) kind: AuditKind,
+    pub(super) runtime: String,
+    pub(super) caller: Caller,
+    pub(super) runtime_session_id: Option<String>,
+    pub(super) tool: Option<String>,
+    pub(super) risk: Option<Risk>,
+    pub(super) mutating: Option<bool>,
+    pub(super) autonomy: Option<Autonomy>,
+    pub(super) decision: Option<PolicyDecision>,
+    pub(super) confirmation: Option<AuditConfirmation>,
+    pub(super) status: Option<ToolStatus>,
+    pub(super) error_code: Option<String>,
+    pub(super) audit_id: AuditIdForm,
+    pub(super) idempotency_key: KeyForm,
+    pub(super) params_hash: DigestForm,
+    pub(super) result_digest: DigestForm,
+    pub(super) proof_digest: ProofDigestForm,
+    pub(super) proof_digest_text: DigestForm,
+}
+
+/// The content id of a shape's text.
+pub(super) fn shape_id(text: &str) -> i64 {
+    let hex = sha256_hex(&format!("{SHAPE_DOMAIN}{text}"));
+    let mut id = [0u8; 8];
+    for (i, byte) in id.iter_mut().enumerate() {
+        *byte = hex_byte(&hex.as_bytes()[2 * i..2 * i + 2]).unwrap_or(0);
+    }
+    i64::from_be_bytes(id)
+}

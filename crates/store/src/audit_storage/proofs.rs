@@ -1,0 +1,83 @@
+//! A record's policy proof, interned: its digest checked (or computed through its stored
+//! text), with the one in-memory cache, a pure one (digest → proof, valid for any database).
+
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
+
+use serde_json::Value;
+
+use super::encoding::hex32;
+use crate::error::{Result, StoreError};
+
+/// How many checked proofs the process keeps (a daemon sees a handful: one per distinct
+/// combination of caller, tool class and configuration).
+const PROOF_CACHE_CAP: usize = 256;
+/// A proof whose digest was checked, shared by every store of the process.
+struct CheckedProof {
+    value: Value,
+    text: Arc<str>,
+}
+
+static PROOFS: LazyLock<Mutex<HashMap<[u8; 32], Arc<CheckedProof>>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// A record's proof, ready to store: its content digest, the text stored, the value read back.
+pub(super) struct Proof {
+    pub(super) digest: [u8; 32],
+    pub(super) text: Arc<str>,
+    pub(super) value: Value,
+}
+
+/// What the writer needs of a proof: its key and the text to intern.
+pub(super) struct StoredProof {
+    pub(super) digest: [u8; 32],
+    pub(super) text: Arc<str>,
+}
+
+/// The digest of a proof's canonical JSON.
+pub(super) fn proof_digest(value: &Value) -> std::result::Result<[u8; 32], String> {
+    let hex = openphone_protocol::canonical_sha256_hex(value).map_err(|e| e.to_string())?;
+    hex32(&hex).ok_or_else(|| "sha256_hex is not 64 hex digits".to_owned())
+}
+
+/// Interns `proof` given the digest the caller claims for it: a cached proof with that
+/// digest that is equal by value is taken as is; otherwise the proof is normalised through
+/// its stored text (so what is hashed now is what is read back) and its digest computed.
+pub(super) fn checked_proof(proof: Value, claimed: Option<[u8; 32]>) -> Result<Proof> {
+    let cache = || PROOFS.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(claimed) = claimed
+        && let Some(hit) = cache().get(&claimed).cloned()
+        && hit.value == proof
+    {
+        return Ok(Proof {
+            digest: claimed,
+            text: Arc::clone(&hit.text),
+            value: proof,
+        });
+    }
+    let invalid = |detail: String| StoreError::Invalid {
+        what: "audit policy_proof",
+        detail,
+    };
+    let text: Arc<str> = proof.to_string().into();
+    let value: Value = serde_json::from_str(&text).map_err(|e| invalid(e.to_string()))?;
+    let digest = proof_digest(&value).map_err(invalid)?;
+    if claimed == Some(digest) {
+        let mut cache = cache();
+        if cache.len() >= PROOF_CACHE_CAP {
+            cache.clear();
+        }
+        cache.insert(
+            digest,
+            Arc::new(CheckedProof {
+                value: value.clone(),
+                text: Arc::clone(&text),
+            }),
+        );
+    }
+    Ok(Proof {
+        digest,
+        text,
+        value,
+    })
+}

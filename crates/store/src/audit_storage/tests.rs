@@ -1,0 +1,122 @@
+//! Tests of the compact audit storage: the encodings round-trip, a rolled-back append leaves
+//! nothing the next one could take for granted, a shape's id is a function of its text.
+
+use openphone_protocol::ToolStatus;
+use rusqlite::Connection;
+use rusqlite::types::Value as SqlValue;
+
+use super::append::{append_prepared, prepare};
+use super::encoding::{encode_id, join_digest, split_digest, to_hex, uuid_text};
+use super::layout::{RECORD_COLUMNS, shape_id};
+use super::proofs::proof_digest;
+use super::read::Interned;
+use crate::audit::AuditEntry;
+
+#[test]
+fn uuids_round_trip_and_only_canonical_ones_are_packed() {
+    let id = "0f8fad5b-d9cb-469f-a165-70867728950e";
+    let SqlValue::Blob(bytes) = encode_id(id) else {
+        panic!("a canonical UUID is packed");
+    };
+    assert_eq!(uuid_text(&bytes), id);
+    for text in [
+        "0F8FAD5B-D9CB-469F-A165-70867728950E",
+        "0f8fad5bd9cb469fa16570867728950e",
+        "req-1",
+        "",
+        "0f8fad5b-d9cb-469f-a165-70867728950e ",
+    ] {
+        assert_eq!(encode_id(text), SqlValue::Text(text.to_owned()), "{text:?}");
+    }
+}
+
+#[test]
+fn digests_keep_their_text_form() {
+    let hex = "ab".repeat(32);
+    for text in [hex.clone(), format!("sha256:{hex}")] {
+        let (bytes, form) = split_digest(&text).unwrap();
+        assert_eq!(join_digest(&bytes, form), text);
+    }
+    assert!(split_digest(&"AB".repeat(32)).is_none());
+    assert!(split_digest("sha256:xyz").is_none());
+}
+
+fn migrated() -> Connection {
+    let mut conn = Connection::open_in_memory().unwrap();
+    conn.pragma_update(None, "foreign_keys", true).unwrap();
+    crate::migrations::migrate(&mut conn, crate::SCHEMA_VERSION).unwrap();
+    conn
+}
+
+fn read_entry(i: i64) -> AuditEntry {
+    let proof = serde_json::json!([{"layer": "autonomy", "kind": "allow", "i": i % 2}]);
+    AuditEntry {
+        audit_id: format!("runtime:r:req-{i}"),
+        runtime: "r".to_owned(),
+        request_id: format!("req-{i}"),
+        proof_digest: Some(to_hex(&proof_digest(&proof).unwrap())),
+        policy_proof: Some(proof),
+        status: Some(ToolStatus::Ok),
+        ..AuditEntry::default()
+    }
+}
+
+fn all(conn: &Connection) -> Vec<AuditEntry> {
+    let mut stmt = conn
+        .prepare(&format!(
+            "SELECT {RECORD_COLUMNS} FROM audit_records ORDER BY seq"
+        ))
+        .unwrap();
+    let mut rows = stmt.query([]).unwrap();
+    let mut interned = Interned::new(conn);
+    let mut out = Vec::new();
+    while let Some(row) = rows.next().unwrap() {
+        out.push(interned.decode(row).unwrap().decoded.unwrap().entry);
+    }
+    out
+}
+
+/// A write that interned a shape and a proof and was then rolled back (its savepoint, or
+/// the batch's whole transaction) leaves nothing behind that the next append could take
+/// for granted: it interns them again.
+#[test]
+fn an_append_after_a_rolled_back_one_interns_again() {
+    let conn = migrated();
+    for undo in ["ROLLBACK TO job; RELEASE job", "ROLLBACK"] {
+        conn.execute_batch(if undo == "ROLLBACK" {
+            "BEGIN"
+        } else {
+            "SAVEPOINT job"
+        })
+        .unwrap();
+        append_prepared(&conn, prepare(read_entry(1)).unwrap()).unwrap();
+        conn.execute_batch(undo).unwrap();
+        let count: i64 = conn
+            .query_row("SELECT COUNT(*) FROM audit_shapes", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(count, 0, "{undo}");
+    }
+    for i in 1..=4 {
+        append_prepared(&conn, prepare(read_entry(i)).unwrap()).unwrap();
+    }
+    assert_eq!(all(&conn), (1..=4).map(read_entry).collect::<Vec<_>>());
+    let (shapes, proofs): (i64, i64) = conn
+        .query_row(
+            "SELECT (SELECT COUNT(*) FROM audit_shapes), (SELECT COUNT(*) FROM audit_proofs)",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!((shapes, proofs), (1, 2));
+}
+
+#[test]
+fn a_shape_id_is_a_function_of_its_text() {
+    let a = prepare(read_entry(1)).unwrap();
+    let b = prepare(read_entry(3)).unwrap();
+    assert_eq!((a.shape_id, &a.shape_text), (b.shape_id, &b.shape_text));
+    assert_eq!(a.shape_id, shape_id(&a.shape_text));
+    let mut other = read_entry(1);
+    other.status = Some(ToolStatus::Error);
+    assert_ne!(prepare(other).unwrap().shape_id, a.shape_id);
+}

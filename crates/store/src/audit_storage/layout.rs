@@ -13,7 +13,8 @@ use crate::wire::Autonomy;
 /// The domain prefix of a shape's content id.
 const SHAPE_DOMAIN: &str = "openphone.audit.shape\n";
 
-/// The columns of `audit_records`, in the order [`Interned::decode`](super::read::Interned::decode) reads them.
+/// The columns of `audit_records`, in the order
+/// [`Interned::decode`](super::read::Interned::decode) reads them.
 pub(crate) const RECORD_COLUMNS: &str = "seq, shape, at_ms, request_id, phone_session_id, \
     idempotency_key, audit_id, confirmation_id, duration_ms, params_hash, result_digest, proof, \
     proof_digest, hash";

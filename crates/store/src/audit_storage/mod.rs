@@ -52,8 +52,8 @@
 //!
 //! where `seq` is written in decimal and `body` is the record as
 //! [`AuditEntry`](crate::AuditEntry) serialises it (every field, `null`s included) without
-//! `policy_proof`, plus the member `"policy_proof_sha256"`: the lowercase hex of `SHA-256(canonical_json(policy_proof))`, or
-//! `null` without a proof. The proof is bound by its digest, so the append never
+//! `policy_proof`, plus the member `"policy_proof_sha256"`: the lowercase hex of
+//! `SHA-256(canonical_json(policy_proof))`, or `null` without a proof. The proof is bound by its digest, so the append never
 //! canonicalises and hashes a proof it has seen before (the digest the caller passes is
 //! checked against a cached copy of the proof by value), and the body digest is computed by
 //! the caller's thread before the write is queued: the single writer only reads the head,

@@ -1,0 +1,143 @@
+//! The allowlist: violations on the real tree that other work is removing. Each entry names
+//! its rule, its file and why it is still here; an entry that no longer matches anything fails
+//! the tidy tests (remove it), so the list only shrinks.
+
+use crate::{Violation, rules};
+
+/// One tolerated (rule, file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Allowed {
+    pub rule: &'static str,
+    pub path: &'static str,
+    pub why: &'static str,
+}
+
+/// Every tolerated violation.
+pub const ALLOWED: &[Allowed] = &[
+    Allowed {
+        rule: rules::cli_reads::RULE,
+        path: "crates/cli/src/goals_cmd.rs",
+        why: "H1: goals' typed wire records (actions, blockers, deadline_at, attempts)",
+    },
+    Allowed {
+        rule: rules::cli_reads::RULE,
+        path: "crates/cli/src/mcp_cmd.rs",
+        why: "the mcp.sock hello reply's `message`: no typed reply yet, nobody's slice in issue 29",
+    },
+    Allowed {
+        rule: rules::cli_reads::RULE,
+        path: "crates/cli/src/openclaw_cmd.rs",
+        why: "the OpenClaw gateway view file the daemon writes, read by key: no typed view yet, nobody's slice in issue 29",
+    },
+    Allowed {
+        rule: rules::command_lists::RULE,
+        path: "crates/core/src/services.rs",
+        why: "H6: the runtime services the core serves, to come from the manifest",
+    },
+    Allowed {
+        rule: rules::command_lists::RULE,
+        path: "crates/policy/src/grants.rs",
+        why: "H6: grant targets move into the manifest",
+    },
+    Allowed {
+        rule: rules::command_lists::RULE,
+        path: "crates/watchers/src/service.rs",
+        why: "H5: `serves` lists the watcher commands",
+    },
+    Allowed {
+        rule: rules::exhaustive::RULE,
+        path: "crates/goals/src/transition.rs",
+        why: "the lint is added once the goal router split (H1) lands",
+    },
+    Allowed {
+        rule: rules::exhaustive::RULE,
+        path: "crates/jobs/src/transition.rs",
+        why: "the lint is added once the jobs split (H5) lands",
+    },
+    Allowed {
+        rule: rules::exhaustive::RULE,
+        path: "crates/server/src/conn/methods/mod.rs",
+        why: "the lint is added once the server's methods (H4) land",
+    },
+    Allowed {
+        rule: rules::long_files::RULE,
+        path: "crates/agent/tests/suite/background.rs",
+        why: "H2: the background loop's tests, with the agent loop's rewrite",
+    },
+    Allowed {
+        rule: rules::long_files::RULE,
+        path: "crates/cli/src/bench/mcp.rs",
+        why: "no helper on issue 29 splits it",
+    },
+    Allowed {
+        rule: rules::long_files::RULE,
+        path: "crates/cli/src/client_cmd.rs",
+        why: "H3: the CLI's client commands",
+    },
+    Allowed {
+        rule: rules::long_files::RULE,
+        path: "crates/cli/tests/openclaw_peer.rs",
+        why: "no helper on issue 29 splits it",
+    },
+    Allowed {
+        rule: rules::long_files::RULE,
+        path: "crates/jobs/src/scheduler.rs",
+        why: "H5: the scheduler split",
+    },
+    Allowed {
+        rule: rules::long_files::RULE,
+        path: "crates/openclaw/tests/suite/fake_gateway.rs",
+        why: "H4: openclaw tests",
+    },
+    Allowed {
+        rule: rules::long_files::RULE,
+        path: "crates/protocol/tests/suite/endpoint.rs",
+        why: "no helper on issue 29 splits it",
+    },
+    Allowed {
+        rule: rules::long_files::RULE,
+        path: "crates/server/src/config.rs",
+        why: "H5: the config split",
+    },
+    Allowed {
+        rule: rules::store_calls::RULE,
+        path: "crates/cli/tests/suite/store.rs",
+        why: "tests reading the audit log through the bridge: nobody's slice yet",
+    },
+    Allowed {
+        rule: rules::store_calls::RULE,
+        path: "crates/jobs/src/service.rs",
+        why: "H3/H6: the job tools read the store through the scheduler",
+    },
+    Allowed {
+        rule: rules::store_calls::RULE,
+        path: "crates/server/src/conn/methods/goals.rs",
+        why: "H1/H4: goals methods",
+    },
+    Allowed {
+        rule: rules::store_calls::RULE,
+        path: "crates/server/src/conn/methods/jobs.rs",
+        why: "H3: jobs methods",
+    },
+    Allowed {
+        rule: rules::store_calls::RULE,
+        path: "crates/server/src/goals.rs",
+        why: "H1/H4: the goal driver",
+    },
+];
+
+/// The violations of `rule` the allowlist does not cover, and the allowlist entries of `rule`
+/// that matched none (stale).
+pub fn apply(rule: &str, violations: Vec<Violation>) -> (Vec<Violation>, Vec<Allowed>) {
+    let entries: Vec<Allowed> = ALLOWED.iter().filter(|a| a.rule == rule).copied().collect();
+    let stale = entries
+        .iter()
+        .filter(|a| !violations.iter().any(|v| v.path == a.path))
+        .copied()
+        .collect();
+    let left = violations
+        .into_iter()
+        .filter(|v| !entries.iter().any(|a| a.path == v.path))
+        .collect();
+    (left, stale)
+}

@@ -1,0 +1,2 @@
+mod planted;
+mod real;

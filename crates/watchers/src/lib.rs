@@ -6,7 +6,7 @@
 //!   creation (sources `message`, `call`, `notification`, `screen`, `time`, `web`; the legacy
 //!   `type` values mapped; evaluators `text_contains`, `hash_change`, `semantic_match` — the
 //!   last only with a [`Judge`]; deadlines and `notify_on`; `recurring`; the reaction);
-//! - [`Watchers`] (`engine.rs`): the engine — device events, time, deadlines and polls make
+//! - [`Watchers`] (`engine/`): the engine — device events, time, deadlines and polls make
 //!   watchers fire; each firing is one store transaction with its job and its audit record,
 //!   then `watcher.fired` is published;
 //! - reactions: `delivery.prompt` → an `agent_turn` job (`agent-jobs.md` §11);

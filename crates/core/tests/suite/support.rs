@@ -7,7 +7,7 @@ use openphone_clock::{Clock, ManualClock};
 use openphone_core::{BridgeConfig, EventBus, Operator, ToolBridge};
 use openphone_device::SimPhone;
 use openphone_policy::{Autonomy, Caller, Context, ExposureGrants, Transport};
-use openphone_protocol::{Registry, ToolRequest, ToolResult};
+use openphone_protocol::{ToolRequest, ToolResult};
 use openphone_store::Store;
 use serde_json::{Value, json};
 
@@ -18,9 +18,7 @@ pub struct Harness {
     pub bridge: ToolBridge,
 }
 
-pub fn registry() -> &'static Registry {
-    Registry::embedded().unwrap()
-}
+pub use openphone_test_support::registry;
 
 impl Harness {
     pub fn new() -> Harness {

@@ -3,12 +3,10 @@
 
 use openphone_clock::ManualClock;
 use openphone_device::{CallOrigin, DeviceCall, DeviceError, PhoneDevice, SimPhone};
-use openphone_protocol::{Command, Registry};
+use openphone_protocol::Command;
 use serde_json::{Value, json};
 
-pub fn registry() -> &'static Registry {
-    Registry::embedded().expect("embedded manifests load")
-}
+pub use openphone_test_support::registry;
 
 /// The demo phone and its clock.
 pub fn phone() -> (SimPhone, ManualClock) {

@@ -8,7 +8,6 @@ use openphone_core::{BridgeConfig, ConfirmDecision, EventBus, Operator, ToolBrid
 use openphone_device::SimPhone;
 use openphone_goals::{Backends, GoalEngine, GoalSpec, Owner};
 use openphone_policy::{Caller, Transport};
-use openphone_protocol::Registry;
 use openphone_store::Store;
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -19,9 +18,7 @@ pub const DENTIST: i64 = 103;
 pub const DENTIST_START: i64 = 1_773_324_000_000;
 pub const DAY: i64 = 86_400_000;
 
-pub fn registry() -> &'static Registry {
-    Registry::embedded().unwrap()
-}
+pub use openphone_test_support::registry;
 
 pub struct Harness {
     pub dir: TempDir,

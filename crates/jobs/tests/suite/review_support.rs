@@ -17,15 +17,13 @@ use openphone_jobs::{
     RunContext, RunResult, Runners, Scheduler, SchedulerConfig, SchedulerEvent, StoredJob,
 };
 use openphone_policy::{Caller, Context};
-use openphone_protocol::{ErrorCode, Registry, ToolRequest, ToolResult, ToolStatus};
+use openphone_protocol::{ErrorCode, ToolRequest, ToolResult, ToolStatus};
 use openphone_store::Store;
 use serde_json::{Map, Value, json};
 use tempfile::TempDir;
 use tokio::sync::{Semaphore, broadcast};
 
-pub fn registry() -> &'static Registry {
-    Registry::embedded().unwrap()
-}
+pub use openphone_test_support::registry;
 
 /// Params of a message the simulated phone can send.
 pub fn send_params(body: &str) -> Value {

@@ -5,8 +5,5 @@ mod names;
 mod results;
 mod sessions;
 
-use openphone_protocol::Registry;
 
-pub fn registry() -> &'static Registry {
-    Registry::embedded().expect("the shipped manifests load")
-}
+pub use openphone_test_support::registry;

@@ -4,13 +4,10 @@ use openphone_policy::{
     Autonomy, Caller, Context, Decision, PolicyInput, Requirement, StandingApproval, ToolPolicy,
     Transport, decide,
 };
-use openphone_protocol::{Command, Registry};
+use openphone_protocol::Command;
 use serde_json::{Value, json};
 
-/// The shipped manifests.
-pub fn registry() -> &'static Registry {
-    Registry::embedded().expect("embedded manifests load")
-}
+pub use openphone_test_support::registry;
 
 /// A command of the shipped manifest, by any name.
 pub fn cmd(name: &str) -> Command {

@@ -50,6 +50,4 @@ impl Docs {
     }
 }
 
-pub fn registry() -> &'static Registry {
-    Registry::embedded().unwrap()
-}
+pub use openphone_test_support::registry;

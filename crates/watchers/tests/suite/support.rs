@@ -17,14 +17,12 @@ use openphone_policy::{
     Autonomy, Caller, Context, ExposureGrants, RuntimeAuthorisation, Transport,
 };
 use openphone_protocol::endpoint::AttentionRequested;
-use openphone_protocol::{Registry, ToolRequest, ToolResult, ToolStatus};
+use openphone_protocol::{ToolRequest, ToolResult, ToolStatus};
 use openphone_store::{Store, WatcherRecord};
 use openphone_watchers::{Fired, Judge, Watchers, WatchersSetup};
 use serde_json::{Value, json};
 
-pub fn registry() -> &'static Registry {
-    Registry::embedded().unwrap()
-}
+pub use openphone_test_support::registry;
 
 /// A built-in runtime that only records what it is asked to attend to.
 #[derive(Debug, Default)]

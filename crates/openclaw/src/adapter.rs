@@ -389,7 +389,7 @@ impl Inner {
     pub(crate) fn phone_session_for_key(&self, key: &str) -> Option<(String, String)> {
         let tail = key.rsplit(':').next()?;
         let id = tail.strip_prefix("openphone-")?;
-        let session = self.bridge.store().get_session(id).ok()??;
+        let session = self.bridge.phone_session(id).ok()??;
         (session.runtime_kind == OPENCLAW).then(|| {
             (
                 session.phone_session_id,

@@ -360,11 +360,7 @@ impl Inner {
             receipt: receipt.clone(),
             first_result: serde_json::to_value(&first).unwrap_or(Value::Null),
         };
-        if let Err(e) = self
-            .bridge
-            .store()
-            .insert_deferred_outcome(&entry, self.bridge.now_ms())
-        {
+        if let Err(e) = self.bridge.defer_outcome(&entry) {
             // Without its outbox row the outcome could not be posted after a restart: say
             // so now instead of promising it.
             tracing::error!(error = %e, request = %confirmation_id, "recording a deferred OpenClaw request");
@@ -386,14 +382,14 @@ impl Inner {
         let Some(request_id) = params.get("requestId").and_then(Value::as_str) else {
             return Answer::err("INVALID_PARAMS", "requestId (a string) is required");
         };
-        match self.bridge.store().get_deferred_outcome(request_id) {
+        match self.bridge.deferred_outcome(request_id) {
             Ok(Some(entry)) if entry.request.runtime == OPENCLAW => {
                 return Answer::Ok(entry.outcome.unwrap_or(entry.request.receipt));
             }
             Ok(_) => {}
             Err(e) => return Answer::err("INTERNAL", format!("reading the request: {e}")),
         }
-        match self.bridge.store().get_confirmation(request_id) {
+        match self.bridge.confirmation(request_id) {
             Ok(Some(record)) => Answer::Ok(json!({
                 "status": record.state.as_str(),
                 "requestId": request_id,

@@ -61,8 +61,7 @@ impl Inner {
     /// The requests still waiting for their outcome, oldest first.
     pub(crate) fn waiting_outcomes(&self) -> Vec<DeferredOutcome> {
         self.bridge
-            .store()
-            .list_deferred_outcomes(OPENCLAW, &[OutcomeState::Waiting])
+            .deferred_outcomes(OPENCLAW, &[OutcomeState::Waiting])
             .unwrap_or_else(|e| {
                 tracing::error!(error = %e, "reading the OpenClaw outbox");
                 Vec::new()
@@ -80,12 +79,7 @@ impl Inner {
                 .await
                 .into_result();
             let outcome = outcome_of(&result);
-            let now = inner.bridge.now_ms();
-            match inner
-                .bridge
-                .store()
-                .deferred_outcome_known(&request_id, &outcome, now)
-            {
+            match inner.bridge.settle_deferred_outcome(&request_id, &outcome) {
                 Ok(_) => {}
                 Err(e) => {
                     tracing::error!(error = %e, request = %request_id, "recording a deferred outcome");
@@ -106,9 +100,9 @@ impl Inner {
     /// At start: rows left `posting` by the previous run become `failed` (never resent);
     /// `waiting` rows are watched again.
     pub(crate) async fn resume_outbox(self: &Arc<Self>) {
-        let store = self.bridge.store();
-        let rows = match store
-            .list_deferred_outcomes(OPENCLAW, &[OutcomeState::Waiting, OutcomeState::Posting])
+        let rows = match self
+            .bridge
+            .deferred_outcomes(OPENCLAW, &[OutcomeState::Waiting, OutcomeState::Posting])
         {
             Ok(rows) => rows,
             Err(e) => {
@@ -145,8 +139,8 @@ impl Inner {
     /// Posts every ready outcome, oldest first, each at most once. One pass at a time.
     pub(crate) async fn flush_outbox(self: &Arc<Self>, conn: &Arc<Conn>) {
         let _one_pass = self.flush_lock.lock().await;
-        let store = self.bridge.store();
-        let ready = match store.list_deferred_outcomes(OPENCLAW, &[OutcomeState::Ready]) {
+        let bridge = &self.bridge;
+        let ready = match bridge.deferred_outcomes(OPENCLAW, &[OutcomeState::Ready]) {
             Ok(rows) => rows,
             Err(e) => {
                 tracing::error!(error = %e, "reading the OpenClaw outbox");
@@ -168,14 +162,8 @@ impl Inner {
                 .await;
                 continue;
             };
-            let now = self.bridge.now_ms();
-            match store.move_deferred_outcome(
-                &id,
-                OutcomeState::Ready,
-                OutcomeState::Posting,
-                "",
-                now,
-            ) {
+            match bridge.move_deferred_outcome(&id, OutcomeState::Ready, OutcomeState::Posting, "")
+            {
                 Ok(true) => {}
                 Ok(false) => continue,
                 Err(e) => {
@@ -187,16 +175,14 @@ impl Inner {
             let message = outcome_message(&id, &row.request.command, &outcome);
             let payload = json!({"message": message, "sessionKey": key, "deliver": true});
             let sent = conn.node_event("agent.request", &payload).await;
-            let now = self.bridge.now_ms();
             match sent {
                 Ok(_) => {
                     tracing::info!(request = %id, "posted a deferred outcome to OpenClaw");
-                    if let Err(e) = store.move_deferred_outcome(
+                    if let Err(e) = bridge.move_deferred_outcome(
                         &id,
                         OutcomeState::Posting,
                         OutcomeState::Posted,
                         "",
-                        now,
                     ) {
                         tracing::error!(error = %e, request = %id, "marking an outcome posted");
                     }
@@ -204,12 +190,11 @@ impl Inner {
                 // Refused before it was handled: this socket is not the phone's session.
                 // Back to ready, posted after the reconnect.
                 Err(e) if e.detail_code() == Some("PAIRING_CHANGED") => {
-                    let _ = store.move_deferred_outcome(
+                    let _ = bridge.move_deferred_outcome(
                         &id,
                         OutcomeState::Posting,
                         OutcomeState::Ready,
                         "",
-                        now,
                     );
                     conn.kill();
                     break;
@@ -229,9 +214,10 @@ impl Inner {
     /// Marks a row `failed` (from `from`) and lists it in the audit log.
     async fn unposted(&self, row: &DeferredOutcome, from: OutcomeState, why: &str) {
         let id = &row.request.request_id;
-        let store = self.bridge.store();
-        let now = self.bridge.now_ms();
-        match store.move_deferred_outcome(id, from, OutcomeState::Failed, why, now) {
+        match self
+            .bridge
+            .move_deferred_outcome(id, from, OutcomeState::Failed, why)
+        {
             Ok(true) => {}
             Ok(false) => return,
             Err(e) => {
@@ -278,7 +264,7 @@ impl Inner {
             policy_proof: Some(data),
             ..Default::default()
         };
-        if let Err(e) = self.bridge.store().append_audit_async(entry).await {
+        if let Err(e) = self.bridge.record_background_event_async(entry).await {
             tracing::error!(error = %e, request = %request_id, event = what, "an OpenClaw audit record could not be written");
         }
     }

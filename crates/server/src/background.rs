@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use openphone_core::{Audience, ToolBridge};
-use openphone_device::{DeviceEvent, PhoneDevice, SystemNotification};
+use openphone_device::{DeviceEvent, SystemNotification};
 use openphone_jobs::AgentJobExt;
 use openphone_jobs::delivery::{self, completion_body, failure_body};
 use openphone_jobs::{
@@ -31,23 +31,30 @@ const RETRY_WINDOW_MS: i64 = 24 * 60 * 60 * 1000;
 /// Most deliveries retried per round.
 const RETRY_BATCH: usize = 50;
 
-/// The scheduler of this daemon over the bridge's store and clock, with `runners`, keeping at
-/// most `jobs.max_jobs` jobs, each runtime at most `jobs.max_jobs_per_runtime` live ones.
-pub fn scheduler(bridge: &ToolBridge, runners: Runners, jobs: &JobsConfig) -> Scheduler {
+/// The scheduler of this daemon over `store` (the jobs' tables, handed over by the daemon's
+/// construction) and the bridge's clock, with `runners`, keeping at most `jobs.max_jobs` jobs,
+/// each runtime at most `jobs.max_jobs_per_runtime` live ones.
+pub fn scheduler(
+    store: Arc<Store>,
+    bridge: &ToolBridge,
+    runners: Runners,
+    jobs: &JobsConfig,
+) -> Scheduler {
     let mut config = SchedulerConfig::with_random_owner();
     config.max_jobs = jobs.max_jobs;
     config.max_jobs_per_runtime = jobs.max_jobs_per_runtime;
-    Scheduler::new(Arc::clone(bridge.store()), bridge.clock(), config, runners)
+    Scheduler::new(store, bridge.clock(), config, runners)
 }
 
 /// Installs the job tools on the bridge and starts the driver and the event loop. Wakes at
 /// start (repairing what a previous process left running, catching up missed runs), then at
-/// every scheduled wake, until `shutdown`.
+/// every scheduled wake, until `shutdown`. `store` is the scheduler's own (its jobs' delivery
+/// state); notifications go to the phone through the bridge.
 pub fn start(
     scheduler: &Scheduler,
     bridge: &Arc<ToolBridge>,
     registry: &'static Registry,
-    device: Arc<dyn PhoneDevice>,
+    store: Arc<Store>,
     shutdown: watch::Receiver<bool>,
 ) -> Vec<JoinHandle<()>> {
     bridge.install_service(Arc::new(JobTools::new(scheduler)));
@@ -57,10 +64,10 @@ pub fn start(
         registry,
     )));
     let events = scheduler.subscribe();
-    let taps = device.subscribe();
+    let taps = bridge.device_events();
     let glue = Arc::new(Glue {
         bridge: Arc::clone(bridge),
-        device,
+        store,
     });
     let listener = tokio::spawn(Arc::clone(&glue).listen(events, shutdown.clone()));
     let retry = tokio::spawn(Arc::clone(&glue).retry_deliveries(shutdown.clone()));
@@ -77,7 +84,7 @@ pub fn start(
         let mut stop = shutdown;
         async move {
             scheduler
-                .run(async move { crate::daemon::stopped(&mut stop).await })
+                .run(async move { crate::shutdown::stopped(&mut stop).await })
                 .await;
         }
     });
@@ -98,7 +105,7 @@ async fn review_taps(
     loop {
         let event = tokio::select! {
             event = taps.recv() => event,
-            () = crate::daemon::stopped(&mut shutdown) => return,
+            () = crate::shutdown::stopped(&mut shutdown) => return,
         };
         let (key, action) = match event {
             Ok(DeviceEvent::NotificationAction { key, action, .. }) => (key, action),
@@ -143,14 +150,11 @@ pub fn review_result(answer: &ReviewAnswer) -> JobsReviewResult {
 
 struct Glue {
     bridge: Arc<ToolBridge>,
-    device: Arc<dyn PhoneDevice>,
+    /// The scheduler's store: its jobs and their delivery state.
+    store: Arc<Store>,
 }
 
 impl Glue {
-    fn store(&self) -> &Store {
-        self.bridge.store()
-    }
-
     async fn listen(
         self: Arc<Self>,
         mut events: broadcast::Receiver<SchedulerEvent>,
@@ -159,7 +163,7 @@ impl Glue {
         loop {
             let event = tokio::select! {
                 event = events.recv() => event,
-                () = crate::daemon::stopped(&mut shutdown) => return,
+                () = crate::shutdown::stopped(&mut shutdown) => return,
             };
             match event {
                 Ok(event) => self.handle(event).await,
@@ -246,7 +250,7 @@ impl Glue {
                         ("deny".to_owned(), "Deny".to_owned()),
                     ],
                 };
-                if let Err(e) = self.device.post_notification(&notification).await {
+                if let Err(e) = self.bridge.post_notification(&notification).await {
                     tracing::warn!(job_id, error = %e, "jobs: posting a review notification failed");
                 }
                 if let Some(job) = self.current(job_id) {
@@ -267,7 +271,7 @@ impl Glue {
                 ..
             } => {
                 let key = delivery::review_key(&confirmation_id);
-                if let Err(e) = self.device.withdraw_notification(&key).await {
+                if let Err(e) = self.bridge.withdraw_notification(&key).await {
                     tracing::warn!(job_id, error = %e, "jobs: withdrawing a review notification failed");
                 }
                 if alert {
@@ -281,7 +285,7 @@ impl Glue {
                             .to_owned(),
                         actions: Vec::new(),
                     };
-                    if let Err(e) = self.device.post_notification(&notification).await {
+                    if let Err(e) = self.bridge.post_notification(&notification).await {
                         tracing::warn!(job_id, error = %e, "jobs: posting an unknown-outcome alert failed");
                     }
                 }
@@ -313,7 +317,7 @@ impl Glue {
             body: completion_body(job, summary),
             actions: Vec::new(),
         };
-        let (state, outcome) = match self.device.post_notification(&notification).await {
+        let (state, outcome) = match self.bridge.post_notification(&notification).await {
             Ok(_) => (DeliveryState::Sent, "sent"),
             Err(e) => {
                 tracing::warn!(job_id = job.id, error = %e, "jobs: delivering a result failed");
@@ -324,7 +328,7 @@ impl Glue {
                 (DeliveryState::Failed, "failed")
             }
         };
-        if let Err(e) = delivery::record_delivery(self.store(), job.id, job.last_run_at, state) {
+        if let Err(e) = delivery::record_delivery(&self.store, job.id, job.last_run_at, state) {
             tracing::warn!(job_id = job.id, error = %e, "jobs: recording a delivery failed");
         }
         let mut event = view(job);
@@ -341,10 +345,10 @@ impl Glue {
         loop {
             tokio::select! {
                 _ = every.tick() => {}
-                () = crate::daemon::stopped(&mut shutdown) => return,
+                () = crate::shutdown::stopped(&mut shutdown) => return,
             }
             let since = self.bridge.now_ms() - RETRY_WINDOW_MS;
-            let rows = match self.store().undelivered_jobs(since, RETRY_BATCH) {
+            let rows = match self.store.undelivered_jobs(since, RETRY_BATCH) {
                 Ok(rows) => rows,
                 Err(e) => {
                     tracing::warn!(error = %e, "jobs: reading undelivered results failed");
@@ -377,7 +381,7 @@ impl Glue {
             body: failure_body(job, self.bridge.now_ms()),
             actions: Vec::new(),
         };
-        let state = match self.device.post_notification(&notification).await {
+        let state = match self.bridge.post_notification(&notification).await {
             Ok(_) => DeliveryState::Sent,
             Err(e) => {
                 tracing::warn!(job_id = job.id, error = %e, "jobs: posting a failure alert failed");
@@ -388,7 +392,7 @@ impl Glue {
                 DeliveryState::Failed
             }
         };
-        if let Err(e) = delivery::record_delivery(self.store(), job.id, job.last_run_at, state) {
+        if let Err(e) = delivery::record_delivery(&self.store, job.id, job.last_run_at, state) {
             tracing::warn!(job_id = job.id, error = %e, "jobs: recording an alert's delivery failed");
         }
     }
@@ -400,7 +404,7 @@ impl Glue {
     /// with a `background_event` audit record naming the creator. `false` for the user's own
     /// jobs, which the caller delivers to the phone.
     fn to_creator(&self, job: &AgentJob, body: String, alert: bool) -> bool {
-        let created_by = match self.store().get_job(job.id) {
+        let created_by = match self.store.get_job(job.id) {
             Ok(Some(row)) => row.created_by,
             Ok(None) => return true,
             Err(e) => {
@@ -437,14 +441,14 @@ impl Glue {
                 "state": state.as_str(),
             }),
         );
-        if let Err(e) = delivery::record_delivery(self.store(), job.id, job.last_run_at, state) {
+        if let Err(e) = delivery::record_delivery(&self.store, job.id, job.last_run_at, state) {
             tracing::warn!(job_id = job.id, error = %e, "jobs: recording a delivery failed");
         }
         true
     }
 
     fn current(&self, job_id: i64) -> Option<AgentJob> {
-        match self.store().get_job(job_id) {
+        match self.store.get_job(job_id) {
             Ok(row) => row.map(|r| r.job),
             Err(e) => {
                 tracing::warn!(job_id, error = %e, "jobs: reading a job for its event failed");
@@ -472,12 +476,13 @@ impl Glue {
     /// A `background_event` audit record: `what` names it, `payload` holds ids and
     /// lifecycle data only.
     fn audit(&self, what: &str, payload: Value) {
-        audit_background(self.store(), self.bridge.now_ms(), what, payload);
+        audit_background(&self.bridge, what, payload);
     }
 }
 
 /// Appends a `background_event` record (`what`, with `payload` as its data) to the audit log.
-pub fn audit_background(store: &Store, now_ms: i64, what: &str, payload: Value) {
+pub fn audit_background(bridge: &ToolBridge, what: &str, payload: Value) {
+    let now_ms = bridge.now_ms();
     let request_id = format!("{what}-{}", uuid::Uuid::new_v4());
     let entry = AuditEntry {
         audit_id: format!("background:{request_id}"),
@@ -494,7 +499,7 @@ pub fn audit_background(store: &Store, now_ms: i64, what: &str, payload: Value) 
         policy_proof: Some(payload),
         ..Default::default()
     };
-    if let Err(e) = store.append_audit(&entry) {
+    if let Err(e) = bridge.record_background_event(entry) {
         tracing::error!(error = %e, event = what, "jobs: an audit record could not be written");
     }
 }

@@ -17,20 +17,18 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 
-use crate::auth::{Credentials, generate_token};
+use crate::auth::generate_token;
 use crate::config::{Config, ConfigError};
+use crate::principal::Credentials;
 use crate::rate::RateLimiter;
-use crate::state::{AppState, router};
+use crate::routes::router;
+use crate::shutdown::stopped;
+use crate::state::AppState;
 
 /// `<data-dir>/endpoint.json`.
 pub const ENDPOINT_FILE: &str = "endpoint.json";
 /// `<data-dir>/operator.token`.
 pub const TOKEN_FILE: &str = "operator.token";
-
-/// Resolves once the shutdown flag is set (or its sender is gone).
-pub async fn stopped(rx: &mut watch::Receiver<bool>) {
-    let _ = rx.wait_for(|v| *v).await;
-}
 
 /// The contents of `endpoint.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -157,9 +155,9 @@ pub struct Daemon {
     timer: JoinHandle<()>,
     /// The built-in runtime (stopped first at shutdown).
     builtin: BuiltinRuntime,
-    /// The job scheduler's driver and its event loop (`background.rs`).
+    /// The job scheduler's driver and its event loop (`background.rs`), the scenario timeline.
     background: Vec<JoinHandle<()>>,
-    /// Device events, the scenario timeline, live watchers.
+    /// Device events, live watchers (the scenario timeline runs among `background`).
     world: crate::world::World,
     /// The OpenClaw node adapter, with an `[openclaw]` table.
     openclaw: Option<openphone_openclaw::OpenclawAdapter>,
@@ -223,7 +221,6 @@ impl Daemon {
         .map_err(|e| DaemonError::Scenario(e.to_string()))?;
         let sim = Arc::new(phone);
         let phone: Arc<dyn PhoneDevice> = sim.clone();
-        let device = Arc::clone(&phone);
         let profile = phone.profile();
         let events = Arc::new(EventBus::new(registry, 1024));
         let store = Arc::new(store);
@@ -238,7 +235,7 @@ impl Daemon {
         );
         let bridge = Arc::new(ToolBridge::new(
             registry,
-            store,
+            Arc::clone(&store),
             phone,
             clock,
             events,
@@ -307,6 +304,7 @@ impl Daemon {
         )
         .map_err(|e| DaemonError::Jobs(e.to_string()))?;
         let jobs = crate::background::scheduler(
+            Arc::clone(&store),
             &bridge,
             // system_event runs a watcher's stored tool call; agent_turn the built-in loop.
             openphone_watchers::runners(bridge.clone(), registry)
@@ -347,17 +345,29 @@ impl Daemon {
             None => None,
         };
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
-        let mut background =
-            crate::background::start(&jobs, &bridge, registry, device, shutdown_rx.clone());
+        let mut background = crate::background::start(
+            &jobs,
+            &bridge,
+            registry,
+            Arc::clone(&store),
+            shutdown_rx.clone(),
+        );
+        // The simulated phone's scenario timeline (the phone itself is the bridge's).
+        background.push(tokio::spawn({
+            let mut stop = shutdown_rx.clone();
+            async move {
+                sim.run_timeline(async move { stopped(&mut stop).await })
+                    .await;
+            }
+        }));
         // Goals: every unfinished goal is ticked at start (late checkpoints, crash recovery).
         background.extend(goals.start(shutdown_rx.clone()));
-        // The phone's world: device events to the bus, the scenario timeline, live watchers.
+        // The phone's world: device events to the bus, live watchers.
         let world = crate::world::start(crate::world::WorldSetup {
             bridge: bridge.clone(),
-            store: Arc::clone(bridge.store()),
+            store: Arc::clone(&store),
             manager: manager.clone(),
             registry,
-            sim: Some(sim),
             scheduler: Some(jobs.clone()),
             judge: match &config.builtin {
                 Some(builtin) => Some(Arc::new(
@@ -413,7 +423,7 @@ impl Daemon {
         })?;
         // The TCP port behind the front door's caps, and endpoint.sock beside it.
         let server = tokio::spawn({
-            use crate::front::{Listener, serve};
+            use crate::front::serve::{Listener, serve};
             let tcp = serve(
                 state.clone(),
                 Listener::Tcp(listener),
@@ -422,7 +432,7 @@ impl Daemon {
             let local = serve(
                 state.clone(),
                 Listener::Local(local),
-                crate::state::local_router(state.clone()),
+                crate::routes::local_router(state.clone()),
             );
             async move {
                 tokio::join!(tcp, local);
@@ -442,7 +452,7 @@ impl Daemon {
                         }
                         // Stored results past their retention: at start, then every 10 min.
                         if seconds.is_multiple_of(PRUNE_EVERY_SECS) {
-                            prune_results(&bridge, retention).await;
+                            prune_results(&store, bridge.now_ms(), retention).await;
                         }
                         seconds += 1;
                     }
@@ -481,6 +491,11 @@ impl Daemon {
     /// The goal engine (its driver lives in the endpoint's state).
     pub fn goal_engine(&self) -> &Arc<openphone_goals::GoalEngine> {
         self.state.goals.engine()
+    }
+
+    /// The job scheduler (`jobs.*`): its jobs, as a front end reads them.
+    pub fn jobs(&self) -> &openphone_jobs::Scheduler {
+        &self.state.jobs
     }
 
     /// The bound address.
@@ -705,9 +720,8 @@ const PRUNE_EVERY_SECS: u64 = 600;
 
 /// Drops stored results past `retention` (in rounds of the store's batch, off the async
 /// threads); the audit log is never touched. A failure is logged and retried next time.
-async fn prune_results(bridge: &Arc<ToolBridge>, retention: openphone_store::Retention) {
-    let store = Arc::clone(bridge.store());
-    let now = bridge.now_ms();
+async fn prune_results(store: &Arc<Store>, now: i64, retention: openphone_store::Retention) {
+    let store = Arc::clone(store);
     let pruned = tokio::task::spawn_blocking(move || {
         let mut total = 0usize;
         loop {

@@ -227,7 +227,7 @@ impl GoalDriver {
                     None => return,
                 },
                 () = tokio::time::sleep(sleep) => None,
-                () = crate::daemon::stopped(&mut shutdown) => return,
+                () = crate::shutdown::stopped(&mut shutdown) => return,
             };
             let mut start = Vec::new();
             match msg {
@@ -286,7 +286,7 @@ impl GoalDriver {
         loop {
             let event = tokio::select! {
                 event = events.recv() => event,
-                () = crate::daemon::stopped(&mut shutdown) => return,
+                () = crate::shutdown::stopped(&mut shutdown) => return,
             };
             match event {
                 Ok(event) if event.name == "runtime.confirmation.resolved" => {
@@ -324,7 +324,7 @@ impl GoalDriver {
         loop {
             tokio::select! {
                 _ = every.tick() => self.deliver().await,
-                () = crate::daemon::stopped(&mut shutdown) => return,
+                () = crate::shutdown::stopped(&mut shutdown) => return,
             }
         }
     }

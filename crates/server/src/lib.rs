@@ -2,12 +2,16 @@
 //! (`docs/spec/runtime-endpoint.md`, documented method by method in `docs/endpoint.md`).
 //!
 //! - [`config`]: the TOML configuration (runtimes and their tokens, tool policy, limits).
-//! - [`auth`]: operator and runtime credentials, compared in constant time.
+//! - [`auth`]: the token rules, generation and constant-time comparison; [`principal`]: who a
+//!   token makes its holder (the operator or a runtime) and every credential accepted.
 //! - `conn`: one connection — `hello`, dispatch, events, frame/in-flight/rate limits. Every
 //!   params, result, event and error travels as its type from `openphone_protocol::endpoint`.
 //! - [`daemon`]: `openphone serve` — store, recovery, expiry timer, listener, files, shutdown.
 //! - [`front`]: the front door — connection caps, the header read timeout, the deadline of
-//!   unauthenticated connections, the descriptor limit, and the operator's `endpoint.sock`.
+//!   unauthenticated connections, the descriptor limit, and the operator's `endpoint.sock`
+//!   (`front::serve`: the accept loops and each HTTP connection).
+//! - [`state`]: the shared state every connection, route and page reads ([`AppState`]);
+//!   [`routes`]: the HTTP routes over it; [`shutdown`]: the signal every task stops on.
 //! - [`runtime_policy`]: the runtimes' current authorisation for the bridge (approval decides
 //!   under it), applied at start, withdrawing pending confirmations of disabled or removed
 //!   runtimes.
@@ -22,7 +26,10 @@
 //!
 //! **Architecture Invariant:** every tool request goes through the core's `ToolBridge`; a
 //! confirmation is resolved only with an `Operator`, which only the operator token yields.
-//! Tokens never appear in logs.
+//! Tokens never appear in logs. Only the daemon's construction (`daemon.rs`) holds the store
+//! and the device: it hands the store to the services that own tables (the job scheduler, the
+//! watchers, the goal engine) and drives the simulated phone's timeline; everything else asks
+//! the bridge (`ToolBridge`'s reads and records, its notifications).
 
 pub mod auth;
 pub mod background;
@@ -35,9 +42,12 @@ pub mod goal_backends;
 pub mod goals;
 mod lock;
 pub mod mcp;
+pub mod principal;
 pub mod rate;
+pub mod routes;
 pub mod runtime_policy;
 pub mod secure_dir;
+pub mod shutdown;
 pub mod state;
 pub mod world;
 
@@ -47,4 +57,5 @@ pub use daemon::{
 };
 pub use front::ENDPOINT_SOCKET_FILE;
 pub use mcp::{HELLO_KEY, MCP_TOKEN_FILE, SOCKET_FILE, STATE_KEY_FILE};
-pub use state::{AppState, local_router, router};
+pub use routes::{local_router, router};
+pub use state::AppState;

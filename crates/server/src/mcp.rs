@@ -21,12 +21,14 @@ use axum::extract::{Path as UrlPath, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{Html, IntoResponse, Response};
-use openphone_mcp::{CancellationToken, LOOPBACK_ORIGINS, MAX_HTTP_BODY_BYTES, McpBackend};
+use openphone_mcp::MAX_HTTP_BODY_BYTES;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
-use crate::auth::Principal;
+use crate::front::origin_allowed;
+use crate::principal::Principal;
 use crate::state::AppState;
+pub use crate::state::McpState;
 
 /// `<data-dir>/mcp.sock`.
 pub const SOCKET_FILE: &str = "mcp.sock";
@@ -38,16 +40,6 @@ pub const STATE_KEY_FILE: &str = "mcp-state.key";
 pub const HELLO_KEY: &str = "openphone_mcp_hello";
 /// Longest accepted hello line.
 const MAX_HELLO_BYTES: u64 = 4096;
-
-/// The MCP part of the shared state.
-#[derive(Debug)]
-pub struct McpState {
-    pub backend: Arc<McpBackend>,
-    /// Extra `Origin`s accepted on `/mcp`.
-    pub extra_origins: Vec<String>,
-    /// Cancelled at shutdown: every MCP session and socket connection ends.
-    pub shutdown: CancellationToken,
-}
 
 fn refuse(status: StatusCode, message: &str) -> Response {
     (status, message.to_owned()).into_response()
@@ -80,35 +72,6 @@ pub fn host_allowed(host: &str) -> bool {
             "localhost" | "127.0.0.1" | "::1"
         )
     })
-}
-
-/// Whether an `Origin` value is accepted: a loopback origin on any port, or a configured one
-/// (exact, or with `:*` for any port).
-pub fn origin_allowed(origin: &str, extra: &[String]) -> bool {
-    let origin = origin.trim().to_ascii_lowercase();
-    let patterns = LOOPBACK_ORIGINS
-        .iter()
-        .map(|s| (*s).to_owned())
-        .chain(extra.iter().map(|s| s.to_ascii_lowercase()));
-    for pattern in patterns {
-        if pattern == origin {
-            return true;
-        }
-        if let Some(prefix) = pattern.strip_suffix(":*") {
-            if origin == prefix {
-                return true;
-            }
-            if let Some(port) = origin
-                .strip_prefix(prefix)
-                .and_then(|rest| rest.strip_prefix(':'))
-                && !port.is_empty()
-                && port.bytes().all(|b| b.is_ascii_digit())
-            {
-                return true;
-            }
-        }
-    }
-    false
 }
 
 /// The token of an `Authorization: Bearer <token>` header (the scheme in any case, RFC 7235).
@@ -276,7 +239,7 @@ pub async fn approval_form(
 }
 
 fn page(state: &AppState, id: &str, access: Access) -> Response {
-    let record = match state.bridge.store().get_confirmation(id) {
+    let record = match state.bridge.confirmation(id) {
         Ok(Some(r)) => r,
         Ok(None) => return refuse(StatusCode::NOT_FOUND, "no such confirmation"),
         Err(e) => {

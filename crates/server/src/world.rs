@@ -1,14 +1,14 @@
 //! The phone's own world in the daemon: every [`DeviceEvent`] forwarded to the event bus as
 //! its manifest event (`phone.message.received`, `phone.call.received`,
 //! `phone.notification.posted`, `phone.notification.action`; to operators only — they carry
-//! what arrived on the phone), the simulated phone's scenario timeline, and the live watchers
-//! (`openphone-watchers`).
+//! what arrived on the phone), and the live watchers (`openphone-watchers`). The simulated
+//! phone's scenario timeline is the daemon's construction's (it alone holds the device).
 
 use std::sync::Arc;
 
 use openphone_core::events::Audience;
 use openphone_core::{RuntimeManager, ToolBridge};
-use openphone_device::{DeviceEvent, SimPhone};
+use openphone_device::DeviceEvent;
 use openphone_jobs::Scheduler;
 use openphone_protocol::Registry;
 use openphone_protocol::endpoint::{
@@ -19,7 +19,7 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::daemon::stopped;
+use crate::shutdown::stopped;
 
 /// A device event as the manifest event operators receive.
 pub fn phone_event(event: &DeviceEvent) -> Event {
@@ -93,8 +93,6 @@ pub struct WorldSetup {
     pub store: Arc<openphone_store::Store>,
     pub manager: Arc<RuntimeManager>,
     pub registry: &'static Registry,
-    /// The simulated phone, whose timeline is driven (`None` for a backend without one).
-    pub sim: Option<Arc<SimPhone>>,
     /// The job scheduler, for watcher reactions that create jobs (its `system_event` runner
     /// should come from `openphone_watchers::runners`).
     pub scheduler: Option<Scheduler>,
@@ -104,14 +102,13 @@ pub struct WorldSetup {
 }
 
 /// Installs the live watchers on the bridge and spawns the world's tasks: the forwarding of
-/// device events to the bus, the scenario timeline and the watcher engine.
+/// device events to the bus and the watcher engine.
 pub fn start(setup: WorldSetup) -> World {
     let WorldSetup {
         bridge,
         store,
         manager,
         registry,
-        sim,
         scheduler,
         judge,
         shutdown,
@@ -142,13 +139,6 @@ pub fn start(setup: WorldSetup) -> World {
                     Err(RecvError::Closed) => break,
                 }
             }
-        }));
-    }
-    if let Some(sim) = sim {
-        let mut stop = shutdown.clone();
-        tasks.push(tokio::spawn(async move {
-            sim.run_timeline(async move { stopped(&mut stop).await })
-                .await;
         }));
     }
     let watchers = openphone_watchers::install(openphone_watchers::WatchersSetup {

@@ -186,11 +186,7 @@ impl Call<'_> {
             return invalid("this caller may not answer confirmations");
         }
         let bridge = &self.backend.bridge;
-        let record = bridge
-            .store()
-            .get_confirmation(&sealed.confirmation_id)
-            .ok()
-            .flatten();
+        let record = bridge.confirmation(&sealed.confirmation_id).ok().flatten();
         let Some(record) = record else {
             return invalid("the confirmation it refers to does not exist");
         };

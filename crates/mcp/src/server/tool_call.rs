@@ -330,8 +330,7 @@ impl Call<'_> {
     fn created_here(&self, confirmation_id: &str) -> bool {
         self.backend
             .bridge
-            .store()
-            .get_confirmation(confirmation_id)
+            .confirmation(confirmation_id)
             .ok()
             .flatten()
             .is_some_and(|r| r.created_at_ms >= self.started_ms)

@@ -157,6 +157,8 @@ async fn fake_gateway(mode: Mode) -> Gateway {
 struct Core {
     _dir: tempfile::TempDir,
     bridge: Arc<ToolBridge>,
+    /// The store the bridge records into, opened as the daemon's construction opens it.
+    store: Arc<Store>,
     adapter: OpenclawAdapter,
 }
 
@@ -168,10 +170,11 @@ fn core(url: &str, token: &str) -> Core {
 fn core_with(url: &str, edit: impl FnOnce(&mut OpenclawConfig)) -> Core {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(Store::open(dir.path()).unwrap());
-    let (bridge, adapter) = node_with(dir.path(), store, url, edit);
+    let (bridge, adapter) = node_with(dir.path(), Arc::clone(&store), url, edit);
     Core {
         _dir: dir,
         bridge,
+        store,
         adapter,
     }
 }
@@ -435,8 +438,7 @@ async fn invokes_run_through_the_bridge_unknown_commands_get_unsupported_command
     );
     let pending = loop {
         let list = core
-            .bridge
-            .store()
+            .store
             .list_confirmations(&openphone_store::ConfirmationFilter::default())
             .unwrap();
         if let Some(c) = list.first() {
@@ -459,8 +461,7 @@ async fn invokes_run_through_the_bridge_unknown_commands_get_unsupported_command
     let again = next_request(&mut gw, "node.invoke.result").await;
     let payload: Value = serde_json::from_str(again["payloadJSON"].as_str().unwrap()).unwrap();
     let confirmations = core
-        .bridge
-        .store()
+        .store
         .list_confirmations(&openphone_store::ConfirmationFilter::default())
         .unwrap();
     assert_eq!(confirmations.len(), 1, "no second confirmation");
@@ -559,7 +560,7 @@ async fn regression_a_completed_observe_only_session_still_denies_mutating_invok
     core.adapter
         .wait_for(Duration::from_secs(10), Status::is_ready)
         .await;
-    let store = core.bridge.store();
+    let store = &core.store;
     store
         .create_session(
             &openphone_store::NewPhoneSession {
@@ -660,7 +661,7 @@ async fn approve_after_a_daemon_restart_posts_the_deferred_outcome_once() {
     adapter.shutdown().await;
     drop((bridge, adapter));
     let store = reopen(dir.path()).await;
-    let (bridge, adapter) = node_over(dir.path(), store, &gw.url, TOKEN);
+    let (bridge, adapter) = node_over(dir.path(), Arc::clone(&store), &gw.url, TOKEN);
     bridge.recover().await.unwrap();
     adapter.start();
     adapter
@@ -673,11 +674,7 @@ async fn approve_after_a_daemon_restart_posts_the_deferred_outcome_once() {
     // Marked posted once the gateway answered.
     tokio::time::timeout(Duration::from_secs(20), async {
         loop {
-            let row = bridge
-                .store()
-                .get_deferred_outcome(&request_id)
-                .unwrap()
-                .unwrap();
+            let row = store.get_deferred_outcome(&request_id).unwrap().unwrap();
             if row.state == openphone_store::OutcomeState::Posted {
                 break;
             }
@@ -689,7 +686,7 @@ async fn approve_after_a_daemon_restart_posts_the_deferred_outcome_once() {
 
     // Another restart: the outbox pass after the connect finds nothing to post.
     adapter.shutdown().await;
-    drop((bridge, adapter));
+    drop((bridge, adapter, store));
     let store = reopen(dir.path()).await;
     let (bridge, adapter) = node_over(dir.path(), store, &gw.url, TOKEN);
     bridge.recover().await.unwrap();
@@ -734,7 +731,7 @@ async fn an_outcome_that_cannot_be_posted_is_listed_in_the_audit_log() {
     let receipt: Value = serde_json::from_str(receipt["payloadJSON"].as_str().unwrap()).unwrap();
     let request_id = receipt["requestId"].as_str().unwrap().to_owned();
     approve_as_user(&core.bridge, &request_id).await;
-    let store = core.bridge.store();
+    let store = &core.store;
     // The row is marked first, then the audit record is written.
     let audited = audit_record_named(store, openphone_openclaw::outbox::NOT_POSTED)
         .await
@@ -781,7 +778,7 @@ async fn a_result_the_gateway_ignored_is_audited_as_late() {
     );
     let result = next_request(&mut gw, "node.invoke.result").await;
     assert_eq!(result["id"], "late-1");
-    let store = core.bridge.store();
+    let store = &core.store;
     let late = audit_record_named(store, openphone_openclaw::invoke::LATE_RESULT)
         .await
         .expect("a late-result audit record");

@@ -15,7 +15,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::{CLOSE_POLICY, Out, Session, internal, rate_limited, send_error, send_result};
-use crate::auth::Principal;
+use crate::principal::Principal;
 use crate::state::AppState;
 
 /// How the first message ended.

@@ -33,9 +33,9 @@ use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::MissedTickBehavior;
 use tokio_tungstenite::tungstenite;
 
-use crate::auth::Principal;
 use crate::front::{Ticket, Unauthenticated};
 use crate::lock::lock;
+use crate::principal::Principal;
 use crate::state::AppState;
 use handshake::{Handshake, handshake};
 

@@ -1,4 +1,5 @@
-//! The dashboard's credentials: one-time login codes and the sessions they are exchanged for.
+//! The dashboard's credentials: one-time login codes and the sessions they are exchanged for,
+//! held in the dashboard's part of the shared state ([`Dashboard`]).
 //!
 //! Both are random 32-byte values (hex), kept in memory only (a daemon restart logs everyone
 //! out), compared in constant time, and timed by the daemon's clock. A code works once and for
@@ -11,6 +12,13 @@ use tokio::sync::watch;
 
 use crate::auth::token_eq;
 use crate::lock::lock;
+
+/// The dashboard part of the shared state (absent when the daemon listens on a non-loopback
+/// address: the dashboard is served on loopback only).
+#[derive(Debug, Default)]
+pub struct Dashboard {
+    pub logins: Logins,
+}
 
 /// How long a login code works.
 pub const CODE_TTL_MS: i64 = 60_000;

@@ -47,15 +47,14 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
-use openphone_protocol::endpoint::{
-    DashboardLoginResult, EndpointErrorCode, ErrorObject, MethodName,
-};
+use openphone_protocol::endpoint::MethodName;
 use serde_json::json;
 
-use crate::auth::{Principal, token_eq};
+use crate::auth::token_eq;
 use crate::front::{Ticket, Unauthenticated};
+use crate::principal::Principal;
 use crate::state::AppState;
-pub use logins::{CODE_TTL_MS, Logins, SESSION_TTL_MS, SessionView};
+pub use logins::{CODE_TTL_MS, Dashboard, Logins, SESSION_TTL_MS, SessionView};
 
 /// The session cookie's name.
 pub const COOKIE: &str = "openphone_dashboard";
@@ -63,36 +62,6 @@ pub const COOKIE: &str = "openphone_dashboard";
 pub const CSRF_HEADER: &str = "x-openphone-csrf";
 /// Largest accepted body of a dashboard `POST`.
 const MAX_BODY_BYTES: usize = 4096;
-
-/// The dashboard part of the shared state (absent when the daemon listens on a non-loopback
-/// address: the dashboard is served on loopback only).
-#[derive(Debug, Default)]
-pub struct Dashboard {
-    pub logins: Logins,
-}
-
-/// `dashboard.login`: a one-time code for the login page.
-pub(crate) fn login_code(state: &AppState) -> Result<DashboardLoginResult, ErrorObject> {
-    let Some(dashboard) = &state.dashboard else {
-        return Err(ErrorObject::new(
-            EndpointErrorCode::Forbidden,
-            "the dashboard is served only when the daemon listens on a loopback address",
-        ));
-    };
-    let (code, expires_at_ms) =
-        dashboard
-            .logins
-            .issue_code(state.bridge.now_ms())
-            .map_err(|e| {
-                tracing::error!(error = %e, "minting a dashboard login code");
-                ErrorObject::new(openphone_protocol::ErrorCode::ToolError, e.to_string())
-            })?;
-    Ok(DashboardLoginResult {
-        login_path: format!("/ui/login#code={code}"),
-        code,
-        expires_at_ms,
-    })
-}
 
 /// The dashboard's routes, behind its Host/Origin guard and with its response headers.
 pub fn routes(state: Arc<AppState>) -> Router<Arc<AppState>> {
@@ -561,8 +530,8 @@ async fn verify_audit(
     if let Err(r) = post_authorized(&state, &headers, ticket_of(&ticket)) {
         return r.into_response();
     }
-    let store = state.bridge.store().clone();
-    let walked = tokio::task::spawn_blocking(move || store.verify_audit()).await;
+    let bridge = Arc::clone(&state.bridge);
+    let walked = tokio::task::spawn_blocking(move || bridge.verify_audit_chain()).await;
     match walked {
         Ok(Ok(report)) => axum::Json(json!({
             "intact": report.is_intact(),

@@ -36,27 +36,19 @@
 //! for our delayed ACK before its body may leave (issue 13).
 
 use std::path::Path;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::Router;
 use axum::http::HeaderValue;
-use hyper::body::Incoming;
-use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::{TcpListener, UnixListener};
-use tokio::task::JoinSet;
+use openphone_mcp::LOOPBACK_ORIGINS;
+use tokio::net::UnixListener;
 
 use crate::config::Limits;
-use crate::daemon::stopped;
 use crate::lock::lock;
-use crate::state::AppState;
 
 mod places;
+pub mod serve;
 mod tcp;
 
 pub use places::{Class, Places, Ticket};
@@ -252,7 +244,7 @@ impl Front {
     pub fn origin_allowed(&self, origin: &HeaderValue) -> bool {
         origin
             .to_str()
-            .is_ok_and(|o| crate::mcp::origin_allowed(o, &self.extra_origins))
+            .is_ok_and(|o| origin_allowed(o, &self.extra_origins))
     }
 
     /// Logs what an unauthenticated peer did, at most once a second per kind.
@@ -263,118 +255,33 @@ impl Front {
     }
 }
 
-/// A request body that must arrive by a deadline; past it, reading fails and `timed_out` is
-/// set (the request is answered 408 by [`hygiene`]).
-struct TimedBody {
-    inner: axum::body::Body,
-    deadline: Pin<Box<tokio::time::Sleep>>,
-    timed_out: Arc<AtomicBool>,
-}
-
-impl hyper::body::Body for TimedBody {
-    type Data = axum::body::Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
-        let this = self.get_mut();
-        match Pin::new(&mut this.inner).poll_frame(cx) {
-            Poll::Pending => {
-                if this.deadline.as_mut().poll(cx).is_ready() {
-                    this.timed_out.store(true, Ordering::SeqCst);
-                    let e = std::io::Error::new(
-                        std::io::ErrorKind::TimedOut,
-                        "request body not complete within [limits] body_read_timeout_ms",
-                    );
-                    return Poll::Ready(Some(Err(axum::Error::new(e))));
-                }
-                Poll::Pending
+/// Whether an `Origin` value is accepted: a loopback origin on any port, or a configured one
+/// (exact, or with `:*` for any port).
+pub fn origin_allowed(origin: &str, extra: &[String]) -> bool {
+    let origin = origin.trim().to_ascii_lowercase();
+    let patterns = LOOPBACK_ORIGINS
+        .iter()
+        .map(|s| (*s).to_owned())
+        .chain(extra.iter().map(|s| s.to_ascii_lowercase()));
+    for pattern in patterns {
+        if pattern == origin {
+            return true;
+        }
+        if let Some(prefix) = pattern.strip_suffix(":*") {
+            if origin == prefix {
+                return true;
             }
-            other => other,
+            if let Some(port) = origin
+                .strip_prefix(prefix)
+                .and_then(|rest| rest.strip_prefix(':'))
+                && !port.is_empty()
+                && port.bytes().all(|b| b.is_ascii_digit())
+            {
+                return true;
+            }
         }
     }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> hyper::body::SizeHint {
-        self.inner.size_hint()
-    }
-}
-
-/// A plain-text answer that closes the connection (lingering: [`Ticket::linger`]).
-fn closing(status: axum::http::StatusCode, message: &'static str) -> axum::response::Response {
-    use axum::response::IntoResponse;
-    (
-        status,
-        [
-            (axum::http::header::CONNECTION, "close"),
-            (
-                axum::http::header::CONTENT_TYPE,
-                "text/plain; charset=utf-8",
-            ),
-        ],
-        message,
-    )
-        .into_response()
-}
-
-/// Every TCP request, before its route: exactly one `Host` (two: 400, as RFC 9112 §3.2
-/// requires), and a body that arrives within `[limits] body_read_timeout_ms` of the headers
-/// (else 408). An answer given before the body was read (413, 408) closes the connection, and
-/// the close lingers so the client reads the answer instead of a reset.
-pub async fn hygiene(
-    axum::extract::State(state): axum::extract::State<Arc<AppState>>,
-    req: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> axum::response::Response {
-    use axum::http::{StatusCode, header};
-    let ticket = req.extensions().get::<Arc<Ticket>>().cloned();
-    if req.headers().get_all(header::HOST).iter().count() > 1 {
-        if let Some(t) = &ticket {
-            t.linger();
-        }
-        return closing(
-            StatusCode::BAD_REQUEST,
-            "Bad Request: more than one Host header\n",
-        );
-    }
-    let timed_out = Arc::new(AtomicBool::new(false));
-    let req = if hyper::body::Body::is_end_stream(req.body()) {
-        req
-    } else {
-        let (parts, body) = req.into_parts();
-        let timed = TimedBody {
-            inner: body,
-            deadline: Box::pin(tokio::time::sleep(state.front.body_read_timeout)),
-            timed_out: timed_out.clone(),
-        };
-        axum::extract::Request::from_parts(parts, axum::body::Body::new(timed))
-    };
-    let mut response = next.run(req).await;
-    if timed_out.load(Ordering::SeqCst) {
-        tracing::debug!("a request body did not arrive in time; answered 408");
-        response = closing(
-            StatusCode::REQUEST_TIMEOUT,
-            "Request Timeout: the body did not arrive within [limits] body_read_timeout_ms\n",
-        );
-    }
-    if matches!(
-        response.status(),
-        StatusCode::PAYLOAD_TOO_LARGE | StatusCode::REQUEST_TIMEOUT
-    ) {
-        response.headers_mut().insert(
-            header::CONNECTION,
-            axum::http::HeaderValue::from_static("close"),
-        );
-        if let Some(t) = &ticket {
-            t.linger();
-        }
-    }
-    response
+    false
 }
 
 /// Raises the process's soft descriptor limit to its hard limit; returns the soft limit in
@@ -419,134 +326,11 @@ pub fn bind_socket(data_dir: &Path) -> std::io::Result<UnixListener> {
     Ok(listener)
 }
 
-/// A listener the front door serves.
-#[derive(Debug)]
-pub enum Listener {
-    /// The TCP port, behind the caps.
-    Tcp(TcpListener),
-    /// `endpoint.sock`.
-    Local(UnixListener),
-}
-
-/// A byte stream of either door.
-trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
-impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
-
-impl Listener {
-    /// The next admitted connection (TCP connections are never refused here: see
-    /// [`Front::admit`]).
-    async fn accept(&self, state: &AppState) -> std::io::Result<(Box<dyn Io>, Arc<Ticket>)> {
-        match self {
-            Listener::Tcp(listener) => {
-                let (stream, _) = listener.accept().await?;
-                let port = stream.local_addr().ok().map(|a| a.port());
-                let (ticket, evicted) = state.front.admit(port);
-                if let Some(victim) = evicted {
-                    victim.evicted.send_replace(true);
-                    drop(victim);
-                    state
-                        .front
-                        .note(state.bridge.now_ms(), Unauthenticated::Evicted);
-                }
-                let tcp = Tcp::new(stream)
-                    .heard_by(ticket.heard.clone())
-                    .lingering_if(ticket.linger.clone());
-                Ok((Box::new(tcp), ticket))
-            }
-            Listener::Local(listener) => {
-                let (stream, _) = listener.accept().await?;
-                let me = rustix::process::getuid().as_raw();
-                let owner = stream.peer_cred().is_ok_and(|c| c.uid() == me);
-                let ticket = Ticket::new(Door::Local { owner }, state.front.hello_timeout, None, 0);
-                Ok((Box::new(stream), Arc::new(ticket)))
-            }
-        }
-    }
-}
-
-/// Serves `listener` with `app` until shutdown, then lets open HTTP connections finish (at
-/// most 10 s). Upgraded WebSockets live on in their own tasks.
-pub async fn serve(state: Arc<AppState>, listener: Listener, app: Router) {
-    let mut stop = state.shutdown.clone();
-    let mut tasks: JoinSet<()> = JoinSet::new();
-    loop {
-        tokio::select! {
-            accepted = listener.accept(&state) => match accepted {
-                Ok((io, ticket)) => {
-                    tasks.spawn(connection(state.clone(), io, ticket, app.clone()));
-                }
-                Err(e) => {
-                    // Out of descriptors or a transient error: wait a little, keep serving.
-                    tracing::warn!(error = %e, "accepting a connection failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-            },
-            Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
-            () = stopped(&mut stop) => break,
-        }
-    }
-    drop(listener);
-    let drained = tokio::time::timeout(Duration::from_secs(10), async {
-        while tasks.join_next().await.is_some() {}
-    })
-    .await;
-    if drained.is_err() {
-        tasks.abort_all();
-    }
-}
-
-/// One HTTP/1.1 connection: the header read timeout, the ticket in every request, the
-/// deadline of an unauthenticated TCP connection, graceful shutdown.
-async fn connection(state: Arc<AppState>, io: Box<dyn Io>, ticket: Arc<Ticket>, app: Router) {
-    let for_requests = ticket.clone();
-    let service = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
-        req.extensions_mut().insert(for_requests.clone());
-        let mut app = app.clone();
-        tower_service::Service::call(&mut app, req)
-    });
-    let mut http = hyper::server::conn::http1::Builder::new();
-    http.timer(TokioTimer::new())
-        .header_read_timeout(state.front.header_read_timeout);
-    let conn = http
-        .serve_connection(TokioIo::new(io), service)
-        .with_upgrades();
-    let mut conn = std::pin::pin!(conn);
-    let deadline = tokio::time::sleep_until(ticket.hello_deadline());
-    let mut deadline = std::pin::pin!(deadline);
-    let mut watching = ticket.door() == Door::Tcp;
-    let mut stop = state.shutdown.clone();
-    let mut closing = false;
-    loop {
-        tokio::select! {
-            result = conn.as_mut() => {
-                if let Err(e) = result {
-                    if e.is_timeout() {
-                        state.front.note(state.bridge.now_ms(), Unauthenticated::SlowHeaders);
-                    } else {
-                        tracing::debug!(error = %e, "http connection ended");
-                    }
-                }
-                return;
-            }
-            () = ticket.evicted(), if watching => return,
-            () = deadline.as_mut(), if watching => {
-                if !ticket.is_authenticated() {
-                    state.front.note(state.bridge.now_ms(), Unauthenticated::HelloTimeout);
-                    return;
-                }
-                watching = false;
-            }
-            () = stopped(&mut stop), if !closing => {
-                conn.as_mut().graceful_shutdown();
-                closing = true;
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
+    use std::sync::atomic::Ordering;
+
     use super::*;
 
     #[test]

@@ -78,7 +78,7 @@ async fn an_agent_turn_runs_on_the_builtin_model_and_a_job_action_creates_a_real
         .unwrap()
         .parse()
         .unwrap();
-    let job = engine.store().get_job(job_id).unwrap().unwrap().job;
+    let job = d.daemon.jobs().get(job_id).unwrap().job;
     assert_eq!(job.title, "Remind me");
     assert_eq!(job.prompt, "Remind me of the dentist");
     assert_eq!(job.next_run_at, run_at);

@@ -10,8 +10,7 @@ pub(super) fn query(conn: &Conn, p: AuditQueryParams) -> Result<AuditQueryResult
     let records = conn
         .state
         .bridge
-        .store()
-        .export_audit(p.after.unwrap_or(0), p.limit.unwrap_or(100).clamp(1, 1000))
+        .audit_page(p.after.unwrap_or(0), p.limit.unwrap_or(100).clamp(1, 1000))
         .map_err(internal)?;
     let next_after = records.last().map(|r| r.seq);
     Ok(AuditQueryResult {

@@ -5,7 +5,6 @@ use openphone_protocol::endpoint::{
     ConfirmationsListResult, ConfirmationsResolveParams, ConfirmationsResolveResult, ErrorObject,
     PendingConfirmation,
 };
-use openphone_store::{ConfirmationFilter, ConfirmationState};
 
 use super::forbidden;
 use crate::conn::{Conn, internal};
@@ -15,11 +14,7 @@ pub(super) fn list(conn: &Conn) -> Result<ConfirmationsListResult, ErrorObject> 
     let records = conn
         .state
         .bridge
-        .store()
-        .list_confirmations(&ConfirmationFilter {
-            state: Some(ConfirmationState::Pending),
-            ..Default::default()
-        })
+        .pending_confirmations(None)
         .map_err(internal)?;
     let bridge = &conn.state.bridge;
     let confirmations = records

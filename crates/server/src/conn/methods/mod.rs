@@ -7,6 +7,7 @@
 mod approvals;
 mod audit;
 mod confirmations;
+mod dashboard;
 mod events;
 mod goals;
 mod jobs;
@@ -209,7 +210,7 @@ pub(super) async fn dispatch(conn: &Arc<Conn>, req: &Request) -> Result<Value, E
         }
         MethodName::DashboardLogin => {
             operator_only(conn, method)?;
-            written(crate::dashboard::login_code(&conn.state))
+            written(dashboard::login_code(&conn.state))
         }
     }
 }

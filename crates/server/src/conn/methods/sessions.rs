@@ -27,8 +27,7 @@ pub(super) fn list(conn: &Conn, p: SessionsListParams) -> Result<SessionsListRes
     let sessions = conn
         .state
         .bridge
-        .store()
-        .list_sessions(&SessionFilter {
+        .phone_sessions(&SessionFilter {
             runtime,
             status: p.status,
             limit: Some(p.limit.unwrap_or(50).min(500)),
@@ -43,8 +42,7 @@ pub(super) fn get(conn: &Conn, p: SessionsGetParams) -> Result<SessionsGetResult
     let found = conn
         .state
         .bridge
-        .store()
-        .get_session(&p.phone_session_id)
+        .phone_session(&p.phone_session_id)
         .map_err(internal)?;
     let visible = found.filter(|s| match conn.session.caller.role {
         Role::Operator => true,
@@ -70,8 +68,7 @@ pub(super) async fn cancel(
     let exists = conn
         .state
         .bridge
-        .store()
-        .get_session(id)
+        .phone_session(id)
         .map_err(internal)?
         .is_some();
     if !exists {
@@ -89,12 +86,7 @@ pub(super) async fn cancel(
     // session leaves nothing approvable behind (a remote runtime's too).
     let bridge = &conn.state.bridge;
     let pending = bridge
-        .store()
-        .list_confirmations(&openphone_store::ConfirmationFilter {
-            state: Some(openphone_store::ConfirmationState::Pending),
-            runtime: Some(session.runtime_kind.clone()),
-            limit: None,
-        })
+        .pending_confirmations(Some(&session.runtime_kind))
         .map_err(internal)?;
     let owner = openphone_policy::Caller::remote(
         &session.runtime_kind,

@@ -16,8 +16,8 @@ use openphone_protocol::{ToolRequest, ToolResult};
 use serde_json::{Map, Value};
 
 use crate::conn::{Conn, Out};
-use crate::daemon::stopped;
 use crate::lock::lock;
+use crate::shutdown::stopped;
 
 /// `tools.list {}` (both roles): the commands this caller may use.
 pub(super) fn list(conn: &Conn) -> ToolsListResult {

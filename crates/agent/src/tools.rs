@@ -107,9 +107,7 @@ mod tests {
     use super::*;
     use openphone_policy::ToolList;
 
-    fn registry() -> &'static Registry {
-        Registry::embedded().unwrap()
-    }
+    use openphone_test_support::registry;
 
     #[test]
     fn offers_manifest_names_schemas_and_maps_back() {

@@ -237,9 +237,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
 
-    fn registry() -> &'static Registry {
-        Registry::embedded().unwrap()
-    }
+    use openphone_test_support::registry;
 
     fn names(p: &Profile) -> Vec<&'static str> {
         p.commands(registry())

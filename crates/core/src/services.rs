@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use openphone_policy::Caller;
+use openphone_protocol::{Command, Service};
 use openphone_store::{NewMemory, NewWatcher, Store, StoreError, WatcherRecord, WatcherSelector};
 use serde_json::{Value, json};
 
@@ -63,16 +64,13 @@ impl Installed {
     }
 }
 
-/// Whether the core itself serves the runtime-owned command `name`.
-pub fn serves(name: &str) -> bool {
-    matches!(
-        name,
-        "openphone.memory.search"
-            | "openphone.memory.save"
-            | "openphone.watchers.list"
-            | "openphone.watchers.create"
-            | "openphone.watchers.stop"
-    )
+/// Whether the core itself serves a runtime-owned command: the manifest's `service` says
+/// which family it belongs to, and the core serves the memory and watcher records.
+pub fn serves(command: &Command) -> bool {
+    match command.service {
+        Some(Service::Memory | Service::Watchers) => true,
+        Some(Service::Jobs | Service::Goals) | None => false,
+    }
 }
 
 /// An `invalid_input` error naming `field` (the runtime-owned services' params checks).

@@ -8,58 +8,19 @@
 //! that value and add another target param the device reads first (`to` beside
 //! `contact_query`, `all` beside `watcher_id`). Commands without a target (a tap at a point,
 //! typing, a key press) are covered for the session whatever their params: that is the
-//! ten-step UI task the user approved once. Every state-changing command below the risk floor
-//! is listed in exactly one of [`TARGETS`] and [`UNTARGETED`] (a test keeps it so).
+//! ten-step UI task the user approved once. The targets are the manifest's facts
+//! (`grant_targets` on each command: the params, or `[]` for a command without a target);
+//! every state-changing command below the risk floor declares them, and nothing else does (a
+//! test keeps it so).
 
 use std::collections::BTreeMap;
 
 use openphone_protocol::Command;
 use serde_json::Value;
 
-/// Target params by canonical command name: every param that names what the command acts on.
-pub const TARGETS: &[(&str, &[&str])] = &[
-    ("openphone.app.open", &["package_or_label", "label"]),
-    ("openphone.url.open", &["url"]),
-    (
-        "openphone.notifications.open",
-        &["notification_key", "package", "query"],
-    ),
-    ("openphone.calendar.add", &["calendar_id"]),
-    ("openphone.calendar.update", &["event_id"]),
-    ("openphone.messages.draft", &["to", "contact_query"]),
-    (
-        "openphone.watchers.stop",
-        &["watcher_id", "scope", "all", "query"],
-    ),
-    ("openphone.jobs.stop", &["job_id"]),
-    ("openphone.goals.plan", &["goal_id"]),
-    ("openphone.goals.stop", &["goal_id", "action_id"]),
-];
-
-/// State-changing commands below the risk floor that act on no particular target: a grant
-/// covers them whatever their params.
-pub const UNTARGETED: &[&str] = &[
-    "openphone.ui.tap",
-    "openphone.ui.tap_element",
-    "openphone.ui.long_press",
-    "openphone.ui.long_press_element",
-    "openphone.ui.swipe",
-    "openphone.ui.type_text",
-    "openphone.input.press_key",
-    "openphone.clipboard.set",
-    "openphone.clipboard.paste",
-    "openphone.memory.save",
-    "openphone.watchers.create",
-    "openphone.jobs.create",
-    "openphone.goals.create",
-];
-
-/// The target params of a command (empty when it has none).
-pub fn target_params(command: &Command) -> &'static [&'static str] {
-    TARGETS
-        .iter()
-        .find(|(name, _)| *name == command.name)
-        .map_or(&[], |(_, params)| *params)
+/// The target params of a command (empty when it has none): the manifest's `grant_targets`.
+pub fn target_params(command: &Command) -> &[String] {
+    command.grant_targets.as_deref().unwrap_or_default()
 }
 
 /// The constraints of a session grant made by approving `params` for `command`: every target
@@ -69,8 +30,8 @@ pub fn session_grant_constraints(command: &Command, params: &Value) -> BTreeMap<
     target_params(command)
         .iter()
         .map(|key| {
-            let value = params.get(*key).cloned().unwrap_or(Value::Null);
-            ((*key).to_owned(), value)
+            let value = params.get(key).cloned().unwrap_or(Value::Null);
+            (key.clone(), value)
         })
         .collect()
 }
@@ -102,16 +63,12 @@ mod tests {
     }
 
     #[test]
-    fn every_target_names_a_real_command_and_a_param_of_its_schema() {
+    fn every_target_names_a_param_of_its_schema() {
         let registry = Registry::embedded().unwrap();
-        for (name, params) in TARGETS {
-            let cmd = registry
-                .resolve(name)
-                .unwrap_or_else(|| panic!("no command {name}"));
-            assert_eq!(cmd.name, *name, "use the canonical name");
+        for cmd in registry.commands() {
             let props = cmd.input_schema.get("properties").unwrap();
-            for p in *params {
-                assert!(props.get(*p).is_some(), "{name} has no param {p}");
+            for p in target_params(cmd) {
+                assert!(props.get(p).is_some(), "{} has no param {p}", cmd.name);
             }
         }
     }
@@ -149,14 +106,11 @@ mod tests {
         let registry = Registry::embedded().unwrap();
         for cmd in registry.commands() {
             let approvable = crate::is_mutating(cmd) && !crate::is_risk_floor(cmd);
-            let targeted = TARGETS.iter().any(|(n, _)| *n == cmd.name);
-            let untargeted = UNTARGETED.contains(&cmd.name.as_str());
-            assert!(!(targeted && untargeted), "{} is listed twice", cmd.name);
             assert_eq!(
                 approvable,
-                targeted || untargeted,
-                "{}: a state-changing command below the risk floor must be in TARGETS or \
-                 UNTARGETED, and nothing else may be",
+                cmd.grant_targets.is_some(),
+                "{}: a state-changing command below the risk floor must declare grant_targets \
+                 in the manifest, and nothing else may",
                 cmd.name
             );
         }

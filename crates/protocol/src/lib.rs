@@ -58,7 +58,7 @@ pub use error_code::{ErrorCode, UnknownErrorCode};
 pub use log_value::{LogValue, log_value};
 pub use manifest::{
     Capability, CapabilityRisk, Command, Confirmation, Direction, EventSpec, Executor, Exposure,
-    Risk, TransportMapping, WireMapping,
+    Risk, Service, TransportMapping, WireMapping,
 };
 pub use registry::{FieldError, ManifestSources, Registry};
 pub use runtime_id::{BUILTIN_RUNTIME_ID, RuntimeIdError, normalize_runtime_id};

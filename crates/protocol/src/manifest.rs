@@ -40,6 +40,22 @@ crate::wire_enum!(
 );
 
 crate::wire_enum!(
+    /// Which runtime-owned service serves a command (`executor: "runtime"`): the family the
+    /// daemon routes it to.
+    #[derive(PartialOrd, Ord)]
+    Service {
+        /// The memory records (served by the core).
+        Memory = "memory",
+        /// The watcher records and live watchers.
+        Watchers = "watchers",
+        /// Background jobs.
+        Jobs = "jobs",
+        /// Goals.
+        Goals = "goals",
+    }
+);
+
+crate::wire_enum!(
     /// Capability risk: a coarser scale than command risk, used for disclosure and grants.
     #[derive(PartialOrd, Ord)]
     CapabilityRisk { Low = "low", Medium = "medium", High = "high", Critical = "critical" }
@@ -81,6 +97,12 @@ pub struct Command {
     pub output_schema: Value,
     pub deprecated: bool,
     pub superseded_by: Option<String>,
+    /// The runtime-owned service that serves it; `Some` exactly for `executor: "runtime"`.
+    pub service: Option<Service>,
+    /// What a session grant of this command is pinned to (`approvals.md` §7): the params that
+    /// name what it acts on — empty for a command that acts on no particular target (a tap, a
+    /// key press). `None` for a command no session grant covers (a read, the risk floor).
+    pub grant_targets: Option<Vec<String>>,
     /// A command this project adds that upstream does not have at all (`"project": true`:
     /// the goal commands); outside the upstream-compatible totals.
     pub project: bool,

@@ -565,7 +565,7 @@ impl ToolBridge {
         match command.executor {
             Executor::Device => self.device.supports(&command.name),
             Executor::Runtime => {
-                self.services.find(&command.name).is_some() || services::serves(&command.name)
+                self.services.find(&command.name).is_some() || services::serves(command)
             }
         }
     }

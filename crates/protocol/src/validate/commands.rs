@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 use serde_json::{Map, Value};
 
 use super::{Report, Rule, describe, non_empty_str, parse_object};
-use crate::manifest::{Command, Confirmation, Executor, Exposure, Risk};
+use crate::manifest::{Command, Confirmation, Executor, Exposure, Risk, Service};
 use crate::version::{MAX_VERSION, MIN_VERSION, is_supported_version};
 
 /// Information-only manifest-level deprecation of the commands manifest.
@@ -323,6 +323,9 @@ fn check_command(
         }
     }
 
+    let service = check_service(obj, executor, s, r);
+    let grant_targets = check_grant_targets(obj, mutating, &input_schema, s, r);
+
     let deprecated = match obj.get("deprecated") {
         None => false,
         Some(Value::Bool(b)) => *b,
@@ -390,10 +393,97 @@ fn check_command(
             output_schema,
             deprecated,
             superseded_by,
+            service,
+            grant_targets,
             project: obj.get("project").and_then(Value::as_bool).unwrap_or(false),
         },
         validator,
     ))
+}
+
+/// `service`: given exactly for a runtime-owned command, one of the services.
+fn check_service(
+    obj: &Map<String, Value>,
+    executor: Option<Executor>,
+    s: Option<&str>,
+    r: &mut Report,
+) -> Option<Service> {
+    let service = match obj.get("service") {
+        None => None,
+        Some(Value::String(t)) => match Service::parse(t) {
+            Some(service) => Some(service),
+            None => {
+                r.err(
+                    Rule::CommandProjectFields,
+                    s,
+                    format!("`service` must be one of memory, watchers, jobs, goals, found {t:?}"),
+                );
+                return None;
+            }
+        },
+        Some(other) => {
+            r.err(
+                Rule::CommandProjectFields,
+                s,
+                format!("`service` must be a string, found {other}"),
+            );
+            return None;
+        }
+    };
+    if let Some(executor) = executor
+        && service.is_some() != (executor == Executor::Runtime)
+    {
+        r.err(
+            Rule::CommandProjectFields,
+            s,
+            format!(
+                "`service` must be given exactly for executor \"runtime\" (executor {executor})"
+            ),
+        );
+    }
+    service
+}
+
+/// `grant_targets`: absent, or on a state-changing command a list of params its input schema
+/// declares.
+fn check_grant_targets(
+    obj: &Map<String, Value>,
+    mutating: Option<bool>,
+    input_schema: &Value,
+    s: Option<&str>,
+    r: &mut Report,
+) -> Option<Vec<String>> {
+    let list = obj.get("grant_targets")?;
+    let Some(items) = list.as_array() else {
+        r.err(
+            Rule::CommandProjectFields,
+            s,
+            format!("`grant_targets` must be an array of param names, found {list}"),
+        );
+        return None;
+    };
+    if mutating == Some(false) {
+        r.err(
+            Rule::CommandProjectFields,
+            s,
+            "`grant_targets` is only for a state-changing command",
+        );
+    }
+    let declared = input_schema.get("properties").and_then(Value::as_object);
+    let mut targets = Vec::new();
+    for item in items {
+        match item.as_str() {
+            Some(name) if declared.is_some_and(|props| props.contains_key(name)) => {
+                targets.push(name.to_owned());
+            }
+            _ => r.err(
+                Rule::CommandProjectFields,
+                s,
+                format!("grant target {item} is not a param of the input schema"),
+            ),
+        }
+    }
+    Some(targets)
 }
 
 fn parse_enum<T>(

@@ -81,6 +81,9 @@ rules! {
     CommandDeprecation = ("commands.deprecation", Commands),
     /// `mutating` is exactly `confirmation != "none"`.
     CommandMutatingFlag = ("commands.mutating_flag", Commands),
+    /// `service` is given exactly for `executor: "runtime"` and names a service; `grant_targets`,
+    /// when given, is on a state-changing command and lists params of its input schema.
+    CommandProjectFields = ("commands.project_fields", Commands),
     /// Warning: `confirmation == "none"` exactly for read exposures.
     WarnReadExposure = ("commands.warn_read_exposure", Commands),
     /// Warning: every confirming command is `dangerous`.

@@ -75,6 +75,10 @@ fn cases() -> Vec<(Rule, Option<&'static str>, Breaker)> {
                 d.command("openphone.share.text")["confirmation"] = json!("ask_before_action");
             },
         ),
+        (Rule::CommandProjectFields, Some("openphone.ui.tap"), |d| {
+            d.command("openphone.ui.tap")
+                .insert("grant_targets".into(), json!(["teleport_to"]));
+        }),
         (Rule::CommandDeprecation, Some("openphone.ui.tap"), |d| {
             d.command("openphone.ui.tap")
                 .insert("superseded_by".into(), json!("openphone.ui.tap_element"));

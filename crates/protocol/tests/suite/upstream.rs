@@ -3,7 +3,8 @@
 //! The upstream facts are vendored as test data in `tests/fixtures/upstream/` (each reference
 //! file with its prose `description` strings removed, and hashes of upstream's command
 //! descriptions; `refresh.py` there regenerates them from a reference copy). Everything but
-//! descriptions and this project's additions (`mutating`, `executor`, and the commands and
+//! descriptions and this project's additions (`mutating`, `executor`, `service`,
+//! `grant_targets`, and the commands and
 //! events marked `"project": true`) must be identical.
 
 use std::path::PathBuf;
@@ -71,7 +72,7 @@ fn commands_match_upstream_except_descriptions() {
     assert_same(
         without_project_commands(docs.commands),
         read("runtime/protocol/openphone-commands.json"),
-        &["mutating", "executor"],
+        &["mutating", "executor", "service", "grant_targets"],
         "commands manifest",
     );
 }

@@ -1,0 +1,187 @@
+//! The job operations (§5, §8): create (against the creator's quota), get, list, stop, pause
+//! and resume, each as the [`Asker`] may (a runtime only its own jobs), each rescheduling the
+//! next wake.
+
+use openphone_store::{AttemptFinish, StoreError};
+
+use super::{Asker, Scheduler, SchedulerEvent, StopOutcome, WRITE_TRIES};
+use crate::error::JobsError;
+use crate::limits::{LIST_DEFAULT, LIST_MAX};
+use crate::model::{JobFilter, JobStatus, RunOutcome, StoredJob};
+use crate::transition::{Change, apply};
+use crate::validate::{CreateContext, JobRequest, for_creator, normalise};
+
+impl Scheduler {
+    /// Creates a job of the user's (the operator's) from its arguments (§5) and reschedules.
+    /// The first run waits for the scheduled wake, which is at least 15 s away (§6.1).
+    pub fn create(
+        &self,
+        request: &JobRequest,
+        phone_session_id: Option<&str>,
+    ) -> Result<StoredJob, JobsError> {
+        self.create_as(request, phone_session_id, &Asker::operator())
+    }
+
+    /// [`Scheduler::create`] for `asker`, who becomes the job's creator (`created_by`): a
+    /// runtime's job counts against its own quota
+    /// ([`SchedulerConfig::quota`](super::SchedulerConfig::quota)) and may not read the user's
+    /// main conversation (`for_creator`).
+    pub fn create_as(
+        &self,
+        request: &JobRequest,
+        phone_session_id: Option<&str>,
+        asker: &Asker,
+    ) -> Result<StoredJob, JobsError> {
+        let now = self.inner.clock.now_ms();
+        let new = normalise(
+            request,
+            &CreateContext {
+                now_ms: now,
+                phone_session_id: phone_session_id.map(str::to_owned),
+            },
+        )?;
+        let store = &self.inner.store;
+        let new = for_creator(new, request, asker.id(), |id| {
+            store.get_session(id).ok().flatten().map(|s| s.runtime_kind)
+        })?;
+        let job = store.create_job_limited(&new, now, &self.inner.config.quota())?;
+        self.inner.emit(SchedulerEvent::Created {
+            job: Box::new(job.job.clone()),
+        });
+        self.inner.reschedule_at(now)?;
+        Ok(job)
+    }
+
+    /// One job.
+    pub fn get(&self, id: i64) -> Result<StoredJob, JobsError> {
+        self.inner.store.get_job(id)?.ok_or(JobsError::NotFound(id))
+    }
+
+    /// One job `asker` may see: the user sees every job, a runtime only its own; another's
+    /// job is `job_not_found`, exactly like an id that names nothing (ids do not leak).
+    pub fn get_as(&self, id: i64, asker: &Asker) -> Result<StoredJob, JobsError> {
+        let row = self.get(id)?;
+        if asker.sees(&row) {
+            Ok(row)
+        } else {
+            Err(JobsError::NotFound(id))
+        }
+    }
+
+    /// Jobs whose title or prompt contains `query` (case-insensitive), live first (§10); at
+    /// most `limit` (default 20, capped at 50). Reading never moves a due time.
+    pub fn list(
+        &self,
+        query: Option<&str>,
+        limit: Option<usize>,
+    ) -> Result<Vec<StoredJob>, JobsError> {
+        self.list_as(query, limit, &Asker::operator())
+    }
+
+    /// [`Scheduler::list`] of the jobs `asker` may see (a runtime: only its own).
+    pub fn list_as(
+        &self,
+        query: Option<&str>,
+        limit: Option<usize>,
+        asker: &Asker,
+    ) -> Result<Vec<StoredJob>, JobsError> {
+        let limit = limit.unwrap_or(LIST_DEFAULT).clamp(1, LIST_MAX);
+        Ok(self.inner.store.list_jobs(&JobFilter {
+            text: query.map(str::to_owned),
+            limit: Some(limit),
+            created_by: (!asker.is_user()).then(|| asker.id().to_owned()),
+            ..JobFilter::default()
+        })?)
+    }
+
+    /// [`Scheduler::stop`] of a job `asker` may see (another's is `job_not_found`).
+    pub fn stop_as(&self, id: i64, asker: &Asker) -> Result<StopOutcome, JobsError> {
+        self.get_as(id, asker)?;
+        self.stop(id)
+    }
+
+    /// [`Scheduler::pause`] of a job `asker` may see (another's is `job_not_found`).
+    pub fn pause_as(&self, id: i64, asker: &Asker) -> Result<StoredJob, JobsError> {
+        self.get_as(id, asker)?;
+        self.pause(id)
+    }
+
+    /// [`Scheduler::resume`] of a job `asker` may see (another's is `job_not_found`).
+    pub fn resume_as(&self, id: i64, asker: &Asker) -> Result<StoredJob, JobsError> {
+        self.get_as(id, asker)?;
+        self.resume(id)
+    }
+
+    /// Stops a job (§8). A live job becomes `stopped` (a run in progress is told to stop and
+    /// anything it reports later is discarded; its attempt ends as `cancelled`); a terminal
+    /// job is left as it is (`stopped: false`).
+    pub fn stop(&self, id: i64) -> Result<StopOutcome, JobsError> {
+        let inner = &self.inner;
+        for _ in 0..WRITE_TRIES {
+            let row = self.get(id)?;
+            if row.job.status.is_terminal() {
+                return Ok(StopOutcome {
+                    job: row,
+                    stopped: false,
+                });
+            }
+            let now = inner.clock.now_ms();
+            let next = apply(&row, &Change::Stop, now)?;
+            let written = if row.job.status == JobStatus::Running {
+                inner.store.finish_job_attempt(
+                    &next,
+                    &AttemptFinish {
+                        attempt: row.attempt,
+                        owner: row.owner.clone(),
+                        outcome: RunOutcome::Cancelled,
+                        reason: "stopped".to_owned(),
+                        output_ref: String::new(),
+                        finished_at: now,
+                    },
+                )
+            } else {
+                inner.store.update_job(&next)
+            };
+            match written {
+                Ok(job) => {
+                    inner.signal_stop(id, None);
+                    inner.review_stopped(&row, now);
+                    inner.emit(SchedulerEvent::Stopped { job_id: id });
+                    inner.reschedule_at(now)?;
+                    return Ok(StopOutcome { job, stopped: true });
+                }
+                Err(StoreError::Conflict { .. }) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(JobsError::Contended { id })
+    }
+
+    /// Pauses a queued job (§8): it keeps its place but is never due while paused.
+    pub fn pause(&self, id: i64) -> Result<StoredJob, JobsError> {
+        self.change(id, &Change::Pause)
+    }
+
+    /// Resumes a paused job (§8): it is due at once (the next wake, ≥ 15 s away, runs it).
+    pub fn resume(&self, id: i64) -> Result<StoredJob, JobsError> {
+        self.change(id, &Change::Resume)
+    }
+
+    fn change(&self, id: i64, change: &Change) -> Result<StoredJob, JobsError> {
+        let inner = &self.inner;
+        for _ in 0..WRITE_TRIES {
+            let row = self.get(id)?;
+            let now = inner.clock.now_ms();
+            let next = apply(&row, change, now)?;
+            match inner.store.update_job(&next) {
+                Ok(job) => {
+                    inner.reschedule_at(now)?;
+                    return Ok(job);
+                }
+                Err(StoreError::Conflict { .. }) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(JobsError::Contended { id })
+    }
+}

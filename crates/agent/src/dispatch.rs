@@ -2,6 +2,9 @@
 //! `builtin` (`agent-jobs.md` §7.3). A run hands the job to that runtime as an attention
 //! request and ends at once; the runtime's own tool requests then come through the bridge in
 //! the phone session the request created, with the normal (foreground) confirmation rules.
+//!
+//! [`AgentTurnRunner::from_setup`] (here, beside the runner it may pick) chooses between the
+//! built-in loop and this runner for the daemon.
 
 use std::sync::{Arc, Weak};
 
@@ -10,12 +13,54 @@ use openphone_core::{RuntimeManager, ToolBridge};
 use openphone_jobs::{FailureReason, JobRunner, RunContext, RunResult};
 use openphone_policy::{Autonomy, Caller};
 use openphone_protocol::endpoint::{AttentionRequestParams, RuntimeState, Source};
-use openphone_protocol::{ErrorCode, ToolRequest, ToolStatus};
+use openphone_protocol::{
+    BUILTIN_RUNTIME_ID, ErrorCode, ToolRequest, ToolStatus, background_job_session,
+};
 use serde_json::{Map, Value, json};
 
-use crate::background::{RUN_STOPPED, background_session};
+use crate::background::{AgentTurnRunner, BackgroundSetupError, RUN_STOPPED};
+use crate::config::BuiltinConfig;
 use crate::prompt;
-use crate::runtime::{BUILTIN, BuiltinSetup};
+use crate::setup::BuiltinSetup;
+
+impl AgentTurnRunner {
+    /// The runner the daemon installs for `agent_turn`: the built-in loop when
+    /// `background_runtime` is unset or `builtin`, else a [`DispatchRunner`] to that runtime
+    /// (§7.3). The model key is read now (only for the built-in loop).
+    pub fn from_setup(
+        setup: &BuiltinSetup,
+        config: Option<&BuiltinConfig>,
+        background_runtime: Option<String>,
+    ) -> Result<Arc<dyn JobRunner>, BackgroundSetupError> {
+        let named = background_runtime
+            .as_deref()
+            .map(str::trim)
+            .filter(|r| !r.is_empty());
+        let runtime = match named {
+            None => BUILTIN_RUNTIME_ID.to_owned(),
+            Some(raw) => openphone_protocol::normalize_runtime_id(raw).map_err(|e| {
+                BackgroundSetupError::Runtime {
+                    runtime: raw.to_owned(),
+                    reason: e.to_string(),
+                }
+            })?,
+        };
+        if runtime == BUILTIN_RUNTIME_ID {
+            Ok(Arc::new(AgentTurnRunner::from_config(setup, config)?))
+        } else {
+            // Other runtimes' jobs run in the built-in loop (narrowed to their creator), never
+            // with the background runtime's authority; without a usable model they fail
+            // saying so.
+            let builtin = AgentTurnRunner::from_config(setup, config).or_else(|e| {
+                tracing::warn!(error = %e, "[builtin] unusable for other runtimes' jobs");
+                AgentTurnRunner::from_config(setup, None)
+            })?;
+            Ok(Arc::new(
+                DispatchRunner::new(setup, &runtime).with_builtin(builtin),
+            ))
+        }
+    }
+}
 
 /// Sends background jobs to an external runtime. Cheap to clone.
 ///
@@ -39,12 +84,12 @@ pub struct DispatchRunner {
     bridge: Weak<ToolBridge>,
     caller: Caller,
     /// Runs the jobs of runtimes other than `runtime`.
-    builtin: Option<crate::AgentTurnRunner>,
+    builtin: Option<AgentTurnRunner>,
 }
 
 impl DispatchRunner {
     /// A runner sending every job to `runtime` (a normalised runtime id; see
-    /// [`crate::AgentTurnRunner::from_setup`]). The manager and the bridge are held weakly.
+    /// [`AgentTurnRunner::from_setup`]). The manager and the bridge are held weakly.
     pub fn new(setup: &BuiltinSetup, runtime: &str) -> DispatchRunner {
         let (caller, _) = setup.caller_and_tools();
         DispatchRunner {
@@ -58,7 +103,7 @@ impl DispatchRunner {
 
     /// Runs other runtimes' jobs in `builtin` (the built-in loop) instead of sending them to
     /// this runner's runtime.
-    pub fn with_builtin(mut self, builtin: crate::AgentTurnRunner) -> DispatchRunner {
+    pub fn with_builtin(mut self, builtin: AgentTurnRunner) -> DispatchRunner {
         self.builtin = Some(builtin);
         self
     }
@@ -94,8 +139,8 @@ impl DispatchRunner {
         params.insert("include_screenshot".into(), Value::Bool(false));
         let request = ToolRequest {
             request_id: format!("job-{}-{}-screen", ctx.job.id, ctx.attempt),
-            runtime: Some(BUILTIN.to_owned()),
-            runtime_session_id: background_session(ctx.job.id),
+            runtime: Some(BUILTIN_RUNTIME_ID.to_owned()),
+            runtime_session_id: background_job_session(ctx.job.id),
             tool: "openphone.screen.get".into(),
             params: Value::Object(params),
             ..ToolRequest::default()

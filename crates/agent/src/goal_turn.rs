@@ -15,22 +15,26 @@
 //!   told to leave that step to the goal's plan, where it gets its own approval.
 //! - **Bounds.** `background_max_turns` model calls, `max_tool_calls` tool calls, and
 //!   [`TURN_BUDGET_MS`] in all.
+//!
+//! The loop is the one of every run ([`crate::turns`]); the goal-turn policy here keeps no
+//! transcript and hands a call that needs approval back to the goal.
 
+use std::future::Future;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use openphone_core::{ToolBridge, waiting_on};
-use openphone_model::{ModelClient, ModelConfig};
+use openphone_model::{Message, ModelClient, ModelConfig, ModelError, StreamEvent};
 use openphone_policy::{Caller, Context};
-use openphone_protocol::{ErrorCode, ToolRequest, ToolResult};
+use openphone_protocol::{BUILTIN_RUNTIME_ID, ErrorCode, ToolRequest, ToolResult};
 use serde_json::{Value, json};
+use tokio::time::{Instant, Sleep};
 
+use crate::answers::describe;
 use crate::config::{BuiltinConfig, BuiltinConfigError};
-use crate::run;
-use crate::runtime::{BUILTIN, BuiltinSetup};
+use crate::setup::BuiltinSetup;
 use crate::tools::ToolCatalogue;
-use crate::transcript::Kept;
-use openphone_model::Message;
+use crate::turns::{Answer, Call, Cut, Limits, Loop, TurnPolicy};
 
 /// The longest one goal turn may take (model calls and tool calls together).
 pub const TURN_BUDGET_MS: u64 = 8 * 60 * 1000;
@@ -148,79 +152,112 @@ impl GoalTurnRunner {
         let Some(bridge) = inner.bridge.upgrade() else {
             return Err("the tool bridge is gone (the daemon is stopping)".to_owned());
         };
-        // A deadline without reading the clock: the sleep computes it.
-        let deadline = tokio::time::sleep(Duration::from_millis(TURN_BUDGET_MS)).deadline();
-        let mut messages = vec![Kept::new(Message::user(prompt.to_owned()), &Value::Null)];
-        let mut calls = 0u32;
-        for _ in 0..inner.max_turns.max(1) {
-            let request = run::chat_request(
-                system_prompt(),
-                &mut messages,
-                0,
-                &inner.tools,
-                inner.max_history_chars,
-                inner.max_tokens,
-            );
-            let mut quiet = |_| {};
-            let completion = tokio::time::timeout_at(
-                deadline,
-                client.complete_until(&request, deadline, &mut quiet),
-            )
+        let policy = GoalTurn {
+            caller: &inner.caller,
+            bridge,
+            goal_id,
+            session,
+            max_turns: inner.max_turns,
+            // A deadline without reading the clock: the sleep computes it.
+            deadline: tokio::time::sleep(Duration::from_millis(TURN_BUDGET_MS)).deadline(),
+        };
+        let limits = Limits {
+            max_turns: inner.max_turns.max(1),
+            max_tool_calls: inner.max_tool_calls,
+            max_tokens: inner.max_tokens,
+            max_history_chars: inner.max_history_chars,
+            vision: false,
+        };
+        let tools = inner.tools.clone();
+        Loop::new(policy, client, tools, limits, system_prompt(), Vec::new())
+            .answer(Message::user(prompt.to_owned()), Value::Null)
             .await
-            .map_err(|_| "the model did not answer within the turn's budget".to_owned())?
-            .map_err(|e| format!("{}: {}", e.reason(), e.detail()))?;
-            let said = completion.content.clone();
-            messages.push(Kept::new(completion.to_message(), &Value::Null));
-            if completion.tool_calls.is_empty() {
-                return Ok(said);
-            }
-            for call in &completion.tool_calls {
-                if calls >= inner.max_tool_calls {
-                    return Err(format!("the turn reached its {calls} tool calls"));
-                }
-                calls += 1;
-                let (message, meta) = self
-                    .call(&bridge, goal_id, session, calls, call, &said)
-                    .await;
-                messages.push(Kept::new(message, &meta));
-            }
-        }
-        Err(format!(
-            "the model was still calling tools after {} turns",
-            inner.max_turns
-        ))
+    }
+}
+
+/// The goal-turn policy: nobody is present, nothing is recorded, a call that needs the user's
+/// approval is handed back to the goal's plan.
+struct GoalTurn<'a> {
+    caller: &'a Caller,
+    bridge: Arc<ToolBridge>,
+    goal_id: &'a str,
+    session: &'a str,
+    /// The configured turn limit (named when it is reached).
+    max_turns: u32,
+    deadline: Instant,
+}
+
+impl TurnPolicy for GoalTurn<'_> {
+    type End = String;
+
+    /// No stop signal: the deadline bounds the model calls.
+    fn check(&self) -> Result<(), String> {
+        Ok(())
     }
 
-    async fn call(
-        &self,
-        bridge: &Arc<ToolBridge>,
-        goal_id: &str,
-        session: &str,
-        number: u32,
-        call: &openphone_model::ToolCall,
-        said: &str,
-    ) -> (Message, Value) {
-        let inner = &self.inner;
-        let Some(command) = inner.tools.command(&call.name) else {
-            return run::unknown_tool(call, &inner.tools);
-        };
-        let params = match run::parse_arguments(&call.arguments) {
-            Ok(arguments) => Value::Object(arguments),
-            Err(problem) => return run::invalid_arguments(call, command, &problem),
-        };
-        let has_reason = params
-            .get("reason")
-            .and_then(Value::as_str)
-            .is_some_and(|r| !r.trim().is_empty());
-        let request_id = format!("{session}:{number}");
+    fn out_of_turns(&self, _turns: u32) -> String {
+        format!(
+            "the model was still calling tools after {} turns",
+            self.max_turns
+        )
+    }
+
+    fn out_of_tool_calls(&self, calls: u32) -> String {
+        format!("the turn reached its {calls} tool calls")
+    }
+
+    fn budget_end(&self) -> Sleep {
+        tokio::time::sleep_until(self.deadline)
+    }
+
+    fn out_of_time(&self) -> String {
+        "the model did not answer within the turn's budget".to_owned()
+    }
+
+    fn stopped(&self) -> impl Future<Output = String> + Send + 'static {
+        std::future::pending()
+    }
+
+    fn model_failed(&self, error: ModelError) -> String {
+        format!("{}: {}", error.reason(), error.detail())
+    }
+
+    fn on_event(&self) -> Box<dyn FnMut(StreamEvent) + Send> {
+        Box::new(|_| {})
+    }
+
+    /// A goal turn keeps no transcript.
+    async fn keep(&mut self, _role: &'static str, _body: &Value) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn not_run_why(&self, end: &String) -> String {
+        format!("the turn ended ({end})")
+    }
+
+    fn unrecorded(&self, end: String, _failure: String) -> String {
+        end
+    }
+
+    /// One call as `builtin` in the goal's background context; a confirmation is withdrawn
+    /// at once, and a call that needs approval is answered "not run".
+    async fn call(&mut self, call: Call<'_>) -> Result<Answer, Cut<String>> {
+        let Call {
+            call,
+            command,
+            params,
+            reason,
+            number,
+        } = call;
+        let request_id = format!("{}:{number}", self.session);
         let request = ToolRequest {
             request_id: request_id.clone(),
-            runtime: Some(BUILTIN.to_owned()),
-            runtime_session_id: session.to_owned(),
+            runtime: Some(BUILTIN_RUNTIME_ID.to_owned()),
+            runtime_session_id: self.session.to_owned(),
             phone_session_id: None,
             tool: command.name.clone(),
             params,
-            reason: (!has_reason).then(|| run::fallback_reason(said, command)),
+            reason,
             autonomy: Some(
                 openphone_policy::Autonomy::AskBeforeAction
                     .as_str()
@@ -229,12 +266,13 @@ impl GoalTurnRunner {
             idempotency_key: None,
             timeout_ms: None,
         };
+        let bridge = &self.bridge;
         let result = bridge
-            .invoke(&inner.caller, request, Context::goal(goal_id))
+            .invoke(self.caller, request, Context::goal(self.goal_id))
             .await;
         let held = waiting_on(&result);
         if let Some(cid) = &held
-            && let Err(e) = bridge.withdraw(&inner.caller, cid).await
+            && let Err(e) = bridge.withdraw(self.caller, cid).await
         {
             tracing::warn!(error = %e, confirmation = %cid, "withdrawing a goal turn's confirmation");
         }
@@ -247,7 +285,7 @@ impl GoalTurnRunner {
             );
             let meta = json!({"tool": command.name, "request_id": request_id,
                 "status": "needs_approval"});
-            return (Message::tool(call.id.clone(), text), meta);
+            return Ok((Message::tool(call.id.clone(), text), meta, Vec::new()));
         }
         let meta = json!({
             "tool": command.name,
@@ -255,8 +293,8 @@ impl GoalTurnRunner {
             "status": result.status.as_str(),
             "error_code": result.error.as_ref().map(|e| e.code.as_str()),
         });
-        let (text, _images) = run::describe(result, command, false);
-        (Message::tool(call.id.clone(), text), meta)
+        let (text, _images) = describe(result, command, false);
+        Ok((Message::tool(call.id.clone(), text), meta, Vec::new()))
     }
 }
 

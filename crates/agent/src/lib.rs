@@ -30,6 +30,7 @@
 
 #![deny(missing_docs)]
 
+mod answers;
 pub mod background;
 mod config;
 mod dispatch;
@@ -38,12 +39,17 @@ mod judge;
 pub mod prompt;
 pub mod run;
 mod runtime;
+mod setup;
 pub mod tools;
 pub mod transcript;
+mod turns;
 
 pub use background::{AgentTurnRunner, BackgroundSetupError, background_session};
 pub use config::{BuiltinConfig, BuiltinConfigError, ModelEndpoint};
 pub use dispatch::DispatchRunner;
 pub use goal_turn::GoalTurnRunner;
 pub use judge::ModelJudge;
-pub use runtime::{BUILTIN, BuiltinRuntime, BuiltinSetup, DAEMON_STOPPED};
+/// The runtime id of the built-in runtime (the protocol's one constant for it).
+pub use openphone_protocol::BUILTIN_RUNTIME_ID as BUILTIN;
+pub use runtime::{BuiltinRuntime, DAEMON_STOPPED};
+pub use setup::BuiltinSetup;

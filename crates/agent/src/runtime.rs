@@ -4,69 +4,25 @@
 //! cancellation and shutdown.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use openphone_clock::Clock;
-use openphone_core::{BUILTIN_NOT_CONFIGURED, LocalRuntime, RuntimeManager, ToolBridge};
+use openphone_core::{BUILTIN_NOT_CONFIGURED, LocalRuntime};
 use openphone_model::{ModelClient, ModelConfig};
-use openphone_policy::{Caller, RuntimeAuthorisation, ToolPolicy};
-use openphone_protocol::Registry;
+use openphone_protocol::BUILTIN_RUNTIME_ID;
 use openphone_protocol::endpoint::{AttentionRequested, RuntimeMessageParams};
-use openphone_store::{
-    ConfirmationFilter, ConfirmationState, SessionFilter, Store, TranscriptEntry,
-};
+use openphone_store::{ConfirmationFilter, ConfirmationState, SessionFilter, TranscriptEntry};
 use tokio::sync::{Notify, watch};
 
 use crate::config::{BuiltinConfig, BuiltinConfigError};
-use crate::run;
-use crate::tools::ToolCatalogue;
-
-/// The runtime id of the built-in runtime.
-pub const BUILTIN: &str = "builtin";
+use crate::run::{self, Agent, Stop};
+use crate::setup::BuiltinSetup;
 
 /// The reason sessions interrupted by a daemon stop (or found active after a crash) fail with.
 pub const DAEMON_STOPPED: &str = "daemon_stopped";
 
 /// How long [`BuiltinRuntime::shutdown`] waits for running loops to stop.
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(10);
-
-/// Why a run is told to stop.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Stop {
-    /// `sessions.cancel`: the manager fails the session itself.
-    Cancelled,
-    /// The daemon is stopping: [`BuiltinRuntime::shutdown`] fails the session.
-    Shutdown,
-}
-
-/// What the built-in runtime is built from.
-#[derive(Debug, Clone)]
-pub struct BuiltinSetup {
-    /// The one bridge every tool call goes through.
-    pub bridge: Arc<ToolBridge>,
-    /// The manager the replies go through (held weakly: it holds the runtime).
-    pub manager: Arc<RuntimeManager>,
-    /// The manifests.
-    pub registry: &'static Registry,
-    /// The `builtin` runtime's configured authorisation (enabled, grants, ceiling).
-    pub authorisation: RuntimeAuthorisation,
-    /// The configured tool policy (profiles, allow and deny lists).
-    pub tool_policy: ToolPolicy,
-}
-
-impl BuiltinSetup {
-    /// `builtin` under its configured authorisation, and the tools it offers the model: one
-    /// catalogue for foreground and background runs.
-    pub(crate) fn caller_and_tools(&self) -> (Caller, ToolCatalogue) {
-        let caller = Caller::builtin("daemon").with_authorisation(self.authorisation);
-        let bridge = &self.bridge;
-        let tools = ToolCatalogue::new(self.registry, &caller, &self.tool_policy, |c| {
-            bridge.supports(c)
-        });
-        (caller, tools)
-    }
-}
 
 /// The built-in runtime. Cheap to clone (one shared state).
 #[derive(Debug, Clone)]
@@ -77,17 +33,8 @@ pub struct BuiltinRuntime {
 /// The shared state of the runtime and its runs.
 #[derive(Debug)]
 pub(crate) struct Inner {
-    pub(crate) bridge: Arc<ToolBridge>,
-    pub(crate) manager: Weak<RuntimeManager>,
-    pub(crate) store: Arc<Store>,
-    pub(crate) clock: Arc<dyn Clock>,
-    /// `None` without a configured model.
-    pub(crate) client: Option<ModelClient>,
-    /// The limits of a run (and the rest of the `[builtin]` table).
-    pub(crate) config: BuiltinConfig,
-    /// `builtin` under its configured authorisation.
-    pub(crate) caller: Caller,
-    pub(crate) tools: ToolCatalogue,
+    /// What every run works with.
+    agent: Agent,
     runs: Mutex<Runs>,
     idle: Notify,
 }
@@ -161,14 +108,16 @@ impl BuiltinRuntime {
         let bridge = setup.bridge;
         BuiltinRuntime {
             inner: Arc::new(Inner {
-                store: Arc::clone(bridge.store()),
-                clock: bridge.clock(),
-                bridge,
-                manager: Arc::downgrade(&setup.manager),
-                client,
-                config,
-                caller,
-                tools,
+                agent: Agent {
+                    store: setup.store,
+                    clock: bridge.clock(),
+                    bridge,
+                    manager: Arc::downgrade(&setup.manager),
+                    client,
+                    config,
+                    caller,
+                    tools,
+                },
                 runs: Mutex::new(Runs::default()),
                 idle: Notify::new(),
             }),
@@ -177,19 +126,19 @@ impl BuiltinRuntime {
 
     /// Attaches this runtime to its manager ([`RuntimeManager::set_local`]).
     pub fn attach(&self) {
-        if let Some(manager) = self.inner.manager.upgrade() {
+        if let Some(manager) = self.inner.agent.manager.upgrade() {
             manager.set_local(Arc::new(self.clone()));
         }
     }
 
     /// Whether a model is configured.
     pub fn is_configured(&self) -> bool {
-        self.inner.client.is_some()
+        self.inner.agent.client.is_some()
     }
 
     /// The model-tool names offered to the model.
     pub fn tool_names(&self) -> Vec<String> {
-        self.inner.tools.names().map(str::to_owned).collect()
+        self.inner.agent.tools.names().map(str::to_owned).collect()
     }
 
     /// Runs in progress or queued.
@@ -206,7 +155,7 @@ impl BuiltinRuntime {
         &self,
         phone_session_id: &str,
     ) -> Result<Vec<TranscriptEntry>, openphone_store::StoreError> {
-        self.inner.store.transcript(phone_session_id)
+        self.inner.agent.store.transcript(phone_session_id)
     }
 
     /// At start: the pending confirmations of `builtin` that no run waits for (a previous
@@ -260,7 +209,7 @@ impl BuiltinRuntime {
                 "built-in sessions stopped with the daemon"
             );
         }
-        if let Some(manager) = self.inner.manager.upgrade() {
+        if let Some(manager) = self.inner.agent.manager.upgrade() {
             manager.clear_local();
         }
     }
@@ -270,9 +219,9 @@ impl Inner {
     /// Withdraws every pending confirmation of `builtin` whose session has no run here
     /// (goal actions' confirmations excepted). Returns how many were withdrawn.
     async fn withdraw_orphans(&self) -> usize {
-        let pending = match self.store.list_confirmations(&ConfirmationFilter {
+        let pending = match self.agent.store.list_confirmations(&ConfirmationFilter {
             state: Some(ConfirmationState::Pending),
-            runtime: Some(BUILTIN.to_owned()),
+            runtime: Some(BUILTIN_RUNTIME_ID.to_owned()),
             limit: None,
         }) {
             Ok(pending) => pending,
@@ -299,8 +248,9 @@ impl Inner {
                 continue;
             }
             match self
+                .agent
                 .bridge
-                .withdraw(&self.caller, &record.confirmation_id)
+                .withdraw(&self.agent.caller, &record.confirmation_id)
                 .await
             {
                 Ok(_) => withdrawn += 1,
@@ -313,11 +263,11 @@ impl Inner {
 
     /// Fails every active built-in session with `reason` through a final message.
     fn fail_active(&self, reason: &str) -> usize {
-        let Some(manager) = self.manager.upgrade() else {
+        let Some(manager) = self.agent.manager.upgrade() else {
             return 0;
         };
-        let sessions = match self.store.list_sessions(&SessionFilter {
-            runtime: Some(BUILTIN.to_owned()),
+        let sessions = match self.agent.store.list_sessions(&SessionFilter {
+            runtime: Some(BUILTIN_RUNTIME_ID.to_owned()),
             status: None,
             limit: None,
         }) {
@@ -338,7 +288,7 @@ impl Inner {
                 error: Some(reason.to_owned()),
                 attention_id: None,
             };
-            match manager.runtime_message(BUILTIN, message) {
+            match manager.runtime_message(BUILTIN_RUNTIME_ID, message) {
                 Ok(_) => failed += 1,
                 Err(e) => tracing::warn!(error = %e, session = %session.phone_session_id,
                     "failing an interrupted built-in session"),
@@ -362,7 +312,7 @@ impl Inner {
 
     /// Ends a session that could not be started, with `reason`.
     fn refuse(&self, requested: &AttentionRequested, reason: &str, detail: &str) {
-        let Some(manager) = self.manager.upgrade() else {
+        let Some(manager) = self.agent.manager.upgrade() else {
             return;
         };
         let message = RuntimeMessageParams {
@@ -374,7 +324,7 @@ impl Inner {
             error: Some(reason.to_owned()),
             attention_id: Some(requested.attention_id.clone()),
         };
-        if let Err(e) = manager.runtime_message(BUILTIN, message) {
+        if let Err(e) = manager.runtime_message(BUILTIN_RUNTIME_ID, message) {
             tracing::warn!(error = %e, "failing a built-in session that could not start");
         }
     }
@@ -423,7 +373,7 @@ impl LocalRuntime for BuiltinRuntime {
             {
                 // Runs of one session take turns: a follow-up waits for the turn before it.
                 let _turn = gate.lock().await;
-                run::run(&inner, requested, rx).await;
+                run::run(&inner.agent, requested, rx).await;
             }
             inner.finish(&session, run);
         });
@@ -443,7 +393,7 @@ impl LocalRuntime for BuiltinRuntime {
     }
 
     fn configured(&self) -> Result<(), String> {
-        match self.inner.client {
+        match self.inner.agent.client {
             Some(_) => Ok(()),
             None => Err(BUILTIN_NOT_CONFIGURED.to_owned()),
         }

@@ -571,6 +571,8 @@ async fn builtin_runtime(
     let setup = BuiltinSetup {
         bridge: Arc::clone(bridge),
         manager: Arc::clone(manager),
+        // The daemon's construction hands the runs their store.
+        store: Arc::clone(bridge.store()),
         registry,
         authorisation,
         tool_policy: config.tool_policy.clone(),

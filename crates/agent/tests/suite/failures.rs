@@ -176,6 +176,7 @@ async fn without_a_model_the_builtin_runtime_says_how_to_configure_one() {
     let setup = BuiltinSetup {
         bridge: agent.bridge.clone(),
         manager: agent.manager.clone(),
+        store: agent.store.clone(),
         registry: registry(),
         authorisation: Caller::builtin("daemon").authorisation(),
         tool_policy: ToolPolicy::default(),

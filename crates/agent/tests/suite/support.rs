@@ -105,6 +105,7 @@ impl Core {
         BuiltinSetup {
             bridge: self.bridge.clone(),
             manager: manager.clone(),
+            store: self.store.clone(),
             registry: registry(),
             authorisation: Caller::builtin("daemon").authorisation(),
             tool_policy: ToolPolicy::default(),

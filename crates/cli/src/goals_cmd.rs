@@ -12,7 +12,7 @@ use openphone_device::SimState;
 use openphone_goals::sim::{Rules, SimInput, simulate};
 use openphone_protocol::endpoint::{
     ConfirmDecision, ConfirmationsResolve, ConfirmationsResolveParams, GoalActionParams,
-    GoalIdParams, GoalResult, GoalsAbort, GoalsAnswer, GoalsAnswerParams, GoalsCreate,
+    GoalIdParams, GoalRecord, GoalResult, GoalsAbort, GoalsAnswer, GoalsAnswerParams, GoalsCreate,
     GoalsCreateParams, GoalsExplain, GoalsExplainParams, GoalsExport, GoalsGet, GoalsList,
     GoalsListParams, GoalsPause, GoalsPlan, GoalsPlanParams, GoalsResume, GoalsRetry, GoalsTick,
     Method,
@@ -341,25 +341,20 @@ pub fn run(cmd: GoalsCommand) -> Result<ExitCode> {
                     goal_id: goal.clone(),
                 })
                 .await?;
-            let found = actions(&got.goal)
-                .into_iter()
-                .find(|a| str_of(a, "id") == action);
+            let found = got.goal.actions.into_iter().find(|a| a.id == action);
             let Some(found) = found else {
                 bail!("goal_action_not_found: goal {goal} has no action {action:?}");
             };
-            if str_of(&found, "state") != "NEEDS_APPROVAL" {
+            if found.state != "NEEDS_APPROVAL" {
                 bail!(
                     "action {action} of {goal} does not wait for an approval (it is {})",
-                    str_of(&found, "state")
+                    found.state
                 );
             }
             let Some(cid) = found
-                .get("attempts")
-                .and_then(Value::as_array)
-                .and_then(|a| a.last())
-                .and_then(|a| a.get("confirmation_id"))
-                .and_then(Value::as_str)
-                .map(str::to_owned)
+                .attempts
+                .last()
+                .and_then(|a| a.confirmation_id.clone())
             else {
                 bail!(
                     "action {action} of {goal} has no confirmation yet; try `openphone goals tick {goal}`"
@@ -550,7 +545,7 @@ fn export(data_dir: &DataDir, goal: &str, out: Option<PathBuf>, json: bool) -> R
     }
     write(
         "goal.json",
-        serde_json::to_string_pretty(&exported.goal)?.as_bytes(),
+        serde_json::to_string_pretty(&serde_json::to_value(&exported.goal)?)?.as_bytes(),
     )?;
     write(
         "reports.json",
@@ -616,7 +611,7 @@ fn changed(result: &GoalResult, json: bool, done: &str) -> Result<ExitCode> {
     if json {
         print_json(result)?;
     } else {
-        println!("{done}: {}", str_of(&result.goal, "id"));
+        println!("{done}: {}", result.goal.id);
         print_goal(&result.goal);
     }
     Ok(ExitCode::SUCCESS)
@@ -634,44 +629,19 @@ where
     })
 }
 
-fn str_of<'a>(map: &'a Map<String, Value>, key: &str) -> &'a str {
-    map.get(key).and_then(Value::as_str).unwrap_or("")
-}
-
-fn actions(goal: &Map<String, Value>) -> Vec<Map<String, Value>> {
-    goal.get("actions")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|x| x.as_object().cloned()).collect())
-        .unwrap_or_default()
-}
-
 /// The goal for a person: objective, state, actions, blockers with their commands.
-fn print_goal(goal: &Map<String, Value>) {
-    println!(
-        "{} [{}] {}",
-        str_of(goal, "id"),
-        str_of(goal, "state"),
-        str_of(goal, "objective")
-    );
-    if let Some(deadline) = goal.get("deadline_at").and_then(Value::as_i64) {
+fn print_goal(goal: &GoalRecord) {
+    println!("{} [{}] {}", goal.id, goal.state, goal.objective);
+    if let Some(deadline) = goal.deadline_at {
         println!("  deadline: {deadline}");
     }
-    for a in actions(goal) {
-        println!(
-            "  - {} [{}] {}",
-            str_of(&a, "id"),
-            str_of(&a, "state"),
-            str_of(&a, "title")
-        );
+    for a in &goal.actions {
+        println!("  - {} [{}] {}", a.id, a.state, a.title);
     }
-    if let Some(blockers) = goal.get("blockers").and_then(Value::as_array) {
-        for b in blockers.iter().filter_map(Value::as_object) {
-            println!(
-                "  blocked ({}): {}\n    resolve: {}",
-                str_of(b, "kind"),
-                str_of(b, "reason"),
-                str_of(b, "how_to_resolve")
-            );
-        }
+    for b in &goal.blockers {
+        println!(
+            "  blocked ({}): {}\n    resolve: {}",
+            b.kind, b.reason, b.how_to_resolve
+        );
     }
 }

@@ -33,6 +33,7 @@ pub mod explain;
 pub mod ids;
 pub mod model;
 pub mod predicate;
+pub mod record;
 pub mod report;
 pub mod retry;
 pub mod risk;
@@ -50,6 +51,7 @@ pub use model::{
     GoalState, Owner, ReadCheck, RetryBudget, RiskLevel,
 };
 pub use predicate::{Predicate, PredicateOp};
+pub use record::{action_record, goal_record, report_info, transition_info};
 pub use report::{DeltaReport, ReportReason};
 pub use service::{GoalTools, Wake};
 pub use spec::{ActionSpec, GoalSpec, InvalidGoal};

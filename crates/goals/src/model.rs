@@ -7,6 +7,13 @@ use serde_json::{Map, Value};
 
 use crate::predicate::Predicate;
 
+/// What an action does (§1, "kind"), the policy's dry run of it, who made the goal and the
+/// retry budget: defined once, in the endpoint's goal records.
+pub use openphone_protocol::endpoint::{
+    GoalActionKind as ActionKind, GoalDecision as DecisionSummary, GoalOwner as Owner,
+    GoalRetryBudget as RetryBudget,
+};
+
 /// Serde helper: `true` is the default of some flags.
 fn is_false(value: &bool) -> bool {
     !*value
@@ -156,67 +163,6 @@ impl std::fmt::Display for ActionState {
     }
 }
 
-/// What an action does (§1, "kind").
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum ActionKind {
-    /// One command through the ToolBridge.
-    Tool {
-        /// The command, by any of its names.
-        command: String,
-        /// Its params (a JSON object).
-        #[serde(default)]
-        params: Map<String, Value>,
-    },
-    /// A runtime works a prompt in an isolated runtime session (the subagent backend).
-    AgentTurn {
-        /// The prompt.
-        prompt: String,
-    },
-    /// Schedules an agent job (the cron backend).
-    Job {
-        /// The job's title when it differs from the action's (`job_title`; the action's own
-        /// `title` key cannot be read twice: it belongs to the action).
-        #[serde(
-            rename = "job_title",
-            default,
-            skip_serializing_if = "String::is_empty"
-        )]
-        title: String,
-        /// The job's prompt.
-        prompt: String,
-        /// When it should first run (Unix ms; absent: soon).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        run_at: Option<i64>,
-    },
-    /// Waits until a time.
-    Wait {
-        /// Unix ms.
-        until_ms: i64,
-    },
-    /// Asks the user; the answer becomes evidence.
-    AskUser {
-        /// The question.
-        question: String,
-    },
-    /// Evaluates the goal's success criteria.
-    Verify,
-}
-
-impl ActionKind {
-    /// The kind's wire name.
-    pub fn name(&self) -> &'static str {
-        match self {
-            ActionKind::Tool { .. } => "tool",
-            ActionKind::AgentTurn { .. } => "agent_turn",
-            ActionKind::Job { .. } => "job",
-            ActionKind::Wait { .. } => "wait",
-            ActionKind::AskUser { .. } => "ask_user",
-            ActionKind::Verify => "verify",
-        }
-    }
-}
-
 /// A read command whose result must satisfy a predicate (`expect`, `tool_predicate`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -277,27 +223,6 @@ pub struct Attempt {
     /// When that confirmation expires (it is asked again then, until the deadline).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval_expires_at: Option<i64>,
-}
-
-/// What the policy dry-run said about an action (the permission envelope's entry, §4).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DecisionSummary {
-    /// `allow`, `confirm`, `park` or `deny`.
-    pub outcome: String,
-    /// The deciding layer's name.
-    pub layer: String,
-    /// The deciding layer's reason.
-    pub reason: String,
-    /// SHA-256 of the whole explanation (the proof layer by layer).
-    pub proof_digest: String,
-    /// The proof, layer by layer: `layer: verdict — reason`.
-    #[serde(default)]
-    pub layers: Vec<String>,
-    /// The exact command that would change the outcome, when the policy names one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub change_command: Option<String>,
-    /// When the dry run was made.
-    pub at: i64,
 }
 
 /// One action of the plan graph.
@@ -452,28 +377,6 @@ pub struct Criterion {
     pub check: CriterionCheck,
 }
 
-/// The retry budget and what is left of it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RetryBudget {
-    /// Attempts per action (default 3).
-    pub per_action: u32,
-    /// Retries (attempts after an action's first) over the whole goal (default 20).
-    pub per_goal: u32,
-    /// Retries used so far over the goal.
-    #[serde(default)]
-    pub used: u32,
-}
-
-impl Default for RetryBudget {
-    fn default() -> Self {
-        RetryBudget {
-            per_action: 3,
-            per_goal: 20,
-            used: 0,
-        }
-    }
-}
-
 /// How a checkpoint came out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -527,17 +430,6 @@ impl DeliveryChannel {
             DeliveryChannel::None => "none",
         }
     }
-}
-
-/// Who made the goal.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Owner {
-    /// `cli`, `endpoint`, `runtime`, `simulator`.
-    pub surface: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub phone_session: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub runtime: Option<String>,
 }
 
 /// What the last delta report covered, so the next one says only what changed.

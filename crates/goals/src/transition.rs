@@ -7,6 +7,9 @@
 //! and returns the transition record the caller persists with the goal document, in the same
 //! store transaction, before the new state's side effect starts.
 
+// Routers name every variant: a new one must be handled here (tidy rule `exhaustive`).
+#![warn(clippy::wildcard_enum_match_arm)]
+
 use serde::{Deserialize, Serialize};
 
 use crate::model::{ActionState, Blocker, BlockerKind, Goal};
@@ -207,7 +210,12 @@ pub fn move_action(
         match to {
             ActionState::Blocked => action.resume_token = token,
             ActionState::NeedsApproval => {}
-            _ => action.resume_token = None,
+            ActionState::Planned
+            | ActionState::Ready
+            | ActionState::Running
+            | ActionState::Verifying
+            | ActionState::Done
+            | ActionState::Aborted => action.resume_token = None,
         }
     }
     goal.updated_at = now;

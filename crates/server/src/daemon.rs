@@ -315,6 +315,7 @@ impl Daemon {
         // `openphone.goals.*` commands on the bridge (which wake the driver).
         let goals = crate::goals::GoalDriver::new(
             &bridge,
+            &store,
             &data_dir,
             crate::goal_backends::goal_backends(&setup, config.builtin.as_ref(), &jobs)?,
             &config.goals,

@@ -27,6 +27,7 @@ use openphone_goals::{
     ActionState, Backends, Goal, GoalEngine, GoalsError, TickOutcome, Transition,
 };
 use openphone_protocol::endpoint::{Event, GoalEvent};
+use openphone_store::Store;
 use tokio::sync::{broadcast, mpsc, watch};
 use tokio::task::JoinHandle;
 
@@ -95,24 +96,25 @@ pub fn delivery_config(config: &GoalsConfig) -> DeliveryConfig {
 }
 
 impl GoalDriver {
-    /// The engine over the daemon's store and bridge with the `agent_turn` / `job`
+    /// The engine over the daemon's `store` and bridge with the `agent_turn` / `job`
     /// `backends` (`crate::goal_backends::goal_backends`), artifacts under
     /// `<data_dir>/artifacts`, reports delivered as `config` says. Nothing runs until
     /// [`GoalDriver::start`].
     pub fn new(
         bridge: &Arc<ToolBridge>,
+        store: &Arc<Store>,
         data_dir: &Path,
         backends: Backends,
         config: &GoalsConfig,
     ) -> Arc<Self> {
         let engine = Arc::new(GoalEngine::new(
-            Arc::clone(bridge.store()),
+            Arc::clone(store),
             Arc::clone(bridge),
             backends,
             Some(data_dir.join(ARTIFACTS_DIR)),
         ));
         let deliverer = Deliverer::new(
-            Arc::clone(bridge.store()),
+            Arc::clone(store),
             delivery_config(config),
             Some(Arc::new(BridgeOutbox(Arc::clone(bridge))) as Arc<dyn Outbox>),
         );
@@ -390,7 +392,7 @@ impl GoalDriver {
 
     /// `goal.report` for the reports a change made: those after the first `reports_before`.
     fn publish_new_reports(&self, goal: &Goal, reports_before: usize) {
-        let reports = match self.bridge.store().goal_reports(&goal.id) {
+        let reports = match self.engine.reports(&goal.id) {
             Ok(reports) => reports,
             Err(e) => {
                 tracing::warn!(goal = %goal.id, error = %e, "goals: reading reports failed");

@@ -33,7 +33,9 @@ use openphone_clock::Clock;
 use openphone_core::ToolBridge;
 use openphone_policy::Caller;
 use openphone_protocol::ToolResult;
-use openphone_store::{NewGoalReport, ReportDelivery, Store, StoredGoal};
+use openphone_store::{
+    GoalReport, GoalTransition, NewGoalReport, ReportDelivery, Store, StoredGoal,
+};
 use serde_json::{Value, json};
 
 use crate::error::GoalsError;
@@ -216,9 +218,14 @@ impl GoalEngine {
         self.clock.now_ms()
     }
 
-    /// The store.
-    pub fn store(&self) -> &Arc<Store> {
-        &self.store
+    /// The goal's stored transitions, oldest first.
+    pub fn transitions(&self, id: &str) -> Result<Vec<GoalTransition>, GoalsError> {
+        Ok(self.store.goal_transitions(id)?)
+    }
+
+    /// The goal's stored delta reports with their delivery, oldest first.
+    pub fn reports(&self, id: &str) -> Result<Vec<GoalReport>, GoalsError> {
+        Ok(self.store.goal_reports(id)?)
     }
 
     /// The bridge.

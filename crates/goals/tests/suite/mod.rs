@@ -3,6 +3,7 @@ mod continuity;
 mod delivery;
 mod dentist;
 mod incremental;
+mod record;
 mod recovery;
 mod reports;
 mod risk;

@@ -2,10 +2,16 @@
 //! `goals.plan`, `goals.tick`, `goals.answer`, `goals.retry`, `goals.pause`, `goals.resume`,
 //! `goals.abort`, `goals.explain` and `goals.export`.
 //!
-//! The goal document (`openphone-goals`' `Goal`) travels as a JSON object: the protocol crate
-//! does not own the goal layer's types. A goal spec and a plan travel as JSON too and are
-//! checked by the goal layer, which names the field of any error. Every params type refuses
-//! unknown fields.
+//! The goal document travels as a [`GoalRecord`]: the goal, its actions (with their
+//! [`GoalActionKind`], attempts and policy decision), blockers, evidence, checkpoints and
+//! deadline, as the goal layer (`openphone-goals`) builds it from its own `Goal`. The kinds of
+//! action, the decision, the owner and the retry budget are defined here once and used by the
+//! goal layer as they are; states and outcomes travel as their wire strings. A goal spec and a
+//! plan travel as JSON and are checked by the goal layer, which names the field of any error.
+//! Every params type refuses unknown fields.
+//!
+//! A record read back (the CLI) takes every member as optional: the documented examples show
+//! abbreviated documents.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -102,7 +108,7 @@ pub struct GoalReportInfo {
 /// `goals.get` result: the document, every transition (oldest first) and every report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GoalsGetResult {
-    pub goal: Map<String, Value>,
+    pub goal: GoalRecord,
     pub transitions: Vec<GoalTransitionInfo>,
     pub reports: Vec<GoalReportInfo>,
 }
@@ -118,7 +124,7 @@ pub struct GoalsCreateParams {
 /// the tick the change triggered, when it ran at once).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GoalResult {
-    pub goal: Map<String, Value>,
+    pub goal: GoalRecord,
 }
 
 /// `goals.plan` params: a new plan (a list of actions) for the goal. Actions that started are
@@ -133,7 +139,7 @@ pub struct GoalsPlanParams {
 /// `goals.tick` result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GoalsTickResult {
-    pub goal: Map<String, Value>,
+    pub goal: GoalRecord,
     /// Transitions the tick made.
     pub transitions: usize,
     /// Reports the tick made.
@@ -168,7 +174,7 @@ pub struct GoalsExplainResult {
     /// the command that resolves each, transitions, the policy proof layer by layer, attempts.
     pub lines: Vec<String>,
     /// The action as stored (its decision, attempts, resume token).
-    pub action: Map<String, Value>,
+    pub action: GoalActionRecord,
     /// The action's transitions, oldest first.
     pub transitions: Vec<GoalTransitionInfo>,
 }
@@ -185,7 +191,297 @@ pub struct GoalExportFile {
 /// `goals.export` result: the goal's artifacts rebuilt from the store now.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GoalsExportResult {
-    pub goal: Map<String, Value>,
+    pub goal: GoalRecord,
     pub files: Vec<GoalExportFile>,
     pub reports: Vec<GoalReportInfo>,
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
+}
+
+/// The goal document as the endpoint shows it (`goals.md` §1): the goal layer's document
+/// without its bookkeeping (`seq`, `reported`), with the store's `version`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GoalRecord {
+    /// `goal_<ulid>`.
+    pub id: String,
+    pub objective: String,
+    pub success_criteria: Vec<GoalCriterionRecord>,
+    /// Unix ms, when the goal has a deadline.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deadline_at: Option<i64>,
+    /// `low`, `medium` or `high`.
+    pub risk_level: String,
+    /// The autonomy of the goal's requests.
+    pub autonomy: String,
+    pub owner: GoalOwner,
+    /// Who planned it (`user`, a runtime, …).
+    pub planner: String,
+    /// `draft`, `active`, `blocked`, `paused`, `done`, `failed` or `aborted`.
+    pub state: String,
+    pub plan_version: u32,
+    /// The plan, in plan order.
+    pub actions: Vec<GoalActionRecord>,
+    /// What the goal waits on, each with the command that resolves it.
+    pub blockers: Vec<GoalBlockerRecord>,
+    pub evidence: Vec<GoalEvidenceRecord>,
+    pub retry_budget: GoalRetryBudget,
+    /// The deadline's checkpoints (the contract of progress before it).
+    pub checkpoints: Vec<GoalCheckpointRecord>,
+    /// `notification`, `telegram`, `webhook` or `none`.
+    pub delivery: String,
+    pub max_parallel: u32,
+    pub created_at: i64,
+    pub updated_at: i64,
+    /// The store's version of the document (compare-and-set).
+    pub version: i64,
+}
+
+/// What an action does (§1, "kind"): on the wire, `kind` beside the kind's own members.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum GoalActionKind {
+    /// One command through the ToolBridge.
+    Tool {
+        /// The command, by any of its names.
+        command: String,
+        /// Its params (a JSON object).
+        #[serde(default)]
+        params: Map<String, Value>,
+    },
+    /// A runtime works a prompt in an isolated runtime session (the subagent backend).
+    AgentTurn {
+        /// The prompt.
+        prompt: String,
+    },
+    /// Schedules an agent job (the cron backend).
+    Job {
+        /// The job's title when it differs from the action's (`job_title`; the action's own
+        /// `title` key cannot be read twice: it belongs to the action).
+        #[serde(
+            rename = "job_title",
+            default,
+            skip_serializing_if = "String::is_empty"
+        )]
+        title: String,
+        /// The job's prompt.
+        prompt: String,
+        /// When it should first run (Unix ms; absent: soon).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        run_at: Option<i64>,
+    },
+    /// Waits until a time.
+    Wait {
+        /// Unix ms.
+        until_ms: i64,
+    },
+    /// Asks the user; the answer becomes evidence.
+    AskUser {
+        /// The question.
+        question: String,
+    },
+    /// Evaluates the goal's success criteria.
+    Verify,
+}
+
+impl GoalActionKind {
+    /// The kind's wire name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            GoalActionKind::Tool { .. } => "tool",
+            GoalActionKind::AgentTurn { .. } => "agent_turn",
+            GoalActionKind::Job { .. } => "job",
+            GoalActionKind::Wait { .. } => "wait",
+            GoalActionKind::AskUser { .. } => "ask_user",
+            GoalActionKind::Verify => "verify",
+        }
+    }
+}
+
+/// One action of the plan.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GoalActionRecord {
+    pub id: String,
+    pub title: String,
+    /// What it does (absent only in an abbreviated document).
+    #[serde(flatten)]
+    pub kind: Option<GoalActionKind>,
+    /// `PLANNED`, `READY`, `NEEDS_APPROVAL`, `RUNNING`, `VERIFYING`, `DONE`, `BLOCKED` or
+    /// `ABORTED`.
+    pub state: String,
+    pub depends_on: Vec<String>,
+    /// Actions that replace this one when it is blocked.
+    pub alternatives: Vec<String>,
+    #[serde(skip_serializing_if = "is_false")]
+    pub optional: bool,
+    /// The read that must hold after it ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expect: Option<GoalReadCheckRecord>,
+    pub estimate_ms: i64,
+    /// Every attempt, the last one in progress or last made.
+    pub attempts: Vec<GoalAttemptRecord>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resume_token: Option<String>,
+    pub session_target: String,
+    /// Unix ms before which it is not started again (a backoff).
+    pub not_before: i64,
+    /// The policy's dry run of it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decision: Option<GoalDecision>,
+    pub plan_version: u32,
+}
+
+/// A read command whose result must satisfy a predicate (`expect`, `tool_predicate`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GoalReadCheckRecord {
+    pub command: String,
+    pub params: Map<String, Value>,
+    /// `{pointer, op, value?}`, as the goal layer's predicate writes it.
+    pub predicate: Value,
+}
+
+/// One attempt of an action.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GoalAttemptRecord {
+    /// 1, 2, … per action.
+    pub n: u32,
+    pub idempotency_key: String,
+    pub started_at: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<i64>,
+    /// `running`, `awaiting_approval`, `ok`, `failed`, `declined`, `expired` or
+    /// `outcome_unknown`.
+    pub outcome: String,
+    pub decision_proof_digest: String,
+    pub result_digest: String,
+    pub summary: String,
+    /// The confirmation it waits on (a NEEDS_APPROVAL tool action).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confirmation_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval_expires_at: Option<i64>,
+}
+
+/// What the policy dry-run said about an action (the permission envelope's entry, §4).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GoalDecision {
+    /// `allow`, `confirm`, `park` or `deny`.
+    pub outcome: String,
+    /// The deciding layer's name.
+    pub layer: String,
+    /// The deciding layer's reason.
+    pub reason: String,
+    /// SHA-256 of the whole explanation (the proof layer by layer).
+    pub proof_digest: String,
+    /// The proof, layer by layer: `layer: verdict — reason`.
+    #[serde(default)]
+    pub layers: Vec<String>,
+    /// The exact command that would change the outcome, when the policy names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change_command: Option<String>,
+    /// When the dry run was made.
+    pub at: i64,
+}
+
+/// What a goal waits on.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GoalBlockerRecord {
+    /// `blk_<n>`.
+    pub id: String,
+    /// The action it blocks; none: the goal as a whole.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub action_id: Option<String>,
+    /// `approval`, `input`, `policy`, `budget`, `failure`, `dependency` or `external`.
+    pub kind: String,
+    pub reason: String,
+    pub since: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resume_token: Option<String>,
+    /// The exact command that resolves it.
+    pub how_to_resolve: String,
+}
+
+/// One piece of evidence.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GoalEvidenceRecord {
+    pub id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub action_id: Option<String>,
+    /// `tool_result`, `message`, `artifact` or `user_answer`.
+    pub kind: String,
+    /// What it refers to (an audit id, a message, a file).
+    #[serde(rename = "ref")]
+    pub reference: String,
+    pub digest: String,
+    pub at: i64,
+}
+
+/// A success criterion.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GoalCriterionRecord {
+    pub id: String,
+    pub description: String,
+    /// `{kind: all_actions_done | tool_predicate | user_confirms | runtime_judge, …}`.
+    pub check: Value,
+}
+
+/// The retry budget and what is left of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GoalRetryBudget {
+    /// Attempts per action (default 3).
+    pub per_action: u32,
+    /// Retries (attempts after an action's first) over the whole goal (default 20).
+    pub per_goal: u32,
+    /// Retries used so far over the goal.
+    #[serde(default)]
+    pub used: u32,
+}
+
+impl Default for GoalRetryBudget {
+    fn default() -> Self {
+        GoalRetryBudget {
+            per_action: 3,
+            per_goal: 20,
+            used: 0,
+        }
+    }
+}
+
+/// One checkpoint before the deadline.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GoalCheckpointRecord {
+    pub label: String,
+    /// Minutes before the deadline (0: the deadline itself).
+    pub minutes_before: i64,
+    /// Unix ms.
+    pub at: i64,
+    /// What must be true by then.
+    pub contract: String,
+    /// `pending`, `met` or `missed`.
+    pub outcome: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evaluated_at: Option<i64>,
+    #[serde(skip_serializing_if = "is_false")]
+    pub late: bool,
+    pub note: String,
+}
+
+/// Who made the goal.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct GoalOwner {
+    /// `cli`, `endpoint`, `runtime`, `simulator`.
+    pub surface: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phone_session: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<String>,
 }

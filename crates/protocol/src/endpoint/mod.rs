@@ -81,10 +81,12 @@ pub use events::{
     PresenceOnline, PresenceTrigger, SessionUpdated, Trust, UntrustedData,
 };
 pub use goals::{
-    GoalActionParams, GoalExportFile, GoalIdParams, GoalReportInfo, GoalResult, GoalSummary,
-    GoalTransitionInfo, GoalsAnswerParams, GoalsCreateParams, GoalsExplainParams,
-    GoalsExplainResult, GoalsExportResult, GoalsGetResult, GoalsListParams, GoalsListResult,
-    GoalsPlanParams, GoalsTickResult,
+    GoalActionKind, GoalActionParams, GoalActionRecord, GoalAttemptRecord, GoalBlockerRecord,
+    GoalCheckpointRecord, GoalCriterionRecord, GoalDecision, GoalEvidenceRecord, GoalExportFile,
+    GoalIdParams, GoalOwner, GoalReadCheckRecord, GoalRecord, GoalReportInfo, GoalResult,
+    GoalRetryBudget, GoalSummary, GoalTransitionInfo, GoalsAnswerParams, GoalsCreateParams,
+    GoalsExplainParams, GoalsExplainResult, GoalsExportResult, GoalsGetResult, GoalsListParams,
+    GoalsListResult, GoalsPlanParams, GoalsTickResult,
 };
 pub use hello::{
     ClientInfo, HelloParams, HelloResult, ManifestSummary, PhoneProfile, Role, VersionRange,

@@ -6,17 +6,19 @@
 //! `openphone audit export --goal`) holds them.
 
 use openphone_goals::artifacts::{plan_json, runs, status_md};
-use openphone_goals::report::render_plain;
-use openphone_goals::{ActionSpec, Goal, GoalSpec, GoalState, GoalsError, Owner, goal_json};
+use openphone_goals::{
+    ActionSpec, Goal, GoalSpec, GoalState, GoalsError, Owner, action_record, goal_record,
+    report_info, transition_info,
+};
 use openphone_protocol::ErrorCode;
 use openphone_protocol::endpoint::{
-    EndpointErrorCode, ErrorObject, GoalActionParams, GoalExportFile, GoalIdParams, GoalReportInfo,
-    GoalResult, GoalSummary, GoalTransitionInfo, GoalsAnswerParams, GoalsCreateParams,
-    GoalsExplainParams, GoalsExplainResult, GoalsExportResult, GoalsGetResult, GoalsListParams,
-    GoalsListResult, GoalsPlanParams, GoalsTickResult,
+    EndpointErrorCode, ErrorObject, GoalActionParams, GoalExportFile, GoalIdParams, GoalResult,
+    GoalSummary, GoalsAnswerParams, GoalsCreateParams, GoalsExplainParams, GoalsExplainResult,
+    GoalsExportResult, GoalsGetResult, GoalsListParams, GoalsListResult, GoalsPlanParams,
+    GoalsTickResult,
 };
 use openphone_store::{GoalReport, GoalTransition};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::conn::{Conn, internal};
 use crate::goals::GoalDriver;
@@ -49,42 +51,11 @@ fn error(e: GoalsError) -> ErrorObject {
     ErrorObject::new(EndpointErrorCode::Catalogue(code), e.to_string())
 }
 
-fn object(value: Value) -> Map<String, Value> {
-    match value {
-        Value::Object(map) => map,
-        _ => Map::new(),
-    }
-}
-
-fn document(goal: &Goal) -> Map<String, Value> {
-    object(goal_json(goal))
-}
-
-fn transition_info(t: &GoalTransition) -> GoalTransitionInfo {
-    GoalTransitionInfo {
-        seq: t.seq,
-        action_id: t.transition.action_id.clone(),
-        from_state: t.transition.from_state.clone(),
-        to_state: t.transition.to_state.clone(),
-        source: t.transition.source.clone(),
-        reason: t.transition.reason.clone(),
-        at_ms: t.transition.at_ms,
-    }
-}
-
-fn report_info(r: &GoalReport) -> GoalReportInfo {
-    let text = serde_json::from_value(r.report.clone())
-        .map(|report| render_plain(&report))
-        .unwrap_or_default();
-    GoalReportInfo {
-        seq: r.seq,
-        created_at_ms: r.created_at_ms,
-        channel: r.channel.clone(),
-        delivery: r.delivery.as_str().to_owned(),
-        attempts: r.attempts,
-        last_error: r.last_error.clone(),
-        text,
-        report: r.report.clone(),
+/// A failed read of the goal's stored transitions or reports (the store's own message).
+fn unread(e: GoalsError) -> ErrorObject {
+    match e {
+        GoalsError::Store(e) => internal(e),
+        other => internal(other),
     }
 }
 
@@ -94,11 +65,11 @@ fn existing(conn: &Conn, goal_id: &str) -> Result<Goal, ErrorObject> {
 }
 
 fn reports_of(conn: &Conn, goal_id: &str) -> Result<Vec<GoalReport>, ErrorObject> {
-    conn.state
-        .bridge
-        .store()
-        .goal_reports(goal_id)
-        .map_err(internal)
+    driver(conn).engine().reports(goal_id).map_err(unread)
+}
+
+fn transitions_of(conn: &Conn, goal_id: &str) -> Result<Vec<GoalTransition>, ErrorObject> {
+    driver(conn).engine().transitions(goal_id).map_err(unread)
 }
 
 /// Records the operator's act on `goal_id` before it takes effect.
@@ -139,7 +110,7 @@ where
 
 fn answer_with(goal: &Goal) -> GoalResult {
     GoalResult {
-        goal: document(goal),
+        goal: goal_record(goal),
     }
 }
 
@@ -152,7 +123,7 @@ async fn tick_after(conn: &Conn, goal: Goal) -> Result<GoalResult, ErrorObject> 
     }
     let goal = driver(conn).engine().get(&id).unwrap_or(goal);
     Ok(GoalResult {
-        goal: document(&goal),
+        goal: goal_record(&goal),
     })
 }
 
@@ -201,10 +172,7 @@ pub(super) fn list(conn: &Conn, p: GoalsListParams) -> Result<GoalsListResult, E
 /// `goals.get {goal_id}`: the document, its transitions and its reports.
 pub(super) fn get(conn: &Conn, p: GoalIdParams) -> Result<GoalsGetResult, ErrorObject> {
     let goal = existing(conn, &p.goal_id)?;
-    let store = conn.state.bridge.store();
-    let transitions = store
-        .goal_transitions(&goal.id)
-        .map_err(internal)?
+    let transitions = transitions_of(conn, &goal.id)?
         .iter()
         .map(transition_info)
         .collect();
@@ -213,7 +181,7 @@ pub(super) fn get(conn: &Conn, p: GoalIdParams) -> Result<GoalsGetResult, ErrorO
         .map(report_info)
         .collect();
     Ok(GoalsGetResult {
-        goal: document(&goal),
+        goal: goal_record(&goal),
         transitions,
         reports,
     })
@@ -265,7 +233,7 @@ pub(super) async fn tick(conn: &Conn, p: GoalIdParams) -> Result<GoalsTickResult
     let outcome = driver(conn).tick(&p.goal_id).await.map_err(error)?;
     let goal = existing(conn, &p.goal_id)?;
     Ok(GoalsTickResult {
-        goal: document(&goal),
+        goal: goal_record(&goal),
         transitions: outcome.transitions.len(),
         reports: outcome.reports.len(),
         next_wake_at: outcome.next_wake,
@@ -357,17 +325,12 @@ pub(super) fn explain(
     p: GoalsExplainParams,
 ) -> Result<GoalsExplainResult, ErrorObject> {
     let goal = existing(conn, &p.goal_id)?;
-    let transitions = conn
-        .state
-        .bridge
-        .store()
-        .goal_transitions(&goal.id)
-        .map_err(internal)?;
+    let transitions = transitions_of(conn, &goal.id)?;
     let lines = openphone_goals::explain::explain(&goal, &p.action_id, &transitions)
         .ok_or_else(|| error(GoalsError::NoAction(p.action_id.clone())))?;
     let action = goal
         .action(&p.action_id)
-        .map(|a| object(serde_json::to_value(a).unwrap_or(Value::Null)))
+        .map(action_record)
         .unwrap_or_default();
     Ok(GoalsExplainResult {
         goal_id: goal.id.clone(),
@@ -385,12 +348,7 @@ pub(super) fn explain(
 /// `goals.export {goal_id}`: the artifacts rebuilt from the store now.
 pub(super) fn export(conn: &Conn, p: GoalIdParams) -> Result<GoalsExportResult, ErrorObject> {
     let goal = existing(conn, &p.goal_id)?;
-    let transitions = conn
-        .state
-        .bridge
-        .store()
-        .goal_transitions(&goal.id)
-        .map_err(internal)?;
+    let transitions = transitions_of(conn, &goal.id)?;
     let pretty = |v: &Value| serde_json::to_string_pretty(v).unwrap_or_default();
     let mut files = vec![GoalExportFile {
         path: "plan.json".to_owned(),
@@ -415,7 +373,7 @@ pub(super) fn export(conn: &Conn, p: GoalIdParams) -> Result<GoalsExportResult, 
         .map(report_info)
         .collect();
     Ok(GoalsExportResult {
-        goal: document(&goal),
+        goal: goal_record(&goal),
         files,
         reports,
     })

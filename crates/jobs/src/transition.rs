@@ -9,6 +9,9 @@
 //! ("lost the race"). The store's claim (`Store::claim_due_jobs`) is the SQL form of the
 //! [`JobEvent::Claim`] edge; a test checks the two agree.
 
+// Routers name every variant: a new one must be handled here (tidy rule `exhaustive`).
+#![warn(clippy::wildcard_enum_match_arm)]
+
 use std::fmt;
 
 use serde_json::Map;

@@ -8,6 +8,7 @@ pub mod exhaustive;
 pub mod layers;
 pub mod long_files;
 pub mod store_calls;
+pub mod support_copies;
 
 use crate::{Tree, Violation};
 
@@ -22,4 +23,5 @@ pub const ALL: &[(&str, Check)] = &[
     (long_files::RULE, long_files::check),
     (store_calls::RULE, store_calls::check),
     (exhaustive::RULE, exhaustive::check),
+    (support_copies::RULE, support_copies::check),
 ];

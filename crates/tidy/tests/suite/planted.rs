@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use openphone_tidy::rules::{
-    cli_reads, command_lists, device, exhaustive, layers, long_files, store_calls,
+    cli_reads, command_lists, device, exhaustive, layers, long_files, store_calls, support_copies,
 };
 use openphone_tidy::{Package, Tree, Violation, lex};
 use serde_json::json;
@@ -161,7 +161,7 @@ fn store_called_outside_core() {
 fn routers(extra: &[(&'static str, &'static str)]) -> Vec<(&'static str, &'static str)> {
     let mut files: Vec<(&str, &str)> = exhaustive::MODULES
         .iter()
-        .map(|m| (*m, "#![deny(clippy::wildcard_enum_match_arm)]\n"))
+        .map(|m| (*m, "#![warn(clippy::wildcard_enum_match_arm)]\n"))
         .collect();
     files.extend_from_slice(extra);
     files
@@ -266,6 +266,23 @@ fn a_crate_depending_on_what_its_layer_may_not() {
             ("crates/server/Cargo.toml".to_owned(), 4), // test support as a normal dependency
             ("crates/store/Cargo.toml".to_owned(), 3), // upward: store → core
         ]
+    );
+}
+
+#[test]
+fn a_copy_of_shared_test_support() {
+    let copy = "use openphone_protocol::Registry;\n\npub fn registry() -> &'static Registry {\n    Registry::embedded().unwrap()\n}\n";
+    let tree = plant(&[
+        ("crates/goals/tests/suite/support.rs", copy),
+        ("crates/test-support/src/lib.rs", copy),
+        (
+            "crates/core/tests/suite/support.rs",
+            "pub use openphone_test_support::registry;\n",
+        ),
+    ]);
+    assert_eq!(
+        at(&support_copies::check(&tree)),
+        one("crates/goals/tests/suite/support.rs", 3)
     );
 }
 

@@ -97,6 +97,11 @@ fn routers_are_exhaustive() {
 }
 
 #[test]
+fn shared_test_support_is_not_copied() {
+    run(rules::support_copies::RULE);
+}
+
+#[test]
 fn crate_layers() {
     assert_clean(layers::RULE, layers::check(tree(), &packages()));
 }

@@ -4,18 +4,18 @@
 
 use std::process::ExitCode;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use clap::Subcommand;
 use openphone_protocol::endpoint::{
-    ApprovalInfo, ApprovalKind, ApprovalsGrant, ApprovalsGrantParams, ApprovalsList,
-    ApprovalsListParams, ApprovalsRevoke, ApprovalsRevokeParams,
+    ApprovalsGrant, ApprovalsGrantParams, ApprovalsList, ApprovalsListParams, ApprovalsRevoke,
+    ApprovalsRevokeParams,
 };
 use openphone_protocol::parse_json_strict;
 use serde_json::{Map, Value};
 
 use crate::client::DaemonClient;
-use crate::client_cmd::{block_on, print_json};
 use crate::data_dir::DataDir;
+use crate::output::{approval_line, block_on, duration_ms, print_json};
 
 /// `openphone approvals` subcommands.
 #[derive(Debug, Subcommand)]
@@ -167,50 +167,6 @@ pub fn run(cmd: ApprovalsCommand) -> Result<ExitCode> {
     }
 }
 
-/// One approval on one line: id, state, kind, runtime, tool, constraints, scope, expiry.
-pub(crate) fn approval_line(a: &ApprovalInfo) -> String {
-    let scope = match (a.kind, &a.phone_session_id) {
-        (ApprovalKind::SessionGrant, Some(session)) => format!("  session {session}"),
-        _ => String::new(),
-    };
-    let expiry = a
-        .expires_at_ms
-        .map(|at| format!("  expires at {}", format_ms(at)))
-        .unwrap_or_default();
-    let background = if a.background { "  +background" } else { "" };
-    format!(
-        "{:<5} {:<8} {:<13} {:<12} {}{}{scope}{expiry}{background}",
-        a.approval_id,
-        a.state.as_str(),
-        a.kind.as_str(),
-        a.runtime,
-        a.tool,
-        constraints_text(&a.constraints)
-    )
-}
-
-/// ` where k=v, …` for constraints, or nothing.
-pub(crate) fn constraints_text(constraints: &Map<String, Value>) -> String {
-    if constraints.is_empty() {
-        return String::new();
-    }
-    let parts: Vec<String> = constraints
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect();
-    format!(" where {}", parts.join(", "))
-}
-
-fn format_ms(ms: i64) -> String {
-    u64::try_from(ms)
-        .ok()
-        .map(|ms| std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms))
-        .map_or_else(
-            || ms.to_string(),
-            |t| humantime::format_rfc3339_seconds(t).to_string(),
-        )
-}
-
 /// `KEY=VALUE` pairs into a constraints object; VALUE is JSON, or a string when it is not.
 fn parse_constraints(pairs: &[String]) -> Result<Map<String, Value>> {
     let mut out = Map::new();
@@ -233,17 +189,6 @@ fn parse_constraints(pairs: &[String]) -> Result<Map<String, Value>> {
 /// `30m`, `2h`, `7d`, `1h 30m` into milliseconds (`--expires-in`).
 fn parse_duration_ms(raw: &str) -> Result<i64> {
     duration_ms("--expires-in", raw)
-}
-
-/// A human duration given to `flag` (`30s`, `2h`, `1h 30m`) into milliseconds; zero refused.
-pub(crate) fn duration_ms(flag: &str, raw: &str) -> Result<i64> {
-    let d = humantime::parse_duration(raw)
-        .with_context(|| format!("{flag} {raw:?}: expected a duration like 30m, 2h or 7d"))?;
-    let ms = i64::try_from(d.as_millis()).with_context(|| format!("{flag} is too long"))?;
-    if ms == 0 {
-        bail!("{flag} must be longer than zero");
-    }
-    Ok(ms)
 }
 
 #[cfg(test)]

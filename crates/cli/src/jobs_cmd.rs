@@ -13,11 +13,12 @@ use openphone_protocol::endpoint::{
     JobsListParams, JobsPause, JobsResume, JobsReview, JobsReviewParams, JobsStop, JobsWake,
     Method, NoParams, ReviewDecision,
 };
+use openphone_protocol::review::ReviewView;
 use serde_json::{Map, Value, json};
 
 use crate::client::DaemonClient;
-use crate::client_cmd::{block_on, print_json};
 use crate::data_dir::DataDir;
+use crate::output::{block_on, duration_ms, print_json};
 
 /// `openphone jobs` subcommands.
 #[derive(Debug, Subcommand)]
@@ -190,7 +191,7 @@ pub fn run(cmd: JobsCommand) -> Result<ExitCode> {
                 args.insert("type".into(), json!(t));
             }
             if let Some(delay) = r#in {
-                let ms = crate::approvals_cmd::duration_ms("--in", &delay)?;
+                let ms = duration_ms("--in", &delay)?;
                 let now = openphone_clock::Clock::now_ms(&openphone_clock::SystemClock);
                 args.insert("next_run_at".into(), json!(now.saturating_add(ms)));
             }
@@ -198,7 +199,7 @@ pub fn run(cmd: JobsCommand) -> Result<ExitCode> {
                 args.insert("next_run_at".into(), json!(at));
             }
             if let Some(every) = every {
-                let ms = crate::approvals_cmd::duration_ms("--every", &every)?;
+                let ms = duration_ms("--every", &every)?;
                 args.insert("interval_ms".into(), json!(ms));
             }
             if let Some(mode) = delivery {
@@ -267,8 +268,13 @@ pub fn run(cmd: JobsCommand) -> Result<ExitCode> {
             } else {
                 println!("{}", job_line(&got.entry));
                 println!("  created by: {}", display_text(&got.entry.created_by));
-                for key in ["prompt", "progress_text", "last_result"] {
-                    if let Some(text) = str_field(&got.entry.job, key).filter(|t| !t.is_empty()) {
+                let job = &got.entry.job;
+                for (key, text) in [
+                    ("prompt", &job.prompt),
+                    ("progress_text", &job.progress_text),
+                    ("last_result", &job.last_result),
+                ] {
+                    if !text.is_empty() {
                         println!("  {key}: {}", display_text(text));
                     }
                 }
@@ -300,7 +306,7 @@ pub fn run(cmd: JobsCommand) -> Result<ExitCode> {
                         run.attempt,
                         run.intended_at,
                         run.started_at,
-                        run.outcome.as_deref().unwrap_or("running"),
+                        run.outcome.map_or("running", |o| o.as_str()),
                         if run.reason.is_empty() {
                             String::new()
                         } else {
@@ -452,36 +458,28 @@ where
     })
 }
 
-fn str_field<'a>(job: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
-    job.get(key).and_then(Value::as_str)
-}
-
-fn int_field(job: &Map<String, Value>, key: &str) -> i64 {
-    job.get(key).and_then(Value::as_i64).unwrap_or(0)
-}
-
 /// `#7 agent_turn "Title" queued (waiting) next 1764…: progress`.
 fn job_line(entry: &JobEntry) -> String {
     let job = &entry.job;
     let mut line = format!(
         "#{} {} {:?} {} ({})",
-        int_field(job, "id"),
-        str_field(job, "type").unwrap_or("?"),
-        str_field(job, "title").unwrap_or(""),
-        str_field(job, "status").unwrap_or("?"),
-        str_field(job, "phase").unwrap_or("?"),
+        job.id,
+        job.job_type,
+        job.title.as_str(),
+        job.status,
+        job.phase,
     );
     // Whose job it is: `operator` (yours), `builtin` (your assistant's) or a runtime's id.
     line.push_str(&format!(" by {}", display_text(&entry.created_by)));
-    let next = int_field(job, "next_run_at");
+    let next = job.next_run_at;
     if next > 0 {
         line.push_str(&format!(" next {next}"));
     }
-    if let Some(progress) = str_field(job, "progress_text").filter(|p| !p.is_empty()) {
-        line.push_str(&format!(": {}", display_text(progress)));
+    if !job.progress_text.is_empty() {
+        line.push_str(&format!(": {}", display_text(&job.progress_text)));
     }
-    if let Some(review) = str_field(job, "pending_confirmation_id").filter(|c| !c.is_empty()) {
-        line.push_str(&format!(" [review {review}]"));
+    if !job.pending_confirmation_id.is_empty() {
+        line.push_str(&format!(" [review {}]", job.pending_confirmation_id));
     }
     line
 }
@@ -489,15 +487,12 @@ fn job_line(entry: &JobEntry) -> String {
 /// The review a job waits on, as the user must see it (§9.4): the exact action and the time
 /// left, and the commands that decide it.
 fn review_line(entry: &JobEntry) -> Option<String> {
-    let record = entry.job.get("pending_tool_request_json")?.as_object()?;
-    let id = record.get("confirmation_id")?.as_str()?;
+    let record = ReviewView::of(&entry.job.pending_tool_request_json)?;
+    let id = record.confirmation_id()?;
     // Escaped when the review was made; shown through the one escape again whatever the
     // stored record holds.
-    let summary = display_text(record.get("summary").and_then(Value::as_str).unwrap_or(""));
-    let expires = record
-        .get("expires_at")
-        .and_then(Value::as_i64)
-        .unwrap_or(0);
+    let summary = display_text(record.summary());
+    let expires = record.expires_at();
     Some(format!(
         "review {id}: {summary} (expires at {expires})\n  approve: openphone jobs approve {id}\n  deny:    openphone jobs deny {id}"
     ))

@@ -22,6 +22,7 @@ mod jobs_check;
 mod jobs_cmd;
 mod mcp_cmd;
 mod openclaw_cmd;
+mod output;
 mod policy_cmd;
 mod protocol_cmd;
 mod serve_cmd;

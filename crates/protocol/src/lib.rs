@@ -30,10 +30,12 @@ pub mod digest;
 mod display;
 pub mod endpoint;
 mod error_code;
+pub mod job;
 pub mod limits;
 mod log_value;
 mod manifest;
 mod registry;
+pub mod review;
 mod runtime_id;
 mod session_key;
 mod tool_request;
@@ -55,6 +57,7 @@ pub use digest::{
 pub use display::{display_text, is_escaped_for_display, is_invisible, push_display_char};
 pub use endpoint::Role;
 pub use error_code::{ErrorCode, UnknownErrorCode};
+pub use job::{AgentJob, DeliveryState, JobPhase, JobRun, JobStatus, JobType, RunOutcome};
 pub use log_value::{LogValue, log_value};
 pub use manifest::{
     Capability, CapabilityRisk, Command, Confirmation, Direction, EventSpec, Executor, Exposure,

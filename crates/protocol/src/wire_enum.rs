@@ -41,7 +41,7 @@ macro_rules! wire_enum {
             pub const ALL: [$name; [$($wire),*].len()] = [ $( $name::$variant, )* ];
 
             /// The wire string.
-            pub fn as_str(self) -> &'static str {
+            pub const fn as_str(self) -> &'static str {
                 match self {
                     $( $name::$variant => $wire, )*
                 }

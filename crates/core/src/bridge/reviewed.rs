@@ -18,9 +18,9 @@
 //! runs twice — not even after the review was committed.
 
 use openphone_policy::{BUILTIN_RUNTIME, Caller, Context, Decision};
+use openphone_protocol::review::{ReviewDecision, ReviewState, ReviewView};
 use openphone_protocol::{Command, ErrorCode, ToolRequest, ToolResult, params_digest};
 use openphone_store::JobStatus;
-use serde_json::Value;
 
 use super::ToolBridge;
 use crate::request::{NormalizedRequest, normalize};
@@ -109,35 +109,34 @@ impl ToolBridge {
                 review.job_id, job.status
             ));
         }
-        let record = &job.pending_tool_request_json;
-        let text = |name: &str| record.get(name).and_then(Value::as_str).unwrap_or_default();
-        if text("review_state") != "resolving" || text("decision") != "approved" {
+        // Read as stored (a typed view, nothing re-serialised): a tampered record fails here.
+        let applying = ReviewView::of(&job.pending_tool_request_json).filter(|record| {
+            record.state() == Some(ReviewState::Resolving)
+                && record.decision() == Some(ReviewDecision::Approved)
+        });
+        let Some(record) = applying else {
             return Err(format!(
                 "review {} is not an approval being applied",
                 review.confirmation_id
             ));
-        }
-        let expires_at = record
-            .get("expires_at")
-            .and_then(Value::as_i64)
-            .unwrap_or(0);
-        if self.now_ms() >= expires_at {
+        };
+        if self.now_ms() >= record.expires_at() {
             return Err(format!("review {} has expired", review.confirmation_id));
         }
-        if text("tool") != command.android_tool {
+        if record.tool() != command.android_tool {
             return Err(format!(
                 "review {} is for {}, not {}",
                 review.confirmation_id,
-                text("tool"),
+                record.tool(),
                 command.android_tool
             ));
         }
-        if text("idempotency_key") != req.idempotency_key {
+        if record.idempotency_key() != req.idempotency_key {
             return Err("the idempotency key is not the review's".to_owned());
         }
         let digest = params_digest(&command.android_tool, &req.params)
             .map_err(|e| format!("the params have no digest: {e}"))?;
-        if text("params_digest") != digest {
+        if record.text("params_digest") != digest {
             return Err("the params are not the reviewed params".to_owned());
         }
         Ok(())

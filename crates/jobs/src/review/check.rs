@@ -41,8 +41,8 @@ use serde_json::{Map, Value};
 
 use super::{
     CHECKPOINT_SCHEMA, Checkpoint, ConfirmationRecord, MAX_RECORD_CHARS, MAX_TOOL_RESULT_CHARS,
-    REVIEW_WINDOW_MS, Resolution, STATE_PENDING, STATE_RESOLVED, STATE_RESOLVING, digests_equal,
-    holds_blocked_material, job_session, serialised_chars, summary_of,
+    REVIEW_WINDOW_MS, Resolution, ReviewState, digests_equal, holds_blocked_material, job_session,
+    serialised_chars, summary_of,
 };
 use crate::model::{AgentJob, JobPhase, JobStatus};
 
@@ -234,8 +234,8 @@ fn check_record_lifecycle(record: &ConfirmationRecord) -> Result<(), CheckFailur
     if !not_before_creation(record.reviewed_at) || !not_before_creation(record.resolved_at) {
         return lifecycle("reviewed_at and resolved_at cannot be before created_at");
     }
-    match record.review_state.as_str() {
-        STATE_PENDING => {
+    match record.state() {
+        Some(ReviewState::Pending) => {
             if record.decision.is_some()
                 || record.reviewed_at.is_some()
                 || record.resolution.is_some()
@@ -246,7 +246,7 @@ fn check_record_lifecycle(record: &ConfirmationRecord) -> Result<(), CheckFailur
                 );
             }
         }
-        STATE_RESOLVING => {
+        Some(ReviewState::Resolving) => {
             if record.decision.is_none() || record.reviewed_at.is_none() {
                 return lifecycle("a resolving review has a decision and reviewed_at");
             }
@@ -254,7 +254,7 @@ fn check_record_lifecycle(record: &ConfirmationRecord) -> Result<(), CheckFailur
                 return lifecycle("a resolving review has no resolution yet");
             }
         }
-        STATE_RESOLVED => {
+        Some(ReviewState::Resolved) => {
             let Some(resolution) = record.resolution.as_deref() else {
                 return lifecycle("a resolved review has a resolution");
             };
@@ -268,7 +268,7 @@ fn check_record_lifecycle(record: &ConfirmationRecord) -> Result<(), CheckFailur
                 return lifecycle("decision and reviewed_at are set together");
             }
         }
-        _ => return lifecycle("review_state is not pending, resolving or resolved"),
+        None => return lifecycle("review_state is not pending, resolving or resolved"),
     }
     Ok(())
 }
@@ -307,13 +307,15 @@ fn check_job(value: &Value) -> Result<Checked, CheckFailure> {
     }
     check_checkpoint(&job, &record)?;
     let awaiting = job.status == JobStatus::AwaitingReview;
-    if awaiting && (job.phase != JobPhase::AwaitingReview || record.review_state != STATE_PENDING) {
+    if awaiting
+        && (job.phase != JobPhase::AwaitingReview || record.state() != Some(ReviewState::Pending))
+    {
         return Err(fail(
             "job.awaiting_review",
             "an awaiting_review job has phase awaiting_review and a pending record",
         ));
     }
-    if job.status == JobStatus::Waiting && record.review_state != STATE_RESOLVING {
+    if job.status == JobStatus::Waiting && record.state() != Some(ReviewState::Resolving) {
         return Err(fail(
             "job.waiting",
             "a waiting job holds a resolving record",
@@ -369,7 +371,7 @@ fn check_checkpoint(job: &AgentJob, record: &ConfirmationRecord) -> Result<(), C
             "the checkpoint's resume_token is not the job's",
         ));
     }
-    let resolved = record.review_state == STATE_RESOLVED;
+    let resolved = record.state() == Some(ReviewState::Resolved);
     let consistent = if resolved {
         checkpoint.resume_pending
             && checkpoint.review_resolution == record.resolution

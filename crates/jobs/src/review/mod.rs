@@ -32,12 +32,13 @@ pub use prepare::{
 };
 pub use verify::{VerifyFailure, verify_claim};
 
-use openphone_protocol::{Binding, ErrorCode, params_digest};
+use openphone_protocol::{ErrorCode, params_digest};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-/// `schema` of a background confirmation record.
-pub const RECORD_SCHEMA: &str = "openphone.background_confirmation.v1";
+pub use openphone_protocol::review::{
+    ConfirmationRecord, RECORD_SCHEMA, ReviewDecision, ReviewState, ReviewView,
+};
 /// `schema` of a checkpoint.
 pub const CHECKPOINT_SCHEMA: &str = "openphone.background_checkpoint.v1";
 /// The only runtime a background review is made for: the built-in runtime.
@@ -59,12 +60,12 @@ pub const MAX_RESOLUTION_CHARS: usize = 120;
 /// A review whose decision was claimed this long ago without being committed is settled by
 /// the crash repair of §9.10 (10 minutes, the stale-run threshold).
 pub const STALE_RESOLUTION_MS: i64 = 600_000;
-/// `review_state` of a review waiting for the user.
-pub const STATE_PENDING: &str = "pending";
-/// `review_state` of a review whose first tap was claimed.
-pub const STATE_RESOLVING: &str = "resolving";
-/// `review_state` of a settled review.
-pub const STATE_RESOLVED: &str = "resolved";
+/// `review_state` of a review waiting for the user ([`ReviewState::Pending`]).
+pub const STATE_PENDING: &str = ReviewState::Pending.as_str();
+/// `review_state` of a review whose first tap was claimed ([`ReviewState::Resolving`]).
+pub const STATE_RESOLVING: &str = ReviewState::Resolving.as_str();
+/// `review_state` of a settled review ([`ReviewState::Resolved`]).
+pub const STATE_RESOLVED: &str = ReviewState::Resolved.as_str();
 /// The audit event of a settled review (§9.14; `tool` of the audit record).
 pub const AUDIT_EVENT: &str = "assistant.background_job.review_resolved";
 /// `schema` of the audit payload (§9.14).
@@ -82,35 +83,6 @@ pub use openphone_protocol::background_job_session as job_session;
 /// The audit id of a review's records: `background-review:<confirmation_id>`.
 pub fn audit_id(confirmation_id: &str) -> String {
     format!("background-review:{confirmation_id}")
-}
-
-/// The user's decision on a review.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ReviewDecision {
-    /// Approve: the stored call runs once.
-    Approved,
-    /// Deny: nothing runs.
-    Denied,
-}
-
-impl ReviewDecision {
-    /// Approve when `approve`, else deny.
-    pub fn from_approve(approve: bool) -> ReviewDecision {
-        if approve {
-            ReviewDecision::Approved
-        } else {
-            ReviewDecision::Denied
-        }
-    }
-
-    /// The wire value of `decision`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ReviewDecision::Approved => "approved",
-            ReviewDecision::Denied => "denied",
-        }
-    }
 }
 
 /// How a review ended (`resolution`, §9.8 **\[project\]**).
@@ -337,44 +309,6 @@ fn string_blocked(s: &str) -> bool {
         })
 }
 
-/// The background confirmation record (§9.12), stored as the job's
-/// `pending_tool_request_json`. A closed object.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ConfirmationRecord {
-    /// [`RECORD_SCHEMA`].
-    pub schema: String,
-    /// `job-confirm-<uuid>`.
-    pub confirmation_id: String,
-    pub job_id: i64,
-    /// [`REVIEW_RUNTIME`].
-    pub runtime: String,
-    /// `background-job:<job_id>`.
-    pub phone_session_id: String,
-    /// The model-tool name.
-    pub tool: String,
-    /// The exact proposed params.
-    pub params: Value,
-    pub params_digest: String,
-    pub binding_digest: String,
-    /// `job:<job_id>:<uuid>`.
-    pub idempotency_key: String,
-    pub created_at: i64,
-    pub expires_at: i64,
-    /// `pending`, `resolving` or `resolved`.
-    pub review_state: String,
-    pub summary: String,
-    /// `approved` or `denied`, set by the claim.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub decision: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reviewed_at: Option<i64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub resolution: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub resolved_at: Option<i64>,
-}
-
 /// The review checkpoint (§9.13), stored as the job's `checkpoint_json`. It never holds raw
 /// params.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -416,35 +350,6 @@ impl Checkpoint {
     /// As the object stored in `checkpoint_json`.
     pub fn to_map(&self) -> Map<String, Value> {
         to_map(self)
-    }
-}
-
-impl ConfirmationRecord {
-    /// The record of a job's `pending_tool_request_json`, if it holds a well-formed one.
-    pub fn of(pending_tool_request_json: &Map<String, Value>) -> Option<ConfirmationRecord> {
-        if pending_tool_request_json.is_empty() {
-            return None;
-        }
-        serde_json::from_value(Value::Object(pending_tool_request_json.clone())).ok()
-    }
-
-    /// As the object stored in `pending_tool_request_json`.
-    pub fn to_map(&self) -> Map<String, Value> {
-        to_map(self)
-    }
-
-    /// The fields `binding_digest` binds (§9.11); `None` when `job_id` or `expires_at` is
-    /// negative (such a record has no digest and fails verification).
-    pub fn binding(&self) -> Option<Binding<'_>> {
-        Some(Binding {
-            job_id: u64::try_from(self.job_id).ok()?,
-            runtime: &self.runtime,
-            phone_session_id: &self.phone_session_id,
-            tool: &self.tool,
-            params_digest: &self.params_digest,
-            idempotency_key: &self.idempotency_key,
-            expires_at: u64::try_from(self.expires_at).ok()?,
-        })
     }
 }
 

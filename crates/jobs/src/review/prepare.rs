@@ -8,7 +8,7 @@ use openphone_protocol::{
 
 use super::{
     CHECKPOINT_SCHEMA, Checkpoint, ConfirmationRecord, MAX_RECORD_CHARS, MAX_SUMMARY_CHARS,
-    RECORD_SCHEMA, REVIEW_RUNTIME, REVIEW_WINDOW_MS, ReviewProposal, ReviewRefused, STATE_PENDING,
+    RECORD_SCHEMA, REVIEW_RUNTIME, REVIEW_WINDOW_MS, ReviewProposal, ReviewRefused, ReviewState,
     job_session, sanitise, serialised_chars,
 };
 use crate::model::{JobPhase, truncate_chars};
@@ -138,7 +138,7 @@ pub fn prepare_with(
         idempotency_key: ids.idempotency_key,
         created_at: now_ms,
         expires_at,
-        review_state: STATE_PENDING.to_owned(),
+        review_state: ReviewState::Pending.as_str().to_owned(),
         summary,
         decision: None,
         reviewed_at: None,

@@ -6,7 +6,7 @@ use openphone_protocol::{binding_digest, params_digest};
 
 use super::{
     CHECKPOINT_SCHEMA, Checkpoint, ConfirmationRecord, MAX_RECORD_CHARS, RECORD_SCHEMA,
-    REVIEW_RUNTIME, REVIEW_WINDOW_MS, ReviewDecision, STATE_RESOLVING, digests_equal, is_tool_name,
+    REVIEW_RUNTIME, REVIEW_WINDOW_MS, ReviewDecision, ReviewState, digests_equal, is_tool_name,
     job_session, sanitise, serialised_chars,
 };
 use crate::model::{AgentJob, JobPhase};
@@ -101,9 +101,7 @@ pub fn verify_claim(
         return Err(fail(10, "the review window has passed"));
     }
     // 11.
-    if record.review_state != STATE_RESOLVING
-        || record.decision.as_deref() != Some(decision.as_str())
-    {
+    if record.state() != Some(ReviewState::Resolving) || record.decided() != Some(decision) {
         return Err(fail(11, "the record does not hold this tap's claim"));
     }
     // 12.

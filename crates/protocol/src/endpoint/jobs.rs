@@ -2,23 +2,25 @@
 //! `jobs.get`, `jobs.create`, `jobs.stop`, `jobs.pause`, `jobs.resume`, `jobs.wake` and
 //! `jobs.review` (approve or deny a parked state-changing call).
 //!
-//! Operators read the full 29-field job record (`agent-job.schema.json`, carried here as a
-//! JSON object: the protocol crate does not own the store's types); runtimes and models use
-//! the job tools (`openphone.jobs.*`), which answer with the job view of §10 instead. Every
-//! params type refuses unknown fields.
+//! Operators read the full 29-field job record ([`AgentJob`], `agent-job.schema.json`);
+//! runtimes and models use the job tools (`openphone.jobs.*`), which answer with the job view
+//! of §10 instead. Every params type refuses unknown fields.
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
+
+use crate::job::{AgentJob, DeliveryState, RunOutcome};
 
 /// One job as operators see it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JobEntry {
-    /// The 29-field record (`agent-jobs.md` §2).
-    pub job: Map<String, Value>,
-    /// What became of the latest result's delivery: `pending`, `sent`, `unverified`,
-    /// `failed` or `suppressed`; `null` before any result.
+    /// The 29-field record (`agent-jobs.md` §2). On the wire its members are in key order, as
+    /// they always were (see [`sorted_members`]).
+    #[serde(serialize_with = "sorted_members")]
+    pub job: AgentJob,
+    /// What became of the latest result's delivery; `null` before any result.
     #[serde(default)]
-    pub delivery_state: Option<String>,
+    pub delivery_state: Option<DeliveryState>,
     /// Who created the job: `operator` (the user, through this endpoint, the CLI or the
     /// dashboard; also every job from before jobs had owners), `builtin` (the user's built-in
     /// assistant), or the id of the runtime that created it — whose authority its runs have.
@@ -28,6 +30,15 @@ pub struct JobEntry {
 
 fn operator() -> String {
     "operator".to_owned()
+}
+
+/// Writes `job` as a JSON object whose members are in key order: the bytes `jobs.*` answered
+/// with when the record travelled as a `Map` (the endpoint's JSON is unchanged by the typing).
+fn sorted_members<S: Serializer>(job: &AgentJob, s: S) -> Result<S::Ok, S::Error> {
+    match serde_json::to_value(job) {
+        Ok(value) => value.serialize(s),
+        Err(e) => Err(serde::ser::Error::custom(e)),
+    }
 }
 
 /// `jobs.list` params.
@@ -68,9 +79,8 @@ pub struct JobRunInfo {
     pub started_at: i64,
     /// 0 while the attempt runs.
     pub finished_at: i64,
-    /// `running`, `succeeded`, `failed`, `timed_out`, `cancelled`, `interrupted`,
-    /// `dispatched`, `parked`, … (`null` while running).
-    pub outcome: Option<String>,
+    /// How the attempt ended (`null` while running).
+    pub outcome: Option<RunOutcome>,
     pub reason: String,
     /// The occurrence fell due while the daemon was not running.
     pub catch_up: bool,

@@ -11,7 +11,7 @@ use openphone_protocol::endpoint::{
     JobsStopResult, JobsWakeResult, NoParams, ReviewDecision,
 };
 use openphone_store::{JobFilter, JobStatus};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::conn::{Conn, internal};
 
@@ -40,13 +40,9 @@ fn error(e: JobsError) -> ErrorObject {
 
 /// A stored job as operators see it.
 pub(crate) fn entry(row: &StoredJob) -> Result<JobEntry, ErrorObject> {
-    let job = match serde_json::to_value(&row.job).map_err(internal)? {
-        Value::Object(map) => map,
-        _ => Map::new(),
-    };
     Ok(JobEntry {
-        job,
-        delivery_state: row.delivery_state.map(|d| d.as_str().to_owned()),
+        job: row.job.clone(),
+        delivery_state: row.delivery_state,
         created_by: row.created_by.clone(),
     })
 }
@@ -106,7 +102,7 @@ pub(super) fn get(conn: &Conn, p: JobIdParams) -> Result<JobsGetResult, ErrorObj
             intended_at: run.intended_at,
             started_at: run.started_at,
             finished_at: run.finished_at.unwrap_or(0),
-            outcome: run.finished_at.map(|_| run.outcome.as_str().to_owned()),
+            outcome: run.finished_at.map(|_| run.outcome),
             reason: run.reason,
             catch_up: run.catch_up,
         })

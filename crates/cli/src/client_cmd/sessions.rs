@@ -1,0 +1,286 @@
+//! `openphone sessions list | cancel` and `openphone ask`: phone sessions, and asking a
+//! runtime with its reply followed as it streams.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Subcommand;
+use openphone_protocol::PendingConfirmation;
+use openphone_protocol::endpoint::{
+    AttentionRequest, AttentionRequestParams, Event, EventsSubscribe, EventsSubscribeParams,
+    SessionStatus, SessionsCancel, SessionsCancelParams, SessionsList, SessionsListParams,
+};
+
+use super::announce_wait;
+use crate::client::DaemonClient;
+use crate::data_dir::DataDir;
+use crate::output::{block_on, print_json};
+
+#[derive(Debug, Subcommand)]
+pub enum SessionsCommand {
+    /// Phone sessions, newest first.
+    List {
+        #[command(flatten)]
+        data_dir: DataDir,
+        /// At most this many (the daemon's default is 50, its maximum 500).
+        #[arg(long)]
+        limit: Option<usize>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stop an active phone session: it fails with reason `cancelled`; a built-in loop working
+    /// on it stops before its next model or tool call.
+    Cancel {
+        /// The phone session id (`openphone sessions list`).
+        phone_session_id: String,
+        #[command(flatten)]
+        data_dir: DataDir,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub fn sessions(cmd: SessionsCommand) -> Result<ExitCode> {
+    let (data_dir, limit, json) = match cmd {
+        SessionsCommand::List {
+            data_dir,
+            limit,
+            json,
+        } => (data_dir, limit, json),
+        SessionsCommand::Cancel {
+            phone_session_id,
+            data_dir,
+            json,
+        } => return cancel_session(&data_dir, phone_session_id, json),
+    };
+    let dir = data_dir.resolve()?;
+    block_on(async {
+        let mut client = DaemonClient::connect(&dir).await?;
+        let list = client
+            .call::<SessionsList>(SessionsListParams {
+                limit,
+                ..SessionsListParams::default()
+            })
+            .await?;
+        client.close().await;
+        if json {
+            print_json(&list)?;
+        } else {
+            if list.sessions.is_empty() {
+                println!("no phone sessions");
+            }
+            for s in &list.sessions {
+                println!(
+                    "{}  {}  {}  {}  {}",
+                    s.phone_session_id,
+                    s.runtime_kind,
+                    s.source,
+                    s.status.as_str(),
+                    s.summary
+                );
+            }
+        }
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// `openphone sessions cancel <id>`.
+fn cancel_session(data_dir: &DataDir, phone_session_id: String, json: bool) -> Result<ExitCode> {
+    let dir = data_dir.resolve()?;
+    block_on(async {
+        let mut client = DaemonClient::connect(&dir).await?;
+        let result = client
+            .call::<SessionsCancel>(SessionsCancelParams { phone_session_id })
+            .await?;
+        client.close().await;
+        if json {
+            print_json(&result)?;
+        } else {
+            let how = if result.stopped_loop {
+                "; its built-in run was stopped"
+            } else {
+                ""
+            };
+            println!(
+                "cancelled {} ({}){how}",
+                result.session.phone_session_id, result.session.runtime_kind
+            );
+        }
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// What `ask --session` names: `main`, `isolated`, or a phone session id to continue.
+fn session_target(session: Option<&str>) -> Option<String> {
+    let session = session.map(str::trim).filter(|s| !s.is_empty())?;
+    Some(match session {
+        "main" | "isolated" => session.to_owned(),
+        id if id.starts_with("session:") => id.to_owned(),
+        id => format!("session:{id}"),
+    })
+}
+
+/// `--autonomy`: a mode the daemon knows — a canonical one (`observe_only`,
+/// `ask_before_action`, `trusted_actions`) or a legacy synonym (`read_only`, `dry_run`,
+/// `yolo`). The wire normalises anything else to `ask_before_action` (fail safe), so a typo
+/// or `god` on the command line would be accepted silently: refused here with the valid list.
+pub fn autonomy_arg(raw: &str) -> std::result::Result<String, String> {
+    const SYNONYMS: [&str; 3] = ["read_only", "dry_run", "yolo"];
+    let value = raw.trim().to_lowercase();
+    if openphone_protocol::Autonomy::parse(&value).is_some() || SYNONYMS.contains(&value.as_str()) {
+        return Ok(value);
+    }
+    let valid: Vec<&str> = openphone_protocol::Autonomy::ALL
+        .iter()
+        .map(|a| a.as_str())
+        .collect();
+    Err(format!(
+        "unknown autonomy mode {raw:?}: use one of {}",
+        valid.join(", ")
+    ))
+}
+
+/// The settings of one `openphone ask`.
+#[derive(Debug, Clone, Copy)]
+pub struct AskOptions<'a> {
+    /// The entry point (`chat`, …).
+    pub surface: &'a str,
+    /// A runtime instead of the routed one.
+    pub runtime: Option<&'a str>,
+    /// The session's autonomy.
+    pub autonomy: Option<&'a str>,
+    /// `main`, `isolated`, or a phone session id to continue.
+    pub session: Option<&'a str>,
+    /// How long to wait for the final reply.
+    pub timeout_secs: u64,
+}
+
+/// `openphone ask`: asks the runtime routed for a surface (or the one named) and prints its
+/// reply as it streams. A confirmation the reply waits for is announced on stderr with the
+/// commands that decide it. Without a model for the built-in runtime, prints the one-line fix.
+pub fn ask(data_dir: &DataDir, text: &str, options: AskOptions<'_>) -> Result<ExitCode> {
+    let dir = data_dir.resolve()?;
+    block_on(async {
+        let mut client = DaemonClient::connect(&dir).await?;
+        let events = [
+            "runtime.message.delta",
+            "runtime.message.final",
+            "runtime.session.updated",
+            "runtime.confirmation.required",
+        ];
+        client
+            .call::<EventsSubscribe>(EventsSubscribeParams {
+                events: events.map(str::to_owned).to_vec(),
+            })
+            .await?;
+        let asked = client
+            .call::<AttentionRequest>(AttentionRequestParams {
+                surface: options.surface.to_owned(),
+                text: text.to_owned(),
+                runtime: options.runtime.map(str::to_owned),
+                autonomy: options.autonomy.map(str::to_owned),
+                session_target: session_target(options.session),
+                ..AttentionRequestParams::default()
+            })
+            .await;
+        let accepted = match asked {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                if let Some(failure) = e.downcast_ref::<crate::client::RpcFailure>()
+                    && failure.code.as_str() == "runtime_not_configured"
+                {
+                    // The daemon's message is the fix; one line, without the code.
+                    eprintln!("openphone: {}", failure.message);
+                    client.close().await;
+                    return Ok(ExitCode::from(1));
+                }
+                return Err(e);
+            }
+        };
+        let session = accepted.phone_session_id;
+        let attention = accepted.attention_id;
+        eprintln!("asked {} (session {session})", accepted.runtime);
+        let limit = std::time::Duration::from_secs(options.timeout_secs);
+        let timeout_secs = options.timeout_secs;
+        let followed = follow_reply(&mut client, &session, &attention, &dir);
+        let code = match tokio::time::timeout(limit, followed).await {
+            Ok(code) => code?,
+            Err(_) => {
+                eprintln!("no final reply within {timeout_secs} s (session {session})");
+                ExitCode::from(1)
+            }
+        };
+        client.close().await;
+        Ok(code)
+    })
+}
+
+/// Prints the reply of phone session `session` as it streams, until its final message (exit 0,
+/// or 1 when the runtime reports an error) or its failure (exit 1).
+async fn follow_reply(
+    client: &mut DaemonClient,
+    session: &str,
+    attention: &str,
+    dir: &Path,
+) -> Result<ExitCode> {
+    use std::io::Write;
+    let mut streamed = false;
+    let mut stdout = std::io::stdout();
+    // A reply that names another attention request answers an earlier turn of the same
+    // session (a follow-up queued behind a busy one): not ours. Runtimes that name none are
+    // taken at their word.
+    let ours = |m: &openphone_protocol::endpoint::MessagePayload| {
+        m.phone_session_id == session && m.attention_id.as_deref().is_none_or(|a| a == attention)
+    };
+    loop {
+        match client.next_event().await? {
+            Event::MessageDelta(m) if ours(&m) => {
+                write!(stdout, "{}", m.text)?;
+                stdout.flush()?;
+                streamed = true;
+            }
+            Event::MessageFinal(m) if ours(&m) => {
+                if !streamed {
+                    write!(stdout, "{}", m.text)?;
+                }
+                writeln!(stdout)?;
+                if let Some(error) = m.error {
+                    eprintln!("the runtime reported an error: {error}");
+                    return Ok(ExitCode::from(1));
+                }
+                return Ok(ExitCode::SUCCESS);
+            }
+            Event::SessionUpdated(u)
+                if u.phone_session_id == session && u.status == SessionStatus::Failed =>
+            {
+                eprintln!(
+                    "the session failed: {}",
+                    u.reason.as_deref().unwrap_or("no reason given")
+                );
+                return Ok(ExitCode::from(1));
+            }
+            Event::ConfirmationRequired(c)
+                if c.phone_session_id.as_deref() == Some(session) && c.created =>
+            {
+                if streamed {
+                    // Off the line the reply is streaming on (stdout keeps only the reply).
+                    eprintln!();
+                }
+                announce_wait(
+                    &PendingConfirmation {
+                        confirmation_id: c.confirmation_id,
+                        summary: c.summary,
+                        timeout_ms: Some(c.timeout_ms),
+                        expires_at_ms: Some(c.expires_at_ms),
+                    },
+                    dir,
+                );
+            }
+            // Another session's messages, other statuses, and events not asked for.
+            _ => {}
+        }
+    }
+}

@@ -13,9 +13,9 @@ use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use openphone_clock::Stopwatch;
-use openphone_core::{BridgeConfig, EventBus, ToolBridge};
+use openphone_core::{BridgeConfig, EventBus, Invocation, ToolBridge};
 use openphone_device::SimPhone;
-use openphone_policy::{Caller, Context, Transport};
+use openphone_policy::{Caller, Transport};
 use openphone_protocol::{Registry, ToolRequest, ToolStatus};
 use openphone_store::Store;
 use serde_json::{Value, json};
@@ -63,7 +63,7 @@ impl Fixture {
         };
         let result = self
             .rt
-            .block_on(self.bridge.invoke(caller, req, Context::Interactive));
+            .block_on(self.bridge.call(Invocation::runtime(caller, req)));
         assert_eq!(result.status, ToolStatus::Ok, "{:?}", result.error);
     }
 }

@@ -18,6 +18,7 @@
 pub mod authority;
 mod bridge;
 pub mod events;
+pub mod invocation;
 pub mod request;
 pub mod runtimes;
 pub mod services;
@@ -35,6 +36,7 @@ pub use bridge::{EXPLANATION_KEY, explanation_of};
 pub use bridge::{GOAL_GRANT_MAX_MS, GOAL_PRINCIPAL, goal_scope};
 pub use bridge::{Injected, WorldError};
 pub use events::{Audience, Event, EventBus, PublishError};
+pub use invocation::Invocation;
 pub use request::{NormalizedRequest, normalize};
 pub use runtimes::{
     BUILTIN_NOT_CONFIGURED, CANCELLED_REASON, LocalRuntime, Presence, RuntimeConfigError,

@@ -16,8 +16,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use openphone_core::{Waited, waiting_on};
-use openphone_policy::Context;
+use openphone_core::{Invocation, Waited, waiting_on};
 use openphone_protocol::{ErrorCode, ToolRequest, ToolResult, ToolStatus};
 use openphone_store::NewDeferredOutcome;
 use serde_json::{Map, Value, json};
@@ -269,9 +268,7 @@ impl Inner {
         let bridge = Arc::clone(&self.bridge);
         let caller = self.caller.clone();
         let work =
-            tokio::spawn(
-                async move { bridge.invoke(&caller, request, Context::Interactive).await },
-            );
+            tokio::spawn(async move { bridge.call(Invocation::openclaw(&caller, request)).await });
         let first = match tokio::time::timeout_at(deadline, work).await {
             Ok(Ok(first)) => first,
             Ok(Err(e)) => {

@@ -16,7 +16,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use openphone_core::ToolBridge;
+use openphone_core::{Invocation, ToolBridge};
 use openphone_jobs::review::{Checkpoint, ReviewProposal};
 use openphone_jobs::transition::SYSTEM_EVENT_RESULT;
 use openphone_jobs::{FailureReason, JobRunner, RunContext, RunResult};
@@ -135,10 +135,10 @@ impl JobRunner for ToolCallRunner {
         if let Some(why) = crate::authority::refusal(&authority, command) {
             return failed(ErrorCode::ToolNotGranted.as_str(), why);
         }
-        let context = authority.job_context(u64::try_from(job.id).unwrap_or(0));
+        let call = Invocation::for_creator(&authority, u64::try_from(job.id).unwrap_or(0), request);
         let mut stop = ctx.stop.clone();
         let result = tokio::select! {
-            result = self.bridge.invoke(authority.caller(), request, context) => result,
+            result = self.bridge.call(call) => result,
             () = stop.stopped() => {
                 return failed(openphone_jobs::reason::RUNNER_CANCELLED, "stopped before the call answered");
             }

@@ -18,9 +18,9 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use openphone_clock::{Clock, Stopwatch, SystemClock};
-use openphone_core::{BridgeConfig, EventBus, ToolBridge};
+use openphone_core::{BridgeConfig, EventBus, Invocation, ToolBridge};
 use openphone_device::{PhoneDevice, SimPhone};
-use openphone_policy::{Caller, Context as CallContext, ExposureGrants, Transport};
+use openphone_policy::{Caller, ExposureGrants, Transport};
 use openphone_protocol::{Registry, ToolRequest, ToolStatus};
 use openphone_store::Store;
 use serde_json::{Value, json};
@@ -149,7 +149,7 @@ pub fn bridge(opts: BridgeBench) -> Result<ExitCode> {
                         ..ToolRequest::default()
                     };
                     let result = bridge
-                        .invoke(&work.caller, request, CallContext::Interactive)
+                        .call(Invocation::runtime(&work.caller, request))
                         .await;
                     let outcome = match (result.status, &result.error) {
                         (ToolStatus::Ok, _) => Outcome::Ok,

@@ -76,6 +76,7 @@ use serde_json::{Map, Value};
 use tokio::sync::watch;
 
 use crate::events::{Audience, EventBus};
+use crate::invocation::Invocation;
 use crate::locks::{read, write};
 use crate::request::{NormalizedRequest, Rejection, normalize, validate};
 use crate::services;
@@ -235,8 +236,21 @@ impl ToolBridge {
         *write(&self.config) = config;
     }
 
+    /// Handles one tool call ([`Invocation`]: caller, context, request); a request that needs
+    /// confirmation is answered at once with `needs_confirmation` and its `confirmation_id`
+    /// (see [`ToolBridge::wait_for_final`]).
+    pub async fn call(&self, invocation: Invocation) -> ToolResult {
+        let Invocation {
+            caller,
+            context,
+            request,
+        } = invocation;
+        self.invoke(&caller, request, context).await
+    }
+
     /// Handles one tool request; a request that needs confirmation is answered at once with
     /// `needs_confirmation` and its `confirmation_id` (see [`ToolBridge::wait_for_final`]).
+    /// [`ToolBridge::call`] takes the same parts as one [`Invocation`].
     pub async fn invoke(
         &self,
         caller: &Caller,

@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use openphone_core::{Waited, waiting_on};
-use openphone_policy::{Caller, Context};
+use openphone_core::{Invocation, Waited, waiting_on};
+use openphone_policy::Caller;
 use openphone_protocol::{Confirmation, ErrorCode, ToolRequest, ToolResult};
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
@@ -209,7 +209,7 @@ impl Call<'_> {
         tokio::pin!(local_deadline);
         // Never dropped half-way: a device action that started is allowed to finish.
         let first = bridge
-            .invoke(self.caller(), tool_request, Context::Interactive)
+            .call(Invocation::mcp_host(self.caller(), tool_request))
             .await;
         let Some(confirmation_id) = waiting_on(&first) else {
             return Ok(self.shape(&first));

@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use openphone_core::RuntimeError;
-use openphone_policy::{Context, Role};
+use openphone_core::{Invocation, RuntimeError};
+use openphone_policy::Role;
 use openphone_protocol::endpoint::{
     AttentionAccepted, AttentionRequestParams, ErrorObject, RuntimeListResult,
     RuntimeMessageParams, RuntimeMessageResult, RuntimeSelectParams, RuntimeSelectResult,
@@ -54,7 +54,7 @@ pub(super) async fn attention_request(
         let result = conn
             .state
             .bridge
-            .invoke(&conn.session.caller, read, Context::Interactive)
+            .call(Invocation::runtime(&conn.session.caller, read))
             .await;
         if result.status == ToolStatus::Ok {
             screen = Some(Value::Object(result.result));

@@ -7,8 +7,7 @@
 
 use std::sync::Arc;
 
-use openphone_core::{Waited, waiting_on};
-use openphone_policy::Context;
+use openphone_core::{Invocation, Waited, waiting_on};
 use openphone_protocol::endpoint::{
     Event, ToolInfo, ToolsInvokeParams, ToolsInvokeResult, ToolsListResult,
 };
@@ -65,7 +64,7 @@ pub(super) async fn invoke(conn: &Arc<Conn>, p: ToolsInvokeParams) -> ToolsInvok
         timeout_ms: p.timeout_ms,
     };
     let bridge = conn.state.bridge.clone();
-    let first = bridge.invoke(&caller, request, Context::Interactive).await;
+    let first = bridge.call(Invocation::runtime(&caller, request)).await;
     if waiting_on(&first).is_none() {
         return first;
     }

@@ -2,6 +2,8 @@
 //! into a [`WatcherSpec`], with every rule checked at creation (an error names the field), and
 //! the spec written back as the canonical params the store keeps.
 
+#![deny(clippy::wildcard_enum_match_arm)]
+
 use openphone_protocol::Registry;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -387,7 +389,8 @@ impl WatcherSpec {
             Some(_) if source == Source::Time => {
                 return Err(invalid("evaluator", "a time watcher has no evaluator"));
             }
-            _ => {}
+            Some(Evaluator::HashChange | Evaluator::TextContains | Evaluator::SemanticMatch)
+            | None => {}
         }
 
         let url = string(p, "url")?.map(str::to_owned);
@@ -535,7 +538,7 @@ impl WatcherSpec {
             Source::Web => Some(interval_ms.unwrap_or(DEFAULT_WEB_INTERVAL_MS)),
             Source::Screen => Some(interval_ms.unwrap_or(DEFAULT_SCREEN_INTERVAL_MS)),
             Source::Time => interval_ms,
-            _ => None,
+            Source::Message | Source::Call | Source::Notification => None,
         };
         let recurring = recurring || (source == Source::Time && interval_ms.is_some());
         let reaction = reaction(p, source, address.as_deref(), number.as_deref(), ctx)?;
@@ -685,7 +688,10 @@ fn reaction(
                 (Source::Message, Some(a), _) => a.to_owned(),
                 (Source::Call, _, Some(n)) => n.to_owned(),
                 (Source::Call, _, None) => "{{event.number}}".to_owned(),
-                _ => "{{event.address}}".to_owned(),
+                (Source::Message, None, _)
+                | (Source::Notification | Source::Screen | Source::Time | Source::Web, _, _) => {
+                    "{{event.address}}".to_owned()
+                }
             };
             let mut args = Map::new();
             args.insert("to".into(), Value::String(to));

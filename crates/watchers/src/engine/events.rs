@@ -3,6 +3,8 @@
 //! evaluator (a `semantic_match` asks the judge) — and what a match does (fires it, or
 //! satisfies and ends a `no_reply` / `no_call` watcher).
 
+#![deny(clippy::wildcard_enum_match_arm)]
+
 use openphone_device::{DeviceEvent, OPENPHONE_PACKAGE};
 use serde_json::{Map, Value};
 
@@ -143,7 +145,16 @@ fn event_verdict(spec: &WatcherSpec, event: &DeviceEvent) -> Verdict {
             }
             text_verdict(spec, format!("{app}: {title}\n{text}"))
         }
-        _ => Verdict::No,
+        // An event of another kind (every kind named: a new one must be decided here), or a
+        // source that never looks at device events.
+        (
+            Source::Message | Source::Call | Source::Notification,
+            DeviceEvent::MessageReceived { .. }
+            | DeviceEvent::CallReceived { .. }
+            | DeviceEvent::NotificationPosted { .. }
+            | DeviceEvent::NotificationAction { .. },
+        )
+        | (Source::Screen | Source::Time | Source::Web, _) => Verdict::No,
     }
 }
 
@@ -186,7 +197,11 @@ impl Watchers {
             if spec.notify_on == NotifyOn::Absence {
                 let reason = match spec.source {
                     Source::Call => "call_received",
-                    _ => "reply_received",
+                    Source::Message
+                    | Source::Notification
+                    | Source::Screen
+                    | Source::Time
+                    | Source::Web => "reply_received",
                 };
                 if let Err(e) = self.store.end_watcher(w.watcher_id, reason, now) {
                     tracing::error!(watcher = w.watcher_id, error = %e, "ending a satisfied watcher");

@@ -4,6 +4,8 @@
 //! then `watcher.fired` published and an attention reaction delivered — and, after a restart,
 //! every attention reaction a stop interrupted ([`Watchers::recover`]).
 
+#![deny(clippy::wildcard_enum_match_arm)]
+
 use openphone_core::events::Audience;
 use openphone_jobs::{CreateContext, JobRequest};
 use openphone_protocol::endpoint::{
@@ -33,11 +35,10 @@ fn cut_event(event: &Map<String, Value>) -> Value {
         event
             .iter()
             .map(|(k, v)| {
-                let v = match v {
-                    Value::String(s) => {
-                        Value::String(openphone_jobs::model::truncate_chars(s, EVENT_TEXT_CHARS))
-                    }
-                    other => other.clone(),
+                let v = if let Value::String(s) = v {
+                    Value::String(openphone_jobs::model::truncate_chars(s, EVENT_TEXT_CHARS))
+                } else {
+                    v.clone()
                 };
                 (k.clone(), v)
             })

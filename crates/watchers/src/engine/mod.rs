@@ -23,6 +23,8 @@
 //! `web` checks, `fire.rs` a firing and its reaction (and the recovery after a restart). The
 //! store handle is the daemon's, handed over at construction: the watchers' tables are theirs.
 
+#![deny(clippy::wildcard_enum_match_arm)]
+
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;

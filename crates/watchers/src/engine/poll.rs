@@ -3,6 +3,8 @@
 //! or when the text starts to match (`text_contains`, `semantic_match`); the check's state
 //! lives in the watcher's cursor.
 
+#![deny(clippy::wildcard_enum_match_arm)]
+
 use openphone_policy::Context;
 use openphone_protocol::{ToolRequest, ToolStatus};
 use openphone_store::WatcherRecord;
@@ -46,7 +48,7 @@ impl Watchers {
                 event.insert("text".into(), json!(page.text));
                 Ok(Reading { content, event })
             }
-            _ => {
+            Source::Screen => {
                 // Read with the creator's authority (`builtin` narrowed to it).
                 let authority = crate::authority::of(&self.bridge, &w.runtime, RUNTIME_PRINCIPAL);
                 if let Some(why) =
@@ -92,6 +94,10 @@ impl Watchers {
                 event.insert("text".into(), json!(content));
                 Ok(Reading { content, event })
             }
+            // Only `screen` and `web` watchers are polled ([`Watchers::tick`]).
+            Source::Message | Source::Call | Source::Notification | Source::Time => {
+                Err(format!("a {} watcher is not polled", spec.source.as_str()))
+            }
         }
     }
 
@@ -107,10 +113,7 @@ impl Watchers {
         let interval = spec
             .interval_ms
             .unwrap_or(crate::spec::DEFAULT_WEB_INTERVAL_MS);
-        let mut cursor = match &w.cursor {
-            Value::Object(map) => map.clone(),
-            _ => Map::new(),
-        };
+        let mut cursor = w.cursor.as_object().cloned().unwrap_or_default();
         cursor.insert("next_check_at".into(), json!(now + interval));
         let reading = match self.read(w, spec, now).await {
             Ok(r) => r,

@@ -2,6 +2,8 @@
 //! missed ones collapsed) and deadlines pass (`no_reply` / `no_call` fire, the others end);
 //! [`Watchers::tick`] also hands `screen` and `web` watchers to their checks (`poll.rs`).
 
+#![deny(clippy::wildcard_enum_match_arm)]
+
 use serde_json::{Map, json};
 
 use super::{Fired, Watchers, cursor_i64};

@@ -8,7 +8,7 @@ use openphone_store::WatcherState;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use super::support::{BOB, Harness, Options, WordJudge, message, operator};
+use super::support::{BOB, Harness, Options, WordJudge, message, operator, registry};
 
 fn fired_events(rx: &mut tokio::sync::broadcast::Receiver<BusEvent>) -> Vec<Value> {
     let mut out = Vec::new();
@@ -311,10 +311,18 @@ async fn a_screen_text_watcher_reads_the_screen_through_the_bridge() {
         h.watchers.tick(t0).await.is_empty(),
         "the home screen does not say it"
     );
+    let open = registry().resolve("openphone.app.open").unwrap();
     openphone_device::PhoneDevice::execute(
         h.phone.as_ref(),
-        "openphone.app.open",
-        &json!({"package_or_label": "Notes", "reason": "test"}),
+        openphone_device::DeviceCall {
+            command: open,
+            params: &json!({"package_or_label": "Notes", "reason": "test"}),
+            origin: &openphone_device::CallOrigin {
+                runtime: "test".to_owned(),
+                request_id: "open-notes".to_owned(),
+                phone_session_id: None,
+            },
+        },
     )
     .await
     .unwrap();

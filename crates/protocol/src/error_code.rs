@@ -278,6 +278,16 @@ impl fmt::Display for ErrorCode {
     }
 }
 
+impl schemars::JsonSchema for ErrorCode {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        std::borrow::Cow::Borrowed("ErrorCode")
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        crate::string_enum(ErrorCode::ALL.iter().map(|c| c.as_str()))
+    }
+}
+
 impl Serialize for ErrorCode {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(self.as_str())

@@ -162,7 +162,7 @@ crate::wire_enum!(
 
 /// The wire record of a job (`agent-jobs.md` §2): a closed object whose 29 members are always
 /// present, in the order of the specification. Times are Unix milliseconds (0 = unset).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AgentJob {
     /// Job id, from 1, never reused.
@@ -227,7 +227,7 @@ pub struct AgentJob {
 }
 
 /// One attempt in the ledger.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct JobRun {
     /// The job.
     pub job_id: i64,

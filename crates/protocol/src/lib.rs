@@ -37,6 +37,7 @@ mod manifest;
 mod registry;
 pub mod review;
 mod runtime_id;
+mod schema;
 mod session_key;
 mod tool_request;
 mod tool_result;
@@ -65,6 +66,9 @@ pub use manifest::{
 };
 pub use registry::{FieldError, ManifestSources, Registry};
 pub use runtime_id::{BUILTIN_RUNTIME_ID, RuntimeIdError, normalize_runtime_id};
+#[doc(hidden)]
+pub use schema::__private as __schema;
+pub use schema::{endpoint_schema, string_enum};
 pub use session_key::{background_job_of, background_job_session};
 pub use tool_request::{DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, ToolRequest, effective_timeout_ms};
 pub use tool_result::{

@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 use crate::error_code::ErrorCode;
 
 /// The status of a tool result.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolStatus {
     /// Executed; `result` holds the output.
@@ -38,7 +38,7 @@ impl ToolStatus {
 }
 
 /// The `error` member of a non-ok tool result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ToolError {
     pub code: ErrorCode,
     pub message: String,
@@ -51,7 +51,7 @@ pub struct ToolError {
 /// Invariants (kept by the constructors, checked by [`ToolResult::check`]):
 /// `requires_confirmation` is true exactly when the status is `needs_confirmation`; `error` is
 /// absent for `ok` and present otherwise; `audit_id` is `runtime:<runtime>:<request_id>`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ToolResult {
     pub request_id: String,
     pub status: ToolStatus,
@@ -69,7 +69,7 @@ pub struct ToolResult {
 
 /// The `result` body of a `needs_confirmation` answer: which confirmation waits, what the user
 /// is shown, and until when it waits.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PendingConfirmation {
     pub confirmation_id: String,
     pub summary: String,
@@ -82,7 +82,7 @@ pub struct PendingConfirmation {
 }
 
 /// The `error.details` of a policy denial: the layer that denied and what it looked at.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DenialDetails {
     /// The denying policy layer (`runtime-protocol.md` §8.2).
     pub policy: String,

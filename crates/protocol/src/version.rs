@@ -11,7 +11,7 @@ pub const MAX_VERSION: u32 = 1;
 
 /// `{"name": "openphone-runtime-protocol", "min_version": 1, "max_version": 1}`, placed wherever
 /// a peer negotiates (endpoint `hello`, MCP handshake, `openphone info --json`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct VersionAdvertisement {
     pub name: String,
     pub min_version: u32,

@@ -56,6 +56,18 @@ macro_rules! wire_enum {
             }
         }
 
+        impl $crate::__schema::schemars::JsonSchema for $name {
+            fn schema_name() -> ::std::borrow::Cow<'static, str> {
+                ::std::borrow::Cow::Borrowed(stringify!($name))
+            }
+
+            fn json_schema(
+                _: &mut $crate::__schema::schemars::SchemaGenerator,
+            ) -> $crate::__schema::schemars::Schema {
+                $crate::string_enum([$($wire),*])
+            }
+        }
+
         impl ::core::fmt::Display for $name {
             fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
                 f.write_str(self.as_str())

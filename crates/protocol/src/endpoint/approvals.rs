@@ -32,7 +32,7 @@ crate::wire_enum!(
 );
 
 /// One standing approval or session grant.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ApprovalInfo {
     /// The id `approvals revoke` takes.
     pub approval_id: String,
@@ -67,7 +67,7 @@ pub struct ApprovalInfo {
 }
 
 /// `approvals.list` params. Unknown fields are refused.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct ApprovalsListParams {
     /// Only this runtime's.
@@ -77,13 +77,13 @@ pub struct ApprovalsListParams {
 }
 
 /// `approvals.list` result, oldest first.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ApprovalsListResult {
     pub approvals: Vec<ApprovalInfo>,
 }
 
 /// `approvals.grant` params: a standing approval. Unknown fields are refused.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ApprovalsGrantParams {
     /// A configured runtime id.
@@ -111,7 +111,7 @@ pub struct ApprovalsGrantParams {
 pub type ApprovalsGrantResult = ApprovalInfo;
 
 /// `approvals.revoke` params. Unknown fields are refused.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ApprovalsRevokeParams {
     pub approval_id: String,

@@ -57,7 +57,7 @@ crate::wire_enum!(
 );
 
 /// The authenticated caller of an audited request.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AuditCaller {
     pub runtime: String,
     pub transport: String,
@@ -65,7 +65,7 @@ pub struct AuditCaller {
 }
 
 /// One audit record as the caller supplies it. Only digests, never raw params or results.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AuditEntry {
     /// `runtime:<runtime>:<request_id>` (not unique: a request and its confirmation
     /// transitions share it).
@@ -101,7 +101,7 @@ pub struct AuditEntry {
 }
 
 /// A stored audit record: the entry plus its place in the chain.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AuditRecord {
     pub seq: i64,
     #[serde(flatten)]
@@ -111,7 +111,7 @@ pub struct AuditRecord {
 }
 
 /// `audit.query` params: a page after a sequence number. Unknown fields are refused.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AuditQueryParams {
     /// Records with a greater `seq` (default 0: from the start).
@@ -123,7 +123,7 @@ pub struct AuditQueryParams {
 }
 
 /// `audit.query` result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AuditQueryResult {
     pub records: Vec<AuditRecord>,
     /// The last record's `seq` (pass it as `after` for the next page); `null` when the page

@@ -10,7 +10,7 @@ use crate::tool_result::ToolResult;
 pub type ConfirmationsListParams = NoParams;
 
 /// One pending confirmation.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PendingConfirmation {
     /// `runtime-confirm-<uuid>`.
     pub confirmation_id: String,
@@ -33,7 +33,7 @@ pub struct PendingConfirmation {
 }
 
 /// `confirmations.list` result: the pending confirmations.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ConfirmationsListResult {
     pub confirmations: Vec<PendingConfirmation>,
 }
@@ -54,7 +54,7 @@ crate::wire_enum!(
 );
 
 /// `confirmations.resolve` params. Unknown fields are refused.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ConfirmationsResolveParams {
     pub confirmation_id: String,

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 /// `dashboard.login` result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DashboardLoginResult {
     /// The one-time code (64 hex characters).
     pub code: String,

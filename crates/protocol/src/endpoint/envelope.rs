@@ -55,6 +55,16 @@ macro_rules! fixed_string {
             }
         }
 
+        impl schemars::JsonSchema for $name {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                std::borrow::Cow::Borrowed(stringify!($name))
+            }
+
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                crate::string_enum([$wire])
+            }
+        }
+
         impl<'de> Deserialize<'de> for $name {
             fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
                 let text = String::deserialize(d)?;
@@ -137,6 +147,16 @@ macro_rules! integer_ids {
 }
 integer_ids!(i32, i64, u32, u64);
 
+impl schemars::JsonSchema for RequestId {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        std::borrow::Cow::Borrowed("RequestId")
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": ["string", "integer"] })
+    }
+}
+
 impl Serialize for RequestId {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
@@ -190,7 +210,7 @@ impl<'de> Deserialize<'de> for RequestId {
 
 /// A request frame. `P` is the params type: a method's [`Method::Params`], or the raw object
 /// ([`Map`], the default) before dispatch.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Request<P = Map<String, Value>> {
     pub jsonrpc: JsonRpcVersion,
     pub id: RequestId,
@@ -226,7 +246,7 @@ impl Request {
 
 /// A success frame. `R` is the result type: a method's [`Method::Result`], or the raw value
 /// (the default) before the caller knows which method it answers.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Response<R = Value> {
     pub jsonrpc: JsonRpcVersion,
     pub id: RequestId,
@@ -252,7 +272,7 @@ impl Response {
 }
 
 /// `error.data`: the stable string code, plus the extra members some errors carry.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ErrorData {
     pub code: EndpointErrorCode,
     /// With `rate_limited`: when to try again.
@@ -264,7 +284,7 @@ pub struct ErrorData {
 }
 
 /// The `error` member of a failure frame.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ErrorObject {
     /// The JSON-RPC code ([`PARSE_ERROR`], …, [`APPLICATION_ERROR`]).
     pub code: i64,
@@ -342,7 +362,7 @@ impl fmt::Display for ErrorObject {
 impl std::error::Error for ErrorObject {}
 
 /// A failure frame.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ErrorResponse {
     pub jsonrpc: JsonRpcVersion,
     /// The request's id; `null` when the frame could not be read far enough to know it.
@@ -352,7 +372,7 @@ pub struct ErrorResponse {
 
 /// `params` of an event notification: the event (its name and payload) and its sequence
 /// number on the connection.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EventParams {
     #[serde(flatten)]
     pub event: Event,
@@ -360,7 +380,7 @@ pub struct EventParams {
 }
 
 /// An event notification pushed by the daemon.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EventNotification {
     pub jsonrpc: JsonRpcVersion,
     pub method: EventMethodName,
@@ -380,7 +400,7 @@ impl EventNotification {
 
 /// Any frame the daemon sends: a success, a failure or an event notification (boxed: the
 /// largest payloads are events).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum ServerMessage {
     Response(Response),

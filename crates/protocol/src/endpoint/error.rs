@@ -125,6 +125,21 @@ impl fmt::Display for EndpointErrorCode {
     }
 }
 
+impl schemars::JsonSchema for EndpointErrorCode {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        std::borrow::Cow::Borrowed("EndpointErrorCode")
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        crate::string_enum(
+            EndpointErrorCode::OWN
+                .iter()
+                .map(|c| c.as_str())
+                .chain(ErrorCode::ALL.iter().map(|c| c.as_str())),
+        )
+    }
+}
+
 impl Serialize for EndpointErrorCode {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(self.as_str())

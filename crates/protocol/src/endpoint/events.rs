@@ -18,20 +18,20 @@ use crate::tool_result::ToolResult;
 
 /// `events.subscribe` params: manifest event names to add to the connection's set. Unknown
 /// fields are refused; a name that is not a manifest event is `event_unsupported`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EventsSubscribeParams {
     pub events: Vec<String>,
 }
 
 /// `events.subscribe` result: every event the connection is now subscribed to, sorted.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EventsSubscribeResult {
     pub subscribed: Vec<String>,
 }
 
 /// An event the daemon pushes: its manifest name (`event`) and its payload (`payload`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "event", content = "payload")]
 pub enum Event {
     /// A runtime connected.
@@ -218,7 +218,7 @@ crate::wire_enum!(
 );
 
 /// `runtime.presence.online` payload.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PresenceOnline {
     pub trigger: PresenceTrigger,
     /// When the daemon sent it (Unix ms; camelCase on the wire, as upstream names it).
@@ -228,7 +228,7 @@ pub struct PresenceOnline {
 }
 
 /// `runtime.presence.offline` payload.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PresenceOffline {
     pub trigger: PresenceTrigger,
     /// When the daemon sent it (Unix ms; camelCase on the wire, as upstream names it).
@@ -240,7 +240,7 @@ pub struct PresenceOffline {
 }
 
 /// `runtime.message.delta` and `runtime.message.final` payload.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MessagePayload {
     pub phone_session_id: String,
     pub runtime_session_id: String,
@@ -257,7 +257,7 @@ pub struct MessagePayload {
 }
 
 /// `runtime.confirmation.required` payload.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ConfirmationRequired {
     pub confirmation_id: String,
     pub request_id: String,
@@ -303,7 +303,7 @@ crate::wire_enum!(
 );
 
 /// `runtime.confirmation.resolved` payload.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ConfirmationResolved {
     pub confirmation_id: String,
     pub request_id: String,
@@ -324,7 +324,7 @@ pub struct ConfirmationResolved {
 }
 
 /// `runtime.session.updated` payload.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SessionUpdated {
     pub phone_session_id: String,
     pub runtime_session_id: String,
@@ -344,7 +344,7 @@ crate::wire_enum!(
 );
 
 /// Device or user content wrapped as data: `{"trust": "untrusted_data", "note": …, "data": …}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct UntrustedData {
     pub trust: Trust,
     /// A reminder for the model reading it.
@@ -389,7 +389,7 @@ mod tests {
 
 /// The payload of every `background_job.*` event: the job's view (`agent-jobs.md` §10: never
 /// the prompt, payload, result trace or review params) and what the event is about.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BackgroundJobEvent {
     pub job_id: i64,
     pub title: String,
@@ -418,7 +418,7 @@ pub struct BackgroundJobEvent {
 
 /// The payload of every `goal.*` event: the goal at a glance and what the event is about.
 /// The goal document itself is read with `goals.get`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GoalEvent {
     /// `goal_<ulid>`.
     pub goal_id: String,

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 /// One goal in a list: what a person scans for.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GoalSummary {
     /// `goal_<ulid>`.
     pub goal_id: String,
@@ -36,7 +36,7 @@ pub struct GoalSummary {
 }
 
 /// `goals.list` params.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct GoalsListParams {
     /// Only goals in this state (`draft`, `active`, `blocked`, `paused`, `done`, `failed`,
@@ -49,7 +49,7 @@ pub struct GoalsListParams {
 }
 
 /// `goals.list` result: most recently updated first.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GoalsListResult {
     pub goals: Vec<GoalSummary>,
     pub count: usize,
@@ -57,7 +57,7 @@ pub struct GoalsListResult {
 
 /// Params naming one goal (`goals.get`, `goals.tick`, `goals.pause`, `goals.resume`,
 /// `goals.export`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GoalIdParams {
     pub goal_id: String,
@@ -65,7 +65,7 @@ pub struct GoalIdParams {
 
 /// Params naming a goal and, optionally, one of its actions (`goals.retry`, `goals.abort`:
 /// without `action_id`, every BLOCKED action / the whole goal).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GoalActionParams {
     pub goal_id: String,
@@ -74,7 +74,7 @@ pub struct GoalActionParams {
 }
 
 /// One stored transition of an action (§2).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GoalTransitionInfo {
     /// 1, 2, … per goal, in the order written.
     pub seq: i64,
@@ -88,7 +88,7 @@ pub struct GoalTransitionInfo {
 }
 
 /// One stored delta report (§7) and its delivery.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GoalReportInfo {
     pub seq: i64,
     pub created_at_ms: i64,
@@ -106,7 +106,7 @@ pub struct GoalReportInfo {
 }
 
 /// `goals.get` result: the document, every transition (oldest first) and every report.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GoalsGetResult {
     pub goal: GoalRecord,
     pub transitions: Vec<GoalTransitionInfo>,
@@ -114,7 +114,7 @@ pub struct GoalsGetResult {
 }
 
 /// `goals.create` params: a goal spec (`docs/goals.md`, "A goal"), with or without a plan.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GoalsCreateParams {
     pub goal: Value,
@@ -122,14 +122,14 @@ pub struct GoalsCreateParams {
 
 /// The answer of the methods that change a goal: the document after the change (and after
 /// the tick the change triggered, when it ran at once).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GoalResult {
     pub goal: GoalRecord,
 }
 
 /// `goals.plan` params: a new plan (a list of actions) for the goal. Actions that started are
 /// kept; the rest are replaced; `plan_version` goes up.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GoalsPlanParams {
     pub goal_id: String,
@@ -137,7 +137,7 @@ pub struct GoalsPlanParams {
 }
 
 /// `goals.tick` result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GoalsTickResult {
     pub goal: GoalRecord,
     /// Transitions the tick made.
@@ -149,7 +149,7 @@ pub struct GoalsTickResult {
 }
 
 /// `goals.answer` params: the user's answer to an `ask_user` action.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GoalsAnswerParams {
     pub goal_id: String,
@@ -158,7 +158,7 @@ pub struct GoalsAnswerParams {
 }
 
 /// `goals.explain` params.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GoalsExplainParams {
     pub goal_id: String,
@@ -166,7 +166,7 @@ pub struct GoalsExplainParams {
 }
 
 /// `goals.explain` result: why the action ran, waits or is blocked.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GoalsExplainResult {
     pub goal_id: String,
     pub action_id: String,
@@ -180,7 +180,7 @@ pub struct GoalsExplainResult {
 }
 
 /// One file of an export.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GoalExportFile {
     /// Relative to the export directory (`plan.json`, `runs/1-find-1.json`, `status.md`,
     /// `transitions.json`).
@@ -189,7 +189,7 @@ pub struct GoalExportFile {
 }
 
 /// `goals.export` result: the goal's artifacts rebuilt from the store now.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GoalsExportResult {
     pub goal: GoalRecord,
     pub files: Vec<GoalExportFile>,
@@ -202,7 +202,7 @@ fn is_false(value: &bool) -> bool {
 
 /// The goal document as the endpoint shows it (`goals.md` §1): the goal layer's document
 /// without its bookkeeping (`seq`, `reported`), with the store's `version`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct GoalRecord {
     /// `goal_<ulid>`.
@@ -240,7 +240,7 @@ pub struct GoalRecord {
 }
 
 /// What an action does (§1, "kind"): on the wire, `kind` beside the kind's own members.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum GoalActionKind {
     /// One command through the ToolBridge.
@@ -301,7 +301,7 @@ impl GoalActionKind {
 }
 
 /// One action of the plan.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct GoalActionRecord {
     pub id: String,
@@ -335,7 +335,7 @@ pub struct GoalActionRecord {
 }
 
 /// A read command whose result must satisfy a predicate (`expect`, `tool_predicate`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct GoalReadCheckRecord {
     pub command: String,
@@ -345,7 +345,7 @@ pub struct GoalReadCheckRecord {
 }
 
 /// One attempt of an action.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct GoalAttemptRecord {
     /// 1, 2, … per action.
@@ -368,7 +368,7 @@ pub struct GoalAttemptRecord {
 }
 
 /// What the policy dry-run said about an action (the permission envelope's entry, §4).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GoalDecision {
     /// `allow`, `confirm`, `park` or `deny`.
     pub outcome: String,
@@ -389,7 +389,7 @@ pub struct GoalDecision {
 }
 
 /// What a goal waits on.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct GoalBlockerRecord {
     /// `blk_<n>`.
@@ -408,7 +408,7 @@ pub struct GoalBlockerRecord {
 }
 
 /// One piece of evidence.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct GoalEvidenceRecord {
     pub id: String,
@@ -424,7 +424,7 @@ pub struct GoalEvidenceRecord {
 }
 
 /// A success criterion.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct GoalCriterionRecord {
     pub id: String,
@@ -434,7 +434,7 @@ pub struct GoalCriterionRecord {
 }
 
 /// The retry budget and what is left of it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GoalRetryBudget {
     /// Attempts per action (default 3).
     pub per_action: u32,
@@ -456,7 +456,7 @@ impl Default for GoalRetryBudget {
 }
 
 /// One checkpoint before the deadline.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct GoalCheckpointRecord {
     pub label: String,
@@ -476,7 +476,7 @@ pub struct GoalCheckpointRecord {
 }
 
 /// Who made the goal.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GoalOwner {
     /// `cli`, `endpoint`, `runtime`, `simulator`.
     pub surface: String,

@@ -16,14 +16,14 @@ crate::wire_enum!(
 );
 
 /// An inclusive range of protocol versions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct VersionRange {
     pub min: u32,
     pub max: u32,
 }
 
 /// What the client says it is (recorded, never trusted).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ClientInfo {
     #[serde(default)]
     pub name: String,
@@ -32,7 +32,7 @@ pub struct ClientInfo {
 }
 
 /// `hello` params. Unknown fields are ignored.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HelloParams {
     /// The versions the client speaks.
     pub protocol: VersionRange,
@@ -59,7 +59,7 @@ fn string_or_none<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::
 }
 
 /// The phone the daemon fronts.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PhoneProfile {
     /// Backend platform, e.g. `simulated`, `android`.
     pub platform: String,
@@ -75,7 +75,7 @@ pub struct PhoneProfile {
 }
 
 /// The loaded manifests, by name.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ManifestSummary {
     pub commands_version: u32,
     /// Canonical command names.
@@ -87,7 +87,7 @@ pub struct ManifestSummary {
 }
 
 /// `hello` result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HelloResult {
     /// The chosen version: the highest in both ranges.
     pub protocol_version: u32,

@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 use crate::job::{AgentJob, DeliveryState, RunOutcome};
 
 /// One job as operators see it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct JobEntry {
     /// The 29-field record (`agent-jobs.md` §2). On the wire its members are in key order, as
     /// they always were (see [`sorted_members`]).
@@ -42,7 +42,7 @@ fn sorted_members<S: Serializer>(job: &AgentJob, s: S) -> Result<S::Ok, S::Error
 }
 
 /// `jobs.list` params.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct JobsListParams {
     /// Case-insensitive substring of the title or prompt.
@@ -57,21 +57,21 @@ pub struct JobsListParams {
 }
 
 /// `jobs.list` result: live jobs first by next due time, then finished ones, newest first.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct JobsListResult {
     pub jobs: Vec<JobEntry>,
     pub count: usize,
 }
 
 /// Params naming one job (`jobs.get`, `jobs.stop`, `jobs.pause`, `jobs.resume`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct JobIdParams {
     pub job_id: i64,
 }
 
 /// One attempt of a job (the attempt ledger, `durable-execution.md` §7).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct JobRunInfo {
     pub attempt: i64,
     /// When the occurrence was due.
@@ -87,7 +87,7 @@ pub struct JobRunInfo {
 }
 
 /// `jobs.get` result: the record, its delivery state and its attempts, oldest first.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct JobsGetResult {
     #[serde(flatten)]
     pub entry: JobEntry,
@@ -96,19 +96,19 @@ pub struct JobsGetResult {
 
 /// `jobs.create` params: the arguments of `background_job_create` (§5, §10), without
 /// `reason`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(transparent)]
 pub struct JobsCreateParams(pub Map<String, Value>);
 
 /// The answer of `jobs.create`, `jobs.pause`, `jobs.resume`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct JobResult {
     #[serde(flatten)]
     pub entry: JobEntry,
 }
 
 /// `jobs.stop` result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct JobsStopResult {
     #[serde(flatten)]
     pub entry: JobEntry,
@@ -117,7 +117,7 @@ pub struct JobsStopResult {
 }
 
 /// `jobs.wake` result: what the tick it ran did.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct JobsWakeResult {
     /// Jobs claimed and started.
     pub claimed: Vec<i64>,
@@ -136,7 +136,7 @@ crate::wire_enum!(
 );
 
 /// `jobs.review` params: a tap carries only the confirmation id and the decision (§9.5).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct JobsReviewParams {
     /// `job-confirm-…`.
@@ -147,7 +147,7 @@ pub struct JobsReviewParams {
 /// `jobs.review` result (§9.15): `code` is `background.review_resolved` when this tap was
 /// applied, else `background.review_expired`, `background.review_already_resolved` (reason
 /// `claim_unavailable`) or `background.review_commit_failed`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct JobsReviewResult {
     pub code: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -134,7 +134,17 @@ pub trait Method {
 
 /// Params of the methods that take none. Any object is accepted and its fields are ignored,
 /// as the daemon does; it serialises as `{}`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
 pub struct NoParams {}
 
 macro_rules! methods {
@@ -157,6 +167,19 @@ macro_rules! methods {
                 type Result = $result;
             }
         )*
+
+        /// The JSON Schemas of a method's params and result (`crate::schema`).
+        pub(crate) fn method_schemas(
+            method: MethodName,
+            generator: &mut schemars::SchemaGenerator,
+        ) -> (schemars::Schema, schemars::Schema) {
+            match method {
+                $( MethodName::$marker => (
+                    generator.subschema_for::<$params>(),
+                    generator.subschema_for::<$result>(),
+                ), )*
+            }
+        }
     };
 }
 

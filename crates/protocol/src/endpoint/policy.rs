@@ -92,7 +92,7 @@ crate::wire_enum!(
 /// Who made the decision: the policy `DecisionSource` as data. `kind` is `policy` (with
 /// `layer`), `standing_approval` (with `rule_id`) or `session_grant` (with `grant_id`); the
 /// other members depend on the kind and are kept as they come, so a new kind passes through.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ExplainSource {
     pub kind: String,
     /// The kind's own members (`layer`, `rule_id`, `grant_id`, …).
@@ -101,7 +101,7 @@ pub struct ExplainSource {
 }
 
 /// One layer's verdict, as the decision's proof holds it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LayerExplanation {
     pub layer: PolicyLayer,
     pub verdict: PolicyOutcome,
@@ -113,7 +113,7 @@ pub struct LayerExplanation {
 }
 
 /// One thing the user could change to get a different outcome.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PolicyChange {
     pub kind: PolicyChangeKind,
     /// The layer whose verdict the change addresses.
@@ -134,7 +134,7 @@ pub struct PolicyChange {
 }
 
 /// Why a request is allowed, asks, is parked or is denied, and what would change that.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Explanation {
     /// The command's canonical name.
     pub tool: String,
@@ -156,7 +156,7 @@ pub struct Explanation {
 
 /// `policy.explain` params: the request to decide, and who would send it. Unknown fields are
 /// refused.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PolicyExplainParams {
     /// The command, by any of its names.

@@ -113,7 +113,7 @@ crate::wire_enum!(
 );
 
 /// `attention.request` params. Unknown fields are ignored.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AttentionRequestParams {
     /// The entry point (`chat`, `volume_voice`, …); unknown or empty values become `chat`.
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -178,7 +178,7 @@ fn is_false(b: &bool) -> bool {
 }
 
 /// `attention.request` result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AttentionAccepted {
     /// Always `true`.
     pub ok: bool,
@@ -192,7 +192,7 @@ pub struct AttentionAccepted {
 }
 
 /// `runtime.attention.requested` payload: an attention request delivered to a runtime.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AttentionRequested {
     pub runtime: String,
     pub phone_session_id: String,
@@ -213,7 +213,7 @@ pub struct AttentionRequested {
 
 /// `runtime.message` params: a reply for one of the caller's own sessions. Unknown fields are
 /// ignored.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RuntimeMessageParams {
     pub phone_session_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -236,7 +236,7 @@ pub struct RuntimeMessageParams {
 }
 
 /// `runtime.message` result: the session after the message.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RuntimeMessageResult {
     pub phone_session_id: String,
     pub status: SessionStatus,
@@ -246,7 +246,7 @@ pub struct RuntimeMessageResult {
 pub type RuntimeListParams = NoParams;
 
 /// One runtime as listed to operators.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RuntimeInfo {
     pub id: String,
     pub kind: RuntimeKind,
@@ -263,7 +263,7 @@ pub struct RuntimeInfo {
 }
 
 /// `runtime.list` result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RuntimeListResult {
     pub status: ManagerStatus,
     pub runtimes: Vec<RuntimeInfo>,
@@ -272,7 +272,7 @@ pub struct RuntimeListResult {
 /// `runtime.select` params. Unknown fields are ignored; `surface` is checked by the daemon
 /// (see [`RuntimeSelectParams::surface`]), so an unknown one is an `invalid_params` naming
 /// the three routes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RuntimeSelectParams {
     pub surface: String,
     pub runtime: String,
@@ -286,7 +286,7 @@ impl RuntimeSelectParams {
 }
 
 /// `runtime.select` result: the route now in effect.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RuntimeSelectResult {
     pub surface: Surface,
     pub runtime: String,

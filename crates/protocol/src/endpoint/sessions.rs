@@ -34,7 +34,7 @@ impl SessionStatus {
 }
 
 /// A phone session.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PhoneSession {
     /// `phone-sess-<uuid>`.
     pub phone_session_id: String,
@@ -58,7 +58,7 @@ pub struct PhoneSession {
 }
 
 /// `sessions.list` params: filters, newest first. Unknown fields are refused.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SessionsListParams {
     /// Only this runtime's sessions (a runtime may name only itself).
@@ -72,26 +72,26 @@ pub struct SessionsListParams {
 }
 
 /// `sessions.list` result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SessionsListResult {
     pub sessions: Vec<PhoneSession>,
 }
 
 /// `sessions.get` params. Unknown fields are refused.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SessionsGetParams {
     pub phone_session_id: String,
 }
 
 /// `sessions.get` result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SessionsGetResult {
     pub session: PhoneSession,
 }
 
 /// `sessions.cancel` params. Unknown fields are refused.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SessionsCancelParams {
     pub phone_session_id: String,
@@ -99,7 +99,7 @@ pub struct SessionsCancelParams {
 
 /// `sessions.cancel` result: the session after the cancellation (`failed`, reason
 /// `cancelled`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SessionsCancelResult {
     /// Whether a running built-in loop was told to stop (false for a remote runtime, or when
     /// no loop was running).

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::events::Event;
 
 /// `sim.inject` params: one injection, by `kind`. Unknown fields are refused.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum SimInjectParams {
     /// An incoming message from `address` (a number, a contact's name, or a sender name such
@@ -59,7 +59,7 @@ impl SimInjectParams {
 }
 
 /// `sim.inject` result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SimInjectResult {
     /// The events the injection raised, in order (a message: `phone.message.received`, then
     /// the Messages app's `phone.notification.posted`).

@@ -11,7 +11,7 @@ use crate::tool_result::ToolResult;
 pub type ToolsListParams = NoParams;
 
 /// One command as `tools.list` shows it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ToolInfo {
     /// Canonical name, `openphone.<area>.<verb>`.
     pub name: String,
@@ -32,14 +32,14 @@ pub struct ToolInfo {
 }
 
 /// `tools.list` result: the commands this caller may use.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ToolsListResult {
     pub tools: Vec<ToolInfo>,
 }
 
 /// `tools.invoke` params. Unknown fields are refused; missing `request_id` and `tool` are
 /// empty (the bridge answers them with a tool result, not a JSON-RPC error).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolsInvokeParams {
     #[serde(default)]

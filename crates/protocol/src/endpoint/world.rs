@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 /// `phone.message.received`: a message arrived that no tool call sent.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PhoneMessageReceived {
     /// The SMS thread it landed in.
     pub thread_id: i64,
@@ -23,7 +23,7 @@ pub struct PhoneMessageReceived {
 }
 
 /// `phone.call.received`: a call reached the phone.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PhoneCallReceived {
     /// The caller's number.
     pub number: String,
@@ -39,7 +39,7 @@ pub struct PhoneCallReceived {
 }
 
 /// `phone.notification.posted`: a notification appeared in the shade.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PhoneNotificationPosted {
     /// Its key in the shade.
     pub key: String,
@@ -57,7 +57,7 @@ pub struct PhoneNotificationPosted {
 }
 
 /// `phone.notification.action`: the user pressed an action button of a notification.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PhoneNotificationAction {
     /// The notification's key.
     pub key: String,
@@ -81,7 +81,7 @@ crate::wire_enum!(
 
 /// `watcher.fired`: a watcher's condition was met (or its deadline passed) and its reaction
 /// started. Ids and digests only: the event that fired it is in the reaction, not here.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WatcherFired {
     pub watcher_id: i64,
     /// The watcher's title.

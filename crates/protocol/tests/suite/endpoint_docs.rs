@@ -17,17 +17,17 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 /// One fenced `json` block.
-struct Example {
-    line: usize,
-    tag: Vec<String>,
-    text: String,
+pub(super) struct Example {
+    pub(super) line: usize,
+    pub(super) tag: Vec<String>,
+    pub(super) text: String,
 }
 
-fn doc_path() -> PathBuf {
+pub(super) fn doc_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/endpoint.md")
 }
 
-fn examples(markdown: &str) -> Vec<Example> {
+pub(super) fn examples(markdown: &str) -> Vec<Example> {
     let mut out = Vec::new();
     let mut open: Option<Example> = None;
     for (i, line) in markdown.lines().enumerate() {

@@ -1,7 +1,7 @@
 //! The loop's answers to the model that do not depend on who runs it: the request of one
 //! model call, a tool call's arguments parsed, the answers to a call of an unknown tool or
-//! with unusable arguments, the reason recorded for a call that gives none, and what the
-//! model is told about a result.
+//! with unusable arguments, the reason recorded for a call that gives none, what the model is
+//! told about a result, and whether a result was parked for a background review.
 
 use openphone_model::{ChatRequest, Message, ToolCall, ToolChoice};
 use openphone_protocol::{Command, ErrorCode, ToolResult, ToolStatus};
@@ -157,6 +157,14 @@ pub(crate) fn describe(result: ToolResult, command: &Command, asked: bool) -> (S
         TOOL_RESULT_CHARS,
     );
     (format!("{headline}\n{body}"), images)
+}
+
+/// Whether the bridge parked the call for a background review (policy layer 6).
+pub(crate) fn is_parked(result: &ToolResult) -> bool {
+    result
+        .error
+        .as_ref()
+        .is_some_and(|e| e.code == ErrorCode::BackgroundConfirmationRequired)
 }
 
 #[cfg(test)]

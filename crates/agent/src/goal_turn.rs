@@ -26,11 +26,11 @@ use std::time::Duration;
 use openphone_core::{ToolBridge, waiting_on};
 use openphone_model::{Message, ModelClient, ModelConfig, ModelError, StreamEvent};
 use openphone_policy::{Caller, Context};
-use openphone_protocol::{BUILTIN_RUNTIME_ID, ErrorCode, ToolRequest, ToolResult};
+use openphone_protocol::{BUILTIN_RUNTIME_ID, ToolRequest};
 use serde_json::{Value, json};
 use tokio::time::{Instant, Sleep};
 
-use crate::answers::describe;
+use crate::answers::{describe, is_parked};
 use crate::config::{BuiltinConfig, BuiltinConfigError};
 use crate::setup::BuiltinSetup;
 use crate::tools::ToolCatalogue;
@@ -296,12 +296,4 @@ impl TurnPolicy for GoalTurn<'_> {
         let (text, _images) = describe(result, command, false);
         Ok((Message::tool(call.id.clone(), text), meta, Vec::new()))
     }
-}
-
-/// Whether the bridge parked the call for a background review (policy layer 6).
-fn is_parked(result: &ToolResult) -> bool {
-    result
-        .error
-        .as_ref()
-        .is_some_and(|e| e.code == ErrorCode::BackgroundConfirmationRequired)
 }

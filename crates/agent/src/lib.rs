@@ -27,6 +27,14 @@
 //!   `agent_turn` runner of the job scheduler, the same loop and tools without a user present
 //!   (a state-changing call parks the job for the user's review); [`DispatchRunner`] sends
 //!   jobs to an external runtime instead when one is configured for background work.
+//! - Goal turns ([`goal_turn`]): [`GoalTurnRunner`], a goal's `agent_turn` action on the same
+//!   loop, nothing recorded, a call that needs approval handed back to the goal's plan.
+//! - The loop is written once (`turns.rs`: `Loop<P: TurnPolicy>`, the model call, the tool
+//!   calls' parsing, limits and "not run" answers, the recording hook); foreground
+//!   (`run.rs`), background (`background/job_run.rs`) and goal turns (`goal_turn.rs`) are
+//!   policies deciding only what ends a run, where its transcript goes and what a
+//!   confirmation means (wait, park, hand back). `answers.rs` holds the answers the model gets
+//!   that do not depend on the policy; `setup.rs` what every loop is built from.
 
 #![deny(missing_docs)]
 

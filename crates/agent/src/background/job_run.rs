@@ -27,8 +27,8 @@ use tokio::time::Sleep;
 
 use super::context::Sessions;
 use super::report::{RUN_STOPPED, Trace, output_ref, result_text, summary_of};
-use super::review::{Resume, blocked, eligible, is_parked, refused_answer, replayed};
-use crate::answers::describe;
+use super::review::{Resume, blocked, eligible, refused_answer, replayed};
+use crate::answers::{describe, is_parked};
 use crate::prompt;
 use crate::tools::ToolCatalogue;
 use crate::transcript::{self, STATUS_ROLE};

@@ -6,7 +6,7 @@
 use openphone_jobs::AgentJob;
 use openphone_jobs::review::{self, Checkpoint, MAX_RECORD_CHARS, ReviewRefused};
 use openphone_model::{Message, ToolCall};
-use openphone_protocol::{Command, ErrorCode, ToolResult};
+use openphone_protocol::{Command, ErrorCode};
 use serde_json::{Value, json};
 
 use crate::prompt;
@@ -83,14 +83,6 @@ impl Resume {
             "final": true,
         })
     }
-}
-
-/// Whether the bridge parked the call for a background review (policy layer 6).
-pub(super) fn is_parked(result: &ToolResult) -> bool {
-    result
-        .error
-        .as_ref()
-        .is_some_and(|e| e.code == ErrorCode::BackgroundConfirmationRequired)
 }
 
 /// §9.2 as far as the run can tell: a known mutating command with a model-tool name a record

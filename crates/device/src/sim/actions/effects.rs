@@ -1,30 +1,15 @@
-//! Effects on the records that taps and commands share: marking a thread read, sending an
-//! SMS, placing and ending calls, finding a recipient, saving a note and reading the event
-//! form.
+//! Effects on the records that taps and commands share: sending an SMS, placing and ending
+//! calls, finding a recipient and reading the event form. (What opening or leaving a page does
+//! to the records — a thread marked read, a note saved — is in `nav.rs`.)
 
 use crate::sim::model::{contains_ci, looks_like_number, numbers_match};
-use crate::sim::screens::current_page;
 use crate::sim::state::{
-    AppRole, Call, CallType, Contact, Direction, Message, Note, NotificationTarget, Page, Route,
-    SimState, Thread,
+    AppRole, Call, CallType, Contact, Direction, Message, Page, Route, SimState, Thread,
 };
 use crate::sim::time;
 use crate::{DeviceError, EntityKind};
 
-use super::nav::{launch, open_deep, page_mut, push, role_package};
-
-pub(super) fn mark_thread_read(st: &mut SimState, thread_id: i64) {
-    if let Some(t) = st.threads.iter_mut().find(|t| t.id == thread_id) {
-        for m in &mut t.messages {
-            m.read = true;
-        }
-    }
-    for n in &mut st.notifications {
-        if n.target == (NotificationTarget::Thread { thread_id }) {
-            n.read = true;
-        }
-    }
-}
+use super::nav::{launch, open_deep, push, role_package};
 
 /// Appends an outgoing SMS to the thread with `number` (created when needed).
 pub(crate) fn send_sms(st: &mut SimState, number: &str, body: &str, now: i64) -> (i64, i64) {
@@ -139,45 +124,6 @@ pub(crate) fn find_contact<'a>(
             query: query.to_string(),
             candidates: many.iter().map(|c| c.name.clone()).collect(),
         }),
-    }
-}
-
-/// Saves the note editor's fields; returns a summary.
-pub(super) fn save_note(st: &mut SimState, now: i64) -> String {
-    let Some((_, page, _)) = current_page(st) else {
-        return "nothing to save".into();
-    };
-    let Route::NoteEditor { note_id } = page.route else {
-        return "nothing to save".into();
-    };
-    let title = page.fields.get("note_title").cloned().unwrap_or_default();
-    let body = page.fields.get("note_body").cloned().unwrap_or_default();
-    match note_id.and_then(|id| st.notes.iter_mut().find(|n| n.id == id)) {
-        Some(note) => {
-            if note.title == title && note.body == body {
-                return "note unchanged".into();
-            }
-            note.title = title;
-            note.body = body;
-            note.updated_ms = now;
-            "note saved".into()
-        }
-        None => {
-            if title.trim().is_empty() && body.trim().is_empty() {
-                return "empty note discarded".into();
-            }
-            let id = st.fresh_id();
-            st.notes.push(Note {
-                id,
-                title,
-                body,
-                updated_ms: now,
-            });
-            if let Some(p) = page_mut(st) {
-                p.route = Route::NoteEditor { note_id: Some(id) };
-            }
-            format!("note {id} created")
-        }
     }
 }
 

@@ -17,8 +17,8 @@ use crate::sim::state::{
 use crate::sim::time;
 use crate::{DeviceError, EntityKind};
 
-use effects::{mark_thread_read, read_event_form, save_note};
-use nav::pop;
+use effects::read_event_form;
+use nav::{mark_thread_read, pop, save_note};
 
 fn set_notice(st: &mut SimState, text: &str) {
     if let Some(p) = page_mut(st) {

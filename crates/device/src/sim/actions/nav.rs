@@ -1,12 +1,11 @@
 //! Navigation: the foreground task and page, launching apps, deep links, pushing and
-//! popping pages, and the back and home keys.
+//! popping pages, and the back and home keys; with what opening or leaving a page does to the
+//! records (a thread marked read when shown, the note editor saved when left).
 
 use crate::DeviceError;
 use crate::sim::screens::{current_page, route_name, start_route};
-use crate::sim::state::{AppRole, Page, Route, SimState, Task};
+use crate::sim::state::{AppRole, Note, NotificationTarget, Page, Route, SimState, Task};
 use crate::sim::time;
-
-use super::effects::{mark_thread_read, save_note};
 
 /// The foreground task.
 pub(crate) fn fg_task_mut(st: &mut SimState) -> Option<&mut Task> {
@@ -247,4 +246,57 @@ pub(crate) fn home(st: &mut SimState) -> String {
     st.nav.overlay = None;
     st.nav.foreground = None;
     "went to the home screen".into()
+}
+
+/// Marks a thread and its notifications read (the thread was shown).
+pub(super) fn mark_thread_read(st: &mut SimState, thread_id: i64) {
+    if let Some(t) = st.threads.iter_mut().find(|t| t.id == thread_id) {
+        for m in &mut t.messages {
+            m.read = true;
+        }
+    }
+    for n in &mut st.notifications {
+        if n.target == (NotificationTarget::Thread { thread_id }) {
+            n.read = true;
+        }
+    }
+}
+
+/// Saves the note editor's fields; returns a summary.
+pub(super) fn save_note(st: &mut SimState, now: i64) -> String {
+    let Some((_, page, _)) = current_page(st) else {
+        return "nothing to save".into();
+    };
+    let Route::NoteEditor { note_id } = page.route else {
+        return "nothing to save".into();
+    };
+    let title = page.fields.get("note_title").cloned().unwrap_or_default();
+    let body = page.fields.get("note_body").cloned().unwrap_or_default();
+    match note_id.and_then(|id| st.notes.iter_mut().find(|n| n.id == id)) {
+        Some(note) => {
+            if note.title == title && note.body == body {
+                return "note unchanged".into();
+            }
+            note.title = title;
+            note.body = body;
+            note.updated_ms = now;
+            "note saved".into()
+        }
+        None => {
+            if title.trim().is_empty() && body.trim().is_empty() {
+                return "empty note discarded".into();
+            }
+            let id = st.fresh_id();
+            st.notes.push(Note {
+                id,
+                title,
+                body,
+                updated_ms: now,
+            });
+            if let Some(p) = page_mut(st) {
+                p.route = Route::NoteEditor { note_id: Some(id) };
+            }
+            format!("note {id} created")
+        }
+    }
 }

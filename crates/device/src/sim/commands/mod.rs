@@ -11,7 +11,7 @@ mod clipboard;
 mod contacts;
 mod messaging;
 mod notifications;
-mod records;
+pub(crate) mod records;
 mod screen;
 mod ui;
 
@@ -25,7 +25,6 @@ pub(crate) use messaging::{
 pub(crate) use notifications::{
     notifications_list, notifications_open, notifications_search, open_target,
 };
-pub(crate) use records::app_label;
 pub(crate) use screen::{screen_get, screen_understand};
 pub(crate) use ui::{
     press_key, ui_long_press, ui_long_press_element, ui_swipe, ui_tap, ui_tap_element, ui_type_text,

@@ -451,7 +451,7 @@ pub(super) fn shade(ui: &mut Ui, root: usize, st: &SimState) {
             break;
         }
         let id = notification_element_id(&n.key);
-        let app = crate::sim::commands::app_label(st, &n.package);
+        let app = crate::sim::commands::records::app_label(st, &n.package);
         let row = ui.add(
             Some(panel),
             Node::new(

@@ -4,7 +4,7 @@ use openphone_protocol::{ErrorCode, ToolResult};
 use rmcp::model::ErrorData;
 use serde_json::{Map, json};
 
-use crate::catalogue::CatalogueError;
+use crate::table_problem::CatalogueError;
 
 /// Why a `tools/call` name does not lead to a callable command.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

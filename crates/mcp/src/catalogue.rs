@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use crate::call::CallError;
 use crate::names::{derived_title, is_portable_tool_name, tool_name};
 use crate::result::shape;
+pub use crate::table_problem::{CatalogueError, TableProblem};
 
 /// The additive read-only command that pending results point at (`mcp.md` §4.1, §7.5).
 pub const CONFIRMATIONS_GET: &str = "openphone.confirmations.get";
@@ -40,76 +41,6 @@ pub const ASK_BEFORE_ACTION_SENTENCE: &str =
 pub const ALWAYS_SENTENCE: &str = "Always needs the user's confirmation on the phone.";
 /// Sentence appended to every description.
 pub const REASON_SENTENCE: &str = "Give a short `reason`; the user sees it.";
-
-/// One broken name-table rule (`mcp.md` §4.2, §4.3).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TableProblem {
-    /// A derived name does not match `^[a-zA-Z0-9_-]{1,64}$`.
-    NotPortable { command: String, tool: String },
-    /// Two commands derive the same exposed name.
-    Collision {
-        tool: String,
-        first: String,
-        second: String,
-    },
-    /// An exposed name equals another command's canonical name, alias or model-tool name.
-    Shadows {
-        tool: String,
-        command: String,
-        other: String,
-    },
-    /// An input or output schema is not a JSON object with `type: "object"`.
-    SchemaNotObject {
-        command: String,
-        which: &'static str,
-    },
-}
-
-impl fmt::Display for TableProblem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            TableProblem::NotPortable { command, tool } => write!(
-                f,
-                "{command}: exposed name {tool:?} does not match ^[a-zA-Z0-9_-]{{1,64}}$"
-            ),
-            TableProblem::Collision {
-                tool,
-                first,
-                second,
-            } => write!(
-                f,
-                "{first} and {second} both derive the exposed name {tool:?}"
-            ),
-            TableProblem::Shadows {
-                tool,
-                command,
-                other,
-            } => write!(
-                f,
-                "exposed name {tool:?} of {command} is also a name of {other}"
-            ),
-            TableProblem::SchemaNotObject { command, which } => {
-                write!(
-                    f,
-                    "{command}: {which} must be an object schema with type \"object\""
-                )
-            }
-        }
-    }
-}
-
-/// The manifest cannot be offered over MCP; every broken rule is listed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the command manifest cannot be offered over MCP: {}", join(.0))]
-pub struct CatalogueError(pub Vec<TableProblem>);
-
-fn join(problems: &[TableProblem]) -> String {
-    problems
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join("; ")
-}
 
 /// The name table of `mcp.md` §4.2, built once when the manifest loads: exposed name ↔
 /// command, in both directions, plus the finished [`Tool`] of every listed command.

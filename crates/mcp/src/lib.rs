@@ -73,6 +73,7 @@ mod server;
 mod sessions;
 mod strict;
 mod sync;
+mod table_problem;
 mod transport;
 
 pub use call::CallError;

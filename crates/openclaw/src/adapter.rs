@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use openphone_core::{LocalRuntime, RuntimeManager, ToolBridge};
@@ -15,16 +15,17 @@ use openphone_protocol::Registry;
 use openphone_protocol::endpoint::{AttentionRequested, RuntimeMessageParams};
 use serde_json::{Value, json};
 use tokio::sync::watch;
-use tokio::task::JoinHandle;
 
-use crate::config::{Credentials, OPENCLAW, OpenclawConfig, OpenclawConfigError};
+use crate::config::{OPENCLAW, OpenclawConfig, OpenclawConfigError};
+use crate::conn::{Conn, lock};
 use crate::identity::{DeviceIdentity, IdentityError};
-use crate::node::{self, Conn, lock};
+use crate::inner::Inner;
+use crate::node;
 use crate::status::Status;
-use crate::stream::Turns;
 use crate::surface::CommandSurface;
 use crate::tokens::{TokenStore, token_key};
-use crate::wire::{self, Hello};
+use crate::turns::Turns;
+use crate::wire;
 
 /// The file in the data directory holding what the gateway accepted last (`doctor`).
 pub const GATEWAY_VIEW_FILE: &str = "openclaw-state.json";
@@ -63,41 +64,6 @@ pub enum AdapterError {
 #[derive(Debug, Clone)]
 pub struct OpenclawAdapter {
     inner: Arc<Inner>,
-}
-
-/// The adapter's shared state.
-#[derive(Debug)]
-pub(crate) struct Inner {
-    pub(crate) url: String,
-    pub(crate) data_dir: PathBuf,
-    pub(crate) config: OpenclawConfig,
-    pub(crate) credentials: Credentials,
-    pub(crate) identity: DeviceIdentity,
-    pub(crate) tokens: TokenStore,
-    pub(crate) token_key: String,
-    pub(crate) bridge: Arc<ToolBridge>,
-    pub(crate) manager: Weak<RuntimeManager>,
-    pub(crate) caller: Caller,
-    pub(crate) surface: CommandSurface,
-    pub(crate) version: String,
-    status: watch::Sender<Status>,
-    pub(crate) conn: Mutex<Option<Arc<Conn>>>,
-    pub(crate) last_hello: Mutex<Option<Hello>>,
-    pub(crate) turns: Mutex<Turns>,
-    /// The tasks waiting for deferred outcomes (stopped at shutdown; the store keeps the rows).
-    pub(crate) outcome_tasks: Mutex<Vec<JoinHandle<()>>>,
-    /// One outbox pass at a time.
-    pub(crate) flush_lock: tokio::sync::Mutex<()>,
-    /// Outbox passes completed.
-    pub(crate) outbox_passes: AtomicU64,
-    /// What the last `node.pending.drain` found (counts by item type).
-    pub(crate) drained: Mutex<Option<Value>>,
-    /// Connection attempts so far.
-    pub(crate) attempts: AtomicU64,
-    /// The tool names the gateway accepted in its last `node.pluginTools.update` reply.
-    accepted: Mutex<Option<Vec<String>>>,
-    shutdown: watch::Sender<bool>,
-    task: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl OpenclawAdapter {

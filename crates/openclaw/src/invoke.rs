@@ -21,9 +21,9 @@ use openphone_protocol::{ErrorCode, ToolRequest, ToolResult, ToolStatus};
 use openphone_store::NewDeferredOutcome;
 use serde_json::{Map, Value, json};
 
-use crate::adapter::Inner;
 use crate::config::OPENCLAW;
-use crate::node::Conn;
+use crate::conn::Conn;
+use crate::inner::Inner;
 use crate::surface::REQUEST_STATUS;
 
 /// The answer to one invoke.

@@ -12,7 +12,9 @@
 
 pub mod adapter;
 pub mod config;
+mod conn;
 pub mod identity;
+mod inner;
 pub mod invoke;
 mod node;
 pub mod outbox;
@@ -20,14 +22,15 @@ pub mod status;
 pub mod stream;
 pub mod surface;
 pub mod tokens;
+mod turns;
 pub mod wire;
 
 pub use adapter::{
     AdapterError, AdapterSetup, GATEWAY_VIEW_FILE, MAX_MESSAGE_CHARS, OpenclawAdapter,
 };
 pub use config::{OPENCLAW, OpenclawConfig, OpenclawConfigError, SetupCode};
+pub use conn::RequestError;
 pub use identity::{DeviceIdentity, IdentityError, SignedConnect};
-pub use node::RequestError;
 pub use status::Status;
 pub use surface::{CommandSurface, PhoneTool, REQUEST_STATUS};
 pub use tokens::{StoredToken, TokenStore};

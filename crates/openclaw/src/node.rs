@@ -8,130 +8,29 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
-use tokio::sync::{Notify, mpsc, oneshot, watch};
+use tokio::sync::{Notify, mpsc, watch};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
-use crate::adapter::Inner;
+use crate::conn::{Conn, RequestError, lock};
 use crate::identity::SignedConnect;
+use crate::inner::Inner;
 use crate::status::Status;
 use crate::tokens::StoredToken;
 use crate::wire::{self, ConnectFields, Hello, Incoming, WireError};
 
 /// Time the gateway gives a client to answer the challenge, and our connect timeout.
 const HANDSHAKE: Duration = Duration::from_secs(15);
-/// Per-request timeout.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// A connection `ready` this long resets the backoff.
 const STABLE_AFTER: Duration = Duration::from_secs(60);
 /// Presence probe cadence (R1.3).
 const PROBE_EVERY: Duration = Duration::from_secs(300);
-
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// Why a request on the connection failed.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum RequestError {
-    #[error("{0}")]
-    Gateway(WireError),
-    #[error("no answer within 30 s")]
-    Timeout,
-    #[error("the connection closed")]
-    Closed,
-}
-
-impl RequestError {
-    /// `details.code` of a gateway error.
-    pub fn detail_code(&self) -> Option<&str> {
-        match self {
-            RequestError::Gateway(e) => e.detail_code(),
-            _ => None,
-        }
-    }
-}
-
-/// One live connection (after `hello-ok`).
-#[derive(Debug)]
-pub(crate) struct Conn {
-    tx: mpsc::UnboundedSender<Message>,
-    pending: Mutex<HashMap<String, oneshot::Sender<Result<Value, WireError>>>>,
-    next: AtomicU64,
-    pub(crate) hello: Hello,
-    /// This connection reached `ready` once (a later `PAIRING_CHANGED` means a zombie).
-    pub(crate) was_ready: AtomicBool,
-    /// Ready long enough to reset the backoff.
-    stable: AtomicBool,
-    /// Set to close this connection and reconnect at once.
-    kill: Notify,
-    killed: AtomicBool,
-    /// `shutdown` event: reconnect after this long without counting a failure.
-    restart_ms: AtomicU64,
-}
-
-impl Conn {
-    /// Sends a request and waits for its answer (30 s).
-    pub(crate) async fn request(&self, method: &str, params: Value) -> Result<Value, RequestError> {
-        let id = format!("n-{}", self.next.fetch_add(1, Ordering::Relaxed));
-        let (tx, rx) = oneshot::channel();
-        lock(&self.pending).insert(id.clone(), tx);
-        if self
-            .tx
-            .send(Message::text(wire::request(&id, method, params)))
-            .is_err()
-        {
-            lock(&self.pending).remove(&id);
-            return Err(RequestError::Closed);
-        }
-        match tokio::time::timeout(REQUEST_TIMEOUT, rx).await {
-            Ok(Ok(Ok(payload))) => Ok(payload),
-            Ok(Ok(Err(e))) => Err(RequestError::Gateway(e)),
-            Ok(Err(_)) => Err(RequestError::Closed),
-            Err(_) => {
-                lock(&self.pending).remove(&id);
-                Err(RequestError::Timeout)
-            }
-        }
-    }
-
-    /// Sends a request without waiting for its answer (progress chunks: the reply only says
-    /// whether the caller streams). A reply to it is dropped when it arrives.
-    pub(crate) fn send_only(&self, method: &str, params: Value) {
-        let id = format!("n-{}", self.next.fetch_add(1, Ordering::Relaxed));
-        let _ = self
-            .tx
-            .send(Message::text(wire::request(&id, method, params)));
-    }
-
-    /// `node.event` with a payload object (sent as `payloadJSON`).
-    pub(crate) async fn node_event(
-        &self,
-        event: &str,
-        payload: &Value,
-    ) -> Result<Value, RequestError> {
-        self.request("node.event", wire::node_event(event, payload))
-            .await
-    }
-
-    /// Asks the read loop to close this connection (code 1000) and reconnect at once.
-    pub(crate) fn kill(&self) {
-        self.killed.store(true, Ordering::SeqCst);
-        self.kill.notify_one();
-    }
-
-    fn answer(&self, id: &str, result: Result<Value, WireError>) {
-        if let Some(tx) = lock(&self.pending).remove(id) {
-            let _ = tx.send(result);
-        }
-    }
-}
 
 /// How one connection attempt ended.
 #[derive(Debug)]

@@ -18,10 +18,11 @@ use openphone_protocol::endpoint::{AuditCaller, AuditEntry, AuditKind};
 use openphone_store::{DeferredOutcome, OutcomeState};
 use serde_json::{Value, json};
 
-use crate::adapter::{Inner, MAX_MESSAGE_CHARS};
+use crate::adapter::MAX_MESSAGE_CHARS;
 use crate::config::OPENCLAW;
+use crate::conn::{Conn, RequestError, lock};
+use crate::inner::Inner;
 use crate::invoke::{Answer, answer_of};
-use crate::node::{Conn, RequestError, lock};
 
 /// The audit record's name for an outcome that could not be posted.
 pub const NOT_POSTED: &str = "openclaw.outcome_not_posted";

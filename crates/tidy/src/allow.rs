@@ -69,11 +69,6 @@ pub const ALLOWED: &[Allowed] = &[
         path: "crates/server/src/conn/methods/jobs.rs",
         why: "H3: jobs methods",
     },
-    Allowed {
-        rule: rules::support_copies::RULE,
-        path: "crates/agent/tests/suite/support.rs",
-        why: "H2 is editing the agent's test support; the copy goes when that lands",
-    },
 ];
 
 /// The violations of `rule` the allowlist does not cover, and the allowlist entries of `rule`

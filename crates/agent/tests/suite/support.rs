@@ -14,7 +14,6 @@ use openphone_device::{SimPhone, SimState};
 use openphone_fake_model::FakeModel;
 use openphone_model::{Message, ModelClient, ModelConfig, RetryPolicy};
 use openphone_policy::{Caller, ToolPolicy, Transport};
-use openphone_protocol::Registry;
 use openphone_protocol::endpoint::{AttentionAccepted, AttentionRequestParams};
 use openphone_store::{
     ConfirmationFilter, ConfirmationState, NewPhoneSession, PhoneSession, SessionStatus, Store,
@@ -23,9 +22,7 @@ use openphone_store::{
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
-pub fn registry() -> &'static Registry {
-    Registry::embedded().unwrap()
-}
+pub use openphone_test_support::registry;
 
 /// Limits small enough for tests.
 pub fn limits() -> BuiltinConfig {

@@ -18,7 +18,7 @@ use openphone_protocol::endpoint::{
     Method,
 };
 use openphone_store::Store;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::client::DaemonClient;
 use crate::client_cmd::{block_on, print_json};
@@ -210,13 +210,8 @@ pub fn run(cmd: GoalsCommand) -> Result<ExitCode> {
             data_dir,
             json,
         } => {
-            let mut spec = read_json(&file)?;
             // The simulator's file wraps the goal: `{"goal": …, "replies": …}`.
-            if spec.get("objective").is_none()
-                && let Some(inner) = spec.get("goal").cloned()
-            {
-                spec = inner;
-            }
+            let spec = openphone_goals::spec::goal_in_file(read_json(&file)?);
             one::<GoalsCreate>(&data_dir, GoalsCreateParams { goal: spec }, json, "created")
         }
         GoalsCommand::Plan {
@@ -225,15 +220,7 @@ pub fn run(cmd: GoalsCommand) -> Result<ExitCode> {
             data_dir,
             json,
         } => {
-            let plan = match read_json(&file)? {
-                Value::Array(plan) => Some(plan),
-                Value::Object(mut obj) => match obj.remove("plan") {
-                    Some(Value::Array(plan)) => Some(plan),
-                    _ => None,
-                },
-                _ => None,
-            };
-            let Some(plan) = plan else {
+            let Some(plan) = openphone_goals::spec::plan_in_file(read_json(&file)?) else {
                 bail!(
                     "{}: expected a list of actions or {{\"plan\": [...]}}",
                     file.display()

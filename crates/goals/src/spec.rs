@@ -108,6 +108,29 @@ pub fn parse_goal_file(text: &str) -> Result<serde_json::Value, InvalidGoal> {
     })
 }
 
+/// The goal spec a goal file holds: the file itself, or its `goal` member when the file is the
+/// simulator's `{"goal": …, "replies": …}` (a file with an `objective` is a goal).
+pub fn goal_in_file(file: serde_json::Value) -> serde_json::Value {
+    if file.get("objective").is_none()
+        && let Some(inner) = file.get("goal").cloned()
+    {
+        return inner;
+    }
+    file
+}
+
+/// The plan a plan file holds: a list of actions, or the `plan` list of an object.
+pub fn plan_in_file(file: serde_json::Value) -> Option<Vec<serde_json::Value>> {
+    match file {
+        serde_json::Value::Array(plan) => Some(plan),
+        serde_json::Value::Object(mut obj) => match obj.remove("plan") {
+            Some(serde_json::Value::Array(plan)) => Some(plan),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 fn valid_id(id: &str) -> bool {
     !id.is_empty()
         && id.len() <= 64

@@ -56,11 +56,6 @@ pub const ALLOWED: &[Allowed] = &[
     },
     Allowed {
         rule: rules::store_calls::RULE,
-        path: "crates/cli/tests/suite/store.rs",
-        why: "tests reading the audit log through the bridge: nobody's slice yet",
-    },
-    Allowed {
-        rule: rules::store_calls::RULE,
         path: "crates/jobs/src/service.rs",
         why: "H3/H6: the job tools read the store through the scheduler",
     },

@@ -13,17 +13,20 @@ use serde_json::{Value, json};
 
 use super::support::run;
 
-fn bridge(dir: &std::path::Path) -> ToolBridge {
+/// A bridge over a store in `dir`, and that store (the test reads it directly).
+fn bridge(dir: &std::path::Path) -> (ToolBridge, Arc<Store>) {
     let registry = Registry::embedded().unwrap();
     let (phone, clock) = SimPhone::demo().unwrap();
-    ToolBridge::new(
+    let store = Arc::new(Store::open(dir).unwrap());
+    let bridge = ToolBridge::new(
         registry,
-        Arc::new(Store::open(dir).unwrap()),
+        Arc::clone(&store),
         Arc::new(phone),
         Arc::new(clock),
         Arc::new(EventBus::new(registry, 16)),
         BridgeConfig::default(),
-    )
+    );
+    (bridge, store)
 }
 
 fn request(id: &str, tool: &str, params: Value) -> ToolRequest {
@@ -40,7 +43,7 @@ async fn stats_report_tables_and_bytes_per_record_next_to_a_live_store() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().to_str().unwrap();
     // The bridge keeps its store open (and the directory locked), as a daemon would.
-    let bridge = bridge(dir.path());
+    let (bridge, _store) = bridge(dir.path());
     let caller = Caller::remote("hermes", Transport::Websocket, "t");
     let reads = |n: usize| {
         let bridge = &bridge;
@@ -112,7 +115,7 @@ fn stats_without_a_database_is_a_clear_usage_error() {
 #[tokio::test]
 async fn a_keyed_retry_after_its_result_was_pruned_is_answered_not_run_again() {
     let dir = tempfile::tempdir().unwrap();
-    let bridge = bridge(dir.path());
+    let (bridge, store) = bridge(dir.path());
     let operator = Caller::operator("cli", Transport::Cli, "test");
     let save = |id: &str, key: &str, text: &str| ToolRequest {
         idempotency_key: Some(key.to_owned()),
@@ -124,8 +127,7 @@ async fn a_keyed_retry_after_its_result_was_pruned_is_answered_not_run_again() {
         )
     };
     let saved = |text: &str| {
-        bridge
-            .store()
+        store
             .search_memory(None, 10_000)
             .unwrap()
             .iter()
@@ -148,10 +150,7 @@ async fn a_keyed_retry_after_its_result_was_pruned_is_answered_not_run_again() {
         assert_eq!(r.status, ToolStatus::Ok, "{r:?}");
     }
     let later = bridge.now_ms() + 8 * 24 * 60 * 60 * 1000;
-    let report = bridge
-        .store()
-        .prune_replay(later, Retention::default())
-        .unwrap();
+    let report = store.prune_replay(later, Retention::default()).unwrap();
     assert_eq!(report.final_results, 3);
 
     let retry = bridge
@@ -181,5 +180,5 @@ async fn a_keyed_retry_after_its_result_was_pruned_is_answered_not_run_again() {
         .await;
     assert_eq!((kept.status, kept.replayed), (ToolStatus::Ok, true));
     assert_eq!(saved("note 130"), 1);
-    assert!(bridge.store().verify_audit().unwrap().is_intact());
+    assert!(store.verify_audit().unwrap().is_intact());
 }

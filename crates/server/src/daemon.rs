@@ -296,7 +296,7 @@ impl Daemon {
             );
         }
         let (builtin, setup) =
-            builtin_runtime(&config, &runtimes, &bridge, &manager, registry).await?;
+            builtin_runtime(&config, &runtimes, &bridge, &store, &manager, registry).await?;
         let agent_turn = openphone_agent::AgentTurnRunner::from_setup(
             &setup,
             config.builtin.as_ref(),
@@ -562,6 +562,7 @@ async fn builtin_runtime(
     config: &Config,
     runtimes: &[crate::config::RuntimeCredential],
     bridge: &Arc<ToolBridge>,
+    store: &Arc<Store>,
     manager: &Arc<RuntimeManager>,
     registry: &'static Registry,
 ) -> Result<(BuiltinRuntime, BuiltinSetup), DaemonError> {
@@ -573,7 +574,7 @@ async fn builtin_runtime(
         bridge: Arc::clone(bridge),
         manager: Arc::clone(manager),
         // The daemon's construction hands the runs their store.
-        store: Arc::clone(bridge.store()),
+        store: Arc::clone(store),
         registry,
         authorisation,
         tool_policy: config.tool_policy.clone(),

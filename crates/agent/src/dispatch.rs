@@ -9,7 +9,7 @@
 use std::sync::{Arc, Weak};
 
 use async_trait::async_trait;
-use openphone_core::{RuntimeManager, ToolBridge};
+use openphone_core::{Invocation, RuntimeManager, ToolBridge};
 use openphone_jobs::{FailureReason, JobRunner, RunContext, RunResult};
 use openphone_policy::{Autonomy, Caller};
 use openphone_protocol::endpoint::{AttentionRequestParams, RuntimeState, Source};
@@ -158,7 +158,7 @@ impl DispatchRunner {
             ));
         }
         let result = bridge
-            .invoke(authority.caller(), request, authority.job_context(job_id))
+            .call(Invocation::for_creator(&authority, job_id, request))
             .await;
         match (result.status, result.error) {
             (ToolStatus::Ok, _) => Ok(Value::Object(result.result)),

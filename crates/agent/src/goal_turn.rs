@@ -23,9 +23,9 @@ use std::future::Future;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use openphone_core::{ToolBridge, waiting_on};
+use openphone_core::{Invocation, ToolBridge, waiting_on};
 use openphone_model::{Message, ModelClient, ModelConfig, ModelError, StreamEvent};
-use openphone_policy::{Caller, Context};
+use openphone_policy::Caller;
 use openphone_protocol::{BUILTIN_RUNTIME_ID, ToolRequest};
 use serde_json::{Value, json};
 use tokio::time::{Instant, Sleep};
@@ -268,7 +268,7 @@ impl TurnPolicy for GoalTurn<'_> {
         };
         let bridge = &self.bridge;
         let result = bridge
-            .invoke(self.caller, request, Context::goal(self.goal_id))
+            .call(Invocation::goal(self.caller, self.goal_id, request))
             .await;
         let held = waiting_on(&result);
         if let Some(cid) = &held

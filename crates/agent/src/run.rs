@@ -14,9 +14,9 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use openphone_clock::{Clock, Stopwatch};
-use openphone_core::{Audience, RuntimeManager, ToolBridge, Waited, waiting_on};
+use openphone_core::{Audience, Invocation, RuntimeManager, ToolBridge, Waited, waiting_on};
 use openphone_model::{Message, ModelClient, ModelError, StreamEvent, ToolCall};
-use openphone_policy::{Caller, Context};
+use openphone_policy::Caller;
 use openphone_protocol::endpoint::{
     AttentionRequested, Event, MessagePayload, RuntimeMessageParams,
 };
@@ -562,7 +562,7 @@ impl TurnPolicy for Foreground<'_> {
         };
         let bridge = &self.agent.bridge;
         let caller = &self.agent.caller;
-        let first = bridge.invoke(caller, request, Context::Interactive).await;
+        let first = bridge.call(Invocation::agent(caller, request)).await;
         let (result, confirmation_id) = match waiting_on(&first) {
             None => (first, None),
             Some(confirmation_id) => {

@@ -98,6 +98,12 @@ impl Invocation {
         }
     }
 
+    /// A goal's step that needs the user's approval: its durable confirmation is opened in the
+    /// interactive context, so the user can answer it.
+    pub fn goal_approval(caller: &Caller, request: ToolRequest) -> Invocation {
+        Invocation::interactive(caller, request)
+    }
+
     /// A goal's step or check.
     pub fn goal(caller: &Caller, goal_id: &str, request: ToolRequest) -> Invocation {
         Invocation {

@@ -14,7 +14,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use openphone_clock::Clock;
-use openphone_core::{CreatorAuthority, ToolBridge, waiting_on};
+use openphone_core::{CreatorAuthority, Invocation, ToolBridge, waiting_on};
 use openphone_jobs::limits::SUMMARY_MAX_CHARS;
 use openphone_jobs::review::{ReviewProposal, ReviewRefused};
 use openphone_jobs::{FailureReason, RunContext, RunResult};
@@ -364,11 +364,11 @@ impl TurnPolicy for BackgroundTurn<'_> {
         };
         let result = self
             .bridge
-            .invoke(
-                self.authority.caller(),
+            .call(Invocation::for_creator(
+                &self.authority,
+                self.job_id,
                 request,
-                self.authority.job_context(self.job_id),
-            )
+            ))
             .await;
         if is_parked(&result) {
             return match eligible(command, &params) {

@@ -2,7 +2,7 @@
 //! and attempts left RUNNING by a process that died (re-sent with the same idempotency key,
 //! never re-run blind).
 
-use openphone_policy::Context;
+use openphone_core::Invocation;
 use openphone_protocol::ToolResult;
 use openphone_store::ConfirmationState;
 
@@ -76,11 +76,11 @@ impl GoalEngine {
                     let request = Self::request(&work.goal, &action, command, params, n);
                     let result = self
                         .bridge
-                        .invoke(
+                        .call(Invocation::goal(
                             &self.caller_for(&work.goal),
+                            &work.goal.id,
                             request,
-                            Context::goal(&work.goal.id),
-                        )
+                        ))
                         .await;
                     self.tool_result(work, &id, result, Source::Recovery)
                         .await?;

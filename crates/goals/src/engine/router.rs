@@ -2,7 +2,7 @@
 //! ToolBridge, `agent_turn` and `job` → the attached backends, `wait` → a timer, `ask_user` →
 //! a question blocker, `verify` → the success criteria. Every action kind is named here.
 
-use openphone_policy::Context;
+use openphone_core::Invocation;
 use openphone_protocol::ToolStatus;
 
 use super::{GoalEngine, Work, block, clip, failure_text, lost, retry_line};
@@ -25,7 +25,10 @@ impl GoalEngine {
                 request.timeout_ms = Some(openphone_protocol::MAX_TIMEOUT_MS);
                 let result = self
                     .bridge
-                    .invoke(&self.caller_for(&work.goal), request, Context::Interactive)
+                    .call(Invocation::goal_approval(
+                        &self.caller_for(&work.goal),
+                        request,
+                    ))
                     .await;
                 if let Some(pending) = result.pending_confirmation() {
                     let cid = pending.confirmation_id;
@@ -82,11 +85,11 @@ impl GoalEngine {
                 let request = Self::request(&work.goal, &action, command, params, n);
                 let result = self
                     .bridge
-                    .invoke(
+                    .call(Invocation::goal(
                         &self.caller_for(&work.goal),
+                        &goal_id,
                         request,
-                        Context::goal(&goal_id),
-                    )
+                    ))
                     .await;
                 self.tool_result(work, id, result, Source::Executor).await?;
             }

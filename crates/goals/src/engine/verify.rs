@@ -1,7 +1,7 @@
 //! Checks: an action's `expect` and the goal's success criteria, by read commands through
 //! the bridge in the goal's background context (or the attached runtime as a judge).
 
-use openphone_policy::Context;
+use openphone_core::Invocation;
 use openphone_protocol::{ToolRequest, ToolStatus};
 use serde_json::{Map, Value};
 
@@ -34,7 +34,7 @@ impl GoalEngine {
         };
         let result = self
             .bridge
-            .invoke(&self.caller_for(goal), request, Context::goal(&goal.id))
+            .call(Invocation::goal(&self.caller_for(goal), &goal.id, request))
             .await;
         if result.status != ToolStatus::Ok {
             return (

@@ -5,7 +5,7 @@
 
 #![deny(clippy::wildcard_enum_match_arm)]
 
-use openphone_policy::Context;
+use openphone_core::Invocation;
 use openphone_protocol::{ToolRequest, ToolStatus};
 use openphone_store::WatcherRecord;
 use serde_json::{Map, Value, json};
@@ -70,7 +70,11 @@ impl Watchers {
                 };
                 let result = self
                     .bridge
-                    .invoke(authority.caller(), request, Context::watcher(w.watcher_id))
+                    .call(Invocation::watcher(
+                        authority.caller(),
+                        w.watcher_id,
+                        request,
+                    ))
                     .await;
                 if result.status != ToolStatus::Ok {
                     return Err(result

@@ -50,11 +50,6 @@ pub const ALLOWED: &[Allowed] = &[
         why: "H4: openclaw tests",
     },
     Allowed {
-        rule: rules::long_files::RULE,
-        path: "crates/protocol/tests/suite/endpoint.rs",
-        why: "no helper on issue 29 splits it",
-    },
-    Allowed {
         rule: rules::store_calls::RULE,
         path: "crates/jobs/src/service.rs",
         why: "H3/H6: the job tools read the store through the scheduler",

@@ -3,6 +3,7 @@ mod catalogue;
 mod endpoint;
 mod endpoint_docs;
 mod endpoint_envelope;
+mod endpoint_events;
 mod endpoint_schema;
 mod envelope_duplicates;
 mod params;

@@ -8,7 +8,6 @@
 //! not actions of an agent: injecting is an operator's act (audited by the daemon), and
 //! posting the runtime's own notification is the phone's system UI, not a tool call.
 
-use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The package of the runtime's own notifications in the shade ([`SystemNotification`]).
@@ -97,56 +96,9 @@ impl DeviceEvent {
     }
 }
 
-/// What an operator (or a test) makes happen in the world (`openphone sim inject …`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
-pub enum Injection {
-    /// An incoming message from `address` (a number, a contact's name, or a sender name such
-    /// as a short code).
-    Message {
-        /// The sender.
-        address: String,
-        /// The text.
-        text: String,
-    },
-    /// A call from `number`; `outcome` is `missed` (default), `answered` or `rejected`.
-    Call {
-        /// The caller.
-        number: String,
-        /// What became of it.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        outcome: Option<String>,
-    },
-    /// A notification from `app`.
-    Notification {
-        /// The posting app (its package or display name).
-        app: String,
-        /// The title.
-        title: String,
-        /// The text.
-        #[serde(default)]
-        text: String,
-    },
-    /// The user taps action `action` of the notification `key`.
-    NotificationAction {
-        /// The notification's key.
-        key: String,
-        /// The action id.
-        action: String,
-    },
-}
-
-impl Injection {
-    /// The kind, as on the wire (`message`, `call`, `notification`, `notification_action`).
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Injection::Message { .. } => "message",
-            Injection::Call { .. } => "call",
-            Injection::Notification { .. } => "notification",
-            Injection::NotificationAction { .. } => "notification_action",
-        }
-    }
-}
+/// What an operator (or a test) makes happen in the world: the protocol's one type, also
+/// `sim.inject`'s params.
+pub use openphone_protocol::Injection;
 
 /// A web page as the phone's browser loads it ([`crate::PhoneDevice::fetch_page`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -30,6 +30,7 @@ pub mod digest;
 mod display;
 pub mod endpoint;
 mod error_code;
+mod injection;
 pub mod job;
 pub mod limits;
 mod log_value;
@@ -58,6 +59,7 @@ pub use digest::{
 pub use display::{display_text, is_escaped_for_display, is_invisible, push_display_char};
 pub use endpoint::Role;
 pub use error_code::{ErrorCode, UnknownErrorCode};
+pub use injection::Injection;
 pub use job::{AgentJob, DeliveryState, JobPhase, JobRun, JobStatus, JobType, RunOutcome};
 pub use log_value::{LogValue, log_value};
 pub use manifest::{

@@ -35,80 +35,9 @@ pub use openphone_protocol::endpoint::{
     AuditCaller as Caller, AuditConfirmation, AuditEntry, AuditKind, AuditRecord, PolicyDecision,
 };
 
-/// What is wrong with the first broken record.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "problem", rename_all = "snake_case")]
-pub enum AuditProblem {
-    /// The row's content does not hash to its stored hash: the row was edited in place, or
-    /// (records since schema 6, whose `prev_hash` is the previous row's hash) the record
-    /// before it was removed or replaced.
-    HashMismatch { stored: String, computed: String },
-    /// The row's stored `prev_hash` is not the previous row's hash (a row before it was
-    /// removed or replaced; records stored before schema 6, which store `prev_hash`).
-    PrevHashMismatch { expected: String, found: String },
-    /// Sequence numbers jump: records `expected..seq` are missing.
-    SeqGap { expected: i64 },
-    /// The newest rows are missing or the head was altered: the head names this seq / hash.
-    HeadMismatch {
-        head_seq: i64,
-        head_hash: String,
-        last_seq: i64,
-        last_hash: String,
-    },
-    /// The row cannot be decoded (bad enum string or JSON, a column contradicting its shape,
-    /// or an interned shape or proof that is missing or does not match its digest).
-    Undecodable { detail: String },
-}
-
-impl std::fmt::Display for AuditProblem {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            AuditProblem::HashMismatch { stored, computed } => {
-                write!(
-                    f,
-                    "content does not match its hash (stored {stored}, computed {computed})"
-                )
-            }
-            AuditProblem::PrevHashMismatch { expected, found } => write!(
-                f,
-                "prev_hash {found} is not the previous record's hash {expected}"
-            ),
-            AuditProblem::SeqGap { expected } => {
-                write!(f, "sequence gap: expected seq {expected}, records missing")
-            }
-            AuditProblem::HeadMismatch {
-                head_seq,
-                head_hash,
-                last_seq,
-                last_hash,
-            } => write!(
-                f,
-                "chain head is seq {head_seq} ({head_hash}) but the last record is seq \
-                 {last_seq} ({last_hash}): newest records removed or head altered"
-            ),
-            AuditProblem::Undecodable { detail } => write!(f, "undecodable record: {detail}"),
-        }
-    }
-}
-
-/// The first broken record found by [`Store::verify_audit`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BrokenRecord {
-    pub seq: i64,
-    /// `None` when the record itself is missing (head mismatch).
-    pub audit_id: Option<String>,
-    #[serde(flatten)]
-    pub problem: AuditProblem,
-}
-
-impl std::fmt::Display for BrokenRecord {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.audit_id {
-            Some(id) => write!(f, "record seq {} ({id}): {}", self.seq, self.problem),
-            None => write!(f, "record seq {}: {}", self.seq, self.problem),
-        }
-    }
-}
+/// The first broken record and what is wrong with it: the endpoint's wire types (the
+/// dashboard's audit check answers them).
+pub use openphone_protocol::endpoint::{AuditProblem, BrokenRecord};
 
 /// The outcome of a chain walk.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -6,17 +6,18 @@
 //! runtimes and models use the job tools (`openphone.jobs.*`), which answer with the job view
 //! of §10 instead. Every params type refuses unknown fields.
 
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::key_order::in_key_order;
 use crate::job::{AgentJob, DeliveryState, RunOutcome};
 
 /// One job as operators see it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct JobEntry {
     /// The 29-field record (`agent-jobs.md` §2). On the wire its members are in key order, as
-    /// they always were (see [`sorted_members`]).
-    #[serde(serialize_with = "sorted_members")]
+    /// they always were (the record travelled as a map).
+    #[serde(serialize_with = "in_key_order")]
     pub job: AgentJob,
     /// What became of the latest result's delivery; `null` before any result.
     #[serde(default)]
@@ -30,15 +31,6 @@ pub struct JobEntry {
 
 fn operator() -> String {
     "operator".to_owned()
-}
-
-/// Writes `job` as a JSON object whose members are in key order: the bytes `jobs.*` answered
-/// with when the record travelled as a `Map` (the endpoint's JSON is unchanged by the typing).
-fn sorted_members<S: Serializer>(job: &AgentJob, s: S) -> Result<S::Ok, S::Error> {
-    match serde_json::to_value(job) {
-        Ok(value) => value.serialize(s),
-        Err(e) => Err(serde::ser::Error::custom(e)),
-    }
 }
 
 /// `jobs.list` params.
@@ -159,4 +151,63 @@ pub struct JobsReviewResult {
     /// `background.action_denied`, `background.review_error`, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result_status: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::job::{JobPhase, JobStatus, JobType};
+
+    /// The typed record answers the bytes the map did: members in key order, none omitted.
+    #[test]
+    fn a_job_entry_has_the_bytes_of_the_map_it_replaced() {
+        let job = AgentJob {
+            id: 7,
+            job_type: JobType::AgentTurn,
+            title: "t".into(),
+            prompt: "p".into(),
+            payload_json: Map::new(),
+            schedule_json: Map::new(),
+            session_target: "isolated".into(),
+            delivery_json: Map::new(),
+            status: JobStatus::Queued,
+            created_at: 1,
+            updated_at: 2,
+            next_run_at: 3,
+            running_at: 0,
+            last_run_at: 0,
+            last_result: String::new(),
+            failure_count: 0,
+            failure_alert_at: 0,
+            phase: JobPhase::Queued,
+            progress_text: "Queued".into(),
+            progress_current: 0,
+            progress_total: 0,
+            checkpoint_json: Map::new(),
+            pending_confirmation_id: String::new(),
+            pending_tool_request_json: Map::new(),
+            last_surface_id: String::new(),
+            resume_token: String::new(),
+            last_event_at: 1,
+            unread_result: false,
+            paused_at: 0,
+        };
+        let Ok(Value::Object(map)) = serde_json::to_value(&job) else {
+            panic!("a job is an object");
+        };
+        let entry = |job| JobEntry {
+            job,
+            delivery_state: Some(DeliveryState::Sent),
+            created_by: "operator".into(),
+        };
+        // What `JobEntry` with `job: Map<String, Value>` wrote.
+        let before = format!(
+            r#"{{"job":{},"delivery_state":"sent","created_by":"operator"}}"#,
+            Value::Object(map)
+        );
+        let typed = serde_json::to_string(&entry(job)).unwrap();
+        assert_eq!(typed, before);
+        let back: JobEntry = serde_json::from_str(&typed).unwrap();
+        assert_eq!(serde_json::to_string(&back).unwrap(), typed);
+    }
 }

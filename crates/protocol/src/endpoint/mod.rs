@@ -46,6 +46,7 @@ mod events;
 mod goals;
 mod hello;
 mod jobs;
+mod key_order;
 mod policy;
 mod runtimes;
 mod sessions;
@@ -61,14 +62,17 @@ pub use approvals::{
     ApprovalsListParams, ApprovalsListResult, ApprovalsRevokeParams, ApprovalsRevokeResult,
 };
 pub use audit::{
-    AuditCaller, AuditConfirmation, AuditEntry, AuditKind, AuditQueryParams, AuditQueryResult,
-    AuditRecord, PolicyDecision,
+    AuditCaller, AuditConfirmation, AuditEntry, AuditKind, AuditProblem, AuditQueryParams,
+    AuditQueryResult, AuditRecord, BrokenRecord, PolicyDecision,
 };
 pub use confirmations::{
     ConfirmDecision, ConfirmationsListParams, ConfirmationsListResult, ConfirmationsResolveParams,
     ConfirmationsResolveResult, PendingConfirmation,
 };
-pub use dashboard::DashboardLoginResult;
+pub use dashboard::{
+    DashboardAuditVerifyReply, DashboardLoginBody, DashboardLoginReply, DashboardLoginResult,
+    DashboardMethodsReply, DashboardOk, DashboardSessionReply,
+};
 pub use envelope::{
     APPLICATION_ERROR, ErrorData, ErrorObject, ErrorResponse, EventMethodName, EventNotification,
     EventParams, INVALID_PARAMS, INVALID_REQUEST, JsonRpcVersion, METHOD_NOT_FOUND, PARSE_ERROR,

@@ -6,57 +6,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::events::Event;
+use crate::injection::Injection;
 
-/// `sim.inject` params: one injection, by `kind`. Unknown fields are refused.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
-pub enum SimInjectParams {
-    /// An incoming message from `address` (a number, a contact's name, or a sender name such
-    /// as a short code).
-    Message {
-        /// The sender.
-        address: String,
-        /// The text.
-        text: String,
-    },
-    /// An incoming call from `number` (or a contact's name).
-    Call {
-        /// The caller.
-        number: String,
-        /// `missed` (the default), `answered` or `rejected`.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        outcome: Option<String>,
-    },
-    /// A notification from an installed app (its package or its name).
-    Notification {
-        /// The posting app.
-        app: String,
-        /// The title.
-        title: String,
-        /// The text.
-        #[serde(default)]
-        text: String,
-    },
-    /// The user presses action `action` of the notification `key`.
-    NotificationAction {
-        /// The notification's key.
-        key: String,
-        /// The action id (e.g. `approve`).
-        action: String,
-    },
-}
-
-impl SimInjectParams {
-    /// The kind, as on the wire.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            SimInjectParams::Message { .. } => "message",
-            SimInjectParams::Call { .. } => "call",
-            SimInjectParams::Notification { .. } => "notification",
-            SimInjectParams::NotificationAction { .. } => "notification_action",
-        }
-    }
-}
+/// `sim.inject` params: one injection, by `kind` ([`Injection`]). Unknown fields are refused.
+pub type SimInjectParams = Injection;
 
 /// `sim.inject` result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -47,8 +47,10 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
-use openphone_protocol::endpoint::MethodName;
-use serde_json::json;
+use openphone_protocol::endpoint::{
+    DashboardAuditVerifyReply, DashboardLoginBody, DashboardLoginReply, DashboardMethodsReply,
+    DashboardOk, DashboardSessionReply, MethodName,
+};
 
 use crate::auth::token_eq;
 use crate::front::{Ticket, Unauthenticated};
@@ -439,7 +441,8 @@ async fn login(
         Ok(b) => b,
         Err(r) => return r.into_response(),
     };
-    let Some(code) = body.get("code").and_then(serde_json::Value::as_str) else {
+    let body = serde_json::from_value::<DashboardLoginBody>(body).unwrap_or_default();
+    let Some(code) = body.code.as_deref() else {
         return refuse(StatusCode::BAD_REQUEST, "missing `code`");
     };
     let now = state.bridge.now_ms();
@@ -449,11 +452,11 @@ async fn login(
             tracing::info!("dashboard login");
             (
                 [(header::SET_COOKIE, set_cookie(Some((&id, SESSION_TTL_MS))))],
-                axum::Json(json!({
-                    "ok": true,
-                    "token": view.csrf,
-                    "expires_at_ms": view.expires_at_ms,
-                })),
+                axum::Json(DashboardLoginReply {
+                    expires_at_ms: view.expires_at_ms,
+                    ok: true,
+                    token: view.csrf,
+                }),
             )
                 .into_response()
         }
@@ -487,7 +490,7 @@ async fn logout(
     tracing::info!("dashboard logout");
     (
         [(header::SET_COOKIE, set_cookie(None))],
-        axum::Json(json!({"ok": true})),
+        axum::Json(DashboardOk { ok: true }),
     )
         .into_response()
 }
@@ -500,9 +503,11 @@ async fn session_info(
     headers: HeaderMap,
 ) -> Response {
     match authorized(&state, &headers, ticket_of(&ticket)) {
-        Ok((_, view)) => {
-            axum::Json(json!({"ok": true, "expires_at_ms": view.expires_at_ms})).into_response()
-        }
+        Ok((_, view)) => axum::Json(DashboardSessionReply {
+            expires_at_ms: view.expires_at_ms,
+            ok: true,
+        })
+        .into_response(),
         Err(r) => r.into_response(),
     }
 }
@@ -517,8 +522,11 @@ async fn methods(
     if let Err(r) = authorized(&state, &headers, ticket_of(&ticket)) {
         return r.into_response();
     }
-    let names: Vec<&str> = MethodName::ALL.iter().map(|m| m.as_str()).collect();
-    axum::Json(json!({ "methods": names })).into_response()
+    let methods = MethodName::ALL
+        .iter()
+        .map(|m| m.as_str().to_owned())
+        .collect();
+    axum::Json(DashboardMethodsReply { methods }).into_response()
 }
 
 /// `POST /ui/api/audit/verify`: walks the audit hash chain (as `openphone audit verify`).
@@ -533,14 +541,14 @@ async fn verify_audit(
     let bridge = Arc::clone(&state.bridge);
     let walked = tokio::task::spawn_blocking(move || bridge.verify_audit_chain()).await;
     match walked {
-        Ok(Ok(report)) => axum::Json(json!({
-            "intact": report.is_intact(),
-            "checked": report.checked,
-            "last_seq": report.last_seq,
-            "last_hash": report.last_hash,
-            "first_broken": report.first_broken,
-            "problem": report.first_broken.as_ref().map(ToString::to_string),
-        }))
+        Ok(Ok(report)) => axum::Json(DashboardAuditVerifyReply {
+            checked: report.checked,
+            intact: report.is_intact(),
+            last_hash: report.last_hash,
+            last_seq: report.last_seq,
+            problem: report.first_broken.as_ref().map(ToString::to_string),
+            first_broken: report.first_broken,
+        })
         .into_response(),
         Ok(Err(e)) => {
             tracing::error!(error = %e, "dashboard audit verify");

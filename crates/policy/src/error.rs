@@ -13,11 +13,8 @@ pub enum PolicyError {
     #[error("tool group entry `group:` names no category")]
     EmptyToolGroup,
     /// A tool profile name that no profile has; the message lists the known names.
-    #[error(
-        "unknown tool profile `{0}` (known: {known})",
-        known = crate::profiles::known_profile_names()
-    )]
-    UnknownProfile(String),
+    #[error("unknown tool profile `{name}` (known: {known})")]
+    UnknownProfile { name: String, known: String },
     /// A selector of a profile that names no category or command of the manifest.
     #[error(
         "tool profile `{profile}` includes `{selector}`, which names no category or canonical \

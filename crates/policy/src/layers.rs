@@ -1,9 +1,10 @@
 //! The seven layers. Each is a pure function of the [`PolicyInput`]; none looks at another's
 //! verdict.
 
-use openphone_protocol::{Command, Confirmation, ErrorCode, Executor, Risk};
+use openphone_protocol::{ErrorCode, Executor};
 
 use crate::autonomy::Autonomy;
+pub use crate::class::{is_mutating, is_risk_floor};
 use crate::input::{Admission, PolicyInput, RuleMatch, ToolList};
 use crate::verdict::{DecisionSource, Layer, PolicyDetail, Verdict};
 
@@ -20,30 +21,6 @@ impl Layer {
             Layer::StandingApprovals => standing_approvals(input),
         }
     }
-}
-
-/// Whether a command changes state. The manifest's `confirmation` decides (`none` = read); the
-/// `mutating` flag is consulted as well so that an inconsistent entry fails safe.
-pub fn is_mutating(command: &Command) -> bool {
-    let by_confirmation = match command.confirmation {
-        Confirmation::None => false,
-        Confirmation::AskBeforeAction | Confirmation::Always => true,
-    };
-    by_confirmation || command.mutating
-}
-
-/// Whether a command sits on the risk floor (`confirmation: always` or risk high): it confirms
-/// in every mode, one-shot, and no standing approval lowers it.
-pub fn is_risk_floor(command: &Command) -> bool {
-    let by_confirmation = match command.confirmation {
-        Confirmation::Always => true,
-        Confirmation::None | Confirmation::AskBeforeAction => false,
-    };
-    let by_risk = match command.risk {
-        Risk::High => true,
-        Risk::Low | Risk::Medium => false,
-    };
-    by_confirmation || by_risk
 }
 
 /// L1 — runtime authorisation: enabled; `remote_runtime: false` only for `builtin`;
@@ -155,7 +132,10 @@ pub fn tool_policy(input: &PolicyInput<'_>) -> Verdict {
                 ));
             }
             Admission::UnknownProfile(name) => {
-                let unknown = crate::error::PolicyError::UnknownProfile(name.to_owned());
+                let unknown = crate::error::PolicyError::UnknownProfile {
+                    name: name.to_owned(),
+                    known: crate::profiles::known_profile_names(),
+                };
                 return deny(format!(
                     "`{}` is refused: {owner} names an {unknown}",
                     cmd.name
@@ -338,7 +318,7 @@ pub fn standing_approvals(input: &PolicyInput<'_>) -> Verdict {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use openphone_protocol::Registry;
+    use openphone_protocol::{Confirmation, Registry, Risk};
 
     #[test]
     fn inconsistent_entries_fail_safe() {

@@ -91,6 +91,7 @@
 //! satisfied by the approval).
 
 mod autonomy;
+mod class;
 mod decision;
 mod error;
 mod explain;
@@ -98,6 +99,7 @@ pub mod grants;
 mod input;
 pub mod layers;
 pub mod profiles;
+mod selector;
 mod verdict;
 
 pub use autonomy::{Autonomy, effective_autonomy};

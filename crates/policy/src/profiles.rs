@@ -24,9 +24,9 @@ use std::sync::OnceLock;
 use openphone_protocol::{Command, Registry};
 use serde::{Deserialize, Serialize};
 
+use crate::class::is_mutating;
 use crate::error::PolicyError;
-use crate::input::ToolSelector;
-use crate::layers::is_mutating;
+use crate::selector::ToolSelector;
 
 /// The profile file shipped with the crate.
 const EMBEDDED: &str = include_str!("../tool-profiles.json");
@@ -180,8 +180,10 @@ impl Profiles {
 
     /// A profile by name, or [`PolicyError::UnknownProfile`].
     pub fn resolve(&self, name: &str) -> Result<&Profile, PolicyError> {
-        self.get(name)
-            .ok_or_else(|| PolicyError::UnknownProfile(name.to_owned()))
+        self.get(name).ok_or_else(|| PolicyError::UnknownProfile {
+            name: name.to_owned(),
+            known: known_profile_names(),
+        })
     }
 
     /// The names, in file order.
@@ -208,7 +210,10 @@ pub fn profile(name: &str) -> Option<&'static Profile> {
 /// A shipped profile by name, or [`PolicyError::UnknownProfile`] (whose message lists the
 /// known names).
 pub fn resolve_profile(name: &str) -> Result<&'static Profile, PolicyError> {
-    profile(name).ok_or_else(|| PolicyError::UnknownProfile(name.to_owned()))
+    profile(name).ok_or_else(|| PolicyError::UnknownProfile {
+        name: name.to_owned(),
+        known: known_profile_names(),
+    })
 }
 
 /// The shipped profile names, comma-separated (for error messages).

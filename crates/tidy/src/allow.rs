@@ -36,11 +36,6 @@ pub const ALLOWED: &[Allowed] = &[
     },
     Allowed {
         rule: rules::long_files::RULE,
-        path: "crates/cli/src/bench/mcp.rs",
-        why: "no helper on issue 29 splits it",
-    },
-    Allowed {
-        rule: rules::long_files::RULE,
         path: "crates/openclaw/tests/suite/fake_gateway.rs",
         why: "H4: openclaw tests",
     },

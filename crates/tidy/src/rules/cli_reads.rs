@@ -17,16 +17,6 @@ pub const INPUTS: &[(&str, &str, &str)] = &[
         "the params the user typed, before they are sent",
     ),
     (
-        "crates/cli/src/goals_cmd",
-        "spec.get(\"objective\")",
-        "the goal file the user wrote",
-    ),
-    (
-        "crates/cli/src/goals_cmd",
-        "spec.get(\"goal\")",
-        "the goal file the user wrote (the simulator's wrapper)",
-    ),
-    (
         "crates/cli/src/crash_cmd/",
         ".get(\"memory\")",
         "a command's own result (the manifest's output schema), counted by the crash test",
@@ -77,6 +67,19 @@ pub fn check(tree: &Tree) -> Vec<Violation> {
         }
     }
     out
+}
+
+/// The [`INPUTS`] entries no file of `tree` holds any more (remove them).
+pub fn unused_inputs(tree: &Tree) -> Vec<(&'static str, &'static str)> {
+    INPUTS
+        .iter()
+        .filter(|(path, expr, _)| {
+            !tree
+                .rust()
+                .any(|f| f.path.starts_with(path) && f.text.contains(expr))
+        })
+        .map(|(path, expr, _)| (*path, *expr))
+        .collect()
 }
 
 /// Byte offsets of the key reads in one line of code.

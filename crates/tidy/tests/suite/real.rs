@@ -74,6 +74,11 @@ fn device_only_in_core() {
 #[test]
 fn cli_reads_no_field_by_name() {
     run(rules::cli_reads::RULE);
+    let unused = rules::cli_reads::unused_inputs(tree());
+    assert!(
+        unused.is_empty(),
+        "listed inputs found nowhere (remove them from rules/cli_reads.rs): {unused:?}"
+    );
 }
 
 #[test]

@@ -1,14 +1,14 @@
-//! The job model: the wire record and its enums (defined once in the store, which persists
-//! them column by column, and re-exported here), the delivery mode, the job view the tools
-//! return, and the few derived values every part of the scheduler reads.
+//! The job model: the wire record and its enums (defined once in `openphone_protocol::job`,
+//! persisted column by column by the store, and re-exported here), the delivery mode, the job
+//! view the tools return, and the few derived values every part of the scheduler reads.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use openphone_store::{
-    AgentJob, DeliveryState, JobFilter, JobPhase, JobRun, JobStatus, JobType, NewAgentJob,
-    RunOutcome, StoredJob,
+pub use openphone_protocol::job::{
+    AgentJob, DeliveryState, JobPhase, JobRun, JobStatus, JobType, RunOutcome,
 };
+pub use openphone_store::{JobFilter, NewAgentJob, StoredJob};
 
 use crate::limits::INTERVAL_FLOOR_MS;
 

@@ -251,7 +251,9 @@ impl Config {
             });
         }
         let runtime = self.jobs.background_runtime.trim();
-        if runtime != "builtin" && !self.runtimes.iter().any(|r| r.id == runtime) {
+        if runtime != openphone_protocol::BUILTIN_RUNTIME_ID
+            && !self.runtimes.iter().any(|r| r.id == runtime)
+        {
             return Err(ConfigError::Parse {
                 path: "jobs".into(),
                 message: format!(

@@ -83,7 +83,7 @@ pub struct JobsConfig {
 impl Default for JobsConfig {
     fn default() -> JobsConfig {
         JobsConfig {
-            background_runtime: "builtin".to_owned(),
+            background_runtime: openphone_protocol::BUILTIN_RUNTIME_ID.to_owned(),
             max_jobs: openphone_jobs::limits::MAX_JOBS,
             max_jobs_per_runtime: openphone_store::JobQuota::DEFAULT_PER_RUNTIME,
         }

@@ -25,11 +25,6 @@ pub const ALLOWED: &[Allowed] = &[
         why: "the OpenClaw gateway view file the daemon writes, read by key: no typed view yet, nobody's slice in issue 29",
     },
     Allowed {
-        rule: rules::command_lists::RULE,
-        path: "crates/watchers/src/service.rs",
-        why: "H5: `serves` lists the watcher commands",
-    },
-    Allowed {
         rule: rules::long_files::RULE,
         path: "crates/agent/tests/suite/background.rs",
         why: "H2: the background loop's tests, with the agent loop's rewrite",

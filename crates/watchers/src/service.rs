@@ -17,7 +17,7 @@ use openphone_core::services::{
 };
 use openphone_core::{RuntimeService, ServiceCall, ToolBridge};
 use openphone_device::DeviceError;
-use openphone_protocol::Registry;
+use openphone_protocol::{Registry, Service};
 use openphone_store::Store;
 use serde_json::{Value, json};
 
@@ -98,11 +98,11 @@ impl WatchersService {
 
 #[async_trait]
 impl RuntimeService for WatchersService {
+    /// The manifest's commands of the watchers service, by canonical name.
     fn serves(&self, name: &str) -> bool {
-        matches!(
-            name,
-            "openphone.watchers.create" | "openphone.watchers.list" | "openphone.watchers.stop"
-        )
+        self.registry
+            .resolve(name)
+            .is_some_and(|c| c.name == name && c.service == Some(Service::Watchers))
     }
 
     async fn execute(&self, call: ServiceCall<'_>) -> Result<Value, DeviceError> {

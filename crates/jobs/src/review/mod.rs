@@ -60,12 +60,6 @@ pub const MAX_RESOLUTION_CHARS: usize = 120;
 /// A review whose decision was claimed this long ago without being committed is settled by
 /// the crash repair of §9.10 (10 minutes, the stale-run threshold).
 pub const STALE_RESOLUTION_MS: i64 = 600_000;
-/// `review_state` of a review waiting for the user ([`ReviewState::Pending`]).
-pub const STATE_PENDING: &str = ReviewState::Pending.as_str();
-/// `review_state` of a review whose first tap was claimed ([`ReviewState::Resolving`]).
-pub const STATE_RESOLVING: &str = ReviewState::Resolving.as_str();
-/// `review_state` of a settled review ([`ReviewState::Resolved`]).
-pub const STATE_RESOLVED: &str = ReviewState::Resolved.as_str();
 /// The audit event of a settled review (§9.14; `tool` of the audit record).
 pub const AUDIT_EVENT: &str = "assistant.background_job.review_resolved";
 /// `schema` of the audit payload (§9.14).

@@ -39,8 +39,8 @@ use crate::reason::FailureReason;
 use crate::review::executor::NOT_ELIGIBLE;
 use crate::review::{
     self, AUDIT_EVENT, AUDIT_SCHEMA, BoundResult, MAX_ID_CHARS, REVIEW_RUNTIME, Resolution,
-    ReviewAnswer, ReviewDecision, ReviewExecutor, ReviewProposal, STALE_RESOLUTION_MS,
-    STATE_PENDING, STATE_RESOLVED, STATE_RESOLVING, eligible_command, is_tool_name, job_session,
+    ReviewAnswer, ReviewDecision, ReviewExecutor, ReviewProposal, ReviewState, STALE_RESOLUTION_MS,
+    eligible_command, is_tool_name, job_session,
 };
 use crate::transition::{Change, apply};
 
@@ -265,7 +265,7 @@ impl Inner {
             let record = &row.job.pending_tool_request_json;
             let state = raw_str(record, "review_state").unwrap_or_default();
             let reviewed_at = raw_i64(record, "reviewed_at").unwrap_or(0);
-            if !all && state == STATE_RESOLVING && reviewed_at >= threshold {
+            if !all && state == ReviewState::Resolving.as_str() && reviewed_at >= threshold {
                 continue;
             }
             let tool = tool_of(record);
@@ -322,7 +322,10 @@ impl Inner {
     /// announced, so its notification is withdrawn).
     pub(super) fn review_stopped(&self, before: &StoredJob, now: i64) {
         let state = raw_str(&before.job.pending_tool_request_json, "review_state");
-        if matches!(state, Some(STATE_PENDING | STATE_RESOLVING)) {
+        if matches!(
+            state.and_then(ReviewState::parse),
+            Some(ReviewState::Pending | ReviewState::Resolving)
+        ) {
             self.settled(
                 before,
                 JobStatus::Stopped,
@@ -345,7 +348,7 @@ impl Inner {
             let id = row.job.id;
             last = Some(id);
             let record = &row.job.pending_tool_request_json;
-            if raw_str(record, "review_state") != Some(STATE_PENDING)
+            if raw_str(record, "review_state") != Some(ReviewState::Pending.as_str())
                 || row.job.status != JobStatus::AwaitingReview
             {
                 let code = self.gone_code(tapped, raw_str(record, "resolution"))?;
@@ -358,7 +361,7 @@ impl Inner {
             let approved = decision == ReviewDecision::Approved;
             let mut next = apply(&row, &Change::ReviewClaimed { approved }, now)?;
             let record = &mut next.job.pending_tool_request_json;
-            record.insert("review_state".into(), json!(STATE_RESOLVING));
+            record.insert("review_state".into(), json!(ReviewState::Resolving));
             record.insert("decision".into(), json!(decision.as_str()));
             record.insert("reviewed_at".into(), json!(now));
             match self.store.update_job(&next) {
@@ -442,7 +445,7 @@ impl Inner {
         let settle = Settle {
             confirmation_id: tapped,
             from: JobStatus::Waiting,
-            state: STATE_RESOLVING,
+            state: ReviewState::Resolving.as_str(),
             change: Change::ResolutionCommitted,
             resolution,
             bound: &bound,
@@ -546,7 +549,7 @@ impl Inner {
                 next.job.unread_result = true;
             }
             let record = &mut next.job.pending_tool_request_json;
-            record.insert("review_state".into(), json!(STATE_RESOLVED));
+            record.insert("review_state".into(), json!(ReviewState::Resolved));
             record.insert("resolution".into(), json!(s.resolution.as_str()));
             record.insert("resolved_at".into(), json!(now));
             let checkpoint = &mut next.job.checkpoint_json;

@@ -238,6 +238,85 @@ impl ToolResult {
     }
 }
 
+// The status a code is reported with belongs to the result, which names both.
+impl ErrorCode {
+    /// The tool-result status a tool-bridge code is reported with (§13.1); `None` for codes
+    /// that are not tool-bridge outcomes.
+    pub fn tool_status(self) -> Option<ToolStatus> {
+        use ErrorCode as C;
+        match self {
+            C::FrameworkUnavailable
+            | C::PayloadTooLarge
+            | C::UnsupportedVersion
+            | C::MissingRequestId
+            | C::MissingRuntimeIdentity
+            | C::RuntimeMismatch
+            | C::MissingTool
+            | C::MissingReason
+            | C::UnknownTool
+            | C::InvalidParams
+            | C::PendingConfirmationNotFound
+            | C::IdempotencyConflict
+            | C::TaskUnavailable
+            | C::ToolError
+            | C::FrameworkConfirmationFailed
+            | C::ExecutionResultUnknown
+            | C::AuditUnavailable
+            | C::DaemonUnavailable
+            | C::ConfirmationInvalid => Some(ToolStatus::Error),
+            C::ToolRegistryUnavailable
+            | C::ToolNotGranted
+            | C::ToolNotSupportedByPhonePlatform
+            | C::ObserveOnlyMutationDenied
+            | C::UserDeniedConfirmation
+            | C::ConfirmationCancelled
+            | C::RateLimited
+            | C::Denied
+            | C::UnknownCommand => Some(ToolStatus::Denied),
+            C::MutatingToolRequiresConfirmation | C::ConfirmationRequired => {
+                Some(ToolStatus::NeedsConfirmation)
+            }
+            C::Timeout => Some(ToolStatus::Timeout),
+            C::Cancelled => Some(ToolStatus::Cancelled),
+            C::BackgroundConfirmationRequired
+            | C::SnapshotUnavailable
+            | C::UnsupportedNode
+            | C::StatefulToolRefused
+            | C::UnsupportedAdbTool
+            | C::ElementNotFound
+            | C::AmbiguousElement
+            | C::ElementDisabled
+            | C::ElementBoundsUnavailable
+            | C::MissingRuntime
+            | C::MissingText
+            | C::RuntimeNotConfigured
+            | C::RuntimeNotConnected
+            | C::SendFailed
+            | C::EventUnsupported
+            | C::OutputInvalid
+            | C::SessionMismatch
+            | C::SurfaceNotActive
+            | C::StaleRevision
+            | C::BackgroundConfirmationTimeout
+            | C::BackgroundActionDenied
+            | C::BackgroundReviewError
+            | C::BackgroundReviewUnlockRequired
+            | C::BackgroundReviewExpired
+            | C::BackgroundReviewAlreadyResolved
+            | C::BackgroundReviewResolved
+            | C::BackgroundReviewCommitFailed
+            | C::BackgroundReviewInterruptedResultUnknown
+            | C::BackgroundReviewResultMissing
+            | C::JobNotFound
+            | C::JobLimitReached
+            | C::JobStateConflict
+            | C::GoalNotFound
+            | C::GoalActionNotFound
+            | C::GoalStateConflict => None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -355,5 +434,26 @@ mod tests {
         let mut r = ToolResult::failure("x", "y", ErrorCode::Denied, "no");
         r.error = None;
         assert!(r.check().is_err());
+    }
+
+    #[test]
+    fn bridge_codes_carry_the_catalogue_status() {
+        assert_eq!(
+            ErrorCode::ToolNotGranted.tool_status(),
+            Some(ToolStatus::Denied)
+        );
+        assert_eq!(ErrorCode::Timeout.tool_status(), Some(ToolStatus::Timeout));
+        assert_eq!(
+            ErrorCode::InvalidParams.tool_status(),
+            Some(ToolStatus::Error)
+        );
+        assert_eq!(
+            ErrorCode::MutatingToolRequiresConfirmation.tool_status(),
+            Some(ToolStatus::NeedsConfirmation)
+        );
+        assert_eq!(
+            ErrorCode::Cancelled.tool_status(),
+            Some(ToolStatus::Cancelled)
+        );
     }
 }

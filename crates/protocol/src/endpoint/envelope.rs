@@ -26,16 +26,9 @@ use super::{Method, MethodName};
 use crate::canonical::{CanonicalError, StrictValue, classify, duplicate_key_error};
 use crate::version::VersionAdvertisement;
 
-/// `error.code` of a frame that is not JSON.
-pub const PARSE_ERROR: i64 = -32700;
-/// `error.code` of a frame that is not a valid request object.
-pub const INVALID_REQUEST: i64 = -32600;
-/// `error.code` of an unknown method.
-pub const METHOD_NOT_FOUND: i64 = -32601;
-/// `error.code` of params of the wrong shape (and of unknown event names).
-pub const INVALID_PARAMS: i64 = -32602;
-/// `error.code` of every application error.
-pub const APPLICATION_ERROR: i64 = -32000;
+pub use super::error::{
+    APPLICATION_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR,
+};
 
 /// Declares a unit type that stands for one fixed string on the wire.
 macro_rules! fixed_string {

@@ -5,10 +5,18 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::envelope::{
-    APPLICATION_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR,
-};
 use crate::error_code::ErrorCode;
+
+/// `error.code` of a frame that is not JSON.
+pub const PARSE_ERROR: i64 = -32700;
+/// `error.code` of a frame that is not a valid request object.
+pub const INVALID_REQUEST: i64 = -32600;
+/// `error.code` of an unknown method.
+pub const METHOD_NOT_FOUND: i64 = -32601;
+/// `error.code` of params of the wrong shape (and of unknown event names).
+pub const INVALID_PARAMS: i64 = -32602;
+/// `error.code` of every application error.
+pub const APPLICATION_ERROR: i64 = -32000;
 
 /// An `error.data.code`: one of the endpoint's own codes, or a code of the tool-result
 /// catalogue ([`ErrorCode`]) when the failure is one of those (`invalid_params`,

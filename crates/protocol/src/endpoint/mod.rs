@@ -52,6 +52,7 @@ mod runtimes;
 mod sessions;
 mod sim;
 mod tools;
+mod untrusted;
 mod world;
 
 use serde::Serialize;
@@ -82,7 +83,7 @@ pub use error::{EndpointErrorCode, UnknownEndpointErrorCode};
 pub use events::{
     BackgroundJobEvent, ConfirmationRequired, ConfirmationResolution, ConfirmationResolved, Event,
     EventsSubscribeParams, EventsSubscribeResult, GoalEvent, MessagePayload, PresenceOffline,
-    PresenceOnline, PresenceTrigger, SessionUpdated, Trust, UntrustedData,
+    PresenceOnline, PresenceTrigger, SessionUpdated,
 };
 pub use goals::{
     GoalActionKind, GoalActionParams, GoalActionRecord, GoalAttemptRecord, GoalBlockerRecord,
@@ -116,6 +117,7 @@ pub use sessions::{
 };
 pub use sim::{SimInjectParams, SimInjectResult};
 pub use tools::{ToolInfo, ToolsInvokeParams, ToolsInvokeResult, ToolsListParams, ToolsListResult};
+pub use untrusted::{Trust, UntrustedData};
 pub use world::{
     PhoneCallReceived, PhoneMessageReceived, PhoneNotificationAction, PhoneNotificationPosted,
     WatcherFired, WatcherReaction,

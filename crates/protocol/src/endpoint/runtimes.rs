@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::NoParams;
-use super::events::UntrustedData;
 use super::sessions::SessionStatus;
+use super::untrusted::UntrustedData;
 use crate::autonomy::Autonomy;
 
 crate::wire_enum!(

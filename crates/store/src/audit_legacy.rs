@@ -11,9 +11,11 @@ use rusqlite::Row;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::audit::{AuditConfirmation, AuditEntry, AuditKind, AuditRecord, Caller, PolicyDecision};
 use crate::error::{Result, StoreError};
 use crate::wire::{Autonomy, col, parse_risk};
+use openphone_protocol::endpoint::{
+    AuditCaller as Caller, AuditConfirmation, AuditEntry, AuditKind, AuditRecord, PolicyDecision,
+};
 
 /// The hashed form: everything but `hash`.
 #[derive(Serialize)]

@@ -10,39 +10,9 @@ use serde_json::Value;
 
 use crate::Store;
 use crate::error::{NotPending, Result, SqlContext, StoreError};
+pub use crate::records::{ConfirmationRecord, ConfirmationState};
 use crate::replay::{IdentityKey, record_final_in};
-use crate::wire::{col, parse_enum, parse_json, parse_risk, sql_limit, to_json, wire_enum};
-
-wire_enum!(
-    /// Confirmation state.
-    ConfirmationState {
-        /// Waiting for the user.
-        Pending = "pending",
-        /// Approved; the stored request is executing.
-        Approved = "approved",
-        /// Approved and executed; the final result is recorded.
-        Completed = "completed",
-        /// Denied by the user.
-        Denied = "denied",
-        /// Expired while pending (or timed out by the caller).
-        Timeout = "timeout",
-        /// Was executing when the daemon stopped; never executed again.
-        ResultUnknown = "result_unknown",
-    }
-);
-
-impl ConfirmationState {
-    /// No further transition is possible.
-    pub fn is_terminal(self) -> bool {
-        match self {
-            ConfirmationState::Pending | ConfirmationState::Approved => false,
-            ConfirmationState::Completed
-            | ConfirmationState::Denied
-            | ConfirmationState::Timeout
-            | ConfirmationState::ResultUnknown => true,
-        }
-    }
-}
+use crate::wire::{col, parse_enum, parse_json, parse_risk, sql_limit, to_json};
 
 /// A resolution decision for [`Store::resolve`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -71,29 +41,6 @@ pub const RESOLVED_BY_EXPIRY: &str = "system:expiry";
 
 /// §8.2 step 4: at most this many pending confirmations per runtime.
 pub const MAX_PENDING_PER_RUNTIME: usize = 32;
-
-/// A stored confirmation.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ConfirmationRecord {
-    /// `runtime-confirm-<uuid>`.
-    pub confirmation_id: String,
-    pub identity: IdentityKey,
-    pub request_id: String,
-    /// The full normalised request, including the exact params that were digested. On
-    /// approval, this — never a re-sent body — is what executes.
-    pub request: Value,
-    pub phone_session_id: Option<String>,
-    pub summary: String,
-    pub risk: Risk,
-    pub created_at_ms: i64,
-    pub expires_at_ms: i64,
-    pub state: ConfirmationState,
-    pub resolved_at_ms: Option<i64>,
-    /// Operator principal (or [`RESOLVED_BY_EXPIRY`]).
-    pub resolved_by: Option<String>,
-    /// The final tool result, once recorded.
-    pub final_result: Option<Value>,
-}
 
 /// What the caller supplies for a new pending confirmation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

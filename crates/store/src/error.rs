@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::confirmations::{ConfirmationRecord, ConfirmationState};
+use crate::records::{ConfirmationRecord, ConfirmationState};
 
 /// Everything that can go wrong in the store. Each variant names the operation and the record it
 /// concerned, so a caller can log it as is and branch on the variant.

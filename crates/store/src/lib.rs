@@ -103,6 +103,7 @@ mod memory;
 mod migrations;
 mod open;
 mod outcomes;
+mod records;
 mod replay;
 mod retention;
 mod rows;

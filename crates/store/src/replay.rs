@@ -8,97 +8,9 @@ use crate::Store;
 use crate::error::{Result, SqlContext, StoreError};
 use crate::wire::{col, is_hex64, parse_json, to_json};
 
-/// The runtime session of a request that has none.
-pub const GLOBAL_SESSION: &str = "global";
-
-/// A request scope: `<runtime>:<runtime_session_id | global>`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct Scope {
-    pub runtime: String,
-    /// Never empty: an empty runtime session id is stored as `global`.
-    pub runtime_session_id: String,
-}
-
-impl Scope {
-    /// Builds a scope; an empty (or blank) runtime session id becomes `global`.
-    pub fn new(runtime: impl Into<String>, runtime_session_id: &str) -> Scope {
-        let session = runtime_session_id.trim();
-        Scope {
-            runtime: runtime.into(),
-            runtime_session_id: if session.is_empty() {
-                GLOBAL_SESSION.to_owned()
-            } else {
-                session.to_owned()
-            },
-        }
-    }
-
-    /// `<runtime>:<runtime_session_id>`.
-    pub fn key(&self) -> String {
-        format!("{}:{}", self.runtime, self.runtime_session_id)
-    }
-}
-
-/// The confirmation / replay identity key (§10.2).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct IdentityKey {
-    pub runtime: String,
-    /// Never empty: `global` when the request has no runtime session.
-    pub runtime_session_id: String,
-    /// Canonical command name.
-    pub tool: String,
-    /// 64 lowercase hex (the `params_hash` without its `sha256:` prefix).
-    pub params_digest: String,
-    /// The request's idempotency key, or its request id when it has none.
-    pub idempotency_key: String,
-}
+pub use crate::records::{FinalResult, IdentityKey, Scope};
 
 impl IdentityKey {
-    /// Builds a key; an empty runtime session id becomes `global`, an empty idempotency key
-    /// becomes `request_id`.
-    pub fn new(
-        runtime: impl Into<String>,
-        runtime_session_id: &str,
-        tool: impl Into<String>,
-        params_digest: impl Into<String>,
-        idempotency_key: &str,
-        request_id: &str,
-    ) -> IdentityKey {
-        let scope = Scope::new(runtime, runtime_session_id);
-        let key = idempotency_key.trim();
-        IdentityKey {
-            runtime: scope.runtime,
-            runtime_session_id: scope.runtime_session_id,
-            tool: tool.into(),
-            params_digest: params_digest.into(),
-            idempotency_key: if key.is_empty() {
-                request_id.to_owned()
-            } else {
-                key.to_owned()
-            },
-        }
-    }
-
-    /// The scope part of the key.
-    pub fn scope(&self) -> Scope {
-        Scope {
-            runtime: self.runtime.clone(),
-            runtime_session_id: self.runtime_session_id.clone(),
-        }
-    }
-
-    /// A readable form for logs and error messages.
-    pub fn describe(&self) -> String {
-        format!(
-            "{}:{} {} {} key={}",
-            self.runtime,
-            self.runtime_session_id,
-            self.tool,
-            self.params_digest,
-            self.idempotency_key
-        )
-    }
-
     /// Rejects empty parts and a digest that is not 64 lowercase hex.
     pub(crate) fn check(&self) -> Result<()> {
         for (what, value) in [
@@ -127,17 +39,6 @@ pub(crate) fn check_digest(digest: &str) -> Result<()> {
             detail: format!("{digest:?} is not 64 lowercase hex digits"),
         })
     }
-}
-
-/// A recorded final result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FinalResult {
-    pub identity: IdentityKey,
-    /// The request that produced it (a replay re-addresses the result to the new request id).
-    pub request_id: String,
-    /// The final tool result, wire shape.
-    pub result: Value,
-    pub recorded_at_ms: i64,
 }
 
 /// An entry of the request-id index.

@@ -46,7 +46,7 @@ use serde_json::{Map, Value, json};
 use crate::Store;
 use crate::audit_storage::hex32;
 use crate::error::{Result, SqlContext, StoreError};
-use crate::replay::{FinalResult, IdentityKey};
+use crate::records::{FinalResult, IdentityKey};
 use crate::wire::sql_limit;
 
 const HOUR_MS: i64 = 60 * 60 * 1000;

@@ -421,11 +421,6 @@ impl Scheduler {
         &self.inner.config
     }
 
-    /// The store the scheduler serves.
-    pub fn store(&self) -> &Arc<Store> {
-        &self.inner.store
-    }
-
     /// Receives the scheduler's events from now on.
     pub fn subscribe(&self) -> broadcast::Receiver<SchedulerEvent> {
         self.inner.events.subscribe()

@@ -19,7 +19,7 @@
 //! see and act on every job.
 
 use async_trait::async_trait;
-use openphone_core::authority::{ActingFor, OPERATOR_CREATOR, acting_for};
+use openphone_core::authority::{ActingFor, OPERATOR_CREATOR};
 use openphone_core::services::{RuntimeService, ServiceCall};
 use openphone_device::DeviceError;
 use serde_json::{Map, Value, json};
@@ -129,7 +129,7 @@ impl JobTools {
 pub fn asker(scheduler: &Scheduler, call: &ServiceCall<'_>) -> Result<Asker, DeviceError> {
     let caller = call.caller;
     Ok(
-        match acting_for(scheduler.store(), caller, call.runtime_session_id)? {
+        match scheduler.acting_for(caller, call.runtime_session_id)? {
             ActingFor::Itself if caller.is_operator() => Asker::operator(),
             ActingFor::Itself => Asker::runtime(&caller.runtime),
             ActingFor::Creator(creator) if creator == OPERATOR_CREATOR => Asker::operator(),

@@ -34,16 +34,6 @@ pub const ALLOWED: &[Allowed] = &[
         path: "crates/openclaw/tests/suite/fake_gateway.rs",
         why: "H4: openclaw tests",
     },
-    Allowed {
-        rule: rules::store_calls::RULE,
-        path: "crates/jobs/src/service.rs",
-        why: "H3/H6: the job tools read the store through the scheduler",
-    },
-    Allowed {
-        rule: rules::store_calls::RULE,
-        path: "crates/server/src/conn/methods/jobs.rs",
-        why: "H3: jobs methods",
-    },
 ];
 
 /// The violations of `rule` the allowlist does not cover, and the allowlist entries of `rule`

@@ -1,13 +1,17 @@
 //! The job operations (§5, §8): create (against the creator's quota), get, list, stop, pause
 //! and resume, each as the [`Asker`] may (a runtime only its own jobs), each rescheduling the
-//! next wake.
+//! next wake; the operator's reads (a filtered list, a job's attempts) and whom a job tool's
+//! caller acts for.
 
+use openphone_core::authority::{ActingFor, acting_for};
+use openphone_device::DeviceError;
+use openphone_policy::Caller;
 use openphone_store::{AttemptFinish, StoreError};
 
 use super::{Asker, Scheduler, SchedulerEvent, StopOutcome, WRITE_TRIES};
 use crate::error::JobsError;
 use crate::limits::{LIST_DEFAULT, LIST_MAX};
-use crate::model::{JobFilter, JobStatus, RunOutcome, StoredJob};
+use crate::model::{JobFilter, JobRun, JobStatus, RunOutcome, StoredJob};
 use crate::transition::{Change, apply};
 use crate::validate::{CreateContext, JobRequest, for_creator, normalise};
 
@@ -92,6 +96,29 @@ impl Scheduler {
             created_by: (!asker.is_user()).then(|| asker.id().to_owned()),
             ..JobFilter::default()
         })?)
+    }
+
+    /// The jobs `filter` selects, exactly as the store lists them (no cap beyond the filter's
+    /// own limit): the operator's `jobs.list`. Reading never moves a due time.
+    pub fn list_filtered(&self, filter: &JobFilter) -> Result<Vec<StoredJob>, StoreError> {
+        self.inner.store.list_jobs(filter)
+    }
+
+    /// The ledger of job `id`: its attempts, oldest first (none for an id that names nothing).
+    pub fn job_runs(&self, id: i64) -> Result<Vec<JobRun>, StoreError> {
+        self.inner.store.job_runs(id)
+    }
+
+    /// For whom `caller` acts in runtime session `runtime_session_id`
+    /// ([`openphone_core::authority::acting_for`] over the scheduler's store): `builtin`
+    /// doing a job's, goal's or watcher's work acts for its owner; work whose owner cannot be
+    /// read is refused (`work_owner_unknown`).
+    pub fn acting_for(
+        &self,
+        caller: &Caller,
+        runtime_session_id: &str,
+    ) -> Result<ActingFor, DeviceError> {
+        acting_for(&self.inner.store, caller, runtime_session_id)
     }
 
     /// [`Scheduler::stop`] of a job `asker` may see (another's is `job_not_found`).

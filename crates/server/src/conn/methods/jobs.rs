@@ -68,11 +68,8 @@ pub(super) fn list(conn: &Conn, p: JobsListParams) -> Result<JobsListResult, Err
             "limit must be at least 1",
         ));
     }
-    let rows = conn
-        .state
-        .bridge
-        .store()
-        .list_jobs(&JobFilter {
+    let rows = scheduler(conn)
+        .list_filtered(&JobFilter {
             statuses,
             job_type: None,
             text: p.query.filter(|q| !q.trim().is_empty()),
@@ -90,10 +87,7 @@ pub(super) fn list(conn: &Conn, p: JobsListParams) -> Result<JobsListResult, Err
 /// `jobs.get {job_id}`: the record, its delivery state and its attempts.
 pub(super) fn get(conn: &Conn, p: JobIdParams) -> Result<JobsGetResult, ErrorObject> {
     let row = scheduler(conn).get(p.job_id).map_err(error)?;
-    let runs = conn
-        .state
-        .bridge
-        .store()
+    let runs = scheduler(conn)
         .job_runs(p.job_id)
         .map_err(internal)?
         .into_iter()

@@ -52,12 +52,10 @@ pub mod tools;
 pub mod transcript;
 mod turns;
 
-pub use background::{AgentTurnRunner, BackgroundSetupError, background_session};
+pub use background::{AgentTurnRunner, BackgroundSetupError};
 pub use config::{BuiltinConfig, BuiltinConfigError, ModelEndpoint};
 pub use dispatch::DispatchRunner;
 pub use goal_turn::GoalTurnRunner;
 pub use judge::ModelJudge;
-/// The runtime id of the built-in runtime (the protocol's one constant for it).
-pub use openphone_protocol::BUILTIN_RUNTIME_ID as BUILTIN;
 pub use runtime::{BuiltinRuntime, DAEMON_STOPPED};
 pub use setup::BuiltinSetup;

@@ -236,7 +236,7 @@ impl Inner {
             // are not a built-in run's: the goal engine waits on them across restarts.
             if record.phone_session_id.is_none()
                 && record.request_id.starts_with("goal_")
-                && record.identity.runtime_session_id.starts_with("goal:")
+                && openphone_protocol::goal_of(&record.identity.runtime_session_id).is_some()
             {
                 continue;
             }

@@ -178,7 +178,7 @@ pub fn run(cmd: AuditCommand) -> Result<ExitCode> {
 /// on it are recorded under `goal_<id>:op:<method>-<uuid>`.
 pub fn belongs_to_goal(entry: &openphone_store::AuditEntry, goal_id: &str) -> bool {
     let prefix = format!("{goal_id}:");
-    let session = format!("goal:{goal_id}:");
+    let session = openphone_protocol::goal_action_sessions_prefix(goal_id);
     entry.request_id.starts_with(&prefix)
         || entry
             .idempotency_key

@@ -211,8 +211,7 @@ pub fn acting_for(
             Err(e) => Err(owner_unknown(session, e)),
         };
     }
-    if let Some(rest) = session.strip_prefix("goal:") {
-        let id = rest.split(':').next().unwrap_or_default();
+    if let Some(id) = openphone_protocol::goal_of(session) {
         if id.is_empty() {
             return Err(owner_unknown(session, "no goal id"));
         }
@@ -237,12 +236,10 @@ pub fn acting_for(
             (Some(_), _) => Ok(ActingFor::Creator(OPERATOR_CREATOR.to_owned())),
         };
     }
-    if let Some(id) = session.strip_prefix("watcher:") {
+    if let Some(id) = openphone_protocol::watcher_of(session) {
         let id: i64 = id
-            .split(':')
-            .next()
-            .and_then(|id| id.parse().ok())
-            .ok_or_else(|| owner_unknown(session, "not a watcher id"))?;
+            .parse()
+            .map_err(|_| owner_unknown(session, "not a watcher id"))?;
         return match store.get_watcher(id) {
             Ok(Some(watcher)) => Ok(ActingFor::Creator(watcher.runtime)),
             Ok(None) => Err(owner_unknown(session, format_args!("watcher {id} is gone"))),

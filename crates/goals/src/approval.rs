@@ -15,8 +15,8 @@
 //! an Allow; the note says so and what would help instead.
 
 use openphone_core::{GOAL_GRANT_MAX_MS, goal_scope};
-use openphone_policy::{BUILTIN_RUNTIME, exact_params_constraints, is_risk_floor};
-use openphone_protocol::Registry;
+use openphone_policy::{exact_params_constraints, is_risk_floor};
+use openphone_protocol::{BUILTIN_RUNTIME_ID, Registry};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
@@ -90,7 +90,7 @@ pub fn package(
         goal_id: goal.id.clone(),
         action_id: action.id.clone(),
         scope: goal_scope(&goal.id),
-        runtime: BUILTIN_RUNTIME.to_owned(),
+        runtime: BUILTIN_RUNTIME_ID.to_owned(),
         tool: cmd.name.clone(),
         constraints: exact_params_constraints(cmd, &Value::Object(params.clone()))
             .into_iter()

@@ -273,9 +273,9 @@ impl Action {
     /// The runtime session of this action's requests.
     pub fn session(&self, goal_id: &str) -> String {
         if self.session_target == "main" {
-            format!("goal:{goal_id}")
+            openphone_protocol::goal_session(goal_id)
         } else {
-            format!("goal:{goal_id}:{}", self.id)
+            openphone_protocol::goal_action_session(goal_id, &self.id)
         }
     }
 }

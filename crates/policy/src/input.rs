@@ -4,17 +4,13 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use openphone_protocol::{Command, Exposure};
+use openphone_protocol::{BUILTIN_RUNTIME_ID, Command, Exposure};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::autonomy::{Autonomy, effective_autonomy};
 use crate::error::PolicyError;
 pub use crate::selector::ToolSelector;
-
-/// The runtime id of the daemon's own runtime (goal runner, jobs, built-in agent): the
-/// protocol's one constant, under the name policy's callers know.
-pub use openphone_protocol::BUILTIN_RUNTIME_ID as BUILTIN_RUNTIME;
 
 /// The transport a request arrived on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -168,7 +164,7 @@ impl Caller {
     /// ceiling like any runtime's).
     pub fn builtin(principal: &str) -> Caller {
         Caller {
-            runtime: BUILTIN_RUNTIME.to_owned(),
+            runtime: BUILTIN_RUNTIME_ID.to_owned(),
             transport: Transport::Internal,
             principal: principal.to_owned(),
             role: Role::Runtime,
@@ -193,7 +189,7 @@ impl Caller {
 
     /// Whether this is the daemon's own runtime.
     pub fn is_builtin(&self) -> bool {
-        self.runtime == BUILTIN_RUNTIME
+        self.runtime == BUILTIN_RUNTIME_ID
     }
 
     /// Whether this caller holds the operator credential.

@@ -111,9 +111,8 @@ pub use error::PolicyError;
 pub use explain::{explain, wire_layer, wire_outcome};
 pub use grants::{exact_params_constraints, session_grant_constraints, target_params};
 pub use input::{
-    Admission, BUILTIN_RUNTIME, BackgroundRun, Caller, Context, ExposureGrants, PolicyInput, Role,
-    RuleMatch, RuntimeAuthorisation, StandingApproval, ToolList, ToolPolicy, ToolSelector,
-    Transport,
+    Admission, BackgroundRun, Caller, Context, ExposureGrants, PolicyInput, Role, RuleMatch,
+    RuntimeAuthorisation, StandingApproval, ToolList, ToolPolicy, ToolSelector, Transport,
 };
 pub use layers::{is_mutating, is_risk_floor};
 pub use profiles::{Profile, Profiles, profile, profiles};

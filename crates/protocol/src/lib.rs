@@ -71,7 +71,10 @@ pub use runtime_id::{BUILTIN_RUNTIME_ID, RuntimeIdError, normalize_runtime_id};
 #[doc(hidden)]
 pub use schema::__private as __schema;
 pub use schema::{endpoint_schema, string_enum};
-pub use session_key::{background_job_of, background_job_session};
+pub use session_key::{
+    background_job_of, background_job_session, goal_action_session, goal_action_sessions_prefix,
+    goal_judge_session, goal_of, goal_session, watcher_of, watcher_session,
+};
 pub use tool_request::{DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, ToolRequest, effective_timeout_ms};
 pub use tool_result::{
     DenialDetails, PendingConfirmation, ToolError, ToolResult, ToolStatus, audit_id,

@@ -184,7 +184,7 @@ impl Config {
             .map(|r| r.id.clone())
             .chain([
                 self.mcp.default_runtime.clone(),
-                openphone_policy::BUILTIN_RUNTIME.to_owned(),
+                openphone_protocol::BUILTIN_RUNTIME_ID.to_owned(),
             ])
             .chain(
                 self.openclaw

@@ -568,7 +568,7 @@ async fn builtin_runtime(
 ) -> Result<(BuiltinRuntime, BuiltinSetup), DaemonError> {
     let authorisation = crate::runtime_policy::bridge_config(config, runtimes)
         .runtimes
-        .and_then(|table| table.get(openphone_agent::BUILTIN).copied())
+        .and_then(|table| table.get(openphone_protocol::BUILTIN_RUNTIME_ID).copied())
         .unwrap_or_else(|| openphone_policy::Caller::builtin("daemon").authorisation());
     let setup = BuiltinSetup {
         bridge: Arc::clone(bridge),

@@ -37,10 +37,7 @@ impl BuiltinAgent {
 
 /// The goal id in a goal's runtime session `goal:<goal>[:<action>]`.
 fn goal_of_session(session: &str) -> Option<&str> {
-    session
-        .strip_prefix("goal:")
-        .and_then(|rest| rest.split(':').next())
-        .filter(|id| !id.is_empty())
+    openphone_protocol::goal_of(session).filter(|id| !id.is_empty())
 }
 
 #[async_trait]

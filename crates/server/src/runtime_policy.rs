@@ -15,7 +15,8 @@
 use std::collections::BTreeMap;
 
 use openphone_core::{BridgeConfig, BridgeError, ToolBridge, Withdrawn};
-use openphone_policy::{BUILTIN_RUNTIME, RuntimeAuthorisation};
+use openphone_policy::RuntimeAuthorisation;
+use openphone_protocol::BUILTIN_RUNTIME_ID;
 
 use crate::config::{Config, RuntimeCredential};
 
@@ -42,7 +43,7 @@ pub fn bridge_config(config: &Config, credentials: &[RuntimeCredential]) -> Brid
         .builtin_authorisation()
         .unwrap_or(RuntimeAuthorisation::REVOKED);
     runtimes
-        .entry(BUILTIN_RUNTIME.to_owned())
+        .entry(BUILTIN_RUNTIME_ID.to_owned())
         .or_insert(builtin);
     // The OpenClaw adapter's runtime, under its `[openclaw]` grants and ceiling (a table that
     // does not check grants nothing: `Config::parse` refuses it before this runs).

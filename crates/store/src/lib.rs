@@ -138,9 +138,9 @@ pub use goals::{
     StoredGoal,
 };
 pub use jobs::{
-    AgentJob, AttemptFinish, BUILTIN_CREATOR, ClaimRequest, ClaimedJob, DeliveryState, JobFilter,
-    JobPhase, JobQuota, JobRun, JobStatus, JobType, NewAgentJob, OPERATOR_CREATOR,
-    RUNS_KEPT_PER_JOB, Repair, RunOutcome, StaleSelection, StoredJob, is_user_creator,
+    AgentJob, AttemptFinish, ClaimRequest, ClaimedJob, DeliveryState, JobFilter, JobPhase,
+    JobQuota, JobRun, JobStatus, JobType, NewAgentJob, OPERATOR_CREATOR, RUNS_KEPT_PER_JOB, Repair,
+    RunOutcome, StaleSelection, StoredJob, is_user_creator,
 };
 pub use lock::Holder;
 pub use memory::{MemoryHit, MemoryRecord, NewMemory};

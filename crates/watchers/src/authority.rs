@@ -21,8 +21,8 @@
 
 use openphone_core::ToolBridge;
 use openphone_core::authority::CreatorAuthority;
-use openphone_policy::{BUILTIN_RUNTIME, Caller};
-use openphone_protocol::{Command, Registry};
+use openphone_policy::Caller;
+use openphone_protocol::{BUILTIN_RUNTIME_ID, Command, Registry};
 
 use crate::spec::Source;
 
@@ -45,7 +45,7 @@ pub fn builtin_caller(bridge: &ToolBridge, principal: &str) -> Caller {
     match bridge
         .config()
         .runtimes
-        .and_then(|table| table.get(BUILTIN_RUNTIME).copied())
+        .and_then(|table| table.get(BUILTIN_RUNTIME_ID).copied())
     {
         Some(configured) => caller.with_authorisation(configured),
         None => caller,

@@ -36,7 +36,7 @@ use openphone_core::ToolBridge;
 use openphone_jobs::{JobType, Runners};
 use openphone_protocol::Registry;
 
-pub use engine::{AGENT_JOB_DELAY_MS, Fired, RUNTIME, Watchers, WatchersSetup};
+pub use engine::{AGENT_JOB_DELAY_MS, Fired, Watchers, WatchersSetup};
 pub use error::WatchersError;
 pub use judge::Judge;
 pub use runner::ToolCallRunner;

@@ -114,7 +114,7 @@ impl JobRunner for ToolCallRunner {
         let session = openphone_protocol::background_job_session(job.id);
         let request = ToolRequest {
             request_id: format!("job-{}-attempt-{}", job.id, ctx.attempt),
-            runtime: Some(openphone_policy::BUILTIN_RUNTIME.to_owned()),
+            runtime: Some(openphone_protocol::BUILTIN_RUNTIME_ID.to_owned()),
             runtime_session_id: session.clone(),
             phone_session_id: Some(session),
             tool: command.name.clone(),

@@ -60,9 +60,6 @@ use crate::setup::BuiltinSetup;
 use crate::turns::Limits;
 use job_run::Jobs;
 
-/// The phone session (and runtime session) of job `<id>`'s runs: `background-job:<id>`
-/// (the protocol's one constructor of the key).
-pub use openphone_protocol::background_job_session as background_session;
 pub use report::{RUN_STOPPED, summary_of};
 
 /// Why the runner for background jobs could not be built.

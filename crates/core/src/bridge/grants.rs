@@ -45,12 +45,12 @@ pub const GOAL_GRANT_MAX_MS: i64 = 7 * 24 * 60 * 60 * 1000;
 
 /// The session a goal's grants are scoped to: `goal:<goal id>`.
 pub fn goal_scope(goal_id: &str) -> String {
-    format!("goal:{goal_id}")
+    openphone_protocol::goal_session(goal_id)
 }
 
 /// Whether `caller` is the goal layer's own (never a remote runtime: those are not internal).
 pub(super) fn is_goal_caller(caller: &Caller) -> bool {
-    caller.runtime == openphone_policy::BUILTIN_RUNTIME
+    caller.runtime == openphone_protocol::BUILTIN_RUNTIME_ID
         && caller.transport == Transport::Internal
         && caller.principal == GOAL_PRINCIPAL
 }

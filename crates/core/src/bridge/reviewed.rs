@@ -17,9 +17,11 @@
 //! with the same identity is answered from its recorded result before that check, so it never
 //! runs twice — not even after the review was committed.
 
-use openphone_policy::{BUILTIN_RUNTIME, Caller, Context, Decision};
+use openphone_policy::{Caller, Context, Decision};
 use openphone_protocol::review::{ReviewDecision, ReviewState, ReviewView};
-use openphone_protocol::{Command, ErrorCode, ToolRequest, ToolResult, params_digest};
+use openphone_protocol::{
+    BUILTIN_RUNTIME_ID, Command, ErrorCode, ToolRequest, ToolResult, params_digest,
+};
 use openphone_store::JobStatus;
 
 use super::ToolBridge;
@@ -72,9 +74,9 @@ impl ToolBridge {
         review: &ReviewedApproval,
     ) -> Result<(), String> {
         let session = review.session();
-        if caller.runtime != BUILTIN_RUNTIME {
+        if caller.runtime != BUILTIN_RUNTIME_ID {
             return Err(format!(
-                "background reviews are made for the `{BUILTIN_RUNTIME}` runtime, not `{}`",
+                "background reviews are made for the `{BUILTIN_RUNTIME_ID}` runtime, not `{}`",
                 caller.runtime
             ));
         }

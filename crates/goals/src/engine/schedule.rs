@@ -32,7 +32,7 @@ impl GoalEngine {
             .or_insert_with(|| Value::String(action.title.clone()));
         ToolRequest {
             request_id: key.clone(),
-            runtime: Some(openphone_policy::BUILTIN_RUNTIME.to_owned()),
+            runtime: Some(openphone_protocol::BUILTIN_RUNTIME_ID.to_owned()),
             runtime_session_id: action.session(&goal.id),
             phone_session_id: None,
             tool: command.to_owned(),

@@ -25,7 +25,7 @@ impl GoalEngine {
             .or_insert_with(|| Value::String(format!("check progress of goal {}", goal.id)));
         let request = ToolRequest {
             request_id: format!("{}:check:{}", goal.id, uuid::Uuid::new_v4().simple()),
-            runtime: Some(openphone_policy::BUILTIN_RUNTIME.to_owned()),
+            runtime: Some(openphone_protocol::BUILTIN_RUNTIME_ID.to_owned()),
             runtime_session_id: session.to_owned(),
             tool: command.to_owned(),
             params: Value::Object(params),
@@ -96,7 +96,7 @@ impl GoalEngine {
                 } => {
                     self.read_check(
                         goal,
-                        &format!("goal:{}", goal.id),
+                        &openphone_protocol::goal_session(&goal.id),
                         command,
                         params,
                         predicate,
@@ -119,7 +119,7 @@ impl GoalEngine {
                 }
                 CriterionCheck::RuntimeJudge { question } => match &self.backends.agent {
                     Some(agent) => match agent
-                        .agent_turn(&format!("goal:{}:judge", goal.id), question)
+                        .agent_turn(&openphone_protocol::goal_judge_session(&goal.id), question)
                         .await
                     {
                         Ok(answer) => (

@@ -35,13 +35,13 @@
 use std::sync::OnceLock;
 
 use openphone_protocol::canonical::check_params;
-use openphone_protocol::{binding_digest, params_digest};
+use openphone_protocol::{background_job_session, binding_digest, params_digest};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::{
     CHECKPOINT_SCHEMA, Checkpoint, ConfirmationRecord, MAX_RECORD_CHARS, MAX_TOOL_RESULT_CHARS,
-    REVIEW_WINDOW_MS, Resolution, ReviewState, digests_equal, holds_blocked_material, job_session,
+    REVIEW_WINDOW_MS, Resolution, ReviewState, digests_equal, holds_blocked_material,
     serialised_chars, summary_of,
 };
 use crate::model::{AgentJob, JobPhase, JobStatus};
@@ -167,12 +167,12 @@ fn check_record(value: &Value) -> Result<ConfirmationRecord, CheckFailure> {
             ),
         ));
     }
-    if record.phone_session_id != job_session(record.job_id) {
+    if record.phone_session_id != background_job_session(record.job_id) {
         return Err(fail(
             "record.session",
             format!(
                 "phone_session_id must be `{}` for job {}",
-                job_session(record.job_id),
+                background_job_session(record.job_id),
                 record.job_id
             ),
         ));

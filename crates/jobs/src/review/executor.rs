@@ -7,10 +7,13 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use openphone_core::{ReviewedApproval, ToolBridge};
 use openphone_policy::{Autonomy, Caller};
-use openphone_protocol::{ErrorCode, Registry, ToolRequest, ToolResult, ToolStatus};
+use openphone_protocol::{
+    BUILTIN_RUNTIME_ID, ErrorCode, Registry, ToolRequest, ToolResult, ToolStatus,
+    background_job_session,
+};
 use serde_json::Value;
 
-use super::{ConfirmationRecord, REVIEW_RUNTIME, Resolution, job_session};
+use super::{ConfirmationRecord, Resolution};
 
 /// `reason` when the approved command may no longer run in the background.
 pub const NOT_ELIGIBLE: &str = "tool_not_eligible_for_background_approval";
@@ -138,7 +141,7 @@ impl BridgeReviewExecutor {
                     ),
                 )
             })?;
-        let session = job_session(record.job_id);
+        let session = background_job_session(record.job_id);
         // The reason the model gave is part of the params (and so of the digest); only a
         // call without one gets a request-level reason naming the review.
         let has_reason = record
@@ -148,7 +151,7 @@ impl BridgeReviewExecutor {
             .is_some_and(|r| !r.trim().is_empty());
         Ok(ToolRequest {
             request_id: record.confirmation_id.clone(),
-            runtime: Some(REVIEW_RUNTIME.to_owned()),
+            runtime: Some(BUILTIN_RUNTIME_ID.to_owned()),
             runtime_session_id: session.clone(),
             phone_session_id: Some(session),
             tool: command.name.clone(),

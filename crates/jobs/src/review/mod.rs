@@ -41,8 +41,6 @@ pub use openphone_protocol::review::{
 };
 /// `schema` of a checkpoint.
 pub const CHECKPOINT_SCHEMA: &str = "openphone.background_checkpoint.v1";
-/// The only runtime a background review is made for: the built-in runtime.
-pub use openphone_protocol::BUILTIN_RUNTIME_ID as REVIEW_RUNTIME;
 /// The review window (§6.1): 15 minutes.
 pub const REVIEW_WINDOW_MS: i64 = 900_000;
 /// Most members `params` may have.
@@ -71,7 +69,8 @@ pub const CLAIM_UNAVAILABLE: &str = "claim_unavailable";
 pub const NO_SUCH_REVIEW: &str = "no_such_review";
 
 /// `background-job:<job_id>`: the runtime session and phone session of a job's tool calls (the
-/// protocol's one constructor of the key).
+/// protocol's one constructor of the key). Source files call
+/// [`openphone_protocol::background_job_session`]; this name stays for the test suite's support.
 pub use openphone_protocol::background_job_session as job_session;
 
 /// The audit id of a review's records: `background-review:<confirmation_id>`.

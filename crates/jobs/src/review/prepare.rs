@@ -3,13 +3,14 @@
 
 use openphone_protocol::canonical::check_params;
 use openphone_protocol::{
-    Command, Registry, binding_digest, canonical_json, display_text, params_digest,
+    BUILTIN_RUNTIME_ID, Command, Registry, background_job_session, binding_digest, canonical_json,
+    display_text, params_digest,
 };
 
 use super::{
     CHECKPOINT_SCHEMA, Checkpoint, ConfirmationRecord, MAX_RECORD_CHARS, MAX_SUMMARY_CHARS,
-    RECORD_SCHEMA, REVIEW_RUNTIME, REVIEW_WINDOW_MS, ReviewProposal, ReviewRefused, ReviewState,
-    job_session, sanitise, serialised_chars,
+    RECORD_SCHEMA, REVIEW_WINDOW_MS, ReviewProposal, ReviewRefused, ReviewState, sanitise,
+    serialised_chars,
 };
 use crate::model::{JobPhase, truncate_chars};
 
@@ -129,8 +130,8 @@ pub fn prepare_with(
         schema: RECORD_SCHEMA.to_owned(),
         confirmation_id: ids.confirmation_id,
         job_id,
-        runtime: REVIEW_RUNTIME.to_owned(),
-        phone_session_id: job_session(job_id),
+        runtime: BUILTIN_RUNTIME_ID.to_owned(),
+        phone_session_id: background_job_session(job_id),
         tool: tool.clone(),
         params: proposal.params.clone(),
         params_digest: params_digest.clone(),

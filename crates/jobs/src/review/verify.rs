@@ -2,12 +2,14 @@
 //! before anything executes. Digests are recomputed and compared in constant time; a record
 //! whose stored digests do not match is rejected, never repaired.
 
-use openphone_protocol::{binding_digest, params_digest};
+use openphone_protocol::{
+    BUILTIN_RUNTIME_ID, background_job_session, binding_digest, params_digest,
+};
 
 use super::{
     CHECKPOINT_SCHEMA, Checkpoint, ConfirmationRecord, MAX_RECORD_CHARS, RECORD_SCHEMA,
-    REVIEW_RUNTIME, REVIEW_WINDOW_MS, ReviewDecision, ReviewState, digests_equal, is_tool_name,
-    job_session, sanitise, serialised_chars,
+    REVIEW_WINDOW_MS, ReviewDecision, ReviewState, digests_equal, is_tool_name, sanitise,
+    serialised_chars,
 };
 use crate::model::{AgentJob, JobPhase};
 
@@ -61,14 +63,14 @@ pub fn verify_claim(
         ));
     }
     // 4.
-    if record.runtime != REVIEW_RUNTIME {
+    if record.runtime != BUILTIN_RUNTIME_ID {
         return Err(fail(
             4,
-            format!("the record's runtime is not {REVIEW_RUNTIME}"),
+            format!("the record's runtime is not {BUILTIN_RUNTIME_ID}"),
         ));
     }
     // 5.
-    if record.phone_session_id != job_session(record.job_id) {
+    if record.phone_session_id != background_job_session(record.job_id) {
         return Err(fail(5, "the record's phone session is not the job's"));
     }
     // 6.

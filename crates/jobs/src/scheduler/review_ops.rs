@@ -26,7 +26,7 @@
 
 use std::sync::Arc;
 
-use openphone_protocol::ErrorCode;
+use openphone_protocol::{BUILTIN_RUNTIME_ID, ErrorCode, background_job_session};
 use openphone_store::{
     AttemptFinish, AuditConfirmation, AuditEntry, AuditKind, Caller as AuditCaller, StoreError,
 };
@@ -38,9 +38,9 @@ use crate::model::{JobStatus, RunOutcome, StoredJob, truncate_chars};
 use crate::reason::FailureReason;
 use crate::review::executor::NOT_ELIGIBLE;
 use crate::review::{
-    self, AUDIT_EVENT, AUDIT_SCHEMA, BoundResult, MAX_ID_CHARS, REVIEW_RUNTIME, Resolution,
-    ReviewAnswer, ReviewDecision, ReviewExecutor, ReviewProposal, ReviewState, STALE_RESOLUTION_MS,
-    eligible_command, is_tool_name, job_session,
+    self, AUDIT_EVENT, AUDIT_SCHEMA, BoundResult, MAX_ID_CHARS, Resolution, ReviewAnswer,
+    ReviewDecision, ReviewExecutor, ReviewProposal, ReviewState, STALE_RESOLUTION_MS,
+    eligible_command, is_tool_name,
 };
 use crate::transition::{Change, apply};
 
@@ -582,7 +582,7 @@ impl Inner {
         let job = &before.job;
         let record = &job.pending_tool_request_json;
         let confirmation_id = job.pending_confirmation_id.clone();
-        let session = job_session(job.id);
+        let session = background_job_session(job.id);
         let tool = tool_of(record);
         let idempotency_key = raw_str(record, "idempotency_key")
             .map(|k| truncate_chars(k, MAX_ID_CHARS))
@@ -593,7 +593,7 @@ impl Inner {
             "schema": AUDIT_SCHEMA,
             "job_id": job.id,
             "confirmation_id": confirmation_id,
-            "runtime": REVIEW_RUNTIME,
+            "runtime": BUILTIN_RUNTIME_ID,
             "phone_session_id": session,
             "tool": tool,
             "params_digest": digest_of(record, "params_digest"),
@@ -608,9 +608,9 @@ impl Inner {
             audit_id: review::audit_id(&confirmation_id),
             kind: AuditKind::BackgroundEvent,
             at_ms: now,
-            runtime: REVIEW_RUNTIME.to_owned(),
+            runtime: BUILTIN_RUNTIME_ID.to_owned(),
             caller: AuditCaller {
-                runtime: REVIEW_RUNTIME.to_owned(),
+                runtime: BUILTIN_RUNTIME_ID.to_owned(),
                 transport: "internal".to_owned(),
                 principal: self.config.owner.clone(),
             },

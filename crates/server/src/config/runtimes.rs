@@ -69,7 +69,7 @@ impl std::fmt::Debug for RuntimeCredential {
 /// Whether a configured id names the daemon's own runtime (`builtin` or one of its aliases).
 pub(super) fn is_builtin_id(id: &str) -> bool {
     openphone_protocol::normalize_runtime_id(id)
-        .is_ok_and(|id| id == openphone_policy::BUILTIN_RUNTIME)
+        .is_ok_and(|id| id == openphone_protocol::BUILTIN_RUNTIME_ID)
 }
 
 /// A `grants` list as exposure classes (`default` when absent).

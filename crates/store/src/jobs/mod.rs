@@ -30,6 +30,7 @@ mod review;
 mod rows;
 mod write;
 
+use openphone_protocol::BUILTIN_RUNTIME_ID;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -64,9 +65,6 @@ pub struct StoredJob {
 /// `openphone jobs create`, the dashboard), and of every job stored before jobs had owners.
 pub const OPERATOR_CREATOR: &str = "operator";
 
-/// `created_by` of the built-in runtime's jobs (the user's own assistant): its runtime id.
-pub use openphone_protocol::BUILTIN_RUNTIME_ID as BUILTIN_CREATOR;
-
 fn operator_creator() -> String {
     OPERATOR_CREATOR.to_owned()
 }
@@ -75,7 +73,7 @@ fn operator_creator() -> String {
 /// assistant): the user's jobs run with the built-in runtime's authority and count against
 /// the user's share of `max_jobs`; every other creator is a runtime with its own quota.
 pub fn is_user_creator(created_by: &str) -> bool {
-    created_by == OPERATOR_CREATOR || created_by == BUILTIN_CREATOR
+    created_by == OPERATOR_CREATOR || created_by == BUILTIN_RUNTIME_ID
 }
 
 /// How many jobs may be stored, and how many of them runtimes may hold (issue 28): the user's
@@ -134,7 +132,7 @@ pub struct NewAgentJob {
     pub delivery_json: Map<String, Value>,
     /// First due time.
     pub next_run_at: i64,
-    /// Who creates it: [`OPERATOR_CREATOR`], [`BUILTIN_CREATOR`] or a runtime id (see
+    /// Who creates it: [`OPERATOR_CREATOR`], [`BUILTIN_RUNTIME_ID`] or a runtime id (see
     /// [`StoredJob::created_by`]).
     #[serde(default = "operator_creator")]
     pub created_by: String,

@@ -2,12 +2,13 @@
 //! room, §2.4), the compare-and-set write of a record on its `version` (and the attempt's
 //! fence), the reason a conditional write changed nothing, and the fenced end of a ledger row.
 
+use openphone_protocol::BUILTIN_RUNTIME_ID;
 use rusqlite::{Connection, params};
 
 use super::rows::{TERMINAL_SQL, conflict, get_in, json_text, not_found};
 use super::{
-    AttemptFinish, BUILTIN_CREATOR, DeliveryState, JobQuota, NewAgentJob, OPERATOR_CREATOR,
-    StoredJob, is_user_creator,
+    AttemptFinish, DeliveryState, JobQuota, NewAgentJob, OPERATOR_CREATOR, StoredJob,
+    is_user_creator,
 };
 use crate::error::{Result, SqlContext, StoreError};
 use crate::wire::sql_limit;
@@ -25,7 +26,7 @@ pub(crate) fn create_in(
 /// Live jobs of `created_by` (`None`: of every creator that is not the user).
 pub(super) fn live_count(tx: &Connection, created_by: Option<&str>) -> Result<i64> {
     let sql = format!(
-        "SELECT COUNT(*) FROM agent_jobs WHERE status NOT IN {TERMINAL_SQL} AND          CASE WHEN ?1 IS NULL THEN created_by NOT IN ('{OPERATOR_CREATOR}', '{BUILTIN_CREATOR}')          ELSE created_by = ?1 END"
+        "SELECT COUNT(*) FROM agent_jobs WHERE status NOT IN {TERMINAL_SQL} AND          CASE WHEN ?1 IS NULL THEN created_by NOT IN ('{OPERATOR_CREATOR}', '{BUILTIN_RUNTIME_ID}')          ELSE created_by = ?1 END"
     );
     tx.prepare_cached(&sql)
         .and_then(|mut s| s.query_row([created_by], |r| r.get(0)))

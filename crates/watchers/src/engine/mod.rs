@@ -46,8 +46,6 @@ mod fire;
 mod poll;
 mod time;
 
-/// The runtime whose name reactions and polls run under: the built-in runtime.
-pub use openphone_protocol::BUILTIN_RUNTIME_ID as RUNTIME;
 /// When an agent reaction's job first runs: 15 s after the firing (`agent-jobs.md` §11).
 pub const AGENT_JOB_DELAY_MS: i64 = 15_000;
 /// The principal the engine's own requests are made as.

@@ -11,7 +11,7 @@ use openphone_store::WatcherRecord;
 use serde_json::{Map, Value, json};
 
 use super::events::contains_ci;
-use super::{Fired, RUNTIME, RUNTIME_PRINCIPAL, Watchers, cursor_i64};
+use super::{Fired, RUNTIME_PRINCIPAL, Watchers, cursor_i64};
 use crate::error::WatchersError;
 use crate::spec::{Evaluator, Source, WatcherSpec};
 
@@ -58,8 +58,8 @@ impl Watchers {
                 }
                 let request = ToolRequest {
                     request_id: format!("watcher-{}-check-{now}", w.watcher_id),
-                    runtime: Some(RUNTIME.to_owned()),
-                    runtime_session_id: format!("watcher:{}", w.watcher_id),
+                    runtime: Some(openphone_protocol::BUILTIN_RUNTIME_ID.to_owned()),
+                    runtime_session_id: openphone_protocol::watcher_session(w.watcher_id),
                     phone_session_id: None,
                     tool: SCREEN_READ.to_owned(),
                     params: json!({"include_screenshot": false, "include_ui_tree": false}),

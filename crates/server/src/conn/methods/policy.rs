@@ -7,9 +7,9 @@
 
 use std::sync::Arc;
 
-use openphone_policy::{BUILTIN_RUNTIME, Caller, Context, Transport};
+use openphone_policy::{Caller, Context, Transport};
 use openphone_protocol::endpoint::{ErrorObject, PolicyExplainParams, PolicyExplainResult};
-use openphone_protocol::{ErrorCode, ToolRequest, normalize_runtime_id};
+use openphone_protocol::{BUILTIN_RUNTIME_ID, ErrorCode, ToolRequest, normalize_runtime_id};
 use serde_json::{Map, Value};
 
 use crate::conn::Conn;
@@ -68,7 +68,7 @@ pub(super) async fn explain(
 fn runtime_caller(raw: &str) -> Result<Caller, ErrorObject> {
     let id = normalize_runtime_id(raw)
         .map_err(|e| ErrorObject::new(ErrorCode::InvalidParams, e.to_string()))?;
-    Ok(if id == BUILTIN_RUNTIME {
+    Ok(if id == BUILTIN_RUNTIME_ID {
         Caller::builtin("daemon")
     } else {
         Caller::remote(&id, Transport::Websocket, &format!("token:{id}"))

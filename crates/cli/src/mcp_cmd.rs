@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{Subcommand, ValueEnum};
-use openphone_server::{ENDPOINT_FILE, EndpointInfo, HELLO_KEY, MCP_TOKEN_FILE, SOCKET_FILE};
+use openphone_protocol::{McpHello, McpHelloAnswer, McpHelloReply};
+use openphone_server::{ENDPOINT_FILE, EndpointInfo, MCP_TOKEN_FILE, SOCKET_FILE};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
@@ -260,7 +261,7 @@ async fn autostart_daemon(data_dir: &Path, socket: &Path) -> Result<UnixStream, 
 /// Says the hello line with `token` and waits for the daemon's answer.
 async fn hello(stream: UnixStream, token: &str) -> Result<BufReader<UnixStream>, Unavailable> {
     let mut stream = BufReader::new(stream);
-    let hello = json!({HELLO_KEY: {"token": token}});
+    let hello = serde_json::to_string(&McpHello::new(token)).unwrap_or_default();
     let answer = async {
         stream
             .get_mut()
@@ -283,14 +284,17 @@ async fn hello(stream: UnixStream, token: &str) -> Result<BufReader<UnixStream>,
             ));
         }
     };
-    let reply: Value = serde_json::from_str(line.trim()).unwrap_or(Value::Null);
-    match reply.get(HELLO_KEY).and_then(Value::as_str) {
-        Some("ok") => Ok(stream),
+    let reply: Option<McpHelloReply> = serde_json::from_str(line.trim()).ok();
+    match reply {
+        Some(McpHelloReply {
+            answer: McpHelloAnswer::Ok,
+            ..
+        }) => Ok(stream),
         _ => Err(Unavailable(format!(
             "the daemon refused the MCP token: {}",
             reply
-                .get("message")
-                .and_then(Value::as_str)
+                .as_ref()
+                .and_then(|r| r.message.as_deref())
                 .unwrap_or("no reason given")
         ))),
     }

@@ -356,18 +356,11 @@ fn doctor(config: &std::path::Path, dir: &std::path::Path, json: bool) -> Result
     let registry = openphone_protocol::Registry::embedded()
         .map_err(|e| anyhow::anyhow!("the embedded manifests do not load: {e}"))?;
     // What the gateway accepted last (written by the daemon), and its live status if it runs.
-    let view: Option<serde_json::Value> =
+    let view: Option<openphone_openclaw::GatewayView> =
         std::fs::read_to_string(dir.join(openphone_openclaw::GATEWAY_VIEW_FILE))
             .ok()
-            .and_then(|t| serde_json::from_str(&t).ok());
-    let accepted: Option<Vec<String>> = view
-        .as_ref()
-        .and_then(|v| v["accepted_tools"].as_array())
-        .map(|a| {
-            a.iter()
-                .filter_map(|t| t.as_str().map(str::to_owned))
-                .collect()
-        });
+            .and_then(|t| openphone_openclaw::GatewayView::from_file_text(&t));
+    let accepted: Option<Vec<String>> = view.as_ref().map(|v| v.accepted_tools.clone());
     let status = if dir.join("endpoint.json").exists() {
         block_on(status_line(dir)).ok()
     } else {
@@ -431,8 +424,8 @@ fn doctor(config: &std::path::Path, dir: &std::path::Path, json: bool) -> Result
     if json {
         print_json(&serde_json::json!({
             "status": status,
-            "device_id": view.as_ref().and_then(|v| v["device_id"].as_str()),
-            "gateway_view_at_ms": view.as_ref().and_then(|v| v["updated_at_ms"].as_i64()),
+            "device_id": view.as_ref().map(|v| v.device_id.as_str()),
+            "gateway_view_at_ms": view.as_ref().map(|v| v.updated_at_ms),
             "commands": rows,
             "fixes": fixes,
         }))?;

@@ -25,6 +25,7 @@ use crate::status::Status;
 use crate::surface::CommandSurface;
 use crate::tokens::{TokenStore, token_key};
 use crate::turns::Turns;
+use crate::view::GatewayView;
 use crate::wire;
 
 /// The file in the data directory holding what the gateway accepted last (`doctor`).
@@ -302,17 +303,20 @@ impl Inner {
     /// Records what the gateway accepted in `openclaw-state.json` of the data directory, for
     /// `openphone openclaw doctor` (which reads it with or without a running daemon).
     fn write_gateway_view(&self, accepted: &[String], dropped: &[&str]) {
-        let view = json!({
-            "device_id": self.identity.device_id(),
-            "url": self.url,
-            "accepted_tools": accepted,
-            "dropped_commands": dropped,
-            "updated_at_ms": self.bridge.now_ms(),
-        });
+        let view = GatewayView {
+            device_id: self.identity.device_id(),
+            url: self.url.clone(),
+            accepted_tools: accepted.to_vec(),
+            dropped_commands: dropped.iter().map(|&d| d.to_owned()).collect(),
+            updated_at_ms: self.bridge.now_ms(),
+        };
         let path = self.data_dir.join(GATEWAY_VIEW_FILE);
         let tmp = path.with_extension("json.tmp");
-        let written =
-            std::fs::write(&tmp, format!("{view:#}\n")).and_then(|()| std::fs::rename(&tmp, &path));
+        let written = view
+            .to_file_text()
+            .map_err(std::io::Error::other)
+            .and_then(|text| std::fs::write(&tmp, text))
+            .and_then(|()| std::fs::rename(&tmp, &path));
         if let Err(e) = written {
             tracing::warn!(error = %e, path = %path.display(), "writing the OpenClaw gateway view");
         }

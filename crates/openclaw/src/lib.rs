@@ -23,6 +23,7 @@ pub mod stream;
 pub mod surface;
 pub mod tokens;
 mod turns;
+pub mod view;
 pub mod wire;
 
 pub use adapter::{
@@ -34,3 +35,4 @@ pub use identity::{DeviceIdentity, IdentityError, SignedConnect};
 pub use status::Status;
 pub use surface::{CommandSurface, PhoneTool, REQUEST_STATUS};
 pub use tokens::{StoredToken, TokenStore};
+pub use view::GatewayView;

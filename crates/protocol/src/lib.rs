@@ -35,6 +35,7 @@ pub mod job;
 pub mod limits;
 mod log_value;
 mod manifest;
+mod mcp_hello;
 mod registry;
 pub mod review;
 mod runtime_id;
@@ -66,6 +67,7 @@ pub use manifest::{
     Capability, CapabilityRisk, Command, Confirmation, Direction, EventSpec, Executor, Exposure,
     Risk, Service, TransportMapping, WireMapping,
 };
+pub use mcp_hello::{MCP_HELLO_KEY, McpHello, McpHelloAnswer, McpHelloReply, McpHelloToken};
 pub use registry::{FieldError, ManifestSources, Registry};
 pub use runtime_id::{BUILTIN_RUNTIME_ID, RuntimeIdError, normalize_runtime_id};
 #[doc(hidden)]

@@ -22,7 +22,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{Html, IntoResponse, Response};
 use openphone_mcp::MAX_HTTP_BODY_BYTES;
-use serde_json::{Value, json};
+use openphone_protocol::{McpHello, McpHelloReply};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
 use crate::front::origin_allowed;
@@ -36,8 +36,8 @@ pub const SOCKET_FILE: &str = "mcp.sock";
 pub const MCP_TOKEN_FILE: &str = "mcp.token";
 /// `<data-dir>/mcp-state.key`: the key sealing modern-era `requestState`s.
 pub const STATE_KEY_FILE: &str = "mcp-state.key";
-/// The key of the socket hello line.
-pub const HELLO_KEY: &str = "openphone_mcp_hello";
+/// The key of the socket hello line ([`openphone_protocol::MCP_HELLO_KEY`]).
+pub const HELLO_KEY: &str = openphone_protocol::MCP_HELLO_KEY;
 /// Longest accepted hello line.
 const MAX_HELLO_BYTES: u64 = 4096;
 
@@ -381,9 +381,9 @@ async fn socket_connection(state: Arc<AppState>, stream: tokio::net::UnixStream)
     };
     let hello = tokio::time::timeout(Duration::from_secs(10), read_hello).await;
     let token = match hello {
-        Ok(Ok(n)) if n > 0 => serde_json::from_str::<Value>(line.trim())
+        Ok(Ok(n)) if n > 0 => serde_json::from_str::<McpHello>(line.trim())
             .ok()
-            .and_then(|v| v.get(HELLO_KEY)?.get("token")?.as_str().map(str::to_owned)),
+            .map(|hello| hello.hello.token),
         _ => None,
     };
     let principal = token
@@ -394,14 +394,16 @@ async fn socket_connection(state: Arc<AppState>, stream: tokio::net::UnixStream)
             Principal::Operator => None,
         });
     let Some(principal) = principal else {
-        let answer = json!({HELLO_KEY: "refused", "message": "the hello carries no MCP runtime token \
-            (the default one is the data directory's mcp.token)"});
-        let _ = write.write_all(format!("{answer}\n").as_bytes()).await;
+        let answer = McpHelloReply::refused(
+            "the hello carries no MCP runtime token \
+            (the default one is the data directory's mcp.token)",
+        );
+        let _ = write.write_all(reply_line(&answer).as_bytes()).await;
         return;
     };
-    let answer = json!({HELLO_KEY: "ok", "runtime": principal.caller.runtime});
+    let answer = McpHelloReply::ok(principal.caller.runtime.clone());
     if write
-        .write_all(format!("{answer}\n").as_bytes())
+        .write_all(reply_line(&answer).as_bytes())
         .await
         .is_err()
     {
@@ -416,6 +418,13 @@ async fn socket_connection(state: Arc<AppState>, stream: tokio::net::UnixStream)
         mcp.shutdown.child_token(),
     )
     .await;
+}
+
+/// The hello answer as one line.
+fn reply_line(reply: &McpHelloReply) -> String {
+    // A struct of strings always serialises.
+    let json = serde_json::to_string(reply).unwrap_or_default();
+    format!("{json}\n")
 }
 
 /// Binds `mcp.sock` in `data_dir` with mode 0600, replacing a stale one.

@@ -2,7 +2,7 @@
 //! its rule, its file and why it is still here; an entry that no longer matches anything fails
 //! the tidy tests (remove it), so the list only shrinks.
 
-use crate::{Violation, rules};
+use crate::Violation;
 
 /// One tolerated (rule, file).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -13,28 +13,7 @@ pub struct Allowed {
 }
 
 /// Every tolerated violation.
-pub const ALLOWED: &[Allowed] = &[
-    Allowed {
-        rule: rules::cli_reads::RULE,
-        path: "crates/cli/src/mcp_cmd.rs",
-        why: "the mcp.sock hello reply's `message`: no typed reply yet, nobody's slice in issue 29",
-    },
-    Allowed {
-        rule: rules::cli_reads::RULE,
-        path: "crates/cli/src/openclaw_cmd.rs",
-        why: "the OpenClaw gateway view file the daemon writes, read by key: no typed view yet, nobody's slice in issue 29",
-    },
-    Allowed {
-        rule: rules::long_files::RULE,
-        path: "crates/agent/tests/suite/background.rs",
-        why: "H2: the background loop's tests, with the agent loop's rewrite",
-    },
-    Allowed {
-        rule: rules::long_files::RULE,
-        path: "crates/openclaw/tests/suite/fake_gateway.rs",
-        why: "H4: openclaw tests",
-    },
-];
+pub const ALLOWED: &[Allowed] = &[];
 
 /// The violations of `rule` the allowlist does not cover, and the allowlist entries of `rule`
 /// that matched none (stale).

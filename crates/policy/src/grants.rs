@@ -25,9 +25,14 @@ pub fn target_params(command: &Command) -> &[String] {
 
 /// The constraints of a session grant made by approving `params` for `command`: every target
 /// param, with the approved value, or `null` ("must be absent") when the request did not carry
-/// it. Empty for a command without a target.
+/// it. Empty for a command without a target (`grant_targets: []`). A command whose manifest
+/// entry declares no `grant_targets` at all is pinned to its exact params, so a manifest that
+/// forgets the field can only make a grant narrower, never cover every target.
 pub fn session_grant_constraints(command: &Command, params: &Value) -> BTreeMap<String, Value> {
-    target_params(command)
+    let Some(targets) = command.grant_targets.as_deref() else {
+        return exact_params_constraints(command, params);
+    };
+    targets
         .iter()
         .map(|key| {
             let value = params.get(key).cloned().unwrap_or(Value::Null);
@@ -99,6 +104,18 @@ mod tests {
         assert_eq!(pinned.get("title"), Some(&Value::Null));
         assert!(!pinned.contains_key("reason"));
         assert!(!pinned.contains_key("_extra"));
+    }
+
+    #[test]
+    fn a_command_without_declared_grant_targets_is_pinned_to_its_exact_params() {
+        let registry = Registry::embedded().unwrap();
+        let mut cmd = registry.resolve("openphone.ui.tap").unwrap().clone();
+        let params = json!({"x": 10, "y": 20, "reason": "r"});
+        assert!(session_grant_constraints(&cmd, &params).is_empty());
+        cmd.grant_targets = None;
+        let pinned = session_grant_constraints(&cmd, &params);
+        assert_eq!(pinned, exact_params_constraints(&cmd, &params));
+        assert_eq!(pinned.get("x"), Some(&json!(10)));
     }
 
     #[test]

@@ -353,14 +353,6 @@ impl Daemon {
             Arc::clone(&store),
             shutdown_rx.clone(),
         );
-        // The simulated phone's scenario timeline (the phone itself is the bridge's).
-        background.push(tokio::spawn({
-            let mut stop = shutdown_rx.clone();
-            async move {
-                sim.run_timeline(async move { stopped(&mut stop).await })
-                    .await;
-            }
-        }));
         // Goals: every unfinished goal is ticked at start (late checkpoints, crash recovery).
         background.extend(goals.start(shutdown_rx.clone()));
         // The phone's world: device events to the bus, live watchers.
@@ -379,6 +371,15 @@ impl Daemon {
             },
             shutdown: shutdown_rx.clone(),
         });
+        // The simulated phone's scenario timeline (the phone itself is the bridge's), started
+        // once the world listens, so an event due at start-up reaches the bus and the watchers.
+        background.push(tokio::spawn({
+            let mut stop = shutdown_rx.clone();
+            async move {
+                sim.run_timeline(async move { stopped(&mut stop).await })
+                    .await;
+            }
+        }));
         let state = Arc::new(AppState {
             bridge: bridge.clone(),
             runtimes: manager,

@@ -36,7 +36,7 @@
 //! | `request_ids` | per-scope request-id index for `idempotency_conflict` | [`Store::remember_request`] |
 //! | `executions` | direct executions in flight: written with the attempt's audit record before the side effect | [`Store::begin_execution`], [`Store::finish_execution`] |
 //! | `store_meta` | key → text (`opened_by`: the start-up write probe) | — |
-//! | `audit_records`, `audit_shapes`, `audit_proofs`, `audit_head` | §15 hash-chained audit records, compact (`audit_storage.rs`: shapes and proofs interned, digests as bytes, hash form 2) | [`Store::append_audit`], [`Store::verify_audit`] |
+//! | `audit_records`, `audit_shapes`, `audit_proofs`, `audit_head` | §15 hash-chained audit records, compact (`audit_storage/`: shapes and proofs interned, digests as bytes, hash form 2) | [`Store::append_audit`], [`Store::verify_audit`] |
 //! | `audit_log` | audit records written before schema 6, unchanged (hash form 1, `audit_legacy.rs`) | [`Store::export_audit`], [`Store::verify_audit`] |
 //! | `standing_approvals` | user-made rules (policy layer 7) | [`Store::create_approval`] … |
 //! | `runtime_settings` | key → JSON | [`Store::set_setting`] … |
@@ -63,7 +63,7 @@
 //! # The audit chain
 //!
 //! Records are chained: each one's hash covers the previous record's hash, its `seq` and its
-//! content. Records written since schema 6 (`audit_storage.rs`) are stored compactly (the
+//! content. Records written since schema 6 (`audit_storage/`) are stored compactly (the
 //! repeated part interned as a shape, each policy proof once, digests as bytes, `prev_hash`
 //! not stored: it is the previous record's hash) and hashed in form 2,
 //! `sha256_hex(prev_hash + "\n" + seq + "\n" + sha256_hex(canonical_json(body)))`, the body

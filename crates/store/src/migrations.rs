@@ -229,7 +229,7 @@ CREATE TABLE store_meta (
     Migration {
         version: 6,
         name: "compact_audit_replay_tombstones",
-        // Audit records from now on go to the compact tables (`audit_storage.rs`): shapes and
+        // Audit records from now on go to the compact tables (`audit_storage/`): shapes and
         // proofs interned, digests as bytes, `prev_hash` implied. `audit_log` keeps the
         // records written before, unchanged (form-1 hashes), and receives no new rows.
         // `final_tombstones`: what is left of a stored result pruned by retention, so a keyed

@@ -67,7 +67,7 @@ impl RetryKey {
 
 /// The params digest two calls must share to be one action: the canonical params hash
 /// (`params_hash_hex`) of the params without `reason` (a model rewords it when it retries)
-/// and without the members whose name starts with `_` (the bridge's own). `None` for params
+/// and without the members whose name starts with `_` (reserved for the phone: a runtime cannot send them). `None` for params
 /// that are not an object or do not hash.
 pub(super) fn retry_digest(params: &Value) -> Option<String> {
     let Value::Object(map) = params else {

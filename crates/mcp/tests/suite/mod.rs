@@ -5,5 +5,4 @@ mod names;
 mod results;
 mod sessions;
 
-
 pub use openphone_test_support::registry;

@@ -16,7 +16,7 @@
 //! - **Bounds.** `background_max_turns` model calls, `max_tool_calls` tool calls, and
 //!   [`TURN_BUDGET_MS`] in all.
 //!
-//! The loop is the one of every run ([`crate::turns`]); the goal-turn policy here keeps no
+//! The loop is the one of every run (`turns.rs`); the goal-turn policy here keeps no
 //! transcript and hands a call that needs approval back to the goal.
 
 use std::future::Future;

@@ -1,5 +1,5 @@
 //! One foreground run: the work on one attention request, from the user's message to the
-//! final answer or a failure with a stable reason, on the one loop ([`crate::turns`]) under the
+//! final answer or a failure with a stable reason, on the one loop (`turns.rs`) under the
 //! foreground policy.
 //!
 //! Before the loop: the session is resumed (a follow-up whose session ended meanwhile is

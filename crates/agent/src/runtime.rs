@@ -124,7 +124,7 @@ impl BuiltinRuntime {
         }
     }
 
-    /// Attaches this runtime to its manager ([`RuntimeManager::set_local`]).
+    /// Attaches this runtime to its manager ([`RuntimeManager::set_local`](openphone_core::RuntimeManager::set_local)).
     pub fn attach(&self) {
         if let Some(manager) = self.inner.agent.manager.upgrade() {
             manager.set_local(Arc::new(self.clone()));

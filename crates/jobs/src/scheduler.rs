@@ -16,7 +16,7 @@
 //! once, its next run counted from the finish; the ledger marks the attempt as a catch-up.
 //!
 //! Reviewed background approvals (§9) live in `scheduler/review_ops.rs`: a run that ends
-//! [`RunResult::Parked`] parks its job on a review (§9.3); [`Scheduler::resolve_review`]
+//! [`RunResult::Parked`](crate::RunResult::Parked) parks its job on a review (§9.3); [`Scheduler::resolve_review`]
 //! claims the first tap, verifies, executes or denies, and commits (§9.5–§9.8); each tick
 //! first expires overdue reviews and repairs resolutions a crash left behind (§9.10), and
 //! [`Scheduler::start`] repairs those of a previous process at once.

@@ -158,7 +158,7 @@ pub struct ConfirmationRecord {
     pub expires_at_ms: i64,
     pub state: ConfirmationState,
     pub resolved_at_ms: Option<i64>,
-    /// Operator principal (or [`RESOLVED_BY_EXPIRY`]).
+    /// Operator principal (or [`RESOLVED_BY_EXPIRY`](crate::RESOLVED_BY_EXPIRY)).
     pub resolved_by: Option<String>,
     /// The final tool result, once recorded.
     pub final_result: Option<Value>,

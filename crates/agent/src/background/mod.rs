@@ -40,7 +40,7 @@
 //! the one to install.
 //!
 //! The files: this one builds the runner; `job_run` is one run (the loop of
-//! [`crate::turns`] under the background policy); `context` the job's session and the context
+//! `turns.rs` under the background policy); `context` the job's session and the context
 //! it reads; `review` the §9 review side (resume, eligibility, the answers of a parked,
 //! refused or replayed call); `report` the run's `last_result` and summary.
 

@@ -28,7 +28,7 @@ const MAIN_LOOKBACK: usize = 50;
 impl RuntimeManager {
     /// The attention flow of §2.3: resolve the runtime, create the phone session (or find the
     /// one `session_target` names), deliver `runtime.attention.requested` to the runtime — and,
-    /// for the built-in runtime, hand it to the attached [`LocalRuntime`]. `screen` is the
+    /// for the built-in runtime, hand it to the attached [`LocalRuntime`](super::LocalRuntime). `screen` is the
     /// screen preflight the caller read when `include_screen` is set (ignored otherwise).
     pub fn request_attention(
         &self,

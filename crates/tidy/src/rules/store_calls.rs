@@ -20,7 +20,8 @@ pub fn check(tree: &Tree) -> Vec<Violation> {
             continue;
         }
         for line in file.lines() {
-            if line.bare.contains(".store()") {
+            // The method call, and the same call spelled as a path (`ToolBridge::store(&b)`).
+            if line.bare.contains(".store()") || line.bare.contains("ToolBridge::store(") {
                 out.push(Violation {
                     rule: RULE,
                     path: file.path.clone(),

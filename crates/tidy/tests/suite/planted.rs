@@ -138,6 +138,19 @@ fn a_long_file_without_a_reason() {
 }
 
 #[test]
+fn store_called_as_a_path_outside_core() {
+    let bad = "fn f(bridge: &ToolBridge) {\n    let store = ToolBridge::store(bridge);\n}\n";
+    let tree = plant(&[
+        ("crates/watchers/src/engine/fire.rs", bad),
+        ("crates/core/src/authority.rs", bad),
+    ]);
+    assert_eq!(
+        at(&store_calls::check(&tree)),
+        vec![("crates/watchers/src/engine/fire.rs".to_owned(), 2)]
+    );
+}
+
+#[test]
 fn store_called_outside_core() {
     let bad = "fn f(bridge: &ToolBridge) {\n    // bridge.store() in a comment is fine\n    let s = \".store()\";\n    bridge.store().get_job(1);\n}\n";
     let tree = plant(&[

@@ -525,10 +525,21 @@ WHERE created_by = 'operator' AND EXISTS (
 CREATE INDEX agent_jobs_by_creator ON agent_jobs (created_by, status);
 "#,
     },
+    Migration {
+        version: 14,
+        name: "device_ids",
+        // Several phones, one daemon (issue 30): a phone session and a background job name the
+        // device they act on (`[[devices]] id`). NULL is the daemon's only (default) device, as
+        // every row stored before this version was. Audit records name theirs in the shape.
+        sql: r#"
+ALTER TABLE phone_sessions ADD COLUMN device_id TEXT CHECK (device_id IS NULL OR length(device_id) >= 1);
+ALTER TABLE agent_jobs ADD COLUMN device_id TEXT CHECK (device_id IS NULL OR length(device_id) >= 1);
+"#,
+    },
 ];
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: i64 = 13;
+pub const SCHEMA_VERSION: i64 = 14;
 
 /// Reads `PRAGMA user_version`.
 pub(crate) fn current_version(conn: &Connection) -> Result<i64> {

@@ -2,6 +2,7 @@
 
 use std::fmt;
 
+use openphone_protocol::ErrorCode;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -140,6 +141,95 @@ pub enum DeviceError {
         /// Why.
         reason: String,
     },
+    /// The device cannot do this command: its platform does not let the backend do it (the
+    /// Android shell user may not read SMS, say). Never replaced by another action; tool
+    /// lists hide or mark such commands ([`crate::PhoneDevice::unsupported_reason`]).
+    #[error("`{tool}` is not available on this device: {reason}; workaround: {workaround}")]
+    UnsupportedOnDevice {
+        /// The command name.
+        tool: String,
+        /// Why the device cannot do it.
+        reason: String,
+        /// What the user can do instead.
+        workaround: String,
+    },
+    /// No such device is attached (unplugged, or no device has this serial).
+    #[error(
+        "no device {serial} is attached: plug the phone in (or `adb connect HOST:PORT` for a \
+         phone on Wi-Fi), check that `adb devices` lists it, and retry"
+    )]
+    DeviceNotFound {
+        /// The serial asked for (quoted), or a description of the selection.
+        serial: String,
+    },
+    /// The device has not authorised this computer.
+    #[error(
+        "device `{serial}` has not authorised this computer: unlock the phone, accept the USB \
+         debugging prompt on the phone (RSA key) and retry"
+    )]
+    DeviceUnauthorized {
+        /// The device's serial.
+        serial: String,
+    },
+    /// The device is attached but offline (the ADB state `offline`).
+    #[error(
+        "device `{serial}` is offline: reconnect the cable (or run `adb reconnect`), unlock the \
+         phone and retry"
+    )]
+    Offline {
+        /// The device's serial.
+        serial: String,
+    },
+    /// The device did not answer a command in time.
+    #[error(
+        "device `{serial}` did not answer `{command}` within {timeout_ms} ms: unlock the phone, \
+         check that `adb -s {serial} shell echo ok` answers, and retry"
+    )]
+    DeviceTimeout {
+        /// The device's serial.
+        serial: String,
+        /// The device command that got no answer.
+        command: String,
+        /// How long the backend waited.
+        timeout_ms: u64,
+    },
+    /// The adb server is not running and could not be started.
+    #[error(
+        "the adb server at {address} is not reachable ({reason}): install the Android platform \
+         tools, run `adb start-server` (or set `adb_path` / ANDROID_ADB_SERVER_PORT) and retry"
+    )]
+    AdbServerUnavailable {
+        /// Where the server was looked for (`127.0.0.1:5037`).
+        address: String,
+        /// What failed.
+        reason: String,
+    },
+    /// The element changed since the screen the caller read (it moved, its text or class
+    /// changed, or it is gone); nothing was tapped.
+    #[error(
+        "element `{element_id}` changed since the screen you read ({reason}): nothing was done; \
+         read the screen again (openphone.screen.get) and retry with a fresh id"
+    )]
+    StaleElement {
+        /// The element id.
+        element_id: String,
+        /// What changed.
+        reason: String,
+    },
+    /// The action raised an OS-level dialog (a permission prompt, an "open with" chooser, a
+    /// payment sheet) that only the user may answer. The backend never taps it.
+    #[error(
+        "the phone shows a system dialog ({kind}: {summary}); only the user may answer it: \
+         confirm or dismiss it on the phone, then read the screen again"
+    )]
+    FrameworkConfirmationRequired {
+        /// What kind of dialog: `permission`, `chooser`, `payment`, `system`.
+        kind: String,
+        /// The package showing it (`com.android.permissioncontroller`, …).
+        package: String,
+        /// What the dialog says, for the person asked.
+        summary: String,
+    },
     /// A bug or broken invariant inside the device backend.
     #[error("internal device error: {message}")]
     Internal {
@@ -180,8 +270,47 @@ impl DeviceError {
             DeviceError::NoFocusedField => "no_focused_field",
             DeviceError::ClipboardEmpty => "clipboard_empty",
             DeviceError::DeviceOffline { .. } => "device_offline",
+            DeviceError::UnsupportedOnDevice { .. } => "unsupported_on_device",
+            DeviceError::DeviceNotFound { .. } => "device_not_found",
+            DeviceError::DeviceUnauthorized { .. } => "device_unauthorized",
+            DeviceError::Offline { .. } => "device_offline",
+            DeviceError::DeviceTimeout { .. } => "device_timeout",
+            DeviceError::AdbServerUnavailable { .. } => "adb_server_unavailable",
+            DeviceError::StaleElement { .. } => "stale_element",
+            DeviceError::FrameworkConfirmationRequired { .. } => "framework_confirmation_required",
             DeviceError::Refused { code, .. } => code,
             DeviceError::Internal { .. } => "internal_error",
+        }
+    }
+
+    /// The catalogue code a tool result reports this failure with (`error.code`; the device's
+    /// own [`code`](DeviceError::code) goes to `error.details.device_error`).
+    pub fn catalogue_code(&self) -> ErrorCode {
+        match self {
+            DeviceError::DeviceOffline { .. } => ErrorCode::FrameworkUnavailable,
+            DeviceError::UnsupportedTool { .. } => ErrorCode::ToolNotSupportedByPhonePlatform,
+            DeviceError::UnsupportedOnDevice { .. } => ErrorCode::UnsupportedOnDevice,
+            DeviceError::DeviceNotFound { .. } => ErrorCode::DeviceNotFound,
+            DeviceError::DeviceUnauthorized { .. } => ErrorCode::DeviceUnauthorized,
+            DeviceError::Offline { .. } => ErrorCode::DeviceOffline,
+            DeviceError::DeviceTimeout { .. } => ErrorCode::DeviceTimeout,
+            DeviceError::AdbServerUnavailable { .. } => ErrorCode::AdbServerUnavailable,
+            DeviceError::StaleElement { .. } => ErrorCode::StaleElement,
+            DeviceError::FrameworkConfirmationRequired { .. } => {
+                ErrorCode::FrameworkConfirmationRequired
+            }
+            DeviceError::InvalidInput { .. }
+            | DeviceError::ElementNotFound { .. }
+            | DeviceError::AmbiguousElement { .. }
+            | DeviceError::ElementDisabled { .. }
+            | DeviceError::ElementBoundsUnavailable { .. }
+            | DeviceError::AppNotFound { .. }
+            | DeviceError::NotFound { .. }
+            | DeviceError::Ambiguous { .. }
+            | DeviceError::NoFocusedField
+            | DeviceError::ClipboardEmpty
+            | DeviceError::Refused { .. }
+            | DeviceError::Internal { .. } => ErrorCode::ToolError,
         }
     }
 
@@ -209,6 +338,30 @@ impl DeviceError {
             } => json!({ "kind": kind, "query": query, "candidates": candidates }),
             DeviceError::NoFocusedField | DeviceError::ClipboardEmpty => json!({}),
             DeviceError::DeviceOffline { reason } => json!({ "reason": reason }),
+            DeviceError::UnsupportedOnDevice {
+                tool,
+                reason,
+                workaround,
+            } => json!({ "tool": tool, "reason": reason, "workaround": workaround }),
+            DeviceError::DeviceNotFound { serial }
+            | DeviceError::DeviceUnauthorized { serial }
+            | DeviceError::Offline { serial } => json!({ "serial": serial }),
+            DeviceError::DeviceTimeout {
+                serial,
+                command,
+                timeout_ms,
+            } => json!({ "serial": serial, "command": command, "timeout_ms": timeout_ms }),
+            DeviceError::AdbServerUnavailable { address, reason } => {
+                json!({ "address": address, "reason": reason })
+            }
+            DeviceError::StaleElement { element_id, reason } => {
+                json!({ "element_id": element_id, "reason": reason })
+            }
+            DeviceError::FrameworkConfirmationRequired {
+                kind,
+                package,
+                summary,
+            } => json!({ "kind": kind, "package": package, "summary": summary }),
             DeviceError::Refused { message, .. } | DeviceError::Internal { message } => {
                 json!({ "message": message })
             }

@@ -170,6 +170,25 @@ error_codes! {
     BackgroundReviewInterruptedResultUnknown = "background.review_interrupted_result_unknown",
     /// The bound result of a review is missing.
     BackgroundReviewResultMissing = "background.review_result_missing",
+    // device backends (real phones, `docs/android.md`)
+    /// **\[project\]** The device cannot do this command (the platform forbids it to the
+    /// backend); the message names the reason and the workaround.
+    UnsupportedOnDevice = "unsupported_on_device",
+    /// **\[project\]** No such device is attached (unplugged, or no such serial).
+    DeviceNotFound = "device_not_found",
+    /// **\[project\]** The device has not authorised this computer (the USB debugging prompt).
+    DeviceUnauthorized = "device_unauthorized",
+    /// **\[project\]** The device is attached but offline.
+    DeviceOffline = "device_offline",
+    /// **\[project\]** The device did not answer a command in time.
+    DeviceTimeout = "device_timeout",
+    /// **\[project\]** The adb server is not running and could not be started.
+    AdbServerUnavailable = "adb_server_unavailable",
+    /// **\[project\]** The element changed since the screen the caller read.
+    StaleElement = "stale_element",
+    /// **\[project\]** The action raised an OS dialog (permission prompt, "open with", a
+    /// payment sheet) that only the user may answer; the runtime never taps it.
+    FrameworkConfirmationRequired = "framework_confirmation_required",
     /// **\[project\]** No background job has this id (`agent-jobs.md` §8, §10).
     JobNotFound = "job_not_found",
     /// **\[project\]** Every stored job is live and the store is full (§2.4).

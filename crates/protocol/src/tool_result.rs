@@ -263,7 +263,14 @@ impl ErrorCode {
             | C::ExecutionResultUnknown
             | C::AuditUnavailable
             | C::DaemonUnavailable
-            | C::ConfirmationInvalid => Some(ToolStatus::Error),
+            | C::ConfirmationInvalid
+            | C::UnsupportedOnDevice
+            | C::DeviceNotFound
+            | C::DeviceUnauthorized
+            | C::DeviceOffline
+            | C::DeviceTimeout
+            | C::AdbServerUnavailable
+            | C::StaleElement => Some(ToolStatus::Error),
             C::ToolRegistryUnavailable
             | C::ToolNotGranted
             | C::ToolNotSupportedByPhonePlatform
@@ -273,9 +280,9 @@ impl ErrorCode {
             | C::RateLimited
             | C::Denied
             | C::UnknownCommand => Some(ToolStatus::Denied),
-            C::MutatingToolRequiresConfirmation | C::ConfirmationRequired => {
-                Some(ToolStatus::NeedsConfirmation)
-            }
+            C::MutatingToolRequiresConfirmation
+            | C::ConfirmationRequired
+            | C::FrameworkConfirmationRequired => Some(ToolStatus::NeedsConfirmation),
             C::Timeout => Some(ToolStatus::Timeout),
             C::Cancelled => Some(ToolStatus::Cancelled),
             C::BackgroundConfirmationRequired
@@ -443,6 +450,14 @@ mod tests {
             Some(ToolStatus::Denied)
         );
         assert_eq!(ErrorCode::Timeout.tool_status(), Some(ToolStatus::Timeout));
+        assert_eq!(
+            ErrorCode::FrameworkConfirmationRequired.tool_status(),
+            Some(ToolStatus::NeedsConfirmation)
+        );
+        assert_eq!(
+            ErrorCode::DeviceUnauthorized.tool_status(),
+            Some(ToolStatus::Error)
+        );
         assert_eq!(
             ErrorCode::InvalidParams.tool_status(),
             Some(ToolStatus::Error)

@@ -60,7 +60,11 @@ impl ToolBridge {
                     params: &params,
                     origin: &origin,
                 };
-                tokio::time::timeout(timeout, self.device.execute(call)).await
+                match self.routed_device(req) {
+                    Ok(device) => tokio::time::timeout(timeout, device.execute(call)).await,
+                    // Configured phones changed since the request was stored: nothing runs.
+                    Err(e) => Ok(Err(DeviceError::invalid("device_id", e.to_string()))),
+                }
             }
             Executor::Runtime => match self.services.find(&command.name) {
                 Some(service) => {
@@ -233,14 +237,7 @@ impl ToolBridge {
 
 /// Maps a device failure onto the tool-result catalogue (§8.2 step 5).
 fn device_failure(runtime: &str, request_id: &str, error: &DeviceError) -> ToolResult {
-    let (code, message) = match error {
-        DeviceError::DeviceOffline { .. } => (ErrorCode::FrameworkUnavailable, error.to_string()),
-        DeviceError::UnsupportedTool { .. } => (
-            ErrorCode::ToolNotSupportedByPhonePlatform,
-            error.to_string(),
-        ),
-        _ => (ErrorCode::ToolError, error.to_string()),
-    };
+    let (code, message) = (error.catalogue_code(), error.to_string());
     let mut details = Map::new();
     details.insert("device_error".into(), json!(error.code()));
     if let Value::Object(more) = error.details() {

@@ -22,6 +22,7 @@
 //! continue, resume, cancel, the runtime's messages) is in `runtimes/attention.rs`.
 
 mod attention;
+mod routing;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -153,6 +154,9 @@ struct Entry {
 struct State {
     runtimes: BTreeMap<String, Entry>,
     routing: BTreeMap<Surface, String>,
+    /// The routes the configuration names (a stored `runtime.select` is kept only while the
+    /// configuration's route is the one it replaced, `runtimes/routing.rs`).
+    configured: BTreeMap<Surface, String>,
 }
 
 /// Runtimes, presence, routing and the attention flow.
@@ -223,11 +227,17 @@ impl RuntimeManager {
             };
             routing.insert(surface, target);
         }
+        let configured = routing.clone();
+        let routing = routing::restore(&store, &runtimes, routing);
         Ok(Self {
             store,
             events,
             clock,
-            state: Mutex::new(State { runtimes, routing }),
+            state: Mutex::new(State {
+                runtimes,
+                routing,
+                configured,
+            }),
             local: Mutex::new(None),
             adapters: Mutex::new(BTreeMap::new()),
         })
@@ -392,7 +402,8 @@ impl RuntimeManager {
             .unwrap_or_else(|| BUILTIN.to_owned())
     }
 
-    /// Routes a surface to a configured runtime.
+    /// Routes a surface to a configured runtime, and remembers the choice in the store so a
+    /// restart keeps it (`runtimes/routing.rs`). Nothing changes when it cannot be stored.
     pub fn select(&self, surface: Surface, runtime: &str) -> Result<(), RuntimeError> {
         let id = normalize_runtime_id(runtime)
             .map_err(|e| err(ErrorCode::MissingRuntime, e.to_string()))?;
@@ -403,6 +414,19 @@ impl RuntimeManager {
                 format!("runtime {id:?} is not configured"),
             ));
         }
+        let configured = state
+            .configured
+            .get(&surface)
+            .cloned()
+            .unwrap_or_else(|| BUILTIN.to_owned());
+        routing::remember(&self.store, surface, &id, &configured, self.clock.now_ms()).map_err(
+            |e| {
+                err(
+                    ErrorCode::SendFailed,
+                    format!("the choice was not stored: {e}"),
+                )
+            },
+        )?;
         state.routing.insert(surface, id);
         Ok(())
     }

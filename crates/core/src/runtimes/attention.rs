@@ -11,9 +11,10 @@ use openphone_protocol::endpoint::{
     MessagePayload, RuntimeKind, RuntimeMessageParams, SessionTarget, Source, Surface, Trust,
     UntrustedData,
 };
+use openphone_protocol::endpoint::{AuditCaller, AuditEntry, AuditKind};
 use openphone_protocol::{ErrorCode, normalize_runtime_id};
 use openphone_store::{NewPhoneSession, PhoneSession, SessionStatus};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::{
     ATTENTION_TEXT_CHARS, CANCELLED_REASON, CONTEXT_JSON_CHARS, RuntimeError, RuntimeManager,
@@ -398,6 +399,8 @@ impl RuntimeManager {
                 ),
             ));
         }
+        let session =
+            self.bind_runtime_session(runtime, session, msg.runtime_session_id.as_deref())?;
         let status = match (msg.is_final, &msg.error) {
             (false, _) => SessionStatus::Running,
             (true, None) => SessionStatus::Completed,
@@ -405,10 +408,7 @@ impl RuntimeManager {
         };
         let mut payload = MessagePayload {
             phone_session_id: session.phone_session_id.clone(),
-            runtime_session_id: msg
-                .runtime_session_id
-                .clone()
-                .unwrap_or_else(|| session.runtime_session_id.clone()),
+            runtime_session_id: session.runtime_session_id.clone(),
             text: msg.text.clone(),
             output: None,
             error: None,
@@ -451,6 +451,70 @@ impl RuntimeManager {
         if updated.status != session.status {
             self.session_updated(&updated);
         }
+        Ok(updated)
+    }
+}
+
+impl RuntimeManager {
+    /// Records the runtime's own key for `session` (`runtime_session_id` in a
+    /// `runtime.message`: its session, thread or run) when it names one that differs from the
+    /// stored key — which is the phone session id until the runtime names its own. The change
+    /// is audited (`runtime.session_bound`, with both ids) and announced with
+    /// `runtime.session.updated`; later attention requests that continue the session hand the
+    /// key back. An empty or absent key changes nothing; one over the limit is refused.
+    fn bind_runtime_session(
+        &self,
+        runtime: &str,
+        session: PhoneSession,
+        key: Option<&str>,
+    ) -> Result<PhoneSession, RuntimeError> {
+        let key = key.map(str::trim).unwrap_or_default();
+        if key.is_empty() || key == session.runtime_session_id {
+            return Ok(session);
+        }
+        let limit = openphone_protocol::limits::RUNTIME_SESSION_ID_CHARS;
+        if key.chars().count() > limit {
+            return Err(err(
+                ErrorCode::PayloadTooLarge,
+                format!("runtime_session_id is longer than {limit} characters"),
+            ));
+        }
+        let now = self.clock.now_ms();
+        let previous = session.runtime_session_id.clone();
+        let entry = AuditEntry {
+            audit_id: format!(
+                "runtime:{runtime}:session-bound:{}",
+                session.phone_session_id
+            ),
+            kind: AuditKind::BackgroundEvent,
+            at_ms: now,
+            runtime: runtime.to_owned(),
+            caller: AuditCaller {
+                runtime: runtime.to_owned(),
+                transport: "internal".to_owned(),
+                principal: "runtime-manager".to_owned(),
+            },
+            phone_session_id: Some(session.phone_session_id.clone()),
+            runtime_session_id: Some(key.to_owned()),
+            request_id: format!("session-bound-{}", uuid::Uuid::new_v4()),
+            tool: Some("runtime.session_bound".to_owned()),
+            policy_proof: Some(json!({
+                "schema": "openphone.runtime_session_bound.v1",
+                "phone_session_id": session.phone_session_id,
+                "runtime_session_id": key,
+                "previous": previous,
+            })),
+            ..AuditEntry::default()
+        };
+        // Audited first: a mapping nobody can trace is never stored.
+        self.store
+            .append_audit(&entry)
+            .map_err(|e| err(ErrorCode::SendFailed, e.to_string()))?;
+        let updated = self
+            .store
+            .set_session_runtime_session_id(&session.phone_session_id, key, now)
+            .map_err(|e| err(ErrorCode::SendFailed, e.to_string()))?;
+        self.session_updated(&updated);
         Ok(updated)
     }
 }

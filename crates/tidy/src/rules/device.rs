@@ -11,6 +11,10 @@ pub const RULE: &str = "device";
 pub const HOLDERS: &[(&str, &str)] = &[
     ("crates/core/", "the bridge holds the device"),
     ("crates/device/", "the device itself"),
+    (
+        "crates/fake-adbd/",
+        "the fake ADB device answers shell commands from its own simulated phone",
+    ),
     ("crates/server/src/daemon.rs", "the daemon's construction"),
     (
         "crates/cli/src/bench/bridge.rs",

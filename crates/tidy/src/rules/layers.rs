@@ -22,6 +22,8 @@ pub const LAYERS: &[(&str, u8)] = &[
     ("openphone-fake-model", 1),
     // The one ToolBridge.
     ("openphone-core", 2),
+    // A fake Android device over the simulated phone (beside core: it holds the phone).
+    ("openphone-fake-adbd", 2),
     // Services and front ends over core.
     ("openphone-jobs", 3),
     ("openphone-goals", 3),

@@ -1,0 +1,4 @@
+mod connect;
+mod screen;
+mod support;
+mod xml;

@@ -23,14 +23,24 @@ pub struct Invocation {
     pub context: Context,
     /// The request as the origin made it.
     pub request: ToolRequest,
+    /// The phone it acts on (`[[devices]] id`); `None`: the daemon's only phone.
+    pub device: Option<String>,
 }
 
 impl Invocation {
+    /// The same call on the phone `device` names (`None`: the only phone; with several, a
+    /// request naming none is refused with the list of ids).
+    pub fn on_device(mut self, device: Option<String>) -> Invocation {
+        self.device = device;
+        self
+    }
+
     fn interactive(caller: &Caller, request: ToolRequest) -> Invocation {
         Invocation {
             caller: caller.clone(),
             context: Context::Interactive,
             request,
+            device: None,
         }
     }
 
@@ -72,6 +82,7 @@ impl Invocation {
             caller: caller.clone(),
             context: Context::job_for(job_id, on_behalf_of),
             request,
+            device: None,
         }
     }
 
@@ -86,6 +97,7 @@ impl Invocation {
             caller: authority.caller().clone(),
             context: authority.job_context(job_id),
             request,
+            device: None,
         }
     }
 
@@ -95,6 +107,7 @@ impl Invocation {
             caller: caller.clone(),
             context: Context::watcher(watcher_id),
             request,
+            device: None,
         }
     }
 
@@ -110,6 +123,7 @@ impl Invocation {
             caller: caller.clone(),
             context: Context::goal(goal_id),
             request,
+            device: None,
         }
     }
 }

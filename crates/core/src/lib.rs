@@ -17,6 +17,7 @@
 
 pub mod authority;
 mod bridge;
+pub mod devices;
 pub mod events;
 pub mod invocation;
 pub mod request;
@@ -35,6 +36,7 @@ pub use bridge::{
 pub use bridge::{EXPLANATION_KEY, explanation_of};
 pub use bridge::{GOAL_GRANT_MAX_MS, GOAL_PRINCIPAL, goal_scope};
 pub use bridge::{Injected, WorldError};
+pub use devices::{DEFAULT_DEVICE_ID, DeviceGrants, DeviceRouteError, Devices};
 pub use events::{Audience, Event, EventBus, PublishError};
 pub use invocation::Invocation;
 pub use request::{NormalizedRequest, normalize};

@@ -32,6 +32,11 @@ pub struct NormalizedRequest {
     /// The request id when none was given.
     pub idempotency_key: String,
     pub timeout_ms: i64,
+    /// The phone the request acts on (`crate::devices`): as the caller named it, or, with
+    /// several phones, as the bridge resolved it. `None` on a daemon with one phone when the
+    /// caller named none (and in requests stored before several phones existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_id: Option<String>,
 }
 
 impl NormalizedRequest {
@@ -87,6 +92,7 @@ pub fn normalize(req: ToolRequest) -> NormalizedRequest {
         idempotency_key,
         timeout_ms: effective_timeout_ms(req.timeout_ms),
         request_id,
+        device_id: None,
     }
 }
 

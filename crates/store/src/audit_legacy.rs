@@ -114,6 +114,8 @@ fn decode(row: &Row<'_>) -> std::result::Result<AuditEntry, String> {
             .map_err(|e| format!("duration_ms: {e}"))?,
         params_hash: o("params_hash")?,
         result_digest: o("result_digest")?,
+        // Records before schema 6 were made before several phones existed.
+        device_id: None,
     })
 }
 

@@ -227,6 +227,7 @@ impl<'a> Attempt<'a> {
                 None => params_hash(&req.params).ok(),
             },
             result_digest: result.and_then(result_digest),
+            device_id: req.device_id.clone(),
         }
     }
 }
@@ -357,6 +358,7 @@ impl ToolBridge {
             duration_ms,
             params_hash: Some(format!("sha256:{}", record.identity.params_digest)),
             result_digest: result.and_then(result_digest),
+            device_id: stored.request.device_id.clone(),
         }
     }
 

@@ -60,7 +60,11 @@ impl ToolBridge {
                     params: &params,
                     origin: &origin,
                 };
-                tokio::time::timeout(timeout, self.device.execute(call)).await
+                match self.routed_device(req) {
+                    Ok(device) => tokio::time::timeout(timeout, device.execute(call)).await,
+                    // Configured phones changed since the request was stored: nothing runs.
+                    Err(e) => Ok(Err(DeviceError::invalid("device_id", e.to_string()))),
+                }
             }
             Executor::Runtime => match self.services.find(&command.name) {
                 Some(service) => {

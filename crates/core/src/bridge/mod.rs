@@ -50,6 +50,7 @@ mod identity;
 mod records;
 mod retry;
 mod reviewed;
+mod routing;
 mod settle;
 mod tasks;
 mod types;
@@ -66,15 +67,14 @@ use openphone_policy::{
     ToolPolicy, ToolSelector,
 };
 use openphone_protocol::endpoint::{Event, SessionUpdated};
-use openphone_protocol::{
-    Command, ErrorCode, Executor, Registry, ToolRequest, ToolResult, ToolStatus,
-};
+use openphone_protocol::{Command, ErrorCode, Registry, ToolRequest, ToolResult, ToolStatus};
 use openphone_protocol::{DenialDetails, PendingConfirmation};
 use openphone_store as store;
 use openphone_store::{ConfirmationRecord, IdentityKey, RequestCheck, Scope, SessionStatus, Store};
 use serde_json::{Map, Value};
 use tokio::sync::watch;
 
+use crate::devices::{DeviceGrants, Devices};
 use crate::events::{Audience, EventBus};
 use crate::invocation::Invocation;
 use crate::locks::{read, write};
@@ -133,6 +133,11 @@ pub struct ToolBridge {
     withdrawn_grants: Mutex<std::collections::HashSet<i64>>,
     /// Runtime-owned command families served by other crates (`services::RuntimeService`).
     services: services::Installed,
+    /// Every phone by id (`device` is the first of them); a request is routed by its
+    /// `device_id` (`crate::devices`).
+    devices: Devices,
+    /// Which phones each runtime may act on (`[[runtimes]] devices`).
+    device_grants: RwLock<DeviceGrants>,
 }
 
 /// What the policy inputs of one request are built from (`ToolBridge::with_policy_input`).
@@ -168,22 +173,14 @@ impl ToolBridge {
         events: Arc<EventBus>,
         config: BridgeConfig,
     ) -> Self {
-        Self {
+        Self::with_devices(
             registry,
             store,
-            device,
+            Devices::single(device),
             clock,
             events,
-            config: RwLock::new(config),
-            waiters: Mutex::new(HashMap::new()),
-            tasks: Mutex::default(),
-            identity_locks: IdentityLocks::default(),
-            expiry: tokio::sync::Mutex::new(()),
-            approvals: Mutex::default(),
-            proofs: Mutex::default(),
-            withdrawn_grants: Mutex::default(),
-            services: services::Installed::default(),
-        }
+            config,
+        )
     }
 
     /// Installs a service for runtime-owned commands (background jobs, live watchers): the
@@ -244,8 +241,9 @@ impl ToolBridge {
             caller,
             context,
             request,
+            device,
         } = invocation;
-        self.invoke(&caller, request, context).await
+        self.invoke_on(&caller, request, context, device).await
     }
 
     /// Handles one tool request; a request that needs confirmation is answered at once with
@@ -277,6 +275,8 @@ impl ToolBridge {
         review: Option<&ReviewedApproval>,
     ) -> ToolResult {
         let runtime = caller.runtime.clone();
+        let mut req = req;
+        let routed = self.route_device(caller, &mut req);
         let attempt = Attempt::new(self, caller, &req, started);
         // Step 1 — validate.
         let validated = match validate(self.registry, caller, &req, true) {
@@ -295,6 +295,9 @@ impl ToolBridge {
         };
         let command = validated.command;
         let params_digest = validated.params_digest.clone();
+        if let Err(refusal) = routed {
+            return attempt.finish(refusal).await;
+        }
         if let Some(refusal) = self.foreign_session(caller, &req) {
             return attempt.finish(refusal).await;
         }
@@ -559,7 +562,7 @@ impl ToolBridge {
             request_autonomy: req.autonomy.as_deref(),
             session_autonomy,
             tool_policy: &config.tool_policy,
-            platform_supported: self.platform_supports(command),
+            platform_supported: self.platform_supports_on(command, req.device_id.as_deref()),
             context,
             standing_approvals: &approvals,
             phone_session_id: in_session.as_deref(),
@@ -576,12 +579,7 @@ impl ToolBridge {
     }
 
     fn platform_supports(&self, command: &Command) -> bool {
-        match command.executor {
-            Executor::Device => self.device.supports(&command.name),
-            Executor::Runtime => {
-                self.services.find(&command.name).is_some() || services::serves(command)
-            }
-        }
+        self.platform_supports_on(command, None)
     }
 
     /// The runtime's standing approvals active now (policy layer 7). Read from the store once

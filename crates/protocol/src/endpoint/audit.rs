@@ -98,6 +98,10 @@ pub struct AuditEntry {
     pub params_hash: Option<String>,
     /// Digest of the result, never the result.
     pub result_digest: Option<String>,
+    /// The phone the request acted on (`[[devices]] id`), on a daemon with several phones or
+    /// when the request named one; absent otherwise (so such records hash as they always did).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_id: Option<String>,
 }
 
 /// A stored audit record: the entry plus its place in the chain.

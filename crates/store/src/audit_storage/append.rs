@@ -121,6 +121,7 @@ pub(crate) fn prepare(mut entry: AuditEntry) -> Result<PreparedAudit> {
         result_digest: result_form,
         proof_digest: proof_digest_form,
         proof_digest_text: claimed_form,
+        device_id: entry.device_id.clone(),
     };
     let shape_text = serde_json::to_string(&shape)
         .map_err(|e| StoreError::corrupt("audit.append", &entry.audit_id, e))?;

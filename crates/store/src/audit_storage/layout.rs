@@ -75,6 +75,9 @@ pub(super) struct Shape {
     pub(super) result_digest: DigestForm,
     pub(super) proof_digest: ProofDigestForm,
     pub(super) proof_digest_text: DigestForm,
+    /// The phone of the record (absent: none named, and the shape's text is what it was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) device_id: Option<String>,
 }
 
 /// The content id of a shape's text.

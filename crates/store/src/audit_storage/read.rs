@@ -270,6 +270,7 @@ fn assemble(
             duration_ms,
             params_hash,
             result_digest,
+            device_id: shape.device_id.clone(),
         },
         proof_key,
     })

@@ -46,6 +46,7 @@ pub(super) fn entry(i: i64) -> AuditEntry {
         duration_ms: Some(3),
         params_hash: Some(format!("sha256:{}", digest(&format!("params-{i}")))),
         result_digest: None,
+        device_id: None,
     }
 }
 

@@ -45,6 +45,7 @@ fn old_entry(i: i64) -> AuditEntry {
         duration_ms: None,
         params_hash: Some(format!("sha256:{}", digest(&format!("params-{i}")))),
         result_digest: None,
+        device_id: None,
     }
 }
 

@@ -94,6 +94,7 @@ pub fn keyless_read(i: u64) -> AuditEntry {
         duration_ms: Some(i64::try_from(i % 7).unwrap()),
         params_hash: Some(format!("sha256:{}", sha256_hex("{}"))),
         result_digest: Some(format!("sha256:{}", sha256_hex(&format!("result-{i}")))),
+        device_id: None,
     }
 }
 

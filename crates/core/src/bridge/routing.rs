@@ -1,0 +1,170 @@
+//! Several phones, one bridge: the phones by id, the request's `device_id` resolved to one of
+//! them before anything is decided, and the runtime's grant of that phone
+//! (`[[runtimes]] devices`) checked there too (`crate::devices`).
+//!
+//! A daemon with one phone routes every request to it; a request that names no phone keeps no
+//! device id, so its records are what they were before several phones existed. With several,
+//! the resolved id travels with the request: into its audit records, its stored confirmation
+//! (an approval runs on the same phone) and its execution.
+
+use std::sync::{Arc, Mutex, RwLock};
+
+use openphone_clock::Clock;
+use openphone_device::PhoneDevice;
+use openphone_policy::{Caller, Context};
+use openphone_protocol::{Command, ErrorCode, Executor, Registry, ToolRequest, ToolResult};
+use openphone_store::Store;
+use serde_json::{Map, json};
+
+use super::{BridgeConfig, IdentityLocks, ToolBridge, retry};
+use crate::devices::{DeviceGrants, DeviceRouteError, Devices};
+use crate::events::EventBus;
+use crate::locks::{read, write};
+use crate::request::{NormalizedRequest, normalize};
+use crate::services;
+
+impl ToolBridge {
+    /// A bridge over several phones: each request goes to the one its `device_id` names (the
+    /// only one when there is one); the first is the phone whose world the daemon watches
+    /// (device events, the runtime's notifications, page reads).
+    pub fn with_devices(
+        registry: &'static Registry,
+        store: Arc<Store>,
+        devices: Devices,
+        clock: Arc<dyn Clock>,
+        events: Arc<EventBus>,
+        config: BridgeConfig,
+    ) -> Self {
+        Self {
+            registry,
+            store,
+            device: Arc::clone(devices.primary().1),
+            devices,
+            device_grants: RwLock::new(DeviceGrants::all()),
+            clock,
+            events,
+            config: RwLock::new(config),
+            waiters: Mutex::default(),
+            tasks: Mutex::default(),
+            identity_locks: IdentityLocks::default(),
+            expiry: tokio::sync::Mutex::new(()),
+            approvals: Mutex::default(),
+            proofs: Mutex::default(),
+            withdrawn_grants: Mutex::default(),
+            services: services::Installed::default(),
+        }
+    }
+
+    /// The phones this bridge drives, by id.
+    pub fn devices(&self) -> &Devices {
+        &self.devices
+    }
+
+    /// Limits runtimes to some phones (`[[runtimes]] devices`); checked before anything runs.
+    pub fn set_device_grants(&self, grants: DeviceGrants) {
+        *write(&self.device_grants) = grants;
+    }
+
+    /// Which phones each runtime may act on.
+    pub fn device_grants(&self) -> DeviceGrants {
+        read(&self.device_grants).clone()
+    }
+
+    /// [`ToolBridge::invoke`] on the phone `device` names (`None`: the only phone).
+    pub async fn invoke_on(
+        &self,
+        caller: &Caller,
+        request: ToolRequest,
+        context: Context,
+        device: Option<String>,
+    ) -> ToolResult {
+        let started = self.now_ms();
+        let keyed = retry::explicitly_keyed(&request);
+        let mut req = normalize(request);
+        req.device_id = device
+            .map(|d| d.trim().to_owned())
+            .filter(|d| !d.is_empty());
+        self.process(caller, req, keyed, context, started, None)
+            .await
+    }
+
+    /// The phone `device` names, else the primary one.
+    pub(super) fn device_or_primary(&self, device: Option<&str>) -> &Arc<dyn PhoneDevice> {
+        device
+            .and_then(|id| self.devices.get(id))
+            .unwrap_or(&self.device)
+    }
+
+    /// Whether the phone `device` (else the primary one) or the core runs `command`.
+    pub(super) fn platform_supports_on(&self, command: &Command, device: Option<&str>) -> bool {
+        match command.executor {
+            Executor::Device => self.device_or_primary(device).supports(&command.name),
+            Executor::Runtime => {
+                self.services.find(&command.name).is_some() || services::serves(command)
+            }
+        }
+    }
+
+    /// The phone the stored or arriving request `req` runs on, or the refusal to give when it
+    /// names none of the configured ones.
+    pub(super) fn routed_device(
+        &self,
+        req: &NormalizedRequest,
+    ) -> Result<&Arc<dyn PhoneDevice>, DeviceRouteError> {
+        self.devices
+            .resolve(req.device_id.as_deref())
+            .map(|(_, device)| device)
+    }
+
+    /// Step 0 of a request: its phone. A device command (or any request naming a phone) is
+    /// routed to the phone it names, the only one by default; naming none among several, or
+    /// one not configured, is `invalid_params` listing the ids, and a phone the caller's
+    /// runtime is not granted is `tool_not_granted` naming it. With several phones the resolved
+    /// id is written into `req`. Returns the refusal, if any, for after validation.
+    pub(super) fn route_device(
+        &self,
+        caller: &Caller,
+        req: &mut NormalizedRequest,
+    ) -> Result<(), ToolResult> {
+        let on_device = self
+            .registry
+            .resolve(&req.tool)
+            .is_some_and(|c| c.executor == Executor::Device);
+        if !on_device && req.device_id.is_none() {
+            return Ok(());
+        }
+        let refuse = |code: ErrorCode, message: String, ids: &[String]| {
+            let mut details = Map::new();
+            details.insert("devices".into(), json!(ids));
+            Err(
+                ToolResult::failure(&caller.runtime, &req.request_id, code, message)
+                    .with_details(details),
+            )
+        };
+        let id = match self.devices.resolve(req.device_id.as_deref()) {
+            Ok((id, _)) => id.to_owned(),
+            Err(e) => return refuse(ErrorCode::InvalidParams, e.to_string(), e.ids()),
+        };
+        if on_device {
+            let grants = read(&self.device_grants);
+            if !grants.allows(&caller.runtime, &id) {
+                let granted = grants.of(&caller.runtime).unwrap_or_default().to_vec();
+                let message = format!(
+                    "runtime `{}` is not granted the phone {id:?} (its `[[runtimes]] devices`: {}); \
+                     nothing was executed",
+                    caller.runtime,
+                    if granted.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        granted.join(", ")
+                    }
+                );
+                return refuse(ErrorCode::ToolNotGranted, message, &granted);
+            }
+        }
+        if self.devices.several() {
+            req.device_id = Some(id);
+        }
+        Ok(())
+    }
+}

@@ -42,6 +42,7 @@
 
 mod error;
 mod params;
+pub mod screen_form;
 pub mod sim;
 pub mod world;
 
@@ -54,6 +55,7 @@ use serde_json::Value;
 pub use error::{DeviceError, EntityKind};
 /// What a device is and what it can do: the profile `hello` answers with, one type.
 pub use openphone_protocol::endpoint::PhoneProfile;
+pub use screen_form::{ScreenForm, compact_screen, shape_screen};
 pub use sim::{ScenarioError, SimPhone, SimState};
 pub use world::{
     DeviceEvent, Injection, OPENPHONE_APP, OPENPHONE_PACKAGE, PageContent, SystemNotification,

@@ -8,6 +8,7 @@
 
 mod actions;
 mod commands;
+mod journal;
 mod model;
 mod render;
 mod scenario;
@@ -29,6 +30,7 @@ use crate::params::Params;
 use crate::world::{DeviceEvent, Injection, PageContent, SystemNotification};
 use crate::{CallOrigin, DeviceCall, DeviceError, PhoneDevice, PhoneProfile};
 
+pub use journal::StateSink;
 pub use scenario::{DEFAULT_SCENARIO, ScenarioError, validate};
 pub use state::*;
 
@@ -128,6 +130,8 @@ pub struct SimPhone {
     clock: Arc<dyn Clock>,
     online: AtomicBool,
     events: tokio::sync::broadcast::Sender<DeviceEvent>,
+    /// Changes since the last save, and where the state is saved (`journal.rs`).
+    journal: journal::Journal,
 }
 
 impl SimPhone {
@@ -148,6 +152,7 @@ impl SimPhone {
             clock,
             online: AtomicBool::new(true),
             events,
+            journal: journal::Journal::default(),
         })
     }
 
@@ -303,6 +308,7 @@ impl SimPhone {
             work.action_log.drain(..excess);
         }
         *guard = work;
+        self.journal.bump();
         Ok(outcome.result)
     }
 }
@@ -322,6 +328,7 @@ impl SimPhone {
             Ok(Ok(value)) => {
                 work.action_log = log;
                 *guard = work;
+                self.journal.bump();
                 Ok(value)
             }
             Ok(Err(e)) => {
@@ -429,9 +436,12 @@ impl SimPhone {
                     }
                 }
                 Err(error) => {
-                    if let Some(e) = self.lock().timeline.get_mut(index) {
+                    let mut st = self.lock();
+                    if let Some(e) = st.timeline.get_mut(index) {
                         e.fired = true;
+                        self.journal.bump();
                     }
+                    drop(st);
                     tracing::warn!(index, %error, "a timeline entry could not be applied");
                     TimelineFired {
                         index,
@@ -502,7 +512,13 @@ impl PhoneDevice for SimPhone {
     }
 
     async fn execute(&self, call: DeviceCall<'_>) -> Result<Value, DeviceError> {
-        self.dispatch(call)
+        let result = self.dispatch(call);
+        if call.command.mutating {
+            // Answered only once saved (when the phone is kept on disk): an error may come
+            // after a change too (an OS dialog the command raised).
+            self.settle().await;
+        }
+        result
     }
 
     fn subscribe(&self) -> Option<tokio::sync::broadcast::Receiver<DeviceEvent>> {
@@ -510,7 +526,8 @@ impl PhoneDevice for SimPhone {
     }
 
     async fn inject(&self, injection: &Injection) -> Result<DeviceEvent, DeviceError> {
-        let events = self.inject_all(injection)?;
+        let events = SimPhone::inject_all(self, injection)?;
+        self.settle().await;
         events
             .into_iter()
             .next()
@@ -520,7 +537,9 @@ impl PhoneDevice for SimPhone {
     }
 
     async fn inject_all(&self, injection: &Injection) -> Result<Vec<DeviceEvent>, DeviceError> {
-        SimPhone::inject_all(self, injection)
+        let events = SimPhone::inject_all(self, injection)?;
+        self.settle().await;
+        Ok(events)
     }
 
     async fn post_notification(
@@ -531,12 +550,15 @@ impl PhoneDevice for SimPhone {
         let now = self.clock.now_ms();
         let events = self.transact(|st| world::post_system(st, notification, now))?;
         self.raise(&events);
+        self.settle().await;
         Ok(notification.key.trim().to_owned())
     }
 
     async fn withdraw_notification(&self, key: &str) -> Result<bool, DeviceError> {
         self.check_online()?;
-        self.transact(|st| Ok(world::withdraw_system(st, key.trim())))
+        let withdrawn = self.transact(|st| Ok(world::withdraw_system(st, key.trim())))?;
+        self.settle().await;
+        Ok(withdrawn)
     }
 
     async fn fetch_page(&self, url: &str) -> Result<PageContent, DeviceError> {

@@ -55,6 +55,7 @@ fn read_tool_snapshot() {
             "inputSchema": {
                 "type": "object",
                 "properties": {
+                    "format": {"description": "full (default): every element with all its flags, the visible text and the tree. compact: only the elements you can act on, each with its id, role, text and bounds, plus the other text on screen; far fewer tokens.", "type": "string", "enum": ["full", "compact"]},
                     "include_activity": {"description": "Report which app and activity are in the foreground.", "type": "boolean"},
                     "include_screenshot": {"description": "Attach an image of the screen.", "type": "boolean"},
                     "include_ui_tree": {"description": "Attach the accessibility tree of the visible UI.", "type": "boolean"},

@@ -4,7 +4,7 @@
 //! file with its prose `description` strings removed, and hashes of upstream's command
 //! descriptions; `refresh.py` there regenerates them from a reference copy). Everything but
 //! descriptions and this project's additions (`mutating`, `executor`, `service`,
-//! `grant_targets`, and the commands and
+//! `grant_targets`, the params in `PROJECT_PARAMS`, and the commands and
 //! events marked `"project": true`) must be identical.
 
 use std::path::PathBuf;
@@ -66,11 +66,40 @@ fn without_project_commands(mut commands: Value) -> Value {
     commands
 }
 
+/// Params this project added to upstream's commands: (command, param).
+const PROJECT_PARAMS: &[(&str, &str)] = &[("openphone.screen.get", "format")];
+
+/// Removes [`PROJECT_PARAMS`] from the commands' input schemas.
+fn without_project_params(mut commands: Value) -> Value {
+    for c in commands
+        .get_mut("commands")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+    {
+        let name = c
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        for (command, param) in PROJECT_PARAMS {
+            if name == *command
+                && let Some(props) = c
+                    .pointer_mut("/input_schema/properties")
+                    .and_then(Value::as_object_mut)
+            {
+                assert!(props.remove(*param).is_some(), "{command} lost {param}");
+            }
+        }
+    }
+    commands
+}
+
 #[test]
 fn commands_match_upstream_except_descriptions() {
     let docs = Docs::shipped();
     assert_same(
-        without_project_commands(docs.commands),
+        without_project_params(without_project_commands(docs.commands)),
         read("runtime/protocol/openphone-commands.json"),
         &["mutating", "executor", "service", "grant_targets"],
         "commands manifest",

@@ -4,6 +4,7 @@ use serde_json::{Map, Value, json};
 
 use crate::DeviceError;
 use crate::params::Params;
+use crate::screen_form::{ScreenForm, compact_screen};
 use crate::sim::render;
 use crate::sim::screens;
 use crate::sim::view::Node;
@@ -14,7 +15,10 @@ use super::{Exec, Outcome, screen_brief};
 pub(crate) fn screen_get(x: &mut Exec<'_>, p: Params<'_>) -> Result<Outcome, DeviceError> {
     let include_screenshot = p.bool_opt("include_screenshot")?.unwrap_or(false);
     let include_activity = p.bool_opt("include_activity")?.unwrap_or(true);
-    let include_tree = p.bool_opt("include_ui_tree")?.unwrap_or(true);
+    let form = ScreenForm::parse(p.str_opt("format")?)?;
+    // The compact form is computed from the full tree.
+    let include_tree =
+        form == ScreenForm::Compact || p.bool_opt("include_ui_tree")?.unwrap_or(true);
     let view = screens::build(x.st, x.now);
     let brief = screen_brief(x.st, x.now);
     let mut out = Map::new();
@@ -44,7 +48,11 @@ pub(crate) fn screen_get(x: &mut Exec<'_>, p: Params<'_>) -> Result<Outcome, Dev
             render::screenshot(&view, x.st.settings.dark_theme)?,
         );
     }
-    Ok(Outcome::read(Value::Object(out)))
+    let full = Value::Object(out);
+    Ok(Outcome::read(match form {
+        ScreenForm::Full => full,
+        ScreenForm::Compact => compact_screen(&full),
+    }))
 }
 
 pub(crate) fn screen_understand(x: &mut Exec<'_>, p: Params<'_>) -> Result<Outcome, DeviceError> {

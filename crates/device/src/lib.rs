@@ -40,6 +40,7 @@
 
 #![deny(missing_docs)]
 
+pub mod dialog;
 mod error;
 mod params;
 pub mod screen_form;
@@ -52,6 +53,7 @@ use async_trait::async_trait;
 use openphone_protocol::Command;
 use serde_json::Value;
 
+pub use dialog::PendingDialog;
 pub use error::{DeviceError, EntityKind};
 /// What a device is and what it can do: the profile `hello` answers with, one type.
 pub use openphone_protocol::endpoint::PhoneProfile;
@@ -144,6 +146,21 @@ pub trait PhoneDevice: Send + Sync + Debug {
     async fn withdraw_notification(&self, key: &str) -> Result<bool, DeviceError> {
         let _ = key;
         Ok(false)
+    }
+
+    /// Answers the OS dialog on the screen once the user decided (`dialog`): `accept` presses
+    /// its positive button (Allow, Just once, Pay, the preselected share target), otherwise its
+    /// negative one (Don't allow, Cancel, Back). The dialog is named by the
+    /// [`PendingDialog::dialog_id`] of the [`DeviceError::FrameworkConfirmationRequired`] it was
+    /// reported with; a device presses nothing when the dialog on screen now is another one
+    /// ([`PendingDialog::gone`]). Answers what happened; a dialog the answer raises in turn is
+    /// reported as `FrameworkConfirmationRequired`. Only the bridge calls this, on the user's
+    /// answer to a confirmation — never on its own.
+    async fn resolve_dialog(&self, dialog_id: &str, accept: bool) -> Result<Value, DeviceError> {
+        let _ = (dialog_id, accept);
+        Err(DeviceError::UnsupportedTool {
+            tool: "system.dialog".to_owned(),
+        })
     }
 
     /// Reads a web page as the phone's browser would load it, without showing it (a read:

@@ -8,6 +8,7 @@
 
 mod actions;
 mod commands;
+mod dialogs;
 mod journal;
 mod model;
 mod render;
@@ -279,11 +280,17 @@ impl SimPhone {
         // ACTION_LOG_LIMIT records for every state change dominated the cost of a mutation).
         let log = std::mem::take(&mut guard.action_log);
         let mut work = guard.clone();
+        // A command that raises an OS dialog keeps its effect and answers the dialog.
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            handler(&mut Exec { st: &mut work, now }, params_view)
+            dialogs::run(
+                *handler,
+                name,
+                &mut Exec { st: &mut work, now },
+                params_view,
+            )
         }));
-        let outcome = match ran {
-            Ok(Ok(outcome)) => outcome,
+        let (outcome, raised) = match ran {
+            Ok(Ok(ran)) => ran,
             Ok(Err(e)) => {
                 guard.action_log = log;
                 return Err(e);
@@ -309,7 +316,10 @@ impl SimPhone {
         }
         *guard = work;
         self.journal.bump();
-        Ok(outcome.result)
+        match raised {
+            Some(dialog) => Err(dialog),
+            None => Ok(outcome.result),
+        }
     }
 }
 
@@ -519,6 +529,13 @@ impl PhoneDevice for SimPhone {
             self.settle().await;
         }
         result
+    }
+
+    async fn resolve_dialog(&self, dialog_id: &str, accept: bool) -> Result<Value, DeviceError> {
+        let answered = self.resolve_dialog_now(dialog_id, accept);
+        // Answered only once saved, like a command (an error may follow a change too).
+        self.settle().await;
+        answered
     }
 
     fn subscribe(&self) -> Option<tokio::sync::broadcast::Receiver<DeviceEvent>> {

@@ -562,7 +562,7 @@ pub fn validate(st: &SimState) -> Result<(), ScenarioError> {
             format!("no task for `{fg}`"),
         ));
     }
-    Ok(())
+    super::dialogs::check(st)
 }
 
 /// A web page's URLs are http(s).

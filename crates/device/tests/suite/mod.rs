@@ -1,5 +1,6 @@
 mod calendar;
 mod catalogue;
+mod dialogs;
 mod scenario;
 mod screenshot;
 mod state;

@@ -5,7 +5,7 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use super::support::{
-    demo_time, element, element_labelled, phone, run, screen, shows, tap, type_text,
+    demo_time, element, element_labelled, fail, phone, run, screen, shows, tap, type_text,
 };
 
 #[test]
@@ -525,18 +525,27 @@ fn notifications_search_and_list() {
 }
 
 #[test]
-fn sharing_text_records_the_share_and_shows_the_sheet() {
+fn sharing_text_records_the_share_and_shows_the_chooser() {
     let (phone, _clock) = phone();
-    let shared = run(
+    // The share sheet is Android's chooser, an OS dialog: the command reports it, and only the
+    // user's answer (`resolve_dialog_now`, what the bridge calls) picks a target.
+    let shared = fail(
         &phone,
         "openphone.share.text",
         json!({ "text": "Flight TP 579 at 10:05", "chooser_title": "Send itinerary" }),
     );
-    let id = shared["share_id"].as_i64().unwrap();
+    assert_eq!(shared.code(), "framework_confirmation_required");
+    let id = phone.snapshot().shares.last().unwrap().id;
     let sheet = screen(&phone);
-    assert_eq!(sheet["screen"], "share_sheet");
+    assert_eq!(sheet["screen"], "system_dialog");
     assert!(shows(&sheet, "Send itinerary"));
-    tap(&phone, "share_target_notes");
+    let asked = fail(
+        &phone,
+        "openphone.ui.tap_element",
+        json!({ "element_id": "share_target_notes" }),
+    );
+    let asked = openphone_device::PendingDialog::from_error(&asked).unwrap();
+    phone.resolve_dialog_now(&asked.dialog_id, true).unwrap();
     let editor = screen(&phone);
     assert_eq!(editor["screen"], "note_editor");
     assert_eq!(

@@ -85,7 +85,8 @@ fn check_len(field: &str, text: &str) -> Result<(), DeviceError> {
 fn screen_brief(st: &SimState, now: i64) -> Value {
     // The home screen without an overlay: what `screens::build` names it, without building
     // every element of it (`device.status` asks for this on every call).
-    if st.nav.overlay.is_none() && current_page(st).is_none() {
+    if st.nav.overlay.is_none() && current_page(st).is_none() && st.system_dialogs.showing.is_none()
+    {
         let (package, activity, title) = screens::home_identity();
         return json!({ "package": package, "activity": activity, "title": title, "screen": "home" });
     }
@@ -97,6 +98,7 @@ fn screen_brief(st: &SimState, now: i64) -> Value {
         Some(Overlay::ShareSheet { .. }) => "share_sheet".to_string(),
         Some(Overlay::Menu { .. }) => format!("{screen}+menu"),
         Some(Overlay::Shade) => "notification_shade".to_string(),
+        None if st.system_dialogs.showing.is_some() => "system_dialog".to_string(),
         None => screen,
     };
     json!({ "package": view.package, "activity": view.activity, "title": view.title, "screen": screen })

@@ -127,6 +127,10 @@ pub(crate) fn build(st: &SimState, now: i64) -> View {
             }
         }
     }
+    // An OS dialog (a permission prompt, a chooser, a payment sheet) is above everything.
+    if let Some((pkg, act, name)) = super::dialogs::draw(&mut ui, root, st) {
+        (package, activity, title) = (pkg, act, name);
+    }
     nav_bar(&mut ui, root);
     View {
         package,

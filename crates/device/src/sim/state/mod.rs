@@ -7,12 +7,14 @@ use serde_json::Value;
 
 mod apps;
 mod device;
+mod dialogs;
 mod nav;
 mod records;
 mod timeline;
 
 pub use apps::*;
 pub use device::*;
+pub use dialogs::*;
 pub use nav::*;
 pub use records::*;
 pub use timeline::*;
@@ -96,6 +98,10 @@ pub struct SimState {
     /// What is on screen: tasks, their page stacks, overlays.
     #[serde(default)]
     pub nav: NavState,
+    /// OS-level dialogs: what raises them (a permission an app asks for, a URL several apps
+    /// open, an app button that raises a payment sheet) and the one on screen.
+    #[serde(default, skip_serializing_if = "SystemDialogs::is_empty")]
+    pub system_dialogs: SystemDialogs,
     /// Things that happen by themselves at simulated times, fired once each in due order
     /// (`SimPhone::fire_due`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

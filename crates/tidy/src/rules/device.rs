@@ -15,6 +15,10 @@ pub const HOLDERS: &[(&str, &str)] = &[
         "crates/fake-adbd/",
         "the fake ADB device answers shell commands from its own simulated phone",
     ),
+    (
+        "crates/adb/",
+        "the ADB backend is a PhoneDevice (a real Android phone)",
+    ),
     ("crates/server/src/daemon.rs", "the daemon's construction"),
     (
         "crates/cli/src/bench/bridge.rs",

@@ -24,6 +24,8 @@ pub const LAYERS: &[(&str, u8)] = &[
     ("openphone-core", 2),
     // A fake Android device over the simulated phone (beside core: it holds the phone).
     ("openphone-fake-adbd", 2),
+    // The ADB backend: a real Android phone as a PhoneDevice (beside core, over device).
+    ("openphone-adb", 2),
     // Services and front ends over core.
     ("openphone-jobs", 3),
     ("openphone-goals", 3),

@@ -1,0 +1,88 @@
+//! Reading the screen: `uiautomator dump` turned into the simulated phone's shapes, and a
+//! screenshot from `screencap`.
+
+use base64::Engine as _;
+use openphone_device::DeviceError;
+use serde_json::{Map, Value, json};
+
+use super::params::Params;
+use crate::phone::AdbPhone;
+use crate::screen::Screen;
+
+/// The brief of the foreground screen every state-changing command answers with.
+pub(crate) fn brief(screen: &Screen) -> Value {
+    json!({ "package": screen.package(), "activity": Value::Null, "title": Value::Null, "screen": Value::Null })
+}
+
+impl AdbPhone {
+    /// `openphone.screen.get`.
+    pub(crate) async fn screen_get(&self, p: Params<'_>) -> Result<Value, DeviceError> {
+        let include_screenshot = p.bool_opt("include_screenshot")?.unwrap_or(false);
+        let include_activity = p.bool_opt("include_activity")?.unwrap_or(true);
+        let include_tree = p.bool_opt("include_ui_tree")?.unwrap_or(true);
+        let screen = self.dump().await?;
+        let (width, height) = match self.info().await {
+            Ok(info) if info.width > 0 => (i64::from(info.width), i64::from(info.height)),
+            _ => {
+                let (w, h) = screen.extent();
+                (i64::from(w), i64::from(h))
+            }
+        };
+        let mut out = Map::new();
+        if include_activity && let Value::Object(b) = brief(&screen) {
+            out.extend(b);
+        }
+        out.insert("width".into(), json!(width));
+        out.insert("height".into(), json!(height));
+        out.insert("captured_at".into(), json!(self.clock.now_ms()));
+        out.insert(
+            "focused_element".into(),
+            json!(screen.focused_field().map(|n| n.id.clone())),
+        );
+        out.insert("visible_text".into(), json!(screen.visible_text()));
+        out.insert(
+            "interactive_elements".into(),
+            Value::Array(screen.interactive()),
+        );
+        if include_tree {
+            out.insert("ui_tree".into(), screen.tree());
+        }
+        if include_screenshot {
+            out.insert("screenshot".into(), self.screenshot().await?);
+        }
+        self.memory().last_read = Some(screen);
+        Ok(Value::Object(out))
+    }
+
+    /// A PNG of the screen (`screencap -p` over `exec:`, binary-safe), base64.
+    pub(crate) async fn screenshot(&self) -> Result<Value, DeviceError> {
+        let png = self.exec("screencap -p").await?;
+        if !png.starts_with(b"\x89PNG\r\n\x1a\n") {
+            let text = String::from_utf8_lossy(&png[..png.len().min(200)]).into_owned();
+            return Err(DeviceError::Internal {
+                message: format!("screencap gave no PNG: {}", text.trim()),
+            });
+        }
+        let (w, h) = png_size(&png).unwrap_or((0, 0));
+        Ok(json!({
+            "mime_type": "image/png",
+            "width": w,
+            "height": h,
+            "scale": 1.0,
+            "screen_width": w,
+            "screen_height": h,
+            "byte_length": png.len(),
+            "data_base64": base64::engine::general_purpose::STANDARD.encode(&png),
+        }))
+    }
+}
+
+/// Width and height from a PNG's IHDR chunk.
+fn png_size(png: &[u8]) -> Option<(u32, u32)> {
+    let w = png.get(16..20)?;
+    let h = png.get(20..24)?;
+    Some((
+        u32::from_be_bytes(w.try_into().ok()?),
+        u32::from_be_bytes(h.try_into().ok()?),
+    ))
+}

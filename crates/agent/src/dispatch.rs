@@ -255,6 +255,8 @@ impl JobRunner for DispatchRunner {
                     "sent to runtime {}: phone session {}, attention {}{screen_note}",
                     accepted.runtime, accepted.phone_session_id, accepted.attention_id
                 ),
+                // The runtime's final reply in this session completes the job.
+                output_ref: openphone_jobs::dispatch_ref(&accepted.phone_session_id),
             },
             Ok(Err(e)) => match e.code {
                 ErrorCode::RuntimeNotConfigured

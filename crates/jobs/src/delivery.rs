@@ -88,6 +88,30 @@ pub fn review_of_key(key: &str) -> Option<&str> {
         .filter(|id| id.starts_with("job-confirm-"))
 }
 
+/// What a job's pending delivery announces, read from the stored job: the outcome of its
+/// latest run decides, never the event that happened to carry it (issue 32: a third failure
+/// in a row was announced twice, as a failure and as "<title> finished").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Announcement {
+    /// The run completed: the result notification ([`completion_body`]).
+    Completion,
+    /// The run failed: the failure alert ([`failure_body`]), never a completion.
+    FailureAlert,
+    /// An approved action's outcome is unknown after a crash (§9.10): the stopped alert.
+    OutcomeUnknown,
+}
+
+/// What the delivery of `job`'s latest outcome announces.
+pub fn announcement(job: &AgentJob) -> Announcement {
+    if job.phase == openphone_store::JobPhase::ReviewResolutionUnknown {
+        Announcement::OutcomeUnknown
+    } else if job.failure_count > 0 || job.status == openphone_store::JobStatus::Failed {
+        Announcement::FailureAlert
+    } else {
+        Announcement::Completion
+    }
+}
+
 /// Records what became of the delivery of the result the job had when its run ended at
 /// `last_run_at`: written only while that delivery is still `pending` (a later run's result
 /// is not touched). Returns whether it was written.
@@ -196,6 +220,21 @@ mod tests {
         j.delivery_json
             .insert("notification_text".into(), json!("done\u{202e}"));
         assert_eq!(completion_body(&j, None), r"done\u{202E}");
+    }
+
+    #[test]
+    fn a_failed_run_is_announced_as_a_failure_never_as_finished() {
+        let mut j = job();
+        assert_eq!(announcement(&j), Announcement::Completion);
+        j.status = openphone_store::JobStatus::Queued;
+        j.failure_count = 3;
+        assert_eq!(announcement(&j), Announcement::FailureAlert);
+        j.status = openphone_store::JobStatus::Failed;
+        j.failure_count = 6;
+        assert_eq!(announcement(&j), Announcement::FailureAlert);
+        j.failure_count = 0;
+        j.phase = openphone_store::JobPhase::ReviewResolutionUnknown;
+        assert_eq!(announcement(&j), Announcement::OutcomeUnknown);
     }
 
     #[test]

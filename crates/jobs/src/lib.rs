@@ -14,14 +14,18 @@
 //! - [`review`]: reviewed background approvals (§9): eligibility and sanitisation, the
 //!   confirmation record and checkpoint, verification, bound results, the executor of approved
 //!   calls over the tool bridge, and the offline verifier [`check_stored`];
+//! - [`artifacts`]: the files every job leaves under `<data dir>/artifacts/jobs/<id>/`
+//!   (spec, one file per run, `status.md`); [`maintenance`]: what a heartbeat does;
 //! - [`reason`]: the failure reasons of §7.8; [`limits`]: the numbers of §6.1.
 //!
 //! Not here yet: the `agent_turn` runner (the built-in model loop), the job tools and endpoint
 //! methods (§10), and delivery of notifications.
 
+pub mod artifacts;
 pub mod delivery;
 pub mod error;
 pub mod limits;
+pub mod maintenance;
 pub mod model;
 pub mod reason;
 pub mod review;
@@ -32,7 +36,9 @@ pub mod service;
 pub mod transition;
 pub mod validate;
 
+pub use artifacts::JobArtifacts;
 pub use error::JobsError;
+pub use maintenance::{HealthProbe, MaintenanceReport, MaintenanceRunner};
 pub use model::{
     AgentJob, AgentJobExt, DeliveryMode, DeliveryState, JobPhase, JobRun, JobStatus, JobType,
     JobView, NewAgentJob, RunOutcome, StoredJob,
@@ -44,7 +50,8 @@ pub use review::{
     ReviewProposal, ReviewRefused, check_stored,
 };
 pub use runner::{
-    HeartbeatRunner, JobRunner, RunContext, RunResult, Runners, StopSignal, SystemEventRunner,
+    HeartbeatRunner, JobRunner, LateRunner, RunContext, RunResult, Runners, StopSignal,
+    SystemEventRunner, dispatch_ref,
 };
 pub use scheduler::{
     Asker, Scheduler, SchedulerConfig, SchedulerEvent, StopOutcome, TickReport, WeakScheduler,

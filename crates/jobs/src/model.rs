@@ -83,6 +83,29 @@ pub trait AgentJobExt {
     fn delivery_mode(&self) -> DeliveryMode;
     /// `delivery_json.notification_text` when it is a non-empty string.
     fn notification_text(&self) -> Option<&str>;
+    /// `delivery_json.origin`: the runtime and the phone session the job was created in
+    /// (recorded by the daemon, never given by the caller; issue 32 item 3).
+    fn origin(&self) -> Option<Origin>;
+}
+
+/// The key of [`AgentJobExt::origin`] in `delivery_json`.
+pub const ORIGIN_KEY: &str = "origin";
+
+/// Where a job was created: the runtime and its phone session (the surface its results are
+/// delivered back to).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    /// The runtime that created the job.
+    pub runtime: String,
+    /// The phone session the creating request came in.
+    pub phone_session_id: String,
+}
+
+impl Origin {
+    /// The value stored under `delivery_json.origin`.
+    pub fn to_json(&self) -> Value {
+        serde_json::json!({"runtime": self.runtime, "phone_session_id": self.phone_session_id})
+    }
 }
 
 impl AgentJobExt for AgentJob {
@@ -115,6 +138,22 @@ impl AgentJobExt for AgentJob {
             .get("notification_text")
             .and_then(Value::as_str)
             .filter(|t| !t.is_empty())
+    }
+
+    fn origin(&self) -> Option<Origin> {
+        let origin = self.delivery_json.get(ORIGIN_KEY)?;
+        let field = |key: &str| {
+            origin
+                .get(key)
+                .and_then(Value::as_str)
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+        };
+        Some(Origin {
+            runtime: field("runtime")?,
+            phone_session_id: field("phone_session_id")?,
+        })
     }
 }
 

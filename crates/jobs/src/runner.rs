@@ -106,6 +106,9 @@ pub enum RunResult {
     Dispatched {
         /// What `last_result` records about the dispatch.
         note: String,
+        /// Where the runtime works on it (`session:<phone session id>`), or empty: the
+        /// runtime's final reply in that session completes the job.
+        output_ref: String,
     },
     /// The run wants a state-changing tool call made and ends here: the scheduler parks the
     /// job on a review of exactly this call (§9.3); nothing executes until the user approves.
@@ -141,6 +144,12 @@ impl RunResult {
     }
 }
 
+/// The output reference of a run dispatched into phone session `phone_session_id`
+/// (`session:<id>`, [`RunResult::Dispatched`]).
+pub fn dispatch_ref(phone_session_id: &str) -> String {
+    format!("session:{phone_session_id}")
+}
+
 /// Runs one job type. A runner must end by itself within its budget, check the stop signal
 /// between steps, and never panic (a panic ends the run as `job_error:runner_panicked`).
 #[async_trait]
@@ -168,6 +177,53 @@ pub struct HeartbeatRunner;
 impl JobRunner for HeartbeatRunner {
     async fn run(&self, _ctx: RunContext) -> RunResult {
         RunResult::completed(HEARTBEAT_RESULT)
+    }
+}
+
+/// A runner bound after the scheduler is built: the daemon's `agent_turn` runner offers the
+/// tools the bridge serves when it is built, so it is built after the job and goal tools are
+/// installed — which needs the scheduler (issue 32). A run before [`LateRunner::bind`] fails
+/// with `framework_unavailable`; the scheduler's driver starts only after it.
+#[derive(Clone, Default)]
+pub struct LateRunner {
+    slot: Arc<std::sync::OnceLock<Arc<dyn JobRunner>>>,
+}
+
+impl std::fmt::Debug for LateRunner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LateRunner")
+            .field("bound", &self.slot.get().is_some())
+            .finish()
+    }
+}
+
+impl LateRunner {
+    /// An unbound runner.
+    pub fn new() -> LateRunner {
+        LateRunner::default()
+    }
+
+    /// Binds the runner every run goes to; `false` when one was already bound (kept).
+    pub fn bind(&self, runner: Arc<dyn JobRunner>) -> bool {
+        self.slot.set(runner).is_ok()
+    }
+
+    /// This runner, for [`Runners::with`].
+    pub fn runner(&self) -> Arc<dyn JobRunner> {
+        Arc::new(self.clone())
+    }
+}
+
+#[async_trait]
+impl JobRunner for LateRunner {
+    async fn run(&self, ctx: RunContext) -> RunResult {
+        match self.slot.get() {
+            Some(runner) => runner.run(ctx).await,
+            None => RunResult::Failed {
+                reason: FailureReason::FrameworkUnavailable,
+                detail: "the runner of this job type is not set up yet".to_owned(),
+            },
+        }
     }
 }
 

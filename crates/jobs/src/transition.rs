@@ -67,11 +67,14 @@ pub enum JobEvent {
     Resume,
     /// The user or the model stopped the job.
     Stop,
+    /// The runtime a run was dispatched to replied (its final message in the dispatched
+    /// session): a one-shot `dispatched` job completes, a recurring one keeps its place.
+    RuntimeReplied,
 }
 
 impl JobEvent {
     /// Every event, with both values of each flag.
-    pub const ALL: [JobEvent; 16] = [
+    pub const ALL: [JobEvent; 17] = [
         JobEvent::Claim,
         JobEvent::Succeed { recurring: false },
         JobEvent::Succeed { recurring: true },
@@ -88,6 +91,7 @@ impl JobEvent {
         JobEvent::Pause,
         JobEvent::Resume,
         JobEvent::Stop,
+        JobEvent::RuntimeReplied,
     ];
 }
 
@@ -110,6 +114,7 @@ impl fmt::Display for JobEvent {
             JobEvent::Pause => f.write_str("pause"),
             JobEvent::Resume => f.write_str("resume"),
             JobEvent::Stop => f.write_str("stop"),
+            JobEvent::RuntimeReplied => f.write_str("runtime replied"),
         }
     }
 }
@@ -148,6 +153,11 @@ pub fn transition(from: JobStatus, event: JobEvent) -> Result<JobStatus, Illegal
         (S::Queued | S::Active, E::Pause) => S::Paused,
         (S::Paused, E::Resume) => S::Queued,
         (live, E::Stop) if live.is_live() => S::Stopped,
+        // A dispatched job is terminal for the scheduler (never claimed again); the reply of
+        // the runtime it went to completes it (issue 32 item 3).
+        (S::Dispatched, E::RuntimeReplied) => S::Completed,
+        (S::Queued | S::Active, E::RuntimeReplied) => S::Queued,
+        (S::Paused, E::RuntimeReplied) => S::Paused,
         _ => return Err(IllegalTransition { from, event }),
     };
     Ok(to)
@@ -196,6 +206,11 @@ pub enum Change {
     Resume,
     /// Stop.
     Stop,
+    /// The runtime the latest run was dispatched to replied with this text.
+    RuntimeReplied {
+        /// The reply (cut to 4000 characters for `last_result`).
+        reply: String,
+    },
 }
 
 impl Change {
@@ -221,6 +236,7 @@ impl Change {
             Change::Pause => JobEvent::Pause,
             Change::Resume => JobEvent::Resume,
             Change::Stop => JobEvent::Stop,
+            Change::RuntimeReplied { .. } => JobEvent::RuntimeReplied,
         }
     }
 }
@@ -337,6 +353,16 @@ pub fn apply(
             job.progress_text = "Queued".to_owned();
             job.next_run_at = now_ms;
             job.paused_at = 0;
+        }
+        Change::RuntimeReplied { reply } => {
+            end_run(job, now_ms, reply);
+            job.unread_result = true;
+            if to == JobStatus::Completed {
+                job.phase = JobPhase::Completed;
+                job.progress_text = "Completed".to_owned();
+                job.next_run_at = 0;
+            }
+            next.delivery_state = Some(mode.initial_state());
         }
         Change::Stop => {
             job.phase = JobPhase::Stopped;

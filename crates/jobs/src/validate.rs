@@ -230,6 +230,13 @@ pub fn normalise(request: &JobRequest, ctx: &CreateContext) -> Result<NewAgentJo
             ));
         }
     }
+    if delivery.contains_key(crate::model::ORIGIN_KEY) {
+        return Err(InvalidJob::new(
+            "delivery.origin",
+            "is recorded by the daemon (the runtime and phone session the job is created in) \
+             and cannot be given",
+        ));
+    }
     if let Some(text) = &request.notification_text {
         delivery.insert("notification_text".to_owned(), Value::from(text.as_str()));
     }

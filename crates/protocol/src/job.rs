@@ -162,7 +162,13 @@ crate::wire_enum!(
 
 /// The wire record of a job (`agent-jobs.md` §2): a closed object whose 29 members are always
 /// present, in the order of the specification. Times are Unix milliseconds (0 = unset).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+///
+/// Read, it is the compatible superset of seed 001's record (issue 32): the 17 members of the
+/// seed's own example are required, the 12 this project added (`phase` through `paused_at`)
+/// may be absent and then take their defaults — `phase` the one its `status` implies
+/// ([`JobPhase::for_status`]), empty strings and objects, 0, `false`. Unknown members are
+/// refused.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AgentJob {
     /// Job id, from 1, never reused.
@@ -224,6 +230,90 @@ pub struct AgentJob {
     pub unread_result: bool,
     /// When the job was paused (0 when not paused).
     pub paused_at: i64,
+}
+
+/// What [`AgentJob`] reads: the seed's 17 members required, this project's 12 optional.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AgentJobRecord {
+    id: i64,
+    #[serde(rename = "type")]
+    job_type: JobType,
+    title: String,
+    prompt: String,
+    payload_json: Map<String, Value>,
+    schedule_json: Map<String, Value>,
+    session_target: String,
+    delivery_json: Map<String, Value>,
+    status: JobStatus,
+    created_at: i64,
+    updated_at: i64,
+    next_run_at: i64,
+    running_at: i64,
+    last_run_at: i64,
+    last_result: String,
+    failure_count: i64,
+    failure_alert_at: i64,
+    phase: Option<JobPhase>,
+    #[serde(default)]
+    progress_text: String,
+    #[serde(default)]
+    progress_current: i64,
+    #[serde(default)]
+    progress_total: i64,
+    #[serde(default)]
+    checkpoint_json: Map<String, Value>,
+    #[serde(default)]
+    pending_confirmation_id: String,
+    #[serde(default)]
+    pending_tool_request_json: Map<String, Value>,
+    #[serde(default)]
+    last_surface_id: String,
+    #[serde(default)]
+    resume_token: String,
+    #[serde(default)]
+    last_event_at: i64,
+    #[serde(default)]
+    unread_result: bool,
+    #[serde(default)]
+    paused_at: i64,
+}
+
+impl<'de> Deserialize<'de> for AgentJob {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let r = AgentJobRecord::deserialize(deserializer)?;
+        Ok(AgentJob {
+            id: r.id,
+            job_type: r.job_type,
+            title: r.title,
+            prompt: r.prompt,
+            payload_json: r.payload_json,
+            schedule_json: r.schedule_json,
+            session_target: r.session_target,
+            delivery_json: r.delivery_json,
+            phase: r.phase.unwrap_or_else(|| JobPhase::for_status(r.status)),
+            status: r.status,
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+            next_run_at: r.next_run_at,
+            running_at: r.running_at,
+            last_run_at: r.last_run_at,
+            last_result: r.last_result,
+            failure_count: r.failure_count,
+            failure_alert_at: r.failure_alert_at,
+            progress_text: r.progress_text,
+            progress_current: r.progress_current,
+            progress_total: r.progress_total,
+            checkpoint_json: r.checkpoint_json,
+            pending_confirmation_id: r.pending_confirmation_id,
+            pending_tool_request_json: r.pending_tool_request_json,
+            last_surface_id: r.last_surface_id,
+            resume_token: r.resume_token,
+            last_event_at: r.last_event_at,
+            unread_result: r.unread_result,
+            paused_at: r.paused_at,
+        })
+    }
 }
 
 /// One attempt in the ledger.

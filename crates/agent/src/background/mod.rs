@@ -41,10 +41,11 @@
 //!
 //! The files: this one builds the runner; `job_run` is one run (the loop of
 //! `turns.rs` under the background policy); `context` the job's session and the context
-//! it reads; `review` the §9 review side (resume, eligibility, the answers of a parked,
+//! it reads; `health` the heartbeat's model check; `review` the §9 review side (resume, eligibility, the answers of a parked,
 //! refused or replayed call); `report` the run's `last_result` and summary.
 
 mod context;
+mod health;
 mod job_run;
 mod report;
 mod review;
@@ -60,6 +61,7 @@ use crate::setup::BuiltinSetup;
 use crate::turns::Limits;
 use job_run::Jobs;
 
+pub use health::ModelHealth;
 pub use report::{RUN_STOPPED, summary_of};
 
 /// Why the runner for background jobs could not be built.

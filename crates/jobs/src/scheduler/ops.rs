@@ -45,9 +45,21 @@ impl Scheduler {
             },
         )?;
         let store = &self.inner.store;
-        let new = for_creator(new, request, asker.id(), |id| {
-            store.get_session(id).ok().flatten().map(|s| s.runtime_kind)
-        })?;
+        let session_owner = |id: &str| store.get_session(id).ok().flatten().map(|s| s.runtime_kind);
+        let mut new = for_creator(new, request, asker.id(), session_owner)?;
+        // Made in one of its own phone sessions by a runtime: its results go back there too
+        // (issue 32 item 3, the originating surface).
+        if let Some(id) = phone_session_id.map(str::trim).filter(|id| !id.is_empty())
+            && asker.id() != openphone_store::OPERATOR_CREATOR
+            && session_owner(id).as_deref() == Some(asker.id())
+        {
+            let origin = crate::model::Origin {
+                runtime: asker.id().to_owned(),
+                phone_session_id: id.to_owned(),
+            };
+            new.delivery_json
+                .insert(crate::model::ORIGIN_KEY.to_owned(), origin.to_json());
+        }
         let job = store.create_job_limited(&new, now, &self.inner.config.quota())?;
         self.inner.emit(SchedulerEvent::Created {
             job: Box::new(job.job.clone()),
@@ -182,6 +194,68 @@ impl Scheduler {
             }
         }
         Err(JobsError::Contended { id })
+    }
+
+    /// The reply of `runtime` in `phone_session_id` (its final message there): when a run of
+    /// a job was dispatched into that session to that runtime and is still the job's latest
+    /// attempt, the reply is saved as the job's result (`last_result`, cut to 4000
+    /// characters), a one-shot job completes (`dispatched` → `completed`), and its delivery is
+    /// due like a completion's (a [`SchedulerEvent::Finished`] with the reply's summary).
+    /// `None` when the session is no dispatched run's, or the job moved on meanwhile.
+    pub fn runtime_replied(
+        &self,
+        runtime: &str,
+        phone_session_id: &str,
+        reply: &str,
+    ) -> Result<Option<StoredJob>, JobsError> {
+        let inner = &self.inner;
+        let reference = crate::runner::dispatch_ref(phone_session_id);
+        let Some(run) = inner.store.dispatched_run(&reference)? else {
+            return Ok(None);
+        };
+        let session_runtime = inner
+            .store
+            .get_session(phone_session_id)?
+            .map(|s| s.runtime_kind);
+        if session_runtime.as_deref() != Some(runtime) {
+            return Ok(None);
+        }
+        let reply = reply.trim();
+        for _ in 0..WRITE_TRIES {
+            let Some(row) = inner.store.get_job(run.job_id)? else {
+                return Ok(None);
+            };
+            if row.attempt != run.attempt {
+                return Ok(None);
+            }
+            let now = inner.clock.now_ms();
+            let next = apply(
+                &row,
+                &Change::RuntimeReplied {
+                    reply: reply.to_owned(),
+                },
+                now,
+            )?;
+            match inner.store.update_job(&next) {
+                Ok(written) => {
+                    let summary = crate::model::truncate_chars(
+                        &reply.split_whitespace().collect::<Vec<_>>().join(" "),
+                        crate::limits::SUMMARY_MAX_CHARS,
+                    );
+                    inner.emit(SchedulerEvent::Finished {
+                        delivery: written.delivery_state,
+                        job: Box::new(written.job.clone()),
+                        attempt: run.attempt,
+                        outcome: RunOutcome::Succeeded,
+                        summary: (!summary.is_empty()).then_some(summary),
+                    });
+                    return Ok(Some(written));
+                }
+                Err(StoreError::Conflict { .. }) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(JobsError::Contended { id: run.job_id })
     }
 
     /// Pauses a queued job (§8): it keeps its place but is never due while paused.

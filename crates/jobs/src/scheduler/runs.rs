@@ -282,11 +282,11 @@ impl Inner {
                         None,
                     )
                 }
-                Ended::Report(RunResult::Dispatched { note }) => (
+                Ended::Report(RunResult::Dispatched { note, output_ref }) => (
                     Change::Dispatch { note: note.clone() },
                     RunOutcome::Dispatched,
                     String::new(),
-                    String::new(),
+                    output_ref.clone(),
                     None,
                 ),
                 Ended::Report(RunResult::Failed { reason, detail }) => {

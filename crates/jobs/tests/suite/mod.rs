@@ -1,3 +1,4 @@
+mod artifacts;
 mod review_bridge;
 mod review_park;
 mod review_resolve;

@@ -4,7 +4,8 @@
 
 use rusqlite::params;
 
-use super::{DeliveryState, JOB_COLUMNS, StoredJob, job_from_row};
+use super::rows::{RUN_COLUMNS, run_from_row};
+use super::{DeliveryState, JOB_COLUMNS, JobRun, StoredJob, job_from_row};
 use crate::Store;
 use crate::error::Result;
 use crate::rows::collect;
@@ -30,5 +31,22 @@ impl Store {
             ],
             job_from_row,
         )
+    }
+
+    /// The dispatched attempt whose output reference is `output_ref` (`session:<phone session
+    /// id>`, the session a run was dispatched into), the newest if several are.
+    pub fn dispatched_run(&self, output_ref: &str) -> Result<Option<JobRun>> {
+        let runs = collect(
+            &self.conn(),
+            "agent_job_runs.dispatched",
+            &format!(
+                "SELECT {RUN_COLUMNS} FROM agent_job_runs \
+                 WHERE output_ref = ?1 AND outcome = 'dispatched' \
+                 ORDER BY started_at DESC, job_id DESC LIMIT 1"
+            ),
+            params![output_ref],
+            run_from_row,
+        )?;
+        Ok(runs.into_iter().next())
     }
 }

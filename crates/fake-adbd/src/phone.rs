@@ -4,9 +4,14 @@
 
 use std::sync::Arc;
 
+use openphone_device::dialog::PendingDialog;
 use openphone_device::{CallOrigin, DeviceCall, DeviceError, PhoneDevice, SimPhone};
 use openphone_protocol::Registry;
 use serde_json::{Value, json};
+
+/// The key of a result under which [`Phone::call`] reports the OS dialog the command raised
+/// (or re-raised).
+pub const DIALOG: &str = "os_dialog";
 
 /// The phone and the manifest its commands come from.
 #[derive(Debug, Clone)]
@@ -68,7 +73,7 @@ impl Phone {
         }
         if let Err(errors) = self.registry.validate_params(command, &params) {
             return Err(CallError {
-                code: "invalid_params".into(),
+                code: "invalid_input".into(),
                 message: errors
                     .iter()
                     .map(|e| format!("{}: {}", e.field, e.message))
@@ -86,7 +91,36 @@ impl Phone {
             params: &params,
             origin: &origin,
         };
-        Ok(self.sim.execute(call).await?)
+        match self.sim.execute(call).await {
+            Ok(value) => Ok(value),
+            // On a real phone the action happened and a system dialog is now on screen; the
+            // shell command itself succeeded. The dialog is reported beside the result.
+            Err(DeviceError::FrameworkConfirmationRequired {
+                kind,
+                package,
+                summary,
+            }) => Ok(json!({ DIALOG: { "kind": kind, "package": package, "summary": summary } })),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Whether an OS dialog (permission prompt, chooser, payment sheet) is on screen.
+    pub async fn dialog_showing(&self) -> Result<bool, CallError> {
+        let screen = self
+            .call(
+                "openphone.screen.get",
+                json!({ "include_ui_tree": false, "include_activity": true }),
+            )
+            .await?;
+        Ok(screen["screen"] == "system_dialog")
+    }
+
+    /// Presses the positive button of the dialog a result reported (what a finger on a real
+    /// phone's "Allow" does).
+    pub async fn press_dialog(&self, dialog: &Value) -> Result<Value, CallError> {
+        let text = |k: &str| dialog[k].as_str().unwrap_or("").to_owned();
+        let id = PendingDialog::id_of(&text("kind"), &text("package"), &text("summary"));
+        Ok(self.sim.resolve_dialog(&id, true).await?)
     }
 
     /// The screen as `screen.get` reports it (tree included, no screenshot).

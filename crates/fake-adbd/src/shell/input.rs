@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 
 use crate::Options;
-use crate::phone::Phone;
+use crate::phone::{DIALOG, Phone};
 
 /// The shortest press that is a long press rather than a tap when a swipe stays in place.
 const LONG_PRESS_MS: i64 = 500;
@@ -41,7 +41,7 @@ pub async fn input(phone: &Phone, options: &Options, args: &[&str]) -> String {
     let _ = options;
     match args {
         ["tap", x, y] => match (number(x), number(y)) {
-            (Some(x), Some(y)) => act(phone, "openphone.ui.tap", json!({ "x": x, "y": y })).await,
+            (Some(x), Some(y)) => tap(phone, x, y).await,
             _ => invalid("tap"),
         },
         ["swipe", x1, y1, x2, y2, rest @ ..] if rest.len() <= 1 => {
@@ -61,6 +61,29 @@ pub async fn input(phone: &Phone, options: &Options, args: &[&str]) -> String {
         ["keyevent", keys @ ..] if !keys.is_empty() => keyevents(phone, keys).await,
         [command, ..] => invalid(command),
         [] => USAGE.to_owned(),
+    }
+}
+
+/// A tap. On a real phone a finger on a system dialog's button presses it (only the runtime
+/// must never do that): a tap the simulator holds back on a dialog that was already showing is
+/// pressed here, so a backend that taps through a dialog is caught by what changed.
+async fn tap(phone: &Phone, x: f64, y: f64) -> String {
+    let before = match phone.dialog_showing().await {
+        Ok(showing) => showing,
+        Err(e) => return format!("Error: {e}\n"),
+    };
+    match phone
+        .call("openphone.ui.tap", json!({ "x": x, "y": y }))
+        .await
+    {
+        Ok(result) => match result.get(DIALOG) {
+            Some(dialog) if before => match phone.press_dialog(dialog).await {
+                Ok(_) => String::new(),
+                Err(e) => format!("Error: {e}\n"),
+            },
+            _ => String::new(),
+        },
+        Err(e) => format!("Error: {e}\n"),
     }
 }
 

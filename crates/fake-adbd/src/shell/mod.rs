@@ -1,6 +1,10 @@
 //! The commands the fake device answers on `shell:` and `exec:` streams, with Android's own
 //! output formats, each backed by the simulated phone's manifest commands.
 
+mod am;
+mod calendar_write;
+mod content;
+mod dumpsys;
 mod input;
 mod system;
 pub mod uiautomator;
@@ -36,6 +40,8 @@ pub struct Shell {
     phone: Phone,
     options: Options,
     log: Option<Mutex<std::fs::File>>,
+    /// The selected input method (`ime set`).
+    ime: Mutex<String>,
 }
 
 /// Whether a command changes the phone (and so goes to `--log`).
@@ -63,10 +69,16 @@ impl Shell {
                     .map_err(|e| format!("cannot open the log file {}: {e}", path.display()))?,
             )),
         };
+        let ime = if options.adb_keyboard {
+            am::ADB_KEYBOARD_IME
+        } else {
+            am::LATIN_IME
+        };
         Ok(Self {
             phone,
             options,
             log,
+            ime: Mutex::new(ime.to_owned()),
         })
     }
 
@@ -80,13 +92,29 @@ impl Shell {
         &self.options
     }
 
+    /// The selected input method.
+    pub fn ime(&self) -> String {
+        self.ime
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    fn set_ime(&self, id: &str) {
+        *self
+            .ime
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = id.to_owned();
+    }
+
     fn record(&self, line: &str) {
         let Some(log) = &self.log else { return };
         let mut file = log
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        // One command per line: a newline inside a (quoted) argument is written as `\n`.
-        let line = line.replace('\\', "\\\\").replace('\n', "\\n");
+        // One command per line, as received; only a line break inside a (quoted) argument is
+        // written as `\n` (`\r` as `\r`) so that it cannot split the line.
+        let line = line.replace('\n', "\\n").replace('\r', "\\r");
         if let Err(e) = writeln!(file, "{line}").and_then(|()| file.flush()) {
             eprintln!("openphone-fake-adbd: cannot append to the log: {e}");
         }

@@ -61,7 +61,16 @@ pub fn getprop(options: &Options, args: &[&str]) -> String {
 
 /// The remaining commands; `None` for a command the device does not have.
 pub async fn run(shell: &Shell, args: &[&str]) -> Option<String> {
-    let _ = shell;
-    let _ = args;
-    None
+    let out = match args {
+        ["am", rest @ ..] => super::am::am(shell, rest).await,
+        ["monkey", rest @ ..] => super::am::monkey(shell, rest).await,
+        ["pm", rest @ ..] => super::am::pm(shell, rest).await,
+        ["ime", rest @ ..] => super::am::ime(shell, rest),
+        ["settings", "get", "secure", "default_input_method"] => format!("{}\n", shell.ime()),
+        ["dumpsys", rest @ ..] => super::dumpsys::dumpsys(shell, rest).await,
+        ["cmd", rest @ ..] => super::dumpsys::cmd(shell, rest).await,
+        ["content", rest @ ..] => super::content::content(shell, rest).await,
+        _ => return None,
+    };
+    Some(out)
 }

@@ -16,11 +16,42 @@ pub fn dump(screen: &Value) -> String {
     let mut out = String::from(
         "<?xml version='1.0' encoding='UTF-8' standalone='yes' ?><hierarchy rotation=\"0\">",
     );
-    if !screen["ui_tree"].is_null() {
-        node(&mut out, &screen["ui_tree"], 0, package);
+    let tree = &screen["ui_tree"];
+    if !tree.is_null() {
+        node(
+            &mut out,
+            &dialog_window(tree).unwrap_or_else(|| tree.clone()),
+            0,
+            package,
+        );
     }
     out.push_str("</hierarchy>");
     out
+}
+
+/// While an OS dialog is up, uiautomator dumps the active window: the dialog alone (its scrim
+/// and panel, the simulator's `dialog_*` nodes), in a full-screen root of the dialog's package.
+fn dialog_window(tree: &Value) -> Option<Value> {
+    let children = tree["children"].as_array()?;
+    let dialog: Vec<Value> = children
+        .iter()
+        .filter(|c| {
+            c["element_id"]
+                .as_str()
+                .is_some_and(|id| id.starts_with("dialog_"))
+        })
+        .cloned()
+        .collect();
+    if !dialog.iter().any(|c| c["element_id"] == "dialog_panel") {
+        return None;
+    }
+    Some(serde_json::json!({
+        "element_id": "",
+        "class": "android.widget.FrameLayout",
+        "enabled": true,
+        "bounds": tree["bounds"].clone(),
+        "children": dialog,
+    }))
 }
 
 fn flag(node: &Value, key: &str) -> bool {

@@ -44,3 +44,38 @@ fn an_unknown_command_answers_like_androids_shell() {
     );
     assert!(device.logged().is_empty(), "reads are never logged");
 }
+
+#[test]
+fn an_unauthorized_device_is_listed_unauthorized_and_refuses_a_shell() {
+    let device = Device::spawn(&["--unauthorized"]);
+    device.connect();
+    assert_eq!(device.state().as_deref(), Some("unauthorized"));
+    let shell = device.adb(&["-s", &device.serial, "shell", "getprop"]);
+    assert!(!shell.ok, "a shell on an unauthorized device: {shell:?}");
+    assert!(shell.stderr.contains("unauthorized"), "{}", shell.stderr);
+}
+
+#[test]
+fn a_command_under_hang_on_never_answers_while_others_do() {
+    let device = Device::start(&["--hang-on", "input swipe"]);
+    let mut hung = device.spawn_adb(&["-s", &device.serial, "shell", "input swipe 1 2 3 4"]);
+    // Received (so logged) …
+    device.wait_logged(1);
+    assert_eq!(device.logged(), ["input swipe 1 2 3 4"]);
+    // … never answered, while another command on the same device answers.
+    assert_eq!(device.shell("getprop ro.product.model"), "OpenPhone Fake\n");
+    assert!(
+        hung.try_wait().expect("wait").is_none(),
+        "the hung command finished"
+    );
+    let _ = hung.kill();
+    let _ = hung.wait();
+}
+
+#[test]
+fn shell_operators_are_refused_with_a_clear_message() {
+    let device = Device::start(&[]);
+    let out = device.shell("input tap 1 2; reboot");
+    assert!(out.contains("`;` is not supported"), "{out}");
+    assert!(device.logged().is_empty(), "{:?}", device.logged());
+}

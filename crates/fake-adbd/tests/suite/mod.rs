@@ -1,4 +1,10 @@
+mod apps;
 mod connect;
+mod content;
+mod dialogs;
+mod input;
+mod notifications;
+mod protocol;
 mod screen;
 mod support;
 mod xml;

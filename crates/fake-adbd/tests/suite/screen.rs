@@ -3,17 +3,6 @@
 use serde_json::json;
 
 use super::support::Device;
-use super::xml;
-
-const TAIL: &str = "UI hierchary dumped to: /dev/tty\n";
-
-fn dump(device: &Device) -> Vec<xml::XmlNode> {
-    let out = device.shell("uiautomator dump /dev/tty");
-    let xml = out
-        .strip_suffix(TAIL)
-        .unwrap_or_else(|| panic!("no uiautomator tail line: {out:.200}"));
-    xml::parse(xml).unwrap_or_else(|e| panic!("the XML does not parse: {e}\n{xml:.400}"))
-}
 
 #[test]
 fn wm_size_is_the_simulated_screen() {
@@ -31,7 +20,7 @@ fn wm_size_is_the_simulated_screen() {
 #[test]
 fn uiautomator_dump_parses_and_carries_the_simulators_elements() {
     let device = Device::start(&[]);
-    let nodes = dump(&device);
+    let nodes = device.dump();
     let root = &nodes[0];
     assert_eq!(root.depth, 0);
     assert_eq!(root.attr("bounds"), "[0,0][1080,2400]");
@@ -45,6 +34,10 @@ fn uiautomator_dump_parses_and_carries_the_simulators_elements() {
         .find(|n| n.attr("text") == "Messages" && n.attr("clickable") == "true")
         .unwrap_or_else(|| panic!("no Messages icon on the home screen: {ids:?}"));
     assert_eq!(messages.attr("package"), "com.android.launcher");
+    assert_eq!(
+        messages.attr("resource-id"),
+        "com.android.launcher:id/app_icon_com.android.messaging"
+    );
     for key in [
         "index",
         "class",
@@ -64,21 +57,20 @@ fn uiautomator_dump_parses_and_carries_the_simulators_elements() {
             "{key} missing: {messages:?}"
         );
     }
+    assert!(device.logged().is_empty(), "a dump is a read");
 }
 
 #[test]
-fn a_tap_is_logged_exactly_once_and_changes_the_screen() {
+fn a_tap_is_logged_exactly_once_and_opens_the_app() {
     let device = Device::start(&[]);
-    let nodes = dump(&device);
-    let icon = nodes
-        .iter()
-        .find(|n| n.attr("text") == "Messages" && n.attr("clickable") == "true")
+    let icon = device
+        .find("app_icon_com.android.messaging")
         .expect("the Messages icon");
-    let (l, t, r, b) = bounds(icon.attr("bounds"));
-    let tap = format!("input tap {} {}", (l + r) / 2, (t + b) / 2);
+    let (x, y) = icon.center();
+    let tap = format!("input tap {x} {y}");
     assert_eq!(device.shell(&tap), "");
     assert_eq!(device.logged(), [tap]);
-    let after = dump(&device);
+    let after = device.dump();
     assert!(
         after
             .iter()
@@ -86,16 +78,6 @@ fn a_tap_is_logged_exactly_once_and_changes_the_screen() {
         "the tap did not open Messages: {:?}",
         after.first()
     );
-}
-
-fn bounds(text: &str) -> (i64, i64, i64, i64) {
-    let nums: Vec<i64> = text
-        .split(|c: char| !c.is_ascii_digit() && c != '-')
-        .filter(|s| !s.is_empty())
-        .map(|s| s.parse().expect("a number"))
-        .collect();
-    assert_eq!(nums.len(), 4, "{text}");
-    (nums[0], nums[1], nums[2], nums[3])
 }
 
 #[test]
@@ -109,4 +91,15 @@ fn screencap_returns_the_simulators_png() {
     );
     assert!(png.len() > 1000, "{} bytes", png.len());
     assert!(device.logged().is_empty(), "a screenshot is a read");
+}
+
+#[test]
+fn screencap_over_the_shell_stream_gives_the_same_bytes_as_exec() {
+    // The v1 shell has no pty here, so nothing rewrites the PNG's bytes.
+    let device = Device::start(&[]);
+    let exec = device.exec_out("screencap -p");
+    let shell = device.adb(&["-s", &device.serial, "shell", "screencap -p"]);
+    assert!(shell.ok, "{shell:?}");
+    assert_eq!(shell.stdout.len(), exec.len());
+    assert_eq!(shell.stdout, exec);
 }

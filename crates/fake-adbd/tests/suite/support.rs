@@ -126,15 +126,31 @@ impl Device {
         })
     }
 
-    /// Runs the adb client against the private server.
-    pub fn adb(&self, args: &[&str]) -> Ran {
-        let mut child = Command::new(&self.adb)
+    /// Starts the adb client against the private server without waiting for it.
+    pub fn spawn_adb(&self, args: &[&str]) -> Child {
+        self.adb_command(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("adb runs")
+    }
+
+    fn adb_command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(&self.adb);
+        command
             .arg("-P")
             .arg(self.adb_port.to_string())
             .args(args)
             .env("ANDROID_ADB_SERVER_PORT", self.adb_port.to_string())
             .env_remove("ANDROID_SERIAL")
-            .stdin(Stdio::null())
+            .stdin(Stdio::null());
+        command
+    }
+
+    /// Runs the adb client against the private server.
+    pub fn adb(&self, args: &[&str]) -> Ran {
+        let mut child = self
+            .adb_command(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -181,6 +197,44 @@ impl Device {
         let ran = self.adb(&["-s", &self.serial, "exec-out", command]);
         assert!(ran.ok, "adb exec-out {command:?} failed: {ran:?}");
         ran.stdout
+    }
+
+    /// `uiautomator dump /dev/tty`, parsed (panics when the XML or the tail line is wrong).
+    pub fn dump(&self) -> Vec<super::xml::XmlNode> {
+        let out = self.shell("uiautomator dump /dev/tty");
+        let xml = out
+            .strip_suffix("UI hierchary dumped to: /dev/tty\n")
+            .unwrap_or_else(|| panic!("no uiautomator tail line: {out:.300}"));
+        super::xml::parse(xml).unwrap_or_else(|e| panic!("the XML does not parse: {e}\n{xml:.400}"))
+    }
+
+    /// The node whose resource-id ends in `:id/<id>`, if on screen.
+    pub fn find(&self, id: &str) -> Option<super::xml::XmlNode> {
+        let tail = format!(":id/{id}");
+        self.dump()
+            .into_iter()
+            .find(|n| n.attr("resource-id").ends_with(&tail))
+    }
+
+    /// The package of the screen's root node.
+    pub fn foreground(&self) -> String {
+        self.dump()
+            .first()
+            .map(|n| n.attr("package").to_owned())
+            .unwrap_or_default()
+    }
+
+    /// Waits until the input log has `lines` lines (a command sent by a process still running).
+    pub fn wait_logged(&self, lines: usize) {
+        let waited = Stopwatch::start();
+        while self.logged().len() < lines {
+            assert!(
+                waited.elapsed() < Duration::from_secs(20),
+                "the log never reached {lines} lines: {:?}",
+                self.logged()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// The lines of the input log so far.

@@ -14,6 +14,23 @@ impl XmlNode {
     pub fn attr(&self, key: &str) -> &str {
         self.attrs.get(key).map_or("", String::as_str)
     }
+
+    /// `[l,t][r,b]` as numbers.
+    pub fn bounds(&self) -> (i64, i64, i64, i64) {
+        let nums: Vec<i64> = self
+            .attr("bounds")
+            .split(|c: char| !c.is_ascii_digit() && c != '-')
+            .filter(|s| !s.is_empty())
+            .map(|s| s.parse().expect("a number"))
+            .collect();
+        assert_eq!(nums.len(), 4, "bounds {:?}", self.attr("bounds"));
+        (nums[0], nums[1], nums[2], nums[3])
+    }
+
+    pub fn center(&self) -> (i64, i64) {
+        let (l, t, r, b) = self.bounds();
+        ((l + r) / 2, (t + b) / 2)
+    }
 }
 
 fn unescape(value: &str) -> Result<String, String> {

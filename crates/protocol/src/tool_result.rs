@@ -176,9 +176,17 @@ impl ToolResult {
 
     /// The confirmation this answer waits on, when it is a `needs_confirmation` answer.
     pub fn pending_confirmation(&self) -> Option<PendingConfirmation> {
+        // `framework_confirmation_required`: the user's confirmation of an OS dialog the
+        // request raised on the phone.
+        let code = self.error.as_ref().map(|e| e.code);
         if self.status != ToolStatus::NeedsConfirmation
-            || self.error.as_ref().map(|e| e.code)
-                != Some(ErrorCode::MutatingToolRequiresConfirmation)
+            || !matches!(
+                code,
+                Some(
+                    ErrorCode::MutatingToolRequiresConfirmation
+                        | ErrorCode::FrameworkConfirmationRequired
+                )
+            )
         {
             return None;
         }

@@ -79,6 +79,7 @@ impl ToolBridge {
             request: req.clone(),
             context,
             keyed: Some(keyed),
+            dialog: None,
         };
         let request_json = match serde_json::to_value(&stored) {
             Ok(v) => v,
@@ -202,7 +203,8 @@ impl ToolBridge {
             .registry
             .resolve(&record.identity.tool)
             .is_some_and(|c| c.confirmation != openphone_protocol::Confirmation::Always);
-        if !below_floor {
+        // An OS dialog is the user's to answer on their own surfaces, like the risk floor.
+        if !below_floor || super::os_dialogs::is_dialog_confirmation(&record) {
             return Err(BridgeError::RiskFloor(confirmation_id.to_owned()));
         }
         let message = match denial {
@@ -303,12 +305,16 @@ impl ToolBridge {
         };
         match decision {
             ConfirmDecision::Deny => {
-                let result = ToolResult::failure(
+                let mut result = ToolResult::failure(
                     &stored.caller.runtime,
                     &record.request_id,
                     denial.0,
                     denial.1,
                 );
+                // A dialog's confirmation: the phone's dialog is dismissed (`os_dialogs.rs`).
+                if let Some(details) = self.dismiss_dialog(&stored, confirmation_id).await {
+                    result = result.with_details(details);
+                }
                 self.finish(
                     &record,
                     &stored,

@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use openphone_device::{CallOrigin, DeviceCall, DeviceError};
-use openphone_policy::Caller;
+use openphone_policy::{Caller, Context};
 use openphone_protocol::{Command, ErrorCode, Executor, ToolResult};
 use openphone_store::{Execution, IdentityKey, SessionStatus, StoreError};
 use serde_json::{Map, Value, json};
@@ -147,6 +147,8 @@ impl ToolBridge {
         attempt: &Attempt<'_>,
         identity: &IdentityKey,
         command: &Command,
+        context: &Context,
+        reviewed: bool,
     ) -> ToolResult {
         let (caller, req, started) = (attempt.caller, attempt.req, attempt.started);
         let begin = Execution {
@@ -159,6 +161,10 @@ impl ToolBridge {
             return attempt.audit_unavailable(&e, Unaudited::NothingRan);
         }
         let result = self.execute(caller, req, command, started).await;
+        // An OS dialog the phone put up: the user's to answer (`os_dialogs.rs`).
+        let result = self
+            .after_direct(caller, req, command, identity, context, reviewed, result)
+            .await;
         let outcome = attempt.outcome_entry(&result, self.now_ms() - started);
         let access = tracing::enabled!(
             target: super::ACCESS_LOG_TARGET,

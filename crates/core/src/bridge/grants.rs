@@ -147,6 +147,10 @@ impl ToolBridge {
         if is_risk_floor(command) {
             return Some("risk_floor");
         }
+        // An OS dialog is answered once, by the user, every time (`os_dialogs.rs`).
+        if stored.dialog.is_some() {
+            return Some("os_dialog");
+        }
         if is_goal_caller(&stored.caller) {
             return match self.goal_of(&stored.caller, &stored.request.request_id) {
                 Some(goal) if goal_is_open(&goal, self.now_ms()) => None,

@@ -47,6 +47,7 @@ mod execute;
 mod explain;
 mod grants;
 mod identity;
+mod os_dialogs;
 mod records;
 mod retry;
 mod reviewed;
@@ -494,7 +495,8 @@ impl ToolBridge {
         // executing record and the audit record of the attempt are durable; a read is given
         // out only once its audit record is written.
         let result = if command.mutating {
-            self.execute_recorded(&attempt, &identity, command).await
+            self.execute_recorded(&attempt, &identity, command, &context, review.is_some())
+                .await
         } else {
             let result = self.execute(caller, &req, command, started).await;
             attempt

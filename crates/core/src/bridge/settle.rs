@@ -28,8 +28,8 @@ impl ToolBridge {
         let caller = standing.caller();
         let req = &stored.request;
         let runtime = &caller.runtime;
-        let command = match validate(self.registry, caller, req, true) {
-            Ok(v) => v.command,
+        let (command, params_digest) = match validate(self.registry, caller, req, true) {
+            Ok(v) => (v.command, v.params_digest),
             Err(Rejection { code, message, .. }) => {
                 return (
                     ToolResult::failure(runtime, &req.request_id, code, message),
@@ -60,7 +60,27 @@ impl ToolBridge {
             return (refused, false);
         }
         let started = self.now_ms();
-        let result = self.execute(caller, req, command, started).await;
+        // A dialog's confirmation answers the dialog; any other approved request runs, and a
+        // dialog it raises is confirmed once (`os_dialogs.rs`).
+        let result = match &stored.dialog {
+            Some(dialog) => {
+                let identity = openphone_store::IdentityKey::new(
+                    runtime.clone(),
+                    &req.runtime_session_id,
+                    command.name.clone(),
+                    params_digest,
+                    &req.idempotency_key,
+                    &req.request_id,
+                );
+                self.approve_dialog(stored, command, &identity, dialog)
+                    .await
+            }
+            None => {
+                let result = self.execute(caller, req, command, started).await;
+                self.after_approved(stored, command, &params_digest, result)
+                    .await
+            }
+        };
         self.touch_session(
             caller,
             req.phone_session_id.as_deref(),
@@ -213,6 +233,11 @@ impl ToolBridge {
 
     /// Times out every pending confirmation past its expiry. Returns how many.
     pub async fn expire_due(&self) -> usize {
+        // Elevations past their time end on the same tick (`crate::elevation`).
+        let ended = self.expire_elevations();
+        if ended > 0 {
+            tracing::info!(ended, "elevations expired");
+        }
         let _serial = self.expiry.lock().await;
         self.expire_due_serialised()
     }

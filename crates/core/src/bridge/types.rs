@@ -117,4 +117,9 @@ pub(super) struct StoredRequest {
     /// join it only if it did not, `retry.rs`); absent in records stored before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) keyed: Option<bool>,
+    /// The OS dialog this confirmation asks the user about (`os_dialogs.rs`): the request ran
+    /// and the phone put the dialog up; approval answers the dialog, it does not run the
+    /// request again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) dialog: Option<openphone_device::PendingDialog>,
 }

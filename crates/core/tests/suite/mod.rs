@@ -8,6 +8,7 @@ mod explain;
 mod fail_closed;
 mod grants;
 mod local_hardening;
+mod os_dialogs;
 mod regression;
 mod retry;
 mod runtimes;

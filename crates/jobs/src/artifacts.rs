@@ -104,12 +104,16 @@ impl JobArtifacts {
     }
 }
 
-/// Whether the run file at `path` records an ended run (it is then never rewritten).
+/// Whether the run file at `path` records an ended run (it is then never rewritten) — a
+/// dispatched run is not over until its runtime replies.
 fn finished_file(path: &Path) -> bool {
     std::fs::read(path)
         .ok()
         .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
-        .is_some_and(|v| v.get("finished_at").is_some_and(|f| !f.is_null()))
+        .is_some_and(|v| {
+            v.get("finished_at").is_some_and(|f| !f.is_null())
+                && v.get("outcome").and_then(Value::as_str) != Some(RunOutcome::Dispatched.as_str())
+        })
 }
 
 /// `job.json`: what the job is, not where it is.

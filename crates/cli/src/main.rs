@@ -76,7 +76,7 @@ enum Command {
     /// Phone sessions.
     #[command(subcommand)]
     Sessions(client_cmd::SessionsCommand),
-    /// The simulated phone's world: `sim inject message|call|notification|action`.
+    /// The simulated phone's world: `sim inject message|call|notification|action`, `sim reset`.
     #[command(subcommand)]
     Sim(sim_cmd::SimCommand),
     /// Ask the runtime routed for a surface (or the one named) and print its reply as it

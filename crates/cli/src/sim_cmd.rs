@@ -1,6 +1,8 @@
 //! `openphone sim inject …`: make something happen on the simulated phone — a message
 //! arrives, a call comes in, an app posts a notification, the user presses a notification's
 //! button (endpoint `sim.inject`, operator only; the daemon audits it before it is applied).
+//! `openphone sim reset`: start the simulated phone over from its scenario (the daemon keeps
+//! the phone's state in `sim-state.json` across restarts).
 
 use std::process::ExitCode;
 
@@ -18,6 +20,16 @@ pub enum SimCommand {
     /// Make something happen on the simulated phone (audited as an operator action).
     #[command(subcommand)]
     Inject(InjectCommand),
+    /// Start the simulated phone over: the next `openphone serve` seeds it from its scenario
+    /// (or the built-in demo) instead of continuing from the state it saved. The saved state
+    /// is kept as `sim-state.json.bak`. Stop the daemon first.
+    Reset {
+        #[command(flatten)]
+        data_dir: DataDir,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// What to inject.
@@ -126,7 +138,10 @@ fn print(result: &SimInjectResult) {
 
 /// Runs a `sim` subcommand.
 pub fn run(cmd: SimCommand) -> Result<ExitCode> {
-    let SimCommand::Inject(inject) = cmd;
+    let inject = match cmd {
+        SimCommand::Inject(inject) => inject,
+        SimCommand::Reset { data_dir, json } => return reset(&data_dir.resolve()?, json),
+    };
     let (params, data_dir, json) = match inject {
         InjectCommand::Message {
             from,
@@ -188,4 +203,23 @@ pub fn run(cmd: SimCommand) -> Result<ExitCode> {
         }
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// `openphone sim reset`.
+fn reset(dir: &std::path::Path, json: bool) -> Result<ExitCode> {
+    let report = openphone_server::sim_state::reset(dir)?;
+    if json {
+        print_json(&report)?;
+    } else if report.moved.is_empty() {
+        println!(
+            "no saved simulated phone in {}: the next start seeds it from its scenario",
+            dir.display()
+        );
+    } else {
+        for moved in &report.moved {
+            println!("moved {} to {}", moved.from.display(), moved.to.display());
+        }
+        println!("the next `openphone serve` starts the simulated phone from its scenario");
+    }
+    Ok(ExitCode::SUCCESS)
 }

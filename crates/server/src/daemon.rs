@@ -10,7 +10,7 @@ use std::time::Duration;
 use openphone_agent::{BuiltinConfigError, BuiltinRuntime, BuiltinSetup};
 use openphone_clock::{Clock, SystemClock};
 use openphone_core::{EventBus, RuntimeManager, ToolBridge};
-use openphone_device::{PhoneDevice, SimPhone, SimState};
+use openphone_device::PhoneDevice;
 use openphone_protocol::Registry;
 use openphone_store::Store;
 use serde::{Deserialize, Serialize};
@@ -212,14 +212,17 @@ impl Daemon {
         crate::secure_dir::secure(&data_dir)?;
         let registry = Registry::embedded().map_err(|e| DaemonError::Manifests(e.to_string()))?;
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-        let phone = match &device {
-            DeviceChoice::Sim => SimPhone::with_default_scenario(clock.clone()),
-            DeviceChoice::SimScenario(path) => {
-                SimState::from_file(path).and_then(|state| SimPhone::new(state, clock.clone()))
-            }
-        }
+        // The simulated phone, from its saved state when there is one (`sim_state.rs`).
+        let scenario = match &device {
+            DeviceChoice::Sim => None,
+            DeviceChoice::SimScenario(path) => Some(path.as_path()),
+        };
+        let (sim, _origin) = crate::sim_state::open_sim(
+            &crate::sim_state::state_path(&data_dir, None),
+            scenario,
+            clock.clone(),
+        )
         .map_err(|e| DaemonError::Scenario(e.to_string()))?;
-        let sim = Arc::new(phone);
         let phone: Arc<dyn PhoneDevice> = sim.clone();
         let profile = phone.profile();
         let events = Arc::new(EventBus::new(registry, 1024));
@@ -373,6 +376,10 @@ impl Daemon {
         });
         // The simulated phone's scenario timeline (the phone itself is the bridge's), started
         // once the world listens, so an event due at start-up reaches the bus and the watchers.
+        background.push(crate::sim_state::spawn_saver(
+            sim.clone(),
+            shutdown_rx.clone(),
+        ));
         background.push(tokio::spawn({
             let mut stop = shutdown_rx.clone();
             async move {

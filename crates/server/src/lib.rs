@@ -48,6 +48,7 @@ pub mod routes;
 pub mod runtime_policy;
 pub mod secure_dir;
 pub mod shutdown;
+pub mod sim_state;
 pub mod state;
 pub mod world;
 

@@ -26,6 +26,7 @@ mod protocol;
 mod readme;
 mod review_escape;
 mod sessions;
+mod sim_state;
 mod store;
 mod support;
 mod world;

@@ -13,6 +13,16 @@ pub const ADB_KEYBOARD_IME: &str = "com.android.adbkeyboard/.AdbIME";
 /// The stock keyboard.
 pub const LATIN_IME: &str = "com.android.inputmethod.latin/.LatinIME";
 
+/// What `pm list features` lists: a touchscreen phone.
+const FEATURES: [&str; 6] = [
+    "android.hardware.touchscreen",
+    "android.hardware.touchscreen.multitouch",
+    "android.hardware.telephony",
+    "android.hardware.wifi",
+    "android.hardware.camera",
+    "android.software.input_methods",
+];
+
 /// An intent as `am` parsed it.
 #[derive(Debug, Default)]
 struct Intent {
@@ -264,8 +274,19 @@ async fn broadcast(shell: &Shell, intent: &Intent) -> String {
     }
 }
 
-/// Every package the phone has (`apps.search`), with whether it is a system app.
-async fn packages(shell: &Shell) -> Result<Vec<(String, bool, bool)>, String> {
+/// A package of the phone.
+#[derive(Debug)]
+pub struct Package {
+    /// Its name.
+    pub name: String,
+    /// Whether it is a system package.
+    pub system: bool,
+    /// Its launcher activity (`pkg/.Activity`), if it has one.
+    pub activity: Option<String>,
+}
+
+/// Every package the phone has (`apps.search`, plus the system's own and the keyboards).
+pub async fn packages(shell: &Shell) -> Result<Vec<Package>, String> {
     let found = shell
         .phone()
         .call(
@@ -274,25 +295,37 @@ async fn packages(shell: &Shell) -> Result<Vec<(String, bool, bool)>, String> {
         )
         .await
         .map_err(|e| e.to_string())?;
-    let mut out: Vec<(String, bool, bool)> = found["apps"]
+    let mut out: Vec<Package> = found["apps"]
         .as_array()
         .map(Vec::as_slice)
         .unwrap_or_default()
         .iter()
-        .map(|a: &Value| {
-            (
-                a["package"].as_str().unwrap_or("").to_owned(),
-                a["system"].as_bool().unwrap_or(false),
-                a["launchable"].as_bool().unwrap_or(true),
-            )
+        .map(|a: &Value| Package {
+            name: a["package"].as_str().unwrap_or("").to_owned(),
+            system: a["system"].as_bool().unwrap_or(false),
+            activity: a["activity"]
+                .as_str()
+                .filter(|_| a["launchable"].as_bool().unwrap_or(true))
+                .map(str::to_owned),
         })
         .collect();
-    for os in ["android", "com.android.systemui", "com.android.shell"] {
-        out.push((os.to_owned(), true, false));
+    let mut add = |name: &str, system: bool| {
+        out.push(Package {
+            name: name.to_owned(),
+            system,
+            activity: None,
+        });
+    };
+    for os in [
+        "android",
+        "com.android.systemui",
+        "com.android.shell",
+        "com.android.inputmethod.latin",
+    ] {
+        add(os, true);
     }
-    out.push(("com.android.inputmethod.latin".to_owned(), true, false));
     if shell.options().adb_keyboard {
-        out.push(("com.android.adbkeyboard".to_owned(), false, false));
+        add("com.android.adbkeyboard", false);
     }
     Ok(out)
 }
@@ -300,8 +333,49 @@ async fn packages(shell: &Shell) -> Result<Vec<(String, bool, bool)>, String> {
 async fn installed(shell: &Shell, package: &str) -> bool {
     packages(shell).await.is_ok_and(|all| {
         all.iter()
-            .any(|(p, _, launchable)| p == package && *launchable)
+            .any(|p| p.name == package && p.activity.is_some())
     })
+}
+
+/// `cmd package query-activities -a android.intent.action.MAIN -c
+/// android.intent.category.LAUNCHER`: the launcher activities, as the package manager lists
+/// them.
+pub async fn query_activities(shell: &Shell, args: &[&str]) -> String {
+    let mut sorted = args.to_vec();
+    sorted.sort_unstable();
+    if sorted
+        != [
+            "-a",
+            "-c",
+            "android.intent.action.MAIN",
+            "android.intent.category.LAUNCHER",
+        ]
+    {
+        return "Error: openphone-fake-adbd answers only `cmd package query-activities -a android.intent.action.MAIN -c android.intent.category.LAUNCHER`\n".to_owned();
+    }
+    let all = match packages(shell).await {
+        Ok(all) => all,
+        Err(e) => return format!("Error: {e}\n"),
+    };
+    let launchable: Vec<(&str, String)> = all
+        .iter()
+        .filter_map(|p| {
+            let activity = p.activity.as_deref()?;
+            let (package, class) = activity.split_once('/')?;
+            let class = match class.strip_prefix('.') {
+                Some(short) => format!("{package}.{short}"),
+                None => class.to_owned(),
+            };
+            Some((package, class))
+        })
+        .collect();
+    let mut out = format!("{} activities found:\n", launchable.len());
+    for (i, (package, class)) in launchable.iter().enumerate() {
+        out.push_str(&format!(
+            "  Activity #{i}:\n    priority=0 preferredOrder=0 match=0x108000 specificIndex=-1 isDefault=false\n    ActivityInfo:\n      name={class}\n      packageName={package}\n      enabled=true exported=true directBootAware=false\n      ApplicationInfo:\n        packageName={package}\n"
+        ));
+    }
+    out
 }
 
 /// `monkey -p PKG [-c CATEGORY] COUNT`: launches the app (one event).
@@ -337,8 +411,11 @@ pub async fn monkey(shell: &Shell, args: &[&str]) -> String {
 
 /// `pm list packages [-3|-s] [FILTER]`.
 pub async fn pm(shell: &Shell, args: &[&str]) -> String {
+    if args == ["list", "features"] {
+        return FEATURES.iter().map(|f| format!("feature:{f}\n")).collect();
+    }
     let ["list", "packages", rest @ ..] = args else {
-        return "Error: openphone-fake-adbd answers only `pm list packages [-3|-s] [FILTER]`\n"
+        return "Error: openphone-fake-adbd answers only `pm list packages [-3|-s] [FILTER]` and `pm list features`\n"
             .to_owned();
     };
     let mut user_only = false;
@@ -356,9 +433,9 @@ pub async fn pm(shell: &Shell, args: &[&str]) -> String {
     match packages(shell).await {
         Ok(all) => all
             .iter()
-            .filter(|(_, system, _)| if *system { !user_only } else { !system_only })
-            .filter(|(p, _, _)| filter.is_none_or(|f| p.contains(f)))
-            .map(|(p, _, _)| format!("package:{p}\n"))
+            .filter(|p| if p.system { !user_only } else { !system_only })
+            .filter(|p| filter.is_none_or(|f| p.name.contains(f)))
+            .map(|p| format!("package:{}\n", p.name))
             .collect(),
         Err(e) => format!("Error: {e}\n"),
     }

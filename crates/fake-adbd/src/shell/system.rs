@@ -59,6 +59,24 @@ pub fn getprop(options: &Options, args: &[&str]) -> String {
     }
 }
 
+/// `ps -e`: the system's processes and the app in the foreground.
+async fn ps(shell: &Shell) -> String {
+    let mut out = String::from(
+        "USER           PID  PPID     VSZ    RSS WCHAN            ADDR S NAME\nroot             1     0 10904412 11336 0                  0 S init\nsystem         612     1 14862516 98304 0                  0 S system_server\nu0_a45        1201   612 14122188 81920 0                  0 S com.android.systemui\nshell         4242  4240 10780200  3840 0                  0 R ps\n",
+    );
+    if let Ok(status) = shell
+        .phone()
+        .call("openphone.device.status", serde_json::json!({}))
+        .await
+        && let Some(package) = status["device"]["foreground"]["package"].as_str()
+    {
+        out.push_str(&format!(
+            "u0_a101       5120   612 14022188 65536 0                  0 S {package}\n"
+        ));
+    }
+    out
+}
+
 /// The remaining commands; `None` for a command the device does not have.
 pub async fn run(shell: &Shell, args: &[&str]) -> Option<String> {
     let out = match args {
@@ -67,6 +85,19 @@ pub async fn run(shell: &Shell, args: &[&str]) -> Option<String> {
         ["pm", rest @ ..] => super::am::pm(shell, rest).await,
         ["ime", rest @ ..] => super::am::ime(shell, rest),
         ["settings", "get", "secure", "default_input_method"] => format!("{}\n", shell.ime()),
+        // The simulated phone is portrait only, with auto-rotation off.
+        ["settings", "get", "system", "user_rotation" | "accelerometer_rotation"] => "0\n".to_owned(),
+        ["settings", "get", _, _] => "null\n".to_owned(),
+        ["settings", "put", "system", "accelerometer_rotation", "0"] => String::new(),
+        ["settings", ..] => "Error: openphone-fake-adbd answers `settings get NAMESPACE KEY` (and keeps auto-rotation off)\n".to_owned(),
+        ["wm", "density"] => "Physical density: 420\n".to_owned(),
+        ["cmd", "package", "query-activities", rest @ ..] => {
+            super::am::query_activities(shell, rest).await
+        }
+        ["dumpsys", "SurfaceFlinger", "--display-id"] => {
+            "Display 4619827259835644672 (HWC display 0): port=0 pnpId=OPF displayName=\"OpenPhone Fake\"\n".to_owned()
+        }
+        ["ps", ..] => ps(shell).await,
         ["dumpsys", rest @ ..] => super::dumpsys::dumpsys(shell, rest).await,
         ["cmd", rest @ ..] => super::dumpsys::cmd(shell, rest).await,
         ["content", rest @ ..] => super::content::content(shell, rest).await,

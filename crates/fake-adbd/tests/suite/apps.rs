@@ -92,3 +92,46 @@ fn am_start_send_opens_the_share_chooser_as_the_android_package() {
         "the chooser does not show the text"
     );
 }
+
+#[test]
+fn the_discovery_commands_mobile_mcp_sends_are_answered() {
+    // mobile-mcp lists apps, sizes the screen and counts displays with these.
+    let device = Device::start(&[]);
+    let activities = device.shell(
+        "cmd package query-activities -a android.intent.action.MAIN -c android.intent.category.LAUNCHER",
+    );
+    let packages: Vec<&str> = activities
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("packageName="))
+        .collect();
+    assert!(packages.contains(&"com.android.messaging"), "{activities}");
+    assert!(
+        !packages.contains(&"com.android.adbkeyboard"),
+        "an IME has no launcher activity"
+    );
+    assert!(
+        activities.contains("      name=com.android.settings.Settings\n"),
+        "{activities}"
+    );
+    assert_eq!(device.shell("wm density"), "Physical density: 420\n");
+    assert!(
+        device
+            .shell("pm list features")
+            .contains("feature:android.hardware.touchscreen\n")
+    );
+    let displays = device.shell("dumpsys SurfaceFlinger --display-id");
+    assert_eq!(
+        displays
+            .lines()
+            .filter(|l| l.starts_with("Display "))
+            .count(),
+        1
+    );
+    let ps = device.shell("ps -e");
+    assert!(
+        ps.lines()
+            .any(|l| l.starts_with('u') && l.ends_with(" com.android.launcher")),
+        "{ps}"
+    );
+    assert_eq!(device.shell("getprop ro.boot.qemu.avd_name"), "\n");
+}

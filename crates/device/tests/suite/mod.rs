@@ -2,6 +2,7 @@ mod calendar;
 mod catalogue;
 mod dialogs;
 mod scenario;
+mod screen_form;
 mod screenshot;
 mod state;
 mod status;

@@ -93,6 +93,15 @@ impl FakeAdbd {
         self.addr
     }
 
+    /// Stops listening and closes every connection (an unplugged phone); resolves once the
+    /// port is free, so a new device can take it at once.
+    pub async fn stop(mut self) {
+        for task in self.tasks.drain(..) {
+            task.abort();
+            let _ = task.await;
+        }
+    }
+
     /// The simulated phone behind it (to inspect its state in tests).
     pub fn sim(&self) -> &Arc<SimPhone> {
         self.shell.phone().sim()

@@ -79,3 +79,23 @@ fn shell_operators_are_refused_with_a_clear_message() {
     assert!(out.contains("`;` is not supported"), "{out}");
     assert!(device.logged().is_empty(), "{:?}", device.logged());
 }
+
+#[test]
+fn an_unplugged_device_goes_offline_and_comes_back_on_reconnect() {
+    let mut device = Device::start(&[]);
+    device.unplug();
+    let shell = device.adb(&["-s", &device.serial, "shell", "getprop ro.product.model"]);
+    assert!(!shell.ok, "a shell on an unplugged device: {shell:?}");
+    assert!(
+        shell.stderr.contains("offline") || shell.stderr.contains("not found"),
+        "{}",
+        shell.stderr
+    );
+    device.plug_back(&[]);
+    // adb retries a dropped TCP device on its own after a while; `disconnect` + `connect`
+    // (what a backend does to recover at once) brings it back now.
+    device.adb(&["disconnect", &device.serial]);
+    device.connect();
+    assert_eq!(device.state().as_deref(), Some("device"));
+    assert_eq!(device.shell("getprop ro.product.model"), "OpenPhone Fake\n");
+}

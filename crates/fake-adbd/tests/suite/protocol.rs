@@ -157,3 +157,21 @@ async fn an_unauthorized_device_asks_for_a_signature_and_never_accepts() {
     let refused = recv(&mut socket).await;
     assert_eq!((refused.command, refused.arg1), (A_CLSE, 5));
 }
+
+#[tokio::test]
+async fn a_stopped_device_frees_its_port_for_the_next_one() {
+    let (device, mut socket, _) = connected(Options::default(), 4096).await;
+    let addr = device.addr();
+    device.stop().await;
+    // The old connection is closed (the phone was unplugged) …
+    let read = tokio::time::timeout(Duration::from_secs(10), Packet::read(&mut socket))
+        .await
+        .expect("the close arrives");
+    assert!(read.is_err(), "{read:?}");
+    // … and a new device listens on the same address.
+    let again = FakeAdbd::start(addr, Options::default())
+        .await
+        .expect("rebinds");
+    assert_eq!(again.addr(), addr);
+    TcpStream::connect(addr).await.expect("connects again");
+}

@@ -34,6 +34,28 @@ fn free_port() -> u16 {
         .expect("a free port")
 }
 
+/// Starts the binary on `listen`; answers the child and the address it printed.
+fn launch(listen: &str, log: &std::path::Path, args: &[&str]) -> (Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_openphone-fake-adbd"))
+        .args(["--listen", listen, "--log"])
+        .arg(log)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("the fake device starts");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("the first line");
+    let addr = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_owned();
+    (child, addr)
+}
+
 /// What one adb run printed.
 #[derive(Debug)]
 pub struct Ran {
@@ -64,31 +86,28 @@ impl Device {
         let adb = adb_binary();
         let dir = tempfile::tempdir().expect("tempdir");
         let log = dir.path().join("input.log");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_openphone-fake-adbd"))
-            .args(["--listen", "127.0.0.1:0", "--log"])
-            .arg(&log)
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("the fake device starts");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().expect("stdout"))
-            .read_line(&mut line)
-            .expect("the first line");
-        let addr = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-            .to_owned();
+        let (child, serial) = launch("127.0.0.1:0", &log, args);
         Self {
             child,
-            serial: addr,
+            serial,
             adb,
             adb_port: free_port(),
             _dir: dir,
             log,
         }
+    }
+
+    /// Stops the fake device (an unplugged phone); its adb server keeps running.
+    pub fn unplug(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Starts the fake device again on the same address (a fresh simulated phone).
+    pub fn plug_back(&mut self, args: &[&str]) {
+        let (child, serial) = launch(&self.serial, &self.log, args);
+        assert_eq!(serial, self.serial);
+        self.child = child;
     }
 
     /// The fake device, connected with `adb connect` and listed as `device`.

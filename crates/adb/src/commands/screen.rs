@@ -19,7 +19,10 @@ impl AdbPhone {
     pub(crate) async fn screen_get(&self, p: Params<'_>) -> Result<Value, DeviceError> {
         let include_screenshot = p.bool_opt("include_screenshot")?.unwrap_or(false);
         let include_activity = p.bool_opt("include_activity")?.unwrap_or(true);
-        let include_tree = p.bool_opt("include_ui_tree")?.unwrap_or(true);
+        // `format: "compact"` is computed from the full tree, as for every backend.
+        let form = openphone_device::ScreenForm::parse(p.str_opt("format")?)?;
+        let include_tree = form == openphone_device::ScreenForm::Compact
+            || p.bool_opt("include_ui_tree")?.unwrap_or(true);
         let screen = self.dump().await?;
         let (width, height) = match self.info().await {
             Ok(info) if info.width > 0 => (i64::from(info.width), i64::from(info.height)),
@@ -51,7 +54,11 @@ impl AdbPhone {
             out.insert("screenshot".into(), self.screenshot().await?);
         }
         self.memory().last_read = Some(screen);
-        Ok(Value::Object(out))
+        let full = Value::Object(out);
+        Ok(match form {
+            openphone_device::ScreenForm::Full => full,
+            openphone_device::ScreenForm::Compact => openphone_device::compact_screen(&full),
+        })
     }
 
     /// A PNG of the screen (`screencap -p` over `exec:`, binary-safe), base64.

@@ -249,18 +249,23 @@ async fn rows(shell: &Shell, req: &Request) -> Result<Vec<Row>, String> {
                 .collect()
         }
         "com.android.calendar/calendars" => {
-            let found = call("openphone.calendar.search", json!({ "limit": 500 })).await?;
-            let mut rows: Vec<Row> = Vec::new();
-            for e in list(&found, "events") {
-                if !rows.iter().any(|r| r[0].1 == e["calendar_id"]) {
-                    rows.push(vec![
-                        ("_id", e["calendar_id"].clone()),
-                        ("calendar_displayName", e["calendar"].clone()),
+            // No manifest command lists calendars (an empty one has no event to show it), so
+            // this read takes them from the phone's state.
+            shell
+                .phone()
+                .sim()
+                .snapshot()
+                .calendars
+                .iter()
+                .map(|c| {
+                    vec![
+                        ("_id", json!(c.id)),
+                        ("calendar_displayName", json!(c.name)),
+                        ("calendar_access_level", json!(700)),
                         ("visible", json!(1)),
-                    ]);
-                }
-            }
-            rows
+                    ]
+                })
+                .collect()
         }
         "sms" | "sms/inbox" | "sms/sent" => {
             let found = call("openphone.messages.search", json!({ "limit": 200 })).await?;

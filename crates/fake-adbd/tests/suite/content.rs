@@ -111,3 +111,15 @@ fn an_unknown_uri_is_an_illegal_argument() {
     let out = device.shell("content query --uri content://media/external/images");
     assert!(out.starts_with("Error while accessing provider:media\njava.lang.IllegalArgumentException: Unknown URI content://media/external/images\n"), "{out}");
 }
+
+#[test]
+fn every_calendar_is_listed_even_one_without_events() {
+    let device = Device::start(&[]);
+    let out = device.shell(
+        "content query --uri content://com.android.calendar/calendars --projection _id:calendar_displayName",
+    );
+    assert_eq!(
+        out,
+        "Row: 0 _id=1, calendar_displayName=Personal\nRow: 1 _id=2, calendar_displayName=Work\n"
+    );
+}

@@ -20,10 +20,16 @@ pub const MANIFEST: &str = "runtime/protocol/openphone-commands.json";
 
 /// Tables that bind an implementation to each command it implements (which commands exist and
 /// their flags still come from the manifest): (file, why).
-pub const BINDINGS: &[(&str, &str)] = &[(
-    "crates/device/src/sim/mod.rs",
-    "the simulated phone's handler for each command it implements; `mutating` and the rest are read from the manifest",
-)];
+pub const BINDINGS: &[(&str, &str)] = &[
+    (
+        "crates/device/src/sim/mod.rs",
+        "the simulated phone's handler for each command it implements; `mutating` and the rest are read from the manifest",
+    ),
+    (
+        "crates/device/src/sim/dialogs/mod.rs",
+        "which of the simulated phone's input commands a system dialog on screen takes (a tap, a key, typing): how the simulator behaves, not command metadata",
+    ),
+];
 
 /// The command names (canonical and aliases) of the manifest in `tree`.
 pub fn command_names(tree: &Tree) -> BTreeSet<String> {

@@ -1,6 +1,7 @@
 mod calendar;
 mod catalogue;
 mod dialogs;
+mod persist;
 mod scenario;
 mod screen_form;
 mod screenshot;

@@ -6,6 +6,7 @@ mod calendar_write;
 mod content;
 mod dumpsys;
 mod input;
+mod png_scale;
 mod system;
 pub mod uiautomator;
 pub mod words;
@@ -187,9 +188,21 @@ impl Shell {
             Err(e) => return Reply::text(format!("Error: screencap failed: {e}\n")),
         };
         let data = shot["screenshot"]["data_base64"].as_str().unwrap_or("");
-        match base64::engine::general_purpose::STANDARD.decode(data) {
-            Ok(png) if !png.is_empty() => Reply::Output(png),
-            Ok(_) | Err(_) => Reply::text("Error: screencap: the simulator returned no PNG\n"),
+        let png = match base64::engine::general_purpose::STANDARD.decode(data) {
+            Ok(png) if !png.is_empty() => png,
+            Ok(_) | Err(_) => {
+                return Reply::text("Error: screencap: the simulator returned no PNG\n");
+            }
+        };
+        let size = |key: &str| {
+            shot["screenshot"][key]
+                .as_u64()
+                .and_then(|v| u32::try_from(v).ok())
+                .unwrap_or(0)
+        };
+        match png_scale::to_screen_size(&png, size("screen_width"), size("screen_height")) {
+            Ok(png) => Reply::Output(png),
+            Err(e) => Reply::text(format!("Error: screencap: {e}\n")),
         }
     }
 

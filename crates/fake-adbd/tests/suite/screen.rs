@@ -81,7 +81,7 @@ fn a_tap_is_logged_exactly_once_and_opens_the_app() {
 }
 
 #[test]
-fn screencap_returns_the_simulators_png() {
+fn screencap_returns_the_simulators_png_at_the_screens_size() {
     let device = Device::start(&[]);
     let png = device.exec_out("screencap -p");
     assert!(
@@ -90,6 +90,10 @@ fn screencap_returns_the_simulators_png() {
         &png[..png.len().min(16)]
     );
     assert!(png.len() > 1000, "{} bytes", png.len());
+    // The IHDR chunk: the physical screen's size, as `wm size` reports it.
+    let be = |at: usize| u32::from_be_bytes([png[at], png[at + 1], png[at + 2], png[at + 3]]);
+    assert_eq!((be(16), be(20)), (1080, 2400));
+    assert_eq!(device.shell("wm size"), "Physical size: 1080x2400\n");
     assert!(device.logged().is_empty(), "a screenshot is a read");
 }
 

@@ -226,7 +226,7 @@ impl Call<'_> {
         )
         .await;
 
-        match choose(&self.strategy_inputs(command)) {
+        match choose(&self.strategy_inputs(command, &first)) {
             Strategy::InputRequired => {
                 Ok(self.input_required(command, &arguments, &first, &confirmation_id))
             }
@@ -241,7 +241,11 @@ impl Call<'_> {
 
     /// What the choice of confirmation strategy depends on, read from the request, the
     /// connection, the runtime's trust and the daemon's settings.
-    fn strategy_inputs(&self, command: &openphone_protocol::Command) -> StrategyInputs {
+    fn strategy_inputs(
+        &self,
+        command: &openphone_protocol::Command,
+        first: &ToolResult,
+    ) -> StrategyInputs {
         let era = era(self.context);
         let elicitation = match era {
             // Form mode: declared, or no mode named at all (the older shape).
@@ -265,7 +269,10 @@ impl Call<'_> {
             era,
             elicitation,
             confirming_host: self.confirming_host,
-            risk_floor: command.confirmation == Confirmation::Always,
+            // An OS dialog the request raised is the user's to answer, like the risk floor.
+            risk_floor: command.confirmation == Confirmation::Always
+                || first.error.as_ref().map(|e| e.code)
+                    == Some(ErrorCode::FrameworkConfirmationRequired),
             can_seal: self.backend.seal.is_some(),
             approval_page: self.backend.settings.approval_url_base.is_some(),
         }

@@ -21,6 +21,10 @@ pub const HOLDERS: &[(&str, &str)] = &[
     ),
     ("crates/server/src/daemon.rs", "the daemon's construction"),
     (
+        "crates/server/src/sim_state.rs",
+        "the daemon's construction opens the simulated phone from its saved state and saves it",
+    ),
+    (
         "crates/cli/src/bench/bridge.rs",
         "`openphone bench bridge` constructs its own in-process bridge, like the daemon",
     ),

@@ -89,6 +89,18 @@ fn dialog_identity(of: &IdentityKey, dialog: &PendingDialog) -> IdentityKey {
     }
 }
 
+/// The longest question a dialog's confirmation shows (characters), as other summaries.
+const MAX_QUESTION: usize = 220;
+
+/// What the user is shown: `Android asks: <question>`, with the characters that change how
+/// text reads escaped (the question is the phone's text, an app's label or a URL inside it).
+fn question(dialog: &PendingDialog) -> String {
+    openphone_protocol::display_text(&dialog.question())
+        .chars()
+        .take(MAX_QUESTION)
+        .collect()
+}
+
 /// The dialog as audit records and results name it: id, kind and package (not its text).
 fn dialog_note(dialog: &PendingDialog, answer: &str, by: &str) -> Map<String, Value> {
     let mut note = Map::new();
@@ -418,7 +430,7 @@ impl ToolBridge {
             request_id: req.request_id.clone(),
             request,
             phone_session_id: req.phone_session_id.clone(),
-            summary: dialog.question(),
+            summary: question(dialog),
             risk: command.risk,
             created_at_ms: now,
             expires_at_ms: now + req.timeout_ms.max(1),
@@ -457,7 +469,7 @@ impl ToolBridge {
             error.message = format!(
                 "{}: the phone shows a system dialog only the user may answer; waiting for \
                  their answer",
-                dialog.question()
+                question(dialog)
             );
             let mut details = Map::new();
             details.insert("os_dialog".into(), dialog_detail(dialog, "asked", BY_USER));

@@ -19,12 +19,17 @@ const LENS: &str = "com.example.lens";
 
 /// The demo phone plus Lens, which asks `permissions` on its first open.
 fn harness(permissions: &[&str]) -> Harness {
+    harness_labelled("Lens", permissions)
+}
+
+/// [`harness`] with Lens under another label.
+fn harness_labelled(label: &str, permissions: &[&str]) -> Harness {
     let mut doc: Value =
         serde_json::from_str(openphone_device::sim::DEFAULT_SCENARIO).expect("demo scenario");
     doc["apps"]
         .as_array_mut()
         .expect("apps")
-        .push(json!({ "package": LENS, "label": "Lens" }));
+        .push(json!({ "package": LENS, "label": label }));
     let asks: Vec<Value> = permissions
         .iter()
         .map(|p| json!({ "package": LENS, "permission": p }))
@@ -351,4 +356,14 @@ async fn a_dialog_that_changed_on_the_phone_is_not_answered() {
         "denied",
         "nothing was pressed after Back"
     );
+}
+
+#[tokio::test]
+async fn an_apps_label_cannot_disguise_the_question() {
+    // A label with a right-to-left override would read backwards in the prompt the user sees.
+    let h = harness_labelled("Lens\u{202E}yap", &["camera"]);
+    let asked = h.call(&trusted_hermes(), trusted(open_lens("b1"))).await;
+    let summary = summary_of(&h, &confirmation_id(&asked));
+    assert!(summary.contains("\\u{202E}"), "{summary}");
+    assert!(!summary.contains('\u{202E}'), "{summary}");
 }

@@ -17,6 +17,27 @@ pub fn explain(
         format!("{} — {} ({})", action.id, action.title, action.kind.name()),
         format!("state: {}", action.state),
     ];
+    if let Some(p) = &action.proposal {
+        out.push(format!(
+            "proposed by the planner ({}) as the alternative of {}: {}",
+            p.by, p.replaces, p.why
+        ));
+    }
+    for alt in goal
+        .actions
+        .iter()
+        .filter(|a| a.proposal.as_ref().is_some_and(|p| p.replaces == action.id))
+    {
+        out.push(format!(
+            "the planner proposed {} ({}) in its place: {}",
+            alt.id,
+            alt.kind.name(),
+            alt.proposal
+                .as_ref()
+                .map(|p| p.why.as_str())
+                .unwrap_or_default()
+        ));
+    }
     if let Some(token) = &action.resume_token {
         out.push(format!("waits on: {token}"));
     }

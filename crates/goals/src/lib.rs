@@ -43,7 +43,10 @@ pub mod spec;
 pub mod transition;
 
 pub use approval::ApprovalPackage;
-pub use engine::{AgentBackend, Backends, GoalEngine, JobBackend, TickOutcome, goal_json};
+pub use engine::{
+    AgentBackend, Backends, GoalEngine, Happening, JobBackend, JobProgress, TickOutcome, goal_json,
+    waiting_jobs,
+};
 pub use error::GoalsError;
 pub use model::{
     Action, ActionKind, ActionState, Attempt, AttemptOutcome, Blocker, BlockerKind, Checkpoint,

@@ -11,7 +11,7 @@ use crate::predicate::Predicate;
 /// retry budget: defined once, in the endpoint's goal records.
 pub use openphone_protocol::endpoint::{
     GoalActionKind as ActionKind, GoalDecision as DecisionSummary, GoalOwner as Owner,
-    GoalRetryBudget as RetryBudget,
+    GoalProposal as Proposal, GoalRetryBudget as RetryBudget,
 };
 
 /// Serde helper: `true` is the default of some flags.
@@ -223,6 +223,10 @@ pub struct Attempt {
     /// When that confirmation expires (it is asked again then, until the deadline).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval_expires_at: Option<i64>,
+    /// The agent job a `job` action's attempt created: the attempt runs until that job's run
+    /// finishes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_id: Option<i64>,
 }
 
 /// One action of the plan graph.
@@ -262,6 +266,9 @@ pub struct Action {
     pub decision: Option<DecisionSummary>,
     /// The plan version that introduced this action.
     pub plan_version: u32,
+    /// Why the policy-aware planner added it (`planner.rs`), when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proposal: Option<Proposal>,
 }
 
 impl Action {

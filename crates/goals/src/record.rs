@@ -67,6 +67,7 @@ pub fn action_record(action: &Action) -> GoalActionRecord {
         not_before: action.not_before,
         decision: action.decision.clone(),
         plan_version: action.plan_version,
+        proposal: action.proposal.clone(),
     }
 }
 
@@ -90,6 +91,7 @@ fn attempt_record(attempt: &Attempt) -> GoalAttemptRecord {
         summary: attempt.summary.clone(),
         confirmation_id: attempt.confirmation_id.clone(),
         approval_expires_at: attempt.approval_expires_at,
+        job_id: attempt.job_id,
     }
 }
 

@@ -34,9 +34,11 @@ fn invalid(field: impl Into<String>, message: impl Into<String>) -> InvalidGoal 
     }
 }
 
-/// One action as a planner submits it. (Its kind's fields are flattened into it, which serde
-/// cannot combine with refusing unknown fields: unknown members are ignored.)
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One action as a planner submits it. Its kind's fields are flattened into it, which serde
+/// cannot combine with refusing unknown fields, so [`ActionSpec`]'s `Deserialize` checks the
+/// members itself: a member that neither every action nor its kind takes is refused, naming
+/// it (`schemas/goal.schema.json` says the same).
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ActionSpec {
     pub id: String,
     pub title: String,
@@ -57,6 +59,85 @@ pub struct ActionSpec {
     pub session_target: Option<String>,
 }
 
+/// The members every action takes.
+const ACTION_MEMBERS: &[&str] = &[
+    "id",
+    "title",
+    "kind",
+    "depends_on",
+    "alternatives",
+    "optional",
+    "expect",
+    "estimate_ms",
+    "session_target",
+];
+
+/// The members of each kind of action.
+fn kind_members(kind: &str) -> Option<&'static [&'static str]> {
+    Some(match kind {
+        "tool" => &["command", "params"],
+        "agent_turn" => &["prompt"],
+        "job" => &["job_title", "prompt", "run_at"],
+        "wait" => &["until_ms", "on"],
+        "ask_user" => &["question"],
+        "verify" => &[],
+        _ => return None,
+    })
+}
+
+/// [`ActionSpec`] as serde reads it, before the members are checked.
+#[derive(Deserialize)]
+struct ActionFields {
+    id: String,
+    title: String,
+    #[serde(flatten)]
+    kind: ActionKind,
+    #[serde(default)]
+    depends_on: Vec<String>,
+    #[serde(default)]
+    alternatives: Vec<String>,
+    #[serde(default)]
+    optional: bool,
+    #[serde(default)]
+    expect: Option<ReadCheck>,
+    #[serde(default)]
+    estimate_ms: Option<i64>,
+    #[serde(default)]
+    session_target: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for ActionSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error as _;
+        let members = serde_json::Map::<String, serde_json::Value>::deserialize(deserializer)?;
+        if let Some(kind) = members.get("kind").and_then(serde_json::Value::as_str)
+            && let Some(own) = kind_members(kind)
+            && let Some(unknown) = members
+                .keys()
+                .find(|k| !ACTION_MEMBERS.contains(&k.as_str()) && !own.contains(&k.as_str()))
+        {
+            return Err(D::Error::custom(format!(
+                "unknown field `{unknown}` in a `{kind}` action (it takes {}, {})",
+                own.join(", "),
+                ACTION_MEMBERS.join(", ")
+            )));
+        }
+        let f: ActionFields =
+            serde_json::from_value(serde_json::Value::Object(members)).map_err(D::Error::custom)?;
+        Ok(ActionSpec {
+            id: f.id,
+            title: f.title,
+            kind: f.kind,
+            depends_on: f.depends_on,
+            alternatives: f.alternatives,
+            optional: f.optional,
+            expect: f.expect,
+            estimate_ms: f.estimate_ms,
+            session_target: f.session_target,
+        })
+    }
+}
+
 /// Retry budget as asked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -74,6 +155,10 @@ pub struct GoalSpec {
     pub success_criteria: Vec<Criterion>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline_at: Option<i64>,
+    /// The deadline relative to the goal's creation: `90m`, `6h`, `2d` (not with
+    /// `deadline_at`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_in: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub risk_level: Option<RiskLevel>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -131,6 +216,31 @@ pub fn plan_in_file(file: serde_json::Value) -> Option<Vec<serde_json::Value>> {
     }
 }
 
+/// `deadline_in`: a whole number (at most 7 digits) of `s`, `m`, `h` or `d`, in ms.
+fn relative_ms(text: &str) -> Result<i64, InvalidGoal> {
+    let bad = || {
+        invalid(
+            "deadline_in",
+            format!(
+                "{text:?} is not a duration: a whole number and s, m, h or d (\"90m\", \"6h\", \"2d\")"
+            ),
+        )
+    };
+    let unit = match text.chars().last() {
+        Some('s') => 1_000,
+        Some('m') => 60_000,
+        Some('h') => 3_600_000,
+        Some('d') => 86_400_000,
+        _ => return Err(bad()),
+    };
+    let digits = &text[..text.len() - 1];
+    if digits.is_empty() || digits.len() > 7 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad());
+    }
+    let n: i64 = digits.parse().map_err(|_| bad())?;
+    Ok(n * unit)
+}
+
 fn valid_id(id: &str) -> bool {
     !id.is_empty()
         && id.len() <= 64
@@ -147,7 +257,18 @@ pub fn new_goal(spec: &GoalSpec, id: String, owner: Owner, now: i64) -> Result<G
     if spec.objective.chars().count() > 4_000 {
         return Err(invalid("objective", "at most 4000 characters"));
     }
-    if let Some(deadline) = spec.deadline_at
+    let deadline_at = match (spec.deadline_at, spec.deadline_in.as_deref()) {
+        (Some(_), Some(_)) => {
+            return Err(invalid(
+                "deadline_in",
+                "give deadline_at or deadline_in, not both",
+            ));
+        }
+        (Some(at), None) => Some(at),
+        (None, Some(text)) => Some(now.saturating_add(relative_ms(text)?)),
+        (None, None) => None,
+    };
+    if let Some(deadline) = deadline_at
         && deadline <= now
     {
         return Err(invalid("deadline_at", "must be in the future"));
@@ -201,7 +322,7 @@ pub fn new_goal(spec: &GoalSpec, id: String, owner: Owner, now: i64) -> Result<G
             ));
         }
     }
-    let checkpoints = match spec.deadline_at {
+    let checkpoints = match deadline_at {
         None => Vec::new(),
         Some(deadline) => {
             let minutes = spec
@@ -223,7 +344,7 @@ pub fn new_goal(spec: &GoalSpec, id: String, owner: Owner, now: i64) -> Result<G
         } else {
             spec.success_criteria.clone()
         },
-        deadline_at: spec.deadline_at,
+        deadline_at,
         risk_level: spec.risk_level.unwrap_or(RiskLevel::Medium),
         autonomy: autonomy.as_str().to_owned(),
         owner,
@@ -314,6 +435,7 @@ pub fn accept_plan(goal: &mut Goal, plan: &[ActionSpec], now: i64) -> Result<(),
             not_before: 0,
             decision: None,
             plan_version: version,
+            proposal: None,
         });
     }
     check_graph(&actions)?;
@@ -345,7 +467,25 @@ fn check_kind(kind: &ActionKind, field: &str) -> Result<(), InvalidGoal> {
                 return Err(invalid(field, "question must not be empty"));
             }
         }
-        ActionKind::Wait { .. } | ActionKind::Verify => {}
+        ActionKind::Wait { on: Some(on), .. } => {
+            if !openphone_protocol::endpoint::GOAL_WAIT_EVENTS.contains(&on.event.as_str()) {
+                return Err(invalid(
+                    format!("{field}.on.event"),
+                    format!(
+                        "{:?} is not an event a wait can wait for ({})",
+                        on.event,
+                        openphone_protocol::endpoint::GOAL_WAIT_EVENTS.join(", ")
+                    ),
+                ));
+            }
+            if let Err((i, e)) = crate::engine::events::wait_predicates(on) {
+                return Err(invalid(
+                    format!("{field}.on.where[{i}]"),
+                    format!("not a predicate {{pointer, op, value?}}: {e}"),
+                ));
+            }
+        }
+        ActionKind::Wait { on: None, .. } | ActionKind::Verify => {}
     }
     Ok(())
 }

@@ -106,6 +106,22 @@ pub struct Command {
     /// A command this project adds that upstream does not have at all (`"project": true`:
     /// the goal commands); outside the upstream-compatible totals.
     pub project: bool,
+    /// **\[project\]** The less risky command that reaches the user by another path (a draft
+    /// instead of a send): what the goal layer's planner proposes when this one would be
+    /// denied or needs approval (`goals.md` §4).
+    pub safer_alternative: Option<SaferAlternative>,
+}
+
+/// `safer_alternative` of a command: the command, its params taken from this command's
+/// params (target param → source param), and why it is safer, for a person.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SaferAlternative {
+    /// Canonical name of a less risky command.
+    pub command: String,
+    /// Its params, each named after the param of this command it takes its value from.
+    pub params: std::collections::BTreeMap<String, String>,
+    /// Why it is safer.
+    pub why: String,
 }
 
 impl Command {

@@ -7,7 +7,9 @@
 //!   in the goal's background context. Only with a `[builtin]` table: without one no agent
 //!   backend is attached and the engine BLOCKS the action naming what is missing.
 //! - [`SchedulerJobs`]: a `job` action creates an `agent_turn` job in the store through the
-//!   scheduler (`run_at` as given), the job's id becoming the action's evidence.
+//!   scheduler (`run_at` as given), the job's id becoming the action's evidence; the action
+//!   stays RUNNING until the job's run finishes ([`JobBackend::progress`]: completed → done,
+//!   a failed run → the action's retry path, the job stopped so it does not retry beside it).
 //!
 //! [`goal_backends`] builds both for the engine (which the goal driver,
 //! [`crate::goals::GoalDriver`], owns); [`install_tools`] puts the `openphone.goals.*`
@@ -18,7 +20,10 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use openphone_agent::{BuiltinConfig, BuiltinConfigError, BuiltinSetup, GoalTurnRunner};
 use openphone_core::ToolBridge;
-use openphone_goals::{AgentBackend, Backends, GoalEngine, GoalTools, JobBackend, Wake};
+use openphone_goals::{
+    AgentBackend, Backends, GoalEngine, GoalTools, JobBackend, JobProgress, Wake,
+};
+use openphone_jobs::JobStatus;
 use openphone_jobs::{JobRequest, Scheduler};
 use serde_json::{Map, Value, json};
 
@@ -85,6 +90,41 @@ impl JobBackend for SchedulerJobs {
             .create(&request, None)
             .map_err(|e| e.to_string())?;
         Ok(job.job.id)
+    }
+
+    async fn progress(&self, job_id: i64) -> JobProgress {
+        let job = match self.scheduler.get(job_id) {
+            Ok(row) => row.job,
+            Err(e) => return JobProgress::Gone(e.to_string()),
+        };
+        let result = || job.last_result.chars().take(2_000).collect::<String>();
+        match job.status {
+            JobStatus::Completed => JobProgress::Succeeded(result()),
+            JobStatus::Failed => JobProgress::Failed {
+                reason: result(),
+                live: false,
+            },
+            JobStatus::Stopped => JobProgress::Stopped,
+            // A run failed and the job waits to retry by itself: that run was the action's.
+            JobStatus::Queued | JobStatus::Active if job.failure_count > 0 => JobProgress::Failed {
+                reason: result(),
+                live: true,
+            },
+            JobStatus::Queued
+            | JobStatus::Active
+            | JobStatus::Running
+            | JobStatus::Waiting
+            | JobStatus::AwaitingReview
+            | JobStatus::Paused
+            | JobStatus::Dispatched => JobProgress::Pending(job.progress_text.clone()),
+        }
+    }
+
+    async fn stop_job(&self, job_id: i64) -> Result<(), String> {
+        self.scheduler
+            .stop(job_id)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
     }
 }
 

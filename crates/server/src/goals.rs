@@ -6,6 +6,12 @@
 //!   left running: the engine re-sends their idempotency key first, never a blind re-run);
 //! - when a confirmation of one of its actions is resolved (the `runtime.confirmation.resolved`
 //!   event of a request whose id is `goal_<id>:<action>:<n>`);
+//! - when something happens that it waits for (`goals.md` §3's triggers, all read from the
+//!   bridge's event bus): a message, call or notification on the phone, a watcher firing or a
+//!   runtime's final message that a RUNNING `wait` is waiting `on` (the engine ingests it into
+//!   the goal first, [`GoalEngine::observe`]; a goal blocked only on its success criteria is
+//!   ticked on every such event too), and any change of an agent job a RUNNING `job` action
+//!   waits for (`background_job.updated`, `background_job.failure_alert`);
 //! - when the endpoint changed it (created, planned, answered, retried, resumed) or asked
 //!   (`goals.tick`), and when [`GoalDriver::wake`] is called (the `openphone.goals.*` tools);
 //! - when its `next_wake` falls due (one timer for the earliest goal, no polling).
@@ -24,7 +30,8 @@ use openphone_core::{Audience, ToolBridge};
 use openphone_goals::delivery::{BridgeOutbox, Deliverer, DeliveryConfig, Outbox, TelegramConfig};
 use openphone_goals::report::render_plain;
 use openphone_goals::{
-    ActionState, Backends, Goal, GoalEngine, GoalsError, TickOutcome, Transition,
+    ActionState, Backends, Goal, GoalEngine, GoalState, GoalsError, Happening, TickOutcome,
+    Transition, waiting_jobs,
 };
 use openphone_protocol::endpoint::{Event, GoalEvent};
 use openphone_store::Store;
@@ -43,6 +50,8 @@ const DELIVERY_RETRY: Duration = Duration::from_secs(60);
 const MIN_RETICK_MS: i64 = 1_000;
 /// The longest the timer sleeps before looking again (a clock that jumped is noticed).
 const MAX_SLEEP: Duration = Duration::from_secs(300);
+/// Job changes remembered for goals that have not recorded their job yet.
+const RECENT_JOBS: usize = 256;
 
 enum Msg {
     /// Tick this goal.
@@ -62,6 +71,14 @@ pub struct GoalDriver {
     delivering: tokio::sync::Mutex<()>,
     tx: mpsc::UnboundedSender<Msg>,
     rx: Mutex<Option<mpsc::UnboundedReceiver<Msg>>>,
+    jobs: Mutex<JobWaits>,
+}
+
+/// The agent jobs that changed while no goal was found waiting for them: a job can change
+/// before the tick that created it has stored its id.
+#[derive(Default)]
+struct JobWaits {
+    recent: std::collections::VecDeque<i64>,
 }
 
 impl std::fmt::Debug for GoalDriver {
@@ -126,6 +143,7 @@ impl GoalDriver {
             delivering: tokio::sync::Mutex::new(()),
             tx,
             rx: Mutex::new(Some(rx)),
+            jobs: Mutex::new(JobWaits::default()),
         })
     }
 
@@ -155,7 +173,10 @@ impl GoalDriver {
             .tx
             .send(Msg::Due(goal_id.to_owned(), outcome.next_wake));
         match self.engine.get(goal_id) {
-            Ok(after) => self.publish_tick(&before, &after, &outcome),
+            Ok(after) => {
+                self.publish_tick(&before, &after, &outcome);
+                self.note_jobs(&after);
+            }
             Err(e) => {
                 tracing::warn!(goal = goal_id, error = %e, "goals: reading a goal after its tick failed")
             }
@@ -200,7 +221,7 @@ impl GoalDriver {
         let events = self.bridge.events().subscribe();
         vec![
             tokio::spawn(Arc::clone(self).run(rx, shutdown.clone())),
-            tokio::spawn(Arc::clone(self).confirmations(events, shutdown.clone())),
+            tokio::spawn(Arc::clone(self).triggers(events, shutdown.clone())),
             tokio::spawn(Arc::clone(self).retry_deliveries(shutdown)),
         ]
     }
@@ -279,8 +300,10 @@ impl GoalDriver {
         }
     }
 
-    /// A resolved confirmation of a goal's request wakes the goal.
-    async fn confirmations(
+    /// What happens on the bus wakes the goals it concerns: a resolved confirmation of a
+    /// goal's request, an event a goal's `wait` is waiting `on`, a change of an agent job a
+    /// goal's `job` action waits for.
+    async fn triggers(
         self: Arc<Self>,
         mut events: broadcast::Receiver<openphone_core::events::Event>,
         mut shutdown: watch::Receiver<bool>,
@@ -291,17 +314,7 @@ impl GoalDriver {
                 () = crate::shutdown::stopped(&mut shutdown) => return,
             };
             match event {
-                Ok(event) if event.name == "runtime.confirmation.resolved" => {
-                    let request = event
-                        .payload
-                        .get("request_id")
-                        .and_then(serde_json::Value::as_str)
-                        .unwrap_or("");
-                    if let Some(goal) = goal_of_request(request) {
-                        self.wake(goal);
-                    }
-                }
-                Ok(_) => {}
+                Ok(event) => self.on_event(event).await,
                 Err(broadcast::error::RecvError::Lagged(n)) => {
                     // Missed events may have been resolutions: every open goal looks again.
                     tracing::warn!(
@@ -316,6 +329,88 @@ impl GoalDriver {
                 }
                 Err(broadcast::error::RecvError::Closed) => return,
             }
+        }
+    }
+
+    async fn on_event(&self, event: openphone_core::events::Event) {
+        let name = event.name.as_str();
+        if name == "runtime.confirmation.resolved" {
+            let request = event
+                .payload
+                .get("request_id")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or("");
+            if let Some(goal) = goal_of_request(request) {
+                self.wake(goal);
+            }
+        } else if name == "background_job.updated" || name == "background_job.failure_alert" {
+            if let Some(job) = event
+                .payload
+                .get("job_id")
+                .and_then(serde_json::Value::as_i64)
+            {
+                self.job_changed(job);
+            }
+        } else if openphone_protocol::endpoint::GOAL_WAIT_EVENTS.contains(&name) {
+            let happening = Happening {
+                event: event.name.clone(),
+                payload: event.payload,
+                at: self.engine.now(),
+            };
+            match self.engine.observe(&happening).await {
+                Ok(goals) => goals.iter().for_each(|g| self.wake(g)),
+                Err(e) => {
+                    tracing::warn!(event = name, code = e.code(), error = %e, "goals: ingesting an event failed")
+                }
+            }
+        }
+    }
+
+    fn waits(&self) -> std::sync::MutexGuard<'_, JobWaits> {
+        self.jobs.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Job `job` changed: the goals waiting for it are ticked (or, when none is found, the
+    /// change is remembered for the tick that records it).
+    fn job_changed(&self, job: i64) {
+        let open = match self.engine.list(
+            &[GoalState::Active, GoalState::Blocked, GoalState::Paused],
+            None,
+        ) {
+            Ok(goals) => goals,
+            Err(e) => {
+                tracing::warn!(job, error = %e, "goals: listing goals for a job change failed");
+                return;
+            }
+        };
+        let waiting: Vec<&Goal> = open
+            .iter()
+            .filter(|g| waiting_jobs(g).contains(&job))
+            .collect();
+        if waiting.is_empty() {
+            let mut waits = self.waits();
+            if waits.recent.len() >= RECENT_JOBS {
+                waits.recent.pop_front();
+            }
+            waits.recent.push_back(job);
+        }
+        for goal in waiting {
+            self.wake(&goal.id);
+        }
+    }
+
+    /// After a tick: a job `goal` waits for that changed before it was recorded wakes the goal
+    /// again.
+    fn note_jobs(&self, goal: &Goal) {
+        let jobs = waiting_jobs(goal);
+        let again = {
+            let mut waits = self.waits();
+            let before = waits.recent.len();
+            waits.recent.retain(|j| !jobs.contains(j));
+            waits.recent.len() != before
+        };
+        if again {
+            self.wake(&goal.id);
         }
     }
 

@@ -48,27 +48,8 @@ impl GoalEngine {
                 (ActionState::NeedsApproval, ActionKind::Tool { .. }) => {
                     self.ingest_confirmation(work, &action, now).await?;
                 }
-                (ActionState::Running, ActionKind::Wait { until_ms }) if *until_ms <= now => {
-                    if let Some(att) = work.attempt_mut(&id) {
-                        att.outcome = AttemptOutcome::Ok;
-                        att.finished_at = Some(now);
-                    }
-                    work.mv(
-                        &id,
-                        ActionState::Verifying,
-                        Source::Executor,
-                        "the wait is over",
-                        now,
-                        None,
-                    )?;
-                    work.mv(
-                        &id,
-                        ActionState::Done,
-                        Source::Verifier,
-                        "nothing to check",
-                        now,
-                        None,
-                    )?;
+                (ActionState::Running, ActionKind::Wait { until_ms, .. }) if *until_ms <= now => {
+                    self.wait_over(work, &id, now)?;
                 }
                 (ActionState::Running, ActionKind::Tool { command, params }) => {
                     // Left RUNNING by a process that stopped: the same key is re-sent first.
@@ -85,10 +66,10 @@ impl GoalEngine {
                     self.tool_result(work, &id, result, Source::Recovery)
                         .await?;
                 }
-                (
-                    ActionState::Running,
-                    ActionKind::AgentTurn { .. } | ActionKind::Job { .. } | ActionKind::Verify,
-                ) => {
+                (ActionState::Running, ActionKind::Job { .. }) => {
+                    self.ingest_job(work, &action, now).await?;
+                }
+                (ActionState::Running, ActionKind::AgentTurn { .. } | ActionKind::Verify) => {
                     // An in-process executor that did not finish: its outcome is unknown.
                     if let Some(att) = work.attempt_mut(&id) {
                         att.outcome = AttemptOutcome::OutcomeUnknown;

@@ -48,14 +48,17 @@ use crate::report::{DeltaReport, ReportReason, delta};
 use crate::spec::{GoalSpec, new_goal};
 use crate::transition::{BlockWith, Source, Transition, move_action};
 
+pub(crate) mod events;
 mod ingest;
 mod ops;
 mod outcome;
+mod planner;
 mod router;
 mod schedule;
 mod settle;
 mod verify;
 
+pub use events::{Happening, waiting_jobs};
 pub use schedule::summarise;
 
 /// The principal the goal layer's requests carry.
@@ -69,7 +72,8 @@ pub trait AgentBackend: Send + Sync {
     async fn agent_turn(&self, session: &str, prompt: &str) -> Result<String, String>;
 }
 
-/// Schedules agent jobs (the `job` action kind).
+/// Schedules agent jobs (the `job` action kind) and tells how they stand: a `job` action is
+/// RUNNING from the job's creation until the job's run finishes.
 #[async_trait]
 pub trait JobBackend: Send + Sync {
     /// Creates the job; its id.
@@ -79,6 +83,29 @@ pub trait JobBackend: Send + Sync {
         prompt: &str,
         run_at: Option<i64>,
     ) -> Result<i64, String>;
+
+    /// How job `job_id` stands now.
+    async fn progress(&self, job_id: i64) -> JobProgress;
+
+    /// Stops job `job_id` (a failed run's job, so the action's own retry path is the only
+    /// one that runs it again).
+    async fn stop_job(&self, job_id: i64) -> Result<(), String>;
+}
+
+/// How the agent job of a `job` action stands ([`JobBackend::progress`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobProgress {
+    /// Its run has not finished: queued, running, parked on a review, paused, or handed to a
+    /// runtime whose answer is awaited (the note says which).
+    Pending(String),
+    /// Its run succeeded (the result, short).
+    Succeeded(String),
+    /// Its run failed (why); `live` when the job would run again by itself.
+    Failed { reason: String, live: bool },
+    /// Someone stopped it before its run finished.
+    Stopped,
+    /// It cannot be read (why).
+    Gone(String),
 }
 
 /// The backends of `agent_turn` and `job` actions. Without one, such an action is BLOCKED
@@ -444,8 +471,11 @@ impl GoalEngine {
                 for _ in 0..=work.goal.actions.len() {
                     let before = work.pending.len();
                     self.reevaluate(&mut work)?;
+                    // A step that would be denied (or waits for approval while a safer path
+                    // exists) gets the planner's alternative before it is scheduled (§4).
+                    let replanned = self.propose_alternatives(&mut work).await?;
                     let started = self.schedule(&mut work)?;
-                    let changed = work.pending.len() > before;
+                    let changed = work.pending.len() > before || replanned;
                     // The transitions into RUNNING / NEEDS_APPROVAL are stored before any
                     // side effect of those states starts.
                     self.flush(&mut work)?;
@@ -550,7 +580,7 @@ pub fn next_wake(goal: &Goal) -> Option<i64> {
         .actions
         .iter()
         .filter_map(|a| match (&a.kind, a.state) {
-            (ActionKind::Wait { until_ms }, ActionState::Running) => Some(*until_ms),
+            (ActionKind::Wait { until_ms, .. }, ActionState::Running) => Some(*until_ms),
             (_, ActionState::NeedsApproval) => a.last_attempt().and_then(|t| t.approval_expires_at),
             _ => None,
         });

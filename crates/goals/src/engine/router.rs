@@ -93,31 +93,16 @@ impl GoalEngine {
                     .await;
                 self.tool_result(work, id, result, Source::Executor).await?;
             }
-            (ActionKind::Wait { until_ms }, _) => {
+            (ActionKind::Wait { until_ms, on }, _) => {
+                let token = match on {
+                    Some(on) => format!("event:{}", on.event),
+                    None => format!("timer:{until_ms}"),
+                };
                 if let Some(a) = work.goal.action_mut(id) {
-                    a.resume_token = Some(format!("timer:{until_ms}"));
+                    a.resume_token = Some(token);
                 }
                 if *until_ms <= now {
-                    if let Some(att) = work.attempt_mut(id) {
-                        att.outcome = AttemptOutcome::Ok;
-                        att.finished_at = Some(now);
-                    }
-                    work.mv(
-                        id,
-                        ActionState::Verifying,
-                        Source::Executor,
-                        "the wait is over",
-                        now,
-                        None,
-                    )?;
-                    work.mv(
-                        id,
-                        ActionState::Done,
-                        Source::Verifier,
-                        "nothing to check",
-                        now,
-                        None,
-                    )?;
+                    self.wait_over(work, id, now)?;
                 }
             }
             (ActionKind::AskUser { question }, _) => {
@@ -180,20 +165,27 @@ impl GoalEngine {
                     };
                     let outcome = jobs.create_job(title, prompt, *run_at).await;
                     let now = self.now();
-                    if let Ok(job) = &outcome {
-                        work.evidence(
-                            id,
-                            EvidenceKind::Artifact,
-                            format!("job {job}"),
-                            crate::ids::digest_text(&job.to_string()),
-                            now,
-                        );
+                    match outcome {
+                        // The action runs until the job's run finishes (`events.rs`,
+                        // `ingest_job`): the goal is ticked when the job changes.
+                        Ok(job) => {
+                            work.evidence(
+                                id,
+                                EvidenceKind::Artifact,
+                                format!("job {job}"),
+                                crate::ids::digest_text(&job.to_string()),
+                                now,
+                            );
+                            if let Some(att) = work.attempt_mut(id) {
+                                att.job_id = Some(job);
+                                att.summary = format!("job {job} scheduled");
+                            }
+                            if let Some(a) = work.goal.action_mut(id) {
+                                a.resume_token = Some(format!("job:{job}"));
+                            }
+                        }
+                        Err(e) => self.finish_other(work, id, false, e, now)?,
                     }
-                    let (ok, note) = match outcome {
-                        Ok(job) => (true, format!("job {job} scheduled")),
-                        Err(e) => (false, e),
-                    };
-                    self.finish_other(work, id, ok, note, now)?;
                 }
                 None => self.no_backend(work, id, "job", now)?,
             },

@@ -133,7 +133,13 @@ impl GoalEngine {
             .actions
             .iter()
             .filter(|a| matches!(a.state, ActionState::Running | ActionState::Verifying))
-            .filter(|a| !matches!(a.kind, ActionKind::AskUser { .. } | ActionKind::Wait { .. }))
+            // Waiting on the user, a timer, an event or an agent job takes no slot.
+            .filter(|a| {
+                !matches!(
+                    a.kind,
+                    ActionKind::AskUser { .. } | ActionKind::Wait { .. } | ActionKind::Job { .. }
+                )
+            })
             .count();
         let mut slots = usize::try_from(work.goal.max_parallel)
             .unwrap_or(1)
@@ -214,6 +220,7 @@ impl GoalEngine {
                 summary: String::new(),
                 confirmation_id: None,
                 approval_expires_at: None,
+                job_id: None,
             };
             if let Some(a) = work.goal.action_mut(&id) {
                 a.attempts.push(attempt);

@@ -128,6 +128,7 @@ async fn killed_before_the_request_reached_the_bridge_it_runs_once_on_restart() 
         summary: String::new(),
         confirmation_id: None,
         approval_expires_at: None,
+        job_id: None,
     });
     h.store
         .update_goal(&to_stored(&g).unwrap(), vec![], vec![])

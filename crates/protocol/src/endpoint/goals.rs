@@ -272,10 +272,14 @@ pub enum GoalActionKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         run_at: Option<i64>,
     },
-    /// Waits until a time.
+    /// Waits until a time, or — with `on` — until something happens on the phone or to the
+    /// daemon (`until_ms` is then the time it gives up).
     Wait {
         /// Unix ms.
         until_ms: i64,
+        /// The event that ends the wait early.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        on: Option<GoalWaitOn>,
     },
     /// Asks the user; the answer becomes evidence.
     AskUser {
@@ -285,6 +289,31 @@ pub enum GoalActionKind {
     /// Evaluates the goal's success criteria.
     Verify,
 }
+
+/// What a `wait` action waits for (`goals.md` §3, the tick's triggers): an event of the bus
+/// whose payload passes every predicate of `where`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GoalWaitOn {
+    /// `phone.message.received`, `phone.call.received`, `phone.notification.posted`,
+    /// `phone.notification.action`, `watcher.fired` or `runtime.message.final`
+    /// ([`GOAL_WAIT_EVENTS`]).
+    pub event: String,
+    /// Predicates on the event's payload, each `{pointer, op, value?}` (`op`: `exists`,
+    /// `equals`, `contains`, `not_empty`); all must hold. Empty: any such event.
+    #[serde(default, rename = "where", skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Value>,
+}
+
+/// The events a `wait` action may wait for.
+pub const GOAL_WAIT_EVENTS: [&str; 6] = [
+    "phone.message.received",
+    "phone.call.received",
+    "phone.notification.posted",
+    "phone.notification.action",
+    "watcher.fired",
+    "runtime.message.final",
+];
 
 impl GoalActionKind {
     /// The kind's wire name.
@@ -332,6 +361,23 @@ pub struct GoalActionRecord {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub decision: Option<GoalDecision>,
     pub plan_version: u32,
+    /// Why the policy-aware planner added it, when it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proposal: Option<GoalProposal>,
+}
+
+/// Why the policy-aware planner added an action to the plan (`goals.md` §4): the step it is an
+/// alternative of, who proposed it and why, for a person.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GoalProposal {
+    /// The action it is an alternative of (it runs when that one is BLOCKED or ABORTED).
+    pub replaces: String,
+    /// `manifest` (the command's `safer_alternative`, or asking the user) or `model` (the
+    /// built-in model).
+    pub by: String,
+    /// The decision of the step it replaces, and why this one fits the policy.
+    pub why: String,
 }
 
 /// A read command whose result must satisfy a predicate (`expect`, `tool_predicate`).
@@ -365,6 +411,10 @@ pub struct GoalAttemptRecord {
     pub confirmation_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approval_expires_at: Option<i64>,
+    /// The agent job a `job` action's attempt created (the attempt runs until the job's run
+    /// finishes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub job_id: Option<i64>,
 }
 
 /// What the policy dry-run said about an action (the permission envelope's entry, §4).

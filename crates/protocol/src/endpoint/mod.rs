@@ -86,12 +86,13 @@ pub use events::{
     PresenceOnline, PresenceTrigger, SessionUpdated,
 };
 pub use goals::{
-    GoalActionKind, GoalActionParams, GoalActionRecord, GoalAttemptRecord, GoalBlockerRecord,
-    GoalCheckpointRecord, GoalCriterionRecord, GoalDecision, GoalEvidenceRecord, GoalExportFile,
-    GoalIdParams, GoalOwner, GoalReadCheckRecord, GoalRecord, GoalReportInfo, GoalResult,
-    GoalRetryBudget, GoalSummary, GoalTransitionInfo, GoalsAnswerParams, GoalsCreateParams,
-    GoalsExplainParams, GoalsExplainResult, GoalsExportResult, GoalsGetResult, GoalsListParams,
-    GoalsListResult, GoalsPlanParams, GoalsTickResult,
+    GOAL_WAIT_EVENTS, GoalActionKind, GoalActionParams, GoalActionRecord, GoalAttemptRecord,
+    GoalBlockerRecord, GoalCheckpointRecord, GoalCriterionRecord, GoalDecision, GoalEvidenceRecord,
+    GoalExportFile, GoalIdParams, GoalOwner, GoalProposal, GoalReadCheckRecord, GoalRecord,
+    GoalReportInfo, GoalResult, GoalRetryBudget, GoalSummary, GoalTransitionInfo, GoalWaitOn,
+    GoalsAnswerParams, GoalsCreateParams, GoalsExplainParams, GoalsExplainResult,
+    GoalsExportResult, GoalsGetResult, GoalsListParams, GoalsListResult, GoalsPlanParams,
+    GoalsTickResult,
 };
 pub use hello::{
     ClientInfo, HelloParams, HelloResult, ManifestSummary, PhoneProfile, Role, VersionRange,

@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 use serde_json::{Map, Value};
 
 use super::{Report, Rule, describe, non_empty_str, parse_object};
-use crate::manifest::{Command, Confirmation, Executor, Exposure, Risk, Service};
+use crate::manifest::{Command, Confirmation, Executor, Exposure, Risk, SaferAlternative, Service};
 use crate::version::{MAX_VERSION, MIN_VERSION, is_supported_version};
 
 /// Information-only manifest-level deprecation of the commands manifest.
@@ -106,6 +106,7 @@ pub(super) fn check(
         .collect();
     check_names(&entries, r);
     check_deprecations(&commands, r);
+    check_safer_alternatives(&commands, r);
     Some((version, deprecation, commands, validators))
 }
 
@@ -325,6 +326,7 @@ fn check_command(
 
     let service = check_service(obj, executor, s, r);
     let grant_targets = check_grant_targets(obj, mutating, &input_schema, s, r);
+    let safer_alternative = check_safer_alternative(obj, &input_schema, s, r);
 
     let deprecated = match obj.get("deprecated") {
         None => false,
@@ -396,6 +398,7 @@ fn check_command(
             service,
             grant_targets,
             project: obj.get("project").and_then(Value::as_bool).unwrap_or(false),
+            safer_alternative,
         },
         validator,
     ))
@@ -484,6 +487,127 @@ fn check_grant_targets(
         }
     }
     Some(targets)
+}
+
+/// `safer_alternative`: absent, or `{command, params, why}` whose `params` map names of the
+/// alternative's params to params this command's input schema declares (the alternative's
+/// side is checked across commands, [`check_safer_alternatives`]).
+fn check_safer_alternative(
+    obj: &Map<String, Value>,
+    input_schema: &Value,
+    s: Option<&str>,
+    r: &mut Report,
+) -> Option<SaferAlternative> {
+    let value = obj.get("safer_alternative")?;
+    let bad = |r: &mut Report, why: String| {
+        r.err(
+            Rule::CommandProjectFields,
+            s,
+            format!("`safer_alternative` {why}"),
+        );
+    };
+    let Some(alt) = value.as_object() else {
+        bad(
+            r,
+            format!("must be an object {{command, params, why}}, found {value}"),
+        );
+        return None;
+    };
+    if let Some(key) = alt
+        .keys()
+        .find(|k| !["command", "params", "why"].contains(&k.as_str()))
+    {
+        bad(r, format!("has an unknown member {key:?}"));
+    }
+    let (Some(command), Some(why)) = (non_empty_str(alt, "command"), non_empty_str(alt, "why"))
+    else {
+        bad(r, "needs a non-empty `command` and `why`".to_owned());
+        return None;
+    };
+    let declared = input_schema.get("properties").and_then(Value::as_object);
+    let mut params = std::collections::BTreeMap::new();
+    for (target, source) in alt
+        .get("params")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
+        match source.as_str() {
+            Some(source) if declared.is_some_and(|p| p.contains_key(source)) => {
+                params.insert(target.clone(), source.to_owned());
+            }
+            _ => bad(
+                r,
+                format!("maps {target:?} from {source}, not a param of this command"),
+            ),
+        }
+    }
+    Some(SaferAlternative {
+        command: command.to_owned(),
+        params,
+        why: why.to_owned(),
+    })
+}
+
+/// `safer_alternative` names another known command (its canonical name) of lower risk, whose
+/// input schema declares every mapped param, each of its required params (but `reason`) mapped.
+fn check_safer_alternatives(commands: &[Command], r: &mut Report) {
+    for cmd in commands {
+        let Some(alt) = &cmd.safer_alternative else {
+            continue;
+        };
+        let s = Some(cmd.name.as_str());
+        let Some(target) = commands.iter().find(|c| c.name == alt.command) else {
+            r.err(
+                Rule::CommandProjectFields,
+                s,
+                format!(
+                    "`safer_alternative` names {:?}, no command's canonical name",
+                    alt.command
+                ),
+            );
+            continue;
+        };
+        if target.risk >= cmd.risk {
+            r.err(
+                Rule::CommandProjectFields,
+                s,
+                format!(
+                    "`safer_alternative` {} is {} risk, not below this command's {}",
+                    target.name, target.risk, cmd.risk
+                ),
+            );
+        }
+        let declared = target.input_properties();
+        for name in alt
+            .params
+            .keys()
+            .filter(|n| !declared.contains(&n.as_str()))
+        {
+            r.err(
+                Rule::CommandProjectFields,
+                s,
+                format!(
+                    "`safer_alternative` maps {name:?}, not a param of {}",
+                    target.name
+                ),
+            );
+        }
+        for name in target
+            .required_inputs()
+            .into_iter()
+            .filter(|n| *n != "reason" && !alt.params.contains_key(*n))
+        {
+            r.err(
+                Rule::CommandProjectFields,
+                s,
+                format!(
+                    "`safer_alternative` leaves {name:?}, required by {}, unmapped",
+                    target.name
+                ),
+            );
+        }
+    }
 }
 
 fn parse_enum<T>(

@@ -82,7 +82,8 @@ rules! {
     /// `mutating` is exactly `confirmation != "none"`.
     CommandMutatingFlag = ("commands.mutating_flag", Commands),
     /// `service` is given exactly for `executor: "runtime"` and names a service; `grant_targets`,
-    /// when given, is on a state-changing command and lists params of its input schema.
+    /// when given, is on a state-changing command and lists params of its input schema;
+    /// `safer_alternative`, when given, names a lower-risk command and maps its params.
     CommandProjectFields = ("commands.project_fields", Commands),
     /// Warning: `confirmation == "none"` exactly for read exposures.
     WarnReadExposure = ("commands.warn_read_exposure", Commands),

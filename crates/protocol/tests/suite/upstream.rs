@@ -101,7 +101,13 @@ fn commands_match_upstream_except_descriptions() {
     assert_same(
         without_project_params(without_project_commands(docs.commands)),
         read("runtime/protocol/openphone-commands.json"),
-        &["mutating", "executor", "service", "grant_targets"],
+        &[
+            "mutating",
+            "executor",
+            "service",
+            "grant_targets",
+            "safer_alternative",
+        ],
         "commands manifest",
     );
 }

@@ -1,6 +1,7 @@
 //! Issue 18: the goal engine's backends in the real daemon — an `agent_turn` action worked by
 //! the built-in loop against a fake OpenAI-compatible provider on loopback (its tool call
-//! through the bridge), a `job` action creating a real agent job in the store, and without a
+//! through the bridge), a `job` action creating a real agent job in the store (and running until
+//! that job's run finishes), and without a
 //! `[builtin]` table an `agent_turn` BLOCKED naming what is missing.
 
 use openphone_fake_model::{FakeModel, Script};
@@ -65,8 +66,11 @@ async fn an_agent_turn_runs_on_the_builtin_model_and_a_job_action_creates_a_real
     let second = requests[1].to_string();
     assert!(second.contains("Dentist"), "{second}");
 
+    // The job is scheduled an hour from now: the step runs until the job's run finishes
+    // (issue 32 item 4; `goal_triggers.rs` follows a job to its end).
     let later = goal.action("later").unwrap();
-    assert_eq!(later.state, ActionState::Done, "{later:?}");
+    assert_eq!(later.state, ActionState::Running, "{later:?}");
+    assert_eq!(goal.state, openphone_goals::GoalState::Active);
     let job_ref = goal
         .evidence
         .iter()

@@ -2,6 +2,7 @@ mod attention;
 mod dashboard;
 mod endpoint;
 mod front_door;
+mod goal_triggers;
 mod goals;
 mod job_delivery;
 mod mcp_http;

@@ -1,0 +1,280 @@
+//! What reaches a goal from outside its own executions (§3, "a tick runs when something
+//! happens"): events on the daemon's bus — a message, call or notification on the phone, a
+//! watcher firing, a runtime's final message — that end `wait` actions waiting `on` them, and
+//! the runs of the agent jobs that `job` actions wait for.
+//!
+//! An event is ingested into every open goal with a RUNNING `wait` whose `on` it matches (the
+//! wait's attempt started before the event): the wait becomes DONE with the event as `message`
+//! evidence, stored under the goal's lock before anything else happens, and the caller ticks
+//! those goals. A `wait` whose `until_ms` passes first is BLOCKED (external), naming what did
+//! not arrive; a plain `wait` (no `on`) is DONE at its time, as before.
+
+use openphone_protocol::endpoint::GoalWaitOn;
+use serde_json::Value;
+
+use super::{GoalEngine, JobProgress, Work, block, clip, retry_line};
+use crate::error::GoalsError;
+use crate::model::{
+    Action, ActionKind, ActionState, AttemptOutcome, BlockerKind, EvidenceKind, Goal, GoalState,
+};
+use crate::predicate::Predicate;
+use crate::transition::Source;
+
+/// One event of the daemon's bus, as a goal may wait for it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Happening {
+    /// The manifest event name (`phone.message.received`, `watcher.fired`, …).
+    pub event: String,
+    /// Its payload.
+    pub payload: Value,
+    /// When it was seen (Unix ms).
+    pub at: i64,
+}
+
+/// The predicates of `on`, or why one of them is not a predicate (`where[i]` named).
+pub fn wait_predicates(on: &GoalWaitOn) -> Result<Vec<Predicate>, (usize, String)> {
+    on.conditions
+        .iter()
+        .enumerate()
+        .map(|(i, v)| serde_json::from_value(v.clone()).map_err(|e| (i, e.to_string())))
+        .collect()
+}
+
+/// Whether `happening` ends a wait `on` it.
+fn matches(on: &GoalWaitOn, happening: &Happening) -> bool {
+    on.event == happening.event
+        && wait_predicates(on).is_ok_and(|ps| ps.iter().all(|p| p.check(&happening.payload).0))
+}
+
+/// The RUNNING waits of `goal` that `happening` ends.
+fn waits_ended(goal: &Goal, happening: &Happening) -> Vec<String> {
+    goal.actions
+        .iter()
+        .filter(|a| a.state == ActionState::Running)
+        .filter(|a| match &a.kind {
+            ActionKind::Wait { on: Some(on), .. } => {
+                matches(on, happening)
+                    && a.last_attempt()
+                        .is_none_or(|t| t.started_at <= happening.at)
+            }
+            ActionKind::Wait { on: None, .. }
+            | ActionKind::Tool { .. }
+            | ActionKind::AgentTurn { .. }
+            | ActionKind::Job { .. }
+            | ActionKind::AskUser { .. }
+            | ActionKind::Verify => false,
+        })
+        .map(|a| a.id.clone())
+        .collect()
+}
+
+/// The agent jobs the RUNNING `job` actions of `goal` wait for.
+pub fn waiting_jobs(goal: &Goal) -> Vec<i64> {
+    goal.actions
+        .iter()
+        .filter(|a| a.state == ActionState::Running && matches!(a.kind, ActionKind::Job { .. }))
+        .filter_map(|a| a.last_attempt().and_then(|t| t.job_id))
+        .collect()
+}
+
+/// A goal blocked only because its criteria do not hold yet: something that happened may
+/// make them hold.
+fn waits_on_criteria(goal: &Goal) -> bool {
+    goal.state == GoalState::Blocked
+        && goal
+            .blockers
+            .iter()
+            .any(|b| b.action_id.is_none() && b.kind == BlockerKind::External)
+}
+
+impl GoalEngine {
+    /// Ingests `happening` into every open goal it concerns: RUNNING waits `on` it become DONE
+    /// (stored at once, with the event as evidence). The ids of the goals to tick now: those
+    /// whose waits it ended, and the goals blocked only on their success criteria.
+    pub async fn observe(&self, happening: &Happening) -> Result<Vec<String>, GoalsError> {
+        let open = self.list(
+            &[GoalState::Active, GoalState::Blocked, GoalState::Paused],
+            None,
+        )?;
+        let mut wake = Vec::new();
+        for goal in open {
+            if !waits_ended(&goal, happening).is_empty() {
+                self.update(&goal.id, |work, now| {
+                    // Read again under the lock: a tick may have moved them meanwhile.
+                    for id in waits_ended(&work.goal, happening) {
+                        end_wait(work, &id, happening, now)?;
+                    }
+                    Ok(())
+                })
+                .await?;
+                wake.push(goal.id);
+            } else if waits_on_criteria(&goal) {
+                wake.push(goal.id);
+            }
+        }
+        Ok(wake)
+    }
+
+    /// A wait whose time came: a plain wait is over (DONE); a wait `on` an event that did not
+    /// come is BLOCKED (external), naming it.
+    pub(super) fn wait_over(&self, work: &mut Work, id: &str, now: i64) -> Result<(), GoalsError> {
+        let on = match work.goal.action(id).map(|a| &a.kind) {
+            Some(ActionKind::Wait { on, until_ms }) => on.clone().map(|on| (on, *until_ms)),
+            _ => None,
+        };
+        let Some((on, until)) = on else {
+            if let Some(att) = work.attempt_mut(id) {
+                att.outcome = AttemptOutcome::Ok;
+                att.finished_at = Some(now);
+            }
+            work.mv(
+                id,
+                ActionState::Verifying,
+                Source::Executor,
+                "the wait is over",
+                now,
+                None,
+            )?;
+            return work.mv(
+                id,
+                ActionState::Done,
+                Source::Verifier,
+                "nothing to check",
+                now,
+                None,
+            );
+        };
+        let what = describe(&on);
+        if let Some(att) = work.attempt_mut(id) {
+            att.outcome = AttemptOutcome::Failed;
+            att.finished_at = Some(now);
+            att.summary = format!("no {what} by {until}");
+        }
+        let goal_id = work.goal.id.clone();
+        work.mv(
+            id,
+            ActionState::Blocked,
+            Source::Executor,
+            &format!("waited until {until}: no {what} arrived"),
+            now,
+            block(
+                BlockerKind::External,
+                format!("event:{id}"),
+                format!(
+                    "openphone goals plan {goal_id} <plan.json> (a later wait or another step), \
+                     or openphone goals abort {goal_id} {id} (its alternatives then run)"
+                ),
+            ),
+        )
+    }
+
+    /// A RUNNING `job` action: its job's run decides (§3, the router: `job` → the job
+    /// service). Still running → nothing; succeeded → VERIFYING → DONE; failed → the action's
+    /// failure path (a new attempt, a new job, while budget remains; the failed job is stopped
+    /// so it does not retry beside it); stopped → BLOCKED. Without a recorded job (the daemon
+    /// stopped between creating it and recording it) the outcome is unknown.
+    pub(super) async fn ingest_job(
+        &self,
+        work: &mut Work,
+        action: &Action,
+        now: i64,
+    ) -> Result<(), GoalsError> {
+        let id = action.id.as_str();
+        let job = action.last_attempt().and_then(|a| a.job_id);
+        let (Some(job), Some(backend)) = (job, self.backends.jobs.clone()) else {
+            return self.unknown(work, id, now, "the daemon stopped while it created its job");
+        };
+        match backend.progress(job).await {
+            JobProgress::Pending(note) => {
+                if let Some(att) = work.attempt_mut(id) {
+                    att.summary = format!("job {job}: {note}");
+                }
+                Ok(())
+            }
+            JobProgress::Succeeded(result) => {
+                work.evidence(
+                    id,
+                    EvidenceKind::Message,
+                    format!("job {job}: {}", clip(&result)),
+                    crate::ids::digest_text(&result),
+                    now,
+                );
+                self.finish_other(work, id, true, format!("job {job} finished"), now)
+            }
+            JobProgress::Failed { reason, live } => {
+                if live && let Err(e) = backend.stop_job(job).await {
+                    tracing::warn!(job, error = %e, "goals: stopping a failed job failed");
+                }
+                self.finish_other(work, id, false, format!("job {job} failed: {reason}"), now)
+            }
+            JobProgress::Stopped => {
+                if let Some(att) = work.attempt_mut(id) {
+                    att.outcome = AttemptOutcome::Failed;
+                    att.finished_at = Some(now);
+                    att.summary = format!("job {job} was stopped");
+                }
+                let goal_id = work.goal.id.clone();
+                work.mv(
+                    id,
+                    ActionState::Blocked,
+                    Source::Executor,
+                    &format!("job {job} was stopped before its run finished"),
+                    now,
+                    block(
+                        BlockerKind::External,
+                        format!("retry:{id}"),
+                        retry_line(&goal_id, id),
+                    ),
+                )
+            }
+            JobProgress::Gone(why) => {
+                self.unknown(work, id, now, &format!("job {job} cannot be read: {why}"))
+            }
+        }
+    }
+}
+
+/// What a wait `on` waits for, for a person.
+fn describe(on: &GoalWaitOn) -> String {
+    if on.conditions.is_empty() {
+        return on.event.clone();
+    }
+    let conditions: Vec<String> = on.conditions.iter().map(Value::to_string).collect();
+    format!("{} where {}", on.event, conditions.join(" and "))
+}
+
+/// A RUNNING wait that `happening` ends: the event is evidence, the wait is DONE.
+fn end_wait(work: &mut Work, id: &str, happening: &Happening, now: i64) -> Result<(), GoalsError> {
+    let payload = happening.payload.to_string();
+    work.evidence(
+        id,
+        EvidenceKind::Message,
+        format!("{}: {}", happening.event, clip(&payload)),
+        crate::ids::digest(&happening.payload),
+        now,
+    );
+    if let Some(att) = work.attempt_mut(id) {
+        att.outcome = AttemptOutcome::Ok;
+        att.finished_at = Some(now);
+        att.summary = format!("{} arrived", happening.event);
+    }
+    work.goal
+        .blockers
+        .retain(|b| b.action_id.as_deref() != Some(id));
+    work.mv(
+        id,
+        ActionState::Verifying,
+        Source::Executor,
+        &format!("{} arrived", happening.event),
+        now,
+        None,
+    )?;
+    work.mv(
+        id,
+        ActionState::Done,
+        Source::Verifier,
+        "the event it waited for came",
+        now,
+        None,
+    )
+}

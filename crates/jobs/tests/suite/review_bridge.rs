@@ -135,3 +135,44 @@ async fn the_same_reviewed_request_replays_and_never_runs_twice() {
     assert_eq!(h.actions(SEND).len(), 1);
     tapper.abort();
 }
+
+/// Issue 30: the share chooser an approved review's `share.text` raises is an OS dialog; the user
+/// approved exactly this request, so the bridge confirms it itself, once, and says so.
+#[tokio::test]
+async fn an_approved_reviews_os_dialog_is_confirmed_once_by_the_bridge() {
+    const SHARE: &str = "openphone.share.text";
+    let h = ReviewHarness::new();
+    let params = json!({ "text": "the plan for tonight", "reason": "share the plan" });
+    let (id, cid) = h.parked("share_text", params).await;
+    assert!(h.actions(SHARE).is_empty(), "parked before it ran");
+    let record = ConfirmationRecord::of(&h.job(id).job.pending_tool_request_json).unwrap();
+    claim_approval(&h, id);
+    let ran = h
+        .bridge
+        .invoke_reviewed(
+            &caller(),
+            h.executor.request(&record),
+            ReviewedApproval {
+                confirmation_id: cid,
+                job_id: id,
+            },
+        )
+        .await;
+    assert!(ran.error.is_none(), "{ran:?}");
+    assert_eq!(ran.result["os_dialog"]["kind"], "chooser");
+    assert_eq!(
+        ran.result["os_dialog"]["answered_by"],
+        "bridge:user_approved_request"
+    );
+    assert_eq!(h.actions(SHARE).len(), 1);
+    assert_eq!(h.phone.pending_dialog(), None, "answered, not left up");
+    let state = h.phone.snapshot();
+    assert_eq!(
+        state
+            .shares
+            .last()
+            .and_then(|s| s.target.clone())
+            .as_deref(),
+        Some("messages")
+    );
+}

@@ -43,7 +43,12 @@ pub struct Shell {
     log: Option<Mutex<std::fs::File>>,
     /// The selected input method (`ime set`).
     ime: Mutex<String>,
+    /// Files commands wrote (`uiautomator dump FILE`), by path.
+    files: Mutex<std::collections::HashMap<String, String>>,
 }
+
+/// Where `uiautomator dump` writes without a path.
+const DEFAULT_DUMP: &str = "/sdcard/window_dump.xml";
 
 /// Whether a command changes the phone (and so goes to `--log`).
 fn is_input(words: &[String]) -> bool {
@@ -80,6 +85,7 @@ impl Shell {
             options,
             log,
             ime: Mutex::new(ime.to_owned()),
+            files: Mutex::default(),
         })
     }
 
@@ -106,6 +112,12 @@ impl Shell {
             .ime
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = id.to_owned();
+    }
+
+    fn files(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, String>> {
+        self.files
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn record(&self, line: &str) {
@@ -161,8 +173,39 @@ impl Shell {
                 }
                 Err(e) => Reply::text(format!("ERROR: could not get idle state: {e}\n")),
             },
+            // Without /dev/tty uiautomator writes a file (default /sdcard/window_dump.xml) that
+            // tools then `cat`.
+            ["uiautomator", "dump", rest @ ..] if rest.len() <= 1 => {
+                let path = rest.first().copied().unwrap_or(DEFAULT_DUMP);
+                match self.phone.screen().await {
+                    Ok(screen) => {
+                        self.files()
+                            .insert(path.to_owned(), uiautomator::dump(&screen));
+                        Reply::text(format!("UI hierchary dumped to: {path}\n"))
+                    }
+                    Err(e) => Reply::text(format!("ERROR: could not get idle state: {e}\n")),
+                }
+            }
             ["uiautomator", ..] => {
-                Reply::text("Error: openphone-fake-adbd answers only `uiautomator dump /dev/tty`\n")
+                Reply::text("Error: openphone-fake-adbd answers only `uiautomator dump [FILE]`\n")
+            }
+            ["cat", paths @ ..] if !paths.is_empty() => {
+                let files = self.files();
+                let out: String = paths
+                    .iter()
+                    .map(|p| match files.get(*p) {
+                        Some(text) => text.clone(),
+                        None => format!("cat: {p}: No such file or directory\n"),
+                    })
+                    .collect();
+                Reply::text(out)
+            }
+            ["rm", rest @ ..] => {
+                let mut files = self.files();
+                for path in rest.iter().filter(|p| !p.starts_with('-')) {
+                    files.remove(*path);
+                }
+                Reply::text("")
             }
             ["screencap", "-p"] => self.screencap().await,
             ["screencap", ..] => {

@@ -107,3 +107,25 @@ fn screencap_over_the_shell_stream_gives_the_same_bytes_as_exec() {
     assert_eq!(shell.stdout.len(), exec.len());
     assert_eq!(shell.stdout, exec);
 }
+
+#[test]
+fn uiautomator_dump_to_a_file_is_read_back_with_cat() {
+    let device = Device::start(&[]);
+    assert_eq!(
+        device.shell("uiautomator dump"),
+        "UI hierchary dumped to: /sdcard/window_dump.xml\n"
+    );
+    let xml = device.shell("cat /sdcard/window_dump.xml");
+    let nodes = super::xml::parse(&xml).unwrap_or_else(|e| panic!("{e}: {xml:.200}"));
+    assert!(nodes.iter().any(|n| n.attr("text") == "Messages"));
+    assert_eq!(
+        device.shell("cat /sdcard/other.xml"),
+        "cat: /sdcard/other.xml: No such file or directory\n"
+    );
+    device.shell("rm /sdcard/window_dump.xml");
+    assert!(
+        device
+            .shell("cat /sdcard/window_dump.xml")
+            .starts_with("cat: ")
+    );
+}

@@ -17,6 +17,7 @@ mod client_cmd;
 mod crash_cmd;
 mod dashboard_cmd;
 mod data_dir;
+mod elevate_cmd;
 mod goals_cmd;
 mod jobs_check;
 mod jobs_cmd;
@@ -76,6 +77,12 @@ enum Command {
     /// Phone sessions.
     #[command(subcommand)]
     Sessions(client_cmd::SessionsCommand),
+    /// Elevated mode: raise a runtime's autonomy ceiling for a while (`elevate hermes --to
+    /// trusted_actions --for 10m`), or end it (`elevate --revoke hermes`).
+    Elevate(elevate_cmd::ElevateArgs),
+    /// The phones: `devices list` shows attached Android phones (adb) and the daemon's phones,
+    /// with their state and which ones the running daemon uses.
+    #[command(subcommand)]
     /// The simulated phone's world: `sim inject message|call|notification|action`, `sim reset`.
     #[command(subcommand)]
     Sim(sim_cmd::SimCommand),
@@ -231,6 +238,7 @@ fn main() -> ExitCode {
         Command::Mcp(cmd) => mcp_cmd::run(cmd),
         Command::Openclaw(cmd) => openclaw_cmd::run(cmd),
         Command::Sessions(cmd) => client_cmd::sessions(cmd),
+        Command::Elevate(args) => elevate_cmd::run(args),
         Command::Sim(cmd) => sim_cmd::run(cmd),
         Command::Dashboard(args) => dashboard_cmd::run(args),
         Command::Completions { shell } => {

@@ -389,6 +389,7 @@ fn doctor(config: &std::path::Path, dir: &std::path::Path, json: bool) -> Result
                     phone_session_id: None,
                     params: &params,
                     now_ms,
+                    elevation: None,
                 });
                 match decision.requirement {
                     Requirement::Allow => ("allow", String::new()),

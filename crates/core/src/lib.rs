@@ -18,12 +18,14 @@
 pub mod authority;
 mod bridge;
 pub mod devices;
+pub mod elevation;
 pub mod events;
 pub mod invocation;
 pub mod request;
 pub mod runtimes;
 pub mod services;
 pub mod summary;
+pub mod wake;
 
 mod locks;
 
@@ -37,6 +39,7 @@ pub use bridge::{EXPLANATION_KEY, explanation_of};
 pub use bridge::{GOAL_GRANT_MAX_MS, GOAL_PRINCIPAL, goal_scope};
 pub use bridge::{Injected, WorldError};
 pub use devices::{DEFAULT_DEVICE_ID, DeviceGrants, DeviceRouteError, Devices};
+pub use elevation::{ElevationConfig, ElevationRefusal};
 pub use events::{Audience, Event, EventBus, PublishError};
 pub use invocation::Invocation;
 pub use request::{NormalizedRequest, normalize};
@@ -45,3 +48,4 @@ pub use runtimes::{
     RuntimeEntry, RuntimeError, RuntimeKind, RuntimeManager, RuntimesConfig, Source, Surface,
 };
 pub use services::{RuntimeService, ServiceCall};
+pub use wake::{WakeConfig, WakeSender};

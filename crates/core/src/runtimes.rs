@@ -459,6 +459,8 @@ impl RuntimeManager {
                         .map(|(s, _)| *s)
                         .collect(),
                     detail: adapter.and_then(|a| a.detail()),
+                    // Filled in by the bridge's holder (`ToolBridge::elevations`).
+                    elevation: None,
                 }
             })
             .collect()

@@ -110,6 +110,7 @@ pub fn visible(command: &Command, caller: &Caller, tool_policy: &ToolPolicy) -> 
         phone_session_id: None,
         params: &Value::Null,
         now_ms: 0,
+        elevation: None,
     };
     [Layer::RuntimeAuthorisation, Layer::ToolPolicy]
         .into_iter()
@@ -315,7 +316,7 @@ pub fn inputs_object(input: &PolicyInput<'_>) -> Value {
         .map(|r| r.id.as_str())
         .collect();
     rule_ids.sort_unstable();
-    json!({
+    let mut object = json!({
         "v": INPUTS_DIGEST_VERSION.to_string(),
         "tool": cmd.name,
         "command": {
@@ -342,6 +343,7 @@ pub fn inputs_object(input: &PolicyInput<'_>) -> Value {
             "session": input.session_autonomy.map(Autonomy::as_str),
             "effective": input.effective_autonomy().as_str(),
         },
+
         "tool_policy": {
             "global": list_json(Some(&input.tool_policy.global)),
             "runtime": list_json(input.tool_policy.for_runtime(&caller.runtime)),
@@ -352,7 +354,20 @@ pub fn inputs_object(input: &PolicyInput<'_>) -> Value {
         "phone_session_id": input.phone_session_id,
         "params_hash": params_hash,
         "now_ms": input.now_ms.to_string(),
-    })
+    });
+    // Present only with an elevation, so the preimage of every other input is unchanged (no
+    // version bump).
+    if let (Some(e), Some(map)) = (input.elevation, object.as_object_mut()) {
+        map.insert(
+            "elevation".to_owned(),
+            json!({
+                "grant_id": e.grant_id,
+                "to": e.to.as_str(),
+                "expires_at_ms": e.expires_at_ms.to_string(),
+            }),
+        );
+    }
+    object
 }
 
 fn list_json(list: Option<&ToolList>) -> Value {

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::autonomy::{Autonomy, effective_autonomy};
+use crate::elevation::Elevation;
 use crate::error::PolicyError;
 pub use crate::selector::ToolSelector;
 
@@ -555,17 +556,39 @@ pub struct PolicyInput<'a> {
     pub params: &'a Value,
     /// The current time, supplied by the caller (the policy never reads a clock).
     pub now_ms: u64,
+    /// The caller's elevation the user granted, if any ([`Elevation`]): while it lasts it
+    /// lifts the caller's ceiling.
+    pub elevation: Option<&'a Elevation>,
 }
 
 impl PolicyInput<'_> {
-    /// The effective autonomy of this request (§9).
+    /// The effective autonomy of this request (§9), under the caller's ceiling as an active
+    /// elevation lifts it.
     pub fn effective_autonomy(&self) -> Autonomy {
         effective_autonomy(
             self.request_autonomy,
             self.session_autonomy,
-            self.caller.max_autonomy,
+            self.ceiling(),
             self.caller.is_operator(),
         )
+    }
+
+    /// The caller's autonomy ceiling now: `max_autonomy`, lifted by an active elevation.
+    pub fn ceiling(&self) -> Autonomy {
+        Elevation::ceiling(self.elevation, self.caller.max_autonomy, self.now_ms)
+    }
+
+    /// The elevation that lifts this request's effective autonomy above what the configured
+    /// ceiling alone gives, if one does.
+    pub fn elevation_used(&self) -> Option<&Elevation> {
+        let without = effective_autonomy(
+            self.request_autonomy,
+            self.session_autonomy,
+            self.caller.max_autonomy,
+            self.caller.is_operator(),
+        );
+        self.elevation
+            .filter(|_| self.effective_autonomy().strictness() < without.strictness())
     }
 }
 

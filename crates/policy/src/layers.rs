@@ -193,13 +193,31 @@ pub fn autonomy(input: &PolicyInput<'_>) -> Verdict {
             PolicyDetail::ObserveOnlyBlocksMutation,
             "observe_only: mutating commands are denied",
         ),
-        Autonomy::AskBeforeAction => {
-            Verdict::confirm(layer, "ask_before_action: mutating commands ask first")
-        }
-        Autonomy::TrustedActions => Verdict::allow(
-            layer,
-            "trusted_actions: low/medium-risk mutating commands run without asking",
-        ),
+        Autonomy::AskBeforeAction => match input.elevation_used() {
+            Some(e) => Verdict::confirm(
+                layer,
+                format!(
+                    "ask_before_action under elevation `{}` (until {} ms): mutating commands \
+                     ask first",
+                    e.grant_id, e.expires_at_ms
+                ),
+            ),
+            None => Verdict::confirm(layer, "ask_before_action: mutating commands ask first"),
+        },
+        Autonomy::TrustedActions => match input.elevation_used() {
+            Some(e) => Verdict::allow(
+                layer,
+                format!(
+                    "trusted_actions under elevation `{}` (until {} ms): low/medium-risk \
+                     mutating commands run without asking",
+                    e.grant_id, e.expires_at_ms
+                ),
+            ),
+            None => Verdict::allow(
+                layer,
+                "trusted_actions: low/medium-risk mutating commands run without asking",
+            ),
+        },
     }
 }
 
@@ -357,6 +375,7 @@ mod tests {
             phone_session_id: None,
             params: &params,
             now_ms: 0,
+            elevation: None,
         };
         for layer in Layer::ALL {
             let v = layer.check(&input);

@@ -76,6 +76,7 @@
 //!     phone_session_id: None,
 //!     params: &params,
 //!     now_ms: 1_700_000_000_000,
+//!     elevation: None,
 //! });
 //! // the risk floor asks even in trusted_actions, one-shot
 //! assert!(matches!(
@@ -93,6 +94,7 @@
 mod autonomy;
 mod class;
 mod decision;
+mod elevation;
 mod error;
 mod explain;
 pub mod grants;
@@ -107,6 +109,7 @@ pub use decision::{
     Decision, INPUTS_DIGEST_VERSION, Requirement, decide, inputs_digest, inputs_object, merge,
     proof_digest, satisfied_by_review, visible,
 };
+pub use elevation::Elevation;
 pub use error::PolicyError;
 pub use explain::{explain, wire_layer, wire_outcome};
 pub use grants::{exact_params_constraints, session_grant_constraints, target_params};

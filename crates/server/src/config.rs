@@ -35,6 +35,11 @@ use tables::check_origins;
 pub struct Config {
     /// Allow `--listen` on a non-loopback address without TLS.
     pub insecure_listen: bool,
+    /// Elevated mode (`[elevation]`): how far and how long `openphone elevate` may raise a
+    /// runtime's autonomy ceiling (`docs/security.md`).
+    pub elevation: openphone_core::ElevationConfig,
+    /// Sender allowlists (`[wake]`): which contacts and apps may wake a runtime.
+    pub wake: openphone_core::WakeConfig,
     /// Runtimes allowed to connect to the endpoint.
     pub runtimes: Vec<RuntimeConfig>,
     /// Per-surface routing (surface → runtime id), applied by the runtime manager.
@@ -118,6 +123,13 @@ impl Config {
             }
         }
         config.apply_profiles(origin)?;
+        config
+            .elevation
+            .check()
+            .map_err(|message| ConfigError::Parse {
+                path: origin.to_owned(),
+                message,
+            })?;
         config.builtin_authorisation()?;
         if let Some(builtin) = &config.builtin
             && let Err(problem) = builtin.check()

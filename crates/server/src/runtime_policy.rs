@@ -67,6 +67,9 @@ pub async fn apply(
     credentials: &[RuntimeCredential],
 ) -> Result<Vec<Withdrawn>, BridgeError> {
     bridge.set_config(bridge_config(config, credentials));
+    // Elevated mode and the sender allowlists (`[elevation]`, `[wake]`).
+    bridge.set_elevation_config(config.elevation.clone());
+    bridge.set_wake_config(config.wake.clone());
     let withdrawn = bridge.withdraw_unauthorised().await?;
     for w in &withdrawn {
         tracing::warn!(

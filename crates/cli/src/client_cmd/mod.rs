@@ -147,6 +147,8 @@ struct StatusReport {
     pending_confirmations: usize,
     /// Active standing approvals and session grants.
     approvals: Vec<ApprovalInfo>,
+    /// Active elevations (`openphone elevate`), one per elevated runtime.
+    elevations: Vec<openphone_protocol::endpoint::ElevationInfo>,
 }
 
 /// The phone as `openphone status` names it.
@@ -167,6 +169,13 @@ pub fn status(data_dir: &DataDir, json: bool) -> Result<ExitCode> {
             .call::<ApprovalsList>(ApprovalsListParams::default())
             .await?
             .approvals;
+        let elevations = client
+            .call::<openphone_protocol::endpoint::RuntimeList>(Default::default())
+            .await?
+            .runtimes
+            .into_iter()
+            .filter_map(|r| r.elevation)
+            .collect();
         let hello = client.hello.clone();
         let endpoint = client.endpoint.clone();
         client.close().await;
@@ -183,6 +192,7 @@ pub fn status(data_dir: &DataDir, json: bool) -> Result<ExitCode> {
             commands_version: hello.manifests.commands_version,
             pending_confirmations: pending.confirmations.len(),
             approvals,
+            elevations,
         };
         if json {
             print_json(&status)?;
@@ -195,6 +205,14 @@ pub fn status(data_dir: &DataDir, json: bool) -> Result<ExitCode> {
             println!("approvals: {}", status.approvals.len());
             for a in &status.approvals {
                 println!("  {}", crate::output::approval_line(a));
+            }
+            if status.elevations.is_empty() {
+                println!("elevated runtimes: none");
+            } else {
+                println!("elevated runtimes: {}", status.elevations.len());
+                for e in &status.elevations {
+                    println!("  {}", crate::elevate_cmd::elevation_line(e));
+                }
             }
         }
         Ok(ExitCode::SUCCESS)

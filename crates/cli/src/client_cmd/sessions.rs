@@ -73,8 +73,20 @@ pub fn sessions(cmd: SessionsCommand) -> Result<ExitCode> {
                 println!("no phone sessions");
             }
             for s in &list.sessions {
+                // The runtime's own key, once it named one (until then it is the phone
+                // session id).
+                let key = if s.runtime_session_id.is_empty()
+                    || s.runtime_session_id == s.phone_session_id
+                {
+                    String::new()
+                } else {
+                    format!(
+                        "  runtime session {}",
+                        openphone_protocol::display_text(&s.runtime_session_id)
+                    )
+                };
                 println!(
-                    "{}  {}  {}  {}  {}",
+                    "{}  {}  {}  {}  {}{key}",
                     s.phone_session_id,
                     s.runtime_kind,
                     s.source,
@@ -227,7 +239,9 @@ async fn follow_reply(
     dir: &Path,
 ) -> Result<ExitCode> {
     use std::io::Write;
-    let mut streamed = false;
+    // Everything printed of this reply so far (the deltas), so the final message adds only
+    // what is missing (`unprinted`).
+    let mut streamed = String::new();
     let mut stdout = std::io::stdout();
     // A reply that names another attention request answers an earlier turn of the same
     // session (a follow-up queued behind a busy one): not ours. Runtimes that name none are
@@ -240,12 +254,10 @@ async fn follow_reply(
             Event::MessageDelta(m) if ours(&m) => {
                 write!(stdout, "{}", m.text)?;
                 stdout.flush()?;
-                streamed = true;
+                streamed.push_str(&m.text);
             }
             Event::MessageFinal(m) if ours(&m) => {
-                if !streamed {
-                    write!(stdout, "{}", m.text)?;
-                }
+                write!(stdout, "{}", unprinted(&streamed, &m.text))?;
                 writeln!(stdout)?;
                 if let Some(error) = m.error {
                     eprintln!("the runtime reported an error: {error}");
@@ -265,7 +277,7 @@ async fn follow_reply(
             Event::ConfirmationRequired(c)
                 if c.phone_session_id.as_deref() == Some(session) && c.created =>
             {
-                if streamed {
+                if !streamed.is_empty() {
                     // Off the line the reply is streaming on (stdout keeps only the reply).
                     eprintln!();
                 }
@@ -282,5 +294,61 @@ async fn follow_reply(
             // Another session's messages, other statuses, and events not asked for.
             _ => {}
         }
+    }
+}
+
+/// What of a final message's text is still to print after `streamed` (the deltas already
+/// printed), so `ask` shows the whole reply whatever the runtime's style (`docs/endpoint.md`,
+/// `runtime.message`):
+///
+/// - only a final: all of it;
+/// - deltas, then a final that repeats them (the whole reply; it may go on past them): the
+///   part after what was streamed;
+/// - deltas, then an empty final, or a final that the stream already ends with (the built-in
+///   runtime's final repeats its last turn, which streamed after earlier turns): nothing;
+/// - deltas, then a final that is neither: the final in full on a line of its own, so no text
+///   the runtime sent is lost.
+pub(crate) fn unprinted<'a>(streamed: &str, final_text: &'a str) -> std::borrow::Cow<'a, str> {
+    use std::borrow::Cow;
+    if streamed.is_empty() {
+        return Cow::Borrowed(final_text);
+    }
+    if let Some(rest) = final_text.strip_prefix(streamed) {
+        return Cow::Borrowed(rest);
+    }
+    let tail = final_text.trim();
+    if tail.is_empty() || streamed.trim_end().ends_with(tail) {
+        return Cow::Borrowed("");
+    }
+    Cow::Owned(format!("\n{final_text}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unprinted;
+
+    #[test]
+    fn ask_dropped_the_final_after_partial_text() {
+        // Only a final.
+        assert_eq!(
+            unprinted("", "Lunch with Sam at 12:30"),
+            "Lunch with Sam at 12:30"
+        );
+        // Deltas, then a final that repeats them and goes on (the bug: the rest was dropped).
+        assert_eq!(
+            unprinted("Lunch with ", "Lunch with Sam at 12:30"),
+            "Sam at 12:30"
+        );
+        // Deltas, then a final that repeats them exactly.
+        assert_eq!(unprinted("Lunch with Sam", "Lunch with Sam"), "");
+        // Deltas, then an empty final.
+        assert_eq!(unprinted("Lunch with Sam", ""), "");
+        // The built-in runtime: earlier turns streamed, the final repeats the last one.
+        assert_eq!(
+            unprinted("Let me look.\n\nLunch with Sam", "Lunch with Sam"),
+            ""
+        );
+        // A final that neither repeats nor is empty is shown whole, on its own line.
+        assert_eq!(unprinted("Lunch with ", "Sam at 12:30"), "\nSam at 12:30");
     }
 }

@@ -134,6 +134,10 @@ pub struct ToolBridge {
     withdrawn_grants: Mutex<std::collections::HashSet<i64>>,
     /// Runtime-owned command families served by other crates (`services::RuntimeService`).
     services: services::Installed,
+    /// Elevated mode: the grants and the `[elevation]` configuration (`crate::elevation`).
+    pub(crate) elevation_state: crate::elevation::Elevations,
+    /// Sender allowlists: the `[wake]` table (`crate::wake`).
+    pub(crate) wake_state: crate::wake::WakeState,
     /// Every phone by id (`device` is the first of them); a request is routed by its
     /// `device_id` (`crate::devices`).
     devices: Devices,
@@ -558,6 +562,7 @@ impl ToolBridge {
             .map(|s| s.phone_session_id)
             // A goal's background step: its grants are scoped to the goal (`grants.rs`).
             .or_else(|| grants::goal_context_scope(caller, context));
+        let elevation = self.elevation_for(&caller.runtime);
         let input = openphone_policy::PolicyInput {
             command,
             caller,
@@ -570,6 +575,7 @@ impl ToolBridge {
             phone_session_id: in_session.as_deref(),
             params: &req.params,
             now_ms: u64::try_from(self.now_ms()).unwrap_or(0),
+            elevation: elevation.as_ref(),
         };
         f(&input)
     }

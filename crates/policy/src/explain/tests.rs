@@ -56,6 +56,7 @@ impl Case {
             phone_session_id: self.phone_session,
             params: &params,
             now_ms: 1_000,
+            elevation: None,
         };
         explain(&input, &decide(&input))
     }

@@ -503,6 +503,7 @@ fn every_command_profile_transport_platform_autonomy_and_context() {
                                 phone_session_id: None,
                                 params: &params,
                                 now_ms: NOW,
+                                elevation: None,
                             };
                             let decision = decide(&input);
                             let (expect, deny_layer) = expected(

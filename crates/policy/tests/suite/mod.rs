@@ -1,5 +1,6 @@
 mod autonomy;
 mod digest;
+mod elevation;
 mod layers;
 mod matrix;
 mod profiles;

@@ -34,6 +34,8 @@ pub struct Case {
     pub phone_session: Option<String>,
     pub params: Value,
     pub now_ms: u64,
+    /// The caller's elevation (`openphone elevate`), if any.
+    pub elevation: Option<openphone_policy::Elevation>,
 }
 
 impl Case {
@@ -54,6 +56,7 @@ impl Case {
             phone_session: None,
             params: json!({"reason": "test"}),
             now_ms: NOW,
+            elevation: None,
         }
     }
 
@@ -112,6 +115,7 @@ impl Case {
             phone_session_id: self.phone_session.as_deref(),
             params: &self.params,
             now_ms: self.now_ms,
+            elevation: self.elevation.as_ref(),
         }
     }
 

@@ -41,6 +41,7 @@ mod approvals;
 mod audit;
 mod confirmations;
 mod dashboard;
+mod elevation;
 mod error;
 mod events;
 mod goals;
@@ -73,6 +74,10 @@ pub use confirmations::{
 pub use dashboard::{
     DashboardAuditVerifyReply, DashboardLoginBody, DashboardLoginReply, DashboardLoginResult,
     DashboardMethodsReply, DashboardOk, DashboardSessionReply,
+};
+pub use elevation::{
+    ElevationInfo, RuntimeElevateParams, RuntimeElevateResult, RuntimeRevokeElevationParams,
+    RuntimeRevokeElevationResult,
 };
 pub use envelope::{
     APPLICATION_ERROR, ErrorData, ErrorObject, ErrorResponse, EventMethodName, EventNotification,
@@ -222,6 +227,11 @@ methods! {
     RuntimeList = "runtime.list" => RuntimeListParams, RuntimeListResult;
     /// `runtime.select` (operator): route a surface to a runtime.
     RuntimeSelect = "runtime.select" => RuntimeSelectParams, RuntimeSelectResult;
+    /// `runtime.elevate` (operator): raise a runtime's autonomy ceiling for a while.
+    RuntimeElevate = "runtime.elevate" => RuntimeElevateParams, RuntimeElevateResult;
+    /// `runtime.revoke_elevation` (operator): end a runtime's elevation now.
+    RuntimeRevokeElevation = "runtime.revoke_elevation"
+        => RuntimeRevokeElevationParams, RuntimeRevokeElevationResult;
     /// `policy.explain` (operator): a dry run of one request through the policy stack.
     PolicyExplain = "policy.explain" => PolicyExplainParams, PolicyExplainResult;
     /// `approvals.list` (operator): standing approvals and session grants.
@@ -301,6 +311,8 @@ mod tests {
             name_of::<RuntimeMessage>(),
             name_of::<RuntimeList>(),
             name_of::<RuntimeSelect>(),
+            name_of::<RuntimeElevate>(),
+            name_of::<RuntimeRevokeElevation>(),
             name_of::<PolicyExplain>(),
             name_of::<ApprovalsList>(),
             name_of::<ApprovalsGrant>(),

@@ -260,6 +260,9 @@ pub struct RuntimeInfo {
     /// `connected_unapproved`, `ready`, `auth_failed: <reason>`, `offline: <reason>`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// Its active elevation (`runtime.elevate`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elevation: Option<super::ElevationInfo>,
 }
 
 /// `runtime.list` result.

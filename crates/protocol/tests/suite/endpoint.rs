@@ -297,6 +297,7 @@ fn runtime_methods_round_trip() {
                 connections: 1,
                 surfaces: vec![Surface::Chat, Surface::Volume],
                 detail: None,
+                elevation: None,
             }],
         },
         json!({"status": "connected", "runtimes": [{"id": "hermes", "kind": "websocket",
@@ -384,6 +385,16 @@ fn unknown_fields_are_refused_exactly_where_the_daemon_refuses_them() {
         (
             MethodName::RuntimeSelect,
             refuses::<RuntimeSelect>(json!({"surface": "chat", "runtime": "r"})),
+        ),
+        (
+            MethodName::RuntimeElevate,
+            refuses::<RuntimeElevate>(
+                json!({"runtime": "r", "to": "trusted_actions", "duration_secs": 60}),
+            ),
+        ),
+        (
+            MethodName::RuntimeRevokeElevation,
+            refuses::<RuntimeRevokeElevation>(json!({"runtime": "r"})),
         ),
         (
             MethodName::PolicyExplain,
@@ -494,6 +505,8 @@ fn unknown_fields_are_refused_exactly_where_the_daemon_refuses_them() {
             "sessions.get",
             "sessions.cancel",
             "audit.query",
+            "runtime.elevate",
+            "runtime.revoke_elevation",
             "policy.explain",
             "approvals.list",
             "approvals.grant",

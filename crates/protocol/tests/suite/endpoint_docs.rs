@@ -116,6 +116,8 @@ fn method_checks(method: MethodName) -> (Check, Check) {
         MethodName::RuntimeMessage => checks::<RuntimeMessage>(),
         MethodName::RuntimeList => checks::<RuntimeList>(),
         MethodName::RuntimeSelect => checks::<RuntimeSelect>(),
+        MethodName::RuntimeElevate => checks::<RuntimeElevate>(),
+        MethodName::RuntimeRevokeElevation => checks::<RuntimeRevokeElevation>(),
         MethodName::PolicyExplain => checks::<PolicyExplain>(),
         MethodName::ApprovalsList => checks::<ApprovalsList>(),
         MethodName::ApprovalsGrant => checks::<ApprovalsGrant>(),

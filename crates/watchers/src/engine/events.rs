@@ -5,6 +5,7 @@
 
 #![deny(clippy::wildcard_enum_match_arm)]
 
+use openphone_core::WakeSender;
 use openphone_device::{DeviceEvent, OPENPHONE_PACKAGE};
 use serde_json::{Map, Value};
 
@@ -175,9 +176,22 @@ impl Watchers {
         let object = event_object(event);
         let key = format!("event:{}", digest(&Value::Object(object.clone())));
         let mut fired = Vec::new();
+        // The `[wake]` allowlists, asked once per event (`openphone_core::wake`): a sender
+        // that may not wake a runtime fires no watcher, and the drop is audited.
+        let sender = wake_sender(event);
+        let admitted = sender
+            .as_ref()
+            .is_none_or(|(_, sender)| self.bridge.wake_admits(sender));
+        let mut dropped = Vec::new();
         for (w, spec) in self.active() {
             let verdict = event_verdict(&spec, event);
             if matches!(verdict, Verdict::No) {
+                continue;
+            }
+            // A reply that only ends a `no_reply` / `no_call` watcher wakes nobody; anything
+            // else would.
+            if !admitted && spec.notify_on != NotifyOn::Absence {
+                dropped.push(w.watcher_id);
                 continue;
             }
             // A creator that may no longer read what the watcher watches gets nothing from it.
@@ -229,6 +243,34 @@ impl Watchers {
                 }
             }
         }
+        if let Some((source, sender)) = sender.filter(|_| !dropped.is_empty()) {
+            self.bridge.record_wake_dropped(source, &sender, &dropped);
+        }
         fired
+    }
+}
+
+/// Who a device event is from, for the `[wake]` allowlists, with its source name; `None` for
+/// events nobody sent (a notification action is the user's own tap).
+fn wake_sender(event: &DeviceEvent) -> Option<(&'static str, WakeSender<'_>)> {
+    match event {
+        DeviceEvent::MessageReceived { address, name, .. } => Some((
+            "message",
+            WakeSender::Contact {
+                address,
+                name: name.as_deref(),
+            },
+        )),
+        DeviceEvent::CallReceived { number, name, .. } => Some((
+            "call",
+            WakeSender::Contact {
+                address: number,
+                name: name.as_deref(),
+            },
+        )),
+        DeviceEvent::NotificationPosted { app, package, .. } => {
+            Some(("notification", WakeSender::App { app, package }))
+        }
+        DeviceEvent::NotificationAction { .. } => None,
     }
 }

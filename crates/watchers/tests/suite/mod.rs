@@ -5,3 +5,4 @@ mod owners;
 mod reactions;
 mod restart;
 mod support;
+mod wake;

@@ -25,8 +25,9 @@ use openphone_protocol::endpoint::{
     ConfirmationsResolve, EndpointErrorCode, ErrorObject, EventsSubscribe, GoalsAbort, GoalsAnswer,
     GoalsCreate, GoalsExplain, GoalsExport, GoalsGet, GoalsList, GoalsPause, GoalsPlan,
     GoalsResume, GoalsRetry, GoalsTick, JobsCreate, JobsGet, JobsList, JobsPause, JobsResume,
-    JobsReview, JobsStop, JobsWake, MethodName, PolicyExplain, Request, RuntimeMessage,
-    RuntimeSelect, SessionsCancel, SessionsGet, SessionsList, SimInject, ToolsInvoke,
+    JobsReview, JobsStop, JobsWake, MethodName, PolicyExplain, Request, RuntimeElevate,
+    RuntimeMessage, RuntimeRevokeElevation, RuntimeSelect, SessionsCancel, SessionsGet,
+    SessionsList, SimInject, ToolsInvoke,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -109,6 +110,15 @@ pub(super) async fn dispatch(conn: &Arc<Conn>, req: &Request) -> Result<Value, E
         MethodName::RuntimeSelect => {
             operator_only(conn, method)?;
             written(runtime::select(conn, req.params_as::<RuntimeSelect>()?))
+        }
+        MethodName::RuntimeElevate => {
+            operator_only(conn, method)?;
+            written(runtime::elevate(conn, req.params_as::<RuntimeElevate>()?))
+        }
+        MethodName::RuntimeRevokeElevation => {
+            operator_only(conn, method)?;
+            let params = req.params_as::<RuntimeRevokeElevation>()?;
+            written(runtime::revoke_elevation(conn, params))
         }
         MethodName::PolicyExplain => {
             operator_only(conn, method)?;

@@ -3,11 +3,13 @@
 
 use std::sync::Arc;
 
-use openphone_core::{Invocation, RuntimeError};
+use openphone_core::{ElevationRefusal, Invocation, RuntimeError};
 use openphone_policy::Role;
 use openphone_protocol::endpoint::{
-    AttentionAccepted, AttentionRequestParams, ErrorObject, RuntimeListResult,
-    RuntimeMessageParams, RuntimeMessageResult, RuntimeSelectParams, RuntimeSelectResult,
+    AttentionAccepted, AttentionRequestParams, ErrorObject, RuntimeElevateParams,
+    RuntimeElevateResult, RuntimeListResult, RuntimeMessageParams, RuntimeMessageResult,
+    RuntimeRevokeElevationParams, RuntimeRevokeElevationResult, RuntimeSelectParams,
+    RuntimeSelectResult,
 };
 use openphone_protocol::{ErrorCode, ToolRequest, ToolStatus};
 use serde_json::{Map, Value};
@@ -83,13 +85,57 @@ pub(super) fn message(
     })
 }
 
-/// `runtime.list {}` (operator): the runtimes, their status and routed surfaces.
+/// `runtime.list {}` (operator): the runtimes, their status, routed surfaces and active
+/// elevations.
 pub(super) fn list(conn: &Conn) -> RuntimeListResult {
     let runtimes = &conn.state.runtimes;
+    let elevations = conn.state.bridge.elevations();
+    let mut list = runtimes.list();
+    for info in &mut list {
+        info.elevation = elevations.iter().find(|e| e.runtime == info.id).cloned();
+    }
     RuntimeListResult {
         status: runtimes.aggregate_status(),
-        runtimes: runtimes.list(),
+        runtimes: list,
     }
+}
+
+fn elevation_error(e: ElevationRefusal) -> ErrorObject {
+    match e {
+        ElevationRefusal::Forbidden(m) => forbidden(m),
+        ElevationRefusal::Invalid(m) => ErrorObject::new(ErrorCode::InvalidParams, m),
+        ElevationRefusal::Unrecorded(m) => ErrorObject::new(ErrorCode::AuditUnavailable, m),
+    }
+}
+
+/// `runtime.elevate {runtime, to, duration_secs}` (operator): a time-limited raise of one
+/// runtime's autonomy ceiling (`openphone_core::elevation`).
+pub(super) fn elevate(
+    conn: &Conn,
+    p: RuntimeElevateParams,
+) -> Result<RuntimeElevateResult, ErrorObject> {
+    let (elevation, replaced) = conn
+        .state
+        .bridge
+        .elevate(&conn.session.caller, &p.runtime, &p.to, p.duration_secs)
+        .map_err(elevation_error)?;
+    Ok(RuntimeElevateResult {
+        elevation,
+        replaced,
+    })
+}
+
+/// `runtime.revoke_elevation {runtime}` (operator): ends a runtime's elevation now.
+pub(super) fn revoke_elevation(
+    conn: &Conn,
+    p: RuntimeRevokeElevationParams,
+) -> Result<RuntimeRevokeElevationResult, ErrorObject> {
+    let revoked = conn
+        .state
+        .bridge
+        .revoke_elevation(&conn.session.caller, &p.runtime)
+        .map_err(elevation_error)?;
+    Ok(RuntimeRevokeElevationResult { revoked })
 }
 
 /// `runtime.select {surface, runtime}` (operator): routes a surface to a runtime.

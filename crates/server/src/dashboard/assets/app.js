@@ -75,7 +75,10 @@ function renderIsland() {
   setPill('pill-phone', phone ? 'ok' : null, phone ? `${phone.model}` : '–');
   if (ctx.runtimes) {
     const online = ctx.runtimes.runtimes.filter((r) => r.status === 'connected').length;
-    setPill('pill-runtimes', online > 0 ? 'ok' : 'warn', `${online} connected`);
+    // An elevated runtime (`openphone elevate`) is worth seeing from every page.
+    const elevated = ctx.runtimes.runtimes.filter((r) => r.elevation).length;
+    const text = elevated > 0 ? `${online} connected · ${elevated} elevated` : `${online} connected`;
+    setPill('pill-runtimes', online > 0 && elevated === 0 ? 'ok' : 'warn', text);
   }
   const n = ctx.confirmations.length;
   setPill('pill-confirmations', n > 0 ? 'warn' : 'ok', `${n} confirmation${n === 1 ? '' : 's'}`);

@@ -97,6 +97,13 @@ function confirmations(ctx, main) {
 
 // ---- Runtimes and routing -----------------------------------------------------------------
 
+/** The badge of an active elevation (`openphone elevate`): its level and when it ends. */
+function elevated(h, e) {
+  const until = new Date(e.expires_at_ms).toLocaleTimeString();
+  return h('span', { class: 'badge warn elevated', title: `grant ${e.grant_id} by ${e.granted_by}` },
+    `elevated → ${e.to} until ${until}`);
+}
+
 function runtimes(ctx, main) {
   const { h } = ctx;
   const table = h('div', { class: 'table-wrap' });
@@ -112,7 +119,8 @@ function runtimes(ctx, main) {
       h('thead', {}, h('tr', {}, ['Runtime', 'Kind', 'Enabled', 'Status', 'Connections', 'Surfaces'].map((t) => h('th', { scope: 'col' }, t)))),
       h('tbody', {}, rl.runtimes.map((r) => h('tr', { 'data-runtime': r.id },
         h('td', {}, h('strong', {}, r.id)), h('td', {}, r.kind), h('td', {}, r.enabled ? 'yes' : 'no'),
-        h('td', {}, badge(h, 'status', r.status)), h('td', {}, r.connections), h('td', {}, r.surfaces.join(', ') || '–'))))));
+        h('td', {}, badge(h, 'status', r.status), r.elevation ? elevated(h, r.elevation) : null),
+        h('td', {}, r.connections), h('td', {}, r.surfaces.join(', ') || '–'))))));
     routing.replaceChildren(...['chat', 'volume', 'background'].map((surface) => {
       const current = rl.runtimes.find((r) => r.surfaces.includes(surface));
       const select = h('select', { id: `route-${surface}`, onchange: async (ev) => {

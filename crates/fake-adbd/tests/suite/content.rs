@@ -123,3 +123,24 @@ fn every_calendar_is_listed_even_one_without_events() {
         "Row: 0 _id=1, calendar_displayName=Personal\nRow: 1 _id=2, calendar_displayName=Work\n"
     );
 }
+
+#[test]
+fn malformed_content_commands_say_what_is_wrong() {
+    let device = Device::start(&[]);
+    assert_eq!(
+        device.shell("content query --projection _id"),
+        "Error: Content provider URI not specified. Did you specify --uri argument?\n"
+    );
+    assert_eq!(
+        device.shell("content query --uri"),
+        "Error: Argument expected after \"--uri\"\n"
+    );
+    assert_eq!(
+        device.shell("content insert --uri content://com.android.calendar/events --bind title:q:x"),
+        "Error: Invalid binding: title:q:x\n"
+    );
+    assert_eq!(
+        device.shell("am start --frobnicate"),
+        "Error: Unknown option: --frobnicate\n"
+    );
+}

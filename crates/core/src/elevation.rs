@@ -113,6 +113,13 @@ pub(crate) struct Elevations {
     grants: Mutex<Option<BTreeMap<String, ElevationInfo>>>,
 }
 
+/// What the bridge keeps of seed 002 §2's layer 2: the elevations and the `[wake]` table.
+#[derive(Debug, Default)]
+pub(crate) struct Gating {
+    pub(crate) elevations: Elevations,
+    pub(crate) wake: crate::wake::WakeState,
+}
+
 fn to_ms(v: i64) -> u64 {
     u64::try_from(v).unwrap_or(0)
 }
@@ -121,14 +128,16 @@ impl ToolBridge {
     /// Replaces the `[elevation]` configuration (at start).
     pub fn set_elevation_config(&self, config: ElevationConfig) {
         *self
-            .elevation_state
+            .gating
+            .elevations
             .config
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = config;
     }
 
     fn elevation_config(&self) -> ElevationConfig {
-        self.elevation_state
+        self.gating
+            .elevations
             .config
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -137,7 +146,7 @@ impl ToolBridge {
 
     /// The grants, loaded from the store the first time.
     fn grants(&self) -> MutexGuard<'_, Option<BTreeMap<String, ElevationInfo>>> {
-        let mut guard = lock(&self.elevation_state.grants);
+        let mut guard = lock(&self.gating.elevations.grants);
         if guard.is_none() {
             let mut loaded = BTreeMap::new();
             match self.store().list_settings() {

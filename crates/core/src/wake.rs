@@ -115,7 +115,8 @@ impl ToolBridge {
     /// Replaces the `[wake]` configuration (at start).
     pub fn set_wake_config(&self, config: WakeConfig) {
         *self
-            .wake_state
+            .gating
+            .wake
             .config
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = config;
@@ -124,7 +125,8 @@ impl ToolBridge {
     /// Whether `sender` may wake a runtime under the `[wake]` table. A refusal must be
     /// recorded with [`ToolBridge::record_wake_dropped`].
     pub fn wake_admits(&self, sender: &WakeSender<'_>) -> bool {
-        self.wake_state
+        self.gating
+            .wake
             .config
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)

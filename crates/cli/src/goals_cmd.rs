@@ -624,6 +624,9 @@ fn print_goal(goal: &GoalRecord) {
     }
     for a in &goal.actions {
         println!("  - {} [{}] {}", a.id, a.state, a.title);
+        if let Some(p) = &a.proposal {
+            println!("    proposed by the planner ({}): {}", p.by, p.why);
+        }
     }
     for b in &goal.blockers {
         println!(

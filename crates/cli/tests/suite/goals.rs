@@ -333,3 +333,46 @@ async fn goal_commands_answer_retry_pause_abort_and_refuse_bad_input_naming_the_
     let refused = rt.call("goals.list", json!({})).await;
     assert_eq!(refused["error"]["data"]["code"], "forbidden", "{refused}");
 }
+
+/// Issue 32 item 6 on the real binary: a step the goal's risk ceiling denies gets the
+/// planner's alternative, and `goals show` and `goals explain` say why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn goals_show_and_explain_say_why_the_planner_proposed_a_draft() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let _serve = serve(&data, &write_config(tmp.path()));
+    let file = tmp.path().join("tell.goal.json");
+    let goal = json!({"objective": "tell Alice the dentist moved", "risk_level": "medium",
+        "plan": [{"id": "tell", "title": "Tell Alice", "kind": "tool",
+                  "command": "openphone.messages.send",
+                  "params": {"to": "+49 151 2345 6789", "body": "The dentist moved to Friday."}}]});
+    std::fs::write(&file, goal.to_string()).unwrap();
+    let made = goals(&["create", file.to_str().unwrap()], &data).await;
+    let id = made["goal"]["id"].as_str().unwrap().to_owned();
+    let shown = until(&data, &id, "a proposal", |g| {
+        g["actions"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|x| x["id"] == "tell-safer"))
+    })
+    .await;
+    let safer = action(&shown["goal"], "tell-safer");
+    assert_eq!(safer["command"], "openphone.messages.draft", "{shown}");
+    assert_eq!(safer["proposal"]["by"], "manifest", "{shown}");
+
+    let (code, out, err) = cli_async(vec!["goals".into(), "show".into(), id.clone()], &data).await;
+    assert_eq!(code, 0, "{out} {err}");
+    assert!(
+        out.contains("proposed by the planner (manifest): tell would be denied by goal_risk"),
+        "{out}"
+    );
+    let (code, out, err) = cli_async(
+        vec!["goals".into(), "explain".into(), id.clone(), "tell".into()],
+        &data,
+    )
+    .await;
+    assert_eq!(code, 0, "{out} {err}");
+    assert!(
+        out.contains("the planner proposed tell-safer (tool) in its place"),
+        "{out}"
+    );
+}

@@ -14,9 +14,10 @@
 # bpe-openai, whose package ships the BPE files tiktoken would otherwise download, into
 # .cache/tok-venv).
 #
-# mobile-mcp runs with MOBILEMCP_LEGACY_ROBOT=1, its adb robot (`adb shell input …`,
-# `adb exec-out uiautomator dump`, `adb exec-out screencap -p`); its default robot drives
-# devices through mobilecli and an on-device agent app, which the fake device does not run.
+# mobile-mcp runs with MOBILEMCP_LEGACY_ROBOT=1 by default, its adb robot (`adb shell input …`,
+# `adb exec-out uiautomator dump`, `adb exec-out screencap -p`); MOBILEMCP_LEGACY_ROBOT=0
+# measures its default robot instead (the mobilecli binary from npm and its daemon, which
+# this script stops at the end).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -133,7 +134,7 @@ PREPARE="'$ADB' -s '$SERIAL' shell monkey -p com.android.messaging -c android.in
 FOCUS="'$CACHE/tok-venv/bin/python' '$ROOT/bench/adb_focus.py' '$ADB' '$SERIAL' thread_ message_input"
 
 echo "== measuring (n=$N per command)" >&2
-MOBILEMCP_LEGACY_ROBOT=1 "$CACHE/tok-venv/bin/python" "$ROOT/bench/adb_compare.py" \
+MOBILEMCP_LEGACY_ROBOT=${MOBILEMCP_LEGACY_ROBOT-1} "$CACHE/tok-venv/bin/python" "$ROOT/bench/adb_compare.py" \
     --ours "$BIN/openphone mcp serve --data-dir $WORK/data --token-file $WORK/bench.token" \
     --theirs "$NODE $MOBILE_MCP" \
     --serial "$SERIAL" -n "$N" --encoding "$ENCODING" --venv-site "$SITE" \

@@ -17,6 +17,7 @@ mod client_cmd;
 mod crash_cmd;
 mod dashboard_cmd;
 mod data_dir;
+mod devices_cmd;
 mod elevate_cmd;
 mod goals_cmd;
 mod jobs_check;
@@ -83,6 +84,7 @@ enum Command {
     /// The phones: `devices list` shows attached Android phones (adb) and the daemon's phones,
     /// with their state and which ones the running daemon uses.
     #[command(subcommand)]
+    Devices(devices_cmd::DevicesCommand),
     /// The simulated phone's world: `sim inject message|call|notification|action`, `sim reset`.
     #[command(subcommand)]
     Sim(sim_cmd::SimCommand),
@@ -240,6 +242,7 @@ fn main() -> ExitCode {
         Command::Sessions(cmd) => client_cmd::sessions(cmd),
         Command::Elevate(args) => elevate_cmd::run(args),
         Command::Sim(cmd) => sim_cmd::run(cmd),
+        Command::Devices(cmd) => devices_cmd::run(cmd),
         Command::Dashboard(args) => dashboard_cmd::run(args),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();

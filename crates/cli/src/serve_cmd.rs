@@ -22,9 +22,12 @@ pub struct ServeArgs {
         default_value = "127.0.0.1:7788"
     )]
     listen: SocketAddr,
-    /// The phone: `sim` (default scenario) or `sim:<scenario.json>`.
-    #[arg(long, value_name = "DEVICE", default_value = "sim")]
-    device: String,
+    /// The phone: `sim` (the simulated phone, default scenario), `sim:<scenario.json>`, `adb`
+    /// (the only Android phone attached, or $ANDROID_SERIAL) or `adb:<serial>` (a serial from
+    /// `adb devices`, or HOST:PORT of a phone on the network). Overrides the config's
+    /// `[device]`/`[[devices]]`; without it the config decides (a simulated phone if neither).
+    #[arg(long, value_name = "DEVICE")]
+    device: Option<String>,
     /// Configuration file (TOML; see docs/openphone.example.toml).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -85,7 +88,10 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
     let data_dir = args.data_dir.resolve()?;
     let data_dir = std::path::absolute(&data_dir)
         .with_context(|| format!("making {} absolute", data_dir.display()))?;
-    let device = DeviceChoice::parse(&args.device).map_err(|e| anyhow!(e))?;
+    let device = match &args.device {
+        Some(raw) => DeviceChoice::parse(raw).map_err(|e| anyhow!(e))?,
+        None => DeviceChoice::Config,
+    };
     let config = match &args.config {
         Some(path) => Config::load(path)?,
         None => Config::default(),
@@ -121,6 +127,11 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
             data_dir.display(),
             std::process::id()
         );
+        // What each phone is, and whether it answered at start: an Android phone that did
+        // not is kept (its calls answer the device's error with the fix until it is back).
+        for note in daemon.phone_notes() {
+            println!("openphone serve: {note}");
+        }
         wait_for_signal().await?;
         tracing::info!("shutting down");
         daemon.shutdown().await;

@@ -183,6 +183,13 @@ impl DeviceGrants {
             .is_none_or(|list| list.iter().any(|d| d == device))
     }
 
+    /// Every runtime limited to some phones, with its phones.
+    pub fn limited(&self) -> impl Iterator<Item = (&str, &[String])> {
+        self.by_runtime
+            .iter()
+            .map(|(runtime, list)| (runtime.as_str(), list.as_slice()))
+    }
+
     /// The phones `runtime` is limited to (`None`: every phone).
     pub fn of(&self, runtime: &str) -> Option<&[String]> {
         self.by_runtime.get(runtime).map(Vec::as_slice)

@@ -13,12 +13,14 @@ use std::path::Path;
 use openphone_policy::{ExposureGrants, RuntimeAuthorisation, ToolPolicy};
 use serde::Deserialize;
 
+mod devices;
 mod error;
 mod runtimes;
 mod tables;
 #[cfg(test)]
 mod tests;
 
+pub use devices::{DeviceConfig, DeviceKind, DeviceSpec};
 pub use error::ConfigError;
 pub use runtimes::{RuntimeConfig, RuntimeCredential};
 pub use tables::{
@@ -66,6 +68,10 @@ pub struct Config {
     pub openclaw: Option<openphone_openclaw::OpenclawConfig>,
     /// Where goals' delta reports go besides the phone's shade (`[goals]`, `docs/goals.md`).
     pub goals: GoalsConfig,
+    /// The daemon's one phone (`[device]`: `kind`, `serial`, `adb_path`, `scenario`).
+    pub device: Option<DeviceConfig>,
+    /// Several phones (`[[devices]]`, each with an `id`); not with `[device]`.
+    pub devices: Vec<DeviceConfig>,
 }
 impl Config {
     /// Parses TOML text; `origin` names the file in errors. An inline runtime `token` that
@@ -131,6 +137,7 @@ impl Config {
                 message,
             })?;
         config.builtin_authorisation()?;
+        config.device_specs()?;
         if let Some(builtin) = &config.builtin
             && let Err(problem) = builtin.check()
         {
@@ -220,6 +227,38 @@ impl Config {
             });
         }
         Ok(())
+    }
+
+    /// The phones `[device]` or `[[devices]]` name (`None`: neither table, the daemon's default
+    /// simulated phone).
+    pub fn device_specs(&self) -> Result<Option<Vec<DeviceSpec>>, ConfigError> {
+        devices::configured(self.device.as_ref(), &self.devices)
+    }
+
+    /// Which phones each runtime may act on (`[[runtimes]] devices`; a runtime without the key
+    /// may act on every phone), each id checked against `ids`, the phones the daemon drives.
+    pub fn device_grants(
+        &self,
+        ids: &[String],
+    ) -> Result<openphone_core::DeviceGrants, ConfigError> {
+        let mut grants = openphone_core::DeviceGrants::all();
+        for rt in &self.runtimes {
+            let Some(list) = &rt.devices else {
+                continue;
+            };
+            if let Some(unknown) = list.iter().find(|d| !ids.contains(d)) {
+                return Err(ConfigError::Runtime {
+                    id: rt.id.clone(),
+                    message: format!(
+                        "`devices` names {unknown:?}, which is not a phone of this daemon \
+                         (its phones: {})",
+                        ids.join(", ")
+                    ),
+                });
+            }
+            grants.limit(&rt.id, list.clone());
+        }
+        Ok(grants)
     }
 
     /// Reads and parses a file.

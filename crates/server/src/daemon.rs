@@ -10,7 +10,6 @@ use std::time::Duration;
 use openphone_agent::{BuiltinConfigError, BuiltinRuntime, BuiltinSetup};
 use openphone_clock::{Clock, SystemClock};
 use openphone_core::{EventBus, RuntimeManager, ToolBridge};
-use openphone_device::PhoneDevice;
 use openphone_protocol::Registry;
 use openphone_store::Store;
 use serde::{Deserialize, Serialize};
@@ -49,27 +48,7 @@ pub struct EndpointInfo {
     pub socket: Option<PathBuf>,
 }
 
-/// Which phone the daemon drives.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DeviceChoice {
-    /// The simulated phone with its default scenario.
-    Sim,
-    /// The simulated phone seeded from a scenario file.
-    SimScenario(PathBuf),
-}
-
-impl DeviceChoice {
-    /// Parses `sim` or `sim:<scenario.json>`.
-    pub fn parse(raw: &str) -> Result<DeviceChoice, String> {
-        match raw.split_once(':') {
-            None if raw == "sim" => Ok(DeviceChoice::Sim),
-            Some(("sim", path)) if !path.is_empty() => Ok(DeviceChoice::SimScenario(path.into())),
-            _ => Err(format!(
-                "unknown device {raw:?}: use `sim` or `sim:<scenario.json>`"
-            )),
-        }
-    }
-}
+pub use crate::phones::DeviceChoice;
 
 /// How to start the daemon.
 #[derive(Debug, Clone)]
@@ -94,6 +73,9 @@ pub enum DaemonError {
     Manifests(String),
     #[error("scenario: {0}")]
     Scenario(String),
+    /// A phone of `--device` / `[device]` / `[[devices]]` cannot be used.
+    #[error("device: {0}")]
+    Device(String),
     #[error(
         "refusing to listen on non-loopback {0} without TLS: set `insecure_listen = true` in the config to accept that"
     )]
@@ -161,6 +143,8 @@ pub struct Daemon {
     world: crate::world::World,
     /// The OpenClaw node adapter, with an `[openclaw]` table.
     openclaw: Option<openphone_openclaw::OpenclawAdapter>,
+    /// One line per phone: what it is, whether it answered at start (`phones.rs`).
+    phone_notes: Vec<String>,
 }
 
 fn write_file(path: &Path, contents: &[u8], mode: u32) -> Result<(), DaemonError> {
@@ -212,19 +196,18 @@ impl Daemon {
         crate::secure_dir::secure(&data_dir)?;
         let registry = Registry::embedded().map_err(|e| DaemonError::Manifests(e.to_string()))?;
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-        // The simulated phone, from its saved state when there is one (`sim_state.rs`).
-        let scenario = match &device {
-            DeviceChoice::Sim => None,
-            DeviceChoice::SimScenario(path) => Some(path.as_path()),
+        // The phones (`phones.rs`): a simulated one from its saved state when there is one
+        // (`sim_state.rs`), an Android one through the adb server.
+        let open_sim = |id: Option<&str>, scenario: Option<&Path>| {
+            let file = crate::sim_state::state_path(&data_dir, id);
+            crate::sim_state::open_sim(&file, scenario, clock.clone())
+                .map(|(sim, _origin)| sim)
+                .map_err(|e| e.to_string())
         };
-        let (sim, _origin) = crate::sim_state::open_sim(
-            &crate::sim_state::state_path(&data_dir, None),
-            scenario,
-            clock.clone(),
-        )
-        .map_err(|e| DaemonError::Scenario(e.to_string()))?;
-        let phone: Arc<dyn PhoneDevice> = sim.clone();
-        let profile = phone.profile();
+        let phones = crate::phones::build(device.specs(&config)?, &open_sim)
+            .await
+            .map_err(DaemonError::Device)?;
+        let profile = phones.devices.primary().1.profile();
         let events = Arc::new(EventBus::new(registry, 1024));
         let store = Arc::new(store);
         let manager = Arc::new(
@@ -236,14 +219,15 @@ impl Daemon {
             )
             .map_err(|e| DaemonError::Runtimes(e.to_string()))?,
         );
-        let bridge = Arc::new(ToolBridge::new(
+        let bridge = Arc::new(ToolBridge::with_devices(
             registry,
             Arc::clone(&store),
-            phone,
+            phones.devices.clone(),
             clock,
             events,
             crate::runtime_policy::bridge_config(&config, &runtimes),
         ));
+        bridge.set_device_grants(config.device_grants(&phones.devices.ids())?);
         let report = bridge
             .recover()
             .await
@@ -376,17 +360,19 @@ impl Daemon {
         });
         // The simulated phone's scenario timeline (the phone itself is the bridge's), started
         // once the world listens, so an event due at start-up reaches the bus and the watchers.
-        background.push(crate::sim_state::spawn_saver(
-            sim.clone(),
-            shutdown_rx.clone(),
-        ));
-        background.push(tokio::spawn({
-            let mut stop = shutdown_rx.clone();
-            async move {
-                sim.run_timeline(async move { stopped(&mut stop).await })
-                    .await;
-            }
-        }));
+        for sim in &phones.sims {
+            background.push(crate::sim_state::spawn_saver(
+                sim.clone(),
+                shutdown_rx.clone(),
+            ));
+            background.push(tokio::spawn({
+                let (sim, mut stop) = (sim.clone(), shutdown_rx.clone());
+                async move {
+                    sim.run_timeline(async move { stopped(&mut stop).await })
+                        .await;
+                }
+            }));
+        }
         let state = Arc::new(AppState {
             bridge: bridge.clone(),
             runtimes: manager,
@@ -415,6 +401,7 @@ impl Daemon {
                 .ip()
                 .is_loopback()
                 .then(crate::dashboard::Dashboard::default),
+            phones: phones.specs.clone(),
         });
         let mcp_socket = if state.mcp.is_some() {
             let listener = crate::mcp::bind_socket(&data_dir).map_err(|e| {
@@ -494,7 +481,14 @@ impl Daemon {
             background,
             world,
             openclaw,
+            phone_notes: phones.notes,
         })
+    }
+
+    /// One line per phone: what it is and whether it answered at start (an Android phone
+    /// that did not is kept: its calls answer the device's error until it is back).
+    pub fn phone_notes(&self) -> &[String] {
+        &self.phone_notes
     }
 
     /// The goal engine (its driver lives in the endpoint's state).

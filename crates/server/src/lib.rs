@@ -42,6 +42,7 @@ pub mod goal_backends;
 pub mod goals;
 mod lock;
 pub mod mcp;
+pub mod phones;
 pub mod principal;
 pub mod rate;
 pub mod routes;

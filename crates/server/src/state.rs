@@ -43,6 +43,8 @@ pub struct AppState {
     pub goals: Arc<crate::goals::GoalDriver>,
     /// The web dashboard's logins, unless the daemon listens on a non-loopback address.
     pub dashboard: Option<Dashboard>,
+    /// The phones the daemon drives, by id, as configured (`devices.list`).
+    pub phones: Vec<crate::config::DeviceSpec>,
 }
 
 /// The MCP part of the shared state.

@@ -1,4 +1,5 @@
 mod access_log;
+mod adb_device;
 mod approvals;
 mod audit;
 mod bench;

@@ -297,7 +297,7 @@ impl ToolBridge {
         };
         let command = validated.command;
         let params_digest = validated.params_digest.clone();
-        if let Err(refusal) = routed {
+        if let Some(refusal) = routed {
             return attempt.finish(refusal).await;
         }
         if let Some(refusal) = self.foreign_session(caller, &req) {

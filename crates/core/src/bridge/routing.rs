@@ -126,18 +126,18 @@ impl ToolBridge {
         &self,
         caller: &Caller,
         req: &mut NormalizedRequest,
-    ) -> Result<(), ToolResult> {
+    ) -> Option<ToolResult> {
         let on_device = self
             .registry
             .resolve(&req.tool)
             .is_some_and(|c| c.executor == Executor::Device);
         if !on_device && req.device_id.is_none() {
-            return Ok(());
+            return None;
         }
         let refuse = |code: ErrorCode, message: String, ids: &[String]| {
             let mut details = Map::new();
             details.insert("devices".into(), json!(ids));
-            Err(
+            Some(
                 ToolResult::failure(&caller.runtime, &req.request_id, code, message)
                     .with_details(details),
             )
@@ -166,6 +166,6 @@ impl ToolBridge {
         if self.devices.several() {
             req.device_id = Some(id);
         }
-        Ok(())
+        None
     }
 }

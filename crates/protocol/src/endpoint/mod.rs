@@ -41,6 +41,7 @@ mod approvals;
 mod audit;
 mod confirmations;
 mod dashboard;
+mod devices;
 mod elevation;
 mod error;
 mod events;
@@ -75,6 +76,7 @@ pub use dashboard::{
     DashboardAuditVerifyReply, DashboardLoginBody, DashboardLoginReply, DashboardLoginResult,
     DashboardMethodsReply, DashboardOk, DashboardSessionReply,
 };
+pub use devices::{DeviceInfo, DevicesListParams, DevicesListResult};
 pub use elevation::{
     ElevationInfo, RuntimeElevateParams, RuntimeElevateResult, RuntimeRevokeElevationParams,
     RuntimeRevokeElevationResult,
@@ -284,6 +286,8 @@ methods! {
     SimInject = "sim.inject" => SimInjectParams, SimInjectResult;
     /// `dashboard.login` (operator): a one-time login code for the web dashboard.
     DashboardLogin = "dashboard.login" => NoParams, DashboardLoginResult;
+    /// `devices.list` (both; a runtime sees the phones it is granted): the daemon's phones.
+    DevicesList = "devices.list" => DevicesListParams, DevicesListResult;
 }
 
 #[cfg(test)]
@@ -339,6 +343,7 @@ mod tests {
             name_of::<GoalsExport>(),
             name_of::<SimInject>(),
             name_of::<DashboardLogin>(),
+            name_of::<DevicesList>(),
         ];
         assert_eq!(markers.len(), MethodName::ALL.len());
         for ((name, method), listed) in markers.into_iter().zip(MethodName::ALL) {

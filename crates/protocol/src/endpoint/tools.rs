@@ -69,6 +69,10 @@ pub struct ToolsInvokeParams {
     /// `runtime.tool.result` event.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wait: Option<bool>,
+    /// The phone to act on (`devices.list`): needed when the daemon drives several; with
+    /// one, absent means that one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_id: Option<String>,
 }
 
 /// `tools.invoke` result: the tool result (non-`ok` outcomes are results, not JSON-RPC errors).

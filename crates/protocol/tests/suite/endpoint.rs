@@ -126,6 +126,7 @@ fn tools_round_trip() {
             idempotency_key: Some("k".into()),
             timeout_ms: Some(30_000),
             wait: Some(false),
+            device_id: None,
         },
         json!({"request_id": "req-42", "tool": "openphone.ui.tap",
                "params": {"x": 540, "y": 1200, "reason": "open Messages"}, "reason": "r",
@@ -489,6 +490,7 @@ fn unknown_fields_are_refused_exactly_where_the_daemon_refuses_them() {
             MethodName::DashboardLogin,
             refuses::<DashboardLogin>(json!({})),
         ),
+        (MethodName::DevicesList, refuses::<DevicesList>(json!({}))),
     ];
     let refusing: Vec<&str> = table
         .iter()

@@ -144,6 +144,7 @@ fn method_checks(method: MethodName) -> (Check, Check) {
         MethodName::GoalsExport => checks::<GoalsExport>(),
         MethodName::SimInject => checks::<SimInject>(),
         MethodName::DashboardLogin => checks::<DashboardLogin>(),
+        MethodName::DevicesList => checks::<DevicesList>(),
     }
 }
 

@@ -35,6 +35,9 @@ pub struct RuntimeConfig {
     /// (`openphone policy profiles`). Setting both to different names is an error.
     #[serde(default)]
     pub profile: Option<String>,
+    /// The phones (`[[devices]] id`) this runtime may act on; absent: every phone.
+    #[serde(default)]
+    pub devices: Option<Vec<String>>,
 }
 
 fn yes() -> bool {

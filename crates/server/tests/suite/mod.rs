@@ -1,5 +1,6 @@
 mod attention;
 mod dashboard;
+mod devices;
 mod endpoint;
 mod front_door;
 mod goal_triggers;

@@ -21,6 +21,10 @@ pub const HOLDERS: &[(&str, &str)] = &[
     ),
     ("crates/server/src/daemon.rs", "the daemon's construction"),
     (
+        "crates/server/src/phones.rs",
+        "the daemon's construction: its phones, by id (`--device`, `[[devices]]`)",
+    ),
+    (
         "crates/server/src/sim_state.rs",
         "the daemon's construction opens the simulated phone from its saved state and saves it",
     ),

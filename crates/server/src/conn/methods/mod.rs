@@ -8,6 +8,7 @@ mod approvals;
 mod audit;
 mod confirmations;
 mod dashboard;
+mod devices;
 mod events;
 mod goals;
 mod jobs;
@@ -224,5 +225,6 @@ pub(super) async fn dispatch(conn: &Arc<Conn>, req: &Request) -> Result<Value, E
             operator_only(conn, method)?;
             written(dashboard::login_code(&conn.state))
         }
+        MethodName::DevicesList => written(Ok(devices::list(conn).await)),
     }
 }

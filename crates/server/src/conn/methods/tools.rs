@@ -51,6 +51,7 @@ pub(super) fn list(conn: &Conn) -> ToolsListResult {
 /// event.
 pub(super) async fn invoke(conn: &Arc<Conn>, p: ToolsInvokeParams) -> ToolsInvokeResult {
     let caller = conn.session.caller.clone();
+    let device = p.device_id.clone();
     let request = ToolRequest {
         request_id: p.request_id,
         runtime: Some(caller.runtime.clone()),
@@ -64,7 +65,9 @@ pub(super) async fn invoke(conn: &Arc<Conn>, p: ToolsInvokeParams) -> ToolsInvok
         timeout_ms: p.timeout_ms,
     };
     let bridge = conn.state.bridge.clone();
-    let first = bridge.call(Invocation::runtime(&caller, request)).await;
+    let first = bridge
+        .call(Invocation::runtime(&caller, request).on_device(device))
+        .await;
     if waiting_on(&first).is_none() {
         return first;
     }

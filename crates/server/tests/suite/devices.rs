@@ -1,0 +1,320 @@
+//! Several phones, one daemon (issue 30): `[[devices]]` with two simulated phones on different
+//! scenarios, a real daemon and its real store. Each request acts on the phone it names only;
+//! a runtime granted one phone is refused the other; a request naming none among several, or
+//! an unknown one, is refused with the list of ids; audit records name the phone;
+//! `devices.list` lists them.
+
+use openphone_server::{Daemon, DaemonOptions, DeviceChoice};
+use serde_json::{Value, json};
+
+use super::support::{RUNTIME_TOKEN, Running, config, connect};
+
+const LIMITED_TOKEN: &str = "limited-test-token-0123456789";
+
+/// A scenario whose phone differs from the default one: its battery and its owner.
+const SECOND_SCENARIO: &str = r#"{"version": 1, "device": {"model": "Second Phone",
+    "battery_percent": 11, "owner_name": "Second Owner"}}"#;
+
+async fn two_phones() -> Running {
+    let dir = tempfile::tempdir().unwrap();
+    // The scenario file lives in the data directory itself (the daemon tightens it to 0700).
+    let second = dir.path().join("second.json");
+    std::fs::write(&second, SECOND_SCENARIO).unwrap();
+    let extra = format!(
+        r#"max_autonomy = "trusted_actions"
+
+[[runtimes]]
+id = "limited"
+token = "{LIMITED_TOKEN}"
+grants = ["safe_read", "private_read", "dangerous"]
+devices = ["first"]
+
+[[devices]]
+id = "first"
+kind = "sim"
+
+[[devices]]
+id = "second"
+kind = "sim"
+scenario = "{}"
+"#,
+        second.display()
+    );
+    let daemon = Daemon::start(DaemonOptions {
+        data_dir: dir.path().to_path_buf(),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        device: DeviceChoice::Config,
+        config: config(&extra),
+    })
+    .await
+    .unwrap();
+    Running { daemon, dir }
+}
+
+/// `tools.invoke` of `tool` with `params` on `device` (none: `device_id` left out).
+async fn invoke(
+    client: &mut super::support::Client,
+    id: &str,
+    tool: &str,
+    params: Value,
+    device: Option<&str>,
+) -> Value {
+    let mut p = json!({"request_id": id, "tool": tool, "params": params,
+        "autonomy": "trusted_actions"});
+    if let Some(device) = device {
+        p["device_id"] = json!(device);
+    }
+    client.call("tools.invoke", p).await["result"].clone()
+}
+
+fn status(device: &str) -> Value {
+    json!({"reason": format!("battery of {device}")})
+}
+
+#[tokio::test]
+async fn two_phones_each_request_acts_on_the_phone_it_names_only() {
+    let running = two_phones().await;
+    let mut hermes = connect(&running.url(), Some(RUNTIME_TOKEN)).await.unwrap();
+    hermes.hello().await;
+
+    let first = invoke(
+        &mut hermes,
+        "s1",
+        "openphone.device.status",
+        status("first"),
+        Some("first"),
+    )
+    .await;
+    let second = invoke(
+        &mut hermes,
+        "s2",
+        "openphone.device.status",
+        status("second"),
+        Some("second"),
+    )
+    .await;
+    assert_eq!(first["status"], "ok", "{first}");
+    assert_eq!(second["status"], "ok", "{second}");
+    assert_eq!(
+        second["result"]["device"]["model"], "Second Phone",
+        "{second}"
+    );
+    assert_eq!(
+        second["result"]["device"]["battery_percent"], 11,
+        "{second}"
+    );
+    assert_ne!(
+        first["result"]["device"]["model"], "Second Phone",
+        "{first}"
+    );
+
+    // A state change on the first phone only (Settings opened), read back from each.
+    let open = invoke(
+        &mut hermes,
+        "c1",
+        "openphone.app.open",
+        json!({"package_or_label": "Settings", "reason": "test"}),
+        Some("first"),
+    )
+    .await;
+    assert_eq!(open["status"], "ok", "{open}");
+    let first_after = invoke(
+        &mut hermes,
+        "s3",
+        "openphone.device.status",
+        status("first"),
+        Some("first"),
+    )
+    .await;
+    let second_after = invoke(
+        &mut hermes,
+        "s4",
+        "openphone.device.status",
+        status("second"),
+        Some("second"),
+    )
+    .await;
+    let foreground = |v: &Value| v["result"]["device"]["foreground"]["package"].clone();
+    assert_eq!(
+        foreground(&first_after),
+        "com.android.settings",
+        "{first_after}"
+    );
+    assert_eq!(
+        foreground(&second_after),
+        foreground(&second),
+        "{second_after}"
+    );
+    assert_ne!(
+        foreground(&second_after),
+        "com.android.settings",
+        "{second_after}"
+    );
+
+    // The audit records name the phone each request acted on.
+    let token = running.operator_token();
+    let mut operator = connect(&running.url(), Some(&token)).await.unwrap();
+    operator.hello().await;
+    let page = operator.call("audit.query", json!({"limit": 1000})).await;
+    let records = page["result"]["records"].as_array().unwrap().clone();
+    let device_of = |request: &str| -> Vec<Value> {
+        records
+            .iter()
+            .filter(|r| r["request_id"] == request)
+            .map(|r| r["device_id"].clone())
+            .collect()
+    };
+    assert_eq!(device_of("s1"), [json!("first")]);
+    assert_eq!(device_of("s2"), [json!("second")]);
+    assert!(!device_of("c1").is_empty());
+    assert!(device_of("c1").iter().all(|d| d == "first"), "{records:?}");
+    running.daemon.shutdown().await;
+}
+
+#[tokio::test]
+async fn two_phones_a_request_naming_none_or_an_unknown_one_is_refused_with_the_ids() {
+    let running = two_phones().await;
+    let mut hermes = connect(&running.url(), Some(RUNTIME_TOKEN)).await.unwrap();
+    hermes.hello().await;
+    let none = invoke(
+        &mut hermes,
+        "n1",
+        "openphone.screen.get",
+        json!({"reason": "look"}),
+        None,
+    )
+    .await;
+    assert_eq!(none["error"]["code"], "invalid_params", "{none}");
+    assert_eq!(
+        none["error"]["details"]["devices"],
+        json!(["first", "second"])
+    );
+    assert!(
+        none["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("first, second"),
+        "{none}"
+    );
+    let unknown = invoke(
+        &mut hermes,
+        "n2",
+        "openphone.screen.get",
+        json!({"reason": "look"}),
+        Some("third"),
+    )
+    .await;
+    assert_eq!(unknown["error"]["code"], "invalid_params", "{unknown}");
+    assert!(
+        unknown["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("\"third\""),
+        "{unknown}"
+    );
+    // A runtime-owned command acts on no phone: it needs none.
+    let memory = invoke(
+        &mut hermes,
+        "n3",
+        "openphone.memory.save",
+        json!({"text": "x", "reason": "r"}),
+        None,
+    )
+    .await;
+    assert_ne!(memory["error"]["code"], "invalid_params", "{memory}");
+    running.daemon.shutdown().await;
+}
+
+#[tokio::test]
+async fn two_phones_a_runtime_granted_one_phone_is_refused_the_other() {
+    let running = two_phones().await;
+    let mut limited = connect(&running.url(), Some(LIMITED_TOKEN)).await.unwrap();
+    limited.hello().await;
+    let ok = invoke(
+        &mut limited,
+        "g1",
+        "openphone.screen.get",
+        json!({"reason": "look"}),
+        Some("first"),
+    )
+    .await;
+    assert_eq!(ok["status"], "ok", "{ok}");
+    let refused = invoke(
+        &mut limited,
+        "g2",
+        "openphone.screen.get",
+        json!({"reason": "look"}),
+        Some("second"),
+    )
+    .await;
+    assert_eq!(refused["error"]["code"], "tool_not_granted", "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("\"second\""),
+        "{refused}"
+    );
+    // It sees only its phone; the operator sees both, with who is limited to them.
+    let mine = limited.call("devices.list", json!({})).await;
+    let ids: Vec<&str> = mine["result"]["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["first"]);
+    let token = running.operator_token();
+    let mut operator = connect(&running.url(), Some(&token)).await.unwrap();
+    operator.hello().await;
+    let all = operator.call("devices.list", json!({})).await;
+    assert_eq!(
+        all["result"]["devices"],
+        json!([
+            {"id": "first", "kind": "sim", "spec": "sim", "state": "device", "runtimes": ["limited"]},
+            {"id": "second", "kind": "sim", "spec": format!("sim:{}", running.dir.path().join("second.json").display()),
+             "state": "device", "runtimes": []}
+        ])
+    );
+    running.daemon.shutdown().await;
+}
+
+/// One phone: a request naming none acts on it and its records carry no device id, as
+/// before several phones existed.
+#[tokio::test]
+async fn one_phone_requests_need_no_device_id_and_records_name_none() {
+    let running = super::support::start(config("")).await;
+    let mut hermes = connect(&running.url(), Some(RUNTIME_TOKEN)).await.unwrap();
+    hermes.hello().await;
+    let read = invoke(
+        &mut hermes,
+        "o1",
+        "openphone.screen.get",
+        json!({"reason": "look"}),
+        None,
+    )
+    .await;
+    assert_eq!(read["status"], "ok", "{read}");
+    let named = invoke(
+        &mut hermes,
+        "o2",
+        "openphone.screen.get",
+        json!({"reason": "look"}),
+        Some("default"),
+    )
+    .await;
+    assert_eq!(named["status"], "ok", "{named}");
+    let token = running.operator_token();
+    let mut operator = connect(&running.url(), Some(&token)).await.unwrap();
+    operator.hello().await;
+    let page = operator.call("audit.query", json!({"limit": 1000})).await;
+    let record = page["result"]["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["request_id"] == "o1")
+        .unwrap()
+        .clone();
+    assert!(record.get("device_id").is_none(), "{record}");
+    running.daemon.shutdown().await;
+}

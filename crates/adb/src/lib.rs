@@ -29,9 +29,6 @@
 //! read again; an OS dialog on it (permission prompt, chooser, payment sheet) is answered with
 //! `framework_confirmation_required` and never tapped by the backend.
 
-// The skeleton: the command mapping that uses every parser lands next.
-#![allow(dead_code)]
-
 mod commands;
 mod config;
 mod devices;

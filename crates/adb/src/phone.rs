@@ -133,6 +133,8 @@ impl AdbPhone {
                 self.reconnect(&serial).await?;
                 self.server.run(&serial, service, command).await
             }
+            // The device side closed the stream: gone, or it refused the service.
+            Err(e @ DeviceError::Internal { .. }) => Err(self.presence_error().await.unwrap_or(e)),
             other => other,
         }
     }
@@ -148,7 +150,8 @@ impl AdbPhone {
         let answer = self.server.query(&format!("host:connect:{serial}")).await?;
         if answer.starts_with("connected to") || answer.starts_with("already connected") {
             // The server handshakes in the background; wait until it lists the phone ready.
-            for _ in 0..30 {
+            let waited = openphone_clock::Stopwatch::start();
+            while waited.elapsed() < self.config.timeout.min(std::time::Duration::from_secs(10)) {
                 let list = parse_devices(&self.server.query("host:devices-l").await?);
                 match list.iter().find(|d| d.serial == serial) {
                     Some(d) if d.is_ready() => return Ok(()),
@@ -164,9 +167,35 @@ impl AdbPhone {
                 serial: serial.to_owned(),
             });
         }
+        if answer.contains("authenticate") || answer.contains("unauthorized") {
+            // adb's own words when the phone never accepted this computer's key.
+            return Err(DeviceError::DeviceUnauthorized {
+                serial: serial.to_owned(),
+            });
+        }
         Err(DeviceError::DeviceNotFound {
             serial: format!("`{serial}` ({})", answer.trim()),
         })
+    }
+
+    /// Why the phone cannot be reached now, from the server's list: not listed, offline,
+    /// unauthorized; `None` when it is listed ready.
+    pub(crate) async fn presence_error(&self) -> Option<DeviceError> {
+        let serial = match self.serial().await {
+            Ok(serial) => serial,
+            Err(e) => return Some(e),
+        };
+        let list = parse_devices(&self.server.query("host:devices-l").await.ok()?);
+        match list.iter().find(|d| d.serial == serial) {
+            None => Some(DeviceError::DeviceNotFound {
+                serial: format!("`{serial}`"),
+            }),
+            Some(d) if d.is_ready() => None,
+            Some(d) if d.state == "unauthorized" => {
+                Some(DeviceError::DeviceUnauthorized { serial })
+            }
+            Some(_) => Some(DeviceError::Offline { serial }),
+        }
     }
 
     /// Runs a shell command (`shell:`, v1: stdout and stderr interleaved) and returns its
@@ -209,6 +238,13 @@ impl AdbPhone {
             let out = self.shell("uiautomator dump /dev/tty").await?;
             match Screen::parse(&out) {
                 Ok(screen) => return Ok(screen),
+                // Nothing at all: the connection closed under the command (unplugged).
+                Err(_) if out.trim().is_empty() => {
+                    if let Some(gone) = self.presence_error().await {
+                        return Err(gone);
+                    }
+                    last = "it printed nothing".to_owned();
+                }
                 Err(e) => last = e,
             }
         }

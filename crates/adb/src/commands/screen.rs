@@ -93,3 +93,87 @@ fn png_size(png: &[u8]) -> Option<(u32, u32)> {
         u32::from_be_bytes(h.try_into().ok()?),
     ))
 }
+
+fn role_of(n: &crate::screen::Node) -> &'static str {
+    if n.editable {
+        "text_field"
+    } else if n.checkable {
+        "switch"
+    } else if n.class.ends_with("Button") || n.class.ends_with("ImageButton") {
+        "button"
+    } else if n.clickable {
+        "item"
+    } else {
+        "other"
+    }
+}
+
+impl AdbPhone {
+    /// `openphone.screen.understand_local`: a summary of the UI tree, computed here.
+    pub(crate) async fn screen_understand(&self, p: Params<'_>) -> Result<Value, DeviceError> {
+        let max_text = p.limit("max_visible_text", 40, 200)?;
+        let max_elements = p.limit("max_interactive_elements", 30, 100)?;
+        let timeout = match p.i64_opt("timeout_ms")? {
+            None => 2_000,
+            Some(t) if t < 0 => {
+                return Err(DeviceError::invalid("timeout_ms", "must not be negative"));
+            }
+            Some(t) => t.min(5_000),
+        };
+        let screen = self.dump().await?;
+        let texts = screen.visible_text();
+        let elements: Vec<Value> = screen
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.clickable || n.editable || n.long_clickable)
+            .map(|(i, n)| {
+                let (cx, cy) = n.bounds.center();
+                let mut e = json!({ "element_id": n.id, "label": screen.label(i), "role": role_of(n), "enabled": n.enabled, "center": {"x": cx, "y": cy} });
+                if let Some(map) = e.as_object_mut() {
+                    if n.editable {
+                        map.insert("value".into(), json!(n.text));
+                        map.insert("focused".into(), json!(n.focused));
+                    }
+                    if n.checkable {
+                        map.insert("checked".into(), json!(n.checked));
+                    }
+                }
+                e
+            })
+            .collect();
+        let package = screen.package().to_owned();
+        let mut summary = format!(
+            "{package}. {} text items, {} interactive elements.",
+            texts.len(),
+            elements.len()
+        );
+        if let Some(f) = screen.focused_field() {
+            summary.push_str(&format!(" Focused field: {}.", f.id));
+        }
+        let disabled: Vec<&str> = screen
+            .nodes
+            .iter()
+            .filter(|n| (n.clickable || n.editable) && !n.enabled)
+            .map(|n| n.id.as_str())
+            .collect();
+        if !disabled.is_empty() {
+            summary.push_str(&format!(" Disabled: {}.", disabled.join(", ")));
+        }
+        let out = json!({
+            "summary": summary,
+            "app": package,
+            "package": package,
+            "activity": Value::Null,
+            "title": Value::Null,
+            "screen": Value::Null,
+            "visible_text": texts.iter().take(max_text).collect::<Vec<_>>(),
+            "interactive_elements": elements.iter().take(max_elements).collect::<Vec<_>>(),
+            "truncated": { "visible_text": texts.len() > max_text, "interactive_elements": elements.len() > max_elements },
+            "limits": { "max_visible_text": max_text, "max_interactive_elements": max_elements, "timeout_ms": timeout },
+            "engine": "uiautomator-dump",
+        });
+        self.memory().last_read = Some(screen);
+        Ok(out)
+    }
+}

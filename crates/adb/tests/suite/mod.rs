@@ -1,1 +1,4 @@
+mod e2e;
 mod manifest;
+mod parity;
+pub mod support;

@@ -4,15 +4,18 @@
 //! (delivery, `agent-jobs.md` §4), and audit records for what no tool request records
 //! (catch-up runs §6.6, discarded late reports §8, failed deliveries §4).
 
+mod origin;
+
+use std::path::Path;
 use std::sync::Arc;
 
-use openphone_core::{Audience, ToolBridge};
+use openphone_core::{Audience, RuntimeManager, ToolBridge};
 use openphone_device::{DeviceEvent, SystemNotification};
 use openphone_jobs::AgentJobExt;
-use openphone_jobs::delivery::{self, completion_body, failure_body};
+use openphone_jobs::delivery::{self, Announcement, completion_body, failure_body};
 use openphone_jobs::{
-    AgentJob, BridgeReviewExecutor, DeliveryMode, DeliveryState, JobTools, ReviewAnswer, Runners,
-    Scheduler, SchedulerConfig, SchedulerEvent,
+    AgentJob, BridgeReviewExecutor, DeliveryMode, DeliveryState, JobArtifacts, JobTools, JobType,
+    MaintenanceRunner, ReviewAnswer, Runners, Scheduler, SchedulerConfig, SchedulerEvent,
 };
 use openphone_protocol::Registry;
 use openphone_protocol::endpoint::JobsReviewResult;
@@ -46,18 +49,52 @@ pub fn scheduler(
     Scheduler::new(store, bridge.clock(), config, runners)
 }
 
-/// Installs the job tools on the bridge and starts the driver and the event loop. Wakes at
-/// start (repairing what a previous process left running, catching up missed runs), then at
-/// every scheduled wake, until `shutdown`. `store` is the scheduler's own (its jobs' delivery
-/// state); notifications go to the phone through the bridge.
-pub fn start(
-    scheduler: &Scheduler,
+/// The runners of the job types other than `agent_turn` (bound by the daemon once the tools
+/// it offers are installed): `system_event` runs a watcher's stored tool call; `heartbeat` is
+/// the maintenance of [`MaintenanceRunner`] over `store` and the artifacts under `data_dir`,
+/// checking the `[builtin]` model (its background model) when one is configured.
+pub fn runners(
     bridge: &Arc<ToolBridge>,
     registry: &'static Registry,
     store: Arc<Store>,
+    data_dir: &Path,
+    builtin: Option<&openphone_agent::BuiltinConfig>,
+) -> Runners {
+    let probe = builtin.and_then(|config| {
+        match openphone_agent::background::ModelHealth::from_config(config, bridge.clock()) {
+            Ok(health) => Some(Arc::new(health) as Arc<dyn openphone_jobs::HealthProbe>),
+            Err(e) => {
+                tracing::warn!(error = %e, "jobs: the heartbeat cannot check the model");
+                None
+            }
+        }
+    });
+    let maintenance = MaintenanceRunner::new(store, JobArtifacts::in_data_dir(data_dir), probe);
+    openphone_watchers::runners(Arc::clone(bridge), registry)
+        .with(JobType::Heartbeat, Arc::new(maintenance))
+}
+
+/// Installs the job tools (`openphone.jobs.*`) on the bridge. Done before anything builds a
+/// tool list from what the bridge serves (issue 32: the built-in runtime was never offered
+/// them).
+pub fn install_tools(scheduler: &Scheduler, bridge: &ToolBridge) {
+    bridge.install_service(Arc::new(JobTools::new(scheduler)));
+}
+
+/// Starts the driver and the event loop. Wakes at start (repairing what a previous process
+/// left running, catching up missed runs), then at every scheduled wake, until `shutdown`.
+/// `store` is the scheduler's own (its jobs' delivery state); notifications go to the phone
+/// through the bridge, results of jobs made in a runtime's session back to that session
+/// through `manager`, and every job's artifacts under `data_dir`.
+pub fn start(
+    scheduler: &Scheduler,
+    bridge: &Arc<ToolBridge>,
+    manager: &Arc<RuntimeManager>,
+    registry: &'static Registry,
+    store: Arc<Store>,
+    data_dir: &Path,
     shutdown: watch::Receiver<bool>,
 ) -> Vec<JoinHandle<()>> {
-    bridge.install_service(Arc::new(JobTools::new(scheduler)));
     // An approved review runs its stored call through the bridge (`invoke_reviewed`).
     scheduler.set_review_executor(Arc::new(BridgeReviewExecutor::new(
         Arc::clone(bridge),
@@ -65,9 +102,17 @@ pub fn start(
     )));
     let events = scheduler.subscribe();
     let taps = bridge.device_events();
+    let replies = tokio::spawn(origin::replies(
+        scheduler.clone(),
+        Arc::clone(bridge),
+        Arc::clone(&store),
+        shutdown.clone(),
+    ));
     let glue = Arc::new(Glue {
         bridge: Arc::clone(bridge),
+        manager: Arc::clone(manager),
         store,
+        artifacts: JobArtifacts::in_data_dir(data_dir),
     });
     let listener = tokio::spawn(Arc::clone(&glue).listen(events, shutdown.clone()));
     let retry = tokio::spawn(Arc::clone(&glue).retry_deliveries(shutdown.clone()));
@@ -91,6 +136,7 @@ pub fn start(
     tasks.push(driver);
     tasks.push(listener);
     tasks.push(retry);
+    tasks.push(replies);
     tasks
 }
 
@@ -150,8 +196,12 @@ pub fn review_result(answer: &ReviewAnswer) -> JobsReviewResult {
 
 struct Glue {
     bridge: Arc<ToolBridge>,
+    /// Results go back to the runtime session a job was made in through it.
+    manager: Arc<RuntimeManager>,
     /// The scheduler's store: its jobs and their delivery state.
     store: Arc<Store>,
+    /// Every job's files (`<data dir>/artifacts/jobs/<id>/`).
+    artifacts: JobArtifacts,
 }
 
 impl Glue {
@@ -176,6 +226,9 @@ impl Glue {
     }
 
     async fn handle(&self, event: SchedulerEvent) {
+        if let Some(job_id) = event_job(&event) {
+            self.write_artifacts(job_id).await;
+        }
         match event {
             SchedulerEvent::Created { job } => self.publish(Event::JobCreated(view(&job))),
             SchedulerEvent::Claimed {
@@ -200,10 +253,22 @@ impl Glue {
                 job,
                 summary,
                 delivery,
+                attempt,
                 ..
             } => {
                 self.publish(Event::JobUpdated(view(&job)));
-                if delivery == Some(DeliveryState::Pending) {
+                if job.job_type == JobType::Heartbeat {
+                    // What the maintenance did, recorded (silent by default: no notification).
+                    self.audit(
+                        "assistant.background_job.maintenance",
+                        json!({"job_id": job.id, "attempt": attempt, "result": job.last_result}),
+                    );
+                }
+                // Only a completion is announced here: a failure's pending delivery is its
+                // alert, posted on `FailureAlert` (issue 32: never also "<title> finished").
+                if delivery == Some(DeliveryState::Pending)
+                    && delivery::announcement(&job) == Announcement::Completion
+                {
                     self.deliver(&job, summary.as_deref()).await;
                 }
             }
@@ -277,15 +342,11 @@ impl Glue {
                 if alert {
                     // An approved action whose outcome is unknown after a crash: the user is
                     // told whatever the delivery mode (§9.10).
-                    let notification = SystemNotification {
-                        key: delivery::failure_key(job_id),
-                        title: delivery::stopped_title(&title),
-                        body: "The daemon stopped while an action you approved was running; \
-                               whether it took effect is unknown, and it is not run again."
-                            .to_owned(),
-                        actions: Vec::new(),
-                    };
-                    if let Err(e) = self.bridge.post_notification(&notification).await {
+                    if let Err(e) = self
+                        .bridge
+                        .post_notification(&outcome_unknown_notification(job_id, &title))
+                        .await
+                    {
                         tracing::warn!(job_id, error = %e, "jobs: posting an unknown-outcome alert failed");
                     }
                 }
@@ -308,7 +369,15 @@ impl Glue {
         if job.delivery_mode() != DeliveryMode::Notification {
             return;
         }
-        if self.to_creator(job, completion_body(job, summary), false) {
+        let origin = origin::deliver(
+            &self.manager,
+            &self.bridge,
+            job,
+            &completion_body(job, summary),
+            false,
+        )
+        .await;
+        if self.to_creator(job, completion_body(job, summary), false, origin) {
             return;
         }
         let notification = SystemNotification {
@@ -360,19 +429,37 @@ impl Glue {
                 if job.delivery_mode() != DeliveryMode::Notification {
                     continue;
                 }
-                if job.failure_count > 0 {
-                    self.alert(&job).await;
-                } else {
-                    self.deliver(&job, None).await;
+                match delivery::announcement(&job) {
+                    Announcement::Completion => self.deliver(&job, None).await,
+                    Announcement::FailureAlert => self.alert(&job).await,
+                    Announcement::OutcomeUnknown => self.outcome_unknown(&job).await,
                 }
             }
+        }
+    }
+
+    /// The alert of an approved action whose outcome is unknown (§9.10), posted again from
+    /// the stored job by the delivery retry.
+    async fn outcome_unknown(&self, job: &AgentJob) {
+        let notification = outcome_unknown_notification(job.id, &job.title);
+        let state = match self.bridge.post_notification(&notification).await {
+            Ok(_) => DeliveryState::Sent,
+            Err(e) => {
+                tracing::warn!(job_id = job.id, error = %e, "jobs: posting an unknown-outcome alert failed");
+                DeliveryState::Failed
+            }
+        };
+        if let Err(e) = delivery::record_delivery(&self.store, job.id, job.last_run_at, state) {
+            tracing::warn!(job_id = job.id, error = %e, "jobs: recording an alert's delivery failed");
         }
     }
 
     /// The failure alert (§7.6): one notification per job, updated in place (to its creator
     /// for a runtime's job).
     async fn alert(&self, job: &AgentJob) {
-        if self.to_creator(job, failure_body(job, self.bridge.now_ms()), true) {
+        let body = failure_body(job, self.bridge.now_ms());
+        let origin = origin::deliver(&self.manager, &self.bridge, job, &body, true).await;
+        if self.to_creator(job, body, true, origin) {
             return;
         }
         let notification = SystemNotification {
@@ -401,9 +488,10 @@ impl Glue {
     /// user's notification shade (issue 28): `background_job.delivered` addressed to that
     /// runtime (and operators) with the body in `detail`; the delivery is recorded as
     /// `unverified` (the event bus does not confirm that the runtime was connected to read it)
-    /// with a `background_event` audit record naming the creator. `false` for the user's own
-    /// jobs, which the caller delivers to the phone.
-    fn to_creator(&self, job: &AgentJob, body: String, alert: bool) -> bool {
+    /// with a `background_event` audit record naming the creator — `sent` instead when the
+    /// result was handed to the runtime's own session it was made in (`origin`: Some(true)).
+    /// `false` for the user's own jobs, which the caller delivers to the phone.
+    fn to_creator(&self, job: &AgentJob, body: String, alert: bool, origin: Option<bool>) -> bool {
         let created_by = match self.store.get_job(job.id) {
             Ok(Some(row)) => row.created_by,
             Ok(None) => return true,
@@ -428,6 +516,7 @@ impl Glue {
             .events()
             .publish(&Event::JobDelivered(event), audience)
         {
+            Ok(_) if origin == Some(true) => DeliveryState::Sent,
             Ok(_) => DeliveryState::Unverified,
             Err(e) => {
                 tracing::warn!(job_id = job.id, error = %e, "jobs: delivering to a runtime failed");
@@ -445,6 +534,25 @@ impl Glue {
             tracing::warn!(job_id = job.id, error = %e, "jobs: recording a delivery failed");
         }
         true
+    }
+
+    /// Renders job `job_id`'s artifacts from the store (off the async threads); a failure is
+    /// logged, never fatal.
+    async fn write_artifacts(&self, job_id: i64) {
+        let (store, artifacts, now) = (
+            Arc::clone(&self.store),
+            self.artifacts.clone(),
+            self.bridge.now_ms(),
+        );
+        let written =
+            tokio::task::spawn_blocking(move || artifacts.write(&store, job_id, now)).await;
+        match written {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => {
+                tracing::warn!(job_id, error = %e, "jobs: writing a job's artifacts failed")
+            }
+            Err(e) => tracing::warn!(job_id, error = %e, "jobs: the artifacts task failed"),
+        }
     }
 
     fn current(&self, job_id: i64) -> Option<AgentJob> {
@@ -501,6 +609,33 @@ pub fn audit_background(bridge: &ToolBridge, what: &str, payload: Value) {
     };
     if let Err(e) = bridge.record_background_event(entry) {
         tracing::error!(error = %e, event = what, "jobs: an audit record could not be written");
+    }
+}
+
+/// The job an event concerns (its artifacts are rendered again).
+fn event_job(event: &SchedulerEvent) -> Option<i64> {
+    match event {
+        SchedulerEvent::Created { job }
+        | SchedulerEvent::Finished { job, .. }
+        | SchedulerEvent::Repaired { job, .. } => Some(job.id),
+        SchedulerEvent::Claimed { job_id, .. }
+        | SchedulerEvent::FailureAlert { job_id, .. }
+        | SchedulerEvent::Stopped { job_id }
+        | SchedulerEvent::ReviewRequired { job_id, .. }
+        | SchedulerEvent::ReviewResolved { job_id, .. } => Some(*job_id),
+        SchedulerEvent::Discarded { .. } => None,
+    }
+}
+
+/// The alert of an approved action whose outcome is unknown after a crash (§9.10).
+fn outcome_unknown_notification(job_id: i64, title: &str) -> SystemNotification {
+    SystemNotification {
+        key: delivery::failure_key(job_id),
+        title: delivery::stopped_title(title),
+        body: "The daemon stopped while an action you approved was running; whether it took \
+               effect is unknown, and it is not run again."
+            .to_owned(),
+        actions: Vec::new(),
     }
 }
 

@@ -282,22 +282,27 @@ impl Daemon {
                 "withdrew pending confirmations"
             );
         }
-        let (builtin, setup) =
-            builtin_runtime(&config, &runtimes, &bridge, &store, &manager, registry).await?;
-        let agent_turn = openphone_agent::AgentTurnRunner::from_setup(
-            &setup,
-            config.builtin.as_ref(),
-            Some(config.jobs.background_runtime.clone()),
-        )
-        .map_err(|e| DaemonError::Jobs(e.to_string()))?;
+        let setup = builtin_setup(&config, &runtimes, &bridge, &store, &manager, registry);
+        // The agent_turn runner is bound below, once every tool it may offer is installed.
+        let agent_turn = openphone_jobs::LateRunner::new();
         let jobs = crate::background::scheduler(
             Arc::clone(&store),
             &bridge,
             // system_event runs a watcher's stored tool call; agent_turn the built-in loop.
-            openphone_watchers::runners(bridge.clone(), registry)
-                .with(openphone_jobs::JobType::AgentTurn, agent_turn),
+            crate::background::runners(
+                &bridge,
+                registry,
+                Arc::clone(&store),
+                &data_dir,
+                config.builtin.as_ref(),
+            )
+            .with(openphone_jobs::JobType::AgentTurn, agent_turn.runner()),
             &config.jobs,
         );
+        // The job tools are on the bridge before any tool list is built (the built-in runtime,
+        // its background runs, OpenClaw's surface): each offers what the bridge serves when
+        // it is built (issue 32).
+        crate::background::install_tools(&jobs, &bridge);
         // The goal engine with its agent_turn / job backends, its driver, and the
         // `openphone.goals.*` commands on the bridge (which wake the driver).
         let goals = crate::goals::GoalDriver::new(
@@ -308,6 +313,15 @@ impl Daemon {
             &config.goals,
         );
         crate::goal_backends::install_tools(&bridge, goals.engine(), goals.waker());
+        agent_turn.bind(
+            openphone_agent::AgentTurnRunner::from_setup(
+                &setup,
+                config.builtin.as_ref(),
+                Some(config.jobs.background_runtime.clone()),
+            )
+            .map_err(|e| DaemonError::Jobs(e.to_string()))?,
+        );
+        let builtin = builtin_runtime(&config, setup).await?;
         let openclaw = match &config.openclaw {
             Some(table) => {
                 let adapter =
@@ -336,8 +350,10 @@ impl Daemon {
         let mut background = crate::background::start(
             &jobs,
             &bridge,
+            &manager,
             registry,
             Arc::clone(&store),
+            &data_dir,
             shutdown_rx.clone(),
         );
         // Goals: every unfinished goal is ticked at start (late checkpoints, crash recovery).
@@ -557,22 +573,21 @@ impl Daemon {
     }
 }
 
-/// The built-in runtime under the `builtin` entry of the bridge's runtime table, attached to
-/// the manager: configured by `[builtin]` (the API key read now), or unconfigured without it.
-/// Built-in sessions a previous daemon left active fail with `daemon_stopped`.
-async fn builtin_runtime(
+/// What the built-in runtime is built from, under the `builtin` entry of the bridge's runtime
+/// table.
+fn builtin_setup(
     config: &Config,
     runtimes: &[crate::config::RuntimeCredential],
     bridge: &Arc<ToolBridge>,
     store: &Arc<Store>,
     manager: &Arc<RuntimeManager>,
     registry: &'static Registry,
-) -> Result<(BuiltinRuntime, BuiltinSetup), DaemonError> {
+) -> BuiltinSetup {
     let authorisation = crate::runtime_policy::bridge_config(config, runtimes)
         .runtimes
         .and_then(|table| table.get(openphone_protocol::BUILTIN_RUNTIME_ID).copied())
         .unwrap_or_else(|| openphone_policy::Caller::builtin("daemon").authorisation());
-    let setup = BuiltinSetup {
+    BuiltinSetup {
         bridge: Arc::clone(bridge),
         manager: Arc::clone(manager),
         // The daemon's construction hands the runs their store.
@@ -580,8 +595,18 @@ async fn builtin_runtime(
         registry,
         authorisation,
         tool_policy: config.tool_policy.clone(),
-    };
-    let builtin = BuiltinRuntime::from_config(setup.clone(), config.builtin.as_ref())?;
+    }
+}
+
+/// The built-in runtime, attached to the manager: configured by `[builtin]` (the API key read
+/// now), or unconfigured without it. Built after the runtime services (jobs, goals) are on the
+/// bridge, so its tool list offers them. Built-in sessions a previous daemon left active fail
+/// with `daemon_stopped`.
+async fn builtin_runtime(
+    config: &Config,
+    setup: BuiltinSetup,
+) -> Result<BuiltinRuntime, DaemonError> {
+    let builtin = BuiltinRuntime::from_config(setup, config.builtin.as_ref())?;
     let interrupted = builtin.recover().await;
     if interrupted > 0 {
         tracing::info!(
@@ -599,7 +624,7 @@ async fn builtin_runtime(
         None => tracing::info!("built-in runtime not configured (no [builtin] table)"),
     }
     builtin.attach();
-    Ok((builtin, setup))
+    Ok(builtin)
 }
 
 /// Logs what [`crate::secure_dir::secure`] tightened.

@@ -6,6 +6,7 @@ mod front_door;
 mod goal_triggers;
 mod goals;
 mod job_delivery;
+mod jobs_issue32;
 mod mcp_http;
 mod mcp_replayed;
 mod mcp_retry;

@@ -204,3 +204,65 @@ async fn serve_device_adb_reads_the_screen_and_a_tap_approved_once_taps_once() {
     drop(serve);
     fake.stop().await;
 }
+
+/// A phone that does not answer at start does not stop the daemon: `serve` starts, its
+/// startup line says the phone is not reachable now and that its calls answer the error until
+/// it is back, and a call on it answers the device's error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_device_adb_starts_when_the_phone_is_unreachable_and_says_so() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let adb_port = free_port();
+    let _server = AdbServer(adb_port);
+    // Nothing listens on this port: the phone is "unplugged".
+    let serial = format!("127.0.0.1:{}", free_port());
+    let data = dir.path().join("data");
+    let config = write_config(dir.path());
+    let mut child = openphone()
+        .args(["serve", "--listen", "127.0.0.1:0", "--config", &config])
+        .args(["--device", &format!("adb:{serial}"), "--data-dir"])
+        .arg(&data)
+        .env("ANDROID_ADB_SERVER_PORT", adb_port.to_string())
+        .env_remove("ANDROID_SERIAL")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let lines = tokio::task::spawn_blocking(move || {
+        std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .take(2)
+            .collect::<Vec<_>>()
+    })
+    .await
+    .unwrap();
+    let info: Value =
+        serde_json::from_str(&std::fs::read_to_string(data.join("endpoint.json")).unwrap())
+            .unwrap();
+    let serve = Serve {
+        url: info["url"].as_str().unwrap().to_owned(),
+        child,
+    };
+    assert!(lines[0].contains("ready on"), "{lines:?}");
+    assert!(lines[1].contains("not reachable now"), "{lines:?}");
+    assert!(lines[1].contains("until it is back"), "{lines:?}");
+    let mut rt = Runtime::connect(&serve.url).await;
+    let screen = rt
+        .call(
+            "tools.invoke",
+            json!({"request_id": "read-1", "tool": "openphone.screen.get",
+                   "params": {"reason": "look"}}),
+        )
+        .await;
+    let code = screen["result"]["error"]["code"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        ["device_not_found", "device_offline", "device_timeout"].contains(&code.as_str()),
+        "{screen}"
+    );
+    drop(serve);
+}

@@ -35,7 +35,7 @@ impl BuiltinSetup {
         let caller = Caller::builtin("daemon").with_authorisation(self.authorisation);
         let bridge = &self.bridge;
         let tools = ToolCatalogue::new(self.registry, &caller, &self.tool_policy, |c| {
-            bridge.supports(c)
+            bridge.offers(c)
         });
         (caller, tools)
     }

@@ -80,7 +80,7 @@ impl OpenclawAdapter {
             .with_authorisation(authorisation);
         let bridge = setup.bridge;
         let surface = CommandSurface::new(setup.registry, &caller, &setup.tool_policy, |c| {
-            bridge.supports(c)
+            bridge.offers(c)
         });
         let token_key = token_key(&url, &identity.device_id(), wire::ROLE);
         let status = if setup.config.enabled {

@@ -96,6 +96,24 @@ impl ToolBridge {
             .unwrap_or(&self.device)
     }
 
+    /// Whether tool lists offer `command`: this daemon runs it ([`ToolBridge::supports`]) and
+    /// the primary phone does not already know its platform forbids it
+    /// ([`PhoneDevice::unsupported_reason`]: a real phone whose shell may not send SMS, say).
+    /// A call of such a command still reaches the phone, which answers
+    /// `unsupported_on_device` with the reason and a workaround.
+    pub fn offers(&self, command: &Command) -> bool {
+        self.supports(command) && self.unsupported_reason(command).is_none()
+    }
+
+    /// Why the primary phone cannot do `command` although it knows it; `None` when it can
+    /// (and for the commands the core serves).
+    pub fn unsupported_reason(&self, command: &Command) -> Option<String> {
+        match command.executor {
+            Executor::Device => self.device.unsupported_reason(&command.name),
+            Executor::Runtime => None,
+        }
+    }
+
     /// Whether the phone `device` (else the primary one) or the core runs `command`.
     pub(super) fn platform_supports_on(&self, command: &Command, device: Option<&str>) -> bool {
         match command.executor {

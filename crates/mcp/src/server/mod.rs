@@ -185,7 +185,7 @@ impl McpBackend {
             .filter_map(|exposed| {
                 let canonical = self.table.canonical_from_tool_name(exposed)?;
                 let command = registry.resolve(canonical)?;
-                let visible = self.bridge.supports(command)
+                let visible = self.bridge.offers(command)
                     && openphone_policy::visible(command, caller, &self.tool_policy);
                 if visible {
                     self.table.tool(exposed).cloned()

@@ -123,7 +123,7 @@ pub(super) async fn handshake(
     let mut phone = state.profile.clone();
     phone.supported_tools = registry
         .commands()
-        .filter(|c| state.bridge.supports(c))
+        .filter(|c| state.bridge.offers(c))
         .map(|c| c.name.clone())
         .collect();
     let result = HelloResult {

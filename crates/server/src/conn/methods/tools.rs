@@ -38,7 +38,7 @@ pub(super) fn list(conn: &Conn) -> ToolsListResult {
             confirmation: command.confirmation,
             default_exposure: command.default_exposure,
             mutating: openphone_policy::is_mutating(command),
-            supported: state.bridge.supports(command),
+            supported: state.bridge.offers(command),
         })
         .collect();
     ToolsListResult { tools }

@@ -22,6 +22,7 @@ mod jobs_review;
 mod local_hardening;
 mod mcp_clients;
 mod mcp_harness;
+mod os_dialogs;
 mod policy_explain;
 mod profiles;
 mod protocol;

@@ -147,7 +147,12 @@ pub fn retryable(code: ErrorCode) -> bool {
         | C::AuditUnavailable
         | C::ConfirmationInvalid
         | C::JobStateConflict
-        | C::GoalStateConflict => true,
+        | C::GoalStateConflict
+        | C::DeviceNotFound
+        | C::DeviceUnauthorized
+        | C::DeviceOffline
+        | C::DeviceTimeout
+        | C::AdbServerUnavailable => true,
         C::UnsupportedVersion
         | C::MissingRequestId
         | C::MissingRuntimeIdentity
@@ -197,7 +202,10 @@ pub fn retryable(code: ErrorCode) -> bool {
         | C::GoalNotFound
         | C::GoalActionNotFound
         | C::JobLimitReached
-        | C::ConfirmationCancelled => false,
+        | C::ConfirmationCancelled
+        | C::UnsupportedOnDevice
+        | C::StaleElement
+        | C::FrameworkConfirmationRequired => false,
     }
 }
 

@@ -131,4 +131,8 @@ impl PhoneDevice for AdbPhone {
     async fn execute(&self, call: DeviceCall<'_>) -> Result<Value, DeviceError> {
         self.dispatch(call).await
     }
+
+    async fn resolve_dialog(&self, dialog_id: &str, accept: bool) -> Result<Value, DeviceError> {
+        self.answer_dialog(dialog_id, accept).await
+    }
 }

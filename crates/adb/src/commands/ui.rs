@@ -384,3 +384,75 @@ impl AdbPhone {
         ))
     }
 }
+
+/// The button that answers a dialog: its positive one (Allow, Just once, Pay, the first share
+/// target) or its negative one (Don't allow, Cancel).
+fn dialog_button(screen: &Screen, accept: bool) -> Option<usize> {
+    let (ids, labels): (&[&str], &[&str]) = if accept {
+        (
+            &[
+                "permission_allow_button",
+                "permission_allow_foreground_only_button",
+                "button_once",
+                "pay_button",
+                "button1",
+                "share_target_messages",
+            ],
+            &["Allow", "While using the app", "Just once", "Pay", "OK"],
+        )
+    } else {
+        (
+            &["permission_deny_button", "cancel_button", "button2"],
+            &["Don't allow", "Deny", "Cancel"],
+        )
+    };
+    ids.iter()
+        .find_map(|id| screen.nodes.iter().position(|n| n.id == *id && n.enabled))
+        .or_else(|| {
+            labels.iter().find_map(|label| {
+                screen
+                    .nodes
+                    .iter()
+                    .position(|n| n.clickable && n.enabled && n.text == *label)
+            })
+        })
+}
+
+impl AdbPhone {
+    /// Answers the OS dialog on screen once the user decided (the bridge calls this, never the
+    /// backend on its own): presses its positive or negative button once, only when the dialog
+    /// on screen is still `dialog_id`.
+    pub(crate) async fn answer_dialog(
+        &self,
+        dialog_id: &str,
+        accept: bool,
+    ) -> Result<Value, DeviceError> {
+        let screen = self.dump().await?;
+        let Some((kind, package, summary)) = system_dialog(&screen) else {
+            return Err(openphone_device::PendingDialog::gone(dialog_id));
+        };
+        if openphone_device::PendingDialog::id_of(&kind, &package, &summary) != dialog_id {
+            return Err(openphone_device::PendingDialog::gone(dialog_id));
+        }
+        let pressed = match dialog_button(&screen, accept) {
+            Some(idx) => {
+                let (x, y) = screen.nodes[idx].bounds.center();
+                self.shell(&format!("input tap {x} {y}")).await?;
+                json!(screen.nodes[idx].id)
+            }
+            None if !accept => {
+                self.shell("input keyevent KEYCODE_BACK").await?;
+                json!("back")
+            }
+            None => {
+                return Err(DeviceError::Internal {
+                    message: format!("the {kind} dialog of {package} shows no button to accept it"),
+                });
+            }
+        };
+        let after = self.settle().await?;
+        Ok(
+            json!({ "dialog_id": dialog_id, "accepted": accept, "pressed": pressed, "screen": after }),
+        )
+    }
+}

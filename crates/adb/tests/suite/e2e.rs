@@ -205,3 +205,35 @@ async fn a_missing_serial_is_device_not_found() {
     assert!(err.to_string().contains("R58M000NOPE"), "{err}");
     let _ = adb_binary();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_os_dialog_is_reported_never_tapped_and_answered_only_on_the_users_word() {
+    let rig = Rig::default().await;
+    let err = rig
+        .call("openphone.share.text", json!({ "text": "hello" }))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "framework_confirmation_required", "{err}");
+    let dialog = openphone_device::PendingDialog::from_error(&err).unwrap();
+    let taps_before = rig
+        .log()
+        .iter()
+        .filter(|l| l.starts_with("input tap"))
+        .count();
+    assert_eq!(taps_before, 0, "the backend tapped nothing on its own");
+    // A stale id presses nothing.
+    let gone = rig
+        .phone
+        .resolve_dialog("dlg-000000000000000000000000", false)
+        .await
+        .unwrap_err();
+    assert_eq!(gone.code(), "invalid_input", "{gone}");
+    let answered = rig
+        .phone
+        .resolve_dialog(&dialog.dialog_id, false)
+        .await
+        .unwrap();
+    assert_eq!(answered["accepted"], false);
+    let screen = rig.call("openphone.screen.get", json!({})).await.unwrap();
+    assert_ne!(screen["package"], dialog.package, "the dialog is gone");
+}

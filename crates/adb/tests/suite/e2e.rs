@@ -237,3 +237,24 @@ async fn an_os_dialog_is_reported_never_tapped_and_answered_only_on_the_users_wo
     let screen = rig.call("openphone.screen.get", json!({})).await.unwrap();
     assert_ne!(screen["package"], dialog.package, "the dialog is gone");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_screenshot_comes_binary_safe_over_exec() {
+    let rig = Rig::default().await;
+    let screen = rig
+        .call(
+            "openphone.screen.get",
+            json!({ "include_screenshot": true }),
+        )
+        .await
+        .unwrap();
+    let shot = &screen["screenshot"];
+    assert_eq!(shot["mime_type"], "image/png");
+    assert!(shot["width"].as_u64().unwrap() > 0);
+    use base64::Engine as _;
+    let png = base64::engine::general_purpose::STANDARD
+        .decode(shot["data_base64"].as_str().unwrap())
+        .unwrap();
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"));
+    assert_eq!(png.len() as u64, shot["byte_length"].as_u64().unwrap());
+}

@@ -4,6 +4,7 @@ mod approvals;
 mod audit;
 mod bench;
 mod builtin;
+mod builtin_jobs;
 mod client;
 mod crash_safety;
 mod current_policy;

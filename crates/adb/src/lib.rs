@@ -35,6 +35,7 @@ mod devices;
 mod host;
 mod parse;
 mod phone;
+mod png_scale;
 mod screen;
 mod shell;
 mod xml;

@@ -61,7 +61,9 @@ impl AdbPhone {
         })
     }
 
-    /// A PNG of the screen (`screencap -p` over `exec:`, binary-safe), base64.
+    /// A PNG of the screen (`screencap -p` over `exec:`, binary-safe), downscaled so its
+    /// longest side is the simulator's (`png_scale::MAX_SIDE`), base64; `scale` is image pixels
+    /// per screen pixel, so a point on the image is `(x / scale, y / scale)` on the screen.
     pub(crate) async fn screenshot(&self) -> Result<Value, DeviceError> {
         let png = self.exec("screencap -p").await?;
         if !png.starts_with(b"\x89PNG\r\n\x1a\n") {
@@ -70,28 +72,19 @@ impl AdbPhone {
                 message: format!("screencap gave no PNG: {}", text.trim()),
             });
         }
-        let (w, h) = png_size(&png).unwrap_or((0, 0));
+        let shot = crate::png_scale::downscale(&png, crate::png_scale::MAX_SIDE)
+            .map_err(|message| DeviceError::Internal { message })?;
         Ok(json!({
             "mime_type": "image/png",
-            "width": w,
-            "height": h,
-            "scale": 1.0,
-            "screen_width": w,
-            "screen_height": h,
-            "byte_length": png.len(),
-            "data_base64": base64::engine::general_purpose::STANDARD.encode(&png),
+            "width": shot.width,
+            "height": shot.height,
+            "scale": shot.scale,
+            "screen_width": shot.screen_width,
+            "screen_height": shot.screen_height,
+            "byte_length": shot.png.len(),
+            "data_base64": base64::engine::general_purpose::STANDARD.encode(&shot.png),
         }))
     }
-}
-
-/// Width and height from a PNG's IHDR chunk.
-fn png_size(png: &[u8]) -> Option<(u32, u32)> {
-    let w = png.get(16..20)?;
-    let h = png.get(20..24)?;
-    Some((
-        u32::from_be_bytes(w.try_into().ok()?),
-        u32::from_be_bytes(h.try_into().ok()?),
-    ))
 }
 
 fn role_of(n: &crate::screen::Node) -> &'static str {

@@ -258,3 +258,85 @@ async fn a_screenshot_comes_binary_safe_over_exec() {
     assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"));
     assert_eq!(png.len() as u64, shot["byte_length"].as_u64().unwrap());
 }
+
+fn decode_png(b64: &Value) -> (u32, u32, Vec<u8>) {
+    use base64::Engine as _;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(b64.as_str().unwrap())
+        .unwrap();
+    let mut reader = png::Decoder::new(std::io::Cursor::new(bytes))
+        .read_info()
+        .unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    assert_eq!(info.color_type, png::ColorType::Rgb);
+    buf.truncate(info.buffer_size());
+    (info.width, info.height, buf)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_screenshot_is_downscaled_like_the_simulators_and_its_scale_maps_back() {
+    let rig = Rig::default().await;
+    let screen = rig
+        .call(
+            "openphone.screen.get",
+            json!({ "include_screenshot": true }),
+        )
+        .await
+        .unwrap();
+    let shot = &screen["screenshot"];
+    // screencap gave the physical screen (wm size); the image is its third, longest side 800.
+    assert_eq!(shot["screen_width"], screen["width"]);
+    assert_eq!(shot["screen_height"], screen["height"]);
+    let (w, h, ours) = decode_png(&shot["data_base64"]);
+    assert_eq!(
+        (u64::from(w), u64::from(h)),
+        (
+            shot["width"].as_u64().unwrap(),
+            shot["height"].as_u64().unwrap()
+        )
+    );
+    assert_eq!(w.max(h), 800);
+    assert!(screen["width"].as_u64().unwrap() > u64::from(w));
+    // The simulator behind the fake device reports the same size and scale, and (the fake
+    // scaled its image up by whole pixels) the same pixels.
+    let sim = rig
+        .fake
+        .as_ref()
+        .unwrap()
+        .sim()
+        .execute_sync(
+            "openphone.screen.get",
+            &json!({ "include_screenshot": true }),
+        )
+        .unwrap();
+    let sim_shot = &sim["screenshot"];
+    assert_eq!(shot["scale"], sim_shot["scale"]);
+    assert_eq!(
+        (shot["width"].clone(), shot["height"].clone()),
+        (sim_shot["width"].clone(), sim_shot["height"].clone())
+    );
+    let (_, _, theirs) = decode_png(&sim_shot["data_base64"]);
+    assert!(
+        ours == theirs,
+        "the downscaled screencap differs from the simulator's screenshot"
+    );
+    // A point on the image maps back to the screen: an element's centre, scaled to the image
+    // and back by the reported scale, lands inside the element's bounds.
+    let scale = shot["scale"].as_f64().unwrap();
+    assert!((scale - 1.0 / 3.0).abs() < 1e-9, "{scale}");
+    let e = &screen["interactive_elements"][0];
+    let (cx, cy) = (
+        e["center"]["x"].as_f64().unwrap(),
+        e["center"]["y"].as_f64().unwrap(),
+    );
+    let (ix, iy) = ((cx * scale).floor(), (cy * scale).floor());
+    assert!(ix < f64::from(w) && iy < f64::from(h));
+    let (bx, by) = (ix / scale, iy / scale);
+    let b = &e["bounds"];
+    assert!(
+        (b["left"].as_f64().unwrap()..=b["right"].as_f64().unwrap()).contains(&bx)
+            && (b["top"].as_f64().unwrap()..=b["bottom"].as_f64().unwrap()).contains(&by),
+        "image point ({ix}, {iy}) maps back to ({bx}, {by}), outside {b}"
+    );
+}

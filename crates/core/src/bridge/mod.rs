@@ -71,7 +71,7 @@ use openphone_protocol::endpoint::{Event, SessionUpdated};
 use openphone_protocol::{Command, ErrorCode, Registry, ToolRequest, ToolResult, ToolStatus};
 use openphone_protocol::{DenialDetails, PendingConfirmation};
 use openphone_store as store;
-use openphone_store::{ConfirmationRecord, IdentityKey, RequestCheck, Scope, SessionStatus, Store};
+use openphone_store::{ConfirmationRecord, RequestCheck, Scope, SessionStatus, Store};
 use serde_json::{Map, Value};
 use tokio::sync::watch;
 
@@ -328,14 +328,7 @@ impl ToolBridge {
         }
 
         // Step 3 — replay (mutating commands only: reads are never recorded).
-        let identity = IdentityKey::new(
-            runtime.clone(),
-            &req.runtime_session_id,
-            command.name.clone(),
-            params_digest.clone(),
-            &req.idempotency_key,
-            &req.request_id,
-        );
+        let identity = self.identity_of(&runtime, &req, &command.name, &params_digest);
         // Held until this request is final, so a second request with the same identity
         // waits and then finds the recorded result (or the live confirmation).
         let _identity_guard = if command.mutating {

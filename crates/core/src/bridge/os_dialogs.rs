@@ -174,14 +174,7 @@ impl ToolBridge {
             return result;
         };
         let (caller, req) = (&stored.caller, &stored.request);
-        let identity = IdentityKey::new(
-            caller.runtime.clone(),
-            &req.runtime_session_id,
-            command.name.clone(),
-            params_digest,
-            &req.idempotency_key,
-            &req.request_id,
-        );
+        let identity = self.identity_of(&caller.runtime, req, &command.name, params_digest);
         self.confirm_once(caller, req, command, Some((stored, &identity)), &dialog)
             .await
     }

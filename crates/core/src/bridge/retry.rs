@@ -134,11 +134,12 @@ impl ToolBridge {
         }
         let digest = retry_digest(&req.params)?;
         let lock = format!(
-            "retry {}:{} principal={:?} phone={:?} {} {digest}",
+            "retry {}:{} principal={:?} phone={:?} device={:?} {} {digest}",
             caller.runtime,
             req.session_scope(),
             caller.principal,
             req.phone_session_id,
+            req.device_id,
             command.name,
         );
         Some(RetryKey { lock, digest })
@@ -216,9 +217,9 @@ impl ToolBridge {
     }
 
     /// Whether `record` is the confirmation of the same action as this call: made by the
-    /// same principal, without a key, in the same phone session and interactive context, with
-    /// the same parameters (runtime, runtime session and tool matched by the store), and not
-    /// withdrawn by its own caller or timed out.
+    /// same principal, without a key, on the same phone, in the same phone session and
+    /// interactive context, with the same parameters (runtime, runtime session and tool
+    /// matched by the store), and not withdrawn by its own caller or timed out.
     fn same_action(
         record: &ConfirmationRecord,
         caller: &Caller,
@@ -240,6 +241,7 @@ impl ToolBridge {
             && !stored_keyed(&stored)
             && stored.context == Context::Interactive
             && stored.request.phone_session_id == req.phone_session_id
+            && stored.request.device_id == req.device_id
             && retry_digest(&stored.request.params).as_deref() == Some(digest)
     }
 }

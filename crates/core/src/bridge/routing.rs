@@ -13,7 +13,7 @@ use openphone_clock::Clock;
 use openphone_device::PhoneDevice;
 use openphone_policy::{Caller, Context};
 use openphone_protocol::{Command, ErrorCode, Executor, Registry, ToolRequest, ToolResult};
-use openphone_store::Store;
+use openphone_store::{IdentityKey, Store};
 use serde_json::{Map, json};
 
 use super::{BridgeConfig, IdentityLocks, ToolBridge, retry};
@@ -135,6 +135,44 @@ impl ToolBridge {
             .map(|(_, device)| device)
     }
 
+    /// The phone a request of `caller` naming none goes to among several: the only phone its
+    /// runtime is granted (`[[runtimes]] devices = ["x"]`). `None` with one phone (the only
+    /// one is the default anyway) or when the runtime may act on several.
+    pub fn default_device_of(&self, caller: &Caller) -> Option<String> {
+        if !self.devices.several() {
+            return None;
+        }
+        match read(&self.device_grants).of(&caller.runtime) {
+            Some([only]) => Some(only.clone()),
+            _ => None,
+        }
+    }
+
+    /// The identity of `req` as `tool` (its params digest `params_digest`) made by `runtime`.
+    /// With several phones the phone is part of it: the same idempotency key reused on another
+    /// phone is another action, never a replay of the first phone's result (the key is
+    /// suffixed `@<device_id>`; device ids hold no `@`, so no key can collide).
+    pub(super) fn identity_of(
+        &self,
+        runtime: &str,
+        req: &NormalizedRequest,
+        tool: &str,
+        params_digest: &str,
+    ) -> IdentityKey {
+        let mut identity = IdentityKey::new(
+            runtime,
+            &req.runtime_session_id,
+            tool,
+            params_digest,
+            &req.idempotency_key,
+            &req.request_id,
+        );
+        if let Some(device) = req.device_id.as_deref().filter(|_| self.devices.several()) {
+            identity.idempotency_key = format!("{}@{device}", identity.idempotency_key);
+        }
+        identity
+    }
+
     /// Step 0 of a request: its phone. A device command (or any request naming a phone) is
     /// routed to the phone it names, the only one by default; naming none among several, or
     /// one not configured, is `invalid_params` listing the ids, and a phone the caller's
@@ -160,7 +198,11 @@ impl ToolBridge {
                     .with_details(details),
             )
         };
-        let id = match self.devices.resolve(req.device_id.as_deref()) {
+        let requested = req
+            .device_id
+            .clone()
+            .or_else(|| self.default_device_of(caller));
+        let id = match self.devices.resolve(requested.as_deref()) {
             Ok((id, _)) => id.to_owned(),
             Err(e) => return refuse(ErrorCode::InvalidParams, e.to_string(), e.ids()),
         };

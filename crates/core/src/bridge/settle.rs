@@ -64,14 +64,7 @@ impl ToolBridge {
         // dialog it raises is confirmed once (`os_dialogs.rs`).
         let result = match &stored.dialog {
             Some(dialog) => {
-                let identity = openphone_store::IdentityKey::new(
-                    runtime.clone(),
-                    &req.runtime_session_id,
-                    command.name.clone(),
-                    params_digest,
-                    &req.idempotency_key,
-                    &req.request_id,
-                );
+                let identity = self.identity_of(&runtime, req, &command.name, &params_digest);
                 self.approve_dialog(stored, command, &identity, dialog)
                     .await
             }

@@ -318,3 +318,100 @@ async fn one_phone_requests_need_no_device_id_and_records_name_none() {
     assert!(record.get("device_id").is_none(), "{record}");
     running.daemon.shutdown().await;
 }
+
+/// A runtime granted exactly one phone (`[[runtimes]] devices = ["first"]`) needs no
+/// `device_id`: its calls go to that phone, and their records name it.
+#[tokio::test]
+async fn two_phones_a_runtime_granted_one_phone_needs_no_device_id() {
+    let running = two_phones().await;
+    let mut limited = connect(&running.url(), Some(LIMITED_TOKEN)).await.unwrap();
+    limited.hello().await;
+    let read = invoke(
+        &mut limited,
+        "d1",
+        "openphone.device.status",
+        status("default"),
+        None,
+    )
+    .await;
+    assert_eq!(read["status"], "ok", "{read}");
+    assert_ne!(read["result"]["device"]["model"], "Second Phone", "{read}");
+    // A runtime granted both still has to name one.
+    let mut hermes = connect(&running.url(), Some(RUNTIME_TOKEN)).await.unwrap();
+    hermes.hello().await;
+    let none = invoke(
+        &mut hermes,
+        "d2",
+        "openphone.device.status",
+        status("none"),
+        None,
+    )
+    .await;
+    assert_eq!(none["error"]["code"], "invalid_params", "{none}");
+    let token = running.operator_token();
+    let mut operator = connect(&running.url(), Some(&token)).await.unwrap();
+    operator.hello().await;
+    let page = operator.call("audit.query", json!({"limit": 1000})).await;
+    let devices: Vec<Value> = page["result"]["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["request_id"] == "d1")
+        .map(|r| r["device_id"].clone())
+        .collect();
+    assert_eq!(devices, [json!("first")]);
+    running.daemon.shutdown().await;
+}
+
+/// The bug: the idempotency identity left the phone out, so the same key reused on another
+/// phone replayed the first phone's result and never acted on the second.
+#[tokio::test]
+async fn idempotency_key_reused_on_another_phone_replayed_the_first_phones_result() {
+    let running = two_phones().await;
+    let mut hermes = connect(&running.url(), Some(RUNTIME_TOKEN)).await.unwrap();
+    hermes.hello().await;
+    let open = |id: &str, device: &str| {
+        json!({"request_id": id, "tool": "openphone.app.open", "idempotency_key": "same-key",
+            "params": {"package_or_label": "Settings", "reason": "test"},
+            "autonomy": "trusted_actions", "device_id": device})
+    };
+    let first = hermes.call("tools.invoke", open("k1", "first")).await["result"].clone();
+    assert_eq!(first["status"], "ok", "{first}");
+    let second = hermes.call("tools.invoke", open("k2", "second")).await["result"].clone();
+    assert_eq!(second["status"], "ok", "{second}");
+    let after = invoke(
+        &mut hermes,
+        "k3",
+        "openphone.device.status",
+        status("second"),
+        Some("second"),
+    )
+    .await;
+    assert_eq!(
+        after["result"]["device"]["foreground"]["package"], "com.android.settings",
+        "the second phone was never acted on: {after}"
+    );
+    // The same key on the same phone is still a replay.
+    let again = hermes.call("tools.invoke", open("k4", "second")).await["result"].clone();
+    assert_eq!(again["status"], "ok", "{again}");
+    let token = running.operator_token();
+    let mut operator = connect(&running.url(), Some(&token)).await.unwrap();
+    operator.hello().await;
+    let page = operator.call("audit.query", json!({"limit": 1000})).await;
+    let replayed: Vec<Value> = page["result"]["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["request_id"] == "k2" || r["request_id"] == "k4")
+        .map(|r| json!([r["request_id"], r["confirmation"]]))
+        .collect();
+    assert!(
+        replayed.contains(&json!(["k4", "replayed"])),
+        "{replayed:?}"
+    );
+    assert!(
+        !replayed.contains(&json!(["k2", "replayed"])),
+        "{replayed:?}"
+    );
+    running.daemon.shutdown().await;
+}

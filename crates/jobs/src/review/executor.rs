@@ -22,6 +22,8 @@ pub const NOT_ELIGIBLE: &str = "tool_not_eligible_for_background_approval";
 pub const BINDING_INVALID: &str = "approval_binding_invalid_or_expired";
 /// `reason` when there is no device backend or executor.
 pub const FRAMEWORK_UNAVAILABLE: &str = "framework_unavailable";
+/// `reason` when the approved call raised an OS dialog the bridge could not confirm once (§9.15).
+pub const FRAMEWORK_CONFIRMATION_FAILED: &str = "framework_confirmation_failed";
 /// `reason` when the tool's result could not be serialised.
 pub const RESULT_ENCODING_FAILED: &str = "result_encoding_failed";
 
@@ -229,6 +231,10 @@ fn outcome(result: ToolResult) -> Result<Value, ExecutionFailure> {
         (_, Some(ErrorCode::BackgroundReviewError)) => {
             Err(ExecutionFailure::new(BINDING_INVALID, detail()))
         }
+        (_, Some(ErrorCode::FrameworkConfirmationFailed)) => Err(ExecutionFailure::new(
+            FRAMEWORK_CONFIRMATION_FAILED,
+            detail(),
+        )),
         // A policy denial: the command is no longer allowed for `builtin` here.
         (ToolStatus::Denied, _) => Err(ExecutionFailure::new(NOT_ELIGIBLE, detail())),
         (_, Some(code)) => Err(ExecutionFailure::execution(code.as_str(), detail())),
@@ -268,5 +274,23 @@ mod tests {
         );
         let ok = ToolResult::ok("builtin", "r", serde_json::Map::new());
         assert_eq!(outcome(ok), Ok(Value::Object(serde_json::Map::new())));
+    }
+
+    /// Helper D2's finding (issue 30): the bridge's failed confirm-once of an approved review's OS
+    /// dialog was reported as `execution_framework_confirmation_failed`; §9.15 names it
+    /// `framework_confirmation_failed`, and the review stays approved (the call ran).
+    #[test]
+    fn a_failed_os_dialog_confirmation_was_reported_as_execution_framework_confirmation_failed() {
+        let failed = outcome(ToolResult::failure(
+            "builtin",
+            "r",
+            ErrorCode::FrameworkConfirmationFailed,
+            "the phone's dialog (Share with) could not be confirmed",
+        ))
+        .unwrap_err();
+        assert_eq!(failed.reason, "framework_confirmation_failed");
+        assert_eq!(failed.reason, FRAMEWORK_CONFIRMATION_FAILED);
+        assert_eq!(failed.resolution(), Resolution::Approved);
+        assert!(failed.detail.contains("Share with"), "{failed:?}");
     }
 }

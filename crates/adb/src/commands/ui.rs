@@ -42,16 +42,18 @@ pub(crate) fn system_dialog(screen: &Screen) -> Option<(String, String, String)>
                 && !n.text.is_empty()
         })
         .map(|n| n.text.clone());
-    let summary = message.unwrap_or_else(|| {
-        let texts: Vec<&str> = screen
-            .nodes
-            .iter()
-            .filter(|n| !n.clickable && !n.text.is_empty())
-            .map(|n| n.text.as_str())
-            .collect();
-        let joined = texts.join(" — ");
-        joined.chars().take(200).collect()
-    });
+    let summary = super::dialog_question::question(screen)
+        .or(message)
+        .unwrap_or_else(|| {
+            let texts: Vec<&str> = screen
+                .nodes
+                .iter()
+                .filter(|n| !n.clickable && !n.text.is_empty())
+                .map(|n| n.text.as_str())
+                .collect();
+            let joined = texts.join(" — ");
+            joined.chars().take(200).collect()
+        });
     Some((kind.to_owned(), package.to_owned(), summary))
 }
 

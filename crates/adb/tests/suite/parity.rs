@@ -194,6 +194,30 @@ fn steps() -> Vec<Step> {
             params: |_| json!({ "key": "home" }),
         },
         Step {
+            tool: "openphone.app.open",
+            params: |_| json!({ "package_or_label": "com.android.messaging" }),
+        },
+        Step {
+            tool: "openphone.screen.get",
+            params: none,
+        },
+        Step {
+            tool: "openphone.ui.long_press_element",
+            params: |s| json!({ "element_id": s.first_row.clone().unwrap_or_default(), "duration_ms": 800 }),
+        },
+        Step {
+            tool: "openphone.screen.get",
+            params: none,
+        },
+        Step {
+            tool: "openphone.input.press_key",
+            params: |_| json!({ "key": "back" }),
+        },
+        Step {
+            tool: "openphone.input.press_key",
+            params: |_| json!({ "key": "home" }),
+        },
+        Step {
             tool: "openphone.share.text",
             params: |_| json!({ "text": "shared from the parity suite" }),
         },
@@ -270,7 +294,10 @@ fn normalise(tool: &str, r: &Value) -> Value {
         "openphone.ui.type_text" => json!([r["element"]["element_id"], r["value"]]),
         // Where it pasted; what it pasted follows clipboard.set, which Android refuses.
         "openphone.clipboard.paste" => json!([r["element"]["element_id"], screen_pkg]),
-        "openphone.ui.tap_element" | "openphone.ui.tap" | "openphone.ui.long_press" => {
+        "openphone.ui.tap_element"
+        | "openphone.ui.tap"
+        | "openphone.ui.long_press"
+        | "openphone.ui.long_press_element" => {
             json!([r["action"], r["element"]["element_id"], screen_pkg])
         }
         "openphone.messages.draft" => json!([r["draft"]["to"], r["draft"]["body"], screen_pkg]),
@@ -347,6 +374,28 @@ fn judge(
                 Verdict::Pass
             } else {
                 Verdict::Fail(format!("sim {s} ≠ adb {a}"))
+            }
+        }
+        // The same OS dialog: the same kind, package and question, word for word (the user
+        // is asked what the phone shows, whichever backend drew it).
+        (
+            Err(DeviceError::FrameworkConfirmationRequired {
+                kind: sk,
+                package: sp,
+                summary: ss,
+            }),
+            Err(DeviceError::FrameworkConfirmationRequired {
+                kind: ak,
+                package: ap,
+                summary: asked,
+            }),
+        ) => {
+            if (sk, sp, ss) == (ak, ap, asked) {
+                Verdict::Pass
+            } else {
+                Verdict::Fail(format!(
+                    "sim asks {sk}/{sp} {ss:?} ≠ adb asks {ak}/{ap} {asked:?}"
+                ))
             }
         }
         (Err(s), Err(a)) if s.code() == a.code() => Verdict::Pass,

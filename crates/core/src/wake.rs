@@ -9,16 +9,28 @@
 //! table existed); a present list admits only its entries, so `contacts = []` lets no contact
 //! wake anything.
 //!
+//! The runtime's own notifications (package `org.openphone.runtime`) are nobody's: every list
+//! admits them.
+//!
+//! A phone event reaches a runtime's work along two paths, and both ask
+//! [`ToolBridge::wake_admits`]: the watchers engine, before a device event fires a watcher
+//! (whose reaction raises an attention request or starts a job), and the goal engine, before a
+//! bus event (`phone.message.received`, `phone.call.received`, `phone.notification.posted`;
+//! [`event_sender`]) ends a goal's `wait` or ticks a goal. Nothing else hands phone events to a
+//! runtime: the bus sends them to operators only.
+//!
 //! A wake that is refused is never dropped silently: [`ToolBridge::record_wake_dropped`]
-//! writes a `wake.dropped` audit record (the sender as a digest, the app's package, the
-//! watchers it would have woken) and logs a line. The watchers engine asks
-//! [`ToolBridge::wake_admits`] before a device event fires a watcher.
+//! (watchers) and [`ToolBridge::record_goal_wake_dropped`] (goals) write a `wake.dropped`
+//! audit record (the sender as a digest, the app's package, the watchers or goals it would
+//! have woken; never the message's text) and log a line.
 
 use std::sync::RwLock;
 
 use openphone_protocol::endpoint::{AuditCaller, AuditEntry, AuditKind};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
+use serde_json::{Value, json};
+
+use openphone_device::world::OPENPHONE_PACKAGE;
 
 use crate::ToolBridge;
 
@@ -95,6 +107,7 @@ impl WakeConfig {
                 .contacts
                 .as_ref()
                 .is_none_or(|list| list.iter().any(|want| names_party(want, address, *name))),
+            WakeSender::App { package, .. } if *package == OPENPHONE_PACKAGE => true,
             WakeSender::App { app, package } => self.apps.as_ref().is_none_or(|list| {
                 list.iter().any(|want| {
                     let want = want.trim();
@@ -102,6 +115,38 @@ impl WakeConfig {
                 })
             }),
         }
+    }
+}
+
+/// Who the bus event `event` (its manifest name and payload) is from, with its source name
+/// (`message`, `call`, `notification`); `None` for events nobody sent (a notification action
+/// is the user's own tap; `watcher.fired` and `runtime.message.final` come from the runtime).
+/// A payload without the party's field names the empty address, which no list admits.
+pub fn event_sender<'a>(event: &str, payload: &'a Value) -> Option<(&'static str, WakeSender<'a>)> {
+    let field = |key: &str| payload.get(key).and_then(Value::as_str);
+    match event {
+        "phone.message.received" => Some((
+            "message",
+            WakeSender::Contact {
+                address: field("address").unwrap_or_default(),
+                name: field("name"),
+            },
+        )),
+        "phone.call.received" => Some((
+            "call",
+            WakeSender::Contact {
+                address: field("number").unwrap_or_default(),
+                name: field("name"),
+            },
+        )),
+        "phone.notification.posted" => Some((
+            "notification",
+            WakeSender::App {
+                app: field("app").unwrap_or_default(),
+                package: field("package").unwrap_or_default(),
+            },
+        )),
+        _ => None,
     }
 }
 
@@ -138,6 +183,28 @@ impl ToolBridge {
     /// the watchers it would have fired. The record holds no message text. Failing to write it
     /// is logged.
     pub fn record_wake_dropped(&self, source: &str, sender: &WakeSender<'_>, watchers: &[i64]) {
+        self.record_dropped(source, sender, "watchers", ("watcher_ids", json!(watchers)));
+    }
+
+    /// Records a phone event the `[wake]` table kept from the goals it would have woken
+    /// (`goal_ids`: goals whose `wait` it would have ended, or that it would have ticked). Like
+    /// [`ToolBridge::record_wake_dropped`], the record holds no message text.
+    pub fn record_goal_wake_dropped(
+        &self,
+        source: &str,
+        sender: &WakeSender<'_>,
+        goals: &[String],
+    ) {
+        self.record_dropped(source, sender, "goals", ("goal_ids", json!(goals)));
+    }
+
+    fn record_dropped(
+        &self,
+        source: &str,
+        sender: &WakeSender<'_>,
+        woken_by: &str,
+        (key, woken): (&str, Value),
+    ) {
         let now = self.now_ms();
         let who = match sender {
             WakeSender::Contact { address, name } => json!({
@@ -152,31 +219,32 @@ impl ToolBridge {
             }),
             WakeSender::App { app, package } => json!({"app": app, "package": package}),
         };
+        let mut proof = json!({
+            "schema": "openphone.wake_dropped.v1",
+            "source": source,
+            "list": sender.list(),
+            "sender": who,
+        });
+        proof[key] = woken;
         let entry = AuditEntry {
             audit_id: format!("wake:dropped:{now}"),
             kind: AuditKind::BackgroundEvent,
             at_ms: now,
-            runtime: "watchers".to_owned(),
+            runtime: woken_by.to_owned(),
             caller: AuditCaller {
-                runtime: "watchers".to_owned(),
+                runtime: woken_by.to_owned(),
                 transport: "internal".to_owned(),
                 principal: "wake-allowlist".to_owned(),
             },
             request_id: format!("wake-dropped-{}", uuid::Uuid::new_v4()),
             tool: Some("wake.dropped".to_owned()),
-            policy_proof: Some(json!({
-                "schema": "openphone.wake_dropped.v1",
-                "source": source,
-                "list": sender.list(),
-                "sender": who,
-                "watcher_ids": watchers,
-            })),
+            policy_proof: Some(proof),
             ..AuditEntry::default()
         };
         tracing::info!(
             source,
             list = sender.list(),
-            watchers = watchers.len(),
+            woken_by,
             "wake: a sender not on the [wake] allowlist woke nothing"
         );
         if let Err(e) = self.store().append_audit(&entry) {
@@ -224,5 +292,63 @@ mod tests {
             apps: Some(vec!["com.google.android.apps.maps".into()]),
         };
         assert!(by_package.admits(&maps));
+    }
+
+    #[test]
+    fn bus_events_name_their_sender_and_the_runtimes_own_notifications_are_nobodys() {
+        let message = json!({"thread_id": 1, "address": "+49 170 555 0101", "name": "Bob Nguyen",
+                             "text": "hi", "at_ms": 1});
+        assert_eq!(
+            event_sender("phone.message.received", &message),
+            Some((
+                "message",
+                WakeSender::Contact {
+                    address: "+49 170 555 0101",
+                    name: Some("Bob Nguyen")
+                }
+            ))
+        );
+        let call = json!({"number": "+1 555 0100", "name": null, "direction": "incoming"});
+        assert_eq!(
+            event_sender("phone.call.received", &call),
+            Some((
+                "call",
+                WakeSender::Contact {
+                    address: "+1 555 0100",
+                    name: None
+                }
+            ))
+        );
+        let posted = json!({"key": "k", "app": "Maps", "package": "com.maps", "title": "t"});
+        assert_eq!(
+            event_sender("phone.notification.posted", &posted),
+            Some((
+                "notification",
+                WakeSender::App {
+                    app: "Maps",
+                    package: "com.maps"
+                }
+            ))
+        );
+        for nobody in [
+            "phone.notification.action",
+            "watcher.fired",
+            "runtime.message.final",
+        ] {
+            assert_eq!(event_sender(nobody, &posted), None, "{nobody}");
+        }
+        // A payload without its party names nobody on any list.
+        let bare = json!({"text": "hi"});
+        let (_, sender) = event_sender("phone.message.received", &bare).unwrap();
+        let list = WakeConfig {
+            contacts: Some(vec!["Bob Nguyen".into()]),
+            apps: Some(vec![]),
+        };
+        assert!(!list.admits(&sender));
+        let own = WakeSender::App {
+            app: "OpenPhone",
+            package: OPENPHONE_PACKAGE,
+        };
+        assert!(list.admits(&own));
     }
 }

@@ -7,7 +7,8 @@
 //! wait's attempt started before the event): the wait becomes DONE with the event as `message`
 //! evidence, stored under the goal's lock before anything else happens, and the caller ticks
 //! those goals. A `wait` whose `until_ms` passes first is BLOCKED (external), naming what did
-//! not arrive; a plain `wait` (no `on`) is DONE at its time, as before.
+//! not arrive; a plain `wait` (no `on`) is DONE at its time, as before. A phone event whose
+//! sender the `[wake]` allowlists refuse is ingested nowhere (audited as `wake.dropped`).
 
 use openphone_protocol::endpoint::GoalWaitOn;
 use serde_json::Value;
@@ -91,11 +92,30 @@ impl GoalEngine {
     /// Ingests `happening` into every open goal it concerns: RUNNING waits `on` it become DONE
     /// (stored at once, with the event as evidence). The ids of the goals to tick now: those
     /// whose waits it ended, and the goals blocked only on their success criteria.
+    ///
+    /// A phone event from a sender the `[wake]` allowlists refuse (`docs/security.md`) ends no
+    /// wait and wakes no goal: the goals it would have woken are named in a `wake.dropped`
+    /// audit record (never the message's text), and none is returned.
     pub async fn observe(&self, happening: &Happening) -> Result<Vec<String>, GoalsError> {
         let open = self.list(
             &[GoalState::Active, GoalState::Blocked, GoalState::Paused],
             None,
         )?;
+        if let Some((source, sender)) =
+            openphone_core::wake::event_sender(&happening.event, &happening.payload)
+            && !self.bridge.wake_admits(&sender)
+        {
+            let would: Vec<String> = open
+                .iter()
+                .filter(|g| !waits_ended(g, happening).is_empty() || waits_on_criteria(g))
+                .map(|g| g.id.clone())
+                .collect();
+            if !would.is_empty() {
+                self.bridge
+                    .record_goal_wake_dropped(source, &sender, &would);
+            }
+            return Ok(Vec::new());
+        }
         let mut wake = Vec::new();
         for goal in open {
             if !waits_ended(&goal, happening).is_empty() {

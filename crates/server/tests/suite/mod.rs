@@ -14,4 +14,5 @@ mod one_write;
 mod profiles;
 mod regression;
 mod support;
+mod wake;
 mod world;

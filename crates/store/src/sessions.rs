@@ -38,7 +38,7 @@ pub struct SessionFilter {
 
 const COLUMNS: &str = "phone_session_id, created_at_ms, updated_at_ms, runtime_kind, \
     runtime_session_id, attention_id, source, autonomy, summary, status, audit_log_id, \
-    failure_reason";
+    failure_reason, device_id";
 
 fn from_row(row: &Row<'_>) -> Result<PhoneSession> {
     const OP: &str = "phone_sessions.read";
@@ -57,6 +57,7 @@ fn from_row(row: &Row<'_>) -> Result<PhoneSession> {
         status: parse_enum(SessionStatus::parse, &status, OP, &id)?,
         audit_log_id: col(row, "audit_log_id", OP)?,
         failure_reason: col(row, "failure_reason", OP)?,
+        device_id: col(row, "device_id", OP)?,
         phone_session_id: id,
     })
 }
@@ -256,6 +257,31 @@ impl Store {
                     params![id, autonomy.as_str(), now_ms],
                 )
                 .ctx("phone_sessions.set_autonomy", &id)?;
+            if n == 0 {
+                return Err(StoreError::NotFound {
+                    table: "phone_sessions",
+                    id: id.clone(),
+                });
+            }
+            require(tx, &id)
+        })
+    }
+
+    /// Binds the session to the phone `device_id` names (`None`: the daemon's only phone).
+    pub fn set_session_device(
+        &self,
+        phone_session_id: &str,
+        device_id: Option<&str>,
+    ) -> Result<PhoneSession> {
+        let id = phone_session_id.to_owned();
+        let device = device_id.map(str::to_owned);
+        self.write("phone_sessions.set_device", phone_session_id, move |tx| {
+            let n = tx
+                .execute(
+                    "UPDATE phone_sessions SET device_id = ?2 WHERE phone_session_id = ?1",
+                    params![id, device],
+                )
+                .ctx("phone_sessions.set_device", &id)?;
             if n == 0 {
                 return Err(StoreError::NotFound {
                     table: "phone_sessions",

@@ -85,8 +85,14 @@ pub fn sessions(cmd: SessionsCommand) -> Result<ExitCode> {
                         openphone_protocol::display_text(&s.runtime_session_id)
                     )
                 };
+                // The phone it acts on, on a daemon with several.
+                let phone = s
+                    .device_id
+                    .as_deref()
+                    .map(|d| format!("  phone {d}"))
+                    .unwrap_or_default();
                 println!(
-                    "{}  {}  {}  {}  {}{key}",
+                    "{}  {}  {}  {}  {}{key}{phone}",
                     s.phone_session_id,
                     s.runtime_kind,
                     s.source,

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use openphone_clock::Clock;
 use openphone_device::PhoneDevice;
-use openphone_policy::{Caller, Context};
+use openphone_policy::{Caller, Context, Role, Transport};
 use openphone_protocol::{Command, ErrorCode, Executor, Registry, ToolRequest, ToolResult};
 use openphone_store::{IdentityKey, Store};
 use serde_json::{Map, json};
@@ -135,17 +135,74 @@ impl ToolBridge {
             .map(|(_, device)| device)
     }
 
-    /// The phone a request of `caller` naming none goes to among several: the only phone its
-    /// runtime is granted (`[[runtimes]] devices = ["x"]`). `None` with one phone (the only
-    /// one is the default anyway) or when the runtime may act on several.
-    pub fn default_device_of(&self, caller: &Caller) -> Option<String> {
+    /// The phone a request of `runtime` naming none goes to among several: the only phone it
+    /// is granted (`[[runtimes]] devices = ["x"]`). `None` with one phone (the only one is
+    /// the default anyway) or when the runtime may act on several.
+    pub fn default_device_of(&self, runtime: &str) -> Option<String> {
         if !self.devices.several() {
             return None;
         }
-        match read(&self.device_grants).of(&caller.runtime) {
+        match read(&self.device_grants).of(runtime) {
             Some([only]) => Some(only.clone()),
             _ => None,
         }
+    }
+
+    /// The phone the request's phone session is bound to (among several), when the session is
+    /// the caller's own (or the caller is the operator or the daemon itself).
+    fn session_device(&self, caller: &Caller, req: &NormalizedRequest) -> Option<String> {
+        if !self.devices.several() {
+            return None;
+        }
+        let session = self
+            .store
+            .get_session(req.phone_session_id.as_deref()?)
+            .ok()
+            .flatten()?;
+        let own = caller.role == Role::Operator
+            || caller.transport == Transport::Internal
+            || session.runtime_kind == caller.runtime;
+        own.then_some(session.device_id).flatten()
+    }
+
+    /// Binds a new phone session of `runtime` to its phone: the one `requested` names, else
+    /// the one it is already bound to (a continued session), else the only phone `runtime` is
+    /// granted; with one phone none is stored (its calls go to it anyway). Returns the bound
+    /// id. A named phone that is not configured is refused with the ids (check with
+    /// [`Devices::resolve`] before making the session).
+    pub fn bind_session_device(
+        &self,
+        phone_session_id: &str,
+        runtime: &str,
+        requested: Option<&str>,
+    ) -> Result<Option<String>, String> {
+        let device = match requested {
+            Some(id) => Some(
+                self.devices
+                    .resolve(Some(id))
+                    .map_err(|e| e.to_string())?
+                    .0
+                    .to_owned(),
+            ),
+            None => {
+                let bound = self
+                    .store
+                    .get_session(phone_session_id)
+                    .map_err(|e| e.to_string())?
+                    .and_then(|s| s.device_id);
+                if bound.is_some() {
+                    return Ok(bound);
+                }
+                self.default_device_of(runtime)
+            }
+        };
+        let Some(device) = device.filter(|_| self.devices.several()) else {
+            return Ok(None);
+        };
+        self.store
+            .set_session_device(phone_session_id, Some(&device))
+            .map_err(|e| e.to_string())?;
+        Ok(Some(device))
     }
 
     /// The identity of `req` as `tool` (its params digest `params_digest`) made by `runtime`.
@@ -201,7 +258,8 @@ impl ToolBridge {
         let requested = req
             .device_id
             .clone()
-            .or_else(|| self.default_device_of(caller));
+            .or_else(|| self.session_device(caller, req))
+            .or_else(|| self.default_device_of(&caller.runtime));
         let id = match self.devices.resolve(requested.as_deref()) {
             Ok((id, _)) => id.to_owned(),
             Err(e) => return refuse(ErrorCode::InvalidParams, e.to_string(), e.ids()),

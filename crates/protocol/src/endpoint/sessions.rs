@@ -55,6 +55,11 @@ pub struct PhoneSession {
     pub audit_log_id: String,
     /// Why the session failed (e.g. the runtime disconnected), when it did.
     pub failure_reason: Option<String>,
+    /// The phone the session acts on (`[[devices]] id`), bound when it was created: its
+    /// calls that name no `device_id` go to it. Absent on a daemon with one phone (and for
+    /// sessions made before several phones existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_id: Option<String>,
 }
 
 /// `sessions.list` params: filters, newest first. Unknown fields are refused.

@@ -188,6 +188,7 @@ fn sessions_and_audit_round_trip() {
         status: SessionStatus::Running,
         audit_log_id: "phone-session:phone-sess-1".into(),
         failure_reason: None,
+        device_id: None,
     };
     let session_wire = json!({"phone_session_id": "phone-sess-1", "created_at_ms": 1,
         "updated_at_ms": 2, "runtime_kind": "hermes", "runtime_session_id": "phone-sess-1",

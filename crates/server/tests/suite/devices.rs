@@ -264,6 +264,11 @@ async fn two_phones_a_runtime_granted_one_phone_is_refused_the_other() {
         .map(|d| d["id"].as_str().unwrap())
         .collect();
     assert_eq!(ids, ["first"]);
+    // …and not which runtimes a phone is limited to (the operator's business).
+    assert!(
+        mine["result"]["devices"][0].get("runtimes").is_none(),
+        "a runtime saw the grants of others: {mine}"
+    );
     let token = running.operator_token();
     let mut operator = connect(&running.url(), Some(&token)).await.unwrap();
     operator.hello().await;
@@ -413,5 +418,69 @@ async fn idempotency_key_reused_on_another_phone_replayed_the_first_phones_resul
         !replayed.contains(&json!(["k2", "replayed"])),
         "{replayed:?}"
     );
+    running.daemon.shutdown().await;
+}
+
+/// A phone session is bound to the phone its attention request names: the runtime's calls in
+/// that session that name no phone go to it, and `sessions.list` shows it. A phone that is
+/// not configured is refused before any session is made.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_phones_a_session_is_bound_to_its_phone_and_its_calls_go_there() {
+    let running = two_phones().await;
+    let mut hermes = connect(&running.url(), Some(RUNTIME_TOKEN)).await.unwrap();
+    hermes.hello().await;
+    let token = running.operator_token();
+    let mut operator = connect(&running.url(), Some(&token)).await.unwrap();
+    operator.hello().await;
+    let unknown = operator
+        .call(
+            "attention.request",
+            json!({"surface": "chat", "text": "hi", "runtime": "hermes", "device_id": "third"}),
+        )
+        .await;
+    assert_eq!(
+        unknown["error"]["data"]["code"], "invalid_params",
+        "{unknown}"
+    );
+    let asked = operator
+        .call(
+            "attention.request",
+            json!({"surface": "chat", "text": "battery?", "runtime": "hermes",
+                "device_id": "second"}),
+        )
+        .await;
+    let session = asked["result"]["phone_session_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{asked}"))
+        .to_owned();
+    let read = hermes
+        .call(
+            "tools.invoke",
+            json!({"request_id": "b1", "tool": "openphone.device.status",
+                "phone_session_id": session, "params": {"reason": "battery"}}),
+        )
+        .await["result"]
+        .clone();
+    assert_eq!(read["status"], "ok", "{read}");
+    assert_eq!(read["result"]["device"]["model"], "Second Phone", "{read}");
+    let listed = operator.call("sessions.list", json!({})).await;
+    let found = listed["result"]["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["phone_session_id"] == session.as_str())
+        .unwrap()
+        .clone();
+    assert_eq!(found["device_id"], "second", "{found}");
+    // The same call outside the session still has to name a phone.
+    let loose = invoke(
+        &mut hermes,
+        "b2",
+        "openphone.device.status",
+        status("none"),
+        None,
+    )
+    .await;
+    assert_eq!(loose["error"]["code"], "invalid_params", "{loose}");
     running.daemon.shutdown().await;
 }

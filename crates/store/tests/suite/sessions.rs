@@ -41,6 +41,7 @@ fn create_get_update_and_reopen() {
             status: SessionStatus::Created,
             audit_log_id: "phone-session:phone-sess-1".to_owned(),
             failure_reason: None,
+            device_id: None,
         }
     );
     let dup = store

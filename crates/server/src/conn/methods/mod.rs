@@ -98,7 +98,8 @@ pub(super) async fn dispatch(conn: &Arc<Conn>, req: &Request) -> Result<Value, E
         MethodName::AttentionRequest => {
             operator_only(conn, method)?;
             let params = req.params_as::<AttentionRequest>()?;
-            written(runtime::attention_request(conn, params).await)
+            let device = runtime::named_device(&req.params)?;
+            written(runtime::attention_request(conn, params, device).await)
         }
         MethodName::RuntimeMessage => {
             runtime::runtime_only(conn)?;

@@ -30,14 +30,35 @@ pub(super) fn runtime_only(conn: &Conn) -> Result<(), ErrorObject> {
     }
 }
 
+/// The `device_id` member of a request's params, when it names one (a string); anything else
+/// there is `invalid_params`.
+pub(super) fn named_device(params: &Map<String, Value>) -> Result<Option<String>, ErrorObject> {
+    match params.get("device_id") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(id)) if !id.trim().is_empty() => Ok(Some(id.trim().to_owned())),
+        Some(other) => Err(ErrorObject::invalid_params(format!(
+            "device_id must name a phone (a non-empty string), not {other}"
+        ))),
+    }
+}
+
 /// `attention.request {surface, text, runtime?, autonomy?, include_screen?, context?,
-/// session_target?}` (operator): a phone session (new, or the one `session_target` continues)
-/// routed to a runtime, which receives `runtime.attention.requested`; the built-in runtime is
-/// handed it directly.
+/// session_target?, device_id?}` (operator): a phone session (new, or the one `session_target`
+/// continues) routed to a runtime, which receives `runtime.attention.requested`; the built-in
+/// runtime is handed it directly. The session is bound to the phone `device` names (else the
+/// only one its runtime is granted): its calls that name none go to it.
 pub(super) async fn attention_request(
     conn: &Arc<Conn>,
     p: AttentionRequestParams,
+    device: Option<String>,
 ) -> Result<AttentionAccepted, ErrorObject> {
+    let bridge = &conn.state.bridge;
+    if let Some(id) = device.as_deref() {
+        bridge
+            .devices()
+            .resolve(Some(id))
+            .map_err(|e| ErrorObject::invalid_params(e.to_string()))?;
+    }
     let mut screen = None;
     if p.include_screen {
         // The screen preflight is a read through the bridge (audited like any other).
@@ -56,16 +77,26 @@ pub(super) async fn attention_request(
         let result = conn
             .state
             .bridge
-            .call(Invocation::runtime(&conn.session.caller, read))
+            .call(Invocation::runtime(&conn.session.caller, read).on_device(device.clone()))
             .await;
         if result.status == ToolStatus::Ok {
             screen = Some(Value::Object(result.result));
         }
     }
-    conn.state
+    let accepted = conn
+        .state
         .runtimes
         .request_attention(p, screen)
-        .map_err(runtime_error)
+        .map_err(runtime_error)?;
+    if let Err(e) = bridge.bind_session_device(
+        &accepted.phone_session_id,
+        &accepted.runtime,
+        device.as_deref(),
+    ) {
+        tracing::error!(session = %accepted.phone_session_id, error = %e,
+            "binding a phone session to its phone");
+    }
+    Ok(accepted)
 }
 
 /// `runtime.message {phone_session_id, runtime_session_id?, text, final, output?, error?}`

@@ -36,7 +36,8 @@ pub struct DeviceInfo {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub problem: Option<String>,
     /// The runtimes limited to some phones that may act on this one; absent: every runtime
-    /// may (no `[[runtimes]] devices` names a list).
+    /// may (no `[[runtimes]] devices` names a list). Only an operator is told; a runtime's
+    /// answer never has it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtimes: Option<Vec<String>>,
 }

@@ -1,6 +1,7 @@
 //! `devices.list` (both roles): the daemon's phones by id, what each is and whether it
 //! answers now (an Android phone is looked up in the adb server's list on every call). A
-//! runtime limited to some phones (`[[runtimes]] devices`) sees only those.
+//! runtime limited to some phones (`[[runtimes]] devices`) sees only those, and no runtime
+//! sees which other runtimes a phone is limited to.
 
 use openphone_policy::Role;
 use openphone_protocol::endpoint::{DeviceInfo, DevicesListResult};
@@ -22,7 +23,9 @@ pub(super) async fn list(conn: &Conn) -> DevicesListResult {
         if caller.role == Role::Runtime && !grants.allows(&caller.runtime, &spec.id) {
             continue;
         }
-        let runtimes = (!limited.is_empty()).then(|| {
+        // Which runtimes are limited to a phone is the operator's business: a runtime sees
+        // the phones it may use, never the grants of the others.
+        let runtimes = (caller.role != Role::Runtime && !limited.is_empty()).then(|| {
             limited
                 .iter()
                 .filter(|(_, list)| list.contains(&spec.id))

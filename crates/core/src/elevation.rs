@@ -302,6 +302,19 @@ impl ToolBridge {
             // Its expiry is the sweep's to record.
             return Ok(None);
         }
+        // Out of the store first: a revoke the next start would undo is no revoke, so a
+        // failed delete fails the call and the grant stays in force (nothing changed).
+        self.store()
+            .delete_setting(&format!("{KEY_PREFIX}{runtime}"))
+            .map_err(|e| {
+                ElevationRefusal::Unrecorded(format!(
+                    "the elevation of {runtime} could not be removed from the store ({e}); it \
+                     is still in force"
+                ))
+            })?;
+        if let Some(g) = grants.as_mut() {
+            g.remove(&runtime);
+        }
         let mut proof = grant_json(&grant);
         if let Some(map) = proof.as_object_mut() {
             map.insert("revoked_at_ms".into(), json!(now));
@@ -313,18 +326,6 @@ impl ToolBridge {
             &grant,
             proof,
         )?;
-        if let Some(g) = grants.as_mut() {
-            g.remove(&runtime);
-        }
-        if let Err(e) = self
-            .store()
-            .delete_setting(&format!("{KEY_PREFIX}{runtime}"))
-        {
-            // Already out of force in this process; the next start would find it again until
-            // it expires, so say so.
-            tracing::error!(error = %e, runtime = %runtime,
-                "the revoked elevation could not be removed from the store");
-        }
         Ok(Some(grant))
     }
 

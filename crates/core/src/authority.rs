@@ -248,3 +248,21 @@ pub fn acting_for(
     }
     Ok(ActingFor::Itself)
 }
+
+/// Whether an elevation of `caller`'s runtime may lift this call: only the runtime's own
+/// foreground calls. Never a background run (a job's, goal's or watcher's, nobody present),
+/// and never `builtin` doing a creator's work in a job's, goal's or watcher's session — an
+/// elevation of `builtin` is the user's for their own assistant, not for every runtime whose
+/// jobs `builtin` runs.
+pub fn elevation_applies(caller: &Caller, runtime_session_id: &str, context: &Context) -> bool {
+    if context.is_background() {
+        return false;
+    }
+    if caller.is_operator() || !caller.is_builtin() {
+        return true;
+    }
+    let session = runtime_session_id.trim();
+    openphone_protocol::background_job_of(session).is_none()
+        && openphone_protocol::goal_of(session).is_none()
+        && openphone_protocol::watcher_of(session).is_none()
+}

@@ -552,7 +552,11 @@ impl ToolBridge {
             .map(|s| s.phone_session_id)
             // A goal's background step: its grants are scoped to the goal (`grants.rs`).
             .or_else(|| grants::goal_context_scope(caller, context));
-        let elevation = self.elevation_for(&caller.runtime);
+        // An elevation lifts only its runtime's own foreground calls: never a background run,
+        // never `builtin` doing a creator's work (a job's, goal's or watcher's session).
+        let elevation = crate::authority::elevation_applies(caller, req.session_scope(), context)
+            .then(|| self.elevation_for(&caller.runtime))
+            .flatten();
         let input = openphone_policy::PolicyInput {
             command,
             caller,

@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 use openphone_core::BridgeConfig;
 use openphone_policy::{
     Autonomy, BackgroundRun, Caller, Context, ExposureGrants, RuntimeAuthorisation, ToolList,
-    ToolPolicy, ToolSelector,
+    ToolPolicy, ToolSelector, Transport,
 };
 
-use super::support::{Harness, registry};
+use super::support::{Harness, open_notes, registry, with};
 
 fn configure(h: &Harness, hermes: RuntimeAuthorisation, tool_policy: ToolPolicy) {
     h.bridge.set_config(BridgeConfig {
@@ -86,4 +86,68 @@ fn a_runtimes_work_gets_the_intersection_and_the_users_gets_builtin() {
     let gone = h.bridge.creator_authority(&builtin, "openclaw");
     assert!(!gone.caller().enabled);
     assert!(!gone.permits(command("openphone.screen.get")));
+}
+
+/// Review finding 5: the elevation was looked up by the caller's runtime, so `openphone
+/// elevate builtin --to trusted_actions` lifted every runtime's jobs — an `observe_only`
+/// runtime's job, run as `builtin`, acted under `trusted_actions`. An elevation lifts only its
+/// runtime's own foreground calls.
+#[test]
+fn elevating_builtin_lifted_every_runtimes_jobs() {
+    let h = Harness::new();
+    let observe_only = RuntimeAuthorisation {
+        enabled: true,
+        grants: ExposureGrants::ALL,
+        max_autonomy: Autonomy::ObserveOnly,
+    };
+    let mut builtin_auth = Caller::builtin("daemon").authorisation();
+    builtin_auth.max_autonomy = Autonomy::AskBeforeAction;
+    h.bridge.set_config(BridgeConfig {
+        tool_policy: ToolPolicy::default(),
+        runtimes: Some(BTreeMap::from([
+            ("builtin".to_owned(), builtin_auth),
+            ("hermes".to_owned(), observe_only),
+        ])),
+    });
+    let operator = Caller::operator("cli", Transport::Cli, "user");
+    h.bridge
+        .elevate(&operator, "builtin", "trusted_actions", 3600)
+        .expect("elevated");
+    let builtin = Caller::builtin("daemon").with_authorisation(builtin_auth);
+    let open = |session: &str| {
+        with(open_notes("e1"), |r| {
+            r.autonomy = Some("trusted_actions".into());
+            r.runtime_session_id = session.to_owned();
+        })
+    };
+    let effective = |caller: &Caller, session: &str, context: Context| {
+        h.bridge
+            .explain(caller, open(session), context)
+            .expect("explained")
+            .effective_autonomy
+    };
+    // The user's own assistant in the foreground: elevated.
+    assert_eq!(
+        effective(&builtin, "chat", Context::Interactive),
+        Autonomy::TrustedActions
+    );
+    // hermes's job, run by builtin: never under builtin's elevation.
+    let theirs = h.bridge.creator_authority(&builtin, "hermes");
+    for (session, context) in [
+        ("background-job:1", theirs.job_context(1)),
+        ("background-job:1", Context::Interactive),
+        ("goal:g1", Context::goal("g1")),
+        ("watcher:3", Context::Interactive),
+    ] {
+        assert_ne!(
+            effective(theirs.caller(), session, context.clone()),
+            Autonomy::TrustedActions,
+            "{session} {context:?}"
+        );
+    }
+    // Nor the user's own job running with nobody present.
+    assert_ne!(
+        effective(&builtin, "background-job:2", Context::job(2)),
+        Autonomy::TrustedActions
+    );
 }

@@ -416,7 +416,7 @@ impl AdbPhone {
 
     /// `openphone.clipboard.paste`: `input keyevent KEYCODE_PASTE` into the focused field.
     pub(crate) async fn clipboard_paste(&self) -> Result<Value, DeviceError> {
-        let before = self.dump().await?;
+        let before = self.before_input().await?;
         let Some(field) = before.focused_field() else {
             return Err(DeviceError::NoFocusedField);
         };

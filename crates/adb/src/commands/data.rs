@@ -566,6 +566,7 @@ impl AdbPhone {
                 key.or(package).or(query).unwrap_or_default(),
             ));
         };
+        self.before_input().await?;
         self.shell("cmd statusbar expand-notifications").await?;
         let shade = self.dump().await?;
         let row = shade

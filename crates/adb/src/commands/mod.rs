@@ -11,6 +11,7 @@ use crate::phone::AdbPhone;
 
 mod apps;
 mod data;
+mod dialog_detect;
 mod dialog_question;
 mod params;
 mod screen;

@@ -15,22 +15,10 @@ use crate::shell;
 /// Android's long-press timeout: shorter presses are taps.
 const LONG_PRESS_MS: i64 = 400;
 
-/// The packages of Android's system dialogs, and what kind of dialog each shows.
-fn dialog_kind(package: &str) -> Option<&'static str> {
-    match package {
-        "com.android.permissioncontroller" | "com.google.android.permissioncontroller" => {
-            Some("permission")
-        }
-        "android" | "com.android.intentresolver" => Some("chooser"),
-        "com.google.android.gms" => Some("payment"),
-        _ => None,
-    }
-}
-
 /// The OS dialog on `screen`, if one is in front: its kind, package and what it asks.
 pub(crate) fn system_dialog(screen: &Screen) -> Option<(String, String, String)> {
     let package = screen.package();
-    let kind = dialog_kind(package)?;
+    let kind = super::dialog_detect::dialog_kind(screen)?;
     // A chooser is a dialog only when it shows a resolver or chooser list (the `android`
     // package also draws other system windows).
     let message = screen
@@ -55,6 +43,20 @@ pub(crate) fn system_dialog(screen: &Screen) -> Option<(String, String, String)>
             joined.chars().take(200).collect()
         });
     Some((kind.to_owned(), package.to_owned(), summary))
+}
+
+/// Refuses input while an OS dialog is in front: the dialog is reported (the same id the
+/// bridge answers it by) and nothing is sent, so no input can answer it — only
+/// [`AdbPhone::answer_dialog`], on the user's word, presses its buttons.
+pub(crate) fn refuse_if_dialog(screen: &Screen) -> Result<(), DeviceError> {
+    match system_dialog(screen) {
+        Some((kind, package, summary)) => Err(DeviceError::FrameworkConfirmationRequired {
+            kind,
+            package,
+            summary,
+        }),
+        None => Ok(()),
+    }
 }
 
 /// The comparable identity of an element: what must not have changed for a tap on it to mean
@@ -90,6 +92,13 @@ impl AdbPhone {
         Ok(brief(&screen))
     }
 
+    /// Reads the screen before an input command; an OS dialog in front refuses the input.
+    pub(crate) async fn before_input(&self) -> Result<Screen, DeviceError> {
+        let screen = self.dump().await?;
+        refuse_if_dialog(&screen)?;
+        Ok(screen)
+    }
+
     async fn check_point(
         &self,
         fx: &str,
@@ -112,7 +121,7 @@ impl AdbPhone {
     /// The element `id` of the last screen the caller read, checked against the screen now.
     async fn resolve_element(&self, id: &str) -> Result<(Screen, usize), DeviceError> {
         let read = self.memory().last_read.clone();
-        let now = self.dump().await?;
+        let now = self.before_input().await?;
         let read = read.unwrap_or_else(|| now.clone());
         let then = read.find(id);
         let current = now.nodes.iter().position(|n| n.id == id);
@@ -182,8 +191,9 @@ impl AdbPhone {
     }
 
     /// The element a touch at (x, y) lands on, from a fresh dump (for the result only).
+    /// An OS dialog in front refuses the touch.
     async fn element_at(&self, x: i32, y: i32, long: bool) -> Result<Value, DeviceError> {
-        let screen = self.dump().await?;
+        let screen = self.before_input().await?;
         Ok(screen
             .hit(x, y, long)
             .map_or(Value::Null, |i| screen.element_json(i, true)))
@@ -265,6 +275,7 @@ impl AdbPhone {
         let (ex, ey) = (p.f64_req("end_x")?, p.f64_req("end_y")?);
         let (x1, y1) = self.check_point("start_x", "start_y", sx, sy).await?;
         let (x2, y2) = self.check_point("end_x", "end_y", ex, ey).await?;
+        self.before_input().await?;
         self.shell(&format!("input swipe {x1} {y1} {x2} {y2} 300"))
             .await?;
         let screen = self.settle().await?;
@@ -300,7 +311,7 @@ impl AdbPhone {
                 "longer than 100000 characters",
             ));
         }
-        let screen = self.dump().await?;
+        let screen = self.before_input().await?;
         let Some(field) = screen.focused_field() else {
             return Err(DeviceError::NoFocusedField);
         };
@@ -375,6 +386,7 @@ impl AdbPhone {
                 ));
             }
         };
+        self.before_input().await?;
         self.shell(&format!("input keyevent {code}")).await?;
         let screen = self.settle().await?;
         Ok(Self::ui_result(

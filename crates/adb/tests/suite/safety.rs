@@ -1,0 +1,85 @@
+//! The review's findings on the ADB backend, pinned end to end (real adb, the fake device):
+//! no input through an OS dialog, no second run of a command that may have run, the phone a
+//! backend drives stays the phone it found, a permission approval grants the least.
+
+use openphone_device::{PendingDialog, PhoneDevice};
+use serde_json::{Value, json};
+
+use super::support::Rig;
+
+fn input_lines(rig: &Rig) -> Vec<String> {
+    rig.log()
+        .into_iter()
+        .filter(|l| l.starts_with("input"))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runtime_could_tap_through_an_os_dialog_with_input_commands() {
+    let rig = Rig::default().await;
+    let err = rig
+        .call("openphone.share.text", json!({ "text": "hello" }))
+        .await
+        .unwrap_err();
+    let dialog = PendingDialog::from_error(&err).unwrap();
+    // The runtime reads the screen (the dialog) and tries every kind of input on it.
+    let screen = rig.call("openphone.screen.get", json!({})).await.unwrap();
+    let button = screen["interactive_elements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| {
+            e["element_id"]
+                .as_str()
+                .is_some_and(|id| !id.starts_with("nav_"))
+        })
+        .cloned()
+        .unwrap();
+    let (x, y) = (
+        button["center"]["x"].as_f64().unwrap(),
+        button["center"]["y"].as_f64().unwrap(),
+    );
+    let attempts: Vec<(&str, Value)> = vec![
+        (
+            "openphone.ui.tap_element",
+            json!({ "element_id": button["element_id"] }),
+        ),
+        (
+            "openphone.ui.long_press_element",
+            json!({ "element_id": button["element_id"] }),
+        ),
+        ("openphone.ui.tap", json!({ "x": x, "y": y })),
+        ("openphone.ui.long_press", json!({ "x": x, "y": y })),
+        (
+            "openphone.ui.swipe",
+            json!({ "start_x": x, "start_y": y, "end_x": x, "end_y": y + 10.0 }),
+        ),
+        ("openphone.input.press_key", json!({ "key": "enter" })),
+        ("openphone.input.press_key", json!({ "key": "back" })),
+        ("openphone.ui.type_text", json!({ "text": "x" })),
+        ("openphone.clipboard.paste", json!({})),
+    ];
+    for (tool, params) in attempts {
+        let err = rig.call(tool, params).await.unwrap_err();
+        assert_eq!(
+            err.code(),
+            "framework_confirmation_required",
+            "{tool}: {err}"
+        );
+        let again = PendingDialog::from_error(&err).unwrap();
+        assert_eq!(again.dialog_id, dialog.dialog_id, "{tool}");
+    }
+    assert_eq!(
+        input_lines(&rig),
+        Vec::<String>::new(),
+        "no input reached the phone"
+    );
+    // The dialog is still there, answered only on the user's word.
+    let answered = rig
+        .phone
+        .resolve_dialog(&dialog.dialog_id, false)
+        .await
+        .unwrap();
+    assert_eq!(answered["accepted"], false);
+    assert_eq!(input_lines(&rig).len(), 1, "{:?}", input_lines(&rig));
+}

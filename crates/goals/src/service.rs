@@ -147,9 +147,21 @@ fn within_grants(
         ))
     };
     let mut commands: Vec<(String, &str, &Map<String, Value>)> = Vec::new();
+    let no_params = Map::new();
     for action in plan {
         let what = format!("action {:?}", action.id);
         match &action.kind {
+            // Waiting on a phone event reads it (its payload can be matched and is evidence):
+            // the runtime needs the read grant of the command that reads such events.
+            crate::model::ActionKind::Wait { on: Some(on), .. } => {
+                if let Some(command) = wait_read_command(&on.event) {
+                    commands.push((
+                        format!("{what} (waits on {})", on.event),
+                        command,
+                        &no_params,
+                    ));
+                }
+            }
             crate::model::ActionKind::Tool { command, params } => {
                 commands.push((what.clone(), command, params));
             }
@@ -162,7 +174,7 @@ fn within_grants(
                 ));
             }
             // No command of their own: nothing to decide for the runtime.
-            crate::model::ActionKind::Wait { .. }
+            crate::model::ActionKind::Wait { on: None, .. }
             | crate::model::ActionKind::AskUser { .. }
             | crate::model::ActionKind::Verify => {}
         }
@@ -238,6 +250,26 @@ fn within_grants(
         }
     }
     Ok(())
+}
+
+/// The command whose grant a runtime needs to wait on phone event `event` (a wait reads the
+/// event: its payload is matched and kept as evidence). `None`: an event that is not the
+/// phone's (`runtime.message.final`, `watcher.fired`), which a runtime's goal only ever sees
+/// for its own sessions and watchers (the engine's event intake decides).
+fn wait_read_command(event: &str) -> Option<&'static str> {
+    if event.starts_with("phone.message.") {
+        Some("openphone.messages.search")
+    } else if event.starts_with("phone.notification.") {
+        Some("openphone.notifications.list")
+    } else if event.starts_with("phone.call.") {
+        Some("openphone.calls.search")
+    } else if event.starts_with("phone.") {
+        // A phone event no read command covers yet: refused by naming an unknown command
+        // would be silent; the message read is the strictest phone read.
+        Some("openphone.messages.search")
+    } else {
+        None
+    }
 }
 
 fn forbidden(message: String) -> DeviceError {

@@ -356,6 +356,7 @@ impl GoalDriver {
                 event: event.name.clone(),
                 payload: event.payload,
                 at: self.engine.now(),
+                audience: event.audience.runtime,
             };
             match self.engine.observe(&happening).await {
                 Ok(goals) => goals.iter().for_each(|g| self.wake(g)),

@@ -30,6 +30,35 @@ pub struct Happening {
     pub payload: Value,
     /// When it was seen (Unix ms).
     pub at: i64,
+    /// The runtime the event concerns (the bus audience: the runtime whose session ended
+    /// with a `runtime.message.final`, whose watcher fired); `None`: every runtime's.
+    pub audience: Option<String>,
+}
+
+/// The runtime a goal belongs to when a runtime (not the operator) made it: such a goal sees
+/// only events meant for that runtime, and keeps no event text as evidence.
+fn runtime_owner(goal: &Goal) -> Option<&str> {
+    if goal.owner.surface == "runtime" {
+        goal.owner.runtime.as_deref()
+    } else {
+        None
+    }
+}
+
+/// Whether `goal` may see `happening` at all: a runtime's goal sees events meant for every
+/// runtime or for its owner, and a runtime's final message or a watcher's firing only when
+/// they are its owner's own (another runtime's replies are not its to read).
+fn visible_to(goal: &Goal, happening: &Happening) -> bool {
+    let Some(owner) = runtime_owner(goal) else {
+        return true;
+    };
+    match happening.audience.as_deref() {
+        Some(runtime) => runtime == owner,
+        None => !matches!(
+            happening.event.as_str(),
+            "runtime.message.final" | "watcher.fired"
+        ),
+    }
 }
 
 /// The predicates of `on`, or why one of them is not a predicate (`where[i]` named).
@@ -54,7 +83,8 @@ fn waits_ended(goal: &Goal, happening: &Happening) -> Vec<String> {
         .filter(|a| a.state == ActionState::Running)
         .filter(|a| match &a.kind {
             ActionKind::Wait { on: Some(on), .. } => {
-                matches(on, happening)
+                visible_to(goal, happening)
+                    && matches(on, happening)
                     && a.last_attempt()
                         .is_none_or(|t| t.started_at <= happening.at)
             }
@@ -265,11 +295,21 @@ fn describe(on: &GoalWaitOn) -> String {
 
 /// A RUNNING wait that `happening` ends: the event is evidence, the wait is DONE.
 fn end_wait(work: &mut Work, id: &str, happening: &Happening, now: i64) -> Result<(), GoalsError> {
-    let payload = happening.payload.to_string();
+    // A runtime's goal keeps the event's kind and digest only: its owner reads the goal, and
+    // the payload (a message's text and sender) is not its owner's to read through it.
+    let summary = if runtime_owner(&work.goal).is_some() {
+        format!("{} (payload kept as its digest only)", happening.event)
+    } else {
+        format!(
+            "{}: {}",
+            happening.event,
+            clip(&happening.payload.to_string())
+        )
+    };
     work.evidence(
         id,
         EvidenceKind::Message,
-        format!("{}: {}", happening.event, clip(&payload)),
+        summary,
         crate::ids::digest(&happening.payload),
         now,
     );

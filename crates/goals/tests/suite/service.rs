@@ -558,3 +558,48 @@ async fn a_runtimes_goal_step_runs_with_its_owners_authority_now() {
         "the calendar was read for a goal whose owner may not read it"
     );
 }
+
+/// Waiting on a phone event reads it (the payload is matched by `where` and was kept as
+/// evidence): a runtime granted only safe reads could read SMS texts and senders through a
+/// goal's `wait on phone.message.received`. The wait needs the grant of the command that
+/// reads such events, named in the refusal.
+#[tokio::test]
+async fn regression_a_safe_read_runtime_read_messages_through_a_goal_wait() {
+    let t = Tools::new();
+    let mut narrow = runtime("narrow");
+    narrow.grants = ExposureGrants::REMOTE_DEFAULT.with(openphone_protocol::Exposure::Dangerous);
+    for (event, command) in [
+        ("phone.message.received", "openphone.messages.search"),
+        ("phone.notification.posted", "openphone.notifications.list"),
+        ("phone.call.received", "openphone.calls.search"),
+    ] {
+        let plan = json!([{"id": "reply", "title": "Wait", "kind": "wait",
+            "until_ms": 4_000_000_000_000_i64, "on": {"event": event}}]);
+        let (result, _) = t
+            .call(
+                &narrow,
+                "openphone.goals.create",
+                json!({"objective": "read their texts", "plan": plan}),
+            )
+            .await;
+        let (_, device, details) = device_error(&result);
+        assert_eq!(device, "forbidden", "{event}: {details}");
+        let message = details["message"].as_str().unwrap();
+        assert!(
+            message.contains(command) && message.contains(event),
+            "{message}"
+        );
+    }
+    assert!(
+        t.engine.list(&[], None).unwrap().is_empty(),
+        "no goal was made"
+    );
+    // A runtime that may read messages may wait on them.
+    let plan = json!([{"id": "reply", "title": "Wait", "kind": "wait",
+        "until_ms": 4_000_000_000_000_i64, "on": {"event": "phone.message.received"}}]);
+    t.create(
+        &runtime("wide"),
+        json!({"objective": "wait for Bob", "plan": plan}),
+    )
+    .await;
+}

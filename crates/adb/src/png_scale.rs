@@ -91,7 +91,8 @@ pub(crate) fn downscale(png: &[u8], max_side: u32) -> Result<Scaled, String> {
 }
 
 /// Box filter: every output pixel is the mean of the source pixels it covers. Gray is spread
-/// to RGB; alpha is dropped (`screencap` is opaque).
+/// to RGB; alpha is dropped (`screencap` is opaque). One pass over the source, row by row,
+/// adding each pixel into its output column's sums (cheap even in an unoptimised build).
 fn average_down(
     pixels: &[u8],
     stride: usize,
@@ -99,33 +100,40 @@ fn average_down(
     (sw, sh): (u32, u32),
     (dw, dh): (u32, u32),
 ) -> Vec<u8> {
-    let span = |o: u32, d: u32, s: u32| {
-        let a = (u64::from(o) * u64::from(s) / u64::from(d)) as usize;
-        let b = ((u64::from(o) + 1) * u64::from(s) / u64::from(d)) as usize;
-        (a, b.max(a + 1).min(s as usize))
-    };
-    let mut out = Vec::with_capacity(dw as usize * dh as usize * 3);
+    let (sw, sh, dw, dh) = (sw as usize, sh as usize, dw as usize, dh as usize);
+    // The output cell a source column or row falls in (dw ≤ sw, dh ≤ sh).
+    let col_of: Vec<usize> = (0..sw).map(|x| x * dw / sw).collect();
+    let mut col_count = vec![0u32; dw];
+    for &o in &col_of {
+        col_count[o] += 1;
+    }
+    let mut out = Vec::with_capacity(dw * dh * 3);
+    let mut sums = vec![0u32; dw * 3];
+    let mut y = 0;
     for oy in 0..dh {
-        let (y0, y1) = span(oy, dh, sh);
-        for ox in 0..dw {
-            let (x0, x1) = span(ox, dw, sw);
-            let mut sum = [0u64; 3];
-            for y in y0..y1 {
-                let row = &pixels[y * stride..];
-                for x in x0..x1 {
-                    let px = &row[x * channels..x * channels + channels];
-                    let rgb = if channels >= 3 {
-                        [px[0], px[1], px[2]]
-                    } else {
-                        [px[0]; 3]
-                    };
-                    for (s, v) in sum.iter_mut().zip(rgb) {
-                        *s += u64::from(v);
-                    }
+        sums.fill(0);
+        let mut rows = 0u32;
+        while y < sh && y * dh / sh == oy {
+            let row = &pixels[y * stride..y * stride + sw * channels];
+            for (px, &o) in row.chunks_exact(channels).zip(&col_of) {
+                let cell = &mut sums[o * 3..o * 3 + 3];
+                if channels >= 3 {
+                    cell[0] += u32::from(px[0]);
+                    cell[1] += u32::from(px[1]);
+                    cell[2] += u32::from(px[2]);
+                } else {
+                    let v = u32::from(px[0]);
+                    cell[0] += v;
+                    cell[1] += v;
+                    cell[2] += v;
                 }
             }
-            let n = ((y1 - y0) * (x1 - x0)) as u64;
-            out.extend(sum.iter().map(|s| (s / n) as u8));
+            rows += 1;
+            y += 1;
+        }
+        for (ox, cell) in sums.chunks_exact(3).enumerate() {
+            let n = (col_count[ox] * rows).max(1);
+            out.extend(cell.iter().map(|s| (s / n) as u8));
         }
     }
     out

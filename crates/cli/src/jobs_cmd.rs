@@ -56,6 +56,10 @@ pub enum JobsCommand {
         /// Structured input for the runs, a JSON object (passed to the agent as data).
         #[arg(long, value_name = "JSON")]
         payload: Option<String>,
+        /// The phone its runs act on, by id (`openphone devices list`); needed only when the
+        /// daemon drives several phones.
+        #[arg(long, value_name = "ID")]
+        device: Option<String>,
         #[command(flatten)]
         data_dir: DataDir,
         /// Print JSON instead of text.
@@ -179,6 +183,7 @@ pub fn run(cmd: JobsCommand) -> Result<ExitCode> {
             notification_text,
             session_target,
             payload,
+            device,
             data_dir,
             json,
         } => {
@@ -210,6 +215,9 @@ pub fn run(cmd: JobsCommand) -> Result<ExitCode> {
             }
             if let Some(target) = session_target {
                 args.insert("session_target".into(), json!(target));
+            }
+            if let Some(device) = device {
+                args.insert("device_id".into(), json!(device));
             }
             if let Some(payload) = payload {
                 let value: Value =
@@ -471,6 +479,10 @@ fn job_line(entry: &JobEntry) -> String {
     );
     // Whose job it is: `operator` (yours), `builtin` (your assistant's) or a runtime's id.
     line.push_str(&format!(" by {}", display_text(&entry.created_by)));
+    // The phone its runs act on, on a daemon with several.
+    if let Some(device) = &job.device_id {
+        line.push_str(&format!(" on phone {}", display_text(device)));
+    }
     let next = job.next_run_at;
     if next > 0 {
         line.push_str(&format!(" next {next}"));

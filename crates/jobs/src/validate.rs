@@ -68,11 +68,13 @@ pub struct JobRequest {
     pub notification_text: Option<String>,
     /// Structured input for the runs.
     pub payload: Option<Map<String, Value>>,
+    /// The phone its runs act on (`[[devices]] id`); the daemon's only phone when absent.
+    pub device_id: Option<String>,
 }
 
 /// The members [`JobRequest::from_json`] accepts (`reason` is the tool's audit reason and is
 /// not stored with the job).
-const FIELDS: [&str; 12] = [
+const FIELDS: [&str; 13] = [
     "title",
     "prompt",
     "type",
@@ -85,6 +87,7 @@ const FIELDS: [&str; 12] = [
     "notification_text",
     "payload",
     "reason",
+    "device_id",
 ];
 
 impl JobRequest {
@@ -118,6 +121,11 @@ impl JobRequest {
                 .map(|v| string(v, "notification_text"))
                 .transpose()?,
             payload: get("payload").map(|v| object(v, "payload")).transpose()?,
+            device_id: get("device_id")
+                .map(|v| string(v, "device_id"))
+                .transpose()?
+                .map(|d| d.trim().to_owned())
+                .filter(|d| !d.is_empty()),
         })
     }
 }

@@ -230,6 +230,10 @@ pub struct AgentJob {
     pub unread_result: bool,
     /// When the job was paused (0 when not paused).
     pub paused_at: i64,
+    /// The phone its runs act on (`[[devices]] id`), when it was created naming one; absent
+    /// on a daemon with one phone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_id: Option<String>,
 }
 
 /// What [`AgentJob`] reads: the seed's 17 members required, this project's 12 optional.
@@ -277,6 +281,8 @@ struct AgentJobRecord {
     unread_result: bool,
     #[serde(default)]
     paused_at: i64,
+    #[serde(default)]
+    device_id: Option<String>,
 }
 
 impl<'de> Deserialize<'de> for AgentJob {
@@ -312,6 +318,7 @@ impl<'de> Deserialize<'de> for AgentJob {
             last_event_at: r.last_event_at,
             unread_result: r.unread_result,
             paused_at: r.paused_at,
+            device_id: r.device_id,
         })
     }
 }

@@ -64,12 +64,18 @@ impl Sessions<'_> {
             autonomy: openphone_store::Autonomy::AskBeforeAction,
             summary: openphone_core::summary::cut(job.title.trim(), 120),
         };
+        // A job made naming a phone runs on it: its session is bound to it, so its calls that
+        // name none go there (`openphone_core` routing).
+        let device = job.device_id.clone();
         let opened = tokio::task::spawn_blocking(move || {
             if store.get_session(&new.phone_session_id)?.is_none() {
                 match store.create_session(&new, now) {
                     Ok(_) | Err(StoreError::AlreadyExists { .. }) => {}
                     Err(e) => return Err(e),
                 }
+            }
+            if device.is_some() {
+                store.set_session_device(&new.phone_session_id, device.as_deref())?;
             }
             store.update_session_status(&new.phone_session_id, SessionStatus::Running, None, now)
         })

@@ -60,7 +60,10 @@ impl Scheduler {
             new.delivery_json
                 .insert(crate::model::ORIGIN_KEY.to_owned(), origin.to_json());
         }
-        let job = store.create_job_limited(&new, now, &self.inner.config.quota())?;
+        let mut job = store.create_job_limited(&new, now, &self.inner.config.quota())?;
+        if let Some(device) = request.device_id.as_deref() {
+            job = store.set_job_device(job.job.id, Some(device))?;
+        }
         self.inner.emit(SchedulerEvent::Created {
             job: Box::new(job.job.clone()),
         });

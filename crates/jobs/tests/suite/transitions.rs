@@ -149,6 +149,7 @@ fn row(status: JobStatus, interval_ms: i64, mode: &str) -> StoredJob {
         last_event_at: T0,
         unread_result: false,
         paused_at: 0,
+        device_id: None,
     };
     if status == S::Running {
         job.running_at = T0;

@@ -16,6 +16,11 @@ const SECOND_SCENARIO: &str = r#"{"version": 1, "device": {"model": "Second Phon
     "battery_percent": 11, "owner_name": "Second Owner"}}"#;
 
 async fn two_phones() -> Running {
+    two_phones_and("").await
+}
+
+/// [`two_phones`] with `tail` appended to the configuration (a `[builtin]` table, say).
+async fn two_phones_and(tail: &str) -> Running {
     let dir = tempfile::tempdir().unwrap();
     // The scenario file lives in the data directory itself (the daemon tightens it to 0700).
     let second = dir.path().join("second.json");
@@ -37,6 +42,7 @@ kind = "sim"
 id = "second"
 kind = "sim"
 scenario = "{}"
+{tail}
 "#,
         second.display()
     );
@@ -482,5 +488,68 @@ async fn two_phones_a_session_is_bound_to_its_phone_and_its_calls_go_there() {
     )
     .await;
     assert_eq!(loose["error"]["code"], "invalid_params", "{loose}");
+    running.daemon.shutdown().await;
+}
+
+/// A job made naming a phone (`jobs.create` `device_id`) shows it, and its run's tool calls go
+/// to that phone although they name none; a phone that is not configured is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_phones_a_job_names_its_phone_and_its_runs_act_on_it() {
+    let fake = openphone_fake_model::FakeModel::start().await;
+    fake.push(openphone_fake_model::Script::tool_call(
+        "phone_context",
+        json!({"reason": "battery"}),
+    ));
+    fake.push(openphone_fake_model::Script::text("Battery checked."));
+    let running = two_phones_and(&format!(
+        "[builtin]\nbase_url = \"{}\"\nmodel = \"fake-model\"\nrequest_timeout_secs = 10\n",
+        fake.url()
+    ))
+    .await;
+    let token = running.operator_token();
+    let mut op = connect(&running.url(), Some(&token)).await.unwrap();
+    op.hello().await;
+    let unknown = op
+        .call(
+            "jobs.create",
+            json!({"title": "x", "prompt": "y", "device_id": "third"}),
+        )
+        .await;
+    assert_eq!(
+        unknown["error"]["data"]["code"], "invalid_params",
+        "{unknown}"
+    );
+    let made = op
+        .call(
+            "jobs.create",
+            json!({"title": "Battery", "prompt": "How is the battery?", "device_id": "second"}),
+        )
+        .await;
+    assert_eq!(made["result"]["job"]["device_id"], "second", "{made}");
+    let id = made["result"]["job"]["id"].as_i64().unwrap();
+    op.call("jobs.wake", json!({})).await;
+    let mut last = Value::Null;
+    for _ in 0..300 {
+        last = op.call("jobs.get", json!({"job_id": id})).await["result"].clone();
+        if last["job"]["status"] == "completed" || last["job"]["status"] == "failed" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(last["job"]["status"], "completed", "{last}");
+    assert_eq!(last["job"]["device_id"], "second", "{last}");
+    let page = op.call("audit.query", json!({"limit": 1000})).await;
+    let calls: Vec<Value> = page["result"]["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["tool"] == "openphone.device.status")
+        .map(|r| json!([r["status"], r["device_id"]]))
+        .collect();
+    assert!(!calls.is_empty(), "{page}");
+    assert!(
+        calls.iter().all(|c| c == &json!(["ok", "second"])),
+        "{calls:?}"
+    );
     running.daemon.shutdown().await;
 }

@@ -59,6 +59,31 @@ impl Store {
         })
     }
 
+    /// Names the phone job `id`'s runs act on (`None`: the daemon's only phone). Set once, when
+    /// the job is made; it leaves the job's version alone (nothing a run decided changes).
+    pub fn set_job_device(&self, id: i64, device_id: Option<&str>) -> Result<StoredJob> {
+        const OP: &str = "agent_jobs.set_device";
+        let device = device_id.map(str::to_owned);
+        self.write(OP, &id.to_string(), move |tx| {
+            let n = tx
+                .execute(
+                    "UPDATE agent_jobs SET device_id = ?2 WHERE id = ?1",
+                    params![id, device],
+                )
+                .ctx(OP, &id.to_string())?;
+            if n == 0 {
+                return Err(StoreError::NotFound {
+                    table: "agent_jobs",
+                    id: id.to_string(),
+                });
+            }
+            get_in(tx, OP, id)?.ok_or_else(|| StoreError::NotFound {
+                table: "agent_jobs",
+                id: id.to_string(),
+            })
+        })
+    }
+
     /// One job.
     pub fn get_job(&self, id: i64) -> Result<Option<StoredJob>> {
         get_in(&self.conn(), "agent_jobs.get", id)

@@ -15,7 +15,7 @@ pub(super) const JOB_COLUMNS: &str = "id, type, title, prompt, payload_json, sch
     last_result, failure_count, failure_alert_at, phase, progress_text, progress_current, \
     progress_total, checkpoint_json, pending_confirmation_id, pending_tool_request_json, \
     last_surface_id, resume_token, last_event_at, unread_result, paused_at, version, \
-    current_attempt, owner, delivery_state, created_by";
+    current_attempt, owner, delivery_state, created_by, device_id";
 
 pub(super) const RUN_COLUMNS: &str = "job_id, attempt, intended_at, catch_up, owner, started_at, \
     finished_at, outcome, reason, output_ref";
@@ -76,6 +76,7 @@ pub(super) fn job_from_row(row: &Row<'_>) -> Result<StoredJob> {
         last_event_at: int("last_event_at")?,
         unread_result: int("unread_result")? != 0,
         paused_at: int("paused_at")?,
+        device_id: col(row, "device_id", OP_READ)?,
     };
     Ok(StoredJob {
         job,

@@ -107,6 +107,7 @@ fn create_fills_every_field_of_the_record() {
         last_event_at: T0,
         unread_result: false,
         paused_at: 0,
+        device_id: None,
     };
     assert_eq!(created.job, expected);
     assert_eq!(

@@ -113,6 +113,14 @@ pub(super) fn create(conn: &Conn, p: JobsCreateParams) -> Result<JobResult, Erro
     args.remove("reason");
     let args = Value::Object(args);
     let request = JobRequest::from_json(&args).map_err(|e| error(e.into()))?;
+    // A phone that is not configured is refused with the ids before anything is made.
+    if let Some(device) = request.device_id.as_deref() {
+        conn.state
+            .bridge
+            .devices()
+            .resolve(Some(device))
+            .map_err(|e| ErrorObject::invalid_params(e.to_string()))?;
+    }
     conn.state
         .audit_operator_action(&conn.session.caller, "jobs.create", &args)
         .map_err(|e| {

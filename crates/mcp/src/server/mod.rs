@@ -64,6 +64,9 @@ use tool_call::{Call, audited_caller, fresh_request_id};
 pub const META_IDEMPOTENCY_KEY: &str = "dev.openphone/idempotencyKey";
 /// `_meta` key of a `tools/call` asking for a stricter autonomy mode.
 pub const META_AUTONOMY: &str = "dev.openphone/autonomy";
+/// `_meta` key of a `tools/call` naming the phone it acts on (`[[devices]] id`), on a daemon
+/// with several; without it the call goes to the only phone the runtime is granted.
+pub const META_DEVICE_ID: &str = "openphone/device_id";
 /// The key of the confirmation input request in an `input_required` result.
 pub const CONFIRM_INPUT: &str = "confirm";
 /// `resolved_by` source of a confirmation decided through a legacy elicitation.

@@ -17,7 +17,8 @@ use serde_json::Value;
 
 use super::strategy::{ElicitationModes, Era, Strategy, StrategyInputs, choose};
 use super::{
-    MAX_IDEMPOTENCY_KEY_LEN, META_AUTONOMY, META_IDEMPOTENCY_KEY, McpBackend, PhoneMcp, era,
+    MAX_IDEMPOTENCY_KEY_LEN, META_AUTONOMY, META_DEVICE_ID, META_IDEMPOTENCY_KEY, McpBackend,
+    PhoneMcp, era,
 };
 use crate::strict::META_DUPLICATE_KEY;
 
@@ -171,6 +172,11 @@ impl Call<'_> {
             Ok(a) => a,
             Err(m) => return Ok(self.refuse(ErrorCode::InvalidParams, &m)),
         };
+        // The phone, among several; none: the bridge's default (the runtime's only phone).
+        let device = match meta_str(META_DEVICE_ID) {
+            Ok(d) => d,
+            Err(m) => return Ok(self.refuse(ErrorCode::InvalidParams, &m)),
+        };
 
         // A retry of the modern confirmation round: resolve the sealed record, never re-invoke.
         if let Some(state) = request.request_state.as_deref() {
@@ -209,7 +215,7 @@ impl Call<'_> {
         tokio::pin!(local_deadline);
         // Never dropped half-way: a device action that started is allowed to finish.
         let first = bridge
-            .call(Invocation::mcp_host(self.caller(), tool_request))
+            .call(Invocation::mcp_host(self.caller(), tool_request).on_device(device))
             .await;
         let Some(confirmation_id) = waiting_on(&first) else {
             return Ok(self.shape(&first));

@@ -553,3 +553,52 @@ async fn two_phones_a_job_names_its_phone_and_its_runs_act_on_it() {
     );
     running.daemon.shutdown().await;
 }
+
+/// MCP names a phone with `_meta["openphone/device_id"]`; a call naming none goes to the
+/// only phone the runtime is granted (the `limited` runtime: `first`), and one naming a phone
+/// that is not configured is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_a_call_names_its_phone_in_meta_or_defaults_to_the_granted_one() {
+    let running = two_phones().await;
+    let call = |id: u64, meta: Value| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "openphone_device_status", "arguments": {"reason": "battery"},
+            "_meta": meta}})
+    };
+    let model = |response: &Value| -> Value {
+        response["result"]["structuredContent"]["device"]["model"].clone()
+    };
+    let mut hermes = super::support::McpSock::open(
+        running.dir.path(),
+        RUNTIME_TOKEN,
+        ("devices-test", "1"),
+        std::time::Duration::from_secs(30),
+    )
+    .await;
+    hermes
+        .send(&call(2, json!({"openphone/device_id": "second"})))
+        .await;
+    let second = hermes.response(2).await;
+    assert_eq!(model(&second), "Second Phone", "{second}");
+    hermes
+        .send(&call(3, json!({"openphone/device_id": "third"})))
+        .await;
+    let unknown = hermes.response(3).await;
+    assert_eq!(unknown["result"]["isError"], true, "{unknown}");
+    let mut limited = super::support::McpSock::open(
+        running.dir.path(),
+        LIMITED_TOKEN,
+        ("devices-test", "1"),
+        std::time::Duration::from_secs(30),
+    )
+    .await;
+    limited.send(&call(2, json!({}))).await;
+    let first = limited.response(2).await;
+    assert_eq!(limited_status(&first), "ok", "{first}");
+    assert_ne!(model(&first), "Second Phone", "{first}");
+    running.daemon.shutdown().await;
+}
+
+fn limited_status(response: &Value) -> Value {
+    super::support::tool_result_meta(response)["status"].clone()
+}

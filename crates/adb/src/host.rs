@@ -157,41 +157,75 @@ impl Server {
 
     /// Runs `service` (`shell:…`, `exec:…`) on device `serial` and returns everything it
     /// printed. Fails with the server's distinct device errors, or `device_timeout` when the
-    /// device does not finish in time (`command` names the command in that error).
+    /// device does not finish in time (`command` names the command in that error); the
+    /// failure says whether it came after the service request reached the device (then the
+    /// command may have run).
     pub(crate) async fn run(
         &self,
         serial: &str,
         service: &str,
         command: &str,
-    ) -> Result<Vec<u8>, DeviceError> {
-        let mut stream = self.socket().await?;
+    ) -> Result<Vec<u8>, RunFailure> {
+        let mut stream = self.socket().await.map_err(RunFailure::before)?;
+        let sent = std::sync::atomic::AtomicBool::new(false);
         let exchange = async {
             send(&mut stream, &format!("host:transport:{serial}")).await?;
             status(&mut stream).await?;
             send(&mut stream, service).await?;
+            sent.store(true, std::sync::atomic::Ordering::SeqCst);
             status(&mut stream).await?;
             let mut out = Vec::new();
             (&mut stream)
-                .take(MAX_OUTPUT as u64)
+                .take(MAX_OUTPUT as u64 + 1)
                 .read_to_end(&mut out)
                 .await?;
             Ok::<_, Wire>(out)
         };
-        match tokio::time::timeout(self.config.timeout, exchange).await {
-            Err(_) => Err(DeviceError::DeviceTimeout {
+        let result = tokio::time::timeout(self.config.timeout, exchange).await;
+        let after_sent = sent.load(std::sync::atomic::Ordering::SeqCst);
+        let error = match result {
+            Err(_) => DeviceError::DeviceTimeout {
                 serial: serial.to_owned(),
                 command: command.to_owned(),
                 timeout_ms: u64::try_from(self.config.timeout.as_millis()).unwrap_or(u64::MAX),
-            }),
-            Ok(Ok(out)) => Ok(out),
-            Ok(Err(Wire::Fail(message))) => Err(device_failure(serial, &message)),
+            },
+            Ok(Ok(out)) if out.len() > MAX_OUTPUT => DeviceError::Internal {
+                message: format!(
+                    "`{command}` printed more than {} MiB, more than the backend reads; its \
+                     output was not used",
+                    MAX_OUTPUT / (1024 * 1024)
+                ),
+            },
+            Ok(Ok(out)) => return Ok(out),
+            // The server's refusal is definite: the device never ran the command.
+            Ok(Err(Wire::Fail(message))) => {
+                return Err(RunFailure::before(device_failure(serial, &message)));
+            }
             Ok(Err(Wire::Io(e))) => {
                 tracing::debug!(error = %e, "the device connection broke");
-                Err(DeviceError::Offline {
+                DeviceError::Offline {
                     serial: serial.to_owned(),
-                })
+                }
             }
-            Ok(Err(Wire::Garbled(what))) => Err(self.unavailable(what)),
+            Ok(Err(Wire::Garbled(what))) => self.unavailable(what),
+        };
+        Err(RunFailure { error, after_sent })
+    }
+}
+
+/// Why [`Server::run`] failed, and whether the service request had reached the device.
+#[derive(Debug)]
+pub(crate) struct RunFailure {
+    pub error: DeviceError,
+    /// The service request was sent (the command may have started on the device).
+    pub after_sent: bool,
+}
+
+impl RunFailure {
+    fn before(error: DeviceError) -> Self {
+        RunFailure {
+            error,
+            after_sent: false,
         }
     }
 }

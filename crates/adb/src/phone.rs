@@ -11,6 +11,7 @@ use crate::devices::parse_devices;
 use crate::host::Server;
 use crate::parse;
 use crate::screen::Screen;
+use crate::shell;
 
 /// What the phone is, read once it answers (`getprop`, `wm size`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -123,19 +124,49 @@ impl AdbPhone {
     }
 
     /// Runs `service` on the phone; a `HOST:PORT` phone the server does not know (yet, or any
-    /// more) is connected first, as `adb connect` does.
+    /// more) is connected first, as `adb connect` does. A failure after a state-changing
+    /// command reached the device is `execution_result_unknown`, never run again.
     async fn service(&self, service: &str, command: &str) -> Result<Vec<u8>, DeviceError> {
         let serial = self.serial().await?;
-        match self.server.run(&serial, service, command).await {
-            Err(DeviceError::DeviceNotFound { .. } | DeviceError::Offline { .. })
+        let mutating = !shell::is_read_only(command);
+        let failure = match self.server.run(&serial, service, command).await {
+            Ok(out) => return Ok(out),
+            Err(failure) => failure,
+        };
+        if failure.after_sent && mutating {
+            let reason = match &failure.error {
+                DeviceError::DeviceTimeout { timeout_ms, .. } => {
+                    format!("it did not answer within {timeout_ms} ms")
+                }
+                DeviceError::Offline { .. } => "the connection broke".to_owned(),
+                other => format!("the exchange failed ({other})"),
+            };
+            return Err(DeviceError::ExecutionResultUnknown {
+                serial,
+                command: command.to_owned(),
+                reason,
+            });
+        }
+        match failure.error {
+            DeviceError::DeviceNotFound { .. } | DeviceError::Offline { .. }
                 if is_network_serial(&serial) =>
             {
                 self.reconnect(&serial).await?;
-                self.server.run(&serial, service, command).await
+                match self.server.run(&serial, service, command).await {
+                    Ok(out) => Ok(out),
+                    Err(again) if again.after_sent && mutating => {
+                        Err(DeviceError::ExecutionResultUnknown {
+                            serial,
+                            command: command.to_owned(),
+                            reason: "the connection broke after a reconnect".to_owned(),
+                        })
+                    }
+                    Err(again) => Err(again.error),
+                }
             }
             // The device side closed the stream: gone, or it refused the service.
-            Err(e @ DeviceError::Internal { .. }) => Err(self.presence_error().await.unwrap_or(e)),
-            other => other,
+            e @ DeviceError::Internal { .. } => Err(self.presence_error().await.unwrap_or(e)),
+            other => Err(other),
         }
     }
 

@@ -46,6 +46,24 @@ pub(crate) fn adb_keyboard_text(text: &str) -> String {
     format!("am broadcast -a ADB_INPUT_B64 --es msg {b64}")
 }
 
+/// Whether a shell command only reads (dumps, properties, provider queries, package lists,
+/// screenshots): such a command may be run again after a broken connection. Anything else
+/// counts as state-changing.
+pub(crate) fn is_read_only(command: &str) -> bool {
+    const READS: &[&str] = &[
+        "uiautomator dump",
+        "getprop",
+        "wm size",
+        "dumpsys ",
+        "ime list",
+        "pm list ",
+        "screencap",
+        "content 'query' ",
+        "content query ",
+    ];
+    READS.iter().any(|r| command.starts_with(r))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -180,6 +180,20 @@ pub enum DeviceError {
         /// The device's serial.
         serial: String,
     },
+    /// A state-changing command was handed to the device, then the connection broke or the
+    /// device stopped answering: it may have run. Never retried on its own.
+    #[error(
+        "`{command}` was sent to device `{serial}`, then {reason}: the command may have run; \
+         read the screen (openphone.screen.get) before retrying"
+    )]
+    ExecutionResultUnknown {
+        /// The device's serial.
+        serial: String,
+        /// The command that may have run.
+        command: String,
+        /// What happened after it was sent.
+        reason: String,
+    },
     /// The device did not answer a command in time.
     #[error(
         "device `{serial}` did not answer `{command}` within {timeout_ms} ms: unlock the phone, \
@@ -275,6 +289,7 @@ impl DeviceError {
             DeviceError::DeviceUnauthorized { .. } => "device_unauthorized",
             DeviceError::Offline { .. } => "device_offline",
             DeviceError::DeviceTimeout { .. } => "device_timeout",
+            DeviceError::ExecutionResultUnknown { .. } => "execution_result_unknown",
             DeviceError::AdbServerUnavailable { .. } => "adb_server_unavailable",
             DeviceError::StaleElement { .. } => "stale_element",
             DeviceError::FrameworkConfirmationRequired { .. } => "framework_confirmation_required",
@@ -294,6 +309,7 @@ impl DeviceError {
             DeviceError::DeviceUnauthorized { .. } => ErrorCode::DeviceUnauthorized,
             DeviceError::Offline { .. } => ErrorCode::DeviceOffline,
             DeviceError::DeviceTimeout { .. } => ErrorCode::DeviceTimeout,
+            DeviceError::ExecutionResultUnknown { .. } => ErrorCode::ExecutionResultUnknown,
             DeviceError::AdbServerUnavailable { .. } => ErrorCode::AdbServerUnavailable,
             DeviceError::StaleElement { .. } => ErrorCode::StaleElement,
             DeviceError::FrameworkConfirmationRequired { .. } => {
@@ -351,6 +367,11 @@ impl DeviceError {
                 command,
                 timeout_ms,
             } => json!({ "serial": serial, "command": command, "timeout_ms": timeout_ms }),
+            DeviceError::ExecutionResultUnknown {
+                serial,
+                command,
+                reason,
+            } => json!({ "serial": serial, "command": command, "reason": reason }),
             DeviceError::AdbServerUnavailable { address, reason } => {
                 json!({ "address": address, "reason": reason })
             }

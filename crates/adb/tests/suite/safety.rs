@@ -2,10 +2,14 @@
 //! no input through an OS dialog, no second run of a command that may have run, the phone a
 //! backend drives stays the phone it found, a permission approval grants the least.
 
-use openphone_device::{PendingDialog, PhoneDevice};
+use std::time::Duration;
+
+use openphone_adb::AdbPhone;
+use openphone_device::{DeviceError, PendingDialog, PhoneDevice};
+use openphone_fake_adbd::Options;
 use serde_json::{Value, json};
 
-use super::support::Rig;
+use super::support::{Rig, call};
 
 fn input_lines(rig: &Rig) -> Vec<String> {
     rig.log()
@@ -82,4 +86,56 @@ async fn a_runtime_could_tap_through_an_os_dialog_with_input_commands() {
         .unwrap();
     assert_eq!(answered["accepted"], false);
     assert_eq!(input_lines(&rig).len(), 1, "{:?}", input_lines(&rig));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_state_changing_command_that_timed_out_after_it_was_sent_was_reported_retryable() {
+    let rig = Rig::start(Options {
+        hang_on: Some("input".into()),
+        ..Options::default()
+    })
+    .await;
+    let mut config = rig.config();
+    config.timeout = Duration::from_secs(2);
+    let phone = AdbPhone::open(config);
+    let screen = call(&phone, "openphone.screen.get", json!({}))
+        .await
+        .unwrap();
+    let e = &screen["interactive_elements"][0];
+    let err = call(
+        &phone,
+        "openphone.ui.tap",
+        json!({ "x": e["center"]["x"], "y": e["center"]["y"] }),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(err.code(), "execution_result_unknown", "{err}");
+    assert_eq!(
+        err.catalogue_code(),
+        openphone_protocol::ErrorCode::ExecutionResultUnknown
+    );
+    let message = err.to_string();
+    assert!(message.contains("may have run"), "{message}");
+    assert!(message.contains("read the screen"), "{message}");
+    assert!(!matches!(err, DeviceError::DeviceTimeout { .. }));
+    // Sent once, never again on its own.
+    let taps = rig
+        .log()
+        .into_iter()
+        .filter(|l| l.starts_with("input tap"))
+        .count();
+    assert!(taps <= 1, "the tap was sent {taps} times");
+    // A read that hangs is still a plain (retryable) timeout.
+    let rig = Rig::start(Options {
+        hang_on: Some("dumpsys battery".into()),
+        ..Options::default()
+    })
+    .await;
+    let mut config = rig.config();
+    config.timeout = Duration::from_secs(2);
+    let phone = AdbPhone::open(config);
+    let err = call(&phone, "openphone.device.status", json!({}))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "device_timeout", "{err}");
 }

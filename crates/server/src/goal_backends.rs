@@ -69,10 +69,11 @@ impl SchedulerJobs {
     }
 }
 
-#[async_trait]
-impl JobBackend for SchedulerJobs {
-    async fn create_job(
+impl SchedulerJobs {
+    /// A new `agent_turn` job, its payload naming attempt `key` when there is one.
+    fn create(
         &self,
+        key: Option<&str>,
         title: &str,
         prompt: &str,
         run_at: Option<i64>,
@@ -84,12 +85,75 @@ impl JobBackend for SchedulerJobs {
         if let Some(at) = run_at {
             request.insert("run_at".into(), json!(at));
         }
+        if let Some(key) = key {
+            request.insert("payload".into(), json!({ GOAL_ATTEMPT_KEY: key }));
+        }
         let request = JobRequest::from_json(&Value::Object(request)).map_err(|e| e.to_string())?;
         let job = self
             .scheduler
             .create(&request, None)
             .map_err(|e| e.to_string())?;
         Ok(job.job.id)
+    }
+
+    /// The `agent_turn` job whose payload names attempt `key`.
+    fn find(&self, key: &str) -> Result<Option<i64>, String> {
+        let jobs = self
+            .scheduler
+            .list_filtered(&openphone_store::JobFilter {
+                job_type: Some(openphone_jobs::JobType::AgentTurn),
+                ..openphone_store::JobFilter::default()
+            })
+            .map_err(|e| e.to_string())?;
+        Ok(jobs
+            .iter()
+            .find(|row| {
+                row.job
+                    .payload_json
+                    .get(GOAL_ATTEMPT_KEY)
+                    .and_then(Value::as_str)
+                    == Some(key)
+            })
+            .map(|row| row.job.id))
+    }
+}
+
+/// The payload member naming the goal attempt (`goal_<id>:<action>:<n>`) a job was made for:
+/// the key that finds it again after a crash (one job per attempt).
+const GOAL_ATTEMPT_KEY: &str = "goal_attempt";
+
+#[async_trait]
+impl JobBackend for SchedulerJobs {
+    async fn create_job(
+        &self,
+        title: &str,
+        prompt: &str,
+        run_at: Option<i64>,
+    ) -> Result<i64, String> {
+        self.create(None, title, prompt, run_at)
+    }
+
+    async fn create_job_keyed(
+        &self,
+        key: &str,
+        title: &str,
+        prompt: &str,
+        run_at: Option<i64>,
+    ) -> Result<i64, String> {
+        match self.find(key)? {
+            Some(job) => Ok(job),
+            None => self.create(Some(key), title, prompt, run_at),
+        }
+    }
+
+    async fn job_by_key(&self, key: &str) -> Option<i64> {
+        match self.find(key) {
+            Ok(job) => job,
+            Err(e) => {
+                tracing::warn!(key, error = %e, "goals: looking up a goal attempt's job failed");
+                None
+            }
+        }
     }
 
     async fn progress(&self, job_id: i64) -> JobProgress {

@@ -230,10 +230,38 @@ impl GoalEngine {
         now: i64,
     ) -> Result<(), GoalsError> {
         let id = action.id.as_str();
-        let job = action.last_attempt().and_then(|a| a.job_id);
-        let (Some(job), Some(backend)) = (job, self.backends.jobs.clone()) else {
+        let Some(backend) = self.backends.jobs.clone() else {
+            return self.unknown(work, id, now, "no job backend is attached to read its job");
+        };
+        let recorded = action.last_attempt().and_then(|a| a.job_id);
+        let job = match recorded {
+            Some(job) => Some(job),
+            // The daemon stopped between creating the job and recording it: the job made
+            // for this attempt's key is adopted (it runs; a second one is never made).
+            None => match action.last_attempt() {
+                Some(att) => backend.job_by_key(&att.idempotency_key).await,
+                None => None,
+            },
+        };
+        let Some(job) = job else {
             return self.unknown(work, id, now, "the daemon stopped while it created its job");
         };
+        if recorded.is_none() {
+            work.evidence(
+                id,
+                EvidenceKind::Artifact,
+                format!("job {job} (adopted after a restart)"),
+                crate::ids::digest_text(&job.to_string()),
+                now,
+            );
+            if let Some(att) = work.attempt_mut(id) {
+                att.job_id = Some(job);
+                att.summary = format!("job {job} scheduled");
+            }
+            if let Some(a) = work.goal.action_mut(id) {
+                a.resume_token = Some(format!("job:{job}"));
+            }
+        }
         match backend.progress(job).await {
             JobProgress::Pending(note) => {
                 if let Some(att) = work.attempt_mut(id) {

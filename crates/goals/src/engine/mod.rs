@@ -84,6 +84,28 @@ pub trait JobBackend: Send + Sync {
         run_at: Option<i64>,
     ) -> Result<i64, String>;
 
+    /// Creates the job for the attempt whose idempotency key is `key`
+    /// (`goal_<id>:<action>:<n>`), or answers the job already made for that key: an attempt
+    /// never has two jobs. The default ignores the key (a backend that cannot find jobs by it).
+    async fn create_job_keyed(
+        &self,
+        key: &str,
+        title: &str,
+        prompt: &str,
+        run_at: Option<i64>,
+    ) -> Result<i64, String> {
+        let _ = key;
+        self.create_job(title, prompt, run_at).await
+    }
+
+    /// The job made for the attempt whose idempotency key is `key`, if there is one (the
+    /// daemon stopped after creating it and before recording its id: it is adopted, never
+    /// made twice). The default finds none.
+    async fn job_by_key(&self, key: &str) -> Option<i64> {
+        let _ = key;
+        None
+    }
+
     /// How job `job_id` stands now.
     async fn progress(&self, job_id: i64) -> JobProgress;
 

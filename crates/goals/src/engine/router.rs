@@ -163,7 +163,13 @@ impl GoalEngine {
                     } else {
                         title
                     };
-                    let outcome = jobs.create_job(title, prompt, *run_at).await;
+                    // Keyed by the attempt: a job made before a crash is found again, never
+                    // made twice (`events.rs`, `ingest_job`, adopts it on recovery).
+                    let key = action
+                        .last_attempt()
+                        .map(|a| a.idempotency_key.clone())
+                        .unwrap_or_else(|| format!("{goal_id}:{id}:{n}"));
+                    let outcome = jobs.create_job_keyed(&key, title, prompt, *run_at).await;
                     let now = self.now();
                     match outcome {
                         // The action runs until the job's run finishes (`events.rs`,

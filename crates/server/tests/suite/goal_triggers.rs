@@ -262,3 +262,67 @@ async fn the_builtin_model_proposes_the_alternative_of_a_denied_step() {
     d.daemon.shutdown().await;
     fake.shutdown().await;
 }
+
+/// A daemon on the existing data dir `dir` (a restart).
+async fn restart_on(dir: &std::path::Path) -> openphone_server::Daemon {
+    openphone_server::Daemon::start(openphone_server::DaemonOptions {
+        data_dir: dir.to_path_buf(),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        device: openphone_server::DeviceChoice::Sim,
+        config: config(""),
+    })
+    .await
+    .unwrap()
+}
+
+/// A `job` step's job was created before its id was recorded: a daemon killed in between
+/// left the step RUNNING without a job, recovery marked it `outcome_unknown` while the orphan
+/// job still ran, and a retry created a second job. The job is made under the attempt's key
+/// and recovery adopts it: one job per attempt.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn regression_a_crash_between_creating_a_goals_job_and_recording_it_orphaned_the_job() {
+    let d = start(config("")).await;
+    let engine = d.daemon.goal_engine();
+    let spec: GoalSpec = serde_json::from_value(json!({
+        "objective": "remind me of the dentist",
+        "plan": [{"id": "remind", "title": "Remind me", "kind": "job",
+                  "prompt": "Remind me of the dentist", "run_at": engine.now() + 3_600_000}]
+    }))
+    .unwrap();
+    let goal = engine.create(&spec, owner()).unwrap();
+    engine.tick(&goal.id).await.unwrap();
+    let job = job_of(&engine.get(&goal.id).unwrap(), "remind");
+    let goal_id = goal.id.clone();
+    let dir = d.dir;
+    d.daemon.shutdown().await;
+
+    // What a daemon killed right after creating the job leaves behind: the step RUNNING, its
+    // attempt without the job's id.
+    {
+        let store = openphone_store::Store::open(dir.path()).unwrap();
+        let stored = store.get_goal(&goal_id).unwrap().unwrap();
+        let mut g = openphone_goals::engine::from_stored(&stored).unwrap();
+        let action = g.action_mut("remind").unwrap();
+        action.resume_token = None;
+        action.attempts.last_mut().unwrap().job_id = None;
+        g.evidence.clear();
+        store
+            .update_goal(
+                &openphone_goals::engine::to_stored(&g).unwrap(),
+                vec![],
+                vec![],
+            )
+            .unwrap();
+    }
+
+    let daemon = restart_on(dir.path()).await;
+    let engine = daemon.goal_engine();
+    engine.tick(&goal_id).await.unwrap();
+    let g = engine.get(&goal_id).unwrap();
+    let remind = g.action("remind").unwrap();
+    assert_eq!(remind.state, ActionState::Running, "{remind:?}");
+    assert_eq!(job_of(&g, "remind"), job, "the orphan job is adopted");
+    let jobs = daemon.jobs().list(None, None).unwrap();
+    assert_eq!(jobs.len(), 1, "one job per attempt: {jobs:?}");
+    daemon.shutdown().await;
+}

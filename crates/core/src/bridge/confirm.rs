@@ -311,8 +311,13 @@ impl ToolBridge {
                     denial.0,
                     denial.1,
                 );
-                // A dialog's confirmation: the phone's dialog is dismissed (`os_dialogs.rs`).
-                if let Some(details) = self.dismiss_dialog(&stored, confirmation_id).await {
+                // A dialog's confirmation: the user's denial dismisses the phone's dialog; a
+                // runtime's withdrawal leaves it on the screen (`os_dialogs.rs`).
+                let dialog = match denial.0 {
+                    ErrorCode::Cancelled => self.leave_dialog(&stored, confirmation_id, label),
+                    _ => self.dismiss_dialog(&stored, confirmation_id).await,
+                };
+                if let Some(details) = dialog {
                     result = result.with_details(details);
                 }
                 self.finish(

@@ -4,13 +4,15 @@
 //!
 //! - **A request that ran without the user's approval of it** (allowed by `trusted_actions`, a
 //!   standing approval, a session grant, the operator's own call): the bridge opens a
-//!   confirmation of the dialog — summary `Android asks: <what the dialog says>`, announced with
+//!   confirmation of the dialog — summary `Android asks: <what the dialog says> (approving
+//!   presses <the positive button>)`, announced with
 //!   `runtime.confirmation.required`, listed and resolved like any other — and answers
 //!   `needs_confirmation` / `framework_confirmation_required` pointing at it; that answer is the
 //!   request's recorded final result. The dialog stays on the phone's screen meanwhile.
 //!   Approving it asks the device to press the dialog's positive button once
 //!   ([`openphone_device::PhoneDevice::resolve_dialog`]); the outcome is the confirmation's
-//!   final result. Denying it (or the runtime withdrawing it) presses the negative button. It is
+//!   final result. The user denying it presses the negative button; the runtime withdrawing it
+//!   (like its expiry) leaves the dialog on the screen, recording who withdrew it. It is
 //!   one-shot: never lowered by autonomy, a standing approval or a session grant (the policy
 //!   stack never sees it — it appears after the decision), `accept_for_session` makes no grant
 //!   (`grants.rs`), and a confirming host may not resolve it (`confirm.rs`). The confirmation's
@@ -18,10 +20,12 @@
 //!   own record and the dialog's never collide, and an identical retry joins the dialog's
 //!   confirmation instead of opening the app again (`retry.rs`).
 //! - **A request the user approved** (its confirmation, or a background job's review): the
-//!   user has approved exactly this request, so the bridge confirms the pending dialog itself,
-//!   once. If that fails the answer is `framework_confirmation_failed`; a further dialog the
-//!   answer raises is surfaced as a confirmation of its own (on a background review, where no
-//!   one is asked, it is `framework_confirmation_failed`).
+//!   same — the user approved the request, not the dialog's content (a payment's amount, a
+//!   permission's scope), so the bridge never presses it on that approval. The dialog opens its
+//!   own confirmation, and the approved request's answer is `needs_confirmation` /
+//!   `framework_confirmation_required` naming it. On a background review nobody is present: the
+//!   confirmation waits for the user to decide later and the review's outcome records it,
+//!   nothing pressed. (We deviate here from the spec's confirm-once row, §8.2 step 5.)
 //!
 //! Every answer given to a dialog is audited (a `confirmation_transition` record whose proof
 //! names the dialog by id, kind and package, and who answered it); the dialog's text is not
@@ -50,7 +54,6 @@ const DIALOG_KEY_MARK: &str = "#dlg-";
 
 /// Who answered a dialog, as its audit record says.
 const BY_USER: &str = "user";
-const BY_APPROVED_REQUEST: &str = "bridge:user_approved_request";
 
 /// The dialog a device's answer reports (`framework_confirmation_required` with the dialog's
 /// kind, package and text in its details), if any.
@@ -95,10 +98,22 @@ const MAX_QUESTION: usize = 220;
 /// What the user is shown: `Android asks: <question>`, with the characters that change how
 /// text reads escaped (the question is the phone's text, an app's label or a URL inside it).
 fn question(dialog: &PendingDialog) -> String {
-    openphone_protocol::display_text(&dialog.question())
+    let asked: String = openphone_protocol::display_text(&dialog.question())
         .chars()
         .take(MAX_QUESTION)
-        .collect()
+        .collect();
+    format!("{asked} (approving presses {})", positive_button(dialog))
+}
+
+/// The button approving a dialog's confirmation presses, as the user is told.
+fn positive_button(dialog: &PendingDialog) -> &'static str {
+    use openphone_device::dialog::kind;
+    match dialog.kind.as_str() {
+        kind::PERMISSION => "\"Allow\"",
+        kind::PAYMENT => "\"Pay\"",
+        kind::CHOOSER => "\"Just once\" / the app it names",
+        _ => "\"OK\"",
+    }
 }
 
 /// The dialog as audit records and results name it: id, kind and package (not its text).
@@ -131,8 +146,10 @@ fn dialog_detail(dialog: &PendingDialog, answer: &str, by: &str) -> Value {
 
 impl ToolBridge {
     /// After a state-changing request ran without a confirmation of its own: a dialog it raised
-    /// becomes the user's confirmation — or, for a request the user approved on a background
-    /// review (`reviewed`), is confirmed once by the bridge.
+    /// becomes the user's confirmation — also for a request the user approved on a background
+    /// review (`reviewed`): nobody is present, so the confirmation waits for the user to decide
+    /// later and the review's outcome records it (`framework_confirmation_required`), nothing
+    /// pressed.
     #[allow(clippy::too_many_arguments)]
     pub(super) async fn after_direct(
         &self,
@@ -148,7 +165,8 @@ impl ToolBridge {
             return result;
         };
         if reviewed {
-            return self.confirm_once(caller, req, command, None, &dialog).await;
+            tracing::info!(dialog = %dialog.dialog_id, request = %req.request_id,
+                "an OS dialog raised by a reviewed background request is left for the user");
         }
         let stored = StoredRequest {
             caller: caller.clone(),
@@ -161,8 +179,10 @@ impl ToolBridge {
         self.open_dialog(&stored, command, identity, autonomy).await
     }
 
-    /// After a request the user approved ran (`stored`; its params digest `params_digest`):
-    /// the bridge confirms a dialog it raised, once.
+    /// After a request the user approved ran (`stored`; its params digest `params_digest`): a
+    /// dialog it raised is never pressed on that approval — the user approved the request, not
+    /// the dialog's content (an amount, a permission's scope) — but opens its own one-shot
+    /// confirmation, and the approved request's answer names it.
     pub(super) async fn after_approved(
         &self,
         stored: &StoredRequest,
@@ -175,40 +195,13 @@ impl ToolBridge {
         };
         let (caller, req) = (&stored.caller, &stored.request);
         let identity = self.identity_of(&caller.runtime, req, &command.name, params_digest);
-        self.confirm_once(caller, req, command, Some((stored, &identity)), &dialog)
-            .await
-    }
-
-    /// Presses the dialog's positive button once. `surface`: where a further dialog is asked
-    /// about (the approved request and its identity); `None` on a background review.
-    async fn confirm_once(
-        &self,
-        caller: &Caller,
-        req: &NormalizedRequest,
-        command: &Command,
-        surface: Option<(&StoredRequest, &IdentityKey)>,
-        dialog: &PendingDialog,
-    ) -> ToolResult {
-        let by = BY_APPROVED_REQUEST;
-        let (result, answer) = match self.press(req, dialog, true).await {
-            Ok(value) => (self.answered(caller, req, dialog, value, by), "accepted"),
-            Err(e) => match (PendingDialog::from_error(&e), surface) {
-                (Some(next), Some((stored, identity))) => {
-                    self.audit_answer(caller, req, None, dialog, "accepted", by, None);
-                    let next_stored = StoredRequest {
-                        dialog: Some(next),
-                        ..stored.clone()
-                    };
-                    let autonomy = self.autonomy_of(caller, req);
-                    return self
-                        .open_dialog(&next_stored, command, identity, autonomy)
-                        .await;
-                }
-                _ => (self.confirm_failed(caller, req, dialog, &e), "failed"),
-            },
+        let next_stored = StoredRequest {
+            dialog: Some(dialog),
+            ..stored.clone()
         };
-        self.audit_answer(caller, req, None, dialog, answer, by, Some(&result));
-        result
+        let autonomy = self.autonomy_of(caller, req);
+        self.open_dialog(&next_stored, command, &identity, autonomy)
+            .await
     }
 
     /// Approval of a dialog's confirmation (`stored.dialog`, confirmation identity
@@ -255,8 +248,26 @@ impl ToolBridge {
         }
     }
 
-    /// The user denied a dialog's confirmation (or its runtime withdrew it): the negative
-    /// button, pressed once. Answers what to add to the denial's details.
+    /// Its runtime withdrew a dialog's confirmation (`by`: who): nothing is pressed — only the
+    /// user's denial presses the negative button — and the dialog stays on the screen, as on
+    /// expiry. Answers what to add to the withdrawal's details.
+    pub(super) fn leave_dialog(
+        &self,
+        stored: &StoredRequest,
+        confirmation_id: &str,
+        by: &str,
+    ) -> Option<Map<String, Value>> {
+        let dialog = stored.dialog.as_ref()?;
+        let (caller, req) = (&stored.caller, &stored.request);
+        let answer = "left_on_screen";
+        self.audit_answer(caller, req, Some(confirmation_id), dialog, answer, by, None);
+        let mut details = Map::new();
+        details.insert("os_dialog".into(), dialog_detail(dialog, answer, by));
+        Some(details)
+    }
+
+    /// The user denied a dialog's confirmation: the negative button, pressed once. Answers
+    /// what to add to the denial's details.
     pub(super) async fn dismiss_dialog(
         &self,
         stored: &StoredRequest,
@@ -369,10 +380,7 @@ impl ToolBridge {
         error: &DeviceError,
     ) -> ToolResult {
         let mut details = Map::new();
-        details.insert(
-            "os_dialog".into(),
-            dialog_detail(dialog, "failed", BY_APPROVED_REQUEST),
-        );
+        details.insert("os_dialog".into(), dialog_detail(dialog, "failed", BY_USER));
         details.insert("device_error".into(), json!(error.code()));
         ToolResult::failure(
             &caller.runtime,

@@ -1,8 +1,8 @@
 //! OS-level confirmations through the bridge (issue 30): a system dialog the phone puts up after
 //! an action is the user's to answer — `needs_confirmation` / `framework_confirmation_required`
 //! with a confirmation naming the dialog, never answered by `trusted_actions`, a standing
-//! approval, a session grant or a confirming host — except during a request the user approved,
-//! where the bridge confirms it itself, once.
+//! approval, a session grant or a confirming host — nor by the approval of the request that
+//! raised it: the user approved the request, not the dialog's content (review finding 4).
 
 use std::sync::Arc;
 
@@ -112,7 +112,7 @@ async fn trusted_actions_surfaces_a_permission_prompt_and_approval_answers_it_on
     let id = confirmation_id(&asked);
     assert_eq!(
         summary_of(&h, &id),
-        "Android asks: Allow Lens to take pictures and record video?"
+        "Android asks: Allow Lens to take pictures and record video? (approving presses \"Allow\")"
     );
     assert_eq!(
         asked.pending_confirmation().map(|p| p.confirmation_id),
@@ -258,38 +258,41 @@ async fn a_confirming_host_cannot_answer_an_os_dialog() {
     assert_eq!(pending.len(), 1);
 }
 
+/// Review finding 4: approving a request made the bridge press the dialog it raised ("Allow",
+/// "Pay") without the user seeing it. The dialog opens its own confirmation instead.
 #[tokio::test]
-async fn a_request_the_user_approved_passes_its_dialog_once() {
+async fn approving_a_request_never_presses_the_dialog_it_raised() {
     let h = harness(&["camera"]);
-    // ask_before_action: the user approves opening Lens; the prompt it raises is confirmed by
-    // the bridge itself, once.
     let asked = h.call(&hermes(), open_lens("a1")).await;
     assert_eq!(code(&asked), Some("mutating_tool_requires_confirmation"));
-    let done = approve(&h, &confirmation_id(&asked), ConfirmDecision::Approve).await;
-    assert_eq!(done.status, ToolStatus::Ok, "{done:?}");
+    let first = confirmation_id(&asked);
+    let answer = approve(&h, &first, ConfirmDecision::Approve).await;
+    assert_eq!(answer.status, ToolStatus::NeedsConfirmation, "{answer:?}");
+    assert_eq!(code(&answer), Some("framework_confirmation_required"));
+    let dialog = confirmation_id(&answer);
+    assert_ne!(dialog, first, "a confirmation of its own");
     assert_eq!(
-        done.result["os_dialog"]["answered_by"],
-        "bridge:user_approved_request"
+        summary_of(&h, &dialog),
+        "Android asks: Allow Lens to take pictures and record video? (approving presses \"Allow\")"
     );
+    // Nothing pressed: the prompt is still up, the permission not granted.
+    assert!(h.phone.pending_dialog().is_some());
+    assert_ne!(permission(&h, "camera"), "granted");
+    let done = approve(&h, &dialog, ConfirmDecision::Approve).await;
+    assert_eq!(done.status, ToolStatus::Ok, "{done:?}");
+    assert_eq!(done.result["os_dialog"]["answered_by"], "user");
     assert_eq!(permission(&h, "camera"), "granted");
     assert_eq!(h.phone.pending_dialog(), None);
-    assert_eq!(
-        h.bridge
-            .store()
-            .list_confirmations(&ConfirmationFilter::default())
-            .unwrap()
-            .len(),
-        1,
-        "no second question"
-    );
 }
 
 #[tokio::test]
-async fn only_once_a_second_dialog_after_an_approved_request_is_asked() {
+async fn every_dialog_after_an_approved_request_is_asked() {
     let h = harness(&["camera", "location"]);
     let asked = h.call(&hermes(), open_lens("a2")).await;
-    let second = approve(&h, &confirmation_id(&asked), ConfirmDecision::Approve).await;
-    // Camera was confirmed once; location is the user's question.
+    let camera = approve(&h, &confirmation_id(&asked), ConfirmDecision::Approve).await;
+    assert_eq!(code(&camera), Some("framework_confirmation_required"));
+    let second = approve(&h, &confirmation_id(&camera), ConfirmDecision::Approve).await;
+    // Camera was the user's first question; location is the next.
     assert_eq!(permission(&h, "camera"), "granted");
     assert_eq!(
         code(&second),
@@ -299,7 +302,7 @@ async fn only_once_a_second_dialog_after_an_approved_request_is_asked() {
     let next = confirmation_id(&second);
     assert_eq!(
         summary_of(&h, &next),
-        "Android asks: Allow Lens to access this device's location?"
+        "Android asks: Allow Lens to access this device's location? (approving presses \"Allow\")"
     );
     let done = approve(&h, &next, ConfirmDecision::Approve).await;
     assert_eq!(done.status, ToolStatus::Ok);
@@ -307,7 +310,7 @@ async fn only_once_a_second_dialog_after_an_approved_request_is_asked() {
 }
 
 #[tokio::test]
-async fn the_share_chooser_of_an_approved_share_is_confirmed_once() {
+async fn the_share_chooser_of_an_approved_share_is_asked_before_it_is_pressed() {
     let h = harness(&[]);
     let asked = h
         .call(
@@ -319,7 +322,17 @@ async fn the_share_chooser_of_an_approved_share_is_confirmed_once() {
             ),
         )
         .await;
-    let done = approve(&h, &confirmation_id(&asked), ConfirmDecision::Approve).await;
+    let chooser = approve(&h, &confirmation_id(&asked), ConfirmDecision::Approve).await;
+    assert_eq!(code(&chooser), Some("framework_confirmation_required"));
+    assert!(
+        h.phone
+            .snapshot()
+            .shares
+            .last()
+            .and_then(|s| s.target.clone())
+            .is_none()
+    );
+    let done = approve(&h, &confirmation_id(&chooser), ConfirmDecision::Approve).await;
     assert_eq!(done.status, ToolStatus::Ok, "{done:?}");
     assert_eq!(done.result["os_dialog"]["kind"], "chooser");
     let state = h.phone.snapshot();
@@ -330,6 +343,37 @@ async fn the_share_chooser_of_an_approved_share_is_confirmed_once() {
             .and_then(|s| s.target.clone())
             .as_deref(),
         Some("messages")
+    );
+}
+
+/// Review finding 12: a runtime withdrawing a dialog's confirmation pressed "Don't allow" and
+/// audited it as the user's answer. Only the user's denial presses the negative button.
+#[tokio::test]
+async fn withdrawing_a_dialogs_confirmation_pressed_dont_allow_as_the_user() {
+    let h = harness(&["camera"]);
+    let caller = trusted_hermes();
+    let asked = h.call(&caller, trusted(open_lens("w1"))).await;
+    let id = confirmation_id(&asked);
+    let withdrawn = h.bridge.withdraw(&caller, &id).await.unwrap();
+    assert_eq!(code(&withdrawn), Some("cancelled"), "{withdrawn:?}");
+    let details = withdrawn.error.and_then(|e| e.details).expect("details");
+    assert_eq!(details["os_dialog"]["answer"], "left_on_screen");
+    assert_ne!(details["os_dialog"]["answered_by"], "user");
+    assert!(h.phone.pending_dialog().is_some(), "left on the screen");
+    assert_ne!(permission(&h, "camera"), "denied");
+    let answers: Vec<(String, String)> = dialog_audit(&h, "hermes", "w1")
+        .iter()
+        .filter_map(|n| {
+            Some((
+                n["answer"].as_str()?.to_owned(),
+                n["answered_by"].as_str()?.to_owned(),
+            ))
+        })
+        .collect();
+    assert_eq!(answers.last().map(|a| a.0.as_str()), Some("left_on_screen"));
+    assert!(
+        answers.last().is_some_and(|a| a.1.contains("withdrawn")),
+        "{answers:?}"
     );
 }
 

@@ -24,6 +24,10 @@ pub const BINDING_INVALID: &str = "approval_binding_invalid_or_expired";
 pub const FRAMEWORK_UNAVAILABLE: &str = "framework_unavailable";
 /// `reason` when the approved call raised an OS dialog the bridge could not confirm once (§9.15).
 pub const FRAMEWORK_CONFIRMATION_FAILED: &str = "framework_confirmation_failed";
+/// `reason` when the approved call raised an OS dialog: never pressed on the review's approval
+/// (the user approved the request, not the dialog), it waits in a confirmation of its own for
+/// the user to decide later (the detail names it).
+pub const FRAMEWORK_CONFIRMATION_REQUIRED: &str = "framework_confirmation_required";
 /// `reason` when the tool's result could not be serialised.
 pub const RESULT_ENCODING_FAILED: &str = "result_encoding_failed";
 
@@ -231,6 +235,16 @@ fn outcome(result: ToolResult) -> Result<Value, ExecutionFailure> {
         (_, Some(ErrorCode::BackgroundReviewError)) => {
             Err(ExecutionFailure::new(BINDING_INVALID, detail()))
         }
+        (_, Some(ErrorCode::FrameworkConfirmationRequired)) => {
+            let asked = result
+                .pending_confirmation()
+                .map(|p| format!(" (confirmation {}; not pressed)", p.confirmation_id))
+                .unwrap_or_default();
+            Err(ExecutionFailure::new(
+                FRAMEWORK_CONFIRMATION_REQUIRED,
+                format!("{}{asked}", detail()),
+            ))
+        }
         (_, Some(ErrorCode::FrameworkConfirmationFailed)) => Err(ExecutionFailure::new(
             FRAMEWORK_CONFIRMATION_FAILED,
             detail(),
@@ -292,5 +306,21 @@ mod tests {
         assert_eq!(failed.reason, FRAMEWORK_CONFIRMATION_FAILED);
         assert_eq!(failed.resolution(), Resolution::Approved);
         assert!(failed.detail.contains("Share with"), "{failed:?}");
+    }
+
+    /// Review finding 4: an approved review's OS dialog is no longer pressed by the bridge; the
+    /// review's outcome records that it waits for the user.
+    #[test]
+    fn an_approved_reviews_os_dialog_is_recorded_as_waiting_for_the_user() {
+        let waiting = outcome(ToolResult::failure(
+            "builtin",
+            "r",
+            ErrorCode::FrameworkConfirmationRequired,
+            "Android asks: Share with Messages?",
+        ))
+        .unwrap_err();
+        assert_eq!(waiting.reason, FRAMEWORK_CONFIRMATION_REQUIRED);
+        assert_eq!(waiting.resolution(), Resolution::Approved);
+        assert!(waiting.detail.contains("Share with"), "{waiting:?}");
     }
 }

@@ -213,7 +213,9 @@ fn repair_and_prune(
                 output_ref: String::new(),
                 finished_at: now_ms,
             };
-            match store.finish_job_run(id, &finish) {
+            // Checked against the job's current row in the same statement: `row` was read
+            // before, and an attempt claimed since is its job's live run, not a stale one.
+            match store.close_stale_job_run(id, &finish) {
                 Ok(true) => report.attempts_closed += 1,
                 Ok(false) => {}
                 Err(e) => report

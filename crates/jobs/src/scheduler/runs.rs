@@ -332,8 +332,17 @@ impl Inner {
                 output_ref,
                 finished_at: now,
             };
-            match self.store.finish_job_attempt(&next, &finish) {
-                Ok(written) => {
+            match self.store.finish_job_attempt_checked(&next, &finish) {
+                Ok((written, corrected)) => {
+                    if let Some(said) = corrected {
+                        tracing::warn!(
+                            job_id = id,
+                            attempt,
+                            ledger_said = said.as_str(),
+                            outcome = outcome.as_str(),
+                            "jobs: a run's ledger row had been ended early while its job still ran it; the run's real end was written over it"
+                        );
+                    }
                     self.alert_if_due(&written);
                     self.emit(SchedulerEvent::Finished {
                         delivery: written.delivery_state,

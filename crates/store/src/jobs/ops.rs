@@ -4,7 +4,7 @@
 use rusqlite::{OptionalExtension, params};
 
 use super::rows::{JOB_COLUMNS, RUN_COLUMNS, TERMINAL_SQL, get_in, job_from_row, run_from_row};
-use super::write::{create_in, create_limited_in, finish_run_in, write_in};
+use super::write::{close_stale_run_in, create_in, create_limited_in, finish_run_in, write_in};
 use super::{
     AttemptFinish, ClaimRequest, ClaimedJob, JobFilter, JobQuota, JobRun, JobType, NewAgentJob,
     RUNS_KEPT_PER_JOB, Repair, RunOutcome, StaleSelection, StoredJob,
@@ -221,7 +221,7 @@ impl Store {
     pub fn update_job(&self, next: &StoredJob) -> Result<StoredJob> {
         let next = next.clone();
         self.write("agent_jobs.update", &next.job.id.to_string(), move |tx| {
-            write_in(tx, "agent_jobs.update", &next, None)
+            write_in(tx, "agent_jobs.update", &next, None).map(|(written, _)| written)
         })
     }
 
@@ -233,11 +233,37 @@ impl Store {
         next: &StoredJob,
         finish: &AttemptFinish,
     ) -> Result<StoredJob> {
+        self.finish_job_attempt_checked(next, finish)
+            .map(|(written, _)| written)
+    }
+
+    /// [`Store::finish_job_attempt`], also saying whether the attempt's ledger row had already
+    /// been ended by someone else (`Some(outcome it said)`): the fenced end is the authority on
+    /// the attempt its job still names, so that row is corrected to the real end, and the
+    /// caller reports the correction.
+    pub fn finish_job_attempt_checked(
+        &self,
+        next: &StoredJob,
+        finish: &AttemptFinish,
+    ) -> Result<(StoredJob, Option<RunOutcome>)> {
         let next = next.clone();
         let finish = finish.clone();
         self.write("agent_jobs.finish", &next.job.id.to_string(), move |tx| {
             write_in(tx, "agent_jobs.finish", &next, Some(&finish))
         })
+    }
+
+    /// Ends the ledger row of an attempt only if its job no longer runs it (the job is not
+    /// `running`, or runs another attempt or owner), checked and closed in one statement: an
+    /// attempt claimed after the caller read the job is left alone. Returns whether a row was
+    /// closed (false: already ended, unknown, or still its job's current run).
+    pub fn close_stale_job_run(&self, job_id: i64, finish: &AttemptFinish) -> Result<bool> {
+        let finish = finish.clone();
+        self.write(
+            "agent_job_runs.close_stale",
+            &job_id.to_string(),
+            move |tx| close_stale_run_in(tx, "agent_job_runs.close_stale", job_id, &finish),
+        )
     }
 
     /// Ends the ledger row of an attempt without touching its job (a late report of a runner
@@ -294,7 +320,7 @@ impl Store {
             let mut repaired = Vec::with_capacity(stale.len());
             for job in &stale {
                 if let Some((next, finish)) = repair(job) {
-                    repaired.push(write_in(tx, OP, &next, Some(&finish))?);
+                    repaired.push(write_in(tx, OP, &next, Some(&finish))?.0);
                 }
             }
             Ok(repaired)

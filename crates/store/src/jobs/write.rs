@@ -3,11 +3,11 @@
 //! fence), the reason a conditional write changed nothing, and the fenced end of a ledger row.
 
 use openphone_protocol::BUILTIN_RUNTIME_ID;
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use super::rows::{TERMINAL_SQL, conflict, get_in, json_text, not_found};
 use super::{
-    AttemptFinish, DeliveryState, JobQuota, NewAgentJob, OPERATOR_CREATOR, StoredJob,
+    AttemptFinish, DeliveryState, JobQuota, NewAgentJob, OPERATOR_CREATOR, RunOutcome, StoredJob,
     is_user_creator,
 };
 use crate::error::{Result, SqlContext, StoreError};
@@ -140,13 +140,15 @@ pub(crate) fn create_limited_in(
 }
 
 /// Writes `next` over the row if the row is still at `next.version` (and, with `fence`, still
-/// owned by that attempt); returns the row as written.
+/// owned by that attempt, whose ledger row is ended in the same transaction); returns the row
+/// as written and, when the attempt's ledger row had already been ended by someone else, what
+/// it said before the fenced end corrected it.
 pub(super) fn write_in(
     tx: &Connection,
     op: &'static str,
     next: &StoredJob,
     fence: Option<&AttemptFinish>,
-) -> Result<StoredJob> {
+) -> Result<(StoredJob, Option<RunOutcome>)> {
     let job = &next.job;
     if let Some(finish) = fence
         && (finish.attempt != next.attempt || finish.owner != next.owner)
@@ -215,12 +217,90 @@ pub(super) fn write_in(
     if changed == 0 {
         return Err(refusal(tx, op, next)?);
     }
-    if let Some(finish) = fence {
-        finish_run_in(tx, op, job.id, finish)?;
-    }
     let mut written = next.clone();
     written.version += 1;
-    Ok(written)
+    let corrected = match fence {
+        Some(finish) if !finish_run_in(tx, op, job.id, finish)? => {
+            correct_run_in(tx, op, job.id, finish)?
+        }
+        Some(_) | None => None,
+    };
+    Ok((written, corrected))
+}
+
+/// The fenced finish of `finish.attempt` found its ledger row already ended (something closed
+/// the current attempt early, e.g. as `interrupted`): the fenced report is the authority on the
+/// attempt its job row still names, so the row is written with the real end. Returns what the
+/// row said before (`None`: there was no row to correct — trimmed).
+fn correct_run_in(
+    tx: &Connection,
+    op: &'static str,
+    job_id: i64,
+    finish: &AttemptFinish,
+) -> Result<Option<RunOutcome>> {
+    let before: Option<String> = tx
+        .prepare_cached(
+            "SELECT outcome FROM agent_job_runs WHERE job_id = ?1 AND attempt = ?2 AND owner = ?3",
+        )
+        .and_then(|mut s| {
+            s.query_row(params![job_id, finish.attempt, finish.owner], |r| r.get(0))
+                .optional()
+        })
+        .ctx(op, &job_id.to_string())?;
+    let Some(before) = before else {
+        return Ok(None);
+    };
+    tx.prepare_cached(
+        "UPDATE agent_job_runs SET finished_at = ?4, outcome = ?5, reason = ?6, output_ref = ?7 \
+         WHERE job_id = ?1 AND attempt = ?2 AND owner = ?3",
+    )
+    .and_then(|mut s| {
+        s.execute(params![
+            job_id,
+            finish.attempt,
+            finish.owner,
+            finish.finished_at,
+            finish.outcome.as_str(),
+            finish.reason,
+            finish.output_ref,
+        ])
+    })
+    .ctx(op, &job_id.to_string())?;
+    Ok(Some(
+        RunOutcome::parse(&before).unwrap_or(RunOutcome::Interrupted),
+    ))
+}
+
+/// Ends the ledger row of an attempt that is still `running` only when its job no longer runs
+/// that attempt (status not `running`, or another attempt or owner in the job's fence): the
+/// check and the close are one statement, so an attempt claimed after the caller looked is
+/// never closed (the heartbeat's repair). Returns whether a row was closed.
+pub(super) fn close_stale_run_in(
+    tx: &Connection,
+    op: &'static str,
+    job_id: i64,
+    finish: &AttemptFinish,
+) -> Result<bool> {
+    let changed = tx
+        .prepare_cached(
+            "UPDATE agent_job_runs SET finished_at = ?4, outcome = ?5, reason = ?6, \
+             output_ref = ?7 WHERE job_id = ?1 AND attempt = ?2 AND owner = ?3 \
+             AND outcome = 'running' AND NOT EXISTS (SELECT 1 FROM agent_jobs \
+             WHERE id = ?1 AND status = 'running' AND current_attempt = ?2 AND owner = ?3)",
+        )
+        .and_then(|mut s| {
+            s.execute(params![
+                job_id,
+                finish.attempt,
+                finish.owner,
+                finish.finished_at,
+                finish.outcome.as_str(),
+                finish.reason,
+                finish.output_ref,
+            ])
+        })
+        .ctx(op, &job_id.to_string())?;
+    Ok(changed == 1)
 }
 
 /// Why the conditional write of `next` changed no row.

@@ -571,3 +571,77 @@ fn a_runtimes_live_jobs_never_take_the_users_reserve() {
     }
     assert_eq!(store.count_jobs().unwrap(), 8);
 }
+
+/// Regression (review finding 9): the heartbeat worked from a job list read earlier, so an
+/// attempt claimed after that read was closed as `interrupted`, and the run's real end then
+/// changed nothing in the ledger. The close now checks the job's current fence in the same
+/// statement, and a fenced end that finds its ledger row ended early writes the real end.
+#[test]
+fn the_heartbeat_closed_a_run_claimed_after_it_read_the_jobs_as_interrupted() {
+    let dir = temp();
+    let store = open(&dir);
+    store.create_job(&new_job("a", T0), T0, 200).unwrap();
+    // The heartbeat read job 1 as queued; then a scheduler claimed it.
+    assert_eq!(
+        store.get_job(1).unwrap().unwrap().job.status,
+        JobStatus::Queued
+    );
+    claim(&store, T0 + 1, 1, "sched-a");
+    let running = store.get_job(1).unwrap().unwrap();
+    let mut interrupted = finish(&running, RunOutcome::Interrupted, T0 + 2);
+    interrupted.reason = "closed by the heartbeat".to_owned();
+    // The job's fence says the attempt is live: nothing is closed.
+    assert!(!store.close_stale_job_run(1, &interrupted).unwrap());
+    assert_eq!(
+        store.job_run(1, 1).unwrap().unwrap().outcome,
+        RunOutcome::Running
+    );
+    let mut done = running.clone();
+    done.job.status = JobStatus::Completed;
+    done.job.phase = JobPhase::Completed;
+    done.job.running_at = 0;
+    let (_, corrected) = store
+        .finish_job_attempt_checked(&done, &finish(&running, RunOutcome::Succeeded, T0 + 3))
+        .unwrap();
+    assert_eq!(corrected, None);
+    assert_eq!(
+        store.job_run(1, 1).unwrap().unwrap().outcome,
+        RunOutcome::Succeeded
+    );
+
+    // An attempt its job no longer runs is closed.
+    store.create_job(&new_job("b", T0), T0, 200).unwrap();
+    claim(&store, T0 + 4, 1, "sched-a");
+    let running = store.get_job(2).unwrap().unwrap();
+    set_status(&store, 2, JobStatus::Stopped, T0 + 5);
+    let stale = finish(&running, RunOutcome::Interrupted, T0 + 6);
+    assert!(store.close_stale_job_run(2, &stale).unwrap());
+    assert_eq!(
+        store.job_run(2, 1).unwrap().unwrap().outcome,
+        RunOutcome::Interrupted
+    );
+
+    // A ledger row ended early while its job still ran it: the fenced end corrects it and
+    // says what it corrected.
+    store.create_job(&new_job("c", T0), T0, 200).unwrap();
+    claim(&store, T0 + 7, 1, "sched-a");
+    let running = store.get_job(3).unwrap().unwrap();
+    assert!(
+        store
+            .finish_job_run(3, &finish(&running, RunOutcome::Interrupted, T0 + 8))
+            .unwrap()
+    );
+    let mut done = running.clone();
+    done.job.status = JobStatus::Completed;
+    done.job.phase = JobPhase::Completed;
+    done.job.running_at = 0;
+    let (_, corrected) = store
+        .finish_job_attempt_checked(&done, &finish(&running, RunOutcome::Succeeded, T0 + 9))
+        .unwrap();
+    assert_eq!(corrected, Some(RunOutcome::Interrupted));
+    let run = store.job_run(3, 1).unwrap().unwrap();
+    assert_eq!(
+        (run.outcome, run.finished_at),
+        (RunOutcome::Succeeded, Some(T0 + 9))
+    );
+}

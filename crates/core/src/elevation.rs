@@ -18,6 +18,12 @@
 //! - **Audited**: `elevation.granted` and `elevation.revoked` (`operator_action`) and
 //!   `elevation.expired` (`background_event`), each with the grant's ids and levels, written
 //!   before the change takes effect.
+//! - **Announced**: once it has taken effect, each change is the event
+//!   `runtime.elevation.changed` (to operators and the runtime concerned), so the dashboard
+//!   and the CLI see it without reloading.
+//! - **Not inherited**: an elevation lifts the runtime's own requests only. A job or a watcher
+//!   the runtime creates while elevated runs under its own authority (the ceiling recorded
+//!   when it was made), never the elevation's.
 //! - **Durable**: a grant is kept in the store's settings (`elevation.<runtime>`), so a restart
 //!   inside the window keeps it and one after it records the expiry.
 
@@ -25,7 +31,9 @@ use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard, RwLock};
 
 use openphone_policy::{Autonomy, Caller, Elevation};
-use openphone_protocol::endpoint::{AuditCaller, AuditEntry, AuditKind, ElevationInfo};
+use openphone_protocol::endpoint::{
+    AuditCaller, AuditEntry, AuditKind, ElevationChange, ElevationChanged, ElevationInfo, Event,
+};
 use openphone_protocol::normalize_runtime_id;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -277,6 +285,8 @@ impl ToolBridge {
         grants
             .get_or_insert_with(BTreeMap::new)
             .insert(runtime, grant.clone());
+        drop(grants);
+        self.announce_elevation(ElevationChange::Granted, &grant, replaced.clone(), now);
         Ok((grant, replaced))
     }
 
@@ -326,6 +336,8 @@ impl ToolBridge {
             &grant,
             proof,
         )?;
+        drop(grants);
+        self.announce_elevation(ElevationChange::Revoked, &grant, None, now);
         Ok(Some(grant))
     }
 
@@ -368,9 +380,35 @@ impl ToolBridge {
             {
                 tracing::error!(error = %e, "removing an expired elevation");
             }
+            self.announce_elevation(ElevationChange::Expired, &grant, None, now);
             n += 1;
         }
         n
+    }
+
+    /// Publishes `runtime.elevation.changed` to operators and the runtime concerned; a bus
+    /// that refuses it is logged (the change itself stands, audited).
+    fn announce_elevation(
+        &self,
+        change: ElevationChange,
+        grant: &ElevationInfo,
+        replaced: Option<ElevationInfo>,
+        at_ms: i64,
+    ) {
+        let event = Event::ElevationChanged(ElevationChanged {
+            change,
+            elevation: grant.clone(),
+            replaced,
+            at_ms,
+        });
+        let audience = crate::events::Audience {
+            runtime: Some(grant.runtime.clone()),
+            operators: true,
+        };
+        if let Err(e) = self.events().publish(&event, audience) {
+            tracing::error!(error = %e, runtime = %grant.runtime,
+                "announcing an elevation change");
+        }
     }
 
     /// The runtime's configured ceiling; refused when it is not a configured, enabled runtime.

@@ -1,6 +1,8 @@
 //! Elevated mode on the endpoint (`docs/security.md`, Elevated mode): `runtime.elevate` grants
 //! one runtime a higher autonomy ceiling for a while, `runtime.revoke_elevation` ends it early,
-//! and `runtime.list` shows each runtime's active elevation.
+//! and `runtime.list` shows each runtime's active elevation. Every grant, revocation and
+//! expiry is pushed as `runtime.elevation.changed` ([`ElevationChanged`]), so a dashboard or a
+//! CLI watching the bus sees it without reloading.
 
 use serde::{Deserialize, Serialize};
 
@@ -55,4 +57,30 @@ pub struct RuntimeRevokeElevationParams {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RuntimeRevokeElevationResult {
     pub revoked: Option<ElevationInfo>,
+}
+
+crate::wire_enum!(
+    /// What happened to an elevation.
+    ElevationChange {
+        /// The operator granted it (replacing the runtime's earlier grant, if any).
+        Granted = "granted",
+        /// The operator ended it early.
+        Revoked = "revoked",
+        /// Its time passed (the daemon's sweep recorded it).
+        Expired = "expired",
+    }
+);
+
+/// `runtime.elevation.changed` payload (to operators and the runtime concerned): an elevation
+/// was granted, revoked or expired.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ElevationChanged {
+    pub change: ElevationChange,
+    /// The grant the change concerns.
+    pub elevation: ElevationInfo,
+    /// On a grant: the earlier grant it replaced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replaced: Option<ElevationInfo>,
+    /// When it happened (Unix ms).
+    pub at_ms: i64,
 }

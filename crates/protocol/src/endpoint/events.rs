@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::elevation::ElevationChanged;
 use super::runtimes::{AttentionRequested, ManagerStatus};
 use super::sessions::SessionStatus;
 use super::world::{
@@ -109,11 +110,14 @@ pub enum Event {
     /// A watcher fired (to operators and the runtime that made it).
     #[serde(rename = "watcher.fired")]
     WatcherFired(WatcherFired),
+    /// An elevation was granted, revoked or expired (to operators and the runtime concerned).
+    #[serde(rename = "runtime.elevation.changed")]
+    ElevationChanged(ElevationChanged),
 }
 
 impl Event {
     /// Every event name the daemon sends, in declaration order.
-    pub const NAMES: [&'static str; 25] = [
+    pub const NAMES: [&'static str; 26] = [
         "runtime.presence.online",
         "runtime.presence.offline",
         "runtime.attention.requested",
@@ -139,6 +143,7 @@ impl Event {
         "phone.notification.posted",
         "phone.notification.action",
         "watcher.fired",
+        "runtime.elevation.changed",
     ];
 
     /// The manifest event name.
@@ -169,6 +174,7 @@ impl Event {
             Event::PhoneNotificationPosted(_) => "phone.notification.posted",
             Event::PhoneNotificationAction(_) => "phone.notification.action",
             Event::WatcherFired(_) => "watcher.fired",
+            Event::ElevationChanged(_) => "runtime.elevation.changed",
         }
     }
 
@@ -199,6 +205,7 @@ impl Event {
             Event::PhoneNotificationPosted(p) => serde_json::to_value(p),
             Event::PhoneNotificationAction(p) => serde_json::to_value(p),
             Event::WatcherFired(p) => serde_json::to_value(p),
+            Event::ElevationChanged(p) => serde_json::to_value(p),
         }
     }
 

@@ -78,8 +78,8 @@ pub use dashboard::{
 };
 pub use devices::{DeviceInfo, DevicesListParams, DevicesListResult};
 pub use elevation::{
-    ElevationInfo, RuntimeElevateParams, RuntimeElevateResult, RuntimeRevokeElevationParams,
-    RuntimeRevokeElevationResult,
+    ElevationChange, ElevationChanged, ElevationInfo, RuntimeElevateParams, RuntimeElevateResult,
+    RuntimeRevokeElevationParams, RuntimeRevokeElevationResult,
 };
 pub use envelope::{
     APPLICATION_ERROR, ErrorData, ErrorObject, ErrorResponse, EventMethodName, EventNotification,

@@ -173,7 +173,7 @@ fn names_aliases_and_model_tools_resolve_to_one_command() {
 #[test]
 fn events_and_capabilities_totals() {
     let r = registry();
-    assert_eq!(r.events().len(), 34); // upstream's 18 and 16 project additions
+    assert_eq!(r.events().len(), 35); // upstream's 18 and 17 project additions
     assert_eq!(r.capabilities().len(), 25);
     assert_eq!(
         r.event("runtime.session.updated").map(|e| e.direction),

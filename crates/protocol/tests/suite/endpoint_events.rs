@@ -147,6 +147,7 @@ fn event_payloads_round_trip() {
                 name: None,
                 text: "hi".into(),
                 at_ms: 5,
+                device_id: None,
             }),
             json!({"thread_id": 7, "address": "+49151", "text": "hi", "at_ms": 5}),
         ),
@@ -157,6 +158,7 @@ fn event_payloads_round_trip() {
                 direction: "incoming".into(),
                 outcome: "missed".into(),
                 at_ms: 5,
+                device_id: None,
             }),
             json!({"number": "+49151", "name": "Bob", "direction": "incoming",
                    "outcome": "missed", "at_ms": 5}),
@@ -169,6 +171,7 @@ fn event_payloads_round_trip() {
                 title: "t".into(),
                 text: "".into(),
                 at_ms: 5,
+                device_id: None,
             }),
             json!({"key": "k", "app": "Calendar", "package": "com.android.calendar",
                    "title": "t", "text": "", "at_ms": 5}),
@@ -178,6 +181,7 @@ fn event_payloads_round_trip() {
                 key: "k".into(),
                 action: "approve".into(),
                 at_ms: 5,
+                device_id: None,
             }),
             json!({"key": "k", "action": "approve", "at_ms": 5}),
         ),
@@ -281,7 +285,40 @@ fn event_payloads_round_trip() {
         ),
         (Event::GoalReport(reported), reported_wire),
     ]);
-    assert_eq!(cases.len(), Event::NAMES.len());
+    let grant = |id: &str| ElevationInfo {
+        grant_id: id.into(),
+        runtime: "hermes".into(),
+        to: Autonomy::TrustedActions,
+        granted_at_ms: 1,
+        expires_at_ms: 601,
+        granted_by: "operator-token".into(),
+    };
+    let grant_wire = |id: &str| {
+        json!({"grant_id": id, "runtime": "hermes", "to": "trusted_actions",
+               "granted_at_ms": 1, "expires_at_ms": 601, "granted_by": "operator-token"})
+    };
+    cases.extend([
+        (
+            Event::ElevationChanged(ElevationChanged {
+                change: ElevationChange::Granted,
+                elevation: grant("elev-2"),
+                replaced: Some(grant("elev-1")),
+                at_ms: 1,
+            }),
+            json!({"change": "granted", "elevation": grant_wire("elev-2"),
+                   "replaced": grant_wire("elev-1"), "at_ms": 1}),
+        ),
+        (
+            Event::ElevationChanged(ElevationChanged {
+                change: ElevationChange::Expired,
+                elevation: grant("elev-2"),
+                replaced: None,
+                at_ms: 601,
+            }),
+            json!({"change": "expired", "elevation": grant_wire("elev-2"), "at_ms": 601}),
+        ),
+    ]);
+    assert_eq!(cases.len(), Event::NAMES.len() + 1);
     for (event, payload) in cases {
         assert_eq!(event.payload().unwrap(), payload, "{}", event.name());
         round_trip(&event, json!({"event": event.name(), "payload": payload}));

@@ -1,6 +1,7 @@
 mod attention;
 mod dashboard;
 mod devices;
+mod elevation_events;
 mod endpoint;
 mod front_door;
 mod goal_triggers;

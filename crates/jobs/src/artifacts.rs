@@ -27,6 +27,13 @@ use serde_json::{Map, Value, json};
 const TEXT_MAX_CHARS: usize = 8_000;
 /// Runs listed in `status.md`.
 const STATUS_RUNS: usize = 10;
+/// Run files kept per job: [`JobArtifacts::write`] renders only the newest this many runs of
+/// the ledger (which keeps more), and the heartbeat's retention
+/// ([`crate::maintenance::prune`]) removes the files past them — one number, so the writer
+/// never recreates what the heartbeat removed.
+pub const KEEP_RUNS: usize = 50;
+/// Makes the temporary file names of concurrent writers in one process distinct.
+static TEMP_COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// The artifacts of every job, under one root (`<data dir>/artifacts/jobs`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,8 +74,10 @@ impl JobArtifacts {
         self.dir(id).join("runs").join(format!("{attempt:06}.json"))
     }
 
-    /// Renders job `id` from `store`: `job.json`, `status.md`, and the file of every run whose
-    /// file is missing or still shows it running. A job no longer stored writes nothing.
+    /// Renders job `id` from `store`: `job.json`, `status.md`, and the file of each of the
+    /// newest [`KEEP_RUNS`] runs whose file is missing or still shows it running (older runs'
+    /// files are the heartbeat's to remove, never written again). A job no longer stored
+    /// writes nothing.
     pub fn write(&self, store: &Store, id: i64, now_ms: i64) -> std::io::Result<Written> {
         let io = |e: openphone_store::StoreError| std::io::Error::other(e.to_string());
         let Some(row) = store.get_job(id).map_err(io)? else {
@@ -81,7 +90,7 @@ impl JobArtifacts {
         spec.push(b'\n');
         written.files += usize::from(write_if_changed(&dir.join("job.json"), &spec)?);
         let mut transcript: Option<Vec<TranscriptEntry>> = None;
-        for run in &runs {
+        for run in runs.iter().skip(runs.len().saturating_sub(KEEP_RUNS)) {
             let path = self.run_file(id, run.attempt);
             if finished_file(&path) {
                 continue;
@@ -340,8 +349,8 @@ pub fn status_md(row: &StoredJob, runs: &[JobRun], now_ms: i64) -> String {
     out
 }
 
-/// Writes `bytes` to `path` atomically (a temporary file in the same directory, synced, then
-/// renamed over it) unless it already holds exactly them. Returns whether it wrote.
+/// Writes `bytes` to `path` atomically (a temporary file of its own in the same directory,
+/// synced, then renamed over it) unless it already holds exactly them. Returns whether it wrote.
 pub fn write_if_changed(path: &Path, bytes: &[u8]) -> std::io::Result<bool> {
     if std::fs::read(path).is_ok_and(|existing| existing == bytes) {
         return Ok(false);
@@ -354,12 +363,20 @@ pub fn write_if_changed(path: &Path, bytes: &[u8]) -> std::io::Result<bool> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp"));
-    {
+    // One temporary file per write (process id and a counter): two writers of the same file
+    // never share one, so the file renamed into place is always one writer's whole bytes.
+    let serial = TEMP_COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = dir.join(format!(".{name}.{}.{serial}.tmp", std::process::id()));
+    let written = (|| {
         let mut file = std::fs::File::create(&tmp)?;
         file.write_all(bytes)?;
         file.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if written.is_err() {
+        // Best effort: a temporary file a failed write left is not an artifact.
+        let _ = std::fs::remove_file(&tmp);
     }
-    std::fs::rename(&tmp, path)?;
+    written?;
     Ok(true)
 }

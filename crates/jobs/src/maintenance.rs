@@ -26,8 +26,9 @@ use serde_json::{Value, json};
 use crate::artifacts::JobArtifacts;
 use crate::runner::{JobRunner, RunContext, RunResult};
 
-/// Run files kept per job by the heartbeat's retention.
-pub const KEEP_RUNS: usize = 50;
+/// Run files kept per job by the heartbeat's retention: the artifacts' own number, so the
+/// writer renders exactly the runs the retention keeps.
+pub use crate::artifacts::KEEP_RUNS;
 /// Jobs looked at per heartbeat (live ones first).
 const JOBS_PER_HEARTBEAT: usize = 500;
 

@@ -166,3 +166,105 @@ async fn a_heartbeat_removes_orphans_and_old_run_files_and_renders_live_jobs() {
         "{line}"
     );
 }
+
+/// Regression (review finding 14): the heartbeat kept 50 run files while the writer rendered
+/// every run of the ledger (100), so each job event recreated the files the heartbeat had
+/// just removed. Both now use `KEEP_RUNS`: the writer renders only the newest runs the
+/// retention keeps, and the heartbeat finds nothing to prune.
+#[tokio::test]
+async fn artifact_writing_recreated_the_run_files_the_heartbeat_pruned() {
+    use openphone_jobs::artifacts::KEEP_RUNS;
+    use openphone_store::{AttemptFinish, ClaimRequest, JobStatus, RunOutcome};
+    let h = Harness::new();
+    let root = tempfile::tempdir().unwrap();
+    let artifacts = JobArtifacts::at(root.path().join("jobs"));
+    let id = h
+        .create(json!({"title": "Digest", "prompt": "p", "interval_ms": 3_600_000}))
+        .job
+        .id;
+    let runs = KEEP_RUNS + 5;
+    for n in 0..runs {
+        let now = h.now() + i64::try_from(n).unwrap() * 10;
+        let mut due = h.job(id);
+        due.job.next_run_at = now;
+        h.store.update_job(&due).unwrap();
+        let claimed = h
+            .store
+            .claim_due_jobs(&ClaimRequest {
+                now_ms: now,
+                limit: 1,
+                owner: "me".into(),
+                started_at_ms: 0,
+            })
+            .unwrap();
+        assert_eq!(claimed.len(), 1, "run {n} was not claimed");
+        let running = claimed.into_iter().next().unwrap().job;
+        let mut next = running.clone();
+        next.job.status = JobStatus::Queued;
+        next.job.running_at = 0;
+        let finish = AttemptFinish {
+            attempt: running.attempt,
+            owner: "me".into(),
+            outcome: RunOutcome::Succeeded,
+            reason: String::new(),
+            output_ref: String::new(),
+            finished_at: now + 1,
+        };
+        h.store.finish_job_attempt(&next, &finish).unwrap();
+    }
+    assert_eq!(h.store.job_runs(id).unwrap().len(), runs);
+    artifacts.write(&h.store, id, h.now()).unwrap();
+    let files = || {
+        std::fs::read_dir(artifacts.dir(id).join("runs"))
+            .unwrap()
+            .flatten()
+            .count()
+    };
+    assert_eq!(files(), KEEP_RUNS);
+    let oldest_kept = i64::try_from(runs - KEEP_RUNS + 1).unwrap();
+    assert!(!artifacts.run_file(id, oldest_kept - 1).exists());
+    assert!(artifacts.run_file(id, oldest_kept).exists());
+    let maintenance = MaintenanceRunner::new(Arc::clone(&h.store), artifacts.clone(), None);
+    let report = maintenance.maintain(h.now(), None).await;
+    assert_eq!(report.runs_pruned, 0, "{report:?}");
+    let again = artifacts.write(&h.store, id, h.now()).unwrap();
+    assert_eq!(again.files, 0, "the writer recreated pruned files");
+    assert_eq!(files(), KEEP_RUNS);
+}
+
+/// Regression (review finding 14): concurrent writers of one artifact shared one temporary
+/// file name, so a write could rename another's half-written file into place (or fail to find
+/// its own). Every write now has its own temporary file.
+#[test]
+fn concurrent_artifact_writers_shared_one_temporary_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("status.md");
+    let writers: Vec<_> = (0..4u8)
+        .map(|w| {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                let bytes = vec![b'a' + w; 256 * 1024];
+                for _ in 0..40 {
+                    openphone_jobs::artifacts::write_if_changed(&path, &bytes).unwrap();
+                    let _ = std::fs::remove_file(&path);
+                }
+                bytes
+            })
+        })
+        .collect();
+    for writer in writers {
+        writer.join().unwrap();
+    }
+    // Whatever is left is one writer's whole bytes, and no temporary file is left behind.
+    if let Ok(bytes) = std::fs::read(&path) {
+        assert_eq!(bytes.len(), 256 * 1024);
+        assert!(bytes.iter().all(|b| *b == bytes[0]));
+    }
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .filter(|n| n.to_string_lossy().ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}

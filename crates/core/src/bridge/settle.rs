@@ -59,6 +59,15 @@ impl ToolBridge {
             .with_details(details);
             return (refused, false);
         }
+        // The phone too, under the configuration now: a phone taken from the runtime's
+        // `[[runtimes]] devices` since it asked is not acted on (`routing.rs`).
+        let mut routed = req.clone();
+        if let Some(mut refused) = self.route_device(caller, &mut routed) {
+            if let Some(error) = refused.error.as_mut() {
+                error.message = format!("denied after approval: {}", error.message);
+            }
+            return (refused, false);
+        }
         let started = self.now_ms();
         // A dialog's confirmation answers the dialog; any other approved request runs, and a
         // dialog it raises is confirmed once (`os_dialogs.rs`).

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use openphone_clock::ManualClock;
-use openphone_core::{BridgeError, ConfirmDecision, ConfirmingHost};
+use openphone_core::{BridgeError, ConfirmDecision, ConfirmingHost, DeviceGrants};
 use openphone_device::{SimPhone, SimState};
 use openphone_protocol::{ErrorCode, ToolRequest, ToolResult, ToolStatus};
 use openphone_store::{ConfirmationFilter, NewStandingApproval};
@@ -410,4 +410,28 @@ async fn an_apps_label_cannot_disguise_the_question() {
     let summary = summary_of(&h, &confirmation_id(&asked));
     assert!(summary.contains("\\u{202E}"), "{summary}");
     assert!(!summary.contains('\u{202E}'), "{summary}");
+}
+
+/// Review finding 11: approving a confirmation did not re-check the runtime's phone grant, so
+/// an old pending confirmation still ran on a phone since removed from its `[[runtimes]]
+/// devices` — the request itself and a dialog's press alike.
+#[tokio::test]
+async fn approval_ran_on_a_phone_the_runtime_no_longer_has() {
+    let h = harness(&["camera"]);
+    // The request's own confirmation.
+    let asked = h.call(&hermes(), open_lens("g1")).await;
+    // A dialog's confirmation.
+    let lens = h.call(&trusted_hermes(), trusted(open_lens("g3"))).await;
+    assert_eq!(code(&lens), Some("framework_confirmation_required"));
+    let after_dialog = h.actions();
+    let mut grants = DeviceGrants::all();
+    grants.limit("hermes", vec!["another-phone".to_owned()]);
+    h.bridge.set_device_grants(grants);
+    let refused = approve(&h, &confirmation_id(&asked), ConfirmDecision::Approve).await;
+    assert_eq!(code(&refused), Some("tool_not_granted"), "{refused:?}");
+    let refused = approve(&h, &confirmation_id(&lens), ConfirmDecision::Approve).await;
+    assert_eq!(code(&refused), Some("tool_not_granted"), "{refused:?}");
+    assert_eq!(h.actions(), after_dialog, "nothing ran on the phone");
+    assert!(h.phone.pending_dialog().is_some(), "not pressed");
+    assert_ne!(permission(&h, "camera"), "granted");
 }

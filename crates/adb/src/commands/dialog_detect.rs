@@ -257,4 +257,60 @@ mod tests {
             );
         }
     }
+
+    #[test]
+    fn approving_a_location_prompt_pressed_allow_all_the_time() {
+        // Android 10's location prompt: "Allow all the time" is permission_allow_button.
+        let prompt = screen(
+            "com.google.android.permissioncontroller",
+            &[
+                (
+                    "permission_message",
+                    "Allow Maps to access this device's location?",
+                    false,
+                ),
+                ("permission_allow_button", "Allow all the time", true),
+                (
+                    "permission_allow_foreground_only_button",
+                    "Allow only while using the app",
+                    true,
+                ),
+                ("permission_deny_button", "Deny", true),
+            ],
+        );
+        let pressed = super::super::ui::dialog_button(&prompt, true).unwrap();
+        assert_eq!(
+            prompt.nodes[pressed].id,
+            "permission_allow_foreground_only_button"
+        );
+        let (_, _, summary) = super::super::ui::system_dialog(&prompt).unwrap();
+        assert!(
+            summary.contains("approving presses “Allow only while using the app”"),
+            "{summary}"
+        );
+        assert!(summary.contains("not “Allow all the time”"), "{summary}");
+        // Android 11+: one-time is the narrowest.
+        let prompt = screen(
+            "com.android.permissioncontroller",
+            &[
+                (
+                    "permission_message",
+                    "Allow Camera to take pictures?",
+                    false,
+                ),
+                (
+                    "permission_allow_foreground_only_button",
+                    "While using the app",
+                    true,
+                ),
+                ("permission_allow_one_time_button", "Only this time", true),
+                ("permission_deny_button", "Don't allow", true),
+            ],
+        );
+        let pressed = super::super::ui::dialog_button(&prompt, true).unwrap();
+        assert_eq!(prompt.nodes[pressed].id, "permission_allow_one_time_button");
+        // Only one way to allow: the question is the phone's words alone.
+        let (_, _, summary) = super::super::ui::system_dialog(&prompt).unwrap();
+        assert!(!summary.contains("approving presses"), "{summary}");
+    }
 }

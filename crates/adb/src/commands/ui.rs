@@ -42,6 +42,10 @@ pub(crate) fn system_dialog(screen: &Screen) -> Option<(String, String, String)>
             let joined = texts.join(" — ");
             joined.chars().take(200).collect()
         });
+    let summary = match accept_note(screen) {
+        Some(note) => format!("{summary}{note}"),
+        None => summary,
+    };
     Some((kind.to_owned(), package.to_owned(), summary))
 }
 
@@ -399,20 +403,30 @@ impl AdbPhone {
     }
 }
 
-/// The button that answers a dialog: its positive one (Allow, Just once, Pay, the first share
-/// target) or its negative one (Don't allow, Cancel).
-fn dialog_button(screen: &Screen, accept: bool) -> Option<usize> {
+/// The button that answers a dialog: its positive one (the narrowest grant a permission
+/// prompt offers — Only this time, While using the app, then Allow; Just once, Pay, the first
+/// share target) or its negative one (Don't allow, Cancel).
+pub(crate) fn dialog_button(screen: &Screen, accept: bool) -> Option<usize> {
     let (ids, labels): (&[&str], &[&str]) = if accept {
         (
             &[
-                "permission_allow_button",
+                "permission_allow_one_time_button",
                 "permission_allow_foreground_only_button",
+                "permission_allow_button",
                 "button_once",
                 "pay_button",
                 "button1",
                 "share_target_messages",
             ],
-            &["Allow", "While using the app", "Just once", "Pay", "OK"],
+            &[
+                "Only this time",
+                "While using the app",
+                "Allow only while using the app",
+                "Allow",
+                "Just once",
+                "Pay",
+                "OK",
+            ],
         )
     } else {
         (
@@ -432,6 +446,25 @@ fn dialog_button(screen: &Screen, accept: bool) -> Option<usize> {
         })
 }
 
+/// A permission prompt that offers a broader grant (Android 10's "Allow all the time") next to
+/// the narrower one approval presses: the words the user is asked, naming both, so their yes
+/// says which button.
+fn accept_note(screen: &Screen) -> Option<String> {
+    let broad = screen
+        .nodes
+        .iter()
+        .position(|n| n.id == "permission_allow_button" && n.enabled)?;
+    let pressed = dialog_button(screen, true)?;
+    if pressed == broad {
+        return None;
+    }
+    Some(format!(
+        " (approving presses “{}”, not “{}”)",
+        screen.label(pressed),
+        screen.label(broad)
+    ))
+}
+
 impl AdbPhone {
     /// Answers the OS dialog on screen once the user decided (the bridge calls this, never the
     /// backend on its own): presses its positive or negative button once, only when the dialog
@@ -448,15 +481,15 @@ impl AdbPhone {
         if openphone_device::PendingDialog::id_of(&kind, &package, &summary) != dialog_id {
             return Err(openphone_device::PendingDialog::gone(dialog_id));
         }
-        let pressed = match dialog_button(&screen, accept) {
+        let (pressed, pressed_label) = match dialog_button(&screen, accept) {
             Some(idx) => {
                 let (x, y) = screen.nodes[idx].bounds.center();
                 self.shell(&format!("input tap {x} {y}")).await?;
-                json!(screen.nodes[idx].id)
+                (json!(screen.nodes[idx].id), json!(screen.label(idx)))
             }
             None if !accept => {
                 self.shell("input keyevent KEYCODE_BACK").await?;
-                json!("back")
+                (json!("back"), json!("Back"))
             }
             None => {
                 return Err(DeviceError::Internal {
@@ -466,7 +499,7 @@ impl AdbPhone {
         };
         let after = self.settle().await?;
         Ok(
-            json!({ "dialog_id": dialog_id, "accepted": accept, "pressed": pressed, "screen": after }),
+            json!({ "dialog_id": dialog_id, "accepted": accept, "pressed": pressed, "pressed_label": pressed_label, "screen": after }),
         )
     }
 }

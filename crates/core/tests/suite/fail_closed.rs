@@ -239,3 +239,48 @@ async fn an_approved_outcome_is_withheld_when_its_audit_record_cannot_be_written
     // It did run (the approval was recorded before it ran): withheld, not undone.
     assert_eq!(memories(&h, "ran, unaudited"), 1);
 }
+
+/// Review finding 16: revoking an elevation reported success although the store kept the grant
+/// (a restart would have brought it back). The delete comes first; when it fails the revoke
+/// fails and the elevation stays in force.
+#[test]
+fn revoking_an_elevation_reported_success_when_the_store_kept_it() {
+    use openphone_policy::{Autonomy, Caller, ExposureGrants, RuntimeAuthorisation, Transport};
+    let h = Harness::new();
+    h.bridge.set_config(openphone_core::BridgeConfig {
+        tool_policy: Default::default(),
+        runtimes: Some(std::collections::BTreeMap::from([(
+            "hermes".to_owned(),
+            RuntimeAuthorisation {
+                enabled: true,
+                grants: ExposureGrants::ALL,
+                max_autonomy: Autonomy::AskBeforeAction,
+            },
+        )])),
+    });
+    let operator = Caller::operator("cli", Transport::Cli, "user");
+    h.bridge
+        .elevate(&operator, "hermes", "trusted_actions", 600)
+        .expect("elevated");
+    raw(&h)
+        .execute_batch(
+            "CREATE TRIGGER keep_settings BEFORE DELETE ON runtime_settings \
+             BEGIN SELECT RAISE(ABORT, 'disk refuses'); END;",
+        )
+        .unwrap();
+    let refused = h.bridge.revoke_elevation(&operator, "hermes");
+    assert!(refused.is_err(), "{refused:?}");
+    assert!(
+        h.bridge.elevations().iter().any(|e| e.runtime == "hermes"),
+        "still in force, as the store says"
+    );
+    raw(&h)
+        .execute_batch("DROP TRIGGER keep_settings;")
+        .unwrap();
+    let revoked = h
+        .bridge
+        .revoke_elevation(&operator, "hermes")
+        .expect("revoked");
+    assert!(revoked.is_some());
+    assert!(h.bridge.elevations().is_empty());
+}

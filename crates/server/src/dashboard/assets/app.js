@@ -113,7 +113,7 @@ rpc.onState(async (connected) => {
 
 rpc.onEvent((event) => {
   if (event.startsWith('runtime.confirmation.')) ctx.refreshConfirmations();
-  if (event.startsWith('runtime.presence.')) ctx.refreshRuntimes();
+  if (event.startsWith('runtime.presence.') || event === 'runtime.elevation.changed') ctx.refreshRuntimes();
 });
 
 window.addEventListener('hashchange', () => {

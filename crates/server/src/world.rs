@@ -22,7 +22,8 @@ use tokio::task::JoinHandle;
 use crate::shutdown::stopped;
 
 /// A device event as the manifest event operators receive.
-pub fn phone_event(event: &DeviceEvent) -> Event {
+pub fn phone_event(event: &DeviceEvent, device: Option<&str>) -> Event {
+    let device_id = device.map(str::to_owned);
     match event.clone() {
         DeviceEvent::MessageReceived {
             thread_id,
@@ -36,6 +37,7 @@ pub fn phone_event(event: &DeviceEvent) -> Event {
             name,
             text,
             at_ms,
+            device_id,
         }),
         DeviceEvent::CallReceived {
             number,
@@ -49,6 +51,7 @@ pub fn phone_event(event: &DeviceEvent) -> Event {
             direction,
             outcome,
             at_ms,
+            device_id,
         }),
         DeviceEvent::NotificationPosted {
             key,
@@ -64,9 +67,15 @@ pub fn phone_event(event: &DeviceEvent) -> Event {
             title,
             text,
             at_ms,
+            device_id,
         }),
         DeviceEvent::NotificationAction { key, action, at_ms } => {
-            Event::PhoneNotificationAction(PhoneNotificationAction { key, action, at_ms })
+            Event::PhoneNotificationAction(PhoneNotificationAction {
+                key,
+                action,
+                at_ms,
+                device_id,
+            })
         }
     }
 }
@@ -114,7 +123,8 @@ pub fn start(setup: WorldSetup) -> World {
         shutdown,
     } = setup;
     let mut tasks = Vec::new();
-    if let Some(mut rx) = bridge.device_events() {
+    // Every phone's events, each named by its phone among several.
+    for (device, mut rx) in bridge.every_device_events() {
         let bus = Arc::clone(bridge.events());
         let mut stop = shutdown.clone();
         tasks.push(tokio::spawn(async move {
@@ -129,12 +139,14 @@ pub fn start(setup: WorldSetup) -> World {
                             runtime: None,
                             operators: true,
                         };
-                        if let Err(e) = bus.publish(&phone_event(&event), audience) {
+                        let event = phone_event(&event, device.as_deref());
+                        if let Err(e) = bus.publish(&event, audience) {
                             tracing::error!(error = %e, "publishing a device event");
                         }
                     }
                     Err(RecvError::Lagged(missed)) => {
-                        tracing::warn!(missed, "device events were lost (too many at once)");
+                        tracing::warn!(missed, device = ?device,
+                            "device events were lost (too many at once)");
                     }
                     Err(RecvError::Closed) => break,
                 }

@@ -65,6 +65,19 @@ impl ToolBridge {
         self.device.subscribe()
     }
 
+    /// Every phone's own events, each with its id among several (`None` on a daemon with one
+    /// phone, whose events name none); phones that cannot observe them are left out.
+    pub fn every_device_events(&self) -> Vec<(Option<String>, broadcast::Receiver<DeviceEvent>)> {
+        let several = self.devices.several();
+        self.devices
+            .iter()
+            .filter_map(|(id, device)| {
+                let rx = device.subscribe()?;
+                Some((several.then(|| id.to_owned()), rx))
+            })
+            .collect()
+    }
+
     /// Makes something happen on the phone for the operator `caller`: an `operator_action`
     /// audit record (`tool` = `sim.inject.<kind>`, `params_hash` of the injection, never its
     /// text) is written first — nothing happens without it — then the device applies it. A

@@ -20,6 +20,9 @@ pub struct PhoneMessageReceived {
     pub text: String,
     /// When it arrived (Unix ms).
     pub at_ms: i64,
+    /// The phone it happened on (`[[devices]] id`); absent on a daemon with one phone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_id: Option<String>,
 }
 
 /// `phone.call.received`: a call reached the phone.
@@ -36,6 +39,9 @@ pub struct PhoneCallReceived {
     pub outcome: String,
     /// When (Unix ms).
     pub at_ms: i64,
+    /// The phone it happened on (`[[devices]] id`); absent on a daemon with one phone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_id: Option<String>,
 }
 
 /// `phone.notification.posted`: a notification appeared in the shade.
@@ -54,6 +60,9 @@ pub struct PhoneNotificationPosted {
     pub text: String,
     /// When (Unix ms).
     pub at_ms: i64,
+    /// The phone it happened on (`[[devices]] id`); absent on a daemon with one phone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_id: Option<String>,
 }
 
 /// `phone.notification.action`: the user pressed an action button of a notification.
@@ -65,6 +74,9 @@ pub struct PhoneNotificationAction {
     pub action: String,
     /// When (Unix ms).
     pub at_ms: i64,
+    /// The phone it happened on (`[[devices]] id`); absent on a daemon with one phone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_id: Option<String>,
 }
 
 crate::wire_enum!(

@@ -21,10 +21,15 @@ async fn two_phones() -> Running {
 
 /// [`two_phones`] with `tail` appended to the configuration (a `[builtin]` table, say).
 async fn two_phones_and(tail: &str) -> Running {
+    two_phones_with(tail, SECOND_SCENARIO).await
+}
+
+/// [`two_phones_and`] with the second phone on `second_scenario`.
+async fn two_phones_with(tail: &str, second_scenario: &str) -> Running {
     let dir = tempfile::tempdir().unwrap();
     // The scenario file lives in the data directory itself (the daemon tightens it to 0700).
     let second = dir.path().join("second.json");
-    std::fs::write(&second, SECOND_SCENARIO).unwrap();
+    std::fs::write(&second, second_scenario).unwrap();
     let extra = format!(
         r#"max_autonomy = "trusted_actions"
 
@@ -601,4 +606,41 @@ async fn mcp_a_call_names_its_phone_in_meta_or_defaults_to_the_granted_one() {
 
 fn limited_status(response: &Value) -> Value {
     super::support::tool_result_meta(response)["status"].clone()
+}
+
+/// World events from every phone reach the bus, each naming its phone: a message arriving on
+/// the second phone (its scenario's timeline) is published with `device_id: "second"`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_phones_every_phones_events_reach_the_bus_naming_their_phone() {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let scenario = json!({"version": 1, "device": {"model": "Second Phone"},
+        "timeline": [{"at_ms": now + 1500,
+            "inject": {"kind": "message", "address": "+15550001", "text": "hello second"}}]});
+    let running = two_phones_with("", &scenario.to_string()).await;
+    let token = running.operator_token();
+    let mut op = connect(&running.url(), Some(&token)).await.unwrap();
+    op.hello().await;
+    let sub = op
+        .call(
+            "events.subscribe",
+            json!({"events": ["phone.message.received"]}),
+        )
+        .await;
+    assert!(sub.get("result").is_some(), "{sub}");
+    let event = tokio::time::timeout(std::time::Duration::from_secs(20), async {
+        loop {
+            let e = op.next_event().await;
+            if e["params"]["event"] == "phone.message.received" {
+                return e["params"]["payload"].clone();
+            }
+        }
+    })
+    .await
+    .expect("the second phone's message never reached the bus");
+    assert_eq!(event["text"], "hello second", "{event}");
+    assert_eq!(event["device_id"], "second", "{event}");
+    running.daemon.shutdown().await;
 }

@@ -22,8 +22,15 @@ pub(super) async fn inject(
             WorldError::Forbidden => forbidden(e.to_string()),
             other => ErrorObject::new(other.code(), other.to_string()),
         })?;
+    // Injections act on the first phone; among several, its events name it.
+    let devices = conn.state.bridge.devices();
+    let device = devices.several().then(|| devices.primary().0);
     Ok(SimInjectResult {
-        events: injected.events.iter().map(phone_event).collect(),
+        events: injected
+            .events
+            .iter()
+            .map(|e| phone_event(e, device))
+            .collect(),
         audit_seq: injected.audit.seq,
     })
 }

@@ -35,6 +35,9 @@ pub(crate) struct Memory {
     pub adb_keyboard: Option<bool>,
     /// Whether the shell user may read these providers, once tried (`sms`, `call_log`).
     pub denied: std::collections::BTreeMap<String, String>,
+    /// The serial found when none was configured (the only ready device at the first call):
+    /// every later call goes to it, never to another phone that is the only one later.
+    pub pinned: Option<String>,
 }
 
 /// A real Android phone driven through the adb server (see the crate docs).
@@ -80,16 +83,26 @@ impl AdbPhone {
         &self.config
     }
 
-    /// The serial of the phone it drives now: the configured one, else the only attached
-    /// device in state `device`.
+    /// The serial of the phone it drives: the configured one, else the only attached device
+    /// in state `device` when first asked — pinned from then on, so a call after that phone
+    /// went away fails naming it rather than reaching another phone.
     pub async fn serial(&self) -> Result<String, DeviceError> {
         if let Some(serial) = &self.config.serial {
             return Ok(serial.clone());
         }
+        if let Some(pinned) = self.memory().pinned.clone() {
+            return Ok(pinned);
+        }
         let devices = parse_devices(&self.server.query("host:devices-l").await?);
         let ready: Vec<_> = devices.iter().filter(|d| d.is_ready()).collect();
         match ready.as_slice() {
-            [one] => Ok(one.serial.clone()),
+            [one] => {
+                let mut memory = self.memory();
+                Ok(memory
+                    .pinned
+                    .get_or_insert_with(|| one.serial.clone())
+                    .clone())
+            }
             [] => match devices.as_slice() {
                 // One device, not usable: say why (unauthorized, offline).
                 [only] if only.state == "unauthorized" => Err(DeviceError::DeviceUnauthorized {

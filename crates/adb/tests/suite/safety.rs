@@ -139,3 +139,59 @@ async fn a_state_changing_command_that_timed_out_after_it_was_sent_was_reported_
         .unwrap_err();
     assert_eq!(err.code(), "device_timeout", "{err}");
 }
+
+fn adb(port: u16, args: &[&str]) -> String {
+    let out = std::process::Command::new(super::support::adb_binary())
+        .arg("-P")
+        .arg(port.to_string())
+        .args(args)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unpinned_serial_sent_the_call_to_whichever_phone_was_left() {
+    let mut first = Rig::default().await;
+    let second = Rig::default().await;
+    // No serial configured: the backend finds the only phone.
+    let mut config = first.config();
+    config.serial = None;
+    let phone = AdbPhone::open(config);
+    let first_serial = first.addr.to_string();
+    let connected = adb(first.adb_port, &["connect", &first_serial]);
+    assert!(connected.contains("connected"), "{connected}");
+    call(&phone, "openphone.screen.get", json!({}))
+        .await
+        .unwrap();
+    assert_eq!(phone.serial().await.unwrap(), first_serial);
+    // A second phone is plugged in, then the first unplugged: the second is the only one.
+    let second_serial = second.addr.to_string();
+    let connected = adb(first.adb_port, &["connect", &second_serial]);
+    assert!(connected.contains("connected"), "{connected}");
+    first.unplug();
+    adb(first.adb_port, &["disconnect", &first_serial]);
+    let listed = adb(first.adb_port, &["devices"]);
+    assert!(listed.contains(&second_serial), "{listed}");
+    let err = call(&phone, "openphone.ui.tap", json!({ "x": 100, "y": 300 }))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            DeviceError::DeviceNotFound { .. } | DeviceError::Offline { .. }
+        ),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains(&first_serial), "{err}");
+    let err = call(&phone, "openphone.screen.get", json!({}))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains(&first_serial), "{err}");
+    let second_input: Vec<String> = input_lines(&second);
+    assert_eq!(
+        second_input,
+        Vec::<String>::new(),
+        "the call reached the other phone"
+    );
+}

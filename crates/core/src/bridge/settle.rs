@@ -73,7 +73,7 @@ impl ToolBridge {
         // dialog it raises is confirmed once (`os_dialogs.rs`).
         let result = match &stored.dialog {
             Some(dialog) => {
-                let identity = self.identity_of(&runtime, req, &command.name, &params_digest);
+                let identity = self.identity_of(runtime, req, &command.name, &params_digest);
                 self.approve_dialog(stored, command, &identity, dialog)
                     .await
             }

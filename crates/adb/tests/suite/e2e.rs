@@ -7,7 +7,7 @@ use openphone_device::{DeviceError, PhoneDevice};
 use openphone_fake_adbd::Options;
 use serde_json::{Value, json};
 
-use super::support::{Rig, adb_binary, free_port};
+use super::support::{Rig, free_port};
 
 fn ids(list: &Value) -> Vec<String> {
     list.as_array()
@@ -203,7 +203,6 @@ async fn a_missing_serial_is_device_not_found() {
         .unwrap_err();
     assert_eq!(err.code(), "device_not_found", "{err}");
     assert!(err.to_string().contains("R58M000NOPE"), "{err}");
-    let _ = adb_binary();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -156,6 +156,8 @@ pub fn transition(from: JobStatus, event: JobEvent) -> Result<JobStatus, Illegal
         // A dispatched job is terminal for the scheduler (never claimed again); the reply of
         // the runtime it went to completes it (issue 32 item 3).
         (S::Dispatched, E::RuntimeReplied) => S::Completed,
+        // A final reply that reports an error fails the run: the job fails, never completes.
+        (S::Dispatched, E::Fail { .. }) => S::Failed,
         (S::Queued | S::Active, E::RuntimeReplied) => S::Queued,
         (S::Paused, E::RuntimeReplied) => S::Paused,
         _ => return Err(IllegalTransition { from, event }),

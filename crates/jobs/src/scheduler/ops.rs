@@ -15,6 +15,9 @@ use crate::model::{JobFilter, JobRun, JobStatus, RunOutcome, StoredJob};
 use crate::transition::{Change, apply};
 use crate::validate::{CreateContext, JobRequest, for_creator, normalise};
 
+/// The failure kind of a dispatched run whose runtime's final reply reported an error.
+pub const RUNTIME_REPORTED_ERROR: &str = "runtime_reported_error";
+
 impl Scheduler {
     /// Creates a job of the user's (the operator's) from its arguments (§5) and reschedules.
     /// The first run waits for the scheduled wake, which is at least 15 s away (§6.1).
@@ -211,6 +214,20 @@ impl Scheduler {
         phone_session_id: &str,
         reply: &str,
     ) -> Result<Option<StoredJob>, JobsError> {
+        self.runtime_finished(runtime, phone_session_id, reply, None)
+    }
+
+    /// [`Scheduler::runtime_replied`] for a final message that may report an `error`: with
+    /// one, the run failed — the job fails (`dispatched` → `failed`, reason
+    /// `job_error:runtime_reported_error` with the runtime's error and any text as detail), a
+    /// failure alert is due as for any failure, and nothing is announced as a completion.
+    pub fn runtime_finished(
+        &self,
+        runtime: &str,
+        phone_session_id: &str,
+        reply: &str,
+        error: Option<&str>,
+    ) -> Result<Option<StoredJob>, JobsError> {
         let inner = &self.inner;
         let reference = crate::runner::dispatch_ref(phone_session_id);
         let Some(run) = inner.store.dispatched_run(&reference)? else {
@@ -232,6 +249,33 @@ impl Scheduler {
                 return Ok(None);
             }
             let now = inner.clock.now_ms();
+            if let Some(error) = error {
+                let detail = if reply.is_empty() {
+                    error.trim().to_owned()
+                } else {
+                    format!("{} ({reply})", error.trim())
+                };
+                let change = Change::Fail {
+                    reason: crate::reason::FailureReason::job_error(RUNTIME_REPORTED_ERROR),
+                    detail,
+                };
+                let next = apply(&row, &change, now)?;
+                match inner.store.update_job(&next) {
+                    Ok(written) => {
+                        inner.alert_if_due(&written);
+                        inner.emit(SchedulerEvent::Finished {
+                            delivery: written.delivery_state,
+                            job: Box::new(written.job.clone()),
+                            attempt: run.attempt,
+                            outcome: RunOutcome::Failed,
+                            summary: None,
+                        });
+                        return Ok(Some(written));
+                    }
+                    Err(StoreError::Conflict { .. }) => continue,
+                    Err(e) => return Err(e.into()),
+                }
+            }
             let next = apply(
                 &row,
                 &Change::RuntimeReplied {

@@ -110,7 +110,7 @@ impl Inner {
         }
     }
 
-    fn alert_if_due(&self, row: &StoredJob) {
+    pub(super) fn alert_if_due(&self, row: &StoredJob) {
         let failures = row.job.failure_count;
         if failures >= ALERT_FAILURES && row.job.failure_alert_at == row.job.updated_at {
             self.emit(SchedulerEvent::FailureAlert {

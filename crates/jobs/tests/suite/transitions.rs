@@ -39,6 +39,8 @@ fn legal_edges() -> Vec<(JobStatus, JobEvent, JobStatus)> {
         (S::Active, E::Pause, S::Paused),
         (S::Paused, E::Resume, S::Queued),
         (S::Dispatched, E::RuntimeReplied, S::Completed),
+        (S::Dispatched, E::Fail { terminal: false }, S::Failed),
+        (S::Dispatched, E::Fail { terminal: true }, S::Failed),
         (S::Queued, E::RuntimeReplied, S::Queued),
         (S::Active, E::RuntimeReplied, S::Queued),
         (S::Paused, E::RuntimeReplied, S::Paused),
@@ -96,6 +98,10 @@ fn nothing_leaves_a_terminal_status_but_a_dispatched_job_on_its_runtimes_reply()
         for event in JobEvent::ALL {
             if (from, event) == (S::Dispatched, E::RuntimeReplied) {
                 assert_eq!(transition(from, event), Ok(S::Completed));
+                continue;
+            }
+            if from == S::Dispatched && matches!(event, E::Fail { .. }) {
+                assert_eq!(transition(from, event), Ok(S::Failed));
                 continue;
             }
             assert!(transition(from, event).is_err(), "{from} --{event}-->");

@@ -155,17 +155,20 @@ pub(super) async fn replies(
         }
         let streamed = std::mem::take(streamed);
         tracked.remove(session);
-        let mut reply = if text.trim().is_empty() {
+        let reply = if text.trim().is_empty() {
             streamed
         } else {
             text
         };
-        if let Some(error) = event.payload.get("error").and_then(Value::as_str) {
-            reply = format!("{reply}\n(the runtime reported an error: {error})");
-        }
+        // A final message with an error fails the run (never completes it).
+        let error = event
+            .payload
+            .get("error")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
         let (scheduler, session) = (scheduler.clone(), session.to_owned());
         let saved = tokio::task::spawn_blocking(move || {
-            scheduler.runtime_replied(&runtime, &session, &reply)
+            scheduler.runtime_finished(&runtime, &session, &reply, error.as_deref())
         })
         .await;
         match saved {

@@ -450,3 +450,66 @@ async fn a_heartbeat_checks_the_model_prunes_artifacts_and_stays_silent() {
     );
     d.daemon.shutdown().await;
 }
+
+/// Regression (review finding 10): a dispatched job's runtime ended with a final message that
+/// reported an error, and the job completed — a failure announced as finished. The run now
+/// fails: the job is `failed` with the runtime's error as its reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dispatched_runtimes_error_final_completed_the_job() {
+    let config = Config::parse(
+        &format!(
+            "[[runtimes]]\nid = \"hermes\"\ntoken = \"{RUNTIME_TOKEN}\"\n\
+             grants = [\"safe_read\", \"private_read\", \"dangerous\"]\n\n\
+             [jobs]\nbackground_runtime = \"hermes\"\n"
+        ),
+        "test.toml",
+    )
+    .unwrap();
+    let d = start(config).await;
+    let mut op = operator(&d).await;
+    let mut rt = connect(&d.url(), Some(RUNTIME_TOKEN)).await.unwrap();
+    rt.hello().await;
+    let sub = rt
+        .call(
+            "events.subscribe",
+            json!({"events": ["runtime.attention.requested"]}),
+        )
+        .await;
+    assert!(sub.get("result").is_some(), "{sub}");
+    let made = op
+        .call(
+            "jobs.create",
+            json!({"title": "Digest", "prompt": "Summarise my unread messages."}),
+        )
+        .await;
+    let id = made["result"]["job"]["id"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("{made}"));
+    let woke = op.call("jobs.wake", json!({})).await;
+    assert_eq!(woke["result"]["claimed"], json!([id]), "{woke}");
+    let asked = event_named(&mut rt, "runtime.attention.requested").await;
+    let session = asked["phone_session_id"].as_str().unwrap().to_owned();
+    job_until(&mut op, id, "dispatched", |j| {
+        j["job"]["status"] == "dispatched"
+    })
+    .await;
+    let fin = rt
+        .call(
+            "runtime.message",
+            json!({"phone_session_id": session, "text": "", "final": true,
+                "error": "model quota exhausted"}),
+        )
+        .await;
+    assert!(fin.get("result").is_some(), "{fin}");
+    let job = job_until(&mut op, id, "failed", |j| {
+        j["job"]["status"] != "dispatched"
+    })
+    .await;
+    assert_eq!(job["job"]["status"], "failed", "{job}");
+    let result = job["job"]["last_result"].as_str().unwrap_or("");
+    assert!(
+        result.contains("runtime_reported_error") && result.contains("model quota exhausted"),
+        "{job}"
+    );
+    d.daemon.shutdown().await;
+}

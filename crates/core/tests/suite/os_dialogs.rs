@@ -435,3 +435,89 @@ async fn approval_ran_on_a_phone_the_runtime_no_longer_has() {
     assert!(h.phone.pending_dialog().is_some(), "not pressed");
     assert_ne!(permission(&h, "camera"), "granted");
 }
+
+/// Review finding 20: a dialog's confirmation identity must carry the `@device` suffix the
+/// request's own identity has with several phones, so the same request on two phones asks
+/// about two dialogs, each pressed on its own phone.
+#[tokio::test]
+async fn a_dialogs_confirmation_identity_names_its_phone() {
+    let lens_on = |clock: &ManualClock| {
+        let mut doc: Value =
+            serde_json::from_str(openphone_device::sim::DEFAULT_SCENARIO).expect("demo scenario");
+        doc["apps"]
+            .as_array_mut()
+            .expect("apps")
+            .push(json!({ "package": LENS, "label": "Lens" }));
+        doc["system_dialogs"] =
+            json!({ "permissions": [{ "package": LENS, "permission": "camera" }] });
+        let state = SimState::from_json(&doc.to_string()).expect("valid scenario");
+        Arc::new(SimPhone::new(state, Arc::new(clock.clone())).expect("phone"))
+    };
+    let start = SimState::from_json(openphone_device::sim::DEFAULT_SCENARIO)
+        .expect("demo")
+        .clock
+        .start_ms;
+    let clock = ManualClock::new(start);
+    let (a, b) = (lens_on(&clock), lens_on(&clock));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Arc::new(openphone_store::Store::open(dir.path()).unwrap());
+    let devices = openphone_core::Devices::new(vec![
+        (
+            "a".to_owned(),
+            a.clone() as Arc<dyn openphone_device::PhoneDevice>,
+        ),
+        (
+            "b".to_owned(),
+            b.clone() as Arc<dyn openphone_device::PhoneDevice>,
+        ),
+    ])
+    .unwrap();
+    let bridge = openphone_core::ToolBridge::with_devices(
+        registry(),
+        store,
+        devices,
+        Arc::new(clock.clone()),
+        Arc::new(openphone_core::EventBus::new(registry(), 64)),
+        openphone_core::BridgeConfig::default(),
+    );
+    let caller = trusted_hermes();
+    let mut ids = Vec::new();
+    for phone in ["a", "b"] {
+        let asked = bridge
+            .invoke_on(
+                &caller,
+                trusted(open_lens("k1")),
+                openphone_policy::Context::Interactive,
+                Some(phone.to_owned()),
+            )
+            .await;
+        assert_eq!(
+            code(&asked),
+            Some("framework_confirmation_required"),
+            "{asked:?}"
+        );
+        let id = confirmation_id(&asked);
+        let record = bridge
+            .store()
+            .get_confirmation(&id)
+            .unwrap()
+            .expect("stored");
+        assert!(
+            record
+                .identity
+                .idempotency_key
+                .contains(&format!("@{phone}#dlg-")),
+            "{:?}",
+            record.identity
+        );
+        ids.push(id);
+    }
+    assert_ne!(ids[0], ids[1], "two phones, two dialogs");
+    let done = bridge
+        .resolve(&operator(), &ids[1], ConfirmDecision::Approve)
+        .await
+        .unwrap();
+    assert_eq!(done.status, ToolStatus::Ok, "{done:?}");
+    assert!(a.pending_dialog().is_some(), "phone a's dialog untouched");
+    assert_eq!(b.pending_dialog(), None);
+}

@@ -27,6 +27,12 @@ impl GoalEngine {
                 .goal
                 .action(action)
                 .ok_or_else(|| GoalsError::NoAction(action.to_owned()))?;
+            if a.state == ActionState::Blocked
+                && a.resume_token.as_deref()
+                    == Some(super::schedule::consent_token(action).as_str())
+            {
+                return consent(work, action, text, now);
+            }
             if !(matches!(a.kind, ActionKind::AskUser { .. }) && a.state == ActionState::Running) {
                 return Err(GoalsError::invalid(
                     "action",
@@ -197,4 +203,50 @@ impl GoalEngine {
         })
         .await
     }
+}
+
+/// The user's yes or no to an alternative of a step they declined (`schedule.rs`): yes is
+/// recorded as their answer and the alternative becomes READY (it is then decided by the
+/// policy like any step); no drops it (ABORTED).
+fn consent(work: &mut super::Work, action: &str, text: &str, now: i64) -> Result<(), GoalsError> {
+    let answer = text.trim().to_ascii_lowercase();
+    let yes = match answer.as_str() {
+        "yes" | "y" | "ok" => true,
+        "no" | "n" => false,
+        _ => {
+            return Err(GoalsError::invalid(
+                "answer",
+                "must be yes or no: whether the alternative of the declined step may run",
+            ));
+        }
+    };
+    if !yes {
+        return work.mv(
+            action,
+            ActionState::Aborted,
+            Source::User,
+            "the user said no to the alternative",
+            now,
+            None,
+        );
+    }
+    work.evidence(
+        action,
+        EvidenceKind::UserAnswer,
+        "yes: run the alternative".to_owned(),
+        crate::ids::digest_text(&answer),
+        now,
+    );
+    work.mv(
+        action,
+        ActionState::Ready,
+        Source::User,
+        "the user agreed to the alternative",
+        now,
+        None,
+    )?;
+    if work.goal.state == GoalState::Blocked {
+        work.goal.state = GoalState::Active;
+    }
+    Ok(())
 }

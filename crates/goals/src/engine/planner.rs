@@ -14,7 +14,8 @@
 //!   model that fails, leaves the manifest's proposal, saying why the model's was not used.
 //!
 //! The proposal is an optional alternative of the step (it runs when the step is BLOCKED or
-//! ABORTED: a declined approval, a denial), added as a re-plan (`plan_version` goes up); a step
+//! ABORTED: a denial, if the policy allows it; after the user declined the step, only once
+//! they agree to it — `schedule.rs` asks), added as a re-plan (`plan_version` goes up); a step
 //! gets at most one.
 
 use openphone_protocol::Registry;

@@ -177,6 +177,31 @@ impl GoalEngine {
                 )?;
                 continue;
             }
+            // The user said no to the step this one replaces: its alternative is asked too,
+            // never run in its place without them (a declined share does not become a
+            // clipboard copy silently). A policy denial's alternative runs if the policy lets it.
+            if let Some(primary) = declined_primary(&work.goal, &action)
+                && !consented(&work.goal, &id)
+            {
+                work.mv(
+                    &id,
+                    ActionState::Blocked,
+                    Source::Policy,
+                    &format!(
+                        "the user declined {primary}; its alternative \"{}\" runs only if they agree",
+                        action.title
+                    ),
+                    now,
+                    block(
+                        BlockerKind::Input,
+                        consent_token(&id),
+                        format!(
+                            "openphone goals answer {goal_id} {id} yes (or no to drop it)"
+                        ),
+                    ),
+                )?;
+                continue;
+            }
             let decision = action.decision.clone();
             let outcome = decision.as_ref().map_or("allow", |d| d.outcome.as_str());
             if outcome == "deny" {
@@ -290,6 +315,37 @@ pub(super) fn summarise_none(now: i64) -> DecisionSummary {
         change_command: None,
         at: now,
     }
+}
+
+/// The resume token of an alternative waiting for the user's yes (`goals answer … yes`).
+pub(super) fn consent_token(id: &str) -> String {
+    format!("consent:{id}")
+}
+
+/// The step `action` is an alternative of, when the user declined that step's approval and
+/// `action` would act (a question, a wait or a check acts on nothing).
+fn declined_primary(goal: &Goal, action: &Action) -> Option<String> {
+    if matches!(
+        action.kind,
+        ActionKind::AskUser { .. } | ActionKind::Wait { .. } | ActionKind::Verify
+    ) {
+        return None;
+    }
+    goal.actions
+        .iter()
+        .find(|p| {
+            p.alternatives.contains(&action.id)
+                && p.last_attempt()
+                    .is_some_and(|a| a.outcome == AttemptOutcome::Declined)
+        })
+        .map(|p| p.id.clone())
+}
+
+/// Whether the user agreed to run alternative `id` (their answer is its evidence).
+fn consented(goal: &Goal, id: &str) -> bool {
+    goal.evidence.iter().any(|e| {
+        e.action_id.as_deref() == Some(id) && e.kind == crate::model::EvidenceKind::UserAnswer
+    })
 }
 
 /// Whether `id` is listed as an alternative of some action.

@@ -207,3 +207,133 @@ async fn a_model_proposal_the_policy_would_refuse_too_leaves_the_manifests() {
         "{proposal:?}"
     );
 }
+
+/// After the user declined a step's approval, the planner's alternative ran without asking:
+/// a declined share put the same text on the clipboard. An alternative of a step the user
+/// declined is itself asked (a yes/no question, `goals answer`); nothing runs until they
+/// agree, and a no drops it.
+#[tokio::test]
+async fn regression_a_declined_share_put_its_text_on_the_clipboard_without_asking() {
+    let h = Harness::new();
+    // The clipboard is allowed for background work (a standing approval): the planner's
+    // alternative of the share would run at once.
+    h.store
+        .create_approval(
+            &openphone_store::NewStandingApproval {
+                runtime: "builtin".to_owned(),
+                tool: "openphone.clipboard.set".to_owned(),
+                constraints: json!({}),
+                expires_at_ms: None,
+                background: true,
+                phone_session_id: None,
+                confirmation_id: None,
+                created_by: Some("test".to_owned()),
+                note: None,
+            },
+            openphone_clock::Clock::now_ms(&h.clock),
+        )
+        .unwrap();
+    let spec: GoalSpec = serde_json::from_value(json!({
+        "objective": "share the dentist's address",
+        "risk_level": "high",
+        "autonomy": "trusted_actions",
+        "plan": [{"id": "share", "title": "Share the address", "kind": "tool",
+                  "command": "openphone.share.text",
+                  "params": {"text": "Dr. Weiss, Hauptstr. 1"}}]
+    }))
+    .unwrap();
+    let goal = h.engine.create(&spec, Harness::owner()).unwrap();
+    h.engine.tick(&goal.id).await.unwrap();
+    let g = h.engine.get(&goal.id).unwrap();
+    let share = g.action("share").unwrap();
+    assert_eq!(share.state, ActionState::NeedsApproval, "{g:#?}");
+    assert_eq!(share.alternatives, vec!["share-safer".to_owned()], "{g:#?}");
+    let cid = share.resume_token.clone().unwrap();
+    h.decline(&cid).await;
+    h.engine.tick(&goal.id).await.unwrap();
+    let g = h.engine.get(&goal.id).unwrap();
+    assert_eq!(g.action("share").unwrap().state, ActionState::Blocked);
+    let safer = g.action("share-safer").unwrap();
+    assert_eq!(safer.state, ActionState::Blocked, "{safer:#?}");
+    let blocker = g
+        .blockers
+        .iter()
+        .find(|b| b.action_id.as_deref() == Some("share-safer"))
+        .unwrap();
+    assert!(blocker.reason.contains("declined share"), "{blocker:?}");
+    assert_eq!(
+        blocker.how_to_resolve,
+        format!(
+            "openphone goals answer {} share-safer yes (or no to drop it)",
+            goal.id
+        )
+    );
+    assert!(
+        h.phone_actions().is_empty(),
+        "nothing ran: {:?}",
+        h.phone_actions()
+    );
+    assert!(
+        h.engine
+            .answer(&goal.id, "share-safer", "maybe")
+            .await
+            .is_err()
+    );
+    // The user agrees: it runs.
+    h.engine
+        .answer(&goal.id, "share-safer", "yes")
+        .await
+        .unwrap();
+    h.engine.tick(&goal.id).await.unwrap();
+    let g = h.engine.get(&goal.id).unwrap();
+    assert_eq!(
+        g.action("share-safer").unwrap().state,
+        ActionState::Done,
+        "{g:#?}"
+    );
+    assert_eq!(h.phone_actions().len(), 1, "{:?}", h.phone_actions());
+}
+
+/// The user's no drops the alternative of the step they declined; nothing runs.
+#[tokio::test]
+async fn a_no_to_the_alternative_of_a_declined_step_drops_it() {
+    let h = Harness::new();
+    let spec: GoalSpec = serde_json::from_value(json!({
+        "objective": "share the dentist's address",
+        "risk_level": "high",
+        "plan": [{"id": "share", "title": "Share the address", "kind": "tool",
+                  "command": "openphone.share.text", "params": {"text": "Hauptstr. 1"},
+                  "alternatives": ["copy"]},
+                 {"id": "copy", "title": "Copy it", "kind": "tool", "optional": true,
+                  "command": "openphone.clipboard.set", "params": {"text": "Hauptstr. 1"}}]
+    }))
+    .unwrap();
+    let goal = h.engine.create(&spec, Harness::owner()).unwrap();
+    h.engine.tick(&goal.id).await.unwrap();
+    let cid = h
+        .engine
+        .get(&goal.id)
+        .unwrap()
+        .action("share")
+        .unwrap()
+        .resume_token
+        .clone()
+        .unwrap();
+    h.decline(&cid).await;
+    h.engine.tick(&goal.id).await.unwrap();
+    let g = h.engine.get(&goal.id).unwrap();
+    assert_eq!(
+        g.action("copy").unwrap().state,
+        ActionState::Blocked,
+        "{g:#?}"
+    );
+    h.engine.answer(&goal.id, "copy", "no").await.unwrap();
+    h.engine.tick(&goal.id).await.unwrap();
+    let g = h.engine.get(&goal.id).unwrap();
+    assert_eq!(
+        g.action("copy").unwrap().state,
+        ActionState::Aborted,
+        "{g:#?}"
+    );
+    assert!(h.phone_actions().is_empty(), "{:?}", h.phone_actions());
+}

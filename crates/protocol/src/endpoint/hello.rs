@@ -97,6 +97,19 @@ pub struct HelloResult {
     pub runtime_protocol: VersionAdvertisement,
     pub phone: PhoneProfile,
     pub manifests: ManifestSummary,
+    /// On a daemon with several phones (`[[devices]]`): each phone the caller may act on, by
+    /// id, with its profile (`phone` stays the first, default, phone's). Absent with one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub devices: Vec<HelloDevice>,
+}
+
+/// One phone of a daemon with several, in `hello`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct HelloDevice {
+    /// What `device_id` names in requests (`[[devices]] id`).
+    pub id: String,
+    /// Its profile as the phone reports it (`supported_tools`: the phone's own commands).
+    pub profile: PhoneProfile,
 }
 
 #[cfg(test)]

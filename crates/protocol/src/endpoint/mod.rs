@@ -102,7 +102,8 @@ pub use goals::{
     GoalsTickResult,
 };
 pub use hello::{
-    ClientInfo, HelloParams, HelloResult, ManifestSummary, PhoneProfile, Role, VersionRange,
+    ClientInfo, HelloDevice, HelloParams, HelloResult, ManifestSummary, PhoneProfile, Role,
+    VersionRange,
 };
 pub use jobs::{
     JobEntry, JobIdParams, JobResult, JobRunInfo, JobsCreateParams, JobsGetResult, JobsListParams,

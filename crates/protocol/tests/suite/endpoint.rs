@@ -72,6 +72,7 @@ fn hello_round_trips() {
                 events: vec!["runtime.tool.result".into()],
                 capabilities: vec!["screen.read.visible".into()],
             },
+            devices: Vec::new(),
         },
         json!({
             "protocol_version": 1,

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use openphone_policy::Role;
 use openphone_protocol::endpoint::ClientInfo;
 use openphone_protocol::endpoint::{
-    EndpointErrorCode, ErrorObject, Hello, HelloResult, ManifestSummary, MethodName, Request,
+    EndpointErrorCode, ErrorObject, Hello, HelloDevice, HelloResult, ManifestSummary, MethodName,
+    Request,
 };
 use openphone_protocol::limits::CLIENT_INFO_BYTES;
 use openphone_protocol::{ErrorCode, MAX_VERSION, MIN_VERSION, VersionAdvertisement, log_value};
@@ -126,6 +127,23 @@ pub(super) async fn handshake(
         .filter(|c| state.bridge.offers(c))
         .map(|c| c.name.clone())
         .collect();
+    // Several phones: each one the caller may act on, with its profile.
+    let devices = state.bridge.devices();
+    let grants = state.bridge.device_grants();
+    let devices = if devices.several() {
+        devices
+            .iter()
+            .filter(|(id, _)| {
+                principal.role() == Role::Operator || grants.allows(principal.runtime_id(), id)
+            })
+            .map(|(id, device)| HelloDevice {
+                id: id.to_owned(),
+                profile: device.profile(),
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
     let result = HelloResult {
         protocol_version: chosen,
         role: principal.role(),
@@ -142,6 +160,7 @@ pub(super) async fn handshake(
                 .map(|c| c.id.clone())
                 .collect(),
         },
+        devices,
     };
     let result = match serde_json::to_value(result) {
         Ok(v) => v,

@@ -644,3 +644,30 @@ async fn two_phones_every_phones_events_reach_the_bus_naming_their_phone() {
     assert_eq!(event["device_id"], "second", "{event}");
     running.daemon.shutdown().await;
 }
+
+/// `hello` lists every phone the caller may act on with its profile; `phone` stays the first
+/// phone's. A runtime limited to one phone sees only it; with one phone the list is absent.
+#[tokio::test]
+async fn two_phones_hello_lists_each_phone_with_its_profile() {
+    let running = two_phones().await;
+    let mut hermes = connect(&running.url(), Some(RUNTIME_TOKEN)).await.unwrap();
+    let hello = hermes.hello().await;
+    let ids: Vec<Value> = hello["devices"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{hello}"))
+        .iter()
+        .map(|d| json!([d["id"], d["profile"]["model"]]))
+        .collect();
+    assert_eq!(ids[1], json!(["second", "Second Phone"]), "{hello}");
+    assert_eq!(ids[0][0], "first", "{hello}");
+    assert_ne!(hello["phone"]["model"], "Second Phone", "{hello}");
+    let mut limited = connect(&running.url(), Some(LIMITED_TOKEN)).await.unwrap();
+    let mine = limited.hello().await;
+    assert_eq!(mine["devices"].as_array().unwrap().len(), 1, "{mine}");
+    running.daemon.shutdown().await;
+    let one = super::support::start(config("")).await;
+    let mut hermes = connect(&one.url(), Some(RUNTIME_TOKEN)).await.unwrap();
+    let hello = hermes.hello().await;
+    assert!(hello.get("devices").is_none(), "{hello}");
+    one.daemon.shutdown().await;
+}

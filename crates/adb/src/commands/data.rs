@@ -84,7 +84,41 @@ impl AdbPhone {
                 message: format!("`content query --uri {uri}` failed: {error}"),
             });
         }
-        Ok(Ok(parse::content_rows(&out, keys)))
+        let rows = parse::content_rows(&out, keys);
+        self.check_row_ids(uri, keys, &rows).await?;
+        Ok(Ok(rows))
+    }
+
+    /// Text a user controls (an event's description, a message body) can hold a line that
+    /// reads like another row (`\nRow: 9 _id=42, …`). The rows' ids, queried alone (numbers
+    /// only, nothing to forge), must be exactly the ids parsed from the full query, in order;
+    /// otherwise the answer is refused rather than acting on a forged row.
+    async fn check_row_ids(
+        &self,
+        uri: &str,
+        keys: &[&str],
+        rows: &[BTreeMap<String, String>],
+    ) -> Result<(), DeviceError> {
+        let Some(id_key) = keys.first() else {
+            return Ok(());
+        };
+        let cmd = shell::line("content", &["query", "--uri", uri, "--projection", id_key]);
+        let out = self.shell(&cmd).await?;
+        let ids: Vec<Option<&String>> = rows.iter().map(|r| r.get(*id_key)).collect();
+        let only = parse::content_rows(&out, &[id_key]);
+        let truth: Vec<Option<&String>> = only.iter().map(|r| r.get(*id_key)).collect();
+        if ids != truth {
+            return Err(DeviceError::Internal {
+                message: format!(
+                    "the rows of {uri} could not be read unambiguously: {} rows parsed, the \
+                     provider has {} (a text value holds something that reads like a row); \
+                     nothing was acted on — look at it on the phone's screen instead",
+                    ids.len(),
+                    truth.len()
+                ),
+            });
+        }
+        Ok(())
     }
 
     /// Every contact (grouped from its phone rows) matching `query`, the simulated phone's
@@ -569,23 +603,25 @@ impl AdbPhone {
         self.before_input().await?;
         self.shell("cmd statusbar expand-notifications").await?;
         let shade = self.dump().await?;
-        let row = shade
-            .nodes
-            .iter()
-            .rev()
-            .find(|node| !n.title.is_empty() && node.text == n.title)
-            .or_else(|| {
-                shade
-                    .nodes
-                    .iter()
-                    .rev()
-                    .find(|node| !n.text.is_empty() && node.text == n.text)
-            });
+        // The row is the one shade node showing this title (else this text); a title or text
+        // another notification shows too (another app's, maybe) is not guessed at.
+        let only = |want: &str| {
+            let mut hits = shade
+                .nodes
+                .iter()
+                .filter(|node| !want.is_empty() && node.text == want);
+            match (hits.next(), hits.next()) {
+                (Some(one), None) => Some(one),
+                _ => None,
+            }
+        };
+        let row = only(&n.title).or_else(|| only(&n.text));
         let Some(row) = row else {
             self.shell("cmd statusbar collapse").await?;
             return Err(DeviceError::Internal {
                 message: format!(
-                    "notification {} is posted but not shown in the shade",
+                    "notification {} is posted but not shown in the shade (or more than one row \
+                     shows its title and text: open it on the phone's screen)",
                     n.key
                 ),
             });

@@ -138,6 +138,9 @@ pub(crate) struct PostedNotification {
     pub title: String,
     pub text: String,
     pub posted_at: Option<i64>,
+    seen_title: bool,
+    seen_text: bool,
+    forged: bool,
 }
 
 /// The posted notifications, in the order dumpsys lists them (a `NotificationRecord(…)` line
@@ -184,9 +187,20 @@ pub(crate) fn notifications(text: &str) -> Vec<PostedNotification> {
         let Some(current) = out.last_mut() else {
             continue;
         };
+        // A second title or text line in one record came from inside a value (a message
+        // whose text holds `\nandroid.title=String (…)`): neither can be trusted, so the
+        // record keeps no title and no text (nothing matches it by words).
         if let Some(v) = extra_string(t, "android.title=") {
+            if current.seen_title {
+                current.forged = true;
+            }
+            current.seen_title = true;
             current.title = v;
         } else if let Some(v) = extra_string(t, "android.text=") {
+            if current.seen_text {
+                current.forged = true;
+            }
+            current.seen_text = true;
             current.text = v;
         } else if current.posted_at.is_none()
             && let Some(ms) = t
@@ -196,6 +210,12 @@ pub(crate) fn notifications(text: &str) -> Vec<PostedNotification> {
                 .and_then(|v| v.parse().ok())
         {
             current.posted_at = Some(ms);
+        }
+    }
+    for n in &mut out {
+        if n.forged {
+            n.title.clear();
+            n.text.clear();
         }
     }
     out
@@ -303,5 +323,20 @@ mod tests {
         assert_eq!(list[0].text, "Running 10 min late");
         assert_eq!(list[0].posted_at, Some(1_795_327_452_248));
         assert_eq!(list[1].text, "");
+    }
+
+    #[test]
+    fn a_notification_text_with_a_title_line_spoofed_the_title() {
+        let text = "  Notification List:\n\
+    NotificationRecord(0x0a: pkg=com.evil user=UserHandle{0} id=1 tag=null importance=4 key=0|com.evil|1|null|1: Notification(channel=x))\n\
+      extras={\n\
+        android.title=String (Promo)\n\
+        android.text=String (hi\n\
+        android.title=String (Bank: code 1234))\n\
+      }\n";
+        let list = notifications(text);
+        assert_eq!(list.len(), 1);
+        assert_eq!(list[0].title, "", "{list:?}");
+        assert_eq!(list[0].text, "");
     }
 }

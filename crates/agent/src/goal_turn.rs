@@ -115,6 +115,10 @@ impl GoalTurnRunner {
         client: Option<ModelClient>,
     ) -> GoalTurnRunner {
         let (caller, tools) = setup.caller_and_tools();
+        // A goal's own turn works its step: it does not make, re-plan or stop goals (no goal
+        // spawning goals, no step rewriting its own plan), whenever the goal commands are
+        // installed. Its goal's state is in its prompt and session.
+        let tools = tools.narrowed(|c| !c.name.starts_with("openphone.goals."));
         let max_tokens = client
             .as_ref()
             .and_then(|c| c.config().max_tokens)

@@ -326,3 +326,42 @@ async fn regression_a_crash_between_creating_a_goals_job_and_recording_it_orphan
     assert_eq!(jobs.len(), 1, "one job per attempt: {jobs:?}");
     daemon.shutdown().await;
 }
+
+/// A goal's own `agent_turn` is offered the phone's and the job commands, never the goal
+/// commands (a goal turn does not make, re-plan or stop goals), whatever order the daemon
+/// installs them in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_goals_own_turn_is_not_offered_the_goal_commands() {
+    let fake = FakeModel::start().await;
+    fake.push(Script::text("Looked."));
+    let d = start(config(&builtin(&fake))).await;
+    let engine = d.daemon.goal_engine();
+    let spec: GoalSpec = serde_json::from_value(json!({
+        "objective": "look at the calendar",
+        "plan": [{"id": "look", "title": "Look", "kind": "agent_turn",
+                  "prompt": "What is on my calendar?"}]
+    }))
+    .unwrap();
+    let goal = engine.create(&spec, owner()).unwrap();
+    engine.tick(&goal.id).await.unwrap();
+    let requests = fake.requests();
+    let tools: Vec<String> = requests.last().expect("the goal's turn asked the model")["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            t["function"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .collect();
+    assert!(tools.iter().any(|t| t.contains("calendar")), "{tools:?}");
+    assert!(
+        tools.iter().any(|t| t.contains("background_job")),
+        "{tools:?}"
+    );
+    assert!(!tools.iter().any(|t| t.contains("goals")), "{tools:?}");
+    d.daemon.shutdown().await;
+    fake.shutdown().await;
+}

@@ -172,8 +172,7 @@ async fn an_approved_reviews_os_dialog_is_left_for_the_user_not_pressed() {
     assert!(h.phone.pending_dialog().is_some(), "left up, not pressed");
     assert!(
         h.bridge
-            .store()
-            .get_confirmation(&dialog.confirmation_id)
+            .confirmation(&dialog.confirmation_id)
             .unwrap()
             .is_some_and(|c| c.summary.starts_with("Android asks: ")),
         "the user's to decide later"

@@ -191,6 +191,7 @@ mod tests {
             last_event_at: 1,
             unread_result: false,
             paused_at: 0,
+            device_id: None,
         };
         let Ok(Value::Object(map)) = serde_json::to_value(&job) else {
             panic!("a job is an object");

@@ -612,10 +612,8 @@ fn limited_status(response: &Value) -> Value {
 /// the second phone (its scenario's timeline) is published with `device_id: "second"`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_phones_every_phones_events_reach_the_bus_naming_their_phone() {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64;
+    // The daemon's phones run on the system clock.
+    let now = openphone_clock::Clock::now_ms(&openphone_clock::SystemClock);
     let scenario = json!({"version": 1, "device": {"model": "Second Phone"},
         "timeline": [{"at_ms": now + 1500,
             "inject": {"kind": "message", "address": "+15550001", "text": "hello second"}}]});

@@ -35,7 +35,7 @@ pub struct ElevateArgs {
     /// The autonomy ceiling to grant: ask_before_action or trusted_actions.
     #[arg(long, required_unless_present = "revoke", conflicts_with = "revoke")]
     pub to: Option<String>,
-    /// How long: 90s, 10m, 1h (at most the configuration's [elevation] max_duration_secs).
+    /// How long: 90s, 10m, 1h (at most `[elevation] max_duration_secs` in the configuration).
     #[arg(
         long = "for",
         value_name = "DURATION",

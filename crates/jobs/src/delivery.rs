@@ -90,7 +90,7 @@ pub fn review_of_key(key: &str) -> Option<&str> {
 
 /// What a job's pending delivery announces, read from the stored job: the outcome of its
 /// latest run decides, never the event that happened to carry it (issue 32: a third failure
-/// in a row was announced twice, as a failure and as "<title> finished").
+/// in a row was announced twice, as a failure and as "`<title>` finished").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Announcement {
     /// The run completed: the result notification ([`completion_body`]).

@@ -49,7 +49,7 @@ pub struct PermissionDecl {
     /// The permission: `camera`, `microphone`, `location`, `contacts`, `calendar`, `sms`,
     /// `phone`, `notifications`, `photos`, or any name with a `message`.
     pub permission: String,
-    /// What the prompt asks to do, after "Allow <app> to" (default: Android's wording for the
+    /// What the prompt asks to do, after "Allow `<app>` to" (default: Android's wording for the
     /// known permissions, e.g. "take pictures and record video" for `camera`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,

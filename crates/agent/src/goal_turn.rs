@@ -145,6 +145,18 @@ impl GoalTurnRunner {
     /// Works `prompt` for goal `goal_id` in runtime session `session`: the model's final
     /// answer, or why the turn failed.
     pub async fn turn(&self, goal_id: &str, session: &str, prompt: &str) -> Result<String, String> {
+        self.turn_on(goal_id, None, session, prompt).await
+    }
+
+    /// [`GoalTurnRunner::turn`] for a goal that names its phone: every tool call of the turn
+    /// goes to `device` (none: the only phone).
+    pub async fn turn_on(
+        &self,
+        goal_id: &str,
+        device: Option<&str>,
+        session: &str,
+        prompt: &str,
+    ) -> Result<String, String> {
         let inner = &self.inner;
         let Some(client) = inner.client.clone() else {
             return Err(
@@ -160,6 +172,7 @@ impl GoalTurnRunner {
             caller: &inner.caller,
             bridge,
             goal_id,
+            device,
             session,
             max_turns: inner.max_turns,
             // A deadline without reading the clock: the sleep computes it.
@@ -185,6 +198,8 @@ struct GoalTurn<'a> {
     caller: &'a Caller,
     bridge: Arc<ToolBridge>,
     goal_id: &'a str,
+    /// The goal's phone, when it names one.
+    device: Option<&'a str>,
     session: &'a str,
     /// The configured turn limit (named when it is reached).
     max_turns: u32,
@@ -272,7 +287,10 @@ impl TurnPolicy for GoalTurn<'_> {
         };
         let bridge = &self.bridge;
         let result = bridge
-            .call(Invocation::goal(self.caller, self.goal_id, request))
+            .call(
+                Invocation::goal(self.caller, self.goal_id, request)
+                    .on_device(self.device.map(str::to_owned)),
+            )
             .await;
         let held = waiting_on(&result);
         if let Some(cid) = &held

@@ -33,6 +33,10 @@ pub enum GoalsCommand {
     Create {
         /// The goal file: a goal spec, or `{"goal": <spec>, …}` as `goals simulate` takes.
         file: PathBuf,
+        /// The phone the goal acts on (an id from `openphone devices list`); overrides the
+        /// file's `device_id`. Without either, the daemon's only phone.
+        #[arg(long, value_name = "ID")]
+        device: Option<String>,
         #[command(flatten)]
         data_dir: DataDir,
         /// Print JSON instead of text.
@@ -207,11 +211,15 @@ pub fn run(cmd: GoalsCommand) -> Result<ExitCode> {
     match cmd {
         GoalsCommand::Create {
             file,
+            device,
             data_dir,
             json,
         } => {
             // The simulator's file wraps the goal: `{"goal": …, "replies": …}`.
-            let spec = openphone_goals::spec::goal_in_file(read_json(&file)?);
+            let mut spec = openphone_goals::spec::goal_in_file(read_json(&file)?);
+            if let (Some(device), Some(obj)) = (device, spec.as_object_mut()) {
+                obj.insert("device_id".to_owned(), serde_json::Value::String(device));
+            }
             one::<GoalsCreate>(&data_dir, GoalsCreateParams { goal: spec }, json, "created")
         }
         GoalsCommand::Plan {

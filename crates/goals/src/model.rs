@@ -469,6 +469,9 @@ pub struct Goal {
     pub risk_level: RiskLevel,
     /// Ceiling for its actions (`openphone_protocol::Autonomy` wire string).
     pub autonomy: String,
+    /// The phone its tool calls act on (a configured device id); none means the only one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_id: Option<String>,
     pub owner: Owner,
     /// `builtin`, a runtime id, `openclaw` or `manual`.
     pub planner: String,

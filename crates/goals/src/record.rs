@@ -32,6 +32,7 @@ pub fn goal_record(goal: &Goal) -> GoalRecord {
         deadline_at: goal.deadline_at,
         risk_level: name(&goal.risk_level),
         autonomy: goal.autonomy.clone(),
+        device_id: goal.device_id.clone(),
         owner: goal.owner.clone(),
         planner: goal.planner.clone(),
         state: goal.state.as_str().to_owned(),

@@ -59,6 +59,7 @@ const CREATE_FIELDS: &[&str] = &[
     "retry_budget",
     "checkpoints",
     "plan",
+    "device_id",
 ];
 
 /// Told a goal id after a change, so the goal's tick runs now.

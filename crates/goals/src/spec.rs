@@ -177,6 +177,9 @@ pub struct GoalSpec {
     /// A plan given with the goal (accepted at once as plan version 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<Vec<ActionSpec>>,
+    /// The phone the goal acts on (a configured device id); none means the only one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_id: Option<String>,
 }
 
 /// Reads the JSON text of a goal file (a goal spec, a plan, the simulator's input) strictly: a
@@ -335,6 +338,12 @@ pub fn new_goal(spec: &GoalSpec, id: String, owner: Owner, now: i64) -> Result<G
     let mut goal = Goal {
         id,
         objective: spec.objective.trim().to_owned(),
+        device_id: spec
+            .device_id
+            .as_deref()
+            .map(str::trim)
+            .filter(|d| !d.is_empty())
+            .map(str::to_owned),
         success_criteria: if spec.success_criteria.is_empty() {
             vec![Criterion {
                 id: "all_done".to_owned(),

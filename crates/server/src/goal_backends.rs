@@ -52,6 +52,17 @@ impl AgentBackend for BuiltinAgent {
             .ok_or_else(|| format!("{session:?} is not a goal's runtime session"))?;
         self.runner.turn(goal, session, prompt).await
     }
+
+    async fn agent_turn_on_device(
+        &self,
+        session: &str,
+        prompt: &str,
+        device: Option<&str>,
+    ) -> Result<String, String> {
+        let goal = goal_of_session(session)
+            .ok_or_else(|| format!("{session:?} is not a goal's runtime session"))?;
+        self.runner.turn_on(goal, device, session, prompt).await
+    }
 }
 
 /// `job` actions as agent jobs of the daemon's scheduler.
@@ -77,6 +88,7 @@ impl SchedulerJobs {
         title: &str,
         prompt: &str,
         run_at: Option<i64>,
+        device: Option<&str>,
     ) -> Result<i64, String> {
         let mut request = Map::new();
         request.insert("title".into(), json!(title));
@@ -84,6 +96,9 @@ impl SchedulerJobs {
         request.insert("type".into(), json!("agent_turn"));
         if let Some(at) = run_at {
             request.insert("run_at".into(), json!(at));
+        }
+        if let Some(device) = device {
+            request.insert("device_id".into(), json!(device));
         }
         if let Some(key) = key {
             request.insert("payload".into(), json!({ GOAL_ATTEMPT_KEY: key }));
@@ -130,7 +145,7 @@ impl JobBackend for SchedulerJobs {
         prompt: &str,
         run_at: Option<i64>,
     ) -> Result<i64, String> {
-        self.create(None, title, prompt, run_at)
+        self.create(None, title, prompt, run_at, None)
     }
 
     async fn create_job_keyed(
@@ -142,7 +157,21 @@ impl JobBackend for SchedulerJobs {
     ) -> Result<i64, String> {
         match self.find(key)? {
             Some(job) => Ok(job),
-            None => self.create(Some(key), title, prompt, run_at),
+            None => self.create(Some(key), title, prompt, run_at, None),
+        }
+    }
+
+    async fn create_job_on_device(
+        &self,
+        key: &str,
+        title: &str,
+        prompt: &str,
+        run_at: Option<i64>,
+        device: Option<&str>,
+    ) -> Result<i64, String> {
+        match self.find(key)? {
+            Some(job) => Ok(job),
+            None => self.create(Some(key), title, prompt, run_at, device),
         }
     }
 

@@ -57,11 +57,10 @@ impl GoalEngine {
                     let request = Self::request(&work.goal, &action, command, params, n);
                     let result = self
                         .bridge
-                        .call(Invocation::goal(
-                            &self.caller_for(&work.goal),
-                            &work.goal.id,
-                            request,
-                        ))
+                        .call(
+                            Invocation::goal(&self.caller_for(&work.goal), &work.goal.id, request)
+                                .on_device(work.goal.device_id.clone()),
+                        )
                         .await;
                     self.tool_result(work, &id, result, Source::Recovery)
                         .await?;

@@ -70,6 +70,18 @@ pub const PRINCIPAL: &str = openphone_core::GOAL_PRINCIPAL;
 pub trait AgentBackend: Send + Sync {
     /// Works `prompt` in runtime session `session`; the answer text, or why it failed.
     async fn agent_turn(&self, session: &str, prompt: &str) -> Result<String, String>;
+
+    /// [`AgentBackend::agent_turn`] for a goal that names its phone (`device`): the turn's
+    /// tool calls act on it. The default is for runtimes that call no phone (scripted ones).
+    async fn agent_turn_on_device(
+        &self,
+        session: &str,
+        prompt: &str,
+        device: Option<&str>,
+    ) -> Result<String, String> {
+        let _ = device;
+        self.agent_turn(session, prompt).await
+    }
 }
 
 /// Schedules agent jobs (the `job` action kind) and tells how they stand: a `job` action is
@@ -96,6 +108,23 @@ pub trait JobBackend: Send + Sync {
     ) -> Result<i64, String> {
         let _ = key;
         self.create_job(title, prompt, run_at).await
+    }
+
+    /// [`JobBackend::create_job_keyed`] for a goal that names its phone: the job is made
+    /// with that `device_id`, so its runs act on the goal's phone. The default ignores a
+    /// phone it cannot pass on only when none is named.
+    async fn create_job_on_device(
+        &self,
+        key: &str,
+        title: &str,
+        prompt: &str,
+        run_at: Option<i64>,
+        device: Option<&str>,
+    ) -> Result<i64, String> {
+        match device {
+            None => self.create_job_keyed(key, title, prompt, run_at).await,
+            Some(d) => Err(format!("this job backend cannot make a job on phone {d:?}")),
+        }
     }
 
     /// The job made for the attempt whose idempotency key is `key`, if there is one (the

@@ -282,7 +282,7 @@ impl GoalEngine {
                 .unwrap_or_else(|| "none".to_owned()),
         );
         let answer = agent
-            .agent_turn(&step.session(&goal.id), &prompt)
+            .agent_turn_on_device(&step.session(&goal.id), &prompt, goal.device_id.as_deref())
             .await
             .map_err(|e| format!("the model failed: {}", clip(&e)))?;
         let start = answer

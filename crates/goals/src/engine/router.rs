@@ -25,10 +25,10 @@ impl GoalEngine {
                 request.timeout_ms = Some(openphone_protocol::MAX_TIMEOUT_MS);
                 let result = self
                     .bridge
-                    .call(Invocation::goal_approval(
-                        &self.caller_for(&work.goal),
-                        request,
-                    ))
+                    .call(
+                        Invocation::goal_approval(&self.caller_for(&work.goal), request)
+                            .on_device(work.goal.device_id.clone()),
+                    )
                     .await;
                 if let Some(pending) = result.pending_confirmation() {
                     let cid = pending.confirmation_id;
@@ -85,11 +85,10 @@ impl GoalEngine {
                 let request = Self::request(&work.goal, &action, command, params, n);
                 let result = self
                     .bridge
-                    .call(Invocation::goal(
-                        &self.caller_for(&work.goal),
-                        &goal_id,
-                        request,
-                    ))
+                    .call(
+                        Invocation::goal(&self.caller_for(&work.goal), &goal_id, request)
+                            .on_device(work.goal.device_id.clone()),
+                    )
                     .await;
                 self.tool_result(work, id, result, Source::Executor).await?;
             }
@@ -130,7 +129,10 @@ impl GoalEngine {
             (ActionKind::AgentTurn { prompt }, _) => match &self.backends.agent {
                 Some(agent) => {
                     let session = action.session(&goal_id);
-                    let outcome = agent.agent_turn(&session, prompt).await;
+                    let device = work.goal.device_id.clone();
+                    let outcome = agent
+                        .agent_turn_on_device(&session, prompt, device.as_deref())
+                        .await;
                     let now = self.now();
                     if let Ok(text) = &outcome {
                         work.evidence(
@@ -169,7 +171,10 @@ impl GoalEngine {
                         .last_attempt()
                         .map(|a| a.idempotency_key.clone())
                         .unwrap_or_else(|| format!("{goal_id}:{id}:{n}"));
-                    let outcome = jobs.create_job_keyed(&key, title, prompt, *run_at).await;
+                    let device = work.goal.device_id.clone();
+                    let outcome = jobs
+                        .create_job_on_device(&key, title, prompt, *run_at, device.as_deref())
+                        .await;
                     let now = self.now();
                     match outcome {
                         // The action runs until the job's run finishes (`events.rs`,

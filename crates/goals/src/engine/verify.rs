@@ -34,7 +34,10 @@ impl GoalEngine {
         };
         let result = self
             .bridge
-            .call(Invocation::goal(&self.caller_for(goal), &goal.id, request))
+            .call(
+                Invocation::goal(&self.caller_for(goal), &goal.id, request)
+                    .on_device(goal.device_id.clone()),
+            )
             .await;
         if result.status != ToolStatus::Ok {
             return (
@@ -119,7 +122,11 @@ impl GoalEngine {
                 }
                 CriterionCheck::RuntimeJudge { question } => match &self.backends.agent {
                     Some(agent) => match agent
-                        .agent_turn(&openphone_protocol::goal_judge_session(&goal.id), question)
+                        .agent_turn_on_device(
+                            &openphone_protocol::goal_judge_session(&goal.id),
+                            question,
+                            goal.device_id.as_deref(),
+                        )
                         .await
                     {
                         Ok(answer) => (

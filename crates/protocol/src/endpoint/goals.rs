@@ -216,6 +216,9 @@ pub struct GoalRecord {
     pub risk_level: String,
     /// The autonomy of the goal's requests.
     pub autonomy: String,
+    /// The phone the goal's tool calls act on; absent means the only one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_id: Option<String>,
     pub owner: GoalOwner,
     /// Who planned it (`user`, a runtime, …).
     pub planner: String,

@@ -669,3 +669,81 @@ async fn two_phones_hello_lists_each_phone_with_its_profile() {
     assert!(hello.get("devices").is_none(), "{hello}");
     one.daemon.shutdown().await;
 }
+
+/// A goal names its phone (`device_id` in its spec): its tool step acts on that phone only,
+/// its job step makes a job on it, and a goal naming a phone that is not configured is
+/// refused at `goals.create` with the ids.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_phones_a_goal_names_its_phone_and_its_steps_act_on_it() {
+    let running = two_phones().await;
+    let token = running.operator_token();
+    let mut op = connect(&running.url(), Some(&token)).await.unwrap();
+    op.hello().await;
+    let unknown = op
+        .call(
+            "goals.create",
+            json!({"goal": {"objective": "x", "device_id": "third"}}),
+        )
+        .await;
+    assert_eq!(
+        unknown["error"]["data"]["code"], "invalid_params",
+        "{unknown}"
+    );
+    let message = unknown["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("first") && message.contains("second"),
+        "{unknown}"
+    );
+    let run_at = openphone_clock::Clock::now_ms(&openphone_clock::SystemClock) + 3_600_000;
+    let made = op
+        .call(
+            "goals.create",
+            json!({"goal": {
+                "objective": "check the second phone's battery",
+                "device_id": "second",
+                "plan": [
+                    {"id": "look", "title": "Battery", "kind": "tool",
+                     "command": "openphone.device.status", "params": {"reason": "battery"}},
+                    {"id": "later", "title": "Again later", "kind": "job",
+                     "prompt": "How is the battery?", "run_at": run_at, "depends_on": ["look"]}
+                ]
+            }}),
+        )
+        .await;
+    assert_eq!(made["result"]["goal"]["device_id"], "second", "{made}");
+    let id = made["result"]["goal"]["id"].as_str().unwrap().to_owned();
+    let mut goal = Value::Null;
+    for _ in 0..300 {
+        goal = op.call("goals.get", json!({"goal_id": id})).await["result"]["goal"].clone();
+        let later = goal["actions"]
+            .as_array()
+            .and_then(|a| a.iter().find(|a| a["id"] == "later"))
+            .cloned()
+            .unwrap_or(Value::Null);
+        if later["state"] != "PLANNED" && later["state"] != "READY" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(goal["device_id"], "second", "{goal}");
+    assert_eq!(goal["actions"][0]["state"], "DONE", "{goal}");
+    assert_eq!(goal["actions"][1]["state"], "RUNNING", "{goal}");
+    let page = op.call("audit.query", json!({"limit": 1000})).await;
+    let calls: Vec<Value> = page["result"]["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["tool"] == "openphone.device.status")
+        .map(|r| json!([r["status"], r["device_id"]]))
+        .collect();
+    assert_eq!(calls, vec![json!(["ok", "second"])], "{page}");
+    let jobs = op.call("jobs.list", json!({})).await;
+    let job_devices: Vec<Value> = jobs["result"]["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["job"]["device_id"].clone())
+        .collect();
+    assert_eq!(job_devices, vec![json!("second")], "{jobs}");
+    running.daemon.shutdown().await;
+}

@@ -194,6 +194,14 @@ pub(super) async fn create(conn: &Conn, p: GoalsCreateParams) -> Result<GoalResu
     }
     let spec: GoalSpec = serde_json::from_value(p.goal.clone())
         .map_err(|e| invalid(format!("goal: not a goal spec: {e}")))?;
+    // A phone that is not configured is refused with the ids before anything is made.
+    if let Some(device) = spec.device_id.as_deref() {
+        conn.state
+            .bridge
+            .devices()
+            .resolve(Some(device))
+            .map_err(|e| invalid(e.to_string()))?;
+    }
     let engine = driver(conn).engine();
     let id = openphone_goals::ids::goal_id(engine.now());
     audit(conn, &id, "goals.create", &p.goal)?;

@@ -67,7 +67,11 @@ fn without_project_commands(mut commands: Value) -> Value {
 }
 
 /// Params this project added to upstream's commands: (command, param).
-const PROJECT_PARAMS: &[(&str, &str)] = &[("openphone.screen.get", "format")];
+const PROJECT_PARAMS: &[(&str, &str)] = &[
+    ("openphone.screen.get", "format"),
+    ("openphone.jobs.create", "device_id"),
+    ("openphone.goals.create", "device_id"),
+];
 
 /// Removes [`PROJECT_PARAMS`] from the commands' input schemas.
 fn without_project_params(mut commands: Value) -> Value {

@@ -13,12 +13,13 @@
 
 use openphone_protocol::endpoint::{
     ApprovalsGrant, ApprovalsList, ApprovalsRevoke, AttentionRequest, AuditQuery,
-    ConfirmationsList, ConfirmationsResolve, DashboardLogin, EventsSubscribe, GoalsAbort,
-    GoalsAnswer, GoalsCreate, GoalsExplain, GoalsExport, GoalsGet, GoalsList, GoalsPause,
-    GoalsPlan, GoalsResume, GoalsRetry, GoalsTick, Hello, JobsCreate, JobsGet, JobsList, JobsPause,
-    JobsResume, JobsReview, JobsStop, JobsWake, Method, MethodName, PolicyExplain, Request,
-    RuntimeList, RuntimeMessage, RuntimeSelect, ServerMessage, SessionsCancel, SessionsGet,
-    SessionsList, SimInject, ToolsInvoke, ToolsList, parse_request,
+    ConfirmationsList, ConfirmationsResolve, DashboardLogin, DevicesList, EventsSubscribe,
+    GoalsAbort, GoalsAnswer, GoalsCreate, GoalsExplain, GoalsExport, GoalsGet, GoalsList,
+    GoalsPause, GoalsPlan, GoalsResume, GoalsRetry, GoalsTick, Hello, JobsCreate, JobsGet,
+    JobsList, JobsPause, JobsResume, JobsReview, JobsStop, JobsWake, Method, MethodName,
+    PolicyExplain, Request, RuntimeElevate, RuntimeList, RuntimeMessage, RuntimeRevokeElevation,
+    RuntimeSelect, ServerMessage, SessionsCancel, SessionsGet, SessionsList, SimInject,
+    ToolsInvoke, ToolsList, parse_request,
 };
 use serde_json::Value;
 
@@ -99,6 +100,9 @@ fn accepted(request: &Request) {
         MethodName::GoalsExplain => typed::<GoalsExplain>(request),
         MethodName::GoalsExport => typed::<GoalsExport>(request),
         MethodName::DashboardLogin => typed::<DashboardLogin>(request),
+        MethodName::RuntimeElevate => typed::<RuntimeElevate>(request),
+        MethodName::RuntimeRevokeElevation => typed::<RuntimeRevokeElevation>(request),
+        MethodName::DevicesList => typed::<DevicesList>(request),
     }
 }
 

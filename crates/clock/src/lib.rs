@@ -16,9 +16,14 @@
 //! `Instant::now` everywhere else. Code that only measures how long something took, for a
 //! benchmark or a metric, uses a [`Stopwatch`], which never stands in for "now".
 //!
+//! [`human`] turns instants into text a person reads (local time with the zone, "in 2 h") and
+//! reads the times a person writes (RFC 3339, `in 2h`, `tomorrow 09:00`).
+//!
 //! [`Arc<dyn Clock>`]: std::sync::Arc
 
 #![deny(missing_docs)]
+
+pub mod human;
 
 use std::fmt::Debug;
 use std::sync::Arc;

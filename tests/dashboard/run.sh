@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The dashboard's browser suite (docs/dashboard.md): installs playwright-core (npm ci) when
-# missing, builds the openphone binary, and runs suite.mjs against the system Chromium.
+# missing, builds the openphone and openphone-fake-model binaries, and runs suite.mjs against
+# the system Chromium.
 # Screenshots land in .cache/dashboard-shots/ (override with SHOTS=…).
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -16,8 +17,13 @@ if [ ! -d node_modules/playwright-core ]; then
   npm ci --no-audit --no-fund
 fi
 if [ -z "${OPENPHONE_BIN:-}" ]; then
-  (cd "$ROOT" && cargo build --locked -p openphone-cli --bin openphone)
+  (cd "$ROOT" && cargo build --locked -p openphone-cli --bin openphone -p openphone-fake-model --bin openphone-fake-model)
   export OPENPHONE_BIN="$ROOT/target/debug/openphone"
+fi
+# The background job's model: the repo's scripted fake OpenAI-compatible server.
+export FAKE_MODEL_BIN="${FAKE_MODEL_BIN:-$(dirname "$OPENPHONE_BIN")/openphone-fake-model}"
+if [ ! -x "$FAKE_MODEL_BIN" ]; then
+  (cd "$ROOT" && cargo build --locked -p openphone-fake-model --bin openphone-fake-model)
 fi
 # Node 22+ has WebSocket built in; Node 20 needs the flag.
 NODE_FLAGS=()

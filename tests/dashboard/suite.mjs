@@ -2,6 +2,9 @@
 // runtime (a WebSocket client speaking the endpoint protocol with its configured token) and
 // the system Chromium driven by playwright-core. Run by run.sh (which builds the binary).
 //
+// A scripted fake model (`openphone-fake-model`) is the built-in runtime's model, so a
+// background job parks a message for review. Before the pages are measured every one of them
+// has data: a job in review, a blocked goal, confirmations, audit records, sessions.
 // Screenshots of every page at desktop and phone sizes go to $SHOTS (default
 // .cache/dashboard-shots/ in the repo root), each checked for visible content.
 import { test, before, after } from 'node:test';
@@ -16,13 +19,22 @@ import { chromium } from 'playwright-core';
 
 const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
 const BIN = process.env.OPENPHONE_BIN || path.join(ROOT, 'target/debug/openphone');
+const FAKE_MODEL_BIN = process.env.FAKE_MODEL_BIN || path.join(path.dirname(BIN), 'openphone-fake-model');
+// What the background job's model does: send a message (a state-changing call, parked for
+// review), then report.
+const MODEL_SCRIPT = {
+  replies: [
+    { tool_call: { name: 'messages_send', arguments: { to: '+49 151 2345 6789', body: 'Running late, sorry', reason: 'tell Alice the user is running late' } } },
+  ],
+  fallback: { text: 'Alice now knows you are running late.' },
+};
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const SHOTS = process.env.SHOTS || path.join(ROOT, '.cache/dashboard-shots');
 const RUNTIME_TOKEN = 'hermes-dashboard-token-0123456789';
 const PAGES = ['confirmations', 'runtimes', 'sessions', 'ask', 'phone', 'audit', 'jobs', 'goals'];
 const SIZES = { desktop: { width: 1280, height: 800 }, phone: { width: 390, height: 844 } };
 
-let dir; let daemon; let base; let browser; let context; let page; let runtime;
+let dir; let daemon; let base; let browser; let context; let page; let runtime; let model;
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -93,7 +105,16 @@ async function loginLink() {
 before(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'openphone-dashboard-'));
   const config = path.join(dir, 'config.toml');
-  fs.writeFileSync(config, `[[runtimes]]\nid = "hermes"\ntoken = "${RUNTIME_TOKEN}"\ngrants = ["safe_read", "private_read", "dangerous"]\n`);
+  const script = path.join(dir, 'model-script.json');
+  fs.writeFileSync(script, JSON.stringify(MODEL_SCRIPT));
+  model = spawn(FAKE_MODEL_BIN, ['--script', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const modelUrl = await new Promise((resolve, reject) => {
+    let out = '';
+    model.stdout.on('data', (d) => { out += d; if (out.includes('\n')) resolve(out.split('\n')[0].trim()); });
+    model.on('exit', (code) => reject(new Error(`openphone-fake-model exited ${code}`)));
+  });
+  fs.writeFileSync(config, `[builtin]\nbase_url = "${modelUrl}"\nmodel = "fake-model"\nrequest_timeout_secs = 10\n\n`
+    + `[[runtimes]]\nid = "hermes"\ntoken = "${RUNTIME_TOKEN}"\ngrants = ["safe_read", "private_read", "dangerous"]\n`);
   daemon = spawn(BIN, ['serve', '--data-dir', dir, '--listen', '127.0.0.1:0', '--config', config], { stdio: ['ignore', 'inherit', 'pipe'] });
   let log = '';
   daemon.stderr.on('data', (d) => { log += d; });
@@ -110,8 +131,19 @@ before(async () => {
       '--disable-component-update', '--disable-sync'],
   });
   context = await browser.newContext({ viewport: SIZES.desktop });
+  // For working on the page's scripts without rebuilding the binary: DASHBOARD_ASSETS_DIR
+  // serves /ui/assets/* from that directory instead of the embedded copies (never in CI).
+  if (process.env.DASHBOARD_ASSETS_DIR) {
+    await context.route('**/ui/assets/*', (route) => {
+      const name = path.basename(new URL(route.request().url()).pathname);
+      const file = path.join(process.env.DASHBOARD_ASSETS_DIR, name);
+      if (!fs.existsSync(file)) return route.continue();
+      return route.fulfill({ body: fs.readFileSync(file), contentType: name.endsWith('.css') ? 'text/css' : 'text/javascript' });
+    });
+  }
   page = await context.newPage();
   page.on('pageerror', (e) => console.error('page error:', e));
+  page.on('console', (m) => { if (m.type() === 'error') console.error('console:', m.text()); });
   fs.mkdirSync(SHOTS, { recursive: true });
 });
 
@@ -119,6 +151,7 @@ after(async () => {
   if (runtime) runtime.close();
   if (browser) await browser.close();
   if (daemon) { daemon.kill('SIGTERM'); await new Promise((r) => daemon.once('exit', r)); }
+  if (model) model.kill('SIGTERM');
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
 
@@ -192,7 +225,7 @@ test('a parked tap appears live, Approve runs it once, the phone and the audit s
   await card.waitFor();
   assert.match(await card.textContent(), /openphone\.ui\.tap/);
   assert.match(await card.textContent(), /hermes/);
-  await page.locator('#pill-confirmations .value', { hasText: '1 confirmation' }).waitFor();
+  await page.locator('#pill-confirmations .value', { hasText: '1 waiting' }).waitFor();
   await card.getByRole('button', { name: 'Approve', exact: true }).click();
   await page.locator('#confirmation-outcome', { hasText: 'approved — result ok' }).waitFor();
   await waitFor('the runtime\'s result', () => runtime.toolResults('tap-approve').length === 1);
@@ -384,9 +417,158 @@ test('a job created on the jobs page can be opened and stopped', async () => {
   await detail.locator('.badge', { hasText: 'stopped' }).waitFor();
 });
 
+/** `openphone ARGS --data-dir DIR --json`, parsed. */
+function cliJson(args) {
+  return JSON.parse(execFileSync(BIN, [...args, '--data-dir', dir, '--json'], { encoding: 'utf8' }));
+}
+
+/** The visible text of a locator (closed <details> contribute nothing). */
+const visibleText = (locator) => locator.evaluate((el) => el.innerText);
+
+let jobId; let goalId;
+
+test('a background job in review reads as the person decides it: who, what, to whom, until when; digests folded', async () => {
+  const made = cliJson(['jobs', 'create', '--title', 'Tell Alice', '--prompt', "Tell Alice I'm running late"]);
+  jobId = made.job.id;
+  cliJson(['jobs', 'wake']);
+  await waitFor('the job to park for review', () => cliJson(['jobs', 'show', String(jobId)]).job.status === 'awaiting_review', 30000);
+
+  await page.goto(`${base}/ui/#/confirmations`);
+  const card = page.locator('article.inbox-item[data-kind="job_review"]');
+  await card.waitFor();
+  await page.locator('#pill-confirmations .value', { hasText: 'waiting' }).waitFor();
+  const text = await visibleText(card);
+  assert.match(text, /Job review/);
+  assert.equal((await card.locator('h3').textContent()).trim(), 'Send a message to +49 151 2345 6789');
+  assert.match(text, /Who asked/);
+  assert.match(text, /Tell Alice/, text);
+  assert.match(text, /builtin/, 'the runtime that asked');
+  assert.match(text, /messages send/, 'the tool in words');
+  assert.match(text, /To\s+\+49 151 2345 6789/, text);
+  assert.match(text, /Running late, sorry/, 'the message body, as a param');
+  assert.match(text, /Why\s+tell Alice the user is running late/, text);
+  assert.match(text, /Expires\s+.+\(in /, `the expiry, local time and relative: ${text}`);
+  // No JSON, no digests in sight: they are folded into "Technical details".
+  assert.doesNotMatch(text, /params_digest|binding_digest|\{"|\\"/, text);
+  assert.doesNotMatch(text, /\b1[0-9]{12}\b/, `no epoch ms: ${text}`);
+  const tech = card.locator('details.tech');
+  assert.equal(await tech.getAttribute('open'), null);
+  assert.equal(await card.locator('pre.raw').isVisible(), false);
+  await tech.locator('summary').click();
+  await card.locator('pre.raw').waitFor();
+  assert.match(await visibleText(card.locator('details.tech')), /params_digest/);
+  await tech.locator('summary').click();
+  assert.ok(await card.getByRole('button', { name: 'Approve', exact: true }).isVisible());
+  assert.ok(await card.getByRole('button', { name: 'Deny' }).isVisible());
+
+  // The job's own page shows the same review, not the stored record's JSON.
+  await page.goto(`${base}/ui/#/jobs/${jobId}`);
+  const review = page.locator('#job-detail section.review article.inbox-item');
+  await review.waitFor();
+  const shown = await visibleText(page.locator('#job-detail'));
+  assert.match(shown, /\+49 151 2345 6789/);
+  assert.doesNotMatch(shown, /params_digest|\{"/, shown);
+});
+
+test('a blocked goal shows its actions and states, what blocks it and the buttons that resolve it', async () => {
+  const spec = path.join(dir, 'goal.json');
+  fs.writeFileSync(spec, JSON.stringify({
+    objective: 'tell Alice I am running late and ask when to meet',
+    deadline_in: '6h',
+    max_parallel: 2,
+    plan: [
+      { id: 'when', title: 'Ask when to meet', kind: 'ask_user', question: 'Which day suits you for the meeting?' },
+      { id: 'tell', title: 'Tell Alice', kind: 'tool', command: 'openphone.messages.send',
+        params: { to: '+49 170 555 0101', body: 'Running late, see you soon' } },
+    ],
+  }));
+  goalId = cliJson(['goals', 'create', spec]).goal.id;
+  await waitFor('the goal to block', () => {
+    const g = cliJson(['goals', 'show', goalId]).goal;
+    return g.blockers && g.blockers.some((b) => b.kind === 'approval') && g.blockers.some((b) => b.kind === 'input');
+  }, 30000);
+
+  await page.goto(`${base}/ui/#/goals`);
+  const card = page.locator(`article.goal[data-goal-id="${goalId}"]`);
+  await card.locator('.blockers').waitFor();
+  const text = await visibleText(card);
+  assert.match(text, /tell Alice I am running late/);
+  // messages.send is above the goal's medium risk: the planner added the safer draft, which
+  // waits for approval, beside the question.
+  assert.match(text, /0 of 3 steps done/, text);
+  assert.match(text, /Deadline\s+.+\(in [56] hours\)/, text);
+  assert.match(text, /Blocked on/);
+  assert.match(text, /Which day suits you for the meeting\?/);
+  assert.match(text, /NEEDS_APPROVAL/, 'the action states');
+  assert.match(text, /messages send/);
+  assert.match(text, /Checkpoints/);
+  assert.match(text, /Last report/);
+  assert.match(text, /openphone (confirmations|goals|inbox) approve/, 'the command that resolves it');
+  assert.match(text, /openphone goals answer/);
+  const approval = card.locator('.blocker.kind-approval');
+  assert.ok(await approval.getByRole('button', { name: 'Approve', exact: true }).isVisible());
+  assert.ok(await card.locator('.blocker.kind-input').getByRole('button', { name: 'Answer' }).isVisible());
+  assert.ok(await card.locator('.blocker.kind-policy').getByRole('button', { name: 'Drop this step' }).isVisible());
+  // The goal approval is in the one pending list too.
+  await page.goto(`${base}/ui/#/confirmations`);
+  const pending = page.locator('#confirmation-list article.inbox-item[data-kind="goal_approval"]');
+  await pending.waitFor();
+  const said = await visibleText(pending);
+  assert.match(said, /Draft a message to \+49 170 555 0101/, said);
+  assert.match(said, /goal “tell Alice I am running late/, said);
+});
+
+test("Ask shows the runtime's waiting confirmation inline, Approve works there, and the reply survives a page switch", async () => {
+  await page.goto(`${base}/ui/#/ask`);
+  await page.getByLabel('What to ask').fill('Open my messages please');
+  await page.getByLabel('Runtime').selectOption('hermes');
+  const seen = runtime.events.length;
+  await page.getByRole('button', { name: 'Ask' }).click();
+  const asked = await waitFor('the attention request', () => runtime.events.slice(seen).find((e) => e.event === 'runtime.attention.requested'));
+  const session = asked.payload.phone_session_id;
+  await runtime.call('runtime.message', { phone_session_id: session, text: 'Opening Messages, ', final: false });
+  await page.locator('#ask-transcript', { hasText: 'Opening Messages' }).waitFor();
+  const parked = await runtime.call('tools.invoke', { request_id: 'ask-tap', tool: 'openphone.ui.tap', phone_session_id: session,
+    params: { x: 40, y: 40, reason: 'open Messages for the user' }, wait: false });
+  assert.equal(parked.result.status, 'needs_confirmation', JSON.stringify(parked));
+  const inline = page.locator('#ask-waiting article.inbox-item');
+  await inline.waitFor();
+  assert.match(await visibleText(inline), /openphone\.ui\.tap/);
+
+  // Away and back: the question, the reply so far and the waiting confirmation are still there.
+  await page.goto(`${base}/ui/#/audit`);
+  await page.locator('main h2', { hasText: 'Audit' }).waitFor();
+  await page.goto(`${base}/ui/#/ask`);
+  await page.locator('#ask-transcript', { hasText: 'Opening Messages' }).waitFor();
+  assert.match(await page.locator('#ask-asked').textContent(), /Open my messages please/);
+  await inline.waitFor();
+  // A reload too (sessionStorage).
+  await page.reload();
+  await page.locator('#ask-transcript', { hasText: 'Opening Messages' }).waitFor();
+  await inline.waitFor();
+
+  await inline.getByRole('button', { name: 'Approve', exact: true }).click();
+  await page.locator('#ask-outcome', { hasText: 'approved' }).waitFor();
+  await waitFor("the runtime's result", () => runtime.toolResults('ask-tap').length === 1);
+  assert.equal(runtime.toolResults('ask-tap')[0].payload.status, 'ok');
+  await waitFor('the inline card to go', async () => (await page.locator('#ask-waiting article').count()) === 0);
+  await runtime.call('runtime.message', { phone_session_id: session, text: 'Opening Messages, done.', final: true });
+  await page.locator('#ask-transcript', { hasText: 'done.' }).waitFor();
+});
+
 test('every page at desktop and phone sizes has visible content', async () => {
-  // Something for the lists to show: a job and a pending confirmation.
+  // Something for every list to show: the job in review, the blocked goal, a pending
+  // confirmation, the audit, sessions (from the Ask tests).
+  assert.ok(jobId && goalId, 'the job and goal tests ran first');
   await runtime.call('tools.invoke', { request_id: 'tap-shot', tool: 'openphone.ui.tap', params: { x: 20, y: 20, reason: 'for the screenshot' }, wait: false });
+  const filled = {
+    confirmations: () => page.locator('article.inbox-item[data-kind="job_review"]').waitFor(),
+    sessions: () => page.locator('#session-list tbody tr').first().waitFor(),
+    audit: () => page.locator('#audit-table tbody tr').first().waitFor(),
+    jobs: () => page.locator('#job-list tbody tr').first().waitFor(),
+    goals: () => page.locator('article.goal .blockers').first().waitFor(),
+    runtimes: () => page.locator('[data-runtime="hermes"]').waitFor(),
+  };
   const written = [];
   for (const [size, viewport] of Object.entries(SIZES)) {
     await page.setViewportSize(viewport);
@@ -394,14 +576,23 @@ test('every page at desktop and phone sizes has visible content', async () => {
       await page.goto(`${base}/ui/#/${name}`);
       await page.locator('#pill-daemon .value', { hasText: 'connected' }).waitFor();
       await page.locator('main h2').waitFor();
+      if (filled[name]) await filled[name]();
       await sleep(300);
       const text = (await page.locator('main').innerText()).trim();
       assert.ok(text.length > 20, `${name} at ${size} shows little: ${text}`);
       const box = await page.locator('main').boundingBox();
       assert.ok(box && box.width > 200 && box.height > 50, `${name} at ${size}: main is ${JSON.stringify(box)}`);
-      // Nothing wider than the viewport (usable on a phone).
-      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-      assert.ok(overflow <= 1, `${name} at ${size} scrolls sideways by ${overflow}px`);
+      // Nothing scrolls sideways (usable on a phone), pills show their whole text, and a
+      // table at phone width is cards, not columns wrapping word by word.
+      const layout = await page.evaluate(() => ({
+        scroll: document.scrollingElement.scrollWidth,
+        inner: window.innerWidth,
+        clipped: [...document.querySelectorAll('.pill, .badge')].filter((el) => el.scrollWidth > el.clientWidth + 1).map((el) => el.textContent),
+        narrowCells: [...document.querySelectorAll('main td .cell')].filter((el) => el.textContent.trim().length > 12 && el.getBoundingClientRect().width < 120).map((el) => el.textContent),
+      }));
+      assert.ok(layout.scroll <= layout.inner, `${name} at ${size} scrolls sideways: ${layout.scroll} > ${layout.inner}`);
+      assert.deepEqual(layout.clipped, [], `${name} at ${size}: clipped pills or badges`);
+      if (size === 'phone') assert.deepEqual(layout.narrowCells, [], `${name} at ${size}: cells squeezed into narrow columns`);
       const file = path.join(SHOTS, `${name}-${size}.png`);
       await page.screenshot({ path: file, fullPage: true });
       assert.ok(fs.statSync(file).size > 8000, `${file} looks blank`);
@@ -414,6 +605,29 @@ test('every page at desktop and phone sizes has visible content', async () => {
     if (!methods.methods.some((m) => m.startsWith('goals.'))) await page.locator('#goals-unavailable').waitFor();
   }
   console.log(`screenshots:\n${written.join('\n')}`);
+});
+
+test("the goal's buttons resolve its blockers, and the job review's Approve runs the message once", async () => {
+  await page.setViewportSize(SIZES.desktop);
+  await page.goto(`${base}/ui/#/goals`);
+  const card = page.locator(`article.goal[data-goal-id="${goalId}"]`);
+  await card.locator('.blocker.kind-input').waitFor();
+  await card.locator('.blocker.kind-input input').fill('Thursday');
+  await card.locator('.blocker.kind-input').getByRole('button', { name: 'Answer' }).click();
+  await waitFor('the answer to land', async () => (await card.locator('.blocker.kind-input').count()) === 0);
+  await card.locator('.step[data-action="when"] .badge', { hasText: 'DONE' }).waitFor();
+  await card.locator('.blocker.kind-approval').getByRole('button', { name: 'Approve', exact: true }).click();
+  await waitFor('the approval to land', async () => (await card.locator('.blocker.kind-approval').count()) === 0);
+  await card.locator('.step[data-action="tell-safer"] .badge', { hasText: 'DONE' }).waitFor();
+  assert.match(await visibleText(card), /2 of 3 steps done|[23] of 3 steps done/);
+
+  await page.goto(`${base}/ui/#/confirmations`);
+  const review = page.locator('article.inbox-item[data-kind="job_review"]');
+  await review.getByRole('button', { name: 'Approve', exact: true }).click();
+  await page.locator('#confirmation-outcome', { hasText: 'result ok' }).waitFor();
+  await waitFor('the review to leave the list', async () => (await review.count()) === 0);
+  const shown = cliJson(['jobs', 'show', String(jobId)]);
+  assert.notEqual(shown.job.status, 'awaiting_review', JSON.stringify(shown.job.status));
 });
 
 test('a tab with the cookie but no stored token goes to the login page', async () => {

@@ -15,6 +15,9 @@ pub fn file(name: &str) -> Option<(&'static str, &'static str)> {
         "app.js" => (include_str!("assets/app.js"), JS),
         "rpc.js" => (include_str!("assets/rpc.js"), JS),
         "pages.js" => (include_str!("assets/pages.js"), JS),
+        "goals.js" => (include_str!("assets/goals.js"), JS),
+        "inbox.js" => (include_str!("assets/inbox.js"), JS),
+        "fmt.js" => (include_str!("assets/fmt.js"), JS),
         "login.js" => (include_str!("assets/login.js"), JS),
         _ => return None,
     })

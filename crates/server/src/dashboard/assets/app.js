@@ -1,6 +1,7 @@
 // The dashboard shell: the connection, the status island, the page router.
 import { Rpc, get, post, forgetToken } from './rpc.js';
 import { pages } from './pages.js';
+import { loadInbox } from './inbox.js';
 
 /** Builds an element: h('button', {class: 'x', onclick: fn}, 'text', child…). Text is never
  *  parsed as HTML, so daemon data cannot inject markup. */
@@ -37,15 +38,15 @@ const ctx = {
   post,
   get,
   methods: [],
-  confirmations: [],
-  runtimes: null,
-  /** Reloads the pending confirmations (the island's count and the page). */
-  async refreshConfirmations() {
+  /** What waits for the user (inbox.js): `{items, counts, source}`. */
+  inbox: { items: [], counts: { total: 0 }, source: null },
+  /** Reloads what waits (the island's count and the pending page); emits `inbox`. */
+  async refreshInbox() {
     try {
-      ctx.confirmations = (await rpc.call('confirmations.list', {})).confirmations;
+      ctx.inbox = await loadInbox(ctx);
     } catch (e) { return; }
     renderIsland();
-    ctx.emit('confirmations');
+    ctx.emit('inbox');
   },
   async refreshRuntimes() {
     try { ctx.runtimes = await rpc.call('runtime.list', {}); } catch (e) { return; }
@@ -53,7 +54,7 @@ const ctx = {
     ctx.emit('runtimes');
   },
   handlers: new Map(),
-  /** Calls `fn` on an internal change (`confirmations`, `runtimes`, `connected`). */
+  /** Calls `fn` on an internal change (`inbox`, `runtimes`, `connected`, `tick`). */
   on(name, fn) {
     if (!ctx.handlers.has(name)) ctx.handlers.set(name, new Set());
     ctx.handlers.get(name).add(fn);
@@ -80,8 +81,12 @@ function renderIsland() {
     const text = elevated > 0 ? `${online} connected · ${elevated} elevated` : `${online} connected`;
     setPill('pill-runtimes', online > 0 && elevated === 0 ? 'ok' : 'warn', text);
   }
-  const n = ctx.confirmations.length;
-  setPill('pill-confirmations', n > 0 ? 'warn' : 'ok', `${n} confirmation${n === 1 ? '' : 's'}`);
+  const c = ctx.inbox.counts || {};
+  const n = ctx.inbox.items.length;
+  const parts = [['confirmation', 'confirmation'], ['job_review', 'job review'], ['goal_approval', 'goal approval']]
+    .filter(([k]) => c[k] > 0).map(([k, word]) => `${c[k]} ${word}${c[k] === 1 ? '' : 's'}`);
+  setPill('pill-confirmations', n > 0 ? 'warn' : 'ok', n === 0 ? 'nothing' : `${n} waiting`);
+  document.getElementById('pill-confirmations').title = parts.join(', ') || 'Nothing waits for you';
 }
 
 let cleanup = null;
@@ -105,14 +110,15 @@ rpc.onState(async (connected) => {
     try {
       ctx.methods = (await get('/ui/api/methods')).methods;
     } catch (e) { /* keep the previous list */ }
-    await Promise.all([ctx.refreshConfirmations(), ctx.refreshRuntimes()]);
+    await Promise.all([ctx.refreshInbox(), ctx.refreshRuntimes()]);
     route();
   }
   ctx.emit('connected', connected);
 });
 
 rpc.onEvent((event) => {
-  if (event.startsWith('runtime.confirmation.')) ctx.refreshConfirmations();
+  if (event.startsWith('runtime.confirmation.') || event.startsWith('inbox.') || event.startsWith('goal.approval.')
+    || event === 'background_job.review_required' || event === 'background_job.review_resolved') ctx.refreshInbox();
   if (event.startsWith('runtime.presence.') || event === 'runtime.elevation.changed') ctx.refreshRuntimes();
 });
 

@@ -1,6 +1,9 @@
 // The dashboard's pages. Each takes (ctx, main), renders into main, and returns a cleanup.
 // Everything goes through ctx.rpc (the operator endpoint's methods) except the audit chain
 // check (POST /ui/api/audit/verify). Daemon data is always set as text, never as HTML.
+import { itemCard, jobItem } from './inbox.js';
+import { dataTable, localTime, when } from './fmt.js';
+import { goals } from './goals.js';
 
 const transcripts = new Map(); // phone_session_id -> { text, final, error }
 let transcriptListeners = new Set();
@@ -16,6 +19,7 @@ function wireTranscripts(ctx) {
       if (event === 'runtime.message.delta') t.text += p.text || '';
       else { t.text = p.text || t.text; t.final = true; t.error = p.error || null; }
       transcripts.set(p.phone_session_id, t);
+      if (p.phone_session_id === askState.session) { askState.reply = t.text; saveAsk(); }
       transcriptListeners.forEach((fn) => fn(p.phone_session_id));
     }
   });
@@ -26,19 +30,8 @@ function onTranscript(fn) {
   return () => transcriptListeners.delete(fn);
 }
 
-function fmtTime(ms) {
-  if (!ms) return '–';
-  return new Date(ms).toLocaleString();
-}
-
 function badge(h, kind, value) {
   return h('span', { class: `badge ${kind}-${value}` }, value ?? '–');
-}
-
-function countdown(ms) {
-  const left = Math.max(0, Math.round((ms - Date.now()) / 1000));
-  if (left >= 60) return `${Math.floor(left / 60)} min ${left % 60} s`;
-  return `${left} s`;
 }
 
 function reqId(prefix) {
@@ -51,47 +44,35 @@ async function act(ctx, button, fn) {
   try { return await fn(); } catch (e) { ctx.toast(e.message); return undefined; } finally { button.disabled = false; }
 }
 
-// ---- Confirmations -------------------------------------------------------------------------
+// ---- Pending: everything that waits for the user ---------------------------------------
 
 function confirmations(ctx, main) {
   const { h } = ctx;
   const list = h('div', { id: 'confirmation-list' });
+  const counts = h('p', { id: 'inbox-counts', class: 'muted' });
   const outcome = h('p', { id: 'confirmation-outcome', role: 'status', 'aria-live': 'polite', class: 'muted' });
-  main.append(h('h2', {}, 'Pending confirmations'),
-    h('p', { class: 'muted' }, 'Requests waiting for you: the desktop version of the phone\'s confirmation sheet.'),
-    outcome, list);
-  const timers = [];
+  main.append(h('h2', {}, 'Waiting for you'),
+    h('p', { class: 'muted' }, 'Runtime confirmations, background job reviews and goal approvals: the desktop version of the phone\'s confirmation sheet. The same list as ',
+      h('code', {}, 'openphone inbox'), '.'),
+    counts, outcome, list);
+  let cards = [];
   const render = () => {
-    timers.length = 0;
-    if (ctx.confirmations.length === 0) {
+    const { items, counts: c = {} } = ctx.inbox;
+    counts.textContent = `${items.length} waiting: ${c.confirmation || 0} confirmation(s), ${c.job_review || 0} job review(s), ${c.goal_approval || 0} goal approval(s).`;
+    if (items.length === 0) {
+      cards = [];
       list.replaceChildren(h('p', { class: 'muted', id: 'no-confirmations' }, 'Nothing is waiting for you.'));
       return;
     }
-    list.replaceChildren(...ctx.confirmations.map((c) => {
-      const left = h('span', { class: 'countdown' }, countdown(c.expires_at_ms));
-      timers.push(() => { left.textContent = countdown(c.expires_at_ms); });
-      const decide = (decision) => async (ev) => {
-        const r = await act(ctx, ev.currentTarget, () => ctx.rpc.call('confirmations.resolve', { confirmation_id: c.confirmation_id, decision }));
-        if (r) {
-          outcome.textContent = `${c.tool}: ${decision === 'deny' ? 'denied' : 'approved'} — result ${r.status}`;
-          ctx.refreshConfirmations();
-        }
-      };
-      return h('article', { class: 'card confirmation', 'data-confirmation-id': c.confirmation_id, 'aria-label': `Confirmation: ${c.summary}` },
-        h('h3', {}, c.summary),
-        h('p', { class: 'row' },
-          h('span', {}, 'Risk ', badge(h, 'risk', c.risk)),
-          h('span', {}, 'Runtime ', h('strong', {}, c.runtime)),
-          h('span', {}, 'Tool ', h('code', {}, c.tool)),
-          h('span', {}, 'Expires in ', left)),
-        h('div', { class: 'row' },
-          h('button', { type: 'button', class: 'approve', onclick: decide('approve') }, 'Approve'),
-          c.session_grant_offered ? h('button', { type: 'button', class: 'secondary', onclick: decide('accept_for_session') }, 'Approve for this session') : null,
-          h('button', { type: 'button', class: 'danger deny', onclick: decide('deny') }, 'Deny')));
+    cards = items.map((item) => itemCard(ctx, item, (line) => {
+      outcome.textContent = line;
+      ctx.refreshInbox();
     }));
+    list.replaceChildren(...cards);
   };
   render();
-  const offs = [ctx.on('confirmations', render), ctx.on('tick', () => timers.forEach((t) => t()))];
+  ctx.refreshInbox();
+  const offs = [ctx.on('inbox', render), ctx.on('tick', () => cards.forEach((card) => card.tick()))];
   return () => offs.forEach((off) => off());
 }
 
@@ -115,12 +96,11 @@ function runtimes(ctx, main) {
   const render = () => {
     const rl = ctx.runtimes;
     if (!rl) return;
-    table.replaceChildren(h('table', {},
-      h('thead', {}, h('tr', {}, ['Runtime', 'Kind', 'Enabled', 'Status', 'Connections', 'Surfaces'].map((t) => h('th', { scope: 'col' }, t)))),
-      h('tbody', {}, rl.runtimes.map((r) => h('tr', { 'data-runtime': r.id },
-        h('td', {}, h('strong', {}, r.id)), h('td', {}, r.kind), h('td', {}, r.enabled ? 'yes' : 'no'),
-        h('td', {}, badge(h, 'status', r.status), r.elevation ? elevated(h, r.elevation) : null),
-        h('td', {}, r.connections), h('td', {}, r.surfaces.join(', ') || '–'))))));
+    table.replaceChildren(dataTable(h, ['Runtime', 'Kind', 'Enabled', 'Status', 'Connections', 'Surfaces'],
+      rl.runtimes.map((r) => ({ attrs: { 'data-runtime': r.id }, cells: [
+        h('strong', {}, r.id), r.kind, r.enabled ? 'yes' : 'no',
+        [badge(h, 'status', r.status), r.elevation ? elevated(h, r.elevation) : null],
+        r.connections, r.surfaces.join(', ') || '–'] }))));
     routing.replaceChildren(...['chat', 'volume', 'background'].map((surface) => {
       const current = rl.runtimes.find((r) => r.surfaces.includes(surface));
       const select = h('select', { id: `route-${surface}`, onchange: async (ev) => {
@@ -140,14 +120,13 @@ function runtimes(ctx, main) {
       const r = await ctx.rpc.call('approvals.list', {});
       const items = r.approvals || [];
       if (items.length === 0) { approvals.replaceChildren(h('p', { class: 'muted' }, 'None.')); return; }
-      approvals.replaceChildren(h('div', { class: 'table-wrap' }, h('table', {},
-        h('thead', {}, h('tr', {}, ['Id', 'Runtime', 'Command', 'State', ''].map((t) => h('th', { scope: 'col' }, t)))),
-        h('tbody', {}, items.map((a) => h('tr', {},
-          h('td', {}, String(a.approval_id)), h('td', {}, a.runtime), h('td', {}, a.tool), h('td', {}, a.state || '–'),
-          h('td', {}, a.state === 'active' ? h('button', { type: 'button', class: 'secondary', onclick: async (ev) => {
+      approvals.replaceChildren(h('div', { class: 'table-wrap' }, dataTable(h, ['Id', 'Runtime', 'Command', 'State', ''],
+        items.map((a) => ({ cells: [
+          String(a.approval_id), a.runtime, a.tool, a.state || '–',
+          a.state === 'active' ? h('button', { type: 'button', class: 'secondary', onclick: async (ev) => {
             await act(ctx, ev.currentTarget, () => ctx.rpc.call('approvals.revoke', { approval_id: String(a.approval_id) }));
             loadApprovals();
-          } }, 'Revoke') : '')))))));
+          } }, 'Revoke') : ''] })))));
     } catch (e) { approvals.replaceChildren(h('p', { class: 'muted' }, e.message)); }
   };
   const grantRuntime = h('select', { id: 'grant-runtime' }, (ctx.runtimes ? ctx.runtimes.runtimes : []).map((r) => h('option', { value: r.id }, r.id)));
@@ -182,11 +161,10 @@ function sessions(ctx, main) {
     let r;
     try { r = await ctx.rpc.call('sessions.list', { limit: 50 }); } catch (e) { list.replaceChildren(h('p', {}, e.message)); return; }
     if (r.sessions.length === 0) { list.replaceChildren(h('p', { class: 'muted' }, 'No phone sessions yet. Use Ask to start one.')); return; }
-    list.replaceChildren(h('table', {},
-      h('thead', {}, h('tr', {}, ['Session', 'Runtime', 'Status', 'Updated'].map((t) => h('th', { scope: 'col' }, t)))),
-      h('tbody', {}, r.sessions.map((s) => h('tr', {},
-        h('td', {}, h('a', { href: `#/sessions/${encodeURIComponent(s.phone_session_id)}` }, s.summary || s.phone_session_id)),
-        h('td', {}, s.runtime_kind), h('td', {}, badge(h, 'status', s.status)), h('td', {}, fmtTime(s.updated_at_ms)))))));
+    list.replaceChildren(dataTable(h, ['Session', 'Runtime', 'Status', 'Updated'],
+      r.sessions.map((s) => ({ cells: [
+        h('a', { href: `#/sessions/${encodeURIComponent(s.phone_session_id)}` }, s.summary || s.phone_session_id),
+        s.runtime_kind, badge(h, 'status', s.status), localTime(s.updated_at_ms)] }))));
   };
   const show = async () => {
     if (!selected) { detail.replaceChildren(h('p', { class: 'muted' }, 'Pick a session to see its transcript.')); return; }
@@ -215,15 +193,49 @@ function sessions(ctx, main) {
 
 // ---- Ask --------------------------------------------------------------------------------
 
+// The Ask page's state outlives the page (switching pages) and a reload (sessionStorage):
+// the draft, the choices, the running ask and its reply so far.
+const ASK_KEY = 'openphone.dashboard.ask';
+const askState = (() => {
+  try { return JSON.parse(sessionStorage.getItem(ASK_KEY)) || {}; } catch { return {}; }
+})();
+function saveAsk() {
+  try { sessionStorage.setItem(ASK_KEY, JSON.stringify(askState)); } catch { /* storage unavailable */ }
+}
+
 function ask(ctx, main) {
   const { h } = ctx;
   wireTranscripts(ctx);
   const text = h('textarea', { id: 'ask-text', required: true });
-  const surface = h('select', { id: 'ask-surface' }, ['chat', 'chat_voice', 'volume_voice', 'notification'].map((s) => h('option', { value: s }, s)));
+  text.value = askState.draft || '';
+  text.addEventListener('input', () => { askState.draft = text.value; saveAsk(); });
+  const surface = h('select', { id: 'ask-surface' }, ['chat', 'chat_voice', 'volume_voice', 'notification'].map((s) => h('option', { value: s, selected: askState.surface === s }, s)));
   const runtime = h('select', { id: 'ask-runtime' }, h('option', { value: '' }, '(routed)'),
-    (ctx.runtimes ? ctx.runtimes.runtimes : []).map((r) => h('option', { value: r.id }, r.id)));
+    (ctx.runtimes ? ctx.runtimes.runtimes : []).map((r) => h('option', { value: r.id, selected: askState.runtime === r.id }, r.id)));
+  surface.addEventListener('change', () => { askState.surface = surface.value; saveAsk(); });
+  runtime.addEventListener('change', () => { askState.runtime = runtime.value; saveAsk(); });
   const out = h('div', { id: 'ask-result', 'aria-live': 'polite' });
-  let current = null;
+  const waiting = h('section', { id: 'ask-waiting', 'aria-live': 'polite' });
+  const outcome = h('p', { id: 'ask-outcome', role: 'status', class: 'muted' });
+  let cards = [];
+  const replyText = () => {
+    const t = askState.session && transcripts.get(askState.session);
+    return (t && t.text) || askState.reply || '…';
+  };
+  const renderResult = () => {
+    if (!askState.session) { out.replaceChildren(); return; }
+    out.replaceChildren(h('div', { class: 'card' },
+      h('p', { class: 'muted' }, 'You asked: ', h('q', { id: 'ask-asked' }, askState.asked || '')),
+      h('p', {}, `${askState.message || 'Asked'} — `, h('a', { href: `#/sessions/${encodeURIComponent(askState.session)}` }, 'open the session')),
+      h('div', { class: 'transcript', id: 'ask-transcript' }, replyText())));
+  };
+  // What this ask waits on: the items of its phone session (a confirmation its runtime asked for).
+  const renderWaiting = () => {
+    const mine = askState.session ? ctx.inbox.items.filter((i) => i.phone_session_id === askState.session) : [];
+    cards = mine.map((item) => itemCard(ctx, item, (line) => { outcome.textContent = line; ctx.refreshInbox(); }));
+    waiting.replaceChildren(...(mine.length ? [h('h3', {}, 'Waiting for you'),
+      h('p', { class: 'muted' }, 'The runtime is waiting for your decision before it goes on.'), ...cards] : []));
+  };
   const form = h('form', { onsubmit: async (ev) => {
     ev.preventDefault();
     const button = form.querySelector('button');
@@ -231,19 +243,31 @@ function ask(ctx, main) {
     if (runtime.value) params.runtime = runtime.value;
     const r = await act(ctx, button, () => ctx.rpc.call('attention.request', params));
     if (!r) return;
-    current = r.phone_session_id;
-    out.replaceChildren(h('p', {}, `${r.message} — `, h('a', { href: `#/sessions/${encodeURIComponent(current)}` }, 'open the session')),
-      h('div', { class: 'transcript', id: 'ask-transcript' }, (transcripts.get(current) || {}).text || '…'));
+    Object.assign(askState, { session: r.phone_session_id, message: r.message, asked: text.value, reply: '', draft: '' });
+    text.value = '';
+    outcome.textContent = '';
+    saveAsk();
+    renderResult();
+    renderWaiting();
   } },
   h('label', { for: 'ask-text' }, 'What to ask', text),
   h('div', { class: 'row' }, h('label', { for: 'ask-surface' }, 'Surface', surface), h('label', { for: 'ask-runtime' }, 'Runtime', runtime)),
   h('p', {}, h('button', { type: 'submit' }, 'Ask')));
-  main.append(h('h2', {}, 'Ask'), h('p', { class: 'muted' }, 'An attention request, as from the phone\'s chat.'), form, out);
-  return onTranscript((id) => {
-    if (id !== current) return;
-    const el = document.getElementById('ask-transcript');
-    if (el) el.textContent = transcripts.get(id).text;
-  });
+  main.append(h('h2', {}, 'Ask'), h('p', { class: 'muted' }, 'An attention request, as from the phone\'s chat.'), form, out, waiting, outcome);
+  renderResult();
+  renderWaiting();
+  const offs = [
+    onTranscript((id) => {
+      if (id !== askState.session) return;
+      askState.reply = transcripts.get(id).text;
+      saveAsk();
+      const el = document.getElementById('ask-transcript');
+      if (el) el.textContent = askState.reply;
+    }),
+    ctx.on('inbox', renderWaiting),
+    ctx.on('tick', () => cards.forEach((c) => c.tick())),
+  ];
+  return () => offs.forEach((off) => off());
 }
 
 // ---- The phone ---------------------------------------------------------------------------
@@ -284,7 +308,7 @@ function phone(ctx, main) {
       if (r.status !== 'ok') { info.textContent = `The screen could not be read: ${r.status} ${(r.error && r.error.message) || ''}`; return; }
       const s = r.result;
       if (s.screenshot) img.src = `data:${s.screenshot.mime_type};base64,${s.screenshot.data_base64}`;
-      info.textContent = `${s.title || s.package || ''} — captured ${fmtTime(s.captured_at)}`;
+      info.textContent = `${s.title || s.package || ''} — captured ${localTime(s.captured_at)}`;
       tree.replaceChildren(h('ul', {}, treeList(h, s.ui_tree)));
     } catch (e) {
       info.textContent = e.message;
@@ -338,12 +362,12 @@ function audit(ctx, main) {
       if (r.records.length < 500 && rows.length < PAGE) { end = true; break; }
     }
     next = end ? null : after;
-    table.replaceChildren(rows.length === 0 ? h('p', { class: 'muted' }, 'No records match.') : h('table', {},
-      h('caption', { class: 'muted' }, `Records ${rows[0].seq}–${rows[rows.length - 1].seq}, oldest first`),
-      h('thead', {}, h('tr', {}, ['Seq', 'Time', 'Kind', 'Runtime', 'Tool', 'Decision', 'Confirmation', 'Status', 'Error'].map((t) => h('th', { scope: 'col' }, t)))),
-      h('tbody', {}, rows.map((r) => h('tr', { 'data-seq': r.seq },
-        h('td', {}, r.seq), h('td', {}, fmtTime(r.at_ms)), h('td', {}, r.kind), h('td', {}, r.runtime), h('td', {}, r.tool || '–'),
-        h('td', {}, r.decision || '–'), h('td', {}, r.confirmation || '–'), h('td', {}, r.status ? badge(h, 'status', r.status) : '–'), h('td', {}, r.error_code || ''))))));
+    table.replaceChildren(rows.length === 0 ? h('p', { class: 'muted' }, 'No records match.') : dataTable(h,
+      ['Seq', 'Time', 'Kind', 'Runtime', 'Tool', 'Decision', 'Confirmation', 'Status', 'Error'],
+      rows.map((r) => ({ attrs: { 'data-seq': r.seq }, cells: [
+        r.seq, localTime(r.at_ms), r.kind, r.runtime, r.tool || '–',
+        r.decision || '–', r.confirmation || '–', r.status ? badge(h, 'status', r.status) : '–', r.error_code || ''] })),
+      { caption: `Records ${rows[0].seq}–${rows[rows.length - 1].seq}, oldest first`, class: 'audit' }));
     pager.replaceChildren(
       h('button', { type: 'button', class: 'secondary', disabled: starts.length <= 1, onclick: () => { starts.pop(); load(); } }, 'Previous page'),
       h('button', { type: 'button', class: 'secondary', id: 'audit-next', disabled: next === null, onclick: () => { starts.push(next); load(); } }, 'Next page'));
@@ -396,13 +420,12 @@ function jobs(ctx, main) {
     let r;
     try { r = await ctx.rpc.call('jobs.list', params); } catch (e) { list.replaceChildren(h('p', {}, e.message)); return; }
     if (r.jobs.length === 0) { list.replaceChildren(h('p', { class: 'muted' }, 'No jobs.')); return; }
-    list.replaceChildren(h('table', {},
-      h('thead', {}, h('tr', {}, ['Job', 'Status', 'Progress', 'Next run'].map((t) => h('th', { scope: 'col' }, t)))),
-      h('tbody', {}, r.jobs.map((e) => {
+    list.replaceChildren(dataTable(h, ['Job', 'Status', 'Progress', 'Next run'],
+      r.jobs.map((e) => {
         const j = e.job || e;
-        return h('tr', {}, h('td', {}, h('a', { href: `#/jobs/${j.id}` }, `#${j.id} ${j.title}`)),
-          h('td', {}, badge(h, 'status', j.status)), h('td', {}, j.progress_text), h('td', {}, fmtTime(j.next_run_at)));
-      }))));
+        return { attrs: { 'data-job': j.id }, cells: [h('a', { href: `#/jobs/${j.id}` }, `#${j.id} ${j.title}`),
+          badge(h, 'status', j.status), j.progress_text || '–', j.next_run_at && ['queued', 'paused'].includes(j.status) ? when(j.next_run_at) : '–'] };
+      })));
   };
   const show = async () => {
     if (!selected) { detail.replaceChildren(h('p', { class: 'muted' }, 'Pick a job to see its record and runs.')); return; }
@@ -410,116 +433,31 @@ function jobs(ctx, main) {
     try { r = await ctx.rpc.call('jobs.get', { job_id: Number(selected) }); } catch (e) { detail.replaceChildren(h('p', {}, e.message)); return; }
     const j = r.job;
     const op = (method) => async (ev) => { await act(ctx, ev.currentTarget, () => ctx.rpc.call(method, { job_id: j.id })); show(); load(); };
-    const review = (decision) => async (ev) => {
-      const res = await act(ctx, ev.currentTarget, () => ctx.rpc.call('jobs.review', { confirmation_id: j.pending_confirmation_id, decision }));
-      if (res) ctx.toast(res.code);
-      show(); load();
-    };
     const live = !['completed', 'failed', 'stopped'].includes(j.status);
     detail.replaceChildren(h('div', { class: 'card' },
       h('h3', {}, `#${j.id} ${j.title}`),
       h('p', { class: 'row' }, badge(h, 'status', j.status), h('span', {}, j.progress_text), h('span', {}, `delivery ${r.delivery_state || '–'}`), h('span', {}, `by ${r.created_by || 'operator'}`)),
       h('p', {}, j.prompt),
-      j.status === 'awaiting_review' && j.pending_confirmation_id ? h('div', { class: 'card' },
-        h('p', {}, h('strong', {}, 'Approval needed: '), JSON.stringify(j.pending_tool_request_json)),
-        h('div', { class: 'row' }, h('button', { type: 'button', onclick: review('approve') }, 'Approve'), h('button', { type: 'button', class: 'danger', onclick: review('deny') }, 'Deny'))) : null,
+      j.status === 'awaiting_review' && j.pending_confirmation_id
+        ? h('section', { class: 'review', 'aria-label': 'Waiting for your review' }, h('h4', {}, 'Waiting for your review'),
+          itemCard(ctx, ctx.inbox.items.find((i) => i.id === j.pending_confirmation_id) || jobItem(r), (line) => {
+            ctx.toast(line); ctx.refreshInbox(); show(); load();
+          })) : null,
       h('div', { class: 'row' },
         j.status === 'queued' ? h('button', { type: 'button', class: 'secondary', onclick: op('jobs.pause') }, 'Pause') : null,
         j.status === 'paused' ? h('button', { type: 'button', class: 'secondary', onclick: op('jobs.resume') }, 'Resume') : null,
         live ? h('button', { type: 'button', class: 'danger', onclick: op('jobs.stop') }, 'Stop') : null),
       j.last_result ? h('p', {}, `Last result: ${j.last_result}`) : null,
       h('h4', {}, 'Runs'),
-      r.runs && r.runs.length ? h('table', {}, h('thead', {}, h('tr', {}, ['#', 'Due', 'Started', 'Outcome'].map((t) => h('th', { scope: 'col' }, t)))),
-        h('tbody', {}, r.runs.map((run) => h('tr', {}, h('td', {}, run.attempt), h('td', {}, fmtTime(run.intended_at)), h('td', {}, fmtTime(run.started_at)), h('td', {}, `${run.outcome}${run.catch_up ? ' (catch-up)' : ''}`))))) : h('p', { class: 'muted' }, 'No runs yet.')));
+      r.runs && r.runs.length ? dataTable(h, ['#', 'Due', 'Started', 'Outcome'],
+        r.runs.map((run) => ({ cells: [run.attempt, localTime(run.intended_at), localTime(run.started_at), `${run.outcome || 'running'}${run.catch_up ? ' (catch-up)' : ''}`] })))
+        : h('p', { class: 'muted' }, 'No runs yet.')));
   };
   const onHash = () => { selected = location.hash.split('/')[2] || null; show(); };
   load(); show();
   const off = ctx.rpc.onEvent((event) => { if (event.startsWith('background_job.')) { load(); show(); } });
   window.addEventListener('hashchange', onHash);
   return () => { off(); window.removeEventListener('hashchange', onHash); };
-}
-
-// ---- Goals ------------------------------------------------------------------------------
-
-/** A small, safe Markdown subset (headings, lists, paragraphs, `code`, **bold**) as DOM. */
-function markdown(h, text) {
-  const root = h('div', { class: 'md' });
-  let list = null;
-  const inline = (s) => s.split(/(`[^`]+`|\*\*[^*]+\*\*)/).map((part) => {
-    if (part.startsWith('`') && part.endsWith('`') && part.length > 1) return h('code', {}, part.slice(1, -1));
-    if (part.startsWith('**') && part.endsWith('**') && part.length > 3) return h('strong', {}, part.slice(2, -2));
-    return part;
-  });
-  for (const line of String(text).split('\n')) {
-    const heading = line.match(/^(#{1,3})\s+(.*)$/);
-    const item = line.match(/^\s*[-*]\s+(.*)$/);
-    if (item) { if (!list) { list = h('ul'); root.append(list); } list.append(h('li', {}, inline(item[1]))); continue; }
-    list = null;
-    if (heading) root.append(h(`h${heading[1].length + 2}`, {}, inline(heading[2])));
-    else if (line.trim()) root.append(h('p', {}, inline(line)));
-  }
-  return root;
-}
-
-/** A plan graph (nodes with ids, edges from → to) drawn as an SVG, layered left to right. */
-function planGraph(nodes, edges) {
-  const NS = 'http://www.w3.org/2000/svg';
-  const el = (tag, attrs, text) => { const e = document.createElementNS(NS, tag); for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v); if (text) e.textContent = text; return e; };
-  const id = (n) => String(n.id ?? n.step_id ?? n.name);
-  const depth = new Map(nodes.map((n) => [id(n), 0]));
-  for (let i = 0; i < nodes.length; i++) for (const e of edges) {
-    const [a, b] = [String(e.from ?? e[0]), String(e.to ?? e[1])];
-    if (depth.has(a) && depth.has(b)) depth.set(b, Math.max(depth.get(b), depth.get(a) + 1));
-  }
-  const rows = new Map();
-  const pos = new Map();
-  for (const n of nodes) { const d = depth.get(id(n)); const r = rows.get(d) || 0; rows.set(d, r + 1); pos.set(id(n), [20 + d * 190, 20 + r * 60]); }
-  const width = 40 + (Math.max(0, ...depth.values()) + 1) * 190;
-  const height = 40 + Math.max(1, ...rows.values()) * 60;
-  const svg = el('svg', { class: 'graph', viewBox: `0 0 ${width} ${height}`, role: 'img', 'aria-label': 'Plan graph' });
-  for (const e of edges) {
-    const a = pos.get(String(e.from ?? e[0])); const b = pos.get(String(e.to ?? e[1]));
-    if (a && b) svg.append(el('line', { x1: a[0] + 160, y1: a[1] + 18, x2: b[0], y2: b[1] + 18 }));
-  }
-  for (const n of nodes) {
-    const [x, y] = pos.get(id(n));
-    svg.append(el('rect', { x, y, width: 160, height: 36, rx: 6 }));
-    svg.append(el('text', { x: x + 8, y: y + 22 }, `${n.title || n.name || id(n)}${n.status ? ` (${n.status})` : ''}`.slice(0, 26)));
-  }
-  return svg;
-}
-
-function goals(ctx, main) {
-  const { h } = ctx;
-  main.append(h('h2', {}, 'Goals'));
-  const available = ctx.methods.filter((m) => m.startsWith('goals.'));
-  if (!available.includes('goals.list')) {
-    main.append(h('p', { id: 'goals-unavailable', class: 'card' }, 'Goals are not available in this daemon.'));
-    return null;
-  }
-  const list = h('div', { id: 'goal-list' });
-  main.append(list);
-  (async () => {
-    let r;
-    try { r = await ctx.rpc.call('goals.list', {}); } catch (e) { list.replaceChildren(h('p', {}, e.message)); return; }
-    const items = r.goals || Object.values(r).find(Array.isArray) || [];
-    if (items.length === 0) {
-      list.replaceChildren(h('p', { class: 'muted' },
-        'No goals. A goal keeps working toward an objective across approvals and failures until its deadline: ',
-        h('code', {}, 'openphone goals create <goal.json>'), ' (see docs/goals.md).'));
-      return;
-    }
-    list.replaceChildren(...items.map((g) => {
-      const card = h('article', { class: 'card' }, h('h3', {}, g.title || g.objective || g.name || String(g.id ?? g.goal_id)),
-        h('p', {}, badge(h, 'status', g.status || g.state)));
-      const statusMd = g.status_md || g.status_markdown;
-      if (statusMd) card.append(markdown(h, statusMd));
-      const plan = g.plan || g.graph;
-      if (plan && Array.isArray(plan.nodes)) card.append(planGraph(plan.nodes, plan.edges || []));
-      return card;
-    }));
-  })();
-  return null;
 }
 
 export const pages = { confirmations, runtimes, sessions, ask, phone, audit, jobs, goals };

@@ -425,7 +425,7 @@ function cliJson(args) {
 /** The visible text of a locator (closed <details> contribute nothing). */
 const visibleText = (locator) => locator.evaluate((el) => el.innerText);
 
-let jobId; let goalId;
+let jobId; let goalId; let askSession;
 
 test('a background job in review reads as the person decides it: who, what, to whom, until when; digests folded', async () => {
   const made = cliJson(['jobs', 'create', '--title', 'Tell Alice', '--prompt', "Tell Alice I'm running late"]);
@@ -443,7 +443,7 @@ test('a background job in review reads as the person decides it: who, what, to w
   assert.match(text, /Who asked/);
   assert.match(text, /Tell Alice/, text);
   assert.match(text, /builtin/, 'the runtime that asked');
-  assert.match(text, /messages send/, 'the tool in words');
+  assert.match(text, /What will happen\s+Send a message messages_send/, 'the tool in words');
   assert.match(text, /To\s+\+49 151 2345 6789/, text);
   assert.match(text, /Running late, sorry/, 'the message body, as a param');
   assert.match(text, /Why\s+tell Alice the user is running late/, text);
@@ -500,7 +500,8 @@ test('a blocked goal shows its actions and states, what blocks it and the button
   assert.match(text, /Blocked on/);
   assert.match(text, /Which day suits you for the meeting\?/);
   assert.match(text, /NEEDS_APPROVAL/, 'the action states');
-  assert.match(text, /messages send/);
+  assert.match(text, /Send a message to \+49 170 555 0101/);
+  assert.match(text, /Draft a message to \+49 170 555 0101/);
   assert.match(text, /Checkpoints/);
   assert.match(text, /Last report/);
   assert.match(text, /openphone (confirmations|goals|inbox) approve/, 'the command that resolves it');
@@ -526,6 +527,7 @@ test("Ask shows the runtime's waiting confirmation inline, Approve works there, 
   await page.getByRole('button', { name: 'Ask' }).click();
   const asked = await waitFor('the attention request', () => runtime.events.slice(seen).find((e) => e.event === 'runtime.attention.requested'));
   const session = asked.payload.phone_session_id;
+  askSession = session;
   await runtime.call('runtime.message', { phone_session_id: session, text: 'Opening Messages, ', final: false });
   await page.locator('#ask-transcript', { hasText: 'Opening Messages' }).waitFor();
   const parked = await runtime.call('tools.invoke', { request_id: 'ask-tap', tool: 'openphone.ui.tap', phone_session_id: session,
@@ -560,8 +562,10 @@ test('every page at desktop and phone sizes has visible content', async () => {
   // Something for every list to show: the job in review, the blocked goal, a pending
   // confirmation, the audit, sessions (from the Ask tests).
   assert.ok(jobId && goalId, 'the job and goal tests ran first');
-  await runtime.call('tools.invoke', { request_id: 'tap-shot', tool: 'openphone.ui.tap', params: { x: 20, y: 20, reason: 'for the screenshot' }, wait: false });
+  // The tap waits in the Ask's session, so the Ask page shows it inline too.
+  await runtime.call('tools.invoke', { request_id: 'tap-shot', tool: 'openphone.ui.tap', phone_session_id: askSession, params: { x: 20, y: 20, reason: 'for the screenshot' }, wait: false, timeout_ms: 600000 });
   const filled = {
+    ask: () => page.locator('#ask-waiting article.inbox-item').waitFor(),
     confirmations: () => page.locator('article.inbox-item[data-kind="job_review"]').waitFor(),
     sessions: () => page.locator('#session-list tbody tr').first().waitFor(),
     audit: () => page.locator('#audit-table tbody tr').first().waitFor(),
@@ -619,7 +623,7 @@ test("the goal's buttons resolve its blockers, and the job review's Approve runs
   await card.locator('.blocker.kind-approval').getByRole('button', { name: 'Approve', exact: true }).click();
   await waitFor('the approval to land', async () => (await card.locator('.blocker.kind-approval').count()) === 0);
   await card.locator('.step[data-action="tell-safer"] .badge', { hasText: 'DONE' }).waitFor();
-  assert.match(await visibleText(card), /2 of 3 steps done|[23] of 3 steps done/);
+  await card.locator('.progress-text', { hasText: '2 of 3 steps done' }).waitFor();
 
   await page.goto(`${base}/ui/#/confirmations`);
   const review = page.locator('article.inbox-item[data-kind="job_review"]');

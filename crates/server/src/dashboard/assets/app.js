@@ -1,5 +1,5 @@
 // The dashboard shell: the connection, the status island, the page router.
-import { Rpc, get, post, forgetToken } from './rpc.js';
+import { Rpc, get, post, toLogin } from './rpc.js';
 import { pages } from './pages.js';
 import { loadInbox } from './inbox.js';
 
@@ -129,8 +129,7 @@ window.addEventListener('hashchange', () => {
 
 document.getElementById('logout').addEventListener('click', async () => {
   try { await post('/ui/logout'); } catch (e) { toast(`Logout failed: ${e.message}`); return; }
-  forgetToken();
-  location.replace('/ui/login');
+  toLogin();
 });
 
 // The island's confirmation countdowns and the pages' timers share one tick.

@@ -2,7 +2,7 @@
 // what blocks it with the button (or command) that resolves each blocker (approve, answer,
 // retry), the deadline and its checkpoints, the last report and the progress. `goals.list`
 // for the list, `goals.get` per goal for the document.
-import { commandWords, localTime, paramList, timeEl, when } from './fmt.js';
+import { actionPhrase, localTime, paramList, timeEl, when } from './fmt.js';
 import { resolveItem } from './inbox.js';
 
 const BADGE_STATES = ['DONE', 'BLOCKED', 'ABORTED', 'NEEDS_APPROVAL', 'RUNNING', 'READY', 'PLANNED', 'VERIFYING'];
@@ -16,7 +16,7 @@ function badge(h, kind, value) {
 /** What an action does, in words. */
 function actionWhat(h, a) {
   switch (a.kind) {
-    case 'tool': return [commandWords(a.command), ' ', h('code', {}, a.command)];
+    case 'tool': return [actionPhrase(a.command, a.params), ' ', h('code', {}, a.command)];
     case 'agent_turn': return `asks the runtime: “${a.prompt}”`;
     case 'job': return `schedules a background job: “${a.prompt}”${a.run_at ? `, ${when(a.run_at)}` : ''}`;
     case 'wait': return a.on ? `waits for ${a.on.event} until ${when(a.until_ms)}` : `waits until ${when(a.until_ms)}`;
@@ -53,7 +53,7 @@ function resolver(ctx, goal, b, reload) {
       await ctx.rpc.call('goals.answer', { goal_id: goal.id, action_id: b.action_id, text: input.value });
       return `answered ${b.action_id}`;
     });
-    controls.push(input, h('button', { type: 'button', class: 'answer', onclick: send }, 'Answer'));
+    controls.push(input, h('button', { type: 'button', class: 'answer-send', onclick: send }, 'Answer'));
   } else if (/goals abort/.test(b.how_to_resolve || '') && b.action_id) {
     controls.push(h('button', { type: 'button', class: 'danger abort', onclick: (ev) => run(ev.currentTarget, async () => {
       await ctx.rpc.call('goals.abort', { goal_id: goal.id, action_id: b.action_id });
@@ -75,14 +75,17 @@ function goalCard(ctx, summary, got, reload) {
   const g = got ? got.goal : null;
   const times = [];
   const t = (ms) => { const el = timeEl(h, ms); times.push(el); return el; };
-  const done = summary.done;
-  const total = summary.total;
+  // From the document when it was read (read after the list, so newer).
+  const done = g ? g.actions.filter((a) => a.state === 'DONE').length : summary.done;
+  const total = g ? g.actions.length : summary.total;
+  const blockers = g ? g.blockers.length : summary.blockers;
+  const state = g ? g.state : summary.state;
   const card = h('article', { class: 'card goal', 'data-goal-id': summary.goal_id, 'aria-label': `Goal: ${summary.objective}` },
     h('h3', {}, summary.objective),
-    h('p', { class: 'row' }, badge(h, 'state', summary.state),
+    h('p', { class: 'row' }, badge(h, 'state', state),
       h('span', { class: 'progress-text' }, `${done} of ${total} step${total === 1 ? '' : 's'} done`),
       h('progress', { max: String(Math.max(total, 1)), value: String(done), 'aria-label': 'Progress' }),
-      summary.blockers ? h('span', { class: 'badge state-blocked' }, `${summary.blockers} blocker${summary.blockers === 1 ? '' : 's'}`) : null),
+      blockers ? h('span', { class: 'badge state-blocked' }, `${blockers} blocker${blockers === 1 ? '' : 's'}`) : null),
     h('dl', { class: 'facts' },
       h('dt', {}, 'Deadline'), h('dd', { class: 'deadline' }, summary.deadline_at ? t(summary.deadline_at) : 'none'),
       g ? [h('dt', {}, 'Risk / autonomy'), h('dd', {}, `${g.risk_level || '–'} / ${g.autonomy || '–'}`)] : null,

@@ -178,7 +178,7 @@ export function itemCard(ctx, item, onResolved) {
   item.params && readable(item.summary) && item.summary !== headline ? h('p', { class: 'said' }, item.summary) : null,
   h('dl', { class: 'facts' },
     h('dt', {}, 'Who asked'), h('dd', { class: 'who' }, whoAsked(h, item)),
-    h('dt', {}, 'What will happen'), h('dd', { class: 'what' }, `${commandWords(item.tool)} `, item.tool ? h('code', {}, item.tool) : null),
+    h('dt', {}, 'What will happen'), h('dd', { class: 'what' }, `${actionPhrase(item.tool, null)} `, item.tool ? h('code', {}, item.tool) : null),
     to ? [h('dt', {}, 'To'), h('dd', { class: 'to' }, to)] : null,
     item.device_id ? [h('dt', {}, 'Phone'), h('dd', {}, item.device_id)] : null,
     h('dt', {}, expired ? 'Expired' : 'Expires'), h('dd', { class: 'expires' }, expires)),

@@ -58,7 +58,8 @@ function confirmations(ctx, main) {
   let cards = [];
   const render = () => {
     const { items, counts: c = {} } = ctx.inbox;
-    counts.textContent = `${items.length} waiting: ${c.confirmation || 0} confirmation(s), ${c.job_review || 0} job review(s), ${c.goal_approval || 0} goal approval(s).`;
+    const n = (k, word) => `${c[k] || 0} ${word}${c[k] === 1 ? '' : 's'}`;
+    counts.textContent = `${items.length} waiting: ${n('confirmation', 'confirmation')}, ${n('job_review', 'job review')}, ${n('goal_approval', 'goal approval')}.`;
     if (items.length === 0) {
       cards = [];
       list.replaceChildren(h('p', { class: 'muted', id: 'no-confirmations' }, 'Nothing is waiting for you.'));
@@ -250,7 +251,7 @@ function ask(ctx, main) {
     renderResult();
     renderWaiting();
   } },
-  h('label', { for: 'ask-text' }, 'What to ask', text),
+  h('label', { for: 'ask-text', class: 'block' }, 'What to ask', text),
   h('div', { class: 'row' }, h('label', { for: 'ask-surface' }, 'Surface', surface), h('label', { for: 'ask-runtime' }, 'Runtime', runtime)),
   h('p', {}, h('button', { type: 'submit' }, 'Ask')));
   main.append(h('h2', {}, 'Ask'), h('p', { class: 'muted' }, 'An attention request, as from the phone\'s chat.'), form, out, waiting, outcome);

@@ -23,9 +23,13 @@ export function forgetToken() {
   try { localStorage.removeItem(TOKEN_KEY); } catch { /* storage unavailable */ }
 }
 
-/** The session is gone or the token is not its own: forget it and log in again. */
+/** The session is gone or the token is not its own: forget it and log in again. Once: a
+ *  second navigation (the socket closing after a logout) would abort the first. */
+let leaving = false;
 export function toLogin() {
   forgetToken();
+  if (leaving) return;
+  leaving = true;
   location.replace('/ui/login');
 }
 

@@ -5,6 +5,9 @@
 import { actionPhrase, localTime, paramList, timeEl, when } from './fmt.js';
 import { resolveItem } from './inbox.js';
 
+// Answers being typed, by `goal/action`: a reload of the list (any goal event) keeps them.
+const drafts = new Map();
+
 const BADGE_STATES = ['DONE', 'BLOCKED', 'ABORTED', 'NEEDS_APPROVAL', 'RUNNING', 'READY', 'PLANNED', 'VERIFYING'];
 
 function badge(h, kind, value) {
@@ -47,10 +50,14 @@ function resolver(ctx, goal, b, reload) {
     controls.push(h('button', { type: 'button', class: 'approve', onclick: decide('approve') }, 'Approve'),
       h('button', { type: 'button', class: 'danger deny', onclick: decide('deny') }, 'Deny'));
   } else if (b.kind === 'input' && b.action_id) {
+    const key = `${goal.id}/${b.action_id}`;
     const input = h('input', { type: 'text', class: 'answer', 'aria-label': `Your answer for ${b.action_id}` });
+    input.value = drafts.get(key) || '';
+    input.addEventListener('input', () => drafts.set(key, input.value));
     const send = (ev) => run(ev.currentTarget, async () => {
       if (!input.value.trim()) throw new Error('Type an answer first.');
       await ctx.rpc.call('goals.answer', { goal_id: goal.id, action_id: b.action_id, text: input.value });
+      drafts.delete(key);
       return `answered ${b.action_id}`;
     });
     controls.push(input, h('button', { type: 'button', class: 'answer-send', onclick: send }, 'Answer'));

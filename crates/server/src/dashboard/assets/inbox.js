@@ -80,6 +80,7 @@ export async function loadInbox(ctx) {
   if (ctx.methods.includes('inbox.list')) {
     const r = await ctx.rpc.call('inbox.list', {});
     const items = (r.items || []).map(fromInbox);
+    await withGoalSteps(ctx, items);
     return { items, counts: r.counts || countsOf(items), source: 'inbox.list' };
   }
   const [c, j] = await Promise.all([
@@ -89,17 +90,21 @@ export async function loadInbox(ctx) {
   const items = [...c.confirmations.map(fromConfirmation),
     ...j.jobs.filter((e) => (e.job || e).pending_confirmation_id).map(jobItem)]
     .sort((a, b) => (a.created_at_ms || 0) - (b.created_at_ms || 0));
-  // A goal's approval: who asked is the goal, what will happen is its step's params.
-  await Promise.all(items.filter((i) => i.kind === 'goal_approval').map(async (i) => {
+  await withGoalSteps(ctx, items);
+  return { items, counts: countsOf(items), source: 'confirmations.list + jobs.list' };
+}
+
+/** A goal's approval: who asked is the goal, what will happen is its step (title, params). */
+async function withGoalSteps(ctx, items) {
+  await Promise.all(items.filter((i) => i.kind === 'goal_approval' && i.goal_id).map(async (i) => {
     try {
       const g = (await ctx.rpc.call('goals.get', { goal_id: i.goal_id })).goal;
       const step = g.actions.find((a) => a.id === i.action_id);
       i.requested_by = g.objective;
-      if (step && step.params) i.params = step.params;
+      if (step && step.params && !i.params) i.params = step.params;
       if (step) i.step_title = step.title;
     } catch { /* the goal is gone: the confirmation still shows */ }
   }));
-  return { items, counts: countsOf(items), source: 'confirmations.list + jobs.list' };
 }
 
 function countsOf(items) {
@@ -128,7 +133,7 @@ export async function resolveItem(ctx, item, decision) {
 /** Who asked, in words. */
 function whoAsked(h, item) {
   if (item.kind === 'job_review') {
-    return [h('strong', {}, `job #${item.job_id ?? '?'} “${item.job_title || item.requested_by}”`),
+    return [h('strong', {}, item.job_title ? `job #${item.job_id ?? '?'} “${item.job_title}”` : item.requested_by),
       item.runtime ? ` on runtime ${item.runtime}` : null,
       item.created_by ? ` (created by ${item.created_by})` : null];
   }

@@ -135,3 +135,10 @@ export function actionPhrase(tool, params) {
 export function readable(summary) {
   return !!summary && !/[{[]"|\\"/.test(summary);
 }
+
+/** An identifier (`openphone.messages.send`, `confirmation_transition`) that may break after
+ *  its dots and underscores only, not inside a word. */
+export function ident(h, text) {
+  if (text === null || text === undefined || text === '') return '–';
+  return String(text).split(/(?<=[._])/).flatMap((part, i) => (i ? [h('wbr'), part] : [part]));
+}

@@ -2,7 +2,7 @@
 // Everything goes through ctx.rpc (the operator endpoint's methods) except the audit chain
 // check (POST /ui/api/audit/verify). Daemon data is always set as text, never as HTML.
 import { itemCard, jobItem } from './inbox.js';
-import { dataTable, localTime, when } from './fmt.js';
+import { dataTable, ident, localTime, when } from './fmt.js';
 import { goals } from './goals.js';
 
 const transcripts = new Map(); // phone_session_id -> { text, final, error }
@@ -366,8 +366,8 @@ function audit(ctx, main) {
     table.replaceChildren(rows.length === 0 ? h('p', { class: 'muted' }, 'No records match.') : dataTable(h,
       ['Seq', 'Time', 'Kind', 'Runtime', 'Tool', 'Decision', 'Confirmation', 'Status', 'Error'],
       rows.map((r) => ({ attrs: { 'data-seq': r.seq }, cells: [
-        r.seq, localTime(r.at_ms), r.kind, r.runtime, r.tool || '–',
-        r.decision || '–', r.confirmation || '–', r.status ? badge(h, 'status', r.status) : '–', r.error_code || ''] })),
+        r.seq, localTime(r.at_ms), ident(h, r.kind), r.runtime, ident(h, r.tool),
+        r.decision || '–', ident(h, r.confirmation), r.status ? badge(h, 'status', r.status) : '–', r.error_code ? ident(h, r.error_code) : ''] })),
       { caption: `Records ${rows[0].seq}–${rows[rows.length - 1].seq}, oldest first`, class: 'audit' }));
     pager.replaceChildren(
       h('button', { type: 'button', class: 'secondary', disabled: starts.length <= 1, onclick: () => { starts.pop(); load(); } }, 'Previous page'),

@@ -15,7 +15,8 @@
 use std::fmt;
 
 use chrono::{
-    DateTime, Datelike, Days, NaiveDate, NaiveDateTime, NaiveTime, Offset, TimeZone, Weekday,
+    DateTime, Datelike, Days, NaiveDate, NaiveDateTime, NaiveTime, Offset, TimeZone, Timelike,
+    Weekday,
 };
 
 /// The forms [`parse_when`] accepts, for help texts and error messages.
@@ -82,6 +83,30 @@ pub fn format_local_abs(ms: i64) -> String {
 /// [`format_local_abs`] in the zone `tz`.
 pub fn format_local_abs_in<Tz: TimeZone>(ms: i64, tz: &Tz) -> String {
     format_clock_in(ms, None, tz)
+}
+
+/// `ms` in the local zone with the zone, year always shown, seconds shown when not zero:
+/// `Fri 13 Mar 2026 14:00 UTC+1`, `Fri 13 Mar 2026 14:00:30 UTC+1`. For what a person
+/// approves (a confirmation summary), which must read as exactly what runs and not go stale.
+pub fn format_local_exact(ms: i64) -> String {
+    format_local_exact_in(ms, &chrono::Local)
+}
+
+/// [`format_local_exact`] in the zone `tz`.
+pub fn format_local_exact_in<Tz: TimeZone>(ms: i64, tz: &Tz) -> String {
+    let Some(at) = tz.timestamp_millis_opt(ms).single() else {
+        return format!("{ms} ms since 1970 (out of range)");
+    };
+    let pattern = if at.second() == 0 {
+        "%a %-d %b %Y %H:%M"
+    } else {
+        "%a %-d %b %Y %H:%M:%S"
+    };
+    format!(
+        "{} {}",
+        at.naive_local().format(pattern),
+        zone_name(at.offset().fix().local_minus_utc())
+    )
 }
 
 fn format_clock_in<Tz: TimeZone>(ms: i64, now_ms: Option<i64>, tz: &Tz) -> String {
@@ -263,6 +288,20 @@ pub fn parse_when_in<Tz: TimeZone>(input: &str, now_ms: i64, tz: &Tz) -> Result<
             .ok_or_else(|| err(input, "the time is too far away"));
     }
     parse_day_and_clock(input, &lower, now_ms, tz)
+}
+
+/// An RFC 3339 time with its offset (`2026-12-01T18:00:00+01:00`, `…Z`) as Unix milliseconds:
+/// the one form a document (a goal file) may hold besides milliseconds, since it means the same
+/// instant wherever and whenever it is read.
+pub fn parse_rfc3339(input: &str) -> Result<i64, WhenError> {
+    DateTime::parse_from_rfc3339(input.trim())
+        .map(|at| at.timestamp_millis())
+        .map_err(|e| {
+            err(
+                input,
+                format!("not an RFC 3339 time ({e}); it looks like 2026-12-01T18:00:00+01:00 or 2026-12-01T17:00:00Z"),
+            )
+        })
 }
 
 fn parse_naive_datetime(text: &str) -> Option<NaiveDateTime> {

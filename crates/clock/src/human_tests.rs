@@ -50,6 +50,20 @@ fn format_local_shows_the_year_only_when_it_differs() {
 }
 
 #[test]
+fn format_local_exact_always_has_the_year_and_seconds_when_not_zero() {
+    let at = utc(2026, 3, 13, 13, 0);
+    assert_eq!(
+        format_local_exact_in(at, &plus1()),
+        "Fri 13 Mar 2026 14:00 UTC+1"
+    );
+    assert_eq!(
+        format_local_exact_in(at + 30 * SECOND, &Utc),
+        "Fri 13 Mar 2026 13:00:30 UTC"
+    );
+    assert!(format_local_exact_in(i64::MIN, &Utc).contains("out of range"));
+}
+
+#[test]
 fn format_local_out_of_range_is_said_not_panicked() {
     assert!(format_local_in(i64::MAX, now(), &Utc).contains("out of range"));
 }
@@ -185,6 +199,25 @@ fn parse_when_reads_local_wall_clock_times_in_the_given_zone() {
         parse_when_in("sat 20:00", n, &z),
         Ok(utc(2026, 11, 28, 19, 0))
     );
+}
+
+#[test]
+fn parse_rfc3339_takes_only_a_time_with_its_offset() {
+    assert_eq!(
+        parse_rfc3339("2026-12-01T18:00:00+01:00"),
+        Ok(utc(2026, 12, 1, 17, 0))
+    );
+    assert_eq!(
+        parse_rfc3339(" 2026-12-01T17:00:00Z "),
+        Ok(utc(2026, 12, 1, 17, 0))
+    );
+    for bad in ["2026-12-01 18:00", "in 2h", "1795826442464", ""] {
+        let e = parse_rfc3339(bad).unwrap_err();
+        assert!(
+            e.reason.contains("2026-12-01T18:00:00+01:00"),
+            "{bad:?}: {e}"
+        );
+    }
 }
 
 #[test]

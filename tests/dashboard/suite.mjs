@@ -437,6 +437,11 @@ test('a background job in review reads as the person decides it: who, what, to w
   const card = page.locator('article.inbox-item[data-kind="job_review"]');
   await card.waitFor();
   await page.locator('#pill-confirmations .value', { hasText: 'waiting' }).waitFor();
+  // The list comes from inbox.list when the daemon has it (else the older methods).
+  const methods = await page.evaluate(() => fetch('/ui/api/methods', { headers: { 'X-OpenPhone-CSRF': localStorage.getItem('openphone.dashboard.token') } }).then((r) => r.json()));
+  const source = await page.evaluate(() => document.documentElement.dataset.inboxSource);
+  assert.equal(source, methods.methods.includes('inbox.list') ? 'inbox.list' : 'confirmations.list + jobs.list');
+  console.log(`pending list from ${source}`);
   const text = await visibleText(card);
   assert.match(text, /Job review/);
   assert.equal((await card.locator('h3').textContent()).trim(), 'Send a message to +49 151 2345 6789');

@@ -45,6 +45,8 @@ const ctx = {
     try {
       ctx.inbox = await loadInbox(ctx);
     } catch (e) { return; }
+    // Which methods fed the list (for the browser suite and a curious operator).
+    document.documentElement.dataset.inboxSource = ctx.inbox.source;
     renderIsland();
     ctx.emit('inbox');
   },

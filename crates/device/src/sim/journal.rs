@@ -46,6 +46,11 @@ impl Journal {
         self.generation.fetch_add(1, Ordering::SeqCst);
         self.changed.notify_one();
     }
+
+    /// The number of changes so far (read with the state lock held, it names the state).
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation.load(Ordering::SeqCst)
+    }
 }
 
 impl SimPhone {

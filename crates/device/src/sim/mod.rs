@@ -133,6 +133,9 @@ pub struct SimPhone {
     events: tokio::sync::broadcast::Sender<DeviceEvent>,
     /// Changes since the last save, and where the state is saved (`journal.rs`).
     journal: journal::Journal,
+    /// The last `screen.get` answers, valid while the journal's generation and the time
+    /// bucket are those they were built at (`commands/screen.rs`).
+    screen_cache: Mutex<commands::ScreenCache>,
 }
 
 impl SimPhone {
@@ -154,6 +157,7 @@ impl SimPhone {
             online: AtomicBool::new(true),
             events,
             journal: journal::Journal::default(),
+            screen_cache: Mutex::new(commands::ScreenCache::default()),
         })
     }
 
@@ -270,6 +274,14 @@ impl SimPhone {
         let now = self.clock.now_ms();
         let mut guard = self.lock();
         if !mutating {
+            if *name == "openphone.screen.get" {
+                let mut cache = self
+                    .screen_cache
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                let generation = self.journal.generation();
+                return cache.screen_get(&guard, now, generation, params_view);
+            }
             let mut exec = Exec {
                 st: &mut guard,
                 now,

@@ -3,6 +3,7 @@ mod catalogue;
 mod dialogs;
 mod persist;
 mod scenario;
+mod screen_cache;
 mod screen_form;
 mod screenshot;
 mod state;

@@ -25,7 +25,7 @@ pub(crate) use messaging::{
 pub(crate) use notifications::{
     notifications_list, notifications_open, notifications_search, open_target,
 };
-pub(crate) use screen::{screen_get, screen_understand};
+pub(crate) use screen::{ScreenCache, screen_get, screen_understand};
 pub(crate) use ui::{
     press_key, ui_long_press, ui_long_press_element, ui_swipe, ui_tap, ui_tap_element, ui_type_text,
 };

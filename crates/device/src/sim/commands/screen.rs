@@ -7,29 +7,103 @@ use crate::params::Params;
 use crate::screen_form::{ScreenForm, compact_screen};
 use crate::sim::render;
 use crate::sim::screens;
+use crate::sim::state::SimState;
 use crate::sim::view::Node;
 
 use super::records::app_label;
 use super::{Exec, Outcome, screen_brief};
 
+/// The `screen.get` params that shape its answer (the `reason` does not).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ScreenArgs {
+    screenshot: bool,
+    activity: bool,
+    tree: bool,
+    form: ScreenForm,
+}
+
+impl ScreenArgs {
+    fn parse(p: Params<'_>) -> Result<ScreenArgs, DeviceError> {
+        let screenshot = p.bool_opt("include_screenshot")?.unwrap_or(false);
+        let activity = p.bool_opt("include_activity")?.unwrap_or(true);
+        let form = ScreenForm::parse(p.str_opt("format")?)?;
+        // The compact form is computed from the full tree.
+        let tree = form == ScreenForm::Compact || p.bool_opt("include_ui_tree")?.unwrap_or(true);
+        Ok(ScreenArgs {
+            screenshot,
+            activity,
+            tree,
+            form,
+        })
+    }
+}
+
 pub(crate) fn screen_get(x: &mut Exec<'_>, p: Params<'_>) -> Result<Outcome, DeviceError> {
-    let include_screenshot = p.bool_opt("include_screenshot")?.unwrap_or(false);
-    let include_activity = p.bool_opt("include_activity")?.unwrap_or(true);
-    let form = ScreenForm::parse(p.str_opt("format")?)?;
-    // The compact form is computed from the full tree.
-    let include_tree =
-        form == ScreenForm::Compact || p.bool_opt("include_ui_tree")?.unwrap_or(true);
-    let view = screens::build(x.st, x.now);
-    let brief = screen_brief(x.st, x.now);
+    let args = ScreenArgs::parse(p)?;
+    build_answer(x.st, x.now, args).map(Outcome::read)
+}
+
+/// Most `screen.get` answers kept (one per combination of params in use).
+const SCREEN_CACHE_ENTRIES: usize = 4;
+
+/// The last `screen.get` answers, each for one [`ScreenArgs`], all built from the state of
+/// one generation (the journal's count of changes: every change bumps it under the state
+/// lock) in one time bucket ([`screens::time_bucket`]: the screen shows nothing finer). A
+/// hit costs a copy of the answer with its `captured_at` set to now; a miss builds it fresh
+/// and starts a new cache when the generation or the bucket moved.
+#[derive(Debug, Default)]
+pub(crate) struct ScreenCache {
+    generation: u64,
+    bucket: (i64, i64),
+    answers: Vec<(ScreenArgs, Value)>,
+}
+
+impl ScreenCache {
+    /// `screen.get` on `st` (generation `generation`) at `now`: from the cache when it holds
+    /// this answer, else built and kept. Equal to [`screen_get`]'s answer.
+    pub(crate) fn screen_get(
+        &mut self,
+        st: &SimState,
+        now: i64,
+        generation: u64,
+        p: Params<'_>,
+    ) -> Result<Value, DeviceError> {
+        let args = ScreenArgs::parse(p)?;
+        let bucket = screens::time_bucket(st, now);
+        if self.generation != generation || self.bucket != bucket {
+            self.generation = generation;
+            self.bucket = bucket;
+            self.answers.clear();
+        }
+        if let Some((_, answer)) = self.answers.iter().find(|(a, _)| *a == args) {
+            let mut answer = answer.clone();
+            if let Some(at) = answer.get_mut("captured_at") {
+                *at = json!(now);
+            }
+            return Ok(answer);
+        }
+        let answer = build_answer(st, now, args)?;
+        if self.answers.len() >= SCREEN_CACHE_ENTRIES {
+            self.answers.remove(0);
+        }
+        self.answers.push((args, answer.clone()));
+        Ok(answer)
+    }
+}
+
+/// The answer of `screen.get` with `args` on `st` at `now`, built fresh.
+fn build_answer(st: &SimState, now: i64, args: ScreenArgs) -> Result<Value, DeviceError> {
+    let view = screens::build(st, now);
+    let brief = screen_brief(st, now);
     let mut out = Map::new();
-    if include_activity {
+    if args.activity {
         for key in ["package", "activity", "title", "screen"] {
             out.insert(key.into(), brief.get(key).cloned().unwrap_or(Value::Null));
         }
     }
     out.insert("width".into(), json!(view.width));
     out.insert("height".into(), json!(view.height));
-    out.insert("captured_at".into(), json!(x.now));
+    out.insert("captured_at".into(), json!(now));
     out.insert(
         "focused_element".into(),
         json!(view.focused_field().map(|n| n.id.clone())),
@@ -39,20 +113,20 @@ pub(crate) fn screen_get(x: &mut Exec<'_>, p: Params<'_>) -> Result<Outcome, Dev
         "interactive_elements".into(),
         Value::Array(view.interactive()),
     );
-    if include_tree {
+    if args.tree {
         out.insert("ui_tree".into(), view.tree());
     }
-    if include_screenshot {
+    if args.screenshot {
         out.insert(
             "screenshot".into(),
-            render::screenshot(&view, x.st.settings.dark_theme)?,
+            render::screenshot(&view, st.settings.dark_theme)?,
         );
     }
     let full = Value::Object(out);
-    Ok(Outcome::read(match form {
+    Ok(match args.form {
         ScreenForm::Full => full,
         ScreenForm::Compact => compact_screen(&full),
-    }))
+    })
 }
 
 pub(crate) fn screen_understand(x: &mut Exec<'_>, p: Params<'_>) -> Result<Outcome, DeviceError> {

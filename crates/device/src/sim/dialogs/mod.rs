@@ -500,8 +500,9 @@ impl SimPhone {
             work.action_log.drain(..excess);
         }
         *guard = work;
-        drop(guard);
+        // Under the lock, as every change: the screen cache reads the generation there.
         self.journal.bump();
+        drop(guard);
         match raised {
             Some(e) => Err(e),
             None => Ok(outcome.result),

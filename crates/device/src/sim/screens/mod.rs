@@ -57,6 +57,19 @@ pub(crate) fn home_identity() -> (&'static str, String, &'static str) {
     (LAUNCHER, format!("{LAUNCHER}/.Launcher"), "Home")
 }
 
+/// What of `now` the screen of `st` shows: [`build`] and the brief give the same screen
+/// (but for `captured_at`) at any two times with the same bucket. The screen shows the time
+/// to the minute and the day (both whole seconds after a whole-minute offset), and an active
+/// call's whole seconds since it started (`phone.rs`): the bucket is the second, and that
+/// count.
+pub(crate) fn time_bucket(st: &SimState, now: i64) -> (i64, i64) {
+    let call_secs = st
+        .active_call
+        .and_then(|id| st.calls.iter().find(|c| c.id == id))
+        .map_or(0, |call| (now.saturating_sub(call.at_ms) / 1000).max(0));
+    (now.div_euclid(1000), call_secs)
+}
+
 /// The screen as it is now.
 pub(crate) fn build(st: &SimState, now: i64) -> View {
     let (w, h) = st.screen();

@@ -52,6 +52,8 @@ pub struct ToolTable<'r> {
     hidden: HashMap<String, &'r Command>,
     /// canonical name → exposed name
     by_canonical: HashMap<&'r str, String>,
+    /// `openphone_confirmation_status`, listed with the manifest's tools
+    status: Tool,
 }
 
 impl fmt::Debug for ToolTable<'_> {
@@ -141,6 +143,7 @@ impl<'r> ToolTable<'r> {
             exposed,
             hidden,
             by_canonical,
+            status: crate::status_tool::confirmation_status_tool(),
         })
     }
 
@@ -159,13 +162,17 @@ impl<'r> ToolTable<'r> {
         self.exposed.is_empty()
     }
 
-    /// Every listed tool, sorted by exposed name (`tools/list`).
+    /// Every manifest tool, sorted by exposed name; `tools/list` adds the connection's own
+    /// `openphone_confirmation_status` ([`with_status_tool`]).
     pub fn tools(&self) -> Vec<Tool> {
         self.exposed.values().map(|(_, t)| t.clone()).collect()
     }
 
     /// One listed tool by exposed name (`get_tool`); the same value the list holds.
     pub fn tool(&self, exposed: &str) -> Option<&Tool> {
+        if crate::status_tool::is_confirmation_status(exposed) {
+            return Some(&self.status);
+        }
         self.exposed.get(exposed).map(|(_, t)| t)
     }
 
@@ -211,16 +218,30 @@ impl<'r> ToolTable<'r> {
         }
     }
 
-    /// The exposed name of `openphone.confirmations.get` when the manifest lists it.
+    /// The tool a pending result points at: `openphone.confirmations.get` when the manifest
+    /// lists it, else the connection's own `openphone_confirmation_status`
+    /// ([`crate::CONFIRMATION_STATUS_TOOL`]).
     pub fn confirmations_tool(&self) -> Option<&str> {
         self.tool_name(CONFIRMATIONS_GET)
+            .or(Some(crate::status_tool::CONFIRMATION_STATUS_TOOL))
     }
 
     /// Shapes a ToolBridge result as a `CallToolResult` (§5.2, §5.3); a pending result points
-    /// at `openphone_confirmations_get` when the manifest has it.
+    /// at the confirmation status tool.
     pub fn call_result(&self, result: &ToolResult) -> CallToolResult {
         shape(result, self.confirmations_tool())
     }
+}
+
+/// `tools` (sorted by name) with `openphone_confirmation_status` in its place.
+pub fn with_status_tool(mut tools: Vec<Tool>) -> Vec<Tool> {
+    let status = crate::status_tool::confirmation_status_tool();
+    let at = tools
+        .iter()
+        .position(|t| t.name.as_ref() > status.name.as_ref())
+        .unwrap_or(tools.len());
+    tools.insert(at, status);
+    tools
 }
 
 /// Every `mcp: true` command as an MCP tool, sorted by exposed name.

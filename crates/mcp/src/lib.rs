@@ -45,12 +45,19 @@
 //!
 //! # Results (§5.2, §5.3, §7.5)
 //!
-//! `ok` → `structuredContent` = the result object, a text block mirroring it as JSON,
-//! `isError: false`. Every other status (`needs_confirmation`, `denied`, `error`, `timeout`,
-//! `cancelled`) → `isError: true`, no `structuredContent`, one text block
-//! `{"error": {code, message, retryable, details}}` whose message ends with the next step for the
-//! model. A pending confirmation is an error result too (the action has not happened): its text
-//! names the confirmation id, where the user approves it, and how to learn the outcome.
+//! `ok` → `structuredContent` = the result object, `isError: false`, and a text block that is
+//! the result's JSON when it is short (≤ 600 characters) and otherwise a compact summary
+//! ([`summary_text`]: scalars, sizes of arrays and objects), since `structuredContent` carries
+//! the data. A **policy outcome** — `needs_confirmation` (`pending`), `denied`, `timeout`
+//! (`expired`), [`policy_outcome`] — is the phone's or the user's decision, not a failure: it is
+//! `isError: false` with `structuredContent` `{outcome, done: false, confirmation_id?, error}`
+//! (every output schema is an open object), so hosts that count error results towards a circuit
+//! breaker (Hermes Agent) keep talking to the phone after a "no". The other statuses (`error`,
+//! `cancelled`) → `isError: true`, no `structuredContent`. Both carry one text block
+//! `{"error": {code, message, retryable, details}}` whose message ends with the next step for
+//! the model. A pending confirmation's text names the confirmation id, where the user approves
+//! it, and `openphone_confirmation_status` ([`CONFIRMATION_STATUS_TOOL`], listed beside the
+//! phone's tools) to collect the outcome.
 //! `_meta["dev.openphone/toolResult"]` = `{request_id, status, audit_id, error?,
 //! confirmation_id?}`. Invalid arguments are never protocol errors: the bridge's `invalid_params`
 //! result names each field, and [`invalid_arguments`] builds one from the manifest validators'
@@ -71,6 +78,7 @@ mod names;
 mod result;
 mod server;
 mod sessions;
+mod status_tool;
 mod strict;
 mod sync;
 mod table_problem;
@@ -81,7 +89,7 @@ pub use catalogue::{
     ALWAYS_SENTENCE, ASK_BEFORE_ACTION_SENTENCE, CONFIRMATIONS_GET, CatalogueError,
     META_CAPABILITY, META_COMMAND, META_CONFIRMATION, META_DEPRECATED, META_EXPOSURE, META_RISK,
     META_SUPERSEDED_BY, REASON_SENTENCE, TableProblem, ToolTable, annotations, catalogue,
-    description, resolve_call,
+    description, resolve_call, with_status_tool,
 };
 pub use identity::{
     FALLBACK_HANDSHAKE_VERSION, META_RUNTIME_PROTOCOL, SERVER_DESCRIPTION, SERVER_NAME,
@@ -91,17 +99,21 @@ pub use identity::{
 pub use names::{MAX_TOOL_NAME_LEN, derived_title, is_portable_tool_name, tool_name};
 pub use result::{
     MAX_FIELD_ERRORS, META_TOOL_RESULT, call_result, invalid_arguments, json_pointer, next_step,
-    pending_message, retryable,
+    pending_message, policy_outcome, retryable, summary_text,
 };
 
 pub use server::{
-    CONFIRM_INPUT, LIST_TTL_MS, MAX_IDEMPOTENCY_KEY_LEN, META_AUTONOMY, META_DEVICE_ID,
-    META_IDEMPOTENCY_KEY, McpBackend, McpPrincipal, McpSettings, PhoneMcp, SOURCE_ELICITATION,
-    SOURCE_INPUT_RESPONSE, StateSeal,
+    CONFIRM_INPUT, GENERIC_CLIENT_NAMES, LIST_TTL_MS, MAX_IDEMPOTENCY_KEY_LEN, META_AUTONOMY,
+    META_DEVICE_ID, META_IDEMPOTENCY_KEY, McpBackend, McpPrincipal, McpSettings, PhoneMcp,
+    SOURCE_ELICITATION, SOURCE_INPUT_RESPONSE, StateSeal, client_name,
 };
 pub use sessions::{
     HTTP_SESSION_IDLE, MAX_HTTP_SESSIONS, MAX_HTTP_SESSIONS_PER_PRINCIPAL, McpSessions,
     SessionsError, creating_as,
+};
+pub use status_tool::{
+    CONFIRMATION_STATUS_COMMAND, CONFIRMATION_STATUS_TOOL, confirmation_status_tool,
+    is_confirmation_status,
 };
 pub use strict::{MAX_LINE_BYTES, META_DUPLICATE_KEY};
 pub use transport::{

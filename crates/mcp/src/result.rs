@@ -11,7 +11,7 @@ pub const META_TOOL_RESULT: &str = "dev.openphone/toolResult";
 pub use openphone_core::request::MAX_FIELD_ERRORS;
 
 /// Shapes a ToolBridge result without knowing the manifest: a pending confirmation points at
-/// the operator surfaces and the idempotent retry, not at a poll tool. A server uses
+/// the operator surfaces and at `openphone_confirmation_status`. A server uses
 /// [`crate::ToolTable::call_result`], which names `openphone_confirmations_get` when the
 /// manifest has it.
 pub fn call_result(result: &ToolResult) -> CallToolResult {
@@ -21,8 +21,10 @@ pub fn call_result(result: &ToolResult) -> CallToolResult {
 pub(crate) fn shape(result: &ToolResult, confirmations_tool: Option<&str>) -> CallToolResult {
     if result.status == ToolStatus::Ok {
         let structured = Value::Object(result.result.clone());
-        return CallToolResult::structured(structured)
-            .with_meta(Some(tool_result_meta(result, None)));
+        let text = summary_text(&result.result, result.replayed);
+        let mut shaped = CallToolResult::structured(structured);
+        shaped.content = vec![ContentBlock::text(text)];
+        return shaped.with_meta(Some(tool_result_meta(result, None)));
     }
     let code = result
         .error
@@ -45,16 +47,110 @@ pub(crate) fn shape(result: &ToolResult, confirmations_tool: Option<&str>) -> Ca
             details.insert(k.clone(), v.clone());
         }
     }
-    let text = json!({
-        "error": {
-            "code": code.as_str(),
-            "message": message,
-            "retryable": retryable(code),
-            "details": details,
-        }
+    let error = json!({
+        "code": code.as_str(),
+        "message": message,
+        "retryable": retryable(code),
+        "details": details,
     });
-    CallToolResult::error(vec![ContentBlock::text(text.to_string())])
-        .with_meta(Some(tool_result_meta(result, confirmation_id)))
+    let text = json!({ "error": error.clone() });
+    let meta = Some(tool_result_meta(result, confirmation_id));
+    match policy_outcome(result.status) {
+        // A decision, not a failure: a result the host's failure counter does not count,
+        // with the outcome in `structuredContent` (every output schema is an open object).
+        Some(outcome) => {
+            let mut structured = Map::new();
+            structured.insert("outcome".into(), json!(outcome));
+            structured.insert("done".into(), json!(false));
+            if let Some(id) = confirmation_id {
+                structured.insert("confirmation_id".into(), json!(id));
+            }
+            structured.insert("error".into(), error);
+            let mut shaped = CallToolResult::structured(Value::Object(structured));
+            shaped.content = vec![ContentBlock::text(text.to_string())];
+            shaped.with_meta(meta)
+        }
+        None => CallToolResult::error(vec![ContentBlock::text(text.to_string())]).with_meta(meta),
+    }
+}
+
+/// The `structuredContent.outcome` of a policy outcome — a result that is the phone's or the
+/// user's decision rather than a failure: `pending` (waiting for the user), `denied` (refused
+/// by the policy or the user), `expired` (nobody decided in time). These are answered with
+/// `isError: false` so that hosts which count error results towards a circuit breaker (Hermes
+/// Agent opens it after three) do not stop talking to the phone over a "no"; the text and
+/// `structuredContent.done: false` say plainly that nothing happened. `None`: an error
+/// (`isError: true`) or a success.
+pub fn policy_outcome(status: ToolStatus) -> Option<&'static str> {
+    match status {
+        ToolStatus::NeedsConfirmation => Some("pending"),
+        ToolStatus::Denied => Some("denied"),
+        ToolStatus::Timeout => Some("expired"),
+        ToolStatus::Ok | ToolStatus::Error | ToolStatus::Cancelled => None,
+    }
+}
+
+/// Longest string value quoted whole in a result summary; longer ones are cut with `…`.
+const SUMMARY_STRING_CHARS: usize = 80;
+/// Longest result summary (characters) before its remaining fields are only counted.
+const SUMMARY_MAX_CHARS: usize = 600;
+
+/// The text block of a successful result: a compact summary, because `structuredContent`
+/// carries the data (a second full copy doubled every answer: a screen read was 25,568
+/// characters in Hermes where 11,189 carried it). A result whose JSON fits in
+/// [`SUMMARY_MAX_CHARS`] is that JSON; a larger one is summarised: scalars are shown (strings cut at
+/// [`SUMMARY_STRING_CHARS`]), arrays and objects by their size, and the summary says where the
+/// full result is. A `replayed` result says that it answers an earlier identical call.
+pub fn summary_text(result: &Map<String, Value>, replayed: bool) -> String {
+    const REPLAYED: &str =
+        "Done earlier (this answers an identical earlier call; nothing ran again).";
+    // A small result is its own best summary: the JSON, whole.
+    let whole = Value::Object(result.clone()).to_string();
+    if whole.len() <= SUMMARY_MAX_CHARS {
+        return if replayed {
+            format!("{REPLAYED} {whole}")
+        } else {
+            whole
+        };
+    }
+    let mut parts: Vec<String> = Vec::new();
+    let mut used = 0usize;
+    let mut left_out = 0usize;
+    for (key, value) in result {
+        let shown = match value {
+            Value::Null => "null".to_owned(),
+            Value::Bool(b) => b.to_string(),
+            Value::Number(n) => n.to_string(),
+            Value::String(text) => {
+                let cut: String = text.chars().take(SUMMARY_STRING_CHARS).collect();
+                if cut.len() < text.len() {
+                    Value::String(format!("{cut}…")).to_string()
+                } else {
+                    Value::String(cut).to_string()
+                }
+            }
+            Value::Array(items) => format!("[{} items]", items.len()),
+            Value::Object(fields) => format!("{{{} fields}}", fields.len()),
+        };
+        let part = format!("{key}: {shown}");
+        if used + part.len() > SUMMARY_MAX_CHARS {
+            left_out += 1;
+            continue;
+        }
+        used += part.len() + 2;
+        parts.push(part);
+    }
+    let mut text = String::from(if replayed { REPLAYED } else { "Done." });
+    if !parts.is_empty() {
+        text.push(' ');
+        text.push_str(&parts.join(", "));
+        if left_out > 0 {
+            text.push_str(&format!(", and {left_out} more fields"));
+        }
+        text.push('.');
+    }
+    text.push_str(" The full result is the structured content.");
+    text
 }
 
 /// The confirmation a `needs_confirmation` result waits on.
@@ -67,19 +163,13 @@ fn pending_confirmation(result: &ToolResult) -> Option<String> {
 /// The text of a pending result: the action has not happened, where to approve, how to learn
 /// the outcome, and not to repeat the call.
 pub fn pending_message(confirmation_id: &str, confirmations_tool: Option<&str>) -> String {
-    let next = match confirmations_tool {
-        Some(tool) => format!(
-            "Call {tool} with this confirmation_id to get the outcome; do not repeat this call."
-        ),
-        None => "To get the outcome, repeat this call with the same \
-                 `dev.openphone/idempotencyKey` in `_meta` once the user has decided; \
-                 without a key, do not repeat this call."
-            .to_owned(),
-    };
+    let tool = confirmations_tool.unwrap_or(crate::status_tool::CONFIRMATION_STATUS_TOOL);
     format!(
         "Waiting for the user to confirm on the phone (confirmation {confirmation_id}); \
          the action has not happened yet. The user approves or denies it on the phone, \
-         in the dashboard or with `openphone confirmations approve {confirmation_id}`. {next}"
+         in the dashboard or with `openphone confirmations approve {confirmation_id}`. \
+         Call {tool} with this confirmation_id to get the outcome; an identical repeat of \
+         this call joins the same confirmation and never runs the action twice."
     )
 }
 

@@ -139,6 +139,10 @@ struct CallResult {
     is_error: bool,
     #[serde(default)]
     content: Vec<ContentBlock>,
+    /// A policy outcome (pending, denied, expired) is `isError: false` with
+    /// `structuredContent.outcome`: not done either.
+    #[serde(rename = "structuredContent", default)]
+    structured: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -220,7 +224,11 @@ fn classify(answer: &HttpAnswer, id: u64) -> Outcome {
     else {
         return Outcome::failed("bad_answer");
     };
-    if !result.is_error {
+    let outcome = result
+        .structured
+        .as_ref()
+        .is_some_and(|s| s.get("outcome").is_some_and(serde_json::Value::is_string));
+    if !result.is_error && !outcome {
         return Outcome::Ok;
     }
     let code = result

@@ -62,12 +62,14 @@ fn pending(data: &Path) -> Vec<Value> {
     v["confirmations"].as_array().unwrap().clone()
 }
 
-/// The error object in the text of an `isError` tool result.
+/// The error object in the text of an `isError` tool result or of a policy outcome
+/// (`isError: false` with `structuredContent.outcome`).
 fn tool_error(answer: &Value) -> Value {
     let result = &answer["result"];
+    let outcome = result["structuredContent"]["outcome"].is_string();
     assert_eq!(
-        result["isError"], true,
-        "expected an error result: {answer}"
+        result["isError"], !outcome,
+        "expected an error result or a policy outcome: {answer}"
     );
     let text = result["content"][0]["text"].as_str().unwrap();
     serde_json::from_str::<Value>(text).unwrap()["error"].clone()

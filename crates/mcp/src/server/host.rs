@@ -27,10 +27,8 @@ impl Call<'_> {
             .get("summary")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        let client = self
-            .context
-            .client_info()
-            .map_or_else(|| self.caller().runtime.clone(), |i| i.name);
+        let declared = self.context.client_info().map(|i| i.name);
+        let client = super::tool_call::client_name(&self.caller().runtime, declared.as_deref());
         format!("OpenPhone: allow {client} to do this on your phone? {summary}")
     }
 

@@ -30,6 +30,7 @@
 mod host;
 mod seal;
 mod slots;
+mod status;
 mod strategy;
 mod tool_call;
 
@@ -59,6 +60,7 @@ pub use seal::StateSeal;
 pub use slots::MAX_IN_FLIGHT_PER_CLIENT;
 use slots::{ConnectionSlots, KeyedSlots, Slot};
 use tool_call::{Call, audited_caller, fresh_request_id};
+pub use tool_call::{GENERIC_CLIENT_NAMES, client_name};
 
 /// `_meta` key of a `tools/call` carrying the caller's idempotency key.
 pub const META_IDEMPOTENCY_KEY: &str = "dev.openphone/idempotencyKey";
@@ -183,7 +185,8 @@ impl McpBackend {
     /// tool policy allow them, and the device supports them. Sorted by exposed name.
     pub fn tools_for(&self, caller: &Caller) -> Vec<Tool> {
         let registry = self.table.registry();
-        self.table
+        let phone_tools = self
+            .table
             .tool_names()
             .filter_map(|exposed| {
                 let canonical = self.table.canonical_from_tool_name(exposed)?;
@@ -196,7 +199,9 @@ impl McpBackend {
                     None
                 }
             })
-            .collect()
+            .collect();
+        // Every caller may ask after its own confirmations.
+        crate::catalogue::with_status_tool(phone_tools)
     }
 }
 
@@ -470,7 +475,7 @@ impl ServerHandler for PhoneMcp {
                 let principal = self.principal(&context)?;
                 backend.tools_for(&principal.caller)
             }
-            Backend::Unavailable { table, .. } => table.tools(),
+            Backend::Unavailable { table, .. } => crate::catalogue::with_status_tool(table.tools()),
         };
         Ok(ListToolsResult::with_all_items(tools)
             .with_ttl_ms(LIST_TTL_MS)

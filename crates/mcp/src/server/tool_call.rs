@@ -48,23 +48,43 @@ pub(super) struct Call<'a> {
     pub(super) started_ms: i64,
 }
 
-/// `caller` with the client's self-declared name in its audit label: `token:mcp client:Claude`.
-/// The name is the client's word, so it is trimmed to 64 printable characters.
+/// Client names MCP SDKs send when the host sets none (the Python SDK's `mcp`, rmcp's `rmcp`):
+/// they say nothing about who is calling, so the runtime the token names stands in for them.
+pub const GENERIC_CLIENT_NAMES: [&str; 5] = ["mcp", "rmcp", "mcp-client", "client", "unknown"];
+
+/// The name a person reads for the calling host: the client's self-declared name (trimmed to
+/// 64 printable characters), or — when it is empty or an SDK default
+/// ([`GENERIC_CLIENT_NAMES`]) — the runtime its bearer token names (`hermes`).
+pub fn client_name(runtime: &str, declared: Option<&str>) -> String {
+    let name: String = declared
+        .unwrap_or_default()
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(64)
+        .collect();
+    let name = name.trim();
+    let generic = name.is_empty()
+        || GENERIC_CLIENT_NAMES
+            .iter()
+            .any(|g| g.eq_ignore_ascii_case(name));
+    if generic {
+        runtime.to_owned()
+    } else {
+        name.to_owned()
+    }
+}
+
+/// `caller` with the client's name in its audit label: `token:mcp client:Claude`; a host that
+/// sent a generic name is labelled with its token's runtime (`client:hermes`, [`client_name`]).
+/// The name is the client's word, never used for authorisation.
 pub(super) fn audited_caller(
     caller: &Caller,
     client: Option<rmcp::model::Implementation>,
 ) -> Caller {
     let mut caller = caller.clone();
-    if let Some(info) = client {
-        let name: String = info
-            .name
-            .chars()
-            .filter(|c| !c.is_control())
-            .take(64)
-            .collect();
-        if !name.trim().is_empty() {
-            caller.principal = format!("{} client:{}", caller.principal, name.trim());
-        }
+    let name = client_name(&caller.runtime, client.as_ref().map(|i| i.name.as_str()));
+    if !name.trim().is_empty() {
+        caller.principal = format!("{} client:{}", caller.principal, name);
     }
     caller
 }
@@ -121,6 +141,10 @@ impl Call<'_> {
             ));
         }
         let name = request.name.trim();
+        if crate::status_tool::is_confirmation_status(name) {
+            let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
+            return Ok(self.confirmation_status(&arguments).await);
+        }
         let command = match self.backend.table.resolve_call(name) {
             Ok(c) => c,
             Err(e) => {

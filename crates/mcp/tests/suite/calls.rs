@@ -67,9 +67,12 @@ fn mcp_false_commands_are_refused_under_every_name() {
                 error.details.as_ref().unwrap()["policy"],
                 json!("transport_not_allowed")
             );
+            // A policy outcome: a result, not an error a host counts as a failure.
             let shaped = call_result(&result);
-            assert_eq!(shaped.is_error, Some(true));
-            assert_eq!(shaped.structured_content, None);
+            assert_eq!(shaped.is_error, Some(false));
+            let structured = shaped.structured_content.as_ref().unwrap();
+            assert_eq!(structured["outcome"], json!("denied"));
+            assert_eq!(structured["done"], json!(false));
             assert!(matches!(
                 resolve_call(registry(), &name),
                 Err(CallError::NotExposed { .. })

@@ -347,10 +347,38 @@ fn a_deprecated_command_names_its_replacement() {
 }
 
 #[test]
-fn the_confirmations_tool_is_used_only_when_the_manifest_has_it() {
+fn pending_answers_point_at_the_manifest_confirmations_tool_else_the_status_tool() {
     let table = ToolTable::new(registry()).unwrap();
+    let expected = match registry().resolve("openphone.confirmations.get") {
+        Some(_) => table.tool_name("openphone.confirmations.get"),
+        None => Some(openphone_mcp::CONFIRMATION_STATUS_TOOL),
+    };
+    assert_eq!(table.confirmations_tool(), expected);
+}
+
+#[test]
+fn the_status_tool_is_listed_in_name_order_and_found_by_both_names() {
+    let table = ToolTable::new(registry()).unwrap();
+    let listed = openphone_mcp::with_status_tool(table.tools());
+    assert_eq!(listed.len(), table.tools().len() + 1);
+    let names: Vec<&str> = listed.iter().map(|t| t.name.as_ref()).collect();
+    let mut sorted = names.clone();
+    sorted.sort_unstable();
+    assert_eq!(names, sorted);
+    assert!(names.contains(&"openphone_confirmation_status"));
+    let tool = table.tool("openphone_confirmation_status").unwrap();
     assert_eq!(
-        registry().resolve("openphone.confirmations.get").is_some(),
-        table.confirmations_tool().is_some()
+        tool.input_schema["required"],
+        serde_json::json!(["confirmation_id"])
     );
+    assert_eq!(
+        tool.annotations.as_ref().unwrap().read_only_hint,
+        Some(true)
+    );
+    assert!(openphone_mcp::is_confirmation_status(
+        "openphone.confirmation_status"
+    ));
+    assert!(!openphone_mcp::is_confirmation_status(
+        "openphone_confirmations_get"
+    ));
 }

@@ -47,3 +47,24 @@ fn exactly_three_revisions_are_advertised() {
         .collect();
     assert_eq!(versions, ["2025-06-18", "2025-11-25", "2026-07-28"]);
 }
+
+#[test]
+fn a_generic_client_name_is_replaced_by_the_tokens_runtime() {
+    use openphone_mcp::client_name;
+    for generic in [
+        None,
+        Some(""),
+        Some("  "),
+        Some("mcp"),
+        Some("MCP"),
+        Some("rmcp"),
+    ] {
+        assert_eq!(client_name("hermes", generic), "hermes", "{generic:?}");
+    }
+    assert_eq!(
+        client_name("hermes", Some("Claude Desktop")),
+        "Claude Desktop"
+    );
+    assert_eq!(client_name("mcp", Some("Cursor\n")), "Cursor");
+    assert_eq!(client_name("hermes", Some(&"y".repeat(100))).len(), 64);
+}

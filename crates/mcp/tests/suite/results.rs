@@ -60,11 +60,17 @@ fn ok_is_structured_content_with_a_text_mirror() {
 }
 
 #[test]
-fn needs_confirmation_is_an_error_result_saying_where_to_approve() {
+fn needs_confirmation_is_a_policy_outcome_saying_where_to_approve() {
     let id = "runtime-confirm-3f2a";
     let shaped = call_result(&pending(id));
-    assert_eq!(shaped.is_error, Some(true));
-    assert_eq!(shaped.structured_content, None);
+    // Not an error result: hosts that count errors (Hermes' circuit breaker) must not count
+    // a pending confirmation; the outcome says plainly that nothing happened.
+    assert_eq!(shaped.is_error, Some(false));
+    let structured = shaped.structured_content.clone().unwrap();
+    assert_eq!(structured["outcome"], json!("pending"));
+    assert_eq!(structured["done"], json!(false));
+    assert_eq!(structured["confirmation_id"], json!(id));
+    assert_eq!(structured["error"], error_of(&shaped));
     let error = error_of(&shaped);
     assert_eq!(error["code"], json!("mutating_tool_requires_confirmation"));
     assert_eq!(error["retryable"], json!(false));
@@ -75,7 +81,11 @@ fn needs_confirmation_is_an_error_result_saying_where_to_approve() {
         "Waiting for the user to confirm on the phone (confirmation {id})"
     )));
     assert!(message.contains(&format!("openphone confirmations approve {id}")));
-    assert!(message.contains("idempotencyKey"));
+    assert!(
+        message.contains("openphone_confirmation_status"),
+        "{message}"
+    );
+    assert!(message.contains("never runs the action twice"), "{message}");
     let meta = &shaped.meta.as_ref().unwrap().0["dev.openphone/toolResult"];
     assert_eq!(meta["status"], json!("needs_confirmation"));
     assert_eq!(meta["confirmation_id"], json!(id));
@@ -85,13 +95,11 @@ fn needs_confirmation_is_an_error_result_saying_where_to_approve() {
         json!("mutating_tool_requires_confirmation")
     );
 
-    // through the table: the poll tool is named only if the manifest has it
+    // through the table: the poll tool is named
     let table = ToolTable::new(registry()).unwrap();
     let via_table = error_of(&table.call_result(&pending(id)));
-    match table.confirmations_tool() {
-        Some(tool) => assert!(via_table["message"].as_str().unwrap().contains(tool)),
-        None => assert_eq!(via_table, error),
-    }
+    let tool = table.confirmations_tool().unwrap();
+    assert!(via_table["message"].as_str().unwrap().contains(tool));
 }
 
 #[test]
@@ -130,8 +138,18 @@ fn every_status_is_mapped() {
             continue;
         }
         let code = code.unwrap();
-        assert_eq!(shaped.is_error, Some(true), "{status:?}");
-        assert_eq!(shaped.structured_content, None, "{status:?}");
+        match openphone_mcp::policy_outcome(status) {
+            Some(outcome) => {
+                assert_eq!(shaped.is_error, Some(false), "{status:?}");
+                let structured = shaped.structured_content.as_ref().unwrap();
+                assert_eq!(structured["outcome"], json!(outcome), "{status:?}");
+                assert_eq!(structured["done"], json!(false), "{status:?}");
+            }
+            None => {
+                assert_eq!(shaped.is_error, Some(true), "{status:?}");
+                assert_eq!(shaped.structured_content, None, "{status:?}");
+            }
+        }
         let error = error_of(&shaped);
         assert_eq!(error["code"], json!(code.as_str()));
         assert_eq!(error["retryable"], json!(retryable(code)));
@@ -139,6 +157,62 @@ fn every_status_is_mapped() {
         assert!(error["message"].as_str().unwrap().ends_with('.'));
         assert_eq!(meta["error"]["code"], json!(code.as_str()));
     }
+}
+
+#[test]
+fn policy_outcomes_are_pending_denied_and_expired_only() {
+    assert_eq!(
+        openphone_mcp::policy_outcome(ToolStatus::NeedsConfirmation),
+        Some("pending")
+    );
+    assert_eq!(
+        openphone_mcp::policy_outcome(ToolStatus::Denied),
+        Some("denied")
+    );
+    assert_eq!(
+        openphone_mcp::policy_outcome(ToolStatus::Timeout),
+        Some("expired")
+    );
+    for status in [ToolStatus::Ok, ToolStatus::Error, ToolStatus::Cancelled] {
+        assert_eq!(openphone_mcp::policy_outcome(status), None, "{status:?}");
+    }
+}
+
+#[test]
+fn a_large_result_is_summarised_in_its_text_and_whole_in_structured_content() {
+    let mut body = Map::new();
+    body.insert("foreground_app".into(), json!("com.example.mail"));
+    body.insert("title".into(), json!("x".repeat(200)));
+    let nodes: Vec<Value> = (0..100)
+        .map(|i| json!({"id": format!("n{i}"), "text": "Inbox row", "clickable": true}))
+        .collect();
+    body.insert("nodes".into(), Value::Array(nodes));
+    let whole = Value::Object(body.clone()).to_string();
+    let shaped = call_result(&ToolResult::ok("mcp", "r", body.clone()));
+    assert_eq!(shaped.is_error, Some(false));
+    assert_eq!(shaped.structured_content, Some(Value::Object(body.clone())));
+    let text = text_of(&shaped);
+    assert!(
+        text.len() * 5 < whole.len(),
+        "{} vs {}",
+        text.len(),
+        whole.len()
+    );
+    assert!(
+        text.contains("foreground_app: \"com.example.mail\""),
+        "{text}"
+    );
+    assert!(text.contains("nodes: [100 items]"), "{text}");
+    assert!(text.contains('…'), "a long string is cut: {text}");
+    assert!(
+        text.ends_with("The full result is the structured content."),
+        "{text}"
+    );
+
+    // a replayed answer says it answers an earlier call
+    let mut replayed = ToolResult::ok("mcp", "r", body);
+    replayed.replayed = true;
+    assert!(text_of(&call_result(&replayed)).starts_with("Done earlier"));
 }
 
 #[test]

@@ -178,11 +178,14 @@ async fn a_profile_shapes_tools_list_on_the_endpoint_and_over_mcp() {
     let mut mcp = McpSocket::open(d.dir.path(), RUNTIME_TOKEN).await;
     let list = mcp.call("tools/list", json!({})).await;
     assert!(list["result"].get("nextCursor").is_none(), "{list}");
-    let expected_mcp: Vec<String> = EXPECTED
+    // MCP lists the connection's own status tool beside the profile's tools.
+    let mut expected_mcp: Vec<String> = EXPECTED
         .iter()
         .filter(|n| **n != "openphone.messages.send")
         .map(|n| n.replace('.', "_"))
+        .chain(["openphone_confirmation_status".to_owned()])
         .collect();
+    expected_mcp.sort();
     assert_eq!(sorted_names(&list["result"]["tools"], "name"), expected_mcp);
 
     let call = mcp
@@ -192,7 +195,12 @@ async fn a_profile_shapes_tools_list_on_the_endpoint_and_over_mcp() {
                    "arguments": {"start_x": 1, "start_y": 2, "end_x": 3, "end_y": 4, "reason": "scroll"}}),
         )
         .await;
-    assert_eq!(call["result"]["isError"], true, "{call}");
+    // A policy denial is a policy outcome, not an error result.
+    assert_eq!(call["result"]["isError"], false, "{call}");
+    assert_eq!(
+        call["result"]["structuredContent"]["outcome"], "denied",
+        "{call}"
+    );
     let text = call["result"]["content"][0]["text"].as_str().unwrap();
     let tool_result: Value = serde_json::from_str(text).unwrap();
     assert_eq!(tool_result["error"]["code"], "tool_not_granted", "{text}");

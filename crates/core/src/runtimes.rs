@@ -449,7 +449,7 @@ impl RuntimeManager {
                     enabled: e.config.enabled,
                     status: entry_status(e, builtin_ready, adapter_ready),
                     connections: match e.config.kind {
-                        RuntimeKind::Openclaw => usize::from(adapter_ready),
+                        RuntimeKind::Openclaw | RuntimeKind::Hermes => usize::from(adapter_ready),
                         _ => e.connections,
                     },
                     surfaces: state
@@ -480,7 +480,7 @@ impl RuntimeManager {
             .filter_map(|e| match e.config.kind {
                 RuntimeKind::Websocket => Some(e.connections > 0),
                 RuntimeKind::Builtin => builtin_ready.then_some(true),
-                RuntimeKind::Openclaw => Some(
+                RuntimeKind::Openclaw | RuntimeKind::Hermes => Some(
                     adapters
                         .get(&e.config.id)
                         .is_some_and(|a| a.configured().is_ok()),
@@ -501,8 +501,10 @@ impl RuntimeManager {
 fn entry_status(e: &Entry, builtin_ready: bool, adapter_ready: bool) -> RuntimeState {
     match (e.config.kind, e.config.enabled, e.connections) {
         (_, false, _) => RuntimeState::Disabled,
-        (RuntimeKind::Openclaw, true, _) if adapter_ready => RuntimeState::Connected,
-        (RuntimeKind::Openclaw, true, _) => RuntimeState::Idle,
+        (RuntimeKind::Openclaw | RuntimeKind::Hermes, true, _) if adapter_ready => {
+            RuntimeState::Connected
+        }
+        (RuntimeKind::Openclaw | RuntimeKind::Hermes, true, _) => RuntimeState::Idle,
         (RuntimeKind::Builtin, true, _) if builtin_ready => RuntimeState::Connected,
         (RuntimeKind::Builtin, true, _) => RuntimeState::NotConfigured,
         (RuntimeKind::Websocket, true, 0) => RuntimeState::Idle,

@@ -15,6 +15,7 @@ use serde::Deserialize;
 
 mod devices;
 mod error;
+mod hermes;
 mod runtimes;
 mod tables;
 #[cfg(test)]
@@ -137,6 +138,7 @@ impl Config {
                 message,
             })?;
         config.builtin_authorisation()?;
+        config.hermes_runtimes()?;
         config.device_specs()?;
         if let Some(builtin) = &config.builtin
             && let Err(problem) = builtin.check()
@@ -365,10 +367,11 @@ impl Config {
             let kind = match r.kind.as_deref().map(str::trim) {
                 None | Some("websocket") => RuntimeKind::Websocket,
                 Some("builtin") => RuntimeKind::Builtin,
+                Some(hermes::HERMES_KIND) => RuntimeKind::Hermes,
                 Some(other) => {
                     return Err(ConfigError::Runtime {
                         id: r.id.clone(),
-                        message: format!("kind {other:?} is not websocket or builtin"),
+                        message: format!("kind {other:?} is not websocket, builtin or hermes"),
                     });
                 }
             };

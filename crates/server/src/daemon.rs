@@ -143,6 +143,8 @@ pub struct Daemon {
     world: crate::world::World,
     /// The OpenClaw node adapter, with an `[openclaw]` table.
     openclaw: Option<openphone_openclaw::OpenclawAdapter>,
+    /// The Hermes adapters (`kind = "hermes"` runtimes).
+    hermes: Vec<openphone_hermes::HermesAdapter>,
     /// One line per phone: what it is, whether it answered at start (`phones.rs`).
     phone_notes: Vec<String>,
 }
@@ -346,6 +348,8 @@ impl Daemon {
             }
             None => None,
         };
+        let hermes = crate::hermes::start(&config, &data_dir, &bridge, &manager, registry)
+            .map_err(DaemonError::Runtimes)?;
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
         let mut background = crate::background::start(
             &jobs,
@@ -497,6 +501,7 @@ impl Daemon {
             background,
             world,
             openclaw,
+            hermes,
             phone_notes: phones.notes,
         })
     }
@@ -536,6 +541,9 @@ impl Daemon {
         // The gateway's copy of the phone tools is cleared before the socket closes.
         if let Some(openclaw) = &self.openclaw {
             openclaw.shutdown().await;
+        }
+        for hermes in &self.hermes {
+            hermes.shutdown().await;
         }
         if let Some(mcp) = &self.state.mcp {
             // Interrupted MCP calls keep their confirmations pending for after a restart.

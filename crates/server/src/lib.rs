@@ -40,6 +40,7 @@ pub mod dashboard;
 pub mod front;
 pub mod goal_backends;
 pub mod goals;
+mod hermes;
 mod lock;
 pub mod mcp;
 pub mod phones;

@@ -53,6 +53,8 @@ pub fn bridge_config(config: &Config, credentials: &[RuntimeCredential]) -> Brid
             .unwrap_or(RuntimeAuthorisation::REVOKED);
         runtimes.insert(openphone_openclaw::OPENCLAW.to_owned(), auth);
     }
+    // The Hermes adapters' runtimes (`kind = "hermes"`, no token), under their grants.
+    runtimes.extend(config.hermes_authorisations());
     BridgeConfig {
         tool_policy: config.tool_policy.clone(),
         runtimes: Some(runtimes),

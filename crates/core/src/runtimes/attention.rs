@@ -84,7 +84,7 @@ impl RuntimeManager {
                     ));
                 }
                 RuntimeKind::Websocket => {}
-                RuntimeKind::Openclaw => {
+                RuntimeKind::Openclaw | RuntimeKind::Hermes => {
                     let enabled = entry.config.enabled;
                     drop(state);
                     let adapter = self.adapter(&runtime).filter(|_| enabled).ok_or_else(|| {

@@ -20,6 +20,8 @@ crate::wire_enum!(
         Websocket = "websocket",
         /// The OpenClaw node adapter: the daemon connects out to an OpenClaw gateway.
         Openclaw = "openclaw",
+        /// The Hermes Agent adapter: the daemon drives Hermes through its API server.
+        Hermes = "hermes",
     }
 );
 

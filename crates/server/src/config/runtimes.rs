@@ -10,7 +10,7 @@ use serde::Deserialize;
 #[serde(deny_unknown_fields)]
 pub struct RuntimeConfig {
     pub id: String,
-    /// `websocket` (default) or `builtin`.
+    /// `websocket` (default), `builtin` or `hermes` (`docs/hermes.md`).
     #[serde(default)]
     pub kind: Option<String>,
     /// The bearer token, inline.
@@ -38,6 +38,15 @@ pub struct RuntimeConfig {
     /// The phones (`[[devices]] id`) this runtime may act on; absent: every phone.
     #[serde(default)]
     pub devices: Option<Vec<String>>,
+    /// `kind = "hermes"` only: the `hermes` executable (default: the first on `PATH`).
+    #[serde(default)]
+    pub command: Option<std::path::PathBuf>,
+    /// `kind = "hermes"` only: Hermes' home (default: `HERMES_HOME`, else `~/.hermes`).
+    #[serde(default)]
+    pub home: Option<std::path::PathBuf>,
+    /// `kind = "hermes"` only: an API server the user runs (default: the daemon starts one).
+    #[serde(default)]
+    pub api_url: Option<String>,
 }
 
 fn yes() -> bool {

@@ -31,6 +31,7 @@ pub const LAYERS: &[(&str, u8)] = &[
     ("openphone-goals", 3),
     ("openphone-mcp", 3),
     ("openphone-openclaw", 3),
+    ("openphone-hermes", 3),
     ("openphone-watchers", 4),
     ("openphone-agent", 5),
     // The daemon and the binary.

@@ -1,0 +1,274 @@
+//! The Hermes adapter (`kind = "hermes"`, crates/hermes) against the real, pinned Hermes Agent
+//! (`.cache/hermes-venv`, `tests/clients/hermes/install.sh`; another venv with
+//! `OPENPHONE_HERMES_VENV`), through the real daemon and the real CLI, with the scripted fake
+//! model as Hermes' model. Without Hermes every test prints "skipped: Hermes not installed at
+//! …" and returns. Each test starts its own daemon and Hermes gateway; run with
+//! `--test-threads=1` (a gateway is ~150 MB).
+//!
+//! The turn time and the gateway's memory are printed (`hermes turn: …`), never asserted.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test crate: a panic is a failed test
+
+use std::time::Duration;
+
+use openphone_clock::Stopwatch;
+use openphone_fake_model::{FakeModel, Script};
+use serde_json::{Value, json};
+
+#[path = "hermes_adapter/support.rs"]
+mod support;
+
+use support::*;
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// A read through the adapter, then `ask --runtime hermes` with the reply printed whole; a
+/// second `ask --session main` continues the same Hermes conversation. Prints the turn time
+/// and the gateway's RSS.
+#[test]
+fn hermes_reads_the_screen_and_ask_prints_the_reply_whole() {
+    let Some(hermes) = hermes_bin() else { return };
+    let rt = runtime();
+    let fake = rt.block_on(FakeModel::start());
+    fake.push(Script::tool_call(
+        "phone_get_screen",
+        json!({"reason": "see what is on the phone", "format": "compact"}),
+    ));
+    let reply = "The phone shows its home screen with Messages, Maps and Settings.";
+    fake.push(Script::text(reply));
+    fake.push(Script::text("You asked me what was on the screen."));
+    let dir = tempfile::tempdir().unwrap();
+    let home = hermes_home(dir.path(), &fake);
+    let daemon = Daemon::start(dir.path(), &config(&hermes, &home, ""));
+    let clock = Stopwatch::start();
+    let row = daemon.wait_ready();
+    let ready_after = clock.elapsed();
+    assert_eq!(row["kind"], "hermes", "{row}");
+    assert_eq!(row["detail"], "ready", "{row}");
+    // The plugin is in Hermes' home and enabled there.
+    assert!(home.join("plugins/openphone/tools.json").exists());
+    let yaml = std::fs::read_to_string(home.join("config.yaml")).unwrap();
+    assert!(yaml.contains("openphone"), "{yaml}");
+
+    let turn = Stopwatch::start();
+    let (code, out, err) = daemon.cli(&[
+        "ask",
+        "--runtime",
+        "hermes",
+        "What is on my screen?",
+        "--timeout-secs",
+        "120",
+    ]);
+    let turn_time = turn.elapsed();
+    assert_eq!(code, 0, "{out}\n{err}\n{}", daemon.log());
+    assert_eq!(out.trim_end(), reply, "the reply, whole and once: {out:?}");
+    // Hermes gave the model the phone's screen (the read ran through the bridge).
+    let results = tool_results(&fake);
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert!(
+        results[0].contains("elements") || results[0].contains("screen"),
+        "{}",
+        results[0]
+    );
+    // The model got the phone tools, not only Hermes' own.
+    let first = &fake.requests()[0];
+    let names: Vec<&str> = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    assert!(names.contains(&"phone_tap"), "{names:?}");
+
+    // The same phone session continues in the same Hermes conversation.
+    let (code, out, err) = daemon.cli(&[
+        "ask",
+        "--runtime",
+        "hermes",
+        "--session",
+        "main",
+        "What did I ask before?",
+        "--timeout-secs",
+        "120",
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_eq!(out.trim_end(), "You asked me what was on the screen.");
+    let last = fake.requests().last().cloned().unwrap();
+    let history = last["messages"].to_string();
+    assert!(
+        history.contains("What is on my screen?") && history.contains(reply),
+        "the continued turn carries the first exchange: {history}"
+    );
+    let pid = gateway_pid(daemon.child.id()).expect("the daemon started hermes gateway");
+    let (rss, hwm) = rss_kb(pid);
+    println!(
+        "hermes turn: {} ms (ask → reply, one read); gateway ready after {} ms; gateway RSS \
+         {} MB (peak {} MB)",
+        turn_time.as_millis(),
+        ready_after.as_millis(),
+        rss / 1024,
+        hwm / 1024
+    );
+    // The read was audited as the hermes runtime's, in the phone session.
+    let mut daemon = daemon;
+    daemon.stop();
+    let reads: Vec<Value> = daemon
+        .audit()
+        .into_iter()
+        .filter(|r| r["tool"] == "openphone.screen.get" && r["runtime"] == "hermes")
+        .collect();
+    assert!(!reads.is_empty(), "no audited read");
+    assert!(
+        reads.iter().all(|r| r["phone_session_id"].is_string()),
+        "{reads:?}"
+    );
+    rt.block_on(fake.shutdown());
+}
+
+/// A tap parks for the user's confirmation; it is approved after MCP's 20 s inline wait has
+/// passed. Hermes' one call gets the tap's result, the tap runs exactly once, and the reply is
+/// printed.
+#[test]
+fn a_parked_tap_approved_late_runs_once_and_hermes_gets_its_result() {
+    let Some(hermes) = hermes_bin() else { return };
+    let rt = runtime();
+    let fake = rt.block_on(FakeModel::start());
+    fake.push(Script::tool_call(
+        "phone_tap",
+        json!({"x": 120, "y": 640, "reason": "open Messages"}),
+    ));
+    fake.push(Script::text("Tapped Messages."));
+    let dir = tempfile::tempdir().unwrap();
+    let home = hermes_home(dir.path(), &fake);
+    let mut daemon = Daemon::start(dir.path(), &config(&hermes, &home, ""));
+    daemon.wait_ready();
+    let data = daemon.data.clone();
+    let ask = std::thread::spawn(move || {
+        let out = openphone()
+            .args([
+                "ask",
+                "--runtime",
+                "hermes",
+                "Open Messages",
+                "--timeout-secs",
+                "180",
+            ])
+            .arg("--data-dir")
+            .arg(&data)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    });
+    let id = daemon
+        .pending(Duration::from_secs(90))
+        .unwrap_or_else(|| panic!("no confirmation\n{}", daemon.log()));
+    // Past MCP's inline wait (20 s): the adapter still holds Hermes' call.
+    std::thread::sleep(Duration::from_secs(21));
+    assert_eq!(
+        fake.requests().len(),
+        1,
+        "Hermes is still waiting on the tap"
+    );
+    let (code, out, err) = daemon.cli(&["confirmations", "approve", &id]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = ask.join().unwrap();
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert_eq!(out.trim_end(), "Tapped Messages.");
+    assert!(err.contains(&id), "ask announced the confirmation: {err}");
+    let results = tool_results(&fake);
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert!(
+        !results[0].contains("pending") && !results[0].contains("\"error\""),
+        "Hermes got the tap's result: {}",
+        results[0]
+    );
+    daemon.stop();
+    let taps: Vec<Value> = daemon
+        .audit()
+        .into_iter()
+        .filter(|r| r["tool"] == "openphone.ui.tap")
+        .collect();
+    let confirmations: std::collections::BTreeSet<String> = taps
+        .iter()
+        .filter_map(|r| r["confirmation_id"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(confirmations.len(), 1, "one confirmation: {taps:#?}");
+    let keys: std::collections::BTreeSet<String> = taps
+        .iter()
+        .filter_map(|r| r["idempotency_key"].as_str().map(str::to_owned))
+        .collect();
+    println!("tap audit records: {}; keys {keys:?}", taps.len());
+    rt.block_on(fake.shutdown());
+}
+
+/// `[jobs] background_runtime = "hermes"`: a job is dispatched to Hermes, which answers; the
+/// reply is saved as the job's result.
+#[test]
+fn a_background_job_dispatched_to_hermes_saves_its_reply() {
+    let Some(hermes) = hermes_bin() else { return };
+    let rt = runtime();
+    let fake = rt.block_on(FakeModel::start());
+    fake.set_fallback(Script::text("Nothing unread on the phone."));
+    let dir = tempfile::tempdir().unwrap();
+    let home = hermes_home(dir.path(), &fake);
+    let daemon = Daemon::start(
+        dir.path(),
+        &config(&hermes, &home, "[jobs]\nbackground_runtime = \"hermes\"\n"),
+    );
+    daemon.wait_ready();
+    let (code, out, err) = daemon.cli(&[
+        "jobs",
+        "create",
+        "--title",
+        "Digest",
+        "--prompt",
+        "Summarise my unread messages.",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let made: Value = serde_json::from_str(&out).unwrap();
+    let id = made["job"]["id"]
+        .as_i64()
+        .or_else(|| made["id"].as_i64())
+        .unwrap_or_else(|| panic!("{made}"))
+        .to_string();
+    let (code, out, err) = daemon.cli(&["jobs", "wake"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let clock = Stopwatch::start();
+    let job = loop {
+        let (_, out, _) = daemon.cli(&["jobs", "show", &id, "--json"]);
+        let v: Value = serde_json::from_str(&out).unwrap_or(Value::Null);
+        let status = v["job"]["status"].as_str().unwrap_or_default().to_owned();
+        if status == "completed" || status == "failed" {
+            break v;
+        }
+        assert!(
+            clock.elapsed() < Duration::from_secs(120),
+            "job {id} still {status}: {v}\n{}",
+            daemon.log()
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    assert_eq!(job["job"]["status"], "completed", "{job}");
+    assert_eq!(
+        job["job"]["last_result"], "Nothing unread on the phone.",
+        "{job}"
+    );
+    assert!(
+        fake.requests()[0]["messages"]
+            .to_string()
+            .contains("Summarise my unread messages."),
+        "Hermes was given the job's prompt"
+    );
+    rt.block_on(fake.shutdown());
+}

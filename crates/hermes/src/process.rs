@@ -1,0 +1,162 @@
+//! Hermes' API server: the one the user runs (`api_url`, key in `API_SERVER_KEY`), or a
+//! `hermes gateway run` the adapter starts with the API server on a free loopback port and a
+//! random key (`API_SERVER_ENABLED`, `API_SERVER_HOST`, `API_SERVER_PORT`, `API_SERVER_KEY`:
+//! Hermes' own settings), killed when the adapter stops. Its output goes to
+//! `<data-dir>/hermes-gateway.log`.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::process::{Child, Command};
+
+/// Where Hermes' API server is and how to authenticate to it.
+#[derive(Clone)]
+pub struct ApiServer {
+    /// `http://127.0.0.1:<port>` (no trailing slash).
+    pub root: String,
+    pub key: String,
+}
+
+impl std::fmt::Debug for ApiServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ApiServer")
+            .field("root", &self.root)
+            .field("key", &"<redacted>")
+            .finish()
+    }
+}
+
+/// A random hex token of 32 bytes.
+pub fn random_token() -> Result<String, String> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).map_err(|e| format!("no randomness for a token: {e}"))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// A free loopback port (bound, read, released).
+fn free_port() -> std::io::Result<u16> {
+    let socket = std::net::TcpListener::bind(("127.0.0.1", 0))?;
+    Ok(socket.local_addr()?.port())
+}
+
+/// `hermes plugins enable openphone` in `home` (Hermes writes its own `config.yaml`).
+pub async fn enable_plugin(command: &Path, home: &Path) -> Result<(), String> {
+    let out = Command::new(command)
+        .args(["plugins", "enable", crate::plugin::PLUGIN_NAME])
+        .env(crate::config::HERMES_HOME_ENV, home)
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(60), out)
+        .await
+        .map_err(|_| "`hermes plugins enable openphone` did not finish in 60 s".to_owned())?
+        .map_err(|e| format!("running {}: {e}", command.display()))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    Err(format!(
+        "`hermes plugins enable openphone` failed ({}): {}",
+        out.status,
+        stderr.trim().chars().take(500).collect::<String>()
+    ))
+}
+
+/// Starts `hermes gateway run` with the API server on loopback; returns the child and where
+/// its API server will be.
+pub fn spawn_gateway(
+    command: &Path,
+    home: &Path,
+    log: &Path,
+) -> Result<(Child, ApiServer), String> {
+    let port = free_port().map_err(|e| format!("no free loopback port: {e}"))?;
+    let key = random_token()?;
+    let log_file =
+        std::fs::File::create(log).map_err(|e| format!("creating {}: {e}", log.display()))?;
+    let err_file = log_file
+        .try_clone()
+        .map_err(|e| format!("opening {}: {e}", log.display()))?;
+    let child = Command::new(command)
+        .args(["gateway", "run"])
+        .env(crate::config::HERMES_HOME_ENV, home)
+        .env("API_SERVER_ENABLED", "true")
+        .env("API_SERVER_HOST", "127.0.0.1")
+        .env("API_SERVER_PORT", port.to_string())
+        .env(crate::config::API_KEY_ENV, &key)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(log_file))
+        .stderr(Stdio::from(err_file))
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("starting {} gateway run: {e}", command.display()))?;
+    Ok((
+        child,
+        ApiServer {
+            root: format!("http://127.0.0.1:{port}"),
+            key,
+        },
+    ))
+}
+
+/// Waits until `GET /health` answers 200 (every 250 ms, up to `limit`); `child`, when the
+/// adapter started it, must still be running.
+pub async fn wait_healthy(
+    http: &reqwest::Client,
+    api: &ApiServer,
+    child: Option<&mut Child>,
+    limit: Duration,
+    log: Option<&Path>,
+) -> Result<(), String> {
+    let deadline = tokio::time::Instant::now() + limit;
+    let mut child = child;
+    loop {
+        let answered = http
+            .get(format!("{}/health", api.root))
+            .timeout(Duration::from_secs(2))
+            .send()
+            .await;
+        match answered {
+            Ok(r) if r.status().is_success() => return Ok(()),
+            Ok(r) => tracing::debug!(status = %r.status(), "Hermes API server not healthy yet"),
+            Err(e) => tracing::debug!(error = %e, "Hermes API server not up yet"),
+        }
+        if let Some(c) = child.as_deref_mut()
+            && let Ok(Some(status)) = c.try_wait()
+        {
+            return Err(format!(
+                "hermes gateway exited ({status}) before its API server answered{}",
+                log_hint(log)
+            ));
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(format!(
+                "Hermes' API server at {} did not answer /health within {} s{}",
+                api.root,
+                limit.as_secs(),
+                log_hint(log)
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// The last lines of the gateway log worth showing (the API server's own complaint, such as a
+/// missing `aiohttp`).
+fn log_hint(log: Option<&Path>) -> String {
+    let Some(log) = log else {
+        return String::new();
+    };
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let notable: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("WARNING") || l.contains("ERROR") || l.contains("Error"))
+        .filter(|l| !l.contains("allowlists"))
+        .collect();
+    let tail = notable[notable.len().saturating_sub(3)..].join(" | ");
+    if tail.is_empty() {
+        format!(" (log: {})", log.display())
+    } else {
+        format!(": {tail} (log: {})", log.display())
+    }
+}

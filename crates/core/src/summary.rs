@@ -4,6 +4,11 @@
 //! Separators inside values are escaped, control characters folded to spaces, and bidi
 //! controls and zero-width characters shown escaped (`\u{202E}`): the summary is what the user
 //! approves, so it must read exactly as what runs.
+//!
+//! Parameters that hold an instant (the command's input schema describes them as Unix
+//! milliseconds: `start_at`, `deadline_at`, …) read as local time with the zone
+//! (`start_at=Fri 13 Mar 2026 14:00 UTC+1`, seconds shown when not zero) in
+//! [`summary_for`]; no relative part, since the summary is stored and read later.
 
 use openphone_protocol::limits::CONFIRMATION_SUMMARY_CHARS;
 use serde_json::Value;
@@ -38,10 +43,51 @@ fn escape_value(value: &str) -> String {
     out
 }
 
+/// The top-level parameters of a command that hold an instant: integer properties of its input
+/// schema whose description says "Unix milliseconds" (the manifests' wording for times).
+pub fn time_params(input_schema: &Value) -> Vec<String> {
+    let Some(Value::Object(props)) = input_schema.get("properties") else {
+        return Vec::new();
+    };
+    props
+        .iter()
+        .filter(|(_, p)| {
+            p.get("type").and_then(Value::as_str) == Some("integer")
+                && p.get("description")
+                    .and_then(Value::as_str)
+                    .is_some_and(|d| d.contains("Unix milliseconds"))
+        })
+        .map(|(k, _)| k.clone())
+        .collect()
+}
+
+/// [`summary`] for a request to the command whose input schema is `input_schema`: its
+/// [`time_params`] with a positive integer value read as local time with the zone (0 and
+/// other values as given).
+pub fn summary_for(tool: &str, input_schema: &Value, reason: &str, params: &Value) -> String {
+    let times = time_params(input_schema);
+    build(tool, reason, params, &|key, value| match value.as_i64() {
+        Some(ms) if ms > 0 && times.iter().any(|t| t == key) => {
+            Some(openphone_clock::human::format_local_exact(ms))
+        }
+        _ => None,
+    })
+}
+
 /// Builds the summary of a request to run `tool` with `params` for `reason`. The parameters are
 /// what the user approves, so they are laid out first and the runtime-written reason gets only
 /// the room that is left (a long reason can never push the parameters out).
 pub fn summary(tool: &str, reason: &str, params: &Value) -> String {
+    build(tool, reason, params, &|_, _| None)
+}
+
+/// [`summary`] with `render` giving a parameter's text when it has its own form.
+fn build(
+    tool: &str,
+    reason: &str,
+    params: &Value,
+    render: &dyn Fn(&str, &Value) -> Option<String>,
+) -> String {
     let mut parts = Vec::new();
     if let Value::Object(map) = params {
         let mut keys: Vec<&String> = map
@@ -50,9 +96,10 @@ pub fn summary(tool: &str, reason: &str, params: &Value) -> String {
             .collect();
         keys.sort_unstable();
         for key in keys {
-            let value = match &map[key] {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
+            let value = match (&map[key], render(key, &map[key])) {
+                (_, Some(text)) => text,
+                (Value::String(s), None) => s.clone(),
+                (other, None) => other.to_string(),
             };
             parts.push(format!(
                 "{}={}",
@@ -134,6 +181,32 @@ mod tests {
         );
         assert!(s.contains("url=https://a.example/x\\)\\; to=evil"), "{s}");
         assert!(!s.contains('\n'));
+    }
+
+    #[test]
+    fn time_params_read_as_local_time_with_the_zone() {
+        let schema = json!({"properties": {
+            "event_id": {"type": "integer", "description": "The event."},
+            "start_at": {"type": "integer", "description": "Replacement start time as Unix milliseconds."},
+            "end_at": {"type": "integer", "description": "End time as Unix milliseconds; 0 to keep it."},
+            "title": {"type": "string", "description": "Unix milliseconds are not a title."}
+        }});
+        assert_eq!(time_params(&schema).len(), 2);
+        let s = summary_for(
+            "openphone.calendar.update",
+            &schema,
+            "Move it to Friday",
+            &json!({"event_id": 103, "start_at": 1_773_410_400_000_i64, "end_at": 0, "title": "1773410400000"}),
+        );
+        let when = openphone_clock::human::format_local_exact(1_773_410_400_000);
+        assert!(when.contains("Mar 2026"), "{when}");
+        assert_eq!(
+            s,
+            format!(
+                "openphone.calendar.update: Move it to Friday (end_at=0; event_id=103; \
+                 start_at={when}; title=1773410400000)"
+            )
+        );
     }
 
     #[test]

@@ -25,7 +25,7 @@ use super::grants::{self, Grant};
 use super::types::{BridgeError, ConfirmDecision, ConfirmingHost, Operator, StoredRequest};
 use super::{ToolBridge, needs_confirmation, result_json};
 use crate::request::NormalizedRequest;
-use crate::summary::summary;
+use crate::summary::summary_for;
 
 impl ToolBridge {
     /// When a new confirmation expires: the request's timeout from now; for a goal's step
@@ -73,7 +73,7 @@ impl ToolBridge {
         let (caller, req, started) = (attempt.caller, attempt.req, attempt.started);
         let runtime = caller.runtime.clone();
         let reason = req.reason.clone().unwrap_or_default();
-        let text = summary(&command.name, &reason, &req.params);
+        let text = summary_for(&command.name, &command.input_schema, &reason, &req.params);
         let stored = StoredRequest {
             caller: caller.clone(),
             request: req.clone(),
@@ -97,7 +97,10 @@ impl ToolBridge {
             expires_at_ms: self.confirmation_expiry(caller, req, started),
         };
         let (record, created) = match self.store.insert_pending(&new, MAX_PENDING_PER_RUNTIME) {
-            Ok(PendingInsert::Created(r)) => (r, true),
+            Ok(PendingInsert::Created(r)) => {
+                self.expiry_moved();
+                (r, true)
+            }
             Ok(PendingInsert::Existing(r)) => (r, false),
             Ok(PendingInsert::TooMany { pending }) => {
                 return attempt

@@ -153,7 +153,13 @@ pub struct GoalSpec {
     pub objective: String,
     #[serde(default)]
     pub success_criteria: Vec<Criterion>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The deadline: Unix ms, or written as an RFC 3339 time with its offset
+    /// (`"2026-12-01T18:00:00+01:00"`), read into Unix ms; always written back as Unix ms.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "deadline_ms_or_rfc3339"
+    )]
     pub deadline_at: Option<i64>,
     /// The deadline relative to the goal's creation: `90m`, `6h`, `2d` (not with
     /// `deadline_at`).
@@ -216,6 +222,30 @@ pub fn plan_in_file(file: serde_json::Value) -> Option<Vec<serde_json::Value>> {
             _ => None,
         },
         _ => None,
+    }
+}
+
+/// `deadline_at` as Unix ms (a JSON integer) or an RFC 3339 time (a JSON string).
+fn deadline_ms_or_rfc3339<'de, D>(de: D) -> Result<Option<i64>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Written {
+        Ms(i64),
+        Text(String),
+    }
+    match Option::<Written>::deserialize(de) {
+        Ok(None) => Ok(None),
+        Ok(Some(Written::Ms(ms))) => Ok(Some(ms)),
+        Ok(Some(Written::Text(text))) => openphone_clock::human::parse_rfc3339(&text)
+            .map(Some)
+            .map_err(|e| serde::de::Error::custom(format!("deadline_at {e}"))),
+        Err(_) => Err(serde::de::Error::custom(
+            "deadline_at: expected Unix milliseconds (an integer) or an RFC 3339 time \
+             (\"2026-12-01T18:00:00+01:00\")",
+        )),
     }
 }
 

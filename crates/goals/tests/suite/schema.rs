@@ -51,6 +51,9 @@ fn schema_errors(v: &jsonschema::Validator, doc: &Value) -> Vec<String> {
 
 fn valid_specs() -> Vec<Value> {
     vec![
+        // The deadline as an RFC 3339 time with its offset (issue 31).
+        json!({"objective": "o", "deadline_at": "2030-01-01T09:00:00+01:00"}),
+        json!({"objective": "o", "deadline_at": "2030-01-01T08:00:00.5Z"}),
         json!({"objective": "pay the electricity bill"}),
         dentist_json(NOW, NOW + 86_400_000),
         json!({"objective": "remind me", "deadline_in": "90m", "checkpoints": [60, 0],
@@ -95,6 +98,9 @@ fn invalid_specs() -> Vec<Value> {
         json!({"objective": "o", "max_parallel": 17}),
         json!({"objective": "o", "checkpoints": [-5]}),
         json!({"objective": "o", "retry_budget": {"per_action": 0, "per_goal": 3}}),
+        // A deadline in words, or local time without its offset (issue 31: RFC 3339 only).
+        json!({"objective": "o", "deadline_at": "tomorrow 18:00"}),
+        json!({"objective": "o", "deadline_at": "2030-01-01 09:00"}),
         // Both deadlines; a relative one that is not a duration.
         json!({"objective": "o", "deadline_at": NOW + 1, "deadline_in": "1h"}),
         json!({"objective": "o", "deadline_in": "soon"}),

@@ -55,3 +55,44 @@ fn negative_checkpoints_are_refused_naming_the_field() {
     let made = new_goal(&goal, "goal_x".to_owned(), Harness::owner(), NOW).unwrap();
     assert_eq!(made.checkpoints.len(), 2);
 }
+
+#[test]
+fn a_deadline_may_be_written_as_rfc3339_and_is_kept_as_unix_ms() {
+    // Issue 31: goal deadlines had to be written in epoch milliseconds.
+    let written = spec(json!({"objective": "o", "deadline_at": "2025-10-09T10:00:00+02:00"}));
+    assert_eq!(written.deadline_at, Some(1_759_996_800_000));
+    let z = spec(json!({"objective": "o", "deadline_at": "2025-10-09T08:00:00Z"}));
+    assert_eq!(z.deadline_at, written.deadline_at);
+    // The wire form stays milliseconds, and milliseconds are still read.
+    assert_eq!(
+        serde_json::to_value(&written).unwrap()["deadline_at"],
+        json!(1_759_996_800_000_i64)
+    );
+    assert_eq!(
+        spec(json!({"objective": "o", "deadline_at": 1_759_996_800_000_i64})).deadline_at,
+        Some(1_759_996_800_000)
+    );
+    assert_eq!(
+        spec(json!({"objective": "o", "deadline_at": null})).deadline_at,
+        None
+    );
+    // A text that is not RFC 3339, or neither form, is refused saying what is expected.
+    for bad in [
+        json!("tomorrow 18:00"),
+        json!("2025-10-09 10:00"),
+        json!(1.5),
+        json!(true),
+    ] {
+        let e = serde_json::from_value::<GoalSpec>(json!({"objective": "o", "deadline_at": bad}))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("deadline_at") && e.contains("RFC 3339"),
+            "{bad}: {e}"
+        );
+    }
+    // Read into ms, it is checked like one: in the past is refused.
+    let past = spec(json!({"objective": "o", "deadline_at": "2020-01-01T00:00:00Z"}));
+    let e = new_goal(&past, "goal_x".to_owned(), Harness::owner(), NOW).unwrap_err();
+    assert_eq!(e.field, "deadline_at", "{e}");
+}

@@ -22,6 +22,9 @@ use tokio::net::UnixStream;
 
 use crate::data_dir::DataDir;
 
+#[path = "mcp_hermes.rs"]
+mod hermes;
+
 #[derive(Debug, Subcommand)]
 pub enum McpCommand {
     /// Serve MCP on stdin/stdout for a host (Claude Desktop, Codex, Cursor, …), through the
@@ -46,7 +49,9 @@ pub enum McpCommand {
     },
     /// Print ready-to-paste MCP configuration for a host.
     Config {
-        /// The host: claude-desktop, cursor, codex (stdio) or http (Streamable HTTP clients).
+        /// The host: claude-desktop, cursor, codex, hermes (stdio), http (Streamable HTTP
+        /// clients) or hermes-http. The hermes entries carry the token (the default runtime's,
+        /// or `OPENPHONE_MCP_TOKEN` when set).
         host: Host,
         #[command(flatten)]
         data_dir: DataDir,
@@ -59,6 +64,10 @@ pub enum Host {
     Cursor,
     Codex,
     Http,
+    /// Hermes Agent's `config.yaml`, stdio (the token in `env:`, no autostart).
+    Hermes,
+    /// Hermes Agent's `config.yaml`, Streamable HTTP to the running daemon's address.
+    HermesHttp,
 }
 
 pub fn run(cmd: McpCommand) -> Result<ExitCode> {
@@ -115,6 +124,23 @@ fn host_config(host: Host, data_dir: &Path) -> Result<String> {
     let dir = data_dir.display().to_string();
     let args = json!(["mcp", "serve", "--autostart", "--data-dir", dir]);
     Ok(match host {
+        Host::Hermes => {
+            let url = endpoint_info(data_dir).and_then(|info| info.mcp_url);
+            hermes::stdio_entry(&exe, data_dir, &read_token(data_dir, None)?, url.as_deref())
+        }
+        Host::HermesHttp => {
+            let url = endpoint_info(data_dir)
+                .and_then(|info| info.mcp_url)
+                .ok_or_else(|| {
+                    anyhow!(
+                        "no running daemon for {}: start it with `openphone serve --data-dir \
+                         {}`, then run this again (the entry needs its address)",
+                        data_dir.display(),
+                        data_dir.display()
+                    )
+                })?;
+            hermes::http_entry(&url, &read_token(data_dir, None)?)
+        }
         Host::ClaudeDesktop | Host::Cursor => {
             serde_json::to_string_pretty(&json!({"mcpServers": {"openphone": {
                 "command": exe, "args": args}}}))?

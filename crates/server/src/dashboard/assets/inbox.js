@@ -4,6 +4,9 @@
 // (`inbox.resolve`, else `confirmations.resolve` / `jobs.review`).
 import { actionPhrase, commandWords, folded, paramList, readable, recipient, timeEl } from './fmt.js';
 
+// Items whose technical details the person opened: a re-render (any inbox event) keeps them open.
+const opened = new Set();
+
 const KIND_LABEL = { confirmation: 'Confirmation', job_review: 'Job review', goal_approval: 'Goal approval' };
 
 /** The uuid's first 8 hex of an id (`runtime-confirm-<uuid>`, `job-confirm-<uuid>`). */
@@ -201,6 +204,9 @@ export function itemCard(ctx, item, onResolved) {
     binding_digest: item.detail && item.detail.binding_digest,
     idempotency_key: item.detail && item.detail.idempotency_key,
   }, item.detail && Object.keys(item.detail).length > 1 ? item.detail : undefined));
+  const tech = card.querySelector('details.tech');
+  if (opened.has(item.id)) tech.open = true;
+  tech.addEventListener('toggle', () => { if (tech.open) opened.add(item.id); else opened.delete(item.id); });
   card.tick = () => expires.refresh();
   return card;
 }

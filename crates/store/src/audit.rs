@@ -330,6 +330,20 @@ impl Store {
         .await
     }
 
+    /// [`Store::append_audit_async`] for the audit record of an executed safe read (a
+    /// read of the `safe_read` class, nothing changed on the phone): returns once the record
+    /// is committed into the write-ahead log — a crash of the process keeps it — and before
+    /// the fsync, which follows at once (docs/security.md, "What is durable when"). Never for
+    /// a mutation's records or a private read's.
+    pub async fn append_audit_relaxed_async(&self, entry: AuditEntry) -> Result<AuditRecord> {
+        let prepared = prepare(entry)?;
+        let id = prepared.audit_id().to_owned();
+        self.write_async_relaxed("audit.append", &id, move |tx| {
+            append_prepared_in(tx, prepared)
+        })
+        .await
+    }
+
     /// Up to `limit` records with `seq > after_seq`, in order (JSONL export pages).
     pub fn export_audit(&self, after_seq: i64, limit: usize) -> Result<Vec<AuditRecord>> {
         const OP: &str = "audit.export";

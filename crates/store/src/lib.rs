@@ -340,6 +340,18 @@ impl Store {
         self.writer(op, id)?.run_async(op, id, f).await
     }
 
+    /// [`Store::write_async`] with the relaxed promise (`writer.rs`): returns once the batch
+    /// is committed into the write-ahead log, fsynced right after. Only for the audit records
+    /// of safe reads.
+    pub(crate) async fn write_async_relaxed<T: Send + 'static>(
+        &self,
+        op: &'static str,
+        id: &str,
+        f: impl FnOnce(&Connection) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        self.writer(op, id)?.run_async_relaxed(op, id, f).await
+    }
+
     /// A number that changes whenever this store commits a change to the standing approvals:
     /// a cache of them (the bridge reads them for every call) is current while it is equal.
     /// Only this process writes the database (the directory lock), so nothing else changes

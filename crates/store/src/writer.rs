@@ -14,6 +14,17 @@
 //! arrived, one at a time, on one connection: the audit chain (which reads its head inside the
 //! job) stays strictly ordered.
 //!
+//! **Two promises.** A durable job (every write but one) is answered after the `COMMIT` that
+//! fsynced it. A *relaxed* job ([`Writer::run_async_relaxed`]: the audit record of an executed
+//! safe read) is answered once its batch is committed into the write-ahead log (written with
+//! `write(2)`, so a crash of the process loses nothing), and made durable against power loss
+//! right after by the syncer thread, which fsyncs the WAL file off the writer's path (or by the
+//! next durable batch, whose fsync covers every frame before it). A batch with no durable job
+//! commits with `synchronous = NORMAL` (no fsync in the commit); a batch with one commits with
+//! `FULL`, as every batch did before. The WAL is append-only between checkpoints and a
+//! checkpoint syncs it first, so a relaxed record lost to a power cut can only be a suffix of
+//! the log, never a hole in the chain.
+//!
 //! A caller waits synchronously ([`Writer::run`]) or asynchronously ([`Writer::run_async`]);
 //! an async caller that gives up (its future dropped) does not cancel the job. A job that
 //! panics rolls back its savepoint; its caller gets [`StoreError::Commit`]. Dropping the
@@ -21,9 +32,9 @@
 //! checkpoints the WAL) and is joined, so the directory lock outlives the connection.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Arc;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex, PoisonError, mpsc};
 use std::thread::JoinHandle;
 
 use rusqlite::Connection;
@@ -43,9 +54,16 @@ struct Ran {
 /// Hands a job's outcome to its caller, given the batch's commit failure (if any).
 type Deliver = Box<dyn FnOnce(Option<&str>) + Send>;
 
-/// A job: given the connection it runs and keeps or drops its changes; given `None` (the
-/// batch could not start) it does not run and only prepares its failure.
-type Job = Box<dyn FnOnce(Option<&Connection>) -> Ran + Send>;
+/// A job's work: given the connection it runs and keeps or drops its changes; given `None`
+/// (the batch could not start) it does not run and only prepares its failure.
+type Work = Box<dyn FnOnce(Option<&Connection>) -> Ran + Send>;
+
+/// A job: its work, and whether its caller waits for the fsync (see the module's two
+/// promises).
+struct Job {
+    work: Work,
+    durable: bool,
+}
 
 /// Where a job's outcome goes.
 enum Reply<T> {
@@ -70,8 +88,15 @@ impl<T> Reply<T> {
 /// How much the writer has grouped so far (diagnostics and benchmarks).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct WriterStats {
-    /// Transactions committed (one fsync each).
+    /// Transactions committed (one fsync each, but for those of relaxed writes only).
     pub batches: u64,
+    /// Of them, those committed without an fsync (relaxed writes only; the syncer thread
+    /// fsynced the WAL after them).
+    pub relaxed_batches: u64,
+    /// WAL fsyncs made by the syncer thread.
+    pub background_syncs: u64,
+    /// Of the syncer's fsyncs, those that failed (each retried).
+    pub failed_syncs: u64,
     /// Writes committed in them (failed writes are not counted).
     pub writes: u64,
     /// The most writes one transaction carried.
@@ -81,6 +106,9 @@ pub struct WriterStats {
 #[derive(Debug, Default)]
 struct Counters {
     batches: AtomicU64,
+    relaxed_batches: AtomicU64,
+    background_syncs: AtomicU64,
+    failed_syncs: AtomicU64,
     writes: AtomicU64,
     largest_batch: AtomicU64,
 }
@@ -90,7 +118,76 @@ struct Counters {
 pub(crate) struct Writer {
     queue: Option<mpsc::Sender<Job>>,
     thread: Option<JoinHandle<()>>,
+    syncer: Option<(Arc<Syncer>, JoinHandle<()>)>,
     counters: Arc<Counters>,
+}
+
+/// What the syncer thread waits on: whether the WAL holds frames committed without an fsync,
+/// and whether the writer is stopping.
+#[derive(Debug, Default)]
+struct SyncState {
+    dirty: bool,
+    stop: bool,
+}
+
+/// The syncer: fsyncs the WAL after relaxed batches, off the writer's path. Several relaxed
+/// batches committed during one fsync share the next one.
+#[derive(Debug)]
+struct Syncer {
+    wal: PathBuf,
+    state: Mutex<SyncState>,
+    wake: Condvar,
+}
+
+impl Syncer {
+    fn state(&self) -> std::sync::MutexGuard<'_, SyncState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A relaxed batch was committed: its frames need an fsync.
+    fn mark_dirty(&self) {
+        self.state().dirty = true;
+        self.wake.notify_one();
+    }
+
+    /// Until stopped: waits for dirty frames, then fsyncs the WAL file (a sync of any
+    /// descriptor of a file flushes all of its written data).
+    fn serve(&self, counters: &Counters) {
+        loop {
+            {
+                let mut state = self.state();
+                while !state.dirty && !state.stop {
+                    state = self
+                        .wake
+                        .wait(state)
+                        .unwrap_or_else(PoisonError::into_inner);
+                }
+                if !state.dirty {
+                    return;
+                }
+                state.dirty = false;
+            }
+            // No WAL file: the connection closed and checkpointed it (with its own syncs).
+            if let Ok(file) = std::fs::File::open(&self.wal) {
+                match file.sync_data() {
+                    Ok(()) => {
+                        counters.background_syncs.fetch_add(1, Ordering::Relaxed);
+                    }
+                    // Tried again shortly (and any durable commit meanwhile fsyncs the WAL).
+                    Err(_) => {
+                        counters.failed_syncs.fetch_add(1, Ordering::Relaxed);
+                        self.state().dirty = true;
+                        std::thread::sleep(std::time::Duration::from_millis(100));
+                    }
+                }
+            }
+        }
+    }
+
+    fn stop(&self) {
+        self.state().stop = true;
+        self.wake.notify_one();
+    }
 }
 
 impl Writer {
@@ -100,13 +197,31 @@ impl Writer {
         conn.set_prepared_statement_cache_capacity(64);
         let (queue, jobs) = mpsc::channel::<Job>();
         let counters = Arc::new(Counters::default());
+        // An in-memory database has no WAL file to sync: relaxed writes are durable writes.
+        let syncer = match conn.path().filter(|p| !p.is_empty()) {
+            Some(db) => {
+                let syncer = Arc::new(Syncer {
+                    wal: PathBuf::from(format!("{db}-wal")),
+                    state: Mutex::new(SyncState::default()),
+                    wake: Condvar::new(),
+                });
+                let (serving, counting) = (Arc::clone(&syncer), Arc::clone(&counters));
+                let thread = std::thread::Builder::new()
+                    .name("openphone-store-syncer".into())
+                    .spawn(move || serving.serve(&counting))?;
+                Some((syncer, thread))
+            }
+            None => None,
+        };
         let counting = Arc::clone(&counters);
+        let syncing = syncer.as_ref().map(|(s, _)| Arc::clone(s));
         let thread = std::thread::Builder::new()
             .name("openphone-store-writer".into())
-            .spawn(move || serve(conn, &jobs, &counting))?;
+            .spawn(move || serve(conn, &jobs, &counting, syncing.as_deref()))?;
         Ok(Writer {
             queue: Some(queue),
             thread: Some(thread),
+            syncer,
             counters,
         })
     }
@@ -115,6 +230,9 @@ impl Writer {
     pub(crate) fn stats(&self) -> WriterStats {
         WriterStats {
             batches: self.counters.batches.load(Ordering::Relaxed),
+            relaxed_batches: self.counters.relaxed_batches.load(Ordering::Relaxed),
+            background_syncs: self.counters.background_syncs.load(Ordering::Relaxed),
+            failed_syncs: self.counters.failed_syncs.load(Ordering::Relaxed),
             writes: self.counters.writes.load(Ordering::Relaxed),
             largest_batch: self.counters.largest_batch.load(Ordering::Relaxed),
         }
@@ -127,7 +245,7 @@ impl Writer {
         f: impl FnOnce(&Connection) -> Result<()> + Send + 'static,
     ) -> Result<()> {
         let (tx, _rx) = mpsc::sync_channel(1);
-        self.submit(op, "", f, Reply::Sync(tx))
+        self.submit(op, "", f, Reply::Sync(tx), true)
     }
 
     /// Runs `f` in the next batch and waits (blocking the thread) until that batch committed.
@@ -138,7 +256,7 @@ impl Writer {
         f: impl FnOnce(&Connection) -> Result<T> + Send + 'static,
     ) -> Result<T> {
         let (tx, rx) = mpsc::sync_channel(1);
-        self.submit(op, id, f, Reply::Sync(tx))?;
+        self.submit(op, id, f, Reply::Sync(tx), true)?;
         rx.recv().unwrap_or_else(|_| Err(lost(op, id)))
     }
 
@@ -150,7 +268,22 @@ impl Writer {
         f: impl FnOnce(&Connection) -> Result<T> + Send + 'static,
     ) -> Result<T> {
         let (tx, rx) = tokio::sync::oneshot::channel();
-        self.submit(op, id, f, Reply::Async(tx))?;
+        self.submit(op, id, f, Reply::Async(tx), true)?;
+        rx.await.unwrap_or_else(|_| Err(lost(op, id)))
+    }
+
+    /// [`Writer::run_async`] with the relaxed promise: resolves once the batch is committed
+    /// into the WAL (a process crash keeps it), before the fsync that the syncer thread (or
+    /// the next durable batch) makes right after. Only for records whose loss to a power cut
+    /// the caller accepts: the audit records of safe reads.
+    pub(crate) async fn run_async_relaxed<T: Send + 'static>(
+        &self,
+        op: &'static str,
+        id: &str,
+        f: impl FnOnce(&Connection) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.submit(op, id, f, Reply::Async(tx), false)?;
         rx.await.unwrap_or_else(|_| Err(lost(op, id)))
     }
 
@@ -160,9 +293,10 @@ impl Writer {
         id: &str,
         f: impl FnOnce(&Connection) -> Result<T> + Send + 'static,
         reply: Reply<T>,
+        durable: bool,
     ) -> Result<()> {
         let owned_id = id.to_owned();
-        let job: Job = Box::new(move |conn: Option<&Connection>| {
+        let work: Work = Box::new(move |conn: Option<&Connection>| {
             let outcome = conn.map(f);
             let keep = matches!(outcome, Some(Ok(_)));
             Ran {
@@ -182,7 +316,9 @@ impl Writer {
             }
         });
         let queue = self.queue.as_ref().ok_or_else(|| stopped(op, id))?;
-        queue.send(job).map_err(|_| stopped(op, id))
+        queue
+            .send(Job { work, durable })
+            .map_err(|_| stopped(op, id))
     }
 }
 
@@ -190,6 +326,11 @@ impl Drop for Writer {
     fn drop(&mut self) {
         self.queue.take();
         if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+        // The connection is closed (its WAL checkpointed and synced): the syncer may stop.
+        if let Some((syncer, thread)) = self.syncer.take() {
+            syncer.stop();
             let _ = thread.join();
         }
     }
@@ -212,7 +353,14 @@ fn stopped(op: &'static str, id: &str) -> StoreError {
 }
 
 /// The writer thread: batches until the queue closes.
-fn serve(conn: Connection, jobs: &mpsc::Receiver<Job>, counters: &Counters) {
+fn serve(
+    conn: Connection,
+    jobs: &mpsc::Receiver<Job>,
+    counters: &Counters,
+    syncer: Option<&Syncer>,
+) {
+    // The connection starts with `synchronous = FULL` (open.rs).
+    let mut full = true;
     while let Ok(first) = jobs.recv() {
         let mut batch = Vec::with_capacity(16);
         batch.push(first);
@@ -222,7 +370,30 @@ fn serve(conn: Connection, jobs: &mpsc::Receiver<Job>, counters: &Counters) {
                 Err(_) => break,
             }
         }
+        // Relaxed batches only where a syncer will fsync after them.
+        let durable = syncer.is_none() || batch.iter().any(|job| job.durable);
+        if durable != full {
+            let mode = if durable { "FULL" } else { "NORMAL" };
+            match conn.pragma_update(None, "synchronous", mode) {
+                Ok(()) => full = durable,
+                // Still NORMAL: a durable job must not be answered without its fsync.
+                Err(e) if durable => {
+                    let detail = format!("could not set synchronous = FULL: {e}");
+                    for job in batch {
+                        fail_unrun(job, &detail);
+                    }
+                    continue;
+                }
+                // Still FULL: the relaxed jobs get more than they asked for.
+                Err(_) => {}
+            }
+        }
+        let relaxed = !full;
         commit_batch(&conn, batch, counters);
+        if relaxed && let Some(syncer) = syncer {
+            counters.relaxed_batches.fetch_add(1, Ordering::Relaxed);
+            syncer.mark_dirty();
+        }
     }
     // The queue is closed: closing the connection checkpoints the WAL.
     drop(conn);
@@ -266,7 +437,7 @@ fn run_transaction(conn: &Connection, jobs: &mut std::vec::IntoIter<Job>, counte
             continue;
         }
         let mut undone = true;
-        match catch_unwind(AssertUnwindSafe(|| job(Some(conn)))) {
+        match catch_unwind(AssertUnwindSafe(|| (job.work)(Some(conn)))) {
             Ok(Ran {
                 keep: true,
                 deliver,
@@ -347,6 +518,6 @@ fn step(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
 
 /// Hands `job` a failure without running it.
 fn fail_unrun(job: Job, detail: &str) {
-    let Ran { deliver, .. } = job(None);
+    let Ran { deliver, .. } = (job.work)(None);
     deliver(Some(detail));
 }

@@ -99,8 +99,19 @@ impl<'a> Attempt<'a> {
     /// Records `result`, the outcome of executing a read, which took `duration_ms`, and
     /// returns it; when its audit record cannot be written the result is withheld and the
     /// answer is `audit_unavailable`.
+    ///
+    /// The record of a read of the `safe_read` class is answered once it is in the
+    /// write-ahead log, its fsync following at once; a private read's (and every other
+    /// record) once fsynced (docs/security.md, "What is durable when").
     pub(super) async fn finish_executed(&self, result: ToolResult, duration_ms: i64) -> ToolResult {
-        match self.record(&result, None, Some(duration_ms)).await {
+        let entry = self.entry(
+            result.audit_id.clone(),
+            Some(&result),
+            None,
+            Some(duration_ms),
+        );
+        let relaxed = self.command.is_some_and(is_safe_read);
+        match self.bridge.append_audit_durably(entry, !relaxed).await {
             Ok(()) => result,
             Err(e) => self.audit_unavailable(&e, Unaudited::Withheld),
         }
@@ -379,11 +390,26 @@ impl ToolBridge {
         &self,
         entry: store::AuditEntry,
     ) -> Result<(), StoreError> {
+        self.append_audit_durably(entry, true).await
+    }
+
+    /// [`ToolBridge::append_audit_async`], answered before the fsync when `durable` is false
+    /// (only for the record of an executed safe read: [`is_safe_read`]).
+    pub(super) async fn append_audit_durably(
+        &self,
+        entry: store::AuditEntry,
+        durable: bool,
+    ) -> Result<(), StoreError> {
         let access = tracing::enabled!(target: ACCESS_LOG_TARGET, tracing::Level::INFO)
             .then(|| entry.clone());
-        let written = self.store.append_audit_async(entry).await.map(|_| ());
+        let written = if durable {
+            self.store.append_audit_async(entry).await
+        } else {
+            self.store.append_audit_relaxed_async(entry).await
+        };
+        let written = written.map(|_| ());
         match &written {
-            // The access line follows the durable record, as it does for the other writes.
+            // The access line follows the written record, as it does for the other writes.
             Ok(()) => {
                 if let Some(entry) = &access {
                     self.log_line(entry);
@@ -415,6 +441,12 @@ impl ToolBridge {
             caller = %cut_log(&entry.caller.principal),
         );
     }
+}
+
+/// Whether `command` is a safe read: changes nothing and reads nothing private (its exposure
+/// class is `safe_read`). Its executed call's audit record has the relaxed promise.
+pub(super) fn is_safe_read(command: &Command) -> bool {
+    !command.mutating && command.default_exposure == openphone_protocol::Exposure::SafeRead
 }
 
 /// The `tracing` target of the per-call access line (`event=runtime_tool …`).

@@ -170,3 +170,48 @@ fn a_record_whose_shape_id_names_another_shape_is_refused() {
         .unwrap();
     assert_eq!(rows, 1, "nothing appended");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn safe_read_records_commit_before_their_fsync_and_are_synced_right_after() {
+    let dir = temp();
+    let store = open(&dir);
+    let before = store.writer_stats();
+    let hold = hold_writer(&store).unwrap();
+    // Queued behind a held (durable) write: they form one batch of relaxed writes only…
+    let appends = (0..20).map(|i| store.append_audit_relaxed_async(read_entry(i)));
+    let all = futures_util::future::join_all(appends);
+    let (records, ()) = tokio::join!(all, async move {
+        tokio::task::yield_now().await;
+        drop(hold);
+    });
+    let seqs: Vec<i64> = records.into_iter().map(|r| r.unwrap().seq).collect();
+    assert_eq!(seqs, (1..=20).collect::<Vec<i64>>(), "in arrival order");
+    // …committed without an fsync of its own…
+    let after = store.writer_stats();
+    assert_eq!(
+        after.relaxed_batches - before.relaxed_batches,
+        1,
+        "{after:?}"
+    );
+    // …which the syncer thread makes next.
+    for _ in 0..1000 {
+        if store.writer_stats().background_syncs > before.background_syncs {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let synced = store.writer_stats();
+    assert!(
+        synced.background_syncs > before.background_syncs,
+        "{synced:?}"
+    );
+    assert_eq!(synced.failed_syncs, 0, "{synced:?}");
+    // A durable write after them is a durable batch again.
+    store.append_audit_async(read_entry(20)).await.unwrap();
+    assert_eq!(store.writer_stats().relaxed_batches, after.relaxed_batches);
+    drop(store);
+    let store = open(&dir);
+    let report = store.verify_audit().unwrap();
+    assert!(report.is_intact(), "{report:?}");
+    assert_eq!(report.last_seq, 21);
+}

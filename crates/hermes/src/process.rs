@@ -108,7 +108,8 @@ pub async fn wait_healthy(
     limit: Duration,
     log: Option<&Path>,
 ) -> Result<(), String> {
-    let deadline = tokio::time::Instant::now() + limit;
+    let expired = tokio::time::sleep(limit);
+    tokio::pin!(expired);
     let mut child = child;
     loop {
         let answered = http
@@ -129,7 +130,7 @@ pub async fn wait_healthy(
                 log_hint(log)
             ));
         }
-        if tokio::time::Instant::now() >= deadline {
+        if expired.is_elapsed() {
             return Err(format!(
                 "Hermes' API server at {} did not answer /health within {} s{}",
                 api.root,

@@ -172,6 +172,9 @@ enum BenchCommand {
     /// The ToolBridge in this process (fresh SQLite file, simulated phone), N concurrent tasks
     /// doing trivial reads or auto-allowed mutations; calls/s and percentiles.
     Bridge(bench::BridgeBench),
+    /// Starts a daemon and prints its resident memory at idle (by mapping), its idle wake-ups
+    /// per second, and its memory after 100 k calls and after 10 k jobs.
+    Memory(bench::MemoryBench),
 }
 
 /// The exit code of a command whose reader went away (`openphone … | head`): the code a shell
@@ -237,6 +240,7 @@ fn main() -> ExitCode {
         Command::Bench(BenchCommand::Invoke(opts)) => bench::invoke(opts),
         Command::Bench(BenchCommand::Mcp(opts)) => bench::mcp(opts),
         Command::Bench(BenchCommand::Bridge(opts)) => bench::bridge(opts),
+        Command::Bench(BenchCommand::Memory(opts)) => bench::memory(opts),
         Command::Mcp(cmd) => mcp_cmd::run(cmd),
         Command::Openclaw(cmd) => openclaw_cmd::run(cmd),
         Command::Sessions(cmd) => client_cmd::sessions(cmd),

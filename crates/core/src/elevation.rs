@@ -286,6 +286,7 @@ impl ToolBridge {
             .get_or_insert_with(BTreeMap::new)
             .insert(runtime, grant.clone());
         drop(grants);
+        self.expiry_moved();
         self.announce_elevation(ElevationChange::Granted, &grant, replaced.clone(), now);
         Ok((grant, replaced))
     }

@@ -20,6 +20,7 @@ mod bridge;
 pub mod devices;
 pub mod elevation;
 pub mod events;
+mod expiry;
 pub mod invocation;
 pub mod request;
 pub mod runtimes;

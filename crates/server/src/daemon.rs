@@ -456,26 +456,12 @@ impl Daemon {
         });
         let mut stop = shutdown_rx;
         let retention = config.store.retention();
-        let timer = tokio::spawn(async move {
-            let mut tick = tokio::time::interval(Duration::from_secs(1));
-            let mut seconds: u64 = 0;
-            loop {
-                tokio::select! {
-                    _ = tick.tick() => {
-                        let n = bridge.expire_due().await;
-                        if n > 0 {
-                            tracing::info!(expired = n, "confirmations timed out");
-                        }
-                        // Stored results past their retention: at start, then every 10 min.
-                        if seconds.is_multiple_of(PRUNE_EVERY_SECS) {
-                            prune_results(&store, bridge.now_ms(), retention).await;
-                        }
-                        seconds += 1;
-                    }
-                    _ = stopped(&mut stop) => break,
-                }
-            }
-        });
+        let timer = tokio::spawn(crate::expiry_timer::run(
+            bridge,
+            store,
+            retention,
+            async move { stopped(&mut stop).await },
+        ));
 
         let info = EndpointInfo {
             url: format!("ws://{addr}/v1/runtime"),
@@ -754,12 +740,13 @@ fn mcp_state(
     })
 }
 
-/// How often the daemon drops stored results past their retention (`[store]`).
-const PRUNE_EVERY_SECS: u64 = 600;
-
 /// Drops stored results past `retention` (in rounds of the store's batch, off the async
 /// threads); the audit log is never touched. A failure is logged and retried next time.
-async fn prune_results(store: &Arc<Store>, now: i64, retention: openphone_store::Retention) {
+pub(crate) async fn prune_results(
+    store: &Arc<Store>,
+    now: i64,
+    retention: openphone_store::Retention,
+) {
     let store = Arc::clone(store);
     let pruned = tokio::task::spawn_blocking(move || {
         let mut total = 0usize;

@@ -37,6 +37,7 @@ pub mod config;
 mod conn;
 pub mod daemon;
 pub mod dashboard;
+mod expiry_timer;
 pub mod front;
 pub mod goal_backends;
 pub mod goals;

@@ -387,6 +387,18 @@ impl Store {
         )
     }
 
+    /// When the first pending confirmation expires (`None`: none is pending): the daemon's
+    /// expiry timer sleeps until then instead of polling (issue 34).
+    pub fn next_pending_expiry(&self) -> Result<Option<i64>> {
+        self.conn()
+            .query_row(
+                "SELECT MIN(expires_at_ms) FROM confirmations WHERE state = 'pending'",
+                [],
+                |row| row.get::<_, Option<i64>>(0),
+            )
+            .ctx("confirmations.next_pending_expiry", "")
+    }
+
     /// Pending, unexpired confirmations of one runtime (for the per-runtime cap).
     pub fn count_pending(&self, runtime: &str, now_ms: i64) -> Result<usize> {
         count_pending_in(&self.conn(), runtime, now_ms)

@@ -34,6 +34,8 @@ pub struct WatchersService {
     registry: &'static Registry,
     judge: bool,
     jobs: bool,
+    /// Raised when a watcher is created, so the engine's driver looks at when to tick again.
+    created: Option<Arc<tokio::sync::Notify>>,
 }
 
 impl WatchersService {
@@ -52,7 +54,14 @@ impl WatchersService {
             registry,
             judge,
             jobs,
+            created: None,
         }
+    }
+
+    /// These commands, raising `created` after every watcher they create.
+    pub fn waking(mut self, created: Arc<tokio::sync::Notify>) -> WatchersService {
+        self.created = Some(created);
+        self
     }
 }
 
@@ -128,6 +137,9 @@ impl RuntimeService for WatchersService {
                     .map_err(crate::WatchersError::into_device)?;
                 self.within_creators_authority(&owner, &spec)?;
                 let watcher = create_watcher_for(store, &owner, spec.to_params(), call.now_ms)?;
+                if let Some(created) = &self.created {
+                    created.notify_one();
+                }
                 Ok(json!({ "created": true, "watcher": watcher }))
             }
             "openphone.watchers.list" => list_watchers_for(store, &owner, call.params),

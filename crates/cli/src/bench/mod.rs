@@ -8,6 +8,8 @@
 //!   per-request era (2026-07-28, stateless), against the daemon's `/mcp` or any MCP server.
 //! - `bridge` (`bridge.rs`): the ToolBridge in this process on a fresh SQLite file and the
 //!   simulated phone, N concurrent tasks on a multi-thread runtime.
+//! - `memory` (`memory.rs`): starts a daemon and reads its resident memory at idle, after
+//!   100 k calls and after 10 k jobs, and its idle wake-ups per second.
 //!
 //! Every mode runs either a call count per worker (`--calls`) or for a time (`--duration`,
 //! after a `--warmup` whose calls are left out of the figures), and prints calls/s, p50, p90,
@@ -17,6 +19,7 @@
 mod bridge;
 mod invoke;
 mod mcp;
+mod memory;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -30,6 +33,7 @@ use serde_json::{Value, json};
 pub use bridge::{BridgeBench, bridge};
 pub use invoke::{InvokeBench, invoke};
 pub use mcp::{McpBench, mcp};
+pub use memory::{MemoryBench, memory};
 
 /// How long a run goes and how its figures are printed (shared by every mode).
 #[derive(Debug, Clone, clap::Args)]

@@ -125,6 +125,8 @@ pub struct ToolBridge {
     identity_locks: IdentityLocks,
     /// Serialises expiry, so a confirmation is timed out (and announced) once.
     expiry: tokio::sync::Mutex<()>,
+    /// Wakes the daemon's expiry timer when something new may expire (`crate::expiry`).
+    pub(crate) expiry_wake: tokio::sync::Notify,
     /// The standing approvals last read from the store, by runtime.
     approvals: Mutex<ApprovalCache>,
     /// Proofs already serialised for the audit (`audit.rs`).

@@ -437,7 +437,10 @@ impl ToolBridge {
             expires_at_ms: now + req.timeout_ms.max(1),
         };
         let (record, created) = match self.store.insert_pending(&new, MAX_PENDING_PER_RUNTIME) {
-            Ok(PendingInsert::Created(r)) => (r, true),
+            Ok(PendingInsert::Created(r)) => {
+                self.expiry_moved();
+                (r, true)
+            }
             Ok(PendingInsert::Existing(r)) => (r, false),
             Ok(PendingInsert::TooMany { pending }) => {
                 return ToolResult::failure(

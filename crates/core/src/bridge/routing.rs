@@ -48,6 +48,7 @@ impl ToolBridge {
             tasks: Mutex::default(),
             identity_locks: IdentityLocks::default(),
             expiry: tokio::sync::Mutex::new(()),
+            expiry_wake: tokio::sync::Notify::new(),
             approvals: Mutex::default(),
             proofs: Mutex::default(),
             withdrawn_grants: Mutex::default(),

@@ -6,6 +6,7 @@ mod endpoint;
 mod front_door;
 mod goal_triggers;
 mod goals;
+mod idle_timers;
 mod job_delivery;
 mod jobs_issue32;
 mod mcp_http;

@@ -50,8 +50,10 @@ mod time;
 pub const AGENT_JOB_DELAY_MS: i64 = 15_000;
 /// The principal the engine's own requests are made as.
 const RUNTIME_PRINCIPAL: &str = "watchers";
-/// How often the driver ticks.
+/// The pause before ticking again when a tick left a watcher due (it could not fire).
 const TICK: Duration = Duration::from_secs(1);
+/// The longest the driver sleeps between ticks (a wall clock that jumped is noticed).
+const MAX_SLEEP: Duration = Duration::from_secs(60);
 
 /// What the engine needs.
 pub struct WatchersSetup {
@@ -97,6 +99,8 @@ pub struct Watchers {
     scheduler: Option<Scheduler>,
     judge: Option<Arc<dyn Judge>>,
     serial: tokio::sync::Mutex<()>,
+    /// Raised when a watcher is created: the driver reads when it must next tick again.
+    created: Arc<tokio::sync::Notify>,
 }
 
 impl std::fmt::Debug for Watchers {
@@ -123,19 +127,22 @@ impl Watchers {
             scheduler: setup.scheduler,
             judge: setup.judge,
             serial: tokio::sync::Mutex::new(()),
+            created: Arc::new(tokio::sync::Notify::new()),
         })
     }
 
     /// Takes over `openphone.watchers.create/list/stop` on the bridge.
     pub fn install(self: &Arc<Self>) {
-        self.bridge
-            .install_service(Arc::new(crate::WatchersService::new(
+        self.bridge.install_service(Arc::new(
+            crate::WatchersService::new(
                 Arc::clone(&self.store),
                 &self.bridge,
                 self.registry,
                 self.judge.is_some(),
                 self.scheduler.is_some(),
-            )));
+            )
+            .waking(Arc::clone(&self.created)),
+        ));
     }
 
     /// What creation checks against.
@@ -204,7 +211,9 @@ impl Watchers {
     }
 
     /// The driver the daemon spawns: recovers pending reactions, then handles device events
-    /// as they come and ticks every second, until `shutdown` resolves.
+    /// as they come and ticks when a watcher is due by time (`next_due`; at most a minute
+    /// apart; a new watcher makes it look again), until `shutdown` resolves. An idle daemon
+    /// does not wake for watchers that are not due (issue 34).
     pub async fn run(self: Arc<Self>, shutdown: impl Future<Output = ()>) {
         tokio::pin!(shutdown);
         let recovered = self.recover().await;
@@ -215,10 +224,25 @@ impl Watchers {
             );
         }
         let mut events = self.bridge.device_events();
-        let mut tick = tokio::time::interval(TICK);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        let mut ticked = false;
         loop {
+            let now = self.bridge.now_ms();
+            let wait = match self.next_due(now) {
+                None => MAX_SLEEP,
+                // Due now: at once, or a second after a tick that left it due (never a busy loop).
+                Some(at) if at <= now => {
+                    if ticked {
+                        TICK
+                    } else {
+                        Duration::ZERO
+                    }
+                }
+                Some(at) => Duration::from_millis(u64::try_from(at - now).unwrap_or(0)),
+            }
+            .min(MAX_SLEEP);
+            ticked = false;
             tokio::select! {
+                () = self.created.notified() => {}
                 () = &mut shutdown => break,
                 received = next_event(&mut events) => match received {
                     Ok(event) => {
@@ -229,8 +253,9 @@ impl Watchers {
                     }
                     Err(RecvError::Closed) => events = None,
                 },
-                _ = tick.tick() => {
+                () = tokio::time::sleep(wait) => {
                     self.tick(self.bridge.now_ms()).await;
+                    ticked = true;
                 }
             }
         }

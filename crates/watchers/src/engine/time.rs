@@ -35,6 +35,23 @@ impl Watchers {
         fired
     }
 
+    /// When the next tick has something to do (Unix ms): the first time watcher's occurrence,
+    /// message or call deadline, or screen/web check; `None` when no active watcher is due
+    /// by time (notifications, messages without a deadline). A poll never checked is due now.
+    pub fn next_due(&self, now_ms: i64) -> Option<i64> {
+        self.active()
+            .iter()
+            .filter_map(|(w, spec)| match spec.source {
+                Source::Time => cursor_i64(&w.cursor, "next_at").or(spec.next_run_at),
+                Source::Message | Source::Call => spec.deadline_at,
+                Source::Screen | Source::Web => {
+                    Some(cursor_i64(&w.cursor, "next_check_at").unwrap_or(now_ms))
+                }
+                Source::Notification => None,
+            })
+            .min()
+    }
+
     async fn tick_time(
         &self,
         w: &WatcherRecord,

@@ -15,11 +15,11 @@ use openphone_protocol::endpoint::{
     ApprovalsGrant, ApprovalsList, ApprovalsRevoke, AttentionRequest, AuditQuery,
     ConfirmationsList, ConfirmationsResolve, DashboardLogin, DevicesList, EventsSubscribe,
     GoalsAbort, GoalsAnswer, GoalsCreate, GoalsExplain, GoalsExport, GoalsGet, GoalsList,
-    GoalsPause, GoalsPlan, GoalsResume, GoalsRetry, GoalsTick, Hello, JobsCreate, JobsGet,
-    JobsList, JobsPause, JobsResume, JobsReview, JobsStop, JobsWake, Method, MethodName,
-    PolicyExplain, Request, RuntimeElevate, RuntimeList, RuntimeMessage, RuntimeRevokeElevation,
-    RuntimeSelect, ServerMessage, SessionsCancel, SessionsGet, SessionsList, SimInject,
-    ToolsInvoke, ToolsList, parse_request,
+    GoalsPause, GoalsPlan, GoalsResume, GoalsRetry, GoalsTick, Hello, InboxList, InboxResolve,
+    JobsCreate, JobsGet, JobsList, JobsPause, JobsResume, JobsReview, JobsStop, JobsWake, Method,
+    MethodName, PolicyExplain, Request, RuntimeElevate, RuntimeList, RuntimeMessage,
+    RuntimeRevokeElevation, RuntimeSelect, ServerMessage, SessionsCancel, SessionsGet,
+    SessionsList, SimInject, ToolsInvoke, ToolsList, parse_request,
 };
 use serde_json::Value;
 
@@ -65,6 +65,8 @@ fn accepted(request: &Request) {
         MethodName::ToolsInvoke => typed::<ToolsInvoke>(request),
         MethodName::ConfirmationsList => typed::<ConfirmationsList>(request),
         MethodName::ConfirmationsResolve => typed::<ConfirmationsResolve>(request),
+        MethodName::InboxList => typed::<InboxList>(request),
+        MethodName::InboxResolve => typed::<InboxResolve>(request),
         MethodName::EventsSubscribe => typed::<EventsSubscribe>(request),
         MethodName::SessionsList => typed::<SessionsList>(request),
         MethodName::SessionsGet => typed::<SessionsGet>(request),

@@ -20,6 +20,7 @@ mod data_dir;
 mod devices_cmd;
 mod elevate_cmd;
 mod goals_cmd;
+mod inbox_cmd;
 mod jobs_check;
 mod jobs_cmd;
 mod mcp_cmd;
@@ -58,7 +59,10 @@ enum Command {
     /// List or invoke phone commands through the daemon (as the operator).
     #[command(subcommand, visible_alias = "tool")]
     Tools(client_cmd::ToolsCommand),
-    /// List, approve or deny pending confirmations.
+    /// Everything waiting for you — confirmations, background job reviews, goal approvals —
+    /// in one list; `inbox approve|deny <id>` decides one by id, short id or unique prefix.
+    Inbox(inbox_cmd::InboxArgs),
+    /// List, approve or deny what waits for you (older names of `openphone inbox`).
     #[command(subcommand, visible_alias = "confirm")]
     Confirmations(client_cmd::ConfirmationsCommand),
     /// Background jobs: create, list, show, runs, stop, pause, resume, wake, approve or deny
@@ -212,6 +216,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve_cmd::run(args),
         Command::Status { data_dir, json } => client_cmd::status(&data_dir, json),
         Command::Tools(cmd) => client_cmd::tools(cmd),
+        Command::Inbox(args) => inbox_cmd::run(args),
         Command::Confirmations(cmd) => client_cmd::confirmations(cmd),
         Command::Ask {
             text,

@@ -1,22 +1,30 @@
-//! `openphone confirmations list | approve | deny`: the confirmations waiting for the user
-//! (endpoint `confirmations.*`), and the session grants an approval can make.
+//! `openphone confirmations list | approve | deny`: the older names of `openphone inbox`
+//! (issue 31). `list` shows the whole inbox — runtime confirmations, background job reviews and
+//! goal approvals — and its `--json` keeps the `confirmations` member it always had (the
+//! runtime confirmations, `confirmations.list`) next to the inbox's `items` and `counts`;
+//! `approve` / `deny` take any inbox id, short id or unique prefix (`inbox.resolve`), and
+//! `--json` prints the request's final tool result, as before, for a confirmation or a goal
+//! approval (the `jobs.review` answer for a job review).
 
 use std::process::ExitCode;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use clap::Subcommand;
 use openphone_protocol::endpoint::{
-    ApprovalState, ApprovalsList, ApprovalsListParams, ConfirmDecision, ConfirmationsList,
-    ConfirmationsListParams, ConfirmationsResolve, ConfirmationsResolveParams,
+    ConfirmDecision, ConfirmationsList, ConfirmationsListParams, InboxCounts, InboxItem, InboxList,
+    InboxListParams, PendingConfirmation,
 };
+use serde::Serialize;
 
 use crate::client::DaemonClient;
 use crate::data_dir::DataDir;
+use crate::inbox_cmd;
 use crate::output::{block_on, print_json};
 
 #[derive(Debug, Subcommand)]
 pub enum ConfirmationsCommand {
-    /// Pending confirmations.
+    /// Everything waiting for you: confirmations, job reviews, goal approvals (as `openphone
+    /// inbox`).
     List {
         #[command(flatten)]
         data_dir: DataDir,
@@ -24,8 +32,10 @@ pub enum ConfirmationsCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Approve a pending confirmation (the stored request then runs once).
+    /// Approve a pending confirmation, job review or goal approval (as `openphone inbox
+    /// approve`): the stored request then runs once.
     Approve {
+        /// The id, its short id (8 characters) or a unique prefix (at least 4).
         confirmation_id: String,
         /// Also let the same runtime use the same tool (on the same target, when the request
         /// names one: the same contact, app or URL) without asking for the rest of this phone
@@ -39,8 +49,9 @@ pub enum ConfirmationsCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Deny a pending confirmation.
+    /// Deny a pending confirmation, job review or goal approval (as `openphone inbox deny`).
     Deny {
+        /// The id, its short id (8 characters) or a unique prefix (at least 4).
         confirmation_id: String,
         #[command(flatten)]
         data_dir: DataDir,
@@ -50,131 +61,57 @@ pub enum ConfirmationsCommand {
     },
 }
 
+/// `confirmations list --json`: the runtime confirmations as always, and the whole inbox.
+#[derive(Debug, Serialize)]
+struct Listed {
+    confirmations: Vec<PendingConfirmation>,
+    items: Vec<InboxItem>,
+    counts: InboxCounts,
+}
+
 pub fn confirmations(cmd: ConfirmationsCommand) -> Result<ExitCode> {
-    let (data_dir, json, action) = match cmd {
-        ConfirmationsCommand::List { data_dir, json } => (data_dir, json, None),
+    match cmd {
+        ConfirmationsCommand::List { data_dir, json } if json => {
+            let dir = data_dir.resolve()?;
+            block_on(async {
+                let mut client = DaemonClient::connect(&dir).await?;
+                let old = client
+                    .call::<ConfirmationsList>(ConfirmationsListParams::default())
+                    .await?;
+                let inbox = client.call::<InboxList>(InboxListParams::default()).await?;
+                client.close().await;
+                print_json(&Listed {
+                    confirmations: old.confirmations,
+                    items: inbox.items,
+                    counts: inbox.counts,
+                })?;
+                Ok(ExitCode::SUCCESS)
+            })
+        }
+        ConfirmationsCommand::List { data_dir, .. } => inbox_cmd::list(&data_dir, false, false),
         ConfirmationsCommand::Approve {
             confirmation_id,
             for_session,
             data_dir,
             json,
-        } => (
-            data_dir,
-            json,
-            Some((
-                confirmation_id,
-                if for_session {
-                    ConfirmDecision::AcceptForSession
-                } else {
-                    ConfirmDecision::Approve
-                },
-            )),
-        ),
+        } => {
+            let decision = if for_session {
+                ConfirmDecision::AcceptForSession
+            } else {
+                ConfirmDecision::Approve
+            };
+            inbox_cmd::resolve_as(&data_dir, &confirmation_id, decision, json, true)
+        }
         ConfirmationsCommand::Deny {
             confirmation_id,
             data_dir,
             json,
-        } => (
-            data_dir,
+        } => inbox_cmd::resolve_as(
+            &data_dir,
+            &confirmation_id,
+            ConfirmDecision::Deny,
             json,
-            Some((confirmation_id, ConfirmDecision::Deny)),
+            true,
         ),
-    };
-    if let Some((id, decision)) = &action {
-        // A background job's review is not a pending confirmation (issue 31): say where it is
-        // decided instead of answering "not found".
-        if id.starts_with("job-confirm-") {
-            let verb = match decision {
-                ConfirmDecision::Deny => "deny",
-                ConfirmDecision::Approve | ConfirmDecision::AcceptForSession => "approve",
-            };
-            bail!(
-                "{id} is a background job's review, not a pending confirmation: decide it with \
-                 `openphone jobs {verb} {id}`"
-            );
-        }
     }
-    let dir = data_dir.resolve()?;
-    block_on(async {
-        let mut client = DaemonClient::connect(&dir).await?;
-        let code = match action {
-            None => {
-                let list = client
-                    .call::<ConfirmationsList>(ConfirmationsListParams::default())
-                    .await?;
-                if json {
-                    print_json(&list)?;
-                } else {
-                    if list.confirmations.is_empty() {
-                        println!("no pending confirmations");
-                    }
-                    for c in &list.confirmations {
-                        let session = if c.session_grant_offered {
-                            "  [--for-session offered]"
-                        } else {
-                            ""
-                        };
-                        println!(
-                            "{}  {}  {}  {}{session}",
-                            c.confirmation_id, c.runtime, c.tool, c.summary
-                        );
-                    }
-                }
-                ExitCode::SUCCESS
-            }
-            Some((id, decision)) => {
-                let result = client
-                    .call::<ConfirmationsResolve>(ConfirmationsResolveParams {
-                        confirmation_id: id.clone(),
-                        decision,
-                    })
-                    .await?;
-                if json {
-                    print_json(&result)?;
-                } else {
-                    let done = match decision {
-                        ConfirmDecision::Approve | ConfirmDecision::AcceptForSession => "approved",
-                        ConfirmDecision::Deny => "denied",
-                    };
-                    println!(
-                        "{done} {id}: the request finished with status {}",
-                        result.status.as_str()
-                    );
-                    if decision == ConfirmDecision::AcceptForSession {
-                        let grants = client
-                            .call::<ApprovalsList>(ApprovalsListParams {
-                                runtime: None,
-                                all: true,
-                            })
-                            .await?;
-                        match grants.approvals.iter().find(|a| {
-                            a.confirmation_id.as_deref() == Some(id.as_str())
-                                && a.state == ApprovalState::Active
-                        }) {
-                            Some(grant) => println!(
-                                "for the rest of phone session {}: {} may use {}{} without \
-                                 asking (grant {}; end it early with `openphone approvals revoke \
-                                 {}`)",
-                                grant.phone_session_id.as_deref().unwrap_or("?"),
-                                grant.runtime,
-                                grant.tool,
-                                crate::output::constraints_text(&grant.constraints),
-                                grant.approval_id,
-                                grant.approval_id
-                            ),
-                            None => println!(
-                                "approved this request only: no session grant was made (the \
-                                 command always asks, the request is not in an active phone \
-                                 session, or it did not run); `openphone audit export` names \
-                                 the reason"
-                            ),
-                        }
-                    }
-                }
-                ExitCode::SUCCESS
-            }
-        };
-        client.close().await;
-        Ok(code)
-    })
 }

@@ -23,8 +23,8 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Subcommand;
 use openphone_protocol::endpoint::{
-    ApprovalInfo, ApprovalsList, ApprovalsListParams, ConfirmationsList, ConfirmationsListParams,
-    Event, ToolsInvoke, ToolsInvokeParams, ToolsList, ToolsListParams,
+    ApprovalInfo, ApprovalsList, ApprovalsListParams, Event, ToolsInvoke, ToolsInvokeParams,
+    ToolsList, ToolsListParams,
 };
 use openphone_protocol::{
     CanonicalError, PendingConfirmation, ToolResult, ToolStatus, parse_json_strict,
@@ -144,7 +144,11 @@ struct StatusReport {
     protocol_version: u32,
     phone: PhoneLine,
     commands_version: u32,
+    /// Everything waiting for the user (the inbox's total: confirmations, job reviews and goal
+    /// approvals).
     pending_confirmations: usize,
+    /// The inbox's pending counts by kind.
+    pending: openphone_protocol::endpoint::InboxCounts,
     /// Active standing approvals and session grants.
     approvals: Vec<ApprovalInfo>,
     /// Active elevations (`openphone elevate`), one per elevated runtime.
@@ -163,7 +167,7 @@ pub fn status(data_dir: &DataDir, json: bool) -> Result<ExitCode> {
     block_on(async {
         let mut client = DaemonClient::connect(&dir).await?;
         let pending = client
-            .call::<ConfirmationsList>(ConfirmationsListParams::default())
+            .call::<openphone_protocol::endpoint::InboxList>(Default::default())
             .await?;
         let approvals = client
             .call::<ApprovalsList>(ApprovalsListParams::default())
@@ -190,7 +194,8 @@ pub fn status(data_dir: &DataDir, json: bool) -> Result<ExitCode> {
                 model: hello.phone.model,
             },
             commands_version: hello.manifests.commands_version,
-            pending_confirmations: pending.confirmations.len(),
+            pending_confirmations: pending.counts.total,
+            pending: pending.counts.clone(),
             approvals,
             elevations,
         };
@@ -201,7 +206,10 @@ pub fn status(data_dir: &DataDir, json: bool) -> Result<ExitCode> {
             println!("data dir: {}", status.data_dir.display());
             println!("phone: {} {}", status.phone.platform, status.phone.model);
             println!("protocol version: {}", status.protocol_version);
-            println!("pending confirmations: {}", status.pending_confirmations);
+            println!(
+                "waiting for you: {} (`openphone inbox` lists them)",
+                crate::inbox_cmd::counts_line(&pending)
+            );
             println!("approvals: {}", status.approvals.len());
             for a in &status.approvals {
                 println!("  {}", crate::output::approval_line(a));

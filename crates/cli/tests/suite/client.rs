@@ -240,7 +240,10 @@ async fn json_output_is_the_daemons_answer_read_through_the_endpoint_types() {
     );
     let (code, out, _) = cli(&["status"], &data);
     assert_eq!(code, 0);
-    assert!(out.contains("pending confirmations: 1"), "{out}");
+    assert!(
+        out.contains("waiting for you: 1 (1 confirmation, 0 job reviews, 0 goal approvals)"),
+        "{out}"
+    );
     let (code, out, _) = cli(
         &[
             "tools",

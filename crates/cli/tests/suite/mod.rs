@@ -17,6 +17,7 @@ mod goals;
 mod goals_crash;
 mod hardening;
 mod harness;
+mod inbox;
 mod jobs;
 mod jobs_crash;
 mod jobs_review;

@@ -2,7 +2,7 @@
 //! through core instead of holding the store: each method returns protocol or store record
 //! types and keeps the store handle inside core.
 //!
-//! - confirmations: one by id, the pending ones (all, or one runtime's);
+//! - confirmations: one by id, the pending ones (all, or one runtime's), the recently expired;
 //! - phone sessions: one by id, a filtered list;
 //! - the audit log: a page of it, its chain walked, and the records of what is not a tool
 //!   request (an oversize frame, an operator's act, a background event);
@@ -34,6 +34,19 @@ impl ToolBridge {
             state: Some(ConfirmationState::Pending),
             runtime: runtime.map(str::to_owned),
             limit: None,
+        })
+    }
+
+    /// The most recent `limit` confirmations that expired unanswered (`timeout`), newest
+    /// first (the inbox lists them with `include_expired`).
+    pub fn expired_confirmations(
+        &self,
+        limit: usize,
+    ) -> Result<Vec<ConfirmationRecord>, StoreError> {
+        self.store.list_confirmations(&ConfirmationFilter {
+            state: Some(ConfirmationState::Timeout),
+            runtime: None,
+            limit: Some(limit),
         })
     }
 

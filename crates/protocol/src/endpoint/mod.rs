@@ -47,6 +47,7 @@ mod error;
 mod events;
 mod goals;
 mod hello;
+mod inbox;
 mod jobs;
 mod key_order;
 mod policy;
@@ -104,6 +105,10 @@ pub use goals::{
 pub use hello::{
     ClientInfo, HelloDevice, HelloParams, HelloResult, ManifestSummary, PhoneProfile, Role,
     VersionRange,
+};
+pub use inbox::{
+    InboxCounts, InboxItem, InboxKind, InboxListParams, InboxListResult, InboxOutcome,
+    InboxResolveParams, InboxResolveResult, InboxState,
 };
 pub use jobs::{
     JobEntry, JobIdParams, JobResult, JobRunInfo, JobsCreateParams, JobsGetResult, JobsListParams,
@@ -211,6 +216,12 @@ methods! {
     /// `confirmations.resolve` (operator): approve or deny one confirmation.
     ConfirmationsResolve = "confirmations.resolve"
         => ConfirmationsResolveParams, ConfirmationsResolveResult;
+    /// `inbox.list` (operator): everything waiting for the user — confirmations, job reviews,
+    /// goal approvals — in one list with pending counts by kind.
+    InboxList = "inbox.list" => InboxListParams, InboxListResult;
+    /// `inbox.resolve` (operator): approve or deny one inbox item by id, short id or unique
+    /// prefix, routed to its kind's own rules.
+    InboxResolve = "inbox.resolve" => InboxResolveParams, InboxResolveResult;
     /// `events.subscribe` (both): add manifest events to this connection's subscriptions.
     EventsSubscribe = "events.subscribe" => EventsSubscribeParams, EventsSubscribeResult;
     /// `sessions.list` (operator; a runtime sees only its own sessions).

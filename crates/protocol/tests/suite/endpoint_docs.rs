@@ -107,6 +107,8 @@ fn method_checks(method: MethodName) -> (Check, Check) {
         MethodName::ToolsInvoke => checks::<ToolsInvoke>(),
         MethodName::ConfirmationsList => checks::<ConfirmationsList>(),
         MethodName::ConfirmationsResolve => checks::<ConfirmationsResolve>(),
+        MethodName::InboxList => checks::<InboxList>(),
+        MethodName::InboxResolve => checks::<InboxResolve>(),
         MethodName::EventsSubscribe => checks::<EventsSubscribe>(),
         MethodName::SessionsList => checks::<SessionsList>(),
         MethodName::SessionsGet => checks::<SessionsGet>(),

@@ -51,9 +51,25 @@ pub(super) async fn resolve(
     operator: &Operator,
     p: ConfirmationsResolveParams,
 ) -> Result<ConfirmationsResolveResult, ErrorObject> {
-    conn.state
+    if p.confirmation_id.starts_with("job-confirm-") {
+        return Err(ErrorObject::invalid_params(format!(
+            "{} is a background job's review, not a runtime confirmation: decide it with \
+             inbox.resolve or jobs.review (`openphone inbox approve|deny <id>`)",
+            p.confirmation_id
+        )));
+    }
+    match conn
+        .state
         .bridge
         .resolve(operator, &p.confirmation_id, p.decision)
         .await
-        .map_err(|e| ErrorObject::new(e.code(), e.to_string()))
+    {
+        Ok(result) => Ok(result),
+        // Expired (with the time), already resolved or unknown: the inbox says which.
+        Err(e) if e.code() == openphone_protocol::ErrorCode::PendingConfirmationNotFound => {
+            let now = conn.state.bridge.now_ms();
+            Err(super::inbox::not_pending(conn, &p.confirmation_id, now))
+        }
+        Err(e) => Err(ErrorObject::new(e.code(), e.to_string())),
+    }
 }

@@ -11,6 +11,7 @@ mod dashboard;
 mod devices;
 mod events;
 mod goals;
+mod inbox;
 mod jobs;
 mod policy;
 mod runtime;
@@ -25,10 +26,10 @@ use openphone_protocol::endpoint::{
     ApprovalsGrant, ApprovalsList, ApprovalsRevoke, AttentionRequest, AuditQuery,
     ConfirmationsResolve, EndpointErrorCode, ErrorObject, EventsSubscribe, GoalsAbort, GoalsAnswer,
     GoalsCreate, GoalsExplain, GoalsExport, GoalsGet, GoalsList, GoalsPause, GoalsPlan,
-    GoalsResume, GoalsRetry, GoalsTick, JobsCreate, JobsGet, JobsList, JobsPause, JobsResume,
-    JobsReview, JobsStop, JobsWake, MethodName, PolicyExplain, Request, RuntimeElevate,
-    RuntimeMessage, RuntimeRevokeElevation, RuntimeSelect, SessionsCancel, SessionsGet,
-    SessionsList, SimInject, ToolsInvoke,
+    GoalsResume, GoalsRetry, GoalsTick, InboxList, InboxResolve, JobsCreate, JobsGet, JobsList,
+    JobsPause, JobsResume, JobsReview, JobsStop, JobsWake, MethodName, PolicyExplain, Request,
+    RuntimeElevate, RuntimeMessage, RuntimeRevokeElevation, RuntimeSelect, SessionsCancel,
+    SessionsGet, SessionsList, SimInject, ToolsInvoke,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -81,6 +82,16 @@ pub(super) async fn dispatch(conn: &Arc<Conn>, req: &Request) -> Result<Value, E
             let operator = confirmations::operator(conn)?;
             let params = req.params_as::<ConfirmationsResolve>()?;
             written(confirmations::resolve(conn, &operator, params).await)
+        }
+        MethodName::InboxList => {
+            operator_only(conn, method)?;
+            written(inbox::list(conn, req.params_as::<InboxList>()?))
+        }
+        MethodName::InboxResolve => {
+            // The role is checked before the params, as for `confirmations.resolve`.
+            let operator = confirmations::operator(conn)?;
+            let params = req.params_as::<InboxResolve>()?;
+            written(inbox::resolve(conn, &operator, params).await)
         }
         MethodName::EventsSubscribe => {
             written(events::subscribe(conn, req.params_as::<EventsSubscribe>()?))

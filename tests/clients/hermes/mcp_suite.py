@@ -12,6 +12,8 @@ phone, loopback, a `hermes` runtime with its own token, a 2 s inline wait). Chec
               (policy outcomes do not open Hermes' circuit breaker)
   late        a tap approved after the inline wait, then Hermes' identical retry: exactly one
               tap ran, one confirmation, and the retry's tool message holds the tap's result
+  status      openphone_confirmation_status through Hermes' MCP SDK: pending, then approved
+              with the tap's result; an unknown id is an error
 
 Exit 0 when every check passed (or when Hermes is not installed: SKIP), 1 otherwise.
 Usage: python3 tests/clients/hermes/mcp_suite.py   (after `cargo build -p openphone-cli
@@ -192,6 +194,18 @@ def main():
         check(len(confirmations) == 1, f"one confirmation: {confirmations}")
         print(f"     tap audit records: {[(r.get('kind'), r.get('status')) for r in records]}")
         check(len(executed) == 1, f"the tap ran once: {len(executed)}")
+
+        # openphone_confirmation_status through the MCP SDK Hermes uses (its venv's Python).
+        with open(os.path.join(daemon.data, "endpoint.json")) as f:
+            mcp_url = json.load(f)["mcp_url"]
+        out = subprocess.run([os.path.join(os.path.dirname(HERMES), "python"),
+                              os.path.join(os.path.dirname(__file__), "status_check.py"),
+                              mcp_url, TOKEN, OPENPHONE, daemon.data],
+                             capture_output=True, text=True, timeout=120)
+        seen = json.loads(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 else {}
+        check(seen == {"tap": [False, "pending"], "before": [False, "pending"],
+                       "after": [False, "approved", "tap"], "unknown": True},
+              f"the status tool collects a late approval: {seen or out.stderr[-500:]}")
     finally:
         daemon.stop()
     print("FAILED: " + "; ".join(FAILED) if FAILED else "all Hermes MCP checks passed")

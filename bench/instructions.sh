@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# Instructions per call: the daemon's CPU work per call, counted by valgrind's callgrind, which
+# the machine's load does not move (calls/s does). See docs/benchmarks.md.
+#
+# Starts the daemon (`openphone serve`) under `valgrind --tool=callgrind` in a fresh data
+# directory, then for each path below zeroes the daemon's counters, makes CALLS calls per
+# connection with `openphone bench` (not under valgrind), dumps the counters and divides the
+# instructions the daemon executed (every thread) by the calls it answered:
+#   ws-status   WebSocket tools.invoke openphone.device.status
+#   ws-screen   WebSocket tools.invoke openphone.screen.get (no screenshot)
+#   mcp-2025    MCP tools/call openphone_device_status, era 2025-11-25
+#   mcp-2026    MCP tools/call openphone_device_status, era 2026-07-28
+# The figure includes everything the daemon did meanwhile (its timers too), so it is a little
+# above the pure per-call work; under valgrind the threads run one at a time, so the group
+# commit's batches are smaller than on a real run.
+#
+# Usage: bench/instructions.sh [CALLS]
+#   CALLS             calls per connection (default $BENCH_CALLS or 250), 2 connections
+#   OPENPHONE_BIN     the openphone binary to measure (default: build target/release/openphone)
+#   BENCH_DIR         where the data directory goes (default target/)
+# The callgrind files are kept in target/bench-results/callgrind/ (callgrind_annotate reads them).
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/.." && pwd)"
+cd "$root"
+
+calls="${1:-${BENCH_CALLS:-250}}"
+log() { printf '[instructions] %s\n' "$*" >&2; }
+command -v valgrind >/dev/null || { log "valgrind is needed (apt-get install valgrind)"; exit 2; }
+command -v callgrind_control >/dev/null || { log "callgrind_control is needed (valgrind)"; exit 2; }
+
+openphone="${OPENPHONE_BIN:-}"
+if [ -z "$openphone" ]; then
+    log "building (release): openphone"
+    cargo build --release --locked --quiet -p openphone-cli
+    openphone="$root/target/release/openphone"
+fi
+out="$root/target/bench-results/callgrind"
+mkdir -p "$root/target" "$out"
+rm -f "$out"/callgrind.out.*
+work="$(mktemp -d "${BENCH_DIR:-$root/target}/bench-instr.XXXXXX")"
+daemon_pid=""
+cleanup() {
+    if [ -n "$daemon_pid" ]; then
+        kill "$daemon_pid" 2>/dev/null || true
+        wait "$daemon_pid" 2>/dev/null || true
+    fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+token="bench-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
+cat >"$work/openphone.toml" <<EOF
+[[runtimes]]
+id = "bench"
+token = "$token"
+grants = ["safe_read", "private_read", "dangerous"]
+
+[limits]
+rate_per_sec = 1000000.0
+rate_burst = 1000000.0
+EOF
+
+log "starting the daemon under callgrind"
+valgrind --tool=callgrind --callgrind-out-file="$out/callgrind.out.%p" \
+    "$openphone" serve --data-dir "$work/data" --listen 127.0.0.1:0 --config "$work/openphone.toml" \
+    >"$work/daemon.log" 2>&1 &
+daemon_pid=$!
+for _ in $(seq 1200); do
+    [ -s "$work/data/endpoint.json" ] && break
+    sleep 0.1
+done
+[ -s "$work/data/endpoint.json" ] || { log "the daemon did not start:"; cat "$work/daemon.log" >&2; exit 2; }
+ws_url="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["url"])' "$work/data/endpoint.json")"
+mcp_url="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["mcp_url"])' "$work/data/endpoint.json")"
+
+# The total instructions (Ir) of the newest dump.
+last_ir() {
+    local file
+    file="$(ls -t "$out"/callgrind.out.* | head -n1)"
+    awk '/^(summary|totals):/ {print $2; exit}' "$file"
+}
+
+rows=()
+# measure NAME ARGS...: zero, run the load, dump, print instructions per answered call.
+measure() {
+    local name="$1"
+    shift
+    log "$name"
+    # One untimed call per connection first, so connection set-up is not counted.
+    "$openphone" bench "$@" --connections 2 --calls 1 --json >/dev/null 2>&1 || true
+    callgrind_control -z "$daemon_pid" >/dev/null
+    "$openphone" bench "$@" --connections 2 --calls "$calls" --timeout 120 --json \
+        >"$out/$name.json" 2>"$out/$name.err" || true
+    callgrind_control -d "$name" "$daemon_pid" >/dev/null
+    sleep 0.5
+    local ir ok
+    ir="$(last_ir)"
+    ok="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["ok"])' "$out/$name.json" 2>/dev/null || echo 0)"
+    rows+=("$name $ir $ok")
+}
+
+measure ws-status invoke --url "$ws_url" --token "$token" \
+    --tool openphone.device.status --params '{"reason": "benchmark"}'
+measure ws-screen invoke --url "$ws_url" --token "$token" \
+    --tool openphone.screen.get --params '{"reason": "benchmark", "include_screenshot": false}'
+measure mcp-2025 mcp --url "$mcp_url" --token-file "$work/data/mcp.token" --era 2025-11-25 \
+    --tool openphone_device_status --args '{"reason": "benchmark"}'
+measure mcp-2026 mcp --url "$mcp_url" --token-file "$work/data/mcp.token" --era 2026-07-28 \
+    --tool openphone_device_status --args '{"reason": "benchmark"}'
+
+echo
+echo "instructions per call (callgrind, daemon, all threads; $calls calls × 2 connections)"
+echo
+echo "| path | calls answered | instructions per call |"
+echo "|---|---|---|"
+for row in "${rows[@]}"; do
+    set -- $row
+    if [ "${3:-0}" -gt 0 ] 2>/dev/null && [ -n "${2:-}" ]; then
+        printf '| %s | %s | %s |\n' "$1" "$3" "$(($2 / $3))"
+    else
+        printf '| %s | failed (see %s.err) | — |\n' "$1" "$1"
+    fi
+done

@@ -101,7 +101,7 @@ pub fn memory(opts: MemoryBench) -> Result<ExitCode> {
     std::fs::write(
         &config,
         format!(
-            "[[runtimes]]\nid = \"bench\"\ntoken = \"{token}\"\ngrants = [\"safe_read\"]\n\n\
+            "[[runtimes]]\nid = \"bench\"\ntoken = \"{token}\"\ngrants = [\"safe_read\", \"private_read\"]\n\n\
              [limits]\nrate_per_sec = 1000000.0\nrate_burst = 1000000.0\n\n\
              [jobs]\nmax_jobs = {}\n",
             opts.jobs.max(200) + 100

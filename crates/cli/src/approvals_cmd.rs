@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 
 use crate::client::DaemonClient;
 use crate::data_dir::DataDir;
-use crate::output::{approval_line, block_on, duration_ms, print_json};
+use crate::output::{approval_line, block_on, duration_ms, print_json, when_ms};
 
 /// `openphone approvals` subcommands.
 #[derive(Debug, Subcommand)]
@@ -39,6 +39,10 @@ pub enum ApprovalsCommand {
         /// Stop applying after this long, e.g. `30m`, `2h`, `7d`.
         #[arg(long, value_name = "DURATION")]
         expires_in: Option<String>,
+        /// Stop applying at this time: RFC 3339 (`2026-12-01T18:00:00+01:00`), a local time
+        /// (`tomorrow 18:00`, `fri 09:00`) or relative (`in 2h`).
+        #[arg(long, value_name = "WHEN", conflicts_with = "expires_in")]
+        expires_at: Option<String>,
         /// Also apply inside background job runs.
         #[arg(long)]
         background: bool,
@@ -85,6 +89,7 @@ pub fn run(cmd: ApprovalsCommand) -> Result<ExitCode> {
             tool,
             params,
             expires_in,
+            expires_at,
             background,
             note,
             data_dir,
@@ -92,6 +97,10 @@ pub fn run(cmd: ApprovalsCommand) -> Result<ExitCode> {
         } => {
             let constraints = parse_constraints(&params)?;
             let expires_in_ms = expires_in.as_deref().map(parse_duration_ms).transpose()?;
+            let expires_at_ms = expires_at
+                .as_deref()
+                .map(|raw| when_ms("--expires-at", raw))
+                .transpose()?;
             let dir = data_dir.resolve()?;
             block_on(async {
                 let mut client = DaemonClient::connect(&dir).await?;
@@ -100,7 +109,7 @@ pub fn run(cmd: ApprovalsCommand) -> Result<ExitCode> {
                         runtime,
                         tool,
                         constraints,
-                        expires_at_ms: None,
+                        expires_at_ms,
                         expires_in_ms,
                         background,
                         note,

@@ -108,15 +108,9 @@ pub fn run(args: ElevateArgs) -> Result<ExitCode> {
     })
 }
 
-/// `hermes → trusted_actions until 2026-11-28T08:10:00Z (elev-…)`.
+/// `hermes → trusted_actions until Sat 28 Nov 08:10 UTC (in 2 h) (elev-…)`.
 pub(crate) fn elevation_line(e: &ElevationInfo) -> String {
-    let until = u64::try_from(e.expires_at_ms)
-        .ok()
-        .map(|ms| std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms))
-        .map_or_else(
-            || e.expires_at_ms.to_string(),
-            |t| humantime::format_rfc3339_seconds(t).to_string(),
-        );
+    let until = crate::output::when(e.expires_at_ms);
     format!(
         "{} → {} until {until} ({})",
         e.runtime,

@@ -10,6 +10,7 @@ use anyhow::{Context, Result, bail};
 use clap::Subcommand;
 use openphone_device::SimState;
 use openphone_goals::sim::{Rules, SimInput, simulate};
+use openphone_protocol::display_text;
 use openphone_protocol::endpoint::{
     ConfirmDecision, ConfirmationsResolve, ConfirmationsResolveParams, GoalActionParams,
     GoalIdParams, GoalRecord, GoalResult, GoalsAbort, GoalsAnswer, GoalsAnswerParams, GoalsCreate,
@@ -23,6 +24,7 @@ use serde_json::{Value, json};
 use crate::client::DaemonClient;
 use crate::client_cmd::{block_on, print_json};
 use crate::data_dir::DataDir;
+use crate::output::when;
 
 /// `openphone goals` subcommands.
 #[derive(Debug, Subcommand)]
@@ -37,6 +39,11 @@ pub enum GoalsCommand {
         /// file's `device_id`. Without either, the daemon's only phone.
         #[arg(long, value_name = "ID")]
         device: Option<String>,
+        /// The deadline, overriding the file's `deadline_at`/`deadline_in`: RFC 3339
+        /// (`2026-12-01T18:00:00+01:00`), a local time (`18:00`, `tomorrow 18:00`, `fri 09:00`)
+        /// or relative (`in 6h`).
+        #[arg(long, value_name = "WHEN")]
+        deadline: Option<String>,
         #[command(flatten)]
         data_dir: DataDir,
         /// Print JSON instead of text.
@@ -212,6 +219,7 @@ pub fn run(cmd: GoalsCommand) -> Result<ExitCode> {
         GoalsCommand::Create {
             file,
             device,
+            deadline,
             data_dir,
             json,
         } => {
@@ -219,6 +227,11 @@ pub fn run(cmd: GoalsCommand) -> Result<ExitCode> {
             let mut spec = openphone_goals::spec::goal_in_file(read_json(&file)?);
             if let (Some(device), Some(obj)) = (device, spec.as_object_mut()) {
                 obj.insert("device_id".to_owned(), serde_json::Value::String(device));
+            }
+            if let (Some(raw), Some(obj)) = (deadline, spec.as_object_mut()) {
+                let at = crate::output::when_ms("--deadline", &raw)?;
+                obj.remove("deadline_in");
+                obj.insert("deadline_at".to_owned(), json!(at));
             }
             one::<GoalsCreate>(&data_dir, GoalsCreateParams { goal: spec }, json, "created")
         }
@@ -268,7 +281,7 @@ pub fn run(cmd: GoalsCommand) -> Result<ExitCode> {
                             String::new()
                         },
                         g.deadline_at
-                            .map(|d| format!(", deadline {d}"))
+                            .map(|d| format!(", deadline {}", when(d)))
                             .unwrap_or_default(),
                         g.objective
                     );
@@ -317,9 +330,7 @@ pub fn run(cmd: GoalsCommand) -> Result<ExitCode> {
                     "ticked: {} transition(s), {} report(s); next wake: {}",
                     ticked.transitions,
                     ticked.reports,
-                    ticked
-                        .next_wake_at
-                        .map_or_else(|| "none".to_owned(), |at| at.to_string())
+                    ticked.next_wake_at.map_or_else(|| "none".to_owned(), when)
                 );
                 print_goal(&ticked.goal);
             }
@@ -628,7 +639,16 @@ where
 fn print_goal(goal: &GoalRecord) {
     println!("{} [{}] {}", goal.id, goal.state, goal.objective);
     if let Some(deadline) = goal.deadline_at {
-        println!("  deadline: {deadline}");
+        println!("  deadline: {}", when(deadline));
+    }
+    for c in &goal.checkpoints {
+        println!(
+            "  checkpoint {} {}: {} [{}]",
+            c.label,
+            when(c.at),
+            display_text(&c.contract),
+            c.outcome
+        );
     }
     for a in &goal.actions {
         println!("  - {} [{}] {}", a.id, a.state, a.title);

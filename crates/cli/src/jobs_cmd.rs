@@ -18,7 +18,7 @@ use serde_json::{Map, Value, json};
 
 use crate::client::DaemonClient;
 use crate::data_dir::DataDir;
-use crate::output::{block_on, duration_ms, print_json};
+use crate::output::{block_on, duration_ms, now_ms, print_json, when, when_ms};
 
 /// `openphone jobs` subcommands.
 #[derive(Debug, Subcommand)]
@@ -38,9 +38,10 @@ pub enum JobsCommand {
         /// First run this long from now, e.g. `30s`, `10m`, `2h` (default: soon).
         #[arg(long, value_name = "DURATION")]
         r#in: Option<String>,
-        /// First run at this Unix time in milliseconds.
-        #[arg(long, value_name = "UNIX_MS", conflicts_with = "in")]
-        at: Option<i64>,
+        /// First run at this time: RFC 3339 (`2026-12-01T09:00:00+01:00`), a local time
+        /// (`09:00`, `tomorrow 09:00`, `fri 18:30`), relative (`in 2h`) or Unix milliseconds.
+        #[arg(long, value_name = "WHEN", conflicts_with = "in")]
+        at: Option<String>,
         /// Repeat every DURATION (at least 15 s), e.g. `1h`.
         #[arg(long, value_name = "DURATION")]
         every: Option<String>,
@@ -197,11 +198,10 @@ pub fn run(cmd: JobsCommand) -> Result<ExitCode> {
             }
             if let Some(delay) = r#in {
                 let ms = duration_ms("--in", &delay)?;
-                let now = openphone_clock::Clock::now_ms(&openphone_clock::SystemClock);
-                args.insert("next_run_at".into(), json!(now.saturating_add(ms)));
+                args.insert("next_run_at".into(), json!(now_ms().saturating_add(ms)));
             }
             if let Some(at) = at {
-                args.insert("next_run_at".into(), json!(at));
+                args.insert("next_run_at".into(), json!(when_ms("--at", &at)?));
             }
             if let Some(every) = every {
                 let ms = duration_ms("--every", &every)?;
@@ -312,8 +312,8 @@ pub fn run(cmd: JobsCommand) -> Result<ExitCode> {
                     println!(
                         "attempt {}: due {} started {} {}{}{}",
                         run.attempt,
-                        run.intended_at,
-                        run.started_at,
+                        when(run.intended_at),
+                        when(run.started_at),
                         run.outcome.map_or("running", |o| o.as_str()),
                         if run.reason.is_empty() {
                             String::new()
@@ -362,8 +362,7 @@ pub fn run(cmd: JobsCommand) -> Result<ExitCode> {
                     "started {} job(s), repaired {}; next wake: {}",
                     woke.claimed.len(),
                     woke.repaired.len(),
-                    woke.next_wake_at
-                        .map_or_else(|| "none".to_owned(), |at| at.to_string())
+                    woke.next_wake_at.map_or_else(|| "none".to_owned(), when)
                 );
             }
             Ok(ExitCode::SUCCESS)
@@ -466,7 +465,7 @@ where
     })
 }
 
-/// `#7 agent_turn "Title" queued (waiting) next 1764…: progress`.
+/// `#7 agent_turn "Title" queued (waiting) next Sat 28 Nov 14:05 UTC (in 2 h): progress`.
 fn job_line(entry: &JobEntry) -> String {
     let job = &entry.job;
     let mut line = format!(
@@ -485,7 +484,7 @@ fn job_line(entry: &JobEntry) -> String {
     }
     let next = job.next_run_at;
     if next > 0 {
-        line.push_str(&format!(" next {next}"));
+        line.push_str(&format!(" next {}", when(next)));
     }
     if !job.progress_text.is_empty() {
         line.push_str(&format!(": {}", display_text(&job.progress_text)));
@@ -504,8 +503,8 @@ fn review_line(entry: &JobEntry) -> Option<String> {
     // Escaped when the review was made; shown through the one escape again whatever the
     // stored record holds.
     let summary = display_text(record.summary());
-    let expires = record.expires_at();
+    let expires = when(record.expires_at());
     Some(format!(
-        "review {id}: {summary} (expires at {expires})\n  approve: openphone jobs approve {id}\n  deny:    openphone jobs deny {id}"
+        "review {id}: {summary} (expires {expires})\n  approve: openphone jobs approve {id}\n  deny:    openphone jobs deny {id}"
     ))
 }

@@ -59,20 +59,39 @@ pub(crate) fn constraints_text(constraints: &Map<String, Value>) -> String {
 }
 
 fn format_ms(ms: i64) -> String {
-    u64::try_from(ms)
-        .ok()
-        .map(|ms| std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms))
-        .map_or_else(
-            || ms.to_string(),
-            |t| humantime::format_rfc3339_seconds(t).to_string(),
+    when(ms)
+}
+
+/// Now, from the system clock, for showing how far a time is and reading relative times.
+pub(crate) fn now_ms() -> i64 {
+    openphone_clock::Clock::now_ms(&openphone_clock::SystemClock)
+}
+
+/// A time a person reads: local time with the zone and how far it is from now
+/// (`Sat 28 Nov 14:05 UTC+1 (in 2 h)`). `--json` output keeps the milliseconds.
+pub(crate) fn when(ms: i64) -> String {
+    openphone_clock::human::format_local(ms, now_ms())
+}
+
+/// A time a person wrote to `flag` (RFC 3339, `in 2h`, `tomorrow 09:00`, Unix ms) in
+/// milliseconds, or an error naming the flag and the forms accepted.
+pub(crate) fn when_ms(flag: &str, raw: &str) -> Result<i64> {
+    openphone_clock::human::parse_when(raw, now_ms()).map_err(|e| {
+        anyhow::anyhow!(
+            "{flag} {e}\n  accepted: {}",
+            openphone_clock::human::WHEN_FORMS
         )
+    })
 }
 
 /// A human duration given to `flag` (`30s`, `2h`, `1h 30m`) into milliseconds; zero refused.
 pub(crate) fn duration_ms(flag: &str, raw: &str) -> Result<i64> {
-    let d = humantime::parse_duration(raw)
-        .with_context(|| format!("{flag} {raw:?}: expected a duration like 30m, 2h or 7d"))?;
-    let ms = i64::try_from(d.as_millis()).with_context(|| format!("{flag} is too long"))?;
+    let ms = openphone_clock::human::parse_duration(raw).map_err(|e| {
+        anyhow::anyhow!(
+            "{flag} {e}\n  accepted: {}",
+            openphone_clock::human::DURATION_FORMS
+        )
+    })?;
     if ms == 0 {
         bail!("{flag} must be longer than zero");
     }

@@ -36,5 +36,4 @@ mod sessions;
 mod sim_state;
 mod store;
 mod support;
-mod user_setup;
 mod world;

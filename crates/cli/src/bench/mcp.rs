@@ -142,7 +142,14 @@ struct CallResult {
     /// A policy outcome (pending, denied, expired) is `isError: false` with
     /// `structuredContent.outcome`: not done either.
     #[serde(rename = "structuredContent", default)]
-    structured: Option<serde_json::Value>,
+    structured: Option<PolicyOutcome>,
+}
+
+/// The `outcome` member of a policy outcome's `structuredContent`.
+#[derive(Debug, Deserialize)]
+struct PolicyOutcome {
+    #[serde(default)]
+    outcome: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -227,7 +234,7 @@ fn classify(answer: &HttpAnswer, id: u64) -> Outcome {
     let outcome = result
         .structured
         .as_ref()
-        .is_some_and(|s| s.get("outcome").is_some_and(serde_json::Value::is_string));
+        .is_some_and(|s| matches!(s.outcome, Some(serde_json::Value::String(_))));
     if !result.is_error && !outcome {
         return Outcome::Ok;
     }

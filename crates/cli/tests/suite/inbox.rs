@@ -242,7 +242,15 @@ async fn each_kind_is_approved_by_a_prefix_of_its_short_id() {
     assert_eq!(messages_with(&data, "On my way"), 1);
     let (_, shown, _) = jobs_json(&["show", &job], &data).await;
     assert_ne!(shown["job"]["status"], "awaiting_review", "{shown}");
-    let shown = goals(&["show", &goal], &data).await;
+    // The goal moves on once its engine hears of the approval.
+    let mut shown = Value::Null;
+    for _ in 0..200 {
+        shown = goals(&["show", &goal], &data).await;
+        if action(&shown["goal"], "move")["state"] != "NEEDS_APPROVAL" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     assert_ne!(
         action(&shown["goal"], "move")["state"],
         "NEEDS_APPROVAL",
@@ -318,7 +326,7 @@ async fn an_expired_confirmation_says_when_it_expired() {
         let (code, out, err) = cli(&args, &data);
         assert_ne!(code, 0, "{args:?}: {out}");
         assert!(err.contains("expired at"), "{args:?}: {err}");
-        assert!(err.contains("ago)"), "{args:?}: {err}");
+        assert!(err.contains("UTC"), "{args:?}: {err}");
     }
     drop(daemon);
 }

@@ -69,6 +69,8 @@ struct Inner {
     max_tool_calls: u32,
     max_tokens: u32,
     max_history_chars: u32,
+    /// The "no model is configured" fix, naming the configuration read.
+    unconfigured: String,
 }
 
 impl GoalTurnRunner {
@@ -133,6 +135,10 @@ impl GoalTurnRunner {
                 max_tool_calls: config.max_tool_calls,
                 max_tokens,
                 max_history_chars: config.max_history_chars,
+                unconfigured: setup.unconfigured(
+                    "no model is configured for the built-in runtime: add a [builtin] table \
+                     (or [builtin.background_model]) with base_url and model",
+                ),
             }),
         }
     }
@@ -159,11 +165,7 @@ impl GoalTurnRunner {
     ) -> Result<String, String> {
         let inner = &self.inner;
         let Some(client) = inner.client.clone() else {
-            return Err(
-                "no model is configured for the built-in runtime: add a [builtin] table \
-                        (or [builtin.background_model]) with base_url and model"
-                    .to_owned(),
-            );
+            return Err(inner.unconfigured.clone());
         };
         let Some(bridge) = inner.bridge.upgrade() else {
             return Err("the tool bridge is gone (the daemon is stopping)".to_owned());

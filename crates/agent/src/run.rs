@@ -65,6 +65,8 @@ pub(crate) struct Agent {
     /// `builtin` under its configured authorisation.
     pub(crate) caller: Caller,
     pub(crate) tools: ToolCatalogue,
+    /// The "no model is configured" fix, naming the configuration read.
+    pub(crate) unconfigured: String,
 }
 
 /// How a run ended.
@@ -180,7 +182,7 @@ pub(crate) async fn run(
     let session = requested.phone_session_id.clone();
     let attention = requested.attention_id.clone();
     let Some(client) = agent.client.clone() else {
-        let ended = failed("model_unconfigured", openphone_core::BUILTIN_NOT_CONFIGURED);
+        let ended = failed("model_unconfigured", agent.unconfigured.clone());
         report(agent, &manager, &session, &attention, ended, (0, 0)).await;
         return;
     };

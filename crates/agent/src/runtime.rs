@@ -57,6 +57,9 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// Attempts of an interactive model call while nothing accepts connections at the URL.
+const INTERACTIVE_CONNECT_ATTEMPTS: u32 = 2;
+
 impl BuiltinRuntime {
     /// The runtime for a `[builtin]` table, or an unconfigured one without it (attention
     /// requests then answer `runtime_not_configured` with the fix). The API key is read
@@ -72,7 +75,10 @@ impl BuiltinRuntime {
                 None,
             ));
         };
-        let model = config.model_config()?;
+        let mut model = config.model_config()?;
+        // Someone waits on `ask`: a model server that is not running is said at once (one
+        // retry for a restart in progress), not after the whole backoff (issue 31).
+        model.connect_attempts = Some(INTERACTIVE_CONNECT_ATTEMPTS);
         let client = ModelClient::with_clock(model, setup.bridge.clock())
             .map_err(|e| BuiltinConfigError(e.detail()))?;
         Ok(BuiltinRuntime::build(setup, config.clone(), Some(client)))
@@ -105,6 +111,7 @@ impl BuiltinRuntime {
         client: Option<ModelClient>,
     ) -> BuiltinRuntime {
         let (caller, tools) = setup.caller_and_tools();
+        let unconfigured = setup.unconfigured(BUILTIN_NOT_CONFIGURED);
         let bridge = setup.bridge;
         BuiltinRuntime {
             inner: Arc::new(Inner {
@@ -117,6 +124,7 @@ impl BuiltinRuntime {
                     config,
                     caller,
                     tools,
+                    unconfigured,
                 },
                 runs: Mutex::new(Runs::default()),
                 idle: Notify::new(),
@@ -395,7 +403,7 @@ impl LocalRuntime for BuiltinRuntime {
     fn configured(&self) -> Result<(), String> {
         match self.inner.agent.client {
             Some(_) => Ok(()),
-            None => Err(BUILTIN_NOT_CONFIGURED.to_owned()),
+            None => Err(self.inner.agent.unconfigured.clone()),
         }
     }
 }

@@ -26,9 +26,21 @@ pub struct BuiltinSetup {
     pub authorisation: RuntimeAuthorisation,
     /// The configured tool policy (profiles, allow and deny lists).
     pub tool_policy: ToolPolicy,
+    /// Where the daemon's configuration came from, in words ("config file /x.toml (named by
+    /// --config)", "no config file (…)"): the "no model is configured" errors name it, so the
+    /// user knows which file lacks `[builtin]` (issue 31). `None`: not said.
+    pub config_origin: Option<String>,
 }
 
 impl BuiltinSetup {
+    /// `message` (a "no model is configured" fix) with the configuration it is about.
+    pub(crate) fn unconfigured(&self, message: &str) -> String {
+        match &self.config_origin {
+            Some(origin) => format!("{message}; the daemon read: {origin}"),
+            None => message.to_owned(),
+        }
+    }
+
     /// `builtin` under its configured authorisation, and the tools it offers the model: one
     /// catalogue for foreground and background runs.
     pub(crate) fn caller_and_tools(&self) -> (Caller, ToolCatalogue) {

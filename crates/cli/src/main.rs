@@ -14,10 +14,12 @@ mod audit_cmd;
 mod bench;
 mod client;
 mod client_cmd;
+mod config_cmd;
 mod crash_cmd;
 mod dashboard_cmd;
 mod data_dir;
 mod devices_cmd;
+mod doctor_cmd;
 mod elevate_cmd;
 mod goals_cmd;
 mod inbox_cmd;
@@ -30,6 +32,7 @@ mod policy_cmd;
 mod protocol_cmd;
 mod serve_cmd;
 mod sim_cmd;
+mod stop_cmd;
 mod store_cmd;
 
 use std::process::ExitCode;
@@ -48,6 +51,14 @@ struct Cli {
 enum Command {
     /// Run the daemon: the phone endpoint for agent runtimes and the CLI.
     Serve(serve_cmd::ServeArgs),
+    /// Stop the data directory's daemon gracefully (as Ctrl-C would) and wait until it has.
+    Stop(stop_cmd::StopArgs),
+    /// Check the set-up: config, data directory, daemon, model server, OpenClaw, phones; each
+    /// problem with its fix (exit 1 when there is one).
+    Doctor(doctor_cmd::DoctorArgs),
+    /// The configuration file: `config path` (which file, and why), `config check`.
+    #[command(subcommand)]
+    Config(config_cmd::ConfigCommand),
     /// Show whether a daemon serves the data directory, and its state.
     Status {
         #[command(flatten)]
@@ -214,6 +225,9 @@ fn main() -> ExitCode {
         Command::Store(cmd) => store_cmd::run(cmd),
         Command::Info { json } => info(json),
         Command::Serve(args) => serve_cmd::run(args),
+        Command::Stop(args) => stop_cmd::run(args),
+        Command::Doctor(args) => doctor_cmd::run(args),
+        Command::Config(cmd) => config_cmd::run(cmd),
         Command::Status { data_dir, json } => client_cmd::status(&data_dir, json),
         Command::Tools(cmd) => client_cmd::tools(cmd),
         Command::Inbox(args) => inbox_cmd::run(args),

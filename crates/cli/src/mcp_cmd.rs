@@ -41,6 +41,14 @@ pub enum McpCommand {
         /// to 10 s for it to be ready (its log: `daemon.log` in the data directory).
         #[arg(long)]
         autostart: bool,
+        /// The config file for the daemon `--autostart` starts (default: as `openphone config
+        /// path` resolves it: $OPENPHONE_CONFIG, else ~/.config/openphone/config.toml).
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// The address for the daemon `--autostart` starts (default: $OPENPHONE_LISTEN, else
+        /// 127.0.0.1:7788).
+        #[arg(long, value_name = "ADDR")]
+        listen: Option<String>,
     },
     /// Print the default MCP runtime's token (`Authorization: Bearer <token>` on `/mcp`).
     Token {
@@ -76,7 +84,15 @@ pub fn run(cmd: McpCommand) -> Result<ExitCode> {
             data_dir,
             token_file,
             autostart,
-        } => serve(&data_dir.resolve()?, token_file.as_deref(), autostart),
+            config,
+            listen,
+        } => {
+            let start = autostart.then(|| Autostart {
+                config: openphone_server::ConfigLocation::resolve(config.as_deref()).path,
+                listen,
+            });
+            serve(&data_dir.resolve()?, token_file.as_deref(), start)
+        }
         McpCommand::Token { data_dir } => {
             let dir = data_dir.resolve()?;
             println!("{}", read_token(&dir, None)?);
@@ -164,13 +180,24 @@ fn host_config(host: Host, data_dir: &Path) -> Result<String> {
 /// Why the pipe could not be set up; served to the host as `daemon_unavailable`.
 struct Unavailable(String);
 
-fn serve(data_dir: &Path, token_file: Option<&Path>, autostart: bool) -> Result<ExitCode> {
+/// How `--autostart` starts the daemon: the config file resolved here (passed as `--config`,
+/// so the daemon reads the file this command resolved) and the listen address.
+struct Autostart {
+    config: Option<PathBuf>,
+    listen: Option<String>,
+}
+
+fn serve(
+    data_dir: &Path,
+    token_file: Option<&Path>,
+    autostart: Option<Autostart>,
+) -> Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")?;
     let outcome = runtime.block_on(async {
-        match connect(data_dir, token_file, autostart).await {
+        match connect(data_dir, token_file, autostart.as_ref()).await {
             Ok(stream) => pipe(stream).await,
             Err(Unavailable(reason)) => {
                 eprintln!("openphone mcp: {reason}; answering every call with daemon_unavailable");
@@ -196,13 +223,13 @@ const EXITED_GRACE_POLLS: u32 = 20;
 async fn connect(
     data_dir: &Path,
     token_file: Option<&Path>,
-    autostart: bool,
+    autostart: Option<&Autostart>,
 ) -> Result<BufReader<UnixStream>, Unavailable> {
     let socket = data_dir.join(SOCKET_FILE);
-    let stream = match UnixStream::connect(&socket).await {
-        Ok(stream) => stream,
-        Err(_) if autostart => autostart_daemon(data_dir, &socket).await?,
-        Err(e) => return Err(Unavailable(no_daemon(data_dir, &socket, &e))),
+    let stream = match (UnixStream::connect(&socket).await, autostart) {
+        (Ok(stream), _) => stream,
+        (Err(_), Some(start)) => autostart_daemon(data_dir, &socket, start).await?,
+        (Err(e), None) => return Err(Unavailable(no_daemon(data_dir, &socket, &e))),
     };
     // Read only once a daemon answers: it writes `mcp.token` before it binds the socket, so a
     // daemon started a moment ago has written it by now (issue 12).
@@ -246,8 +273,12 @@ fn endpoint_info(data_dir: &Path) -> Option<EndpointInfo> {
 /// (written last, after `mcp.token` and the socket) names it, and its socket accepts. When it
 /// exits first (the port is taken, the config is bad, another daemon won the data directory),
 /// the error quotes what it logged.
-async fn autostart_daemon(data_dir: &Path, socket: &Path) -> Result<UnixStream, Unavailable> {
-    let mut started = start_daemon(data_dir).map_err(|e| Unavailable(format!("{e:#}")))?;
+async fn autostart_daemon(
+    data_dir: &Path,
+    socket: &Path,
+    start: &Autostart,
+) -> Result<UnixStream, Unavailable> {
+    let mut started = start_daemon(data_dir, start).map_err(|e| Unavailable(format!("{e:#}")))?;
     let pid = started.child.id();
     let mut exited: Option<(std::process::ExitStatus, u32)> = None;
     for _ in 0..AUTOSTART_POLLS {
@@ -349,7 +380,7 @@ impl Started {
     }
 }
 
-fn start_daemon(data_dir: &Path) -> Result<Started> {
+fn start_daemon(data_dir: &Path, start: &Autostart) -> Result<Started> {
     let exe = std::env::current_exe().context("locating the openphone binary")?;
     // The user's alone, as the daemon keeps it: the directory 0700, the log 0600.
     let mut dir = std::fs::DirBuilder::new();
@@ -368,10 +399,14 @@ fn start_daemon(data_dir: &Path) -> Result<Started> {
     let log = log.open(&log_path).context("opening daemon.log")?;
     let log_from = log.metadata().map(|m| m.len()).unwrap_or(0);
     let mut cmd = std::process::Command::new(exe);
-    cmd.arg("serve")
-        .arg("--data-dir")
-        .arg(data_dir)
-        .stdin(std::process::Stdio::null())
+    cmd.arg("serve").arg("--data-dir").arg(data_dir);
+    if let Some(config) = &start.config {
+        cmd.arg("--config").arg(config);
+    }
+    if let Some(listen) = &start.listen {
+        cmd.arg("--listen").arg(listen);
+    }
+    cmd.stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(log);
     #[cfg(unix)]

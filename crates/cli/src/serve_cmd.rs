@@ -6,7 +6,9 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, anyhow};
 use clap::{Args, ValueEnum};
-use openphone_server::{Config, Daemon, DaemonError, DaemonOptions, DeviceChoice, EndpointInfo};
+use openphone_server::{
+    ConfigLocation, Daemon, DaemonError, DaemonOptions, DeviceChoice, EndpointInfo,
+};
 
 use crate::data_dir::DataDir;
 
@@ -28,7 +30,9 @@ pub struct ServeArgs {
     /// `[device]`/`[[devices]]`; without it the config decides (a simulated phone if neither).
     #[arg(long, value_name = "DEVICE")]
     device: Option<String>,
-    /// Configuration file (TOML; see docs/openphone.example.toml).
+    /// Configuration file (TOML; see docs/openphone.example.toml). Default: $OPENPHONE_CONFIG,
+    /// else $XDG_CONFIG_HOME/openphone/config.toml (~/.config/openphone/config.toml) when it
+    /// exists; `openphone config path` shows which file is used.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Log format on stderr.
@@ -92,10 +96,8 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
         Some(raw) => DeviceChoice::parse(raw).map_err(|e| anyhow!(e))?,
         None => DeviceChoice::Config,
     };
-    let config = match &args.config {
-        Some(path) => Config::load(path)?,
-        None => Config::default(),
-    };
+    let location = ConfigLocation::resolve(args.config.as_deref());
+    let config = location.load()?;
     init_logging(args.log_format, args.access_log || config.log.access);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -127,6 +129,7 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
             data_dir.display(),
             std::process::id()
         );
+        println!("openphone serve: {}", location.describe());
         // What each phone is, and whether it answered at start: an Android phone that did
         // not is kept (its calls answer the device's error with the fix until it is back).
         for note in daemon.phone_notes() {

@@ -46,6 +46,9 @@ enum Failure {
         error: ModelError,
         retry_after: Option<Duration>,
     },
+    /// The connect itself failed (nothing listens there): retried as `Retry`, at most
+    /// `connect_attempts` times.
+    Refused(ModelError),
     /// Never retried.
     Fatal(ModelError),
 }
@@ -201,6 +204,17 @@ impl ModelClient {
                 Err(Failure::Retry { error, retry_after }) => {
                     (error.with_attempts(attempt), retry_after)
                 }
+                Err(Failure::Refused(error)) => {
+                    let error = error.with_attempts(attempt);
+                    if self
+                        .config
+                        .connect_attempts
+                        .is_some_and(|cap| attempt >= cap.max(1))
+                    {
+                        return Err(error);
+                    }
+                    (error, None)
+                }
             };
             if attempt >= max_attempts {
                 return Err(error);
@@ -271,24 +285,38 @@ impl ModelClient {
                 });
             }
             Ok(Err(error)) => {
-                let error = if error.is_timeout() {
-                    ModelError::Timeout {
-                        timeout,
-                        attempts: 0,
-                    }
+                if error.is_timeout() {
+                    return Err(Failure::Retry {
+                        error: ModelError::Timeout {
+                            timeout,
+                            attempts: 0,
+                        },
+                        retry_after: None,
+                    });
+                }
+                let refused = error.is_connect();
+                let fix = if refused {
+                    ": nothing accepts connections there; start the model server (Ollama: \
+                     `ollama serve`; llama.cpp: `llama-server --port N`) or fix base_url"
                 } else {
-                    ModelError::Unreachable {
-                        detail: format!(
-                            "cannot reach {}: {}",
-                            host_port(&self.endpoint),
-                            describe_transport(error, self.secret())
-                        ),
-                        attempts: 0,
-                    }
+                    ""
                 };
-                return Err(Failure::Retry {
-                    error,
-                    retry_after: None,
+                let error = ModelError::Unreachable {
+                    detail: format!(
+                        "cannot reach {} at {}: {}{fix}",
+                        host_port(&self.endpoint),
+                        shown_url(&self.endpoint),
+                        describe_transport(error, self.secret())
+                    ),
+                    attempts: 0,
+                };
+                return Err(if refused {
+                    Failure::Refused(error)
+                } else {
+                    Failure::Retry {
+                        error,
+                        retry_after: None,
+                    }
                 });
             }
             Ok(Ok(response)) => response,
@@ -539,6 +567,11 @@ fn is_loopback(url: &Url) -> bool {
         Ok(ip) => ip.is_loopback(),
         Err(_) => bare.eq_ignore_ascii_case("localhost"),
     }
+}
+
+/// The URL as it can be shown: scheme, host, port and path (no user, password or query).
+fn shown_url(url: &Url) -> String {
+    format!("{}://{}{}", url.scheme(), host_port(url), url.path())
 }
 
 fn host_port(url: &Url) -> String {

@@ -103,6 +103,11 @@ pub struct ModelConfig {
     pub max_tokens: Option<u32>,
     /// How failed attempts are retried.
     pub retry: RetryPolicy,
+    /// At most this many attempts while nothing accepts connections at the URL (the connect
+    /// itself fails: the server is not running); `None`: as `retry` says. The interactive loop
+    /// sets a small cap so `ask` says "start the model server" within a second or two instead
+    /// of after the whole backoff (issue 31).
+    pub connect_attempts: Option<u32>,
 }
 
 impl ModelConfig {
@@ -129,6 +134,7 @@ impl Default for ModelConfig {
             request_timeout: Duration::from_secs(120),
             max_tokens: None,
             retry: RetryPolicy::default(),
+            connect_attempts: None,
         }
     }
 }

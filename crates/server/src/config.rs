@@ -16,6 +16,7 @@ use serde::Deserialize;
 mod devices;
 mod error;
 mod hermes;
+mod resolve;
 mod runtimes;
 mod tables;
 #[cfg(test)]
@@ -23,6 +24,7 @@ mod tests;
 
 pub use devices::{DeviceConfig, DeviceKind, DeviceSpec};
 pub use error::ConfigError;
+pub use resolve::{CONFIG_ENV, ConfigLocation, ConfigSource};
 pub use runtimes::{RuntimeConfig, RuntimeCredential};
 pub use tables::{
     EndpointConfig, GoalsConfig, JobsConfig, Limits, LogConfig, McpConfig, McpHttpConfig,
@@ -73,6 +75,10 @@ pub struct Config {
     pub device: Option<DeviceConfig>,
     /// Several phones (`[[devices]]`, each with an `id`); not with `[device]`.
     pub devices: Vec<DeviceConfig>,
+    /// Where this configuration came from, in words ("config file /x.toml (named by
+    /// --config)", "no config file (…)"), for errors that depend on it; not a key of the file.
+    #[serde(skip)]
+    pub origin: Option<String>,
 }
 impl Config {
     /// Parses TOML text; `origin` names the file in errors. An inline runtime `token` that
@@ -270,7 +276,9 @@ impl Config {
             path: origin.clone(),
             source,
         })?;
-        Config::parse(&text, &origin)
+        let mut config = Config::parse(&text, &origin)?;
+        config.origin = Some(format!("config file {origin}"));
+        Ok(config)
     }
 
     /// Checks the `[mcp]` table.

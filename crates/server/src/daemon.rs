@@ -589,6 +589,7 @@ fn builtin_setup(
         registry,
         authorisation,
         tool_policy: config.tool_policy.clone(),
+        config_origin: config.origin.clone(),
     }
 }
 

@@ -55,7 +55,10 @@ pub mod sim_state;
 pub mod state;
 pub mod world;
 
-pub use config::{Config, ConfigError, EndpointConfig, Limits, McpConfig};
+pub use config::{
+    CONFIG_ENV, Config, ConfigError, ConfigLocation, ConfigSource, EndpointConfig, Limits,
+    McpConfig,
+};
 pub use daemon::{
     Daemon, DaemonError, DaemonOptions, DeviceChoice, ENDPOINT_FILE, EndpointInfo, TOKEN_FILE,
 };

@@ -45,6 +45,8 @@ pub(super) struct Jobs {
     pub(super) limits: Limits,
     pub(super) caller: Caller,
     pub(super) tools: ToolCatalogue,
+    /// The "no model is configured" fix, naming the configuration read.
+    pub(super) unconfigured: String,
 }
 
 /// How a background run ended.
@@ -96,9 +98,7 @@ impl Jobs {
         let Some(client) = self.client.clone() else {
             return RunResult::Failed {
                 reason: FailureReason::ModelUnconfigured,
-                detail: "no model is configured for background runs: add a [builtin] table \
-                         (or [builtin.background_model]) with base_url and model"
-                    .to_owned(),
+                detail: self.unconfigured.clone(),
             };
         };
         let Some(bridge) = self.bridge.upgrade() else {

@@ -157,6 +157,10 @@ impl AgentTurnRunner {
                 },
                 caller,
                 tools,
+                unconfigured: setup.unconfigured(
+                    "no model is configured for background runs: add a [builtin] table (or \
+                     [builtin.background_model]) with base_url and model",
+                ),
             }),
         }
     }

@@ -180,6 +180,7 @@ async fn without_a_model_the_builtin_runtime_says_how_to_configure_one() {
         registry: registry(),
         authorisation: Caller::builtin("daemon").authorisation(),
         tool_policy: ToolPolicy::default(),
+        config_origin: None,
     };
     let unconfigured = BuiltinRuntime::from_config(setup, None).unwrap();
     assert!(!unconfigured.is_configured());

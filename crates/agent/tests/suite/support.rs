@@ -106,6 +106,7 @@ impl Core {
             registry: registry(),
             authorisation: Caller::builtin("daemon").authorisation(),
             tool_policy: ToolPolicy::default(),
+            config_origin: None,
         }
     }
 

@@ -8,8 +8,9 @@ use anyhow::Result;
 use clap::Subcommand;
 use openphone_protocol::PendingConfirmation;
 use openphone_protocol::endpoint::{
-    AttentionRequest, AttentionRequestParams, Event, EventsSubscribe, EventsSubscribeParams,
-    SessionStatus, SessionsCancel, SessionsCancelParams, SessionsList, SessionsListParams,
+    AttentionRequest, AttentionRequestParams, ConfirmationResolution, Event, EventsSubscribe,
+    EventsSubscribeParams, SessionStatus, SessionsCancel, SessionsCancelParams, SessionsList,
+    SessionsListParams,
 };
 
 use super::announce_wait;
@@ -190,6 +191,7 @@ pub fn ask(data_dir: &DataDir, text: &str, options: AskOptions<'_>) -> Result<Ex
             "runtime.message.final",
             "runtime.session.updated",
             "runtime.confirmation.required",
+            "runtime.confirmation.resolved",
         ];
         client
             .call::<EventsSubscribe>(EventsSubscribeParams {
@@ -257,8 +259,43 @@ async fn follow_reply(
     let ours = |m: &openphone_protocol::endpoint::MessagePayload| {
         m.phone_session_id == session && m.attention_id.as_deref().is_none_or(|a| a == attention)
     };
+    // The confirmation this reply waits for: its id and when it expires (Unix ms).
+    let mut waiting: Option<(String, i64)> = None;
+    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        match client.next_event().await? {
+        let event = tokio::select! {
+            event = client.next_event() => event?,
+            _ = tick.tick(), if waiting.is_some() => {
+                if let Some((id, expires_at_ms)) = &waiting {
+                    // Past its end with no word from the daemon: say it, once.
+                    if wall_ms() > expires_at_ms.saturating_add(EXPIRY_GRACE_MS) {
+                        if tty {
+                            eprint!("\r\x1b[K");
+                        }
+                        eprintln!("{}", resolved_line(id, ConfirmationResolution::Timeout));
+                        waiting = None;
+                    } else {
+                        countdown(id, *expires_at_ms, tty);
+                    }
+                }
+                continue;
+            }
+        };
+        match event {
+            Event::ConfirmationResolved(r)
+                if waiting
+                    .as_ref()
+                    .is_some_and(|(id, _)| *id == r.confirmation_id) =>
+            {
+                waiting = None;
+                if tty {
+                    // Off the countdown's line.
+                    eprint!("\r\x1b[K");
+                }
+                eprintln!("{}", resolved_line(&r.confirmation_id, r.resolution));
+            }
             Event::MessageDelta(m) if ours(&m) => {
                 write!(stdout, "{}", m.text)?;
                 stdout.flush()?;
@@ -289,6 +326,7 @@ async fn follow_reply(
                     // Off the line the reply is streaming on (stdout keeps only the reply).
                     eprintln!();
                 }
+                waiting = Some((c.confirmation_id.clone(), c.expires_at_ms));
                 announce_wait(
                     &PendingConfirmation {
                         confirmation_id: c.confirmation_id,
@@ -302,6 +340,48 @@ async fn follow_reply(
             // Another session's messages, other statuses, and events not asked for.
             _ => {}
         }
+    }
+}
+
+/// How long past a confirmation's expiry `ask` waits for the daemon's word before saying it
+/// expired itself.
+const EXPIRY_GRACE_MS: i64 = 3_000;
+
+/// Now, from the system clock (the daemon stamps expiries with its own, on this machine).
+fn wall_ms() -> i64 {
+    openphone_clock::Clock::now_ms(&openphone_clock::SystemClock)
+}
+
+/// The countdown line of a waiting confirmation, rewritten in place each second on a
+/// terminal (nothing otherwise: a log would fill with it).
+fn countdown(id: &str, expires_at_ms: i64, tty: bool) {
+    if !tty {
+        return;
+    }
+    let now = wall_ms();
+    let left = (expires_at_ms.saturating_sub(now).max(0) + 999) / 1000;
+    if left > 0 {
+        eprint!("\r\x1b[K  waiting for your confirmation of {id}: expires in {left} s");
+    } else {
+        eprint!("\r\x1b[K  waiting for your confirmation of {id}: expiring now");
+    }
+}
+
+/// What `ask` says when the confirmation it waits for ends.
+fn resolved_line(id: &str, resolution: ConfirmationResolution) -> String {
+    match resolution {
+        ConfirmationResolution::Approved | ConfirmationResolution::ApprovedForSession => {
+            format!("confirmation {id} approved")
+        }
+        ConfirmationResolution::Denied => format!("confirmation {id} denied"),
+        ConfirmationResolution::Timeout => format!(
+            "confirmation {id} expired: nobody approved it in time, so the action was not \
+             taken (the runtime is told)"
+        ),
+        ConfirmationResolution::ResultUnknown => format!(
+            "confirmation {id}: the daemon stopped while the action ran; whether it happened \
+             is unknown"
+        ),
     }
 }
 

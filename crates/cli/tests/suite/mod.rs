@@ -36,4 +36,5 @@ mod sessions;
 mod sim_state;
 mod store;
 mod support;
+mod user_setup;
 mod world;

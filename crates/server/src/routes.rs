@@ -17,6 +17,9 @@ use crate::front::{Door, Ticket, Unauthenticated};
 use crate::principal::Principal;
 use crate::state::AppState;
 
+/// The WebSocket read buffer of `/v1/runtime` (bytes): requests are small.
+const WS_READ_BUFFER: usize = 8 * 1024;
+
 /// The routes of `endpoint.sock`: `GET /v1/runtime` and `GET /healthz`.
 pub fn local_router(state: Arc<AppState>) -> Router {
     Router::new()
@@ -156,7 +159,11 @@ async fn upgrade(
         return too_many();
     }
     let max = state.limits.max_frame_bytes;
+    // The read buffer is zeroed up to its size on every read (tungstenite): the default
+    // 128 KiB made that the largest cost of a small call (issue 34). Larger frames still
+    // arrive whole; the buffer grows for them.
     ws.max_message_size(max)
         .max_frame_size(max)
+        .read_buffer_size(WS_READ_BUFFER)
         .on_upgrade(move |socket| crate::conn::serve_socket(state, socket, pre_auth, ticket))
 }

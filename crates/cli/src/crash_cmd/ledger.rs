@@ -73,6 +73,9 @@ pub struct Call {
 pub struct Ledger {
     pub calls: Vec<Call>,
     pub prefix: String,
+    /// Request ids of the safe reads (`screen.get`) answered `ok`: each answer was given
+    /// once its audit record was in the write-ahead log, so each must survive the kill.
+    pub reads: Vec<String>,
 }
 
 impl Ledger {
@@ -80,6 +83,7 @@ impl Ledger {
         Ledger {
             calls: Vec::new(),
             prefix,
+            reads: Vec::new(),
         }
     }
 
@@ -164,6 +168,11 @@ pub struct Findings {
     pub unaudited_executions: usize,
     /// Executing records or approved confirmations left without an outcome at the end.
     pub unsettled_records: usize,
+    /// A safe read answered `ok` whose audit record is not in the log after the kills (its
+    /// promise: durable against a crash of the process, docs/security.md).
+    pub lost_read_records: usize,
+    /// Safe reads answered `ok` (their records checked).
+    pub reads_answered: usize,
     /// `audit verify` over the whole chain.
     pub audit_chain_intact: bool,
     pub audit_records: usize,
@@ -184,6 +193,7 @@ impl Findings {
             && self.unapproved_executions == 0
             && self.unaudited_executions == 0
             && self.unsettled_records == 0
+            && self.lost_read_records == 0
             && self.audit_chain_intact
     }
 
@@ -222,9 +232,13 @@ impl Findings {
         }
         let mut attempts: HashSet<String> = HashSet::new();
         let mut approvals: HashSet<String> = HashSet::new();
+        let mut read_records: HashSet<String> = HashSet::new();
         for record in store.audit_iter(0, 1000) {
             let entry = record?.entry;
             self.audit_records += 1;
+            if entry.kind == AuditKind::ToolRequest && entry.mutating == Some(false) {
+                read_records.insert(entry.request_id.clone());
+            }
             let Some(key) = entry.idempotency_key.clone() else {
                 continue;
             };
@@ -291,6 +305,15 @@ impl Findings {
                 Some(Decision::Approve) => self.approved += 1,
                 Some(Decision::Deny) => self.denied += 1,
                 None => {}
+            }
+        }
+        self.reads_answered = ledger.reads.len();
+        for request_id in &ledger.reads {
+            if !read_records.contains(request_id) {
+                self.lost_read_records += 1;
+                self.problem(format!(
+                    "the safe read {request_id} was answered but its audit record is gone"
+                ));
             }
         }
         let executing = match store.list_executions() {

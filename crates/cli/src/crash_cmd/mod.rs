@@ -16,7 +16,11 @@
 //! - 0 unapproved executions (no denied confirmation ran);
 //! - 0 unaudited executions (each direct run has its attempt record, each approval its
 //!   transition record, written before the side effect);
-//! - no executing record or approved confirmation left unsettled, and the audit chain verifies.
+//! - no executing record or approved confirmation left unsettled, and the audit chain verifies;
+//! - 0 lost read records: the workers also make safe reads (`openphone.screen.get`), whose
+//!   answer leaves once the audit record is in the write-ahead log, before its fsync
+//!   (docs/security.md, "What is durable when"); every one answered `ok` must have its
+//!   record after the kills.
 
 mod conn;
 mod ledger;
@@ -266,6 +270,10 @@ fn print_report(report: &Report, json: bool) -> Result<()> {
     println!("unaudited executions: {}", f.unaudited_executions);
     println!("unsettled records: {}", f.unsettled_records);
     println!(
+        "safe reads answered: {}; their audit records lost: {}",
+        f.reads_answered, f.lost_read_records
+    );
+    println!(
         "audit chain: {} ({} records)",
         if f.audit_chain_intact {
             "intact"
@@ -373,6 +381,10 @@ impl Worker {
         let mut operator = Conn::open(&self.url, &self.operator).await?;
         let mut runtime = Conn::open(&self.url, &self.runtime).await?;
         loop {
+            if self.new_calls && self.rng.next().is_multiple_of(3) {
+                safe_read(&mut runtime, &self.ledger).await?;
+                continue;
+            }
             let call = {
                 let mut ledger = lock(&self.ledger);
                 match ledger.claim_retry() {
@@ -394,6 +406,24 @@ impl Worker {
             perform(&call, &mut operator, &mut runtime, &self.ledger).await?;
         }
     }
+}
+
+/// One safe read on the runtime's connection; its request id goes in the ledger when it is
+/// answered `ok`.
+async fn safe_read(runtime: &mut Conn, ledger: &Mutex<Ledger>) -> Result<()> {
+    let request_id = format!("read-{}", uuid::Uuid::new_v4().simple());
+    let params = ToolsInvokeParams {
+        request_id: request_id.clone(),
+        tool: "openphone.screen.get".into(),
+        params: Some(json!({"reason": "crash test", "include_ui_tree": false})),
+        ..ToolsInvokeParams::default()
+    };
+    if let Answer::Result(result) = runtime.call::<ToolsInvoke>(params).await?
+        && result.status == ToolStatus::Ok
+    {
+        lock(ledger).reads.push(request_id);
+    }
+    Ok(())
 }
 
 /// Sends `call` once (and its decision, for a confirmed one); records a final answer.

@@ -148,9 +148,12 @@ fn the_crash_harness_holds_its_invariants_over_a_few_kill_cycles() {
         "unapproved_executions",
         "unaudited_executions",
         "unsettled_records",
+        "lost_read_records",
     ] {
         assert_eq!(findings[invariant], 0, "{invariant}: {report}");
     }
     assert_eq!(findings["audit_chain_intact"], true, "{report}");
     assert!(report["calls"].as_u64().unwrap() > 0, "{report}");
+    // Safe reads were answered before their fsync (issue 34) and checked after the kills.
+    assert!(findings["reads_answered"].as_u64().unwrap() > 0, "{report}");
 }

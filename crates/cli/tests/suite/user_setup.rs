@@ -269,7 +269,7 @@ fn config_check_masks_secrets_and_names_the_bad_line() {
     .unwrap();
     let (code, _, err) = home.run(&["config", "check", "--config", path], &[]);
     assert_eq!(code, 1, "{err}");
-    assert!(err.contains(&format!("{path}:6")), "{err}");
+    assert!(err.contains(&format!("{path}:7")), "{err}");
     assert!(err.contains("base_ur"), "{err}");
     // A token too short for a runtime: a check after parsing, still given its line.
     std::fs::write(
@@ -364,9 +364,11 @@ fn ask_with_the_model_server_down_names_the_url_after_two_attempts() {
     let _daemon = home.serve(&env);
     let (code, out, err) = home.run(&["ask", "hello", "--timeout-secs", "120"], &[]);
     assert_eq!(code, 1, "{out}{err}");
-    assert!(err.contains(&format!("{down}/chat/completions")), "{err}");
-    assert!(err.contains("start the model server"), "{err}");
-    assert!(err.contains("after 2 attempt(s)"), "{err}");
+    // The run's failure is the reply (stdout); the reason code is on stderr.
+    assert!(err.contains("model_unreachable"), "{err}");
+    assert!(out.contains(&format!("{down}/chat/completions")), "{out}");
+    assert!(out.contains("start the model server"), "{out}");
+    assert!(out.contains("after 2 attempt(s)"), "{out}");
 }
 
 /// Issue 31 (2): "no model configured" did not say which file or flag; it now names the file

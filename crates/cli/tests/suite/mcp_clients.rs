@@ -25,8 +25,9 @@ fn python_client_lists_every_runnable_mcp_tool_over_stdio_and_http_in_every_mode
         .commands()
         .filter(|c| c.mcp)
         .count();
-    // Every MCP command runs on this daemon, the background-job tools included.
-    assert_eq!(expected.len(), mcp_true, "{expected:?}");
+    // Every MCP command runs on this daemon, the background-job tools included, beside the
+    // connection's own openphone_confirmation_status.
+    assert_eq!(expected.len(), mcp_true + 1, "{expected:?}");
     assert!(expected.contains(&"openphone_jobs_create".to_owned()));
     for via in [Via::Stdio, Via::Http] {
         for mode in ["legacy", "auto", "modern"] {
@@ -71,11 +72,13 @@ fn python_client_reads_the_screen_in_both_eras() {
             assert_eq!(answer["is_error"], false, "{via:?} {mode}: {answer}");
             let structured = &answer["structured"];
             assert!(structured.is_object(), "{answer}");
-            let mirror: Value = serde_json::from_str(answer["texts"][0].as_str().unwrap()).unwrap();
-            assert_eq!(
-                &mirror, structured,
-                "the text block mirrors the structured result"
+            // A screen is too large to send twice: the text is a compact summary of it.
+            let text = answer["texts"][0].as_str().unwrap();
+            assert!(
+                text.ends_with("The full result is the structured content."),
+                "{text}"
             );
+            assert!(text.len() * 4 < structured.to_string().len(), "{text}");
             assert_eq!(tool_result_meta(&answer)["status"], "ok");
         }
     }

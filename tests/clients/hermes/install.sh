@@ -23,6 +23,12 @@ if [ "$have" != "$HERMES_VERSION" ] || [ ! -x "$venv/bin/hermes" ]; then
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
         "hermes-agent[mcp,cron]==$HERMES_VERSION"
 fi
+# Hermes' API server (`hermes gateway run`, the runtime adapter's /v1/runs surface) needs aiohttp,
+# which the mcp and cron extras do not bring; 3.14.1 is the version hermes-agent's own extras pin
+# (the whole `messaging` extra would pull every chat platform's SDK).
+if ! "$venv/bin/python" -c 'import aiohttp' 2>/dev/null; then
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "aiohttp==3.14.1"
+fi
 
 "$venv/bin/python" -c 'import importlib.metadata as m; print("hermes-agent", m.version("hermes-agent"))'
 echo "venv: $root/$venv"

@@ -343,62 +343,115 @@ fn switches(pid: u32) -> Result<BTreeMap<u64, (String, u64)>> {
     Ok(out)
 }
 
+/// The report as `print_text` reads it: this bench's own JSON (built above), read back through
+/// types rather than by key.
+#[derive(serde::Deserialize)]
+struct Report {
+    binary: Option<String>,
+    #[serde(default)]
+    readings: Vec<Reading>,
+    idle_wakeups: Option<Wakeups>,
+    #[serde(default)]
+    loads: Vec<Load>,
+    kept: Option<String>,
+}
+
+#[derive(serde::Deserialize)]
+struct Reading {
+    label: String,
+    rss_kib: Option<u64>,
+    peak_rss_kib: Option<u64>,
+    anon_kib: Option<u64>,
+    file_kib: Option<u64>,
+    threads: Option<u64>,
+    by_mapping_kib: Option<Mappings>,
+}
+
+#[derive(serde::Deserialize)]
+struct Mappings {
+    #[serde(default)]
+    kib: BTreeMap<String, u64>,
+    anonymous_mappings: Option<u64>,
+}
+
+#[derive(serde::Deserialize)]
+struct Wakeups {
+    seconds: f64,
+    switches: u64,
+    per_second: f64,
+    #[serde(default)]
+    by_thread: BTreeMap<String, u64>,
+}
+
+#[derive(serde::Deserialize)]
+struct Load {
+    load: String,
+    report: LoadReport,
+    seconds_waited: Option<f64>,
+    jobs_not_run: Option<u64>,
+}
+
+#[derive(serde::Deserialize)]
+struct LoadReport {
+    calls: Option<u64>,
+    calls_per_sec: Option<f64>,
+    errors: Option<u64>,
+}
+
 fn print_text(report: &Value) {
-    let mb = |v: &Value| {
-        v.as_u64()
-            .map_or("?".to_owned(), |k| format!("{:.1} MB", k as f64 / 1024.0))
+    let report: Report = match serde_json::from_value(report.clone()) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("bench memory: cannot print the report as text ({e}); use --json");
+            return;
+        }
     };
-    println!("daemon: {}", report["binary"].as_str().unwrap_or("?"));
-    for r in report["readings"].as_array().into_iter().flatten() {
+    let mb = |v: Option<u64>| v.map_or("?".to_owned(), |k| format!("{:.1} MB", k as f64 / 1024.0));
+    let num = |v: Option<u64>| v.map_or("?".to_owned(), |n| n.to_string());
+    println!("daemon: {}", report.binary.as_deref().unwrap_or("?"));
+    for r in &report.readings {
         println!(
             "{:<22} RSS {:>9}  peak {:>9}  anon {:>9}  file {:>9}  threads {}",
-            r["label"].as_str().unwrap_or("?"),
-            mb(&r["rss_kib"]),
-            mb(&r["peak_rss_kib"]),
-            mb(&r["anon_kib"]),
-            mb(&r["file_kib"]),
-            r["threads"],
+            r.label,
+            mb(r.rss_kib),
+            mb(r.peak_rss_kib),
+            mb(r.anon_kib),
+            mb(r.file_kib),
+            num(r.threads),
         );
-        if let Some(kinds) = r["by_mapping_kib"]["kib"].as_object() {
-            for (kind, kib) in kinds {
-                println!("    {kind:<42} {:>9}", mb(kib));
+        if let Some(m) = &r.by_mapping_kib {
+            for (kind, kib) in &m.kib {
+                println!("    {kind:<42} {:>9}", mb(Some(*kib)));
             }
-            println!(
-                "    anonymous mappings: {}",
-                r["by_mapping_kib"]["anonymous_mappings"]
-            );
+            println!("    anonymous mappings: {}", num(m.anonymous_mappings));
         }
     }
-    let w = &report["idle_wakeups"];
-    println!(
-        "idle wake-ups: {:.2}/s ({} context switches in {:.1} s)",
-        w["per_second"].as_f64().unwrap_or(0.0),
-        w["switches"],
-        w["seconds"].as_f64().unwrap_or(0.0),
-    );
-    if let Some(threads) = w["by_thread"].as_object() {
-        for (name, n) in threads {
+    if let Some(w) = &report.idle_wakeups {
+        println!(
+            "idle wake-ups: {:.2}/s ({} context switches in {:.1} s)",
+            w.per_second, w.switches, w.seconds,
+        );
+        for (name, n) in &w.by_thread {
             println!("    {name:<20} {n}");
         }
     }
-    for load in report["loads"].as_array().into_iter().flatten() {
-        let r = &load["report"];
+    for load in &report.loads {
+        let r = &load.report;
         println!(
             "load {}: {} calls, {:.0}/s, errors {}{}",
-            load["load"].as_str().unwrap_or("?"),
-            r["calls"],
-            r["calls_per_sec"].as_f64().unwrap_or(0.0),
-            r["errors"],
-            load["seconds_waited"]
-                .as_f64()
+            load.load,
+            num(r.calls),
+            r.calls_per_sec.unwrap_or(0.0),
+            num(r.errors),
+            load.seconds_waited
                 .map(|s| format!(
                     "; {} not run yet {s:.0} s after the last was created",
-                    load["jobs_not_run"]
+                    num(load.jobs_not_run)
                 ))
                 .unwrap_or_default(),
         );
     }
-    if let Some(dir) = report["kept"].as_str() {
+    if let Some(dir) = &report.kept {
         println!("data directory kept: {dir}");
     }
 }

@@ -272,3 +272,200 @@ fn a_background_job_dispatched_to_hermes_saves_its_reply() {
     );
     rt.block_on(fake.shutdown());
 }
+
+/// Issue 33, bug 2 on the adapter path: three taps the user denies, then a read. Each denial
+/// reaches Hermes as the user's "no", and the read after them still runs on the phone and
+/// reaches the model (nothing counts denials as failures and cuts the phone off).
+#[test]
+fn three_denials_then_a_read_still_reaches_the_phone() {
+    let Some(hermes) = hermes_bin() else { return };
+    let rt = runtime();
+    let fake = rt.block_on(FakeModel::start());
+    for i in 0..3 {
+        fake.push(Script::tool_call(
+            "phone_tap",
+            json!({"x": 100 + i, "y": 300, "reason": format!("tap {i}")}),
+        ));
+    }
+    fake.push(Script::tool_call(
+        "phone_get_screen",
+        json!({"reason": "look after the taps", "format": "compact"}),
+    ));
+    fake.push(Script::text(
+        "You declined the taps; the home screen is showing.",
+    ));
+    let dir = tempfile::tempdir().unwrap();
+    let home = hermes_home(dir.path(), &fake);
+    let mut daemon = Daemon::start(dir.path(), &config(&hermes, &home, ""));
+    daemon.wait_ready();
+    let data = daemon.data.clone();
+    let ask = std::thread::spawn(move || {
+        let out = openphone()
+            .args([
+                "ask",
+                "--runtime",
+                "hermes",
+                "Tap three times",
+                "--timeout-secs",
+                "180",
+            ])
+            .arg("--data-dir")
+            .arg(&data)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    });
+    let mut denied = Vec::new();
+    while denied.len() < 3 {
+        let id = daemon
+            .pending(Duration::from_secs(90))
+            .unwrap_or_else(|| panic!("no confirmation {}\n{}", denied.len(), daemon.log()));
+        if denied.contains(&id) {
+            std::thread::sleep(Duration::from_millis(200));
+            continue;
+        }
+        let (code, out, err) = daemon.cli(&["confirmations", "deny", &id]);
+        assert_eq!(code, 0, "{out}{err}");
+        denied.push(id);
+    }
+    let (code, out) = ask.join().unwrap();
+    assert_eq!(code, Some(0), "{out}\n{}", daemon.log());
+    assert_eq!(
+        out.trim_end(),
+        "You declined the taps; the home screen is showing."
+    );
+    let results = tool_results(&fake);
+    assert_eq!(results.len(), 4, "{results:?}");
+    for denial in &results[..3] {
+        assert!(denial.contains("declined"), "a denial: {denial}");
+    }
+    assert!(
+        results[3].contains("elements") || results[3].contains("screen"),
+        "the read after three denials reached the phone: {}",
+        results[3]
+    );
+    daemon.stop();
+    let audit = daemon.audit();
+    let reads = audit
+        .iter()
+        .filter(|r| r["tool"] == "openphone.screen.get" && r["status"] == "ok")
+        .count();
+    assert_eq!(reads, 1, "the read ran once on the phone");
+    let taps_run = audit
+        .iter()
+        .filter(|r| r["tool"] == "openphone.ui.tap" && r["status"] == "ok")
+        .count();
+    assert_eq!(taps_run, 0, "no denied tap ran");
+    rt.block_on(fake.shutdown());
+}
+
+/// Issue 33, bug 1 on the adapter path: a Hermes cron job (created with `hermes cron create`
+/// in the runtime's Hermes home, fired with `hermes cron run`, which runs the same
+/// `run_one_job` body as the gateway's ticker) calls the phone outside any adapter turn. Its
+/// tap runs as the hermes runtime with no phone session and parks for the user; the job waits
+/// (no outcome recorded while the tap is pending), the user approves past MCP's 20 s inline
+/// wait, the tap runs once, and the job gets the tap's result and records "ok".
+#[test]
+fn a_cron_jobs_tap_approved_late_reaches_the_job_and_runs_once() {
+    let Some(hermes) = hermes_bin() else { return };
+    let rt = runtime();
+    let fake = rt.block_on(FakeModel::start());
+    fake.push(Script::tool_call(
+        "phone_tap",
+        json!({"x": 300, "y": 900, "reason": "cron: press Open"}),
+    ));
+    fake.push(Script::text("Pressed Open."));
+    let dir = tempfile::tempdir().unwrap();
+    let home = hermes_home(dir.path(), &fake);
+    let mut daemon = Daemon::start(dir.path(), &config(&hermes, &home, ""));
+    daemon.wait_ready();
+    let hermes_cmd = |args: &[&str]| {
+        std::process::Command::new(&hermes)
+            .args(args)
+            .env("HERMES_HOME", &home)
+            .output()
+            .unwrap()
+    };
+    let made = hermes_cmd(&[
+        "cron",
+        "create",
+        "every 1h",
+        "Press Open on the phone.",
+        "--name",
+        "phone-tap",
+    ]);
+    let made_out = String::from_utf8_lossy(&made.stdout).into_owned();
+    assert!(
+        made.status.success(),
+        "{made_out}{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let job_id = made_out
+        .split("Created job:")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .unwrap_or_else(|| panic!("{made_out}"))
+        .to_owned();
+    let mut run = std::process::Command::new(&hermes)
+        .args(["cron", "run", &job_id])
+        .env("HERMES_HOME", &home)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let id = daemon
+        .pending(Duration::from_secs(120))
+        .unwrap_or_else(|| panic!("the cron job's tap did not park\n{}", daemon.log()));
+    std::thread::sleep(Duration::from_secs(21));
+    // Still waiting on the user: the job has not finished nor recorded an outcome.
+    assert!(
+        run.try_wait().unwrap().is_none(),
+        "the job ended before the decision"
+    );
+    let job = |home: &std::path::Path| -> Value {
+        let jobs: Value =
+            serde_json::from_str(&std::fs::read_to_string(home.join("cron/jobs.json")).unwrap())
+                .unwrap();
+        jobs["jobs"]
+            .as_array()
+            .and_then(|a| a.iter().find(|j| j["id"] == job_id.as_str()).cloned())
+            .unwrap_or(Value::Null)
+    };
+    assert!(job(&home)["last_status"].is_null(), "{}", job(&home));
+    let (code, out, err) = daemon.cli(&["confirmations", "approve", &id]);
+    assert_eq!(code, 0, "{out}{err}");
+    let ran = run.wait_with_output().unwrap();
+    let ran_out = String::from_utf8_lossy(&ran.stdout).into_owned();
+    println!("hermes cron run: {}", ran_out.trim());
+    assert!(
+        ran.status.success(),
+        "{ran_out}{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    let recorded = job(&home);
+    assert_eq!(recorded["last_status"], "ok", "{recorded}");
+    let results = tool_results(&fake);
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert!(
+        !results[0].contains("pending") && !results[0].contains("\"error\""),
+        "the cron job got the tap's result: {}",
+        results[0]
+    );
+    daemon.stop();
+    let taps: Vec<Value> = daemon
+        .audit()
+        .into_iter()
+        .filter(|r| r["tool"] == "openphone.ui.tap")
+        .collect();
+    let run_ok = taps.iter().filter(|r| r["status"] == "ok").count();
+    assert_eq!(run_ok, 1, "the tap ran once: {taps:#?}");
+    assert!(
+        taps.iter()
+            .all(|r| r["runtime"] == "hermes" && r["phone_session_id"].is_null()),
+        "a cron call runs as the hermes runtime without a phone session: {taps:#?}"
+    );
+    rt.block_on(fake.shutdown());
+}

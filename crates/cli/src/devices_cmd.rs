@@ -1,8 +1,8 @@
 //! `openphone devices list [--json]`: every Android phone the adb server sees, with its state
 //! (`device`, `unauthorized`, `offline`), and every phone the daemon is configured with,
 //! marking the ones the running daemon drives. With a daemon up, its phones come from it
-//! (`devices.list`); without one, from the configuration file (`--config`), else the default
-//! simulated phone. The adb server is reached the way `adb` itself does
+//! (`devices.list`); without one, from the configuration file `serve` would read (`--config`,
+//! `OPENPHONE_CONFIG`, the XDG default), else the default simulated phone. The adb server is reached the way `adb` itself does
 //! (`ANDROID_ADB_SERVER_PORT`, `adb` on `PATH` or under `ANDROID_HOME`; started once if it
 //! is not running).
 
@@ -28,7 +28,8 @@ pub enum DevicesCommand {
     List {
         #[command(flatten)]
         data_dir: DataDir,
-        /// The configuration file to read the phones from when no daemon runs.
+        /// The configuration file to read the phones from when no daemon runs (default: what
+        /// `openphone config path` names).
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
         /// Print JSON instead of text.
@@ -136,10 +137,8 @@ pub fn run(cmd: DevicesCommand) -> Result<ExitCode> {
 /// The phones a configuration names (the default simulated phone without `[device]` or
 /// `[[devices]]`), each looked up now.
 async fn from_config(path: Option<&std::path::Path>) -> Result<Vec<DeviceInfo>> {
-    let config = match path {
-        Some(path) => Config::load(path)?,
-        None => Config::default(),
-    };
+    // The same resolution as `serve`: --config, OPENPHONE_CONFIG, the XDG default, none.
+    let config: Config = openphone_server::ConfigLocation::resolve(path).load()?;
     let specs = openphone_server::DeviceChoice::Config.specs(&config)?;
     let mut out = Vec::with_capacity(specs.len());
     for spec in specs {

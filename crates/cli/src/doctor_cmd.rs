@@ -1,5 +1,5 @@
 //! `openphone doctor`: checks what a working set-up needs — the config file (found, valid),
-//! the data directory and its modes, the daemon, the model server, the OpenClaw gateway (when
+//! the data directory and its modes, the daemon (and whether it read that same config file), the model server, the OpenClaw gateway (when
 //! configured) and the phones — and prints each problem with its fix. Exit 0 when nothing is
 //! wrong, 1 otherwise.
 
@@ -32,7 +32,7 @@ pub struct DoctorArgs {
 /// One check's outcome.
 #[derive(Debug, Serialize)]
 struct Check {
-    /// `config`, `data_dir`, `daemon`, `model`, `openclaw`, `device`.
+    /// `config`, `data_dir`, `daemon`, `daemon_config`, `model`, `openclaw`, `device`.
     name: &'static str,
     /// `ok`, `note` (worth knowing, not wrong) or `problem`.
     status: &'static str,
@@ -93,7 +93,7 @@ pub fn run(args: DoctorArgs) -> Result<ExitCode> {
         }
     };
     checks.push(data_dir_check(&dir));
-    let devices = crate::output::block_on(daemon_check(&dir))?;
+    let devices = crate::output::block_on(daemon_check(&dir, &location))?;
     checks.push(devices.0);
     if let Some(config) = &config {
         checks.push(model_check(config, &location));
@@ -215,7 +215,7 @@ fn data_dir_check(dir: &Path) -> Check {
 }
 
 /// Whether the daemon answers, and (when it does) its phones.
-async fn daemon_check(dir: &Path) -> Result<(Check, Vec<Check>)> {
+async fn daemon_check(dir: &Path, location: &ConfigLocation) -> Result<(Check, Vec<Check>)> {
     let start = format!("`openphone serve --data-dir {}`", dir.display());
     let mut client = match DaemonClient::connect(dir).await {
         Ok(client) => client,
@@ -237,7 +237,8 @@ async fn daemon_check(dir: &Path) -> Result<(Check, Vec<Check>)> {
             client.endpoint.url, client.endpoint.pid
         ),
     );
-    let devices = match client.call::<DevicesList>(NoParams::default()).await {
+    let same_config = config_match(&client.endpoint, location, dir);
+    let mut devices = match client.call::<DevicesList>(NoParams::default()).await {
         Ok(list) => list
             .devices
             .into_iter()
@@ -262,7 +263,44 @@ async fn daemon_check(dir: &Path) -> Result<(Check, Vec<Check>)> {
         )],
     };
     client.close().await;
+    if let Some(check) = same_config {
+        devices.insert(0, check);
+    }
     Ok((daemon, devices))
+}
+
+/// Whether the running daemon read the config file this command resolves (`endpoint.json`'s
+/// `config_path`); `None` from a daemon that does not say.
+fn config_match(
+    endpoint: &openphone_server::EndpointInfo,
+    location: &ConfigLocation,
+    dir: &Path,
+) -> Option<Check> {
+    let said = endpoint.config_origin.as_ref()?;
+    let absolute = |p: &Path| {
+        std::fs::canonicalize(p)
+            .or_else(|_| std::path::absolute(p))
+            .unwrap_or_else(|_| p.to_path_buf())
+    };
+    let daemon = endpoint.config_path.as_deref().map(absolute);
+    let here = location.path.as_deref().map(absolute);
+    if daemon == here {
+        return Some(ok(
+            "daemon_config",
+            format!("the daemon read the same: {said}"),
+        ));
+    }
+    Some(problem(
+        "daemon_config",
+        format!(
+            "the daemon read {said}, but this shell resolves {}",
+            location.describe()
+        ),
+        format!(
+            "restart the daemon with this config: `openphone stop --data-dir {0}`, then              `openphone serve --data-dir {0}` from this shell (or point --config /              OPENPHONE_CONFIG at the file the daemon read)",
+            dir.display()
+        ),
+    ))
 }
 
 /// The model server of `[builtin]` (and of `[builtin.background_model]`) accepts connections.

@@ -63,9 +63,10 @@ pub enum OpenclawCommand {
     /// Per declared command: declared, accepted by the gateway, needs the gateway's allowlist,
     /// OS permission, OpenPhone policy verdict; then the exact commands that fix each gap.
     Doctor {
-        /// The daemon's config file (with an `[openclaw]` table).
-        #[arg(long)]
-        config: PathBuf,
+        /// The daemon's config file (with an `[openclaw]` table; default: what
+        /// `openphone config path` names).
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
         #[command(flatten)]
         data_dir: DataDir,
         /// Print JSON instead of text.
@@ -75,9 +76,10 @@ pub enum OpenclawCommand {
     /// The commands and tools this phone publishes to the gateway under a config file, and the
     /// gateway command that allowlists them (offline).
     Tools {
-        /// The daemon's config file (with an `[openclaw]` table).
-        #[arg(long)]
-        config: PathBuf,
+        /// The daemon's config file (with an `[openclaw]` table; default: what
+        /// `openphone config path` names).
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
@@ -175,9 +177,9 @@ pub fn run(cmd: OpenclawCommand) -> Result<ExitCode> {
             config,
             data_dir,
             json,
-        } => doctor(&config, &data_dir.resolve()?, json),
+        } => doctor(config.as_deref(), &data_dir.resolve()?, json),
         OpenclawCommand::Tools { config, json } => {
-            let (_, surface, _) = surface_of(&config)?;
+            let (_, surface, _) = surface_of(config.as_deref())?;
             if json {
                 let tools: Vec<_> = surface
                     .tools()
@@ -251,15 +253,23 @@ fn next_step(line: &str) -> Option<String> {
 
 /// The config file's `[openclaw]` table, the surface it declares, and the caller it runs as.
 fn surface_of(
-    config: &std::path::Path,
+    config: Option<&std::path::Path>,
 ) -> Result<(
     openphone_server::config::Config,
     openphone_openclaw::CommandSurface,
     openphone_policy::Caller,
 )> {
-    let cfg = openphone_server::config::Config::load(config)?;
+    // The same resolution as `serve`: --config, OPENPHONE_CONFIG, the XDG default.
+    let location = openphone_server::ConfigLocation::resolve(config);
+    if location.path.is_none() {
+        bail!(
+            "{}; the [openclaw] table is read from the daemon's config file",
+            location.describe()
+        );
+    }
+    let cfg = location.load()?;
     let Some(table) = cfg.openclaw.as_ref() else {
-        bail!("{} has no [openclaw] table", config.display());
+        bail!("{} has no [openclaw] table", location.describe());
     };
     let registry = openphone_protocol::Registry::embedded()
         .map_err(|e| anyhow::anyhow!("the embedded manifests do not load: {e}"))?;
@@ -349,7 +359,7 @@ struct DoctorRow {
     policy_reason: String,
 }
 
-fn doctor(config: &std::path::Path, dir: &std::path::Path, json: bool) -> Result<ExitCode> {
+fn doctor(config: Option<&std::path::Path>, dir: &std::path::Path, json: bool) -> Result<ExitCode> {
     use openphone_policy::{Context as PolicyContext, PolicyInput, Requirement};
 
     let (cfg, surface, caller) = surface_of(config)?;

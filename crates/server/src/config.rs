@@ -79,6 +79,10 @@ pub struct Config {
     /// --config)", "no config file (…)"), for errors that depend on it; not a key of the file.
     #[serde(skip)]
     pub origin: Option<String>,
+    /// The file it was read from, made absolute (`None` for the defaults); not a key of the
+    /// file. The daemon writes it to `endpoint.json` so `status` and `doctor` can name it.
+    #[serde(skip)]
+    pub path: Option<std::path::PathBuf>,
 }
 impl Config {
     /// Parses TOML text; `origin` names the file in errors. An inline runtime `token` that
@@ -278,6 +282,7 @@ impl Config {
         })?;
         let mut config = Config::parse(&text, &origin)?;
         config.origin = Some(format!("config file {origin}"));
+        config.path = Some(std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()));
         Ok(config)
     }
 

@@ -46,6 +46,13 @@ pub struct EndpointInfo {
     /// a flood on the TCP port cannot exhaust. Clients of the user's account prefer it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub socket: Option<PathBuf>,
+    /// The config file the daemon read, absolute; absent when it read none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_path: Option<PathBuf>,
+    /// Where its configuration came from, in words ("config file /x.toml (named by
+    /// OPENPHONE_CONFIG)", "no config file (…)").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_origin: Option<String>,
 }
 
 pub use crate::phones::DeviceChoice;
@@ -470,6 +477,8 @@ impl Daemon {
             mcp_url: state.mcp.as_ref().map(|_| format!("http://{addr}/mcp")),
             mcp_socket,
             socket: Some(socket_path),
+            config_path: config.path.clone(),
+            config_origin: config.origin.clone(),
         };
         let text = serde_json::to_vec_pretty(&info).map_err(|e| DaemonError::Write {
             path: ENDPOINT_FILE.into(),

@@ -141,6 +141,13 @@ struct StatusReport {
     pid: u32,
     started_at_ms: i64,
     data_dir: std::path::PathBuf,
+    /// The config file the daemon read (absent when it read none, or from a daemon that does
+    /// not say).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    config_path: Option<std::path::PathBuf>,
+    /// Where the daemon's configuration came from, in words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    config_origin: Option<String>,
     protocol_version: u32,
     phone: PhoneLine,
     commands_version: u32,
@@ -188,6 +195,8 @@ pub fn status(data_dir: &DataDir, json: bool) -> Result<ExitCode> {
             pid: endpoint.pid,
             started_at_ms: endpoint.started_at_ms,
             data_dir: dir,
+            config_path: endpoint.config_path,
+            config_origin: endpoint.config_origin,
             protocol_version: hello.protocol_version,
             phone: PhoneLine {
                 platform: hello.phone.platform,
@@ -204,6 +213,9 @@ pub fn status(data_dir: &DataDir, json: bool) -> Result<ExitCode> {
         } else {
             println!("daemon: running at {} (pid {})", status.url, status.pid);
             println!("data dir: {}", status.data_dir.display());
+            if let Some(origin) = &status.config_origin {
+                println!("config: {origin}");
+            }
             println!("phone: {} {}", status.phone.platform, status.phone.model);
             println!("protocol version: {}", status.protocol_version);
             println!(

@@ -399,3 +399,165 @@ fn without_a_model_ask_names_the_config_file_the_daemon_read() {
         "{err}"
     );
 }
+
+/// Issue 31 (2): `devices list` (with no daemon) and `openclaw tools|doctor` read only the
+/// file `--config` named, so without the flag they fell back to the defaults while `serve`
+/// read `OPENPHONE_CONFIG`. They now resolve the file as `serve` does.
+#[test]
+fn devices_list_and_openclaw_tools_find_the_config_through_openphone_config() {
+    let home = Home::new();
+    let file = home.home.join("phones.toml");
+    std::fs::write(
+        &file,
+        "[[devices]]\nid = \"work\"\nkind = \"sim\"\n\n[[devices]]\nid = \"home\"\nkind = \"sim\"\n",
+    )
+    .unwrap();
+    // No adb on PATH and no adb server: the listing says so and still lists the config's phones.
+    let no_adb = home.home.join("no-adb-bin");
+    std::fs::create_dir_all(&no_adb).unwrap();
+    let env = [
+        ("OPENPHONE_CONFIG", file.to_str().unwrap()),
+        ("PATH", no_adb.to_str().unwrap()),
+        ("ANDROID_HOME", ""),
+        ("ANDROID_ADB_SERVER_PORT", "1"),
+    ];
+    let (code, out, err) = home.run(&["devices", "list", "--json"], &env);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(v["daemon"], "not_running", "{v}");
+    let ids: Vec<&str> = v["configured"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["work", "home"], "{v}");
+    // Without the variable (and nothing at the default location): the default phone.
+    let (code, out, err) = home.run(&["devices", "list", "--json"], &env[1..]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["configured"][0]["id"], "default", "{v}");
+
+    // `openclaw tools` reads the same file, and names it and who named it.
+    let (code, _, err) = home.run(&["openclaw", "tools"], &env);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains(file.to_str().unwrap())
+            && err.contains("OPENPHONE_CONFIG")
+            && err.contains("[openclaw]"),
+        "{err}"
+    );
+}
+
+/// Issue 31 (2): `status` did not say which config file the daemon read, so a daemon started
+/// without it (by `--autostart` or a unit) looked fine. `status` names it, and `doctor` says
+/// when it is not the file this shell resolves.
+#[test]
+fn status_names_the_daemons_config_and_doctor_says_when_it_differs() {
+    let home = Home::new();
+    let file = home.home.join("openphone.toml");
+    std::fs::write(&file, runtime_config()).unwrap();
+    let env = [("OPENPHONE_CONFIG", file.to_str().unwrap())];
+    let _daemon = home.serve(&env);
+    let (code, out, err) = home.run(&["status"], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains(&format!(
+            "config: config file {} (named by OPENPHONE_CONFIG)",
+            file.display()
+        )),
+        "{out}"
+    );
+    let (code, out, err) = home.run(&["status", "--json"], &[]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["config_path"], file.display().to_string(), "{v}");
+
+    let check = |env: &[(&str, &str)]| -> Value {
+        let (_, out, _) = home.run(&["doctor", "--json"], env);
+        let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+        v["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == "daemon_config")
+            .unwrap_or_else(|| panic!("{v}"))
+            .clone()
+    };
+    let same = check(&env);
+    assert_eq!(same["status"], "ok", "{same}");
+    // This shell resolves no file (nothing at the default location): they differ.
+    let differs = check(&[]);
+    assert_eq!(differs["status"], "problem", "{differs}");
+    let detail = differs["detail"].as_str().unwrap();
+    assert!(
+        detail.contains(&file.display().to_string()) && detail.contains("no config file"),
+        "{detail}"
+    );
+    assert!(
+        differs["fix"].as_str().unwrap().contains("openphone stop"),
+        "{differs}"
+    );
+    let (code, out, _) = home.run(&["doctor"], &[]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("PROBLEM daemon_config"), "{out}");
+}
+
+/// Issue 31 (5): nothing counted down while a confirmation waited, and nothing said when it
+/// expired. Driven on a real pseudo-terminal (util-linux `script`), since the countdown is
+/// for terminals only, with a 3 s confirmation timeout that nobody answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ask_says_what_it_waits_for_and_when_the_confirmation_expired() {
+    use openphone_fake_model::Script;
+    let home = Home::new();
+    let fake = FakeModel::start().await;
+    fake.push(Script::tool_call(
+        "messages_send",
+        serde_json::json!({"to": "+49 151 2345 6789", "body": "late",
+                           "reason": "tell Alice you are late"}),
+    ));
+    fake.push(Script::text("Nobody approved it, so I did not send it."));
+    let file = home.home.join("model.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[builtin]\nbase_url = \"{}\"\nmodel = \"fake-model\"\nconfirmation_timeout_secs = 3\n",
+            fake.url()
+        ),
+    )
+    .unwrap();
+    let env = [("OPENPHONE_CONFIG", file.to_str().unwrap())];
+    let _daemon = home.serve(&env);
+    let bin = env!("CARGO_BIN_EXE_openphone");
+    // `script`, with this user's environment (as `Home::cmd` sets it).
+    let user = home.cmd(&[]);
+    let mut script = Command::new("script");
+    for (k, v) in user.get_envs() {
+        match v {
+            Some(v) => script.env(k, v),
+            None => script.env_remove(k),
+        };
+    }
+    let out = tokio::task::spawn_blocking(move || {
+        script
+            .args([
+                "-qefc",
+                &format!("'{bin}' ask 'tell Alice I am late'"),
+                "/dev/null",
+            ])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("waiting for your confirmation"), "{text}");
+    assert!(text.contains("expires in "), "the countdown: {text}");
+    assert!(
+        text.contains("expired: nobody approved it in time"),
+        "the expiry line: {text}"
+    );
+    assert!(text.contains("I did not send it"), "{text}");
+}

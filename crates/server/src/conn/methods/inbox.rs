@@ -243,6 +243,12 @@ fn find(conn: &Conn, given: &str) -> Result<Found, ErrorObject> {
         ));
     }
     let all = items(conn, true)?;
+    pick(&all, given, &q)
+}
+
+/// The item `q` (trimmed, lower case) names among `all`.
+fn pick(all: &[InboxItem], given: &str, q: &str) -> Result<Found, ErrorObject> {
+    let q = q.to_owned();
     if let Some(item) = all.iter().find(|i| i.id == q) {
         return Ok(Found::Item(Box::new(item.clone())));
     }
@@ -252,15 +258,19 @@ fn find(conn: &Conn, given: &str) -> Result<Found, ErrorObject> {
             return Ok(Found::FullId(q));
         }
     }
-    if q.chars().count() < MIN_PREFIX {
+    // The characters that name an item are its uuid's: a kind prefix (`runtime-confirm-`,
+    // `job-confirm-`) only narrows the kind, so `runt` or `job-confirm-` alone names nothing.
+    let wanted = uuid_of(&q);
+    if wanted.chars().count() < MIN_PREFIX {
         return Err(ErrorObject::invalid_params(format!(
             "{given:?} is too short to name an inbox item: give at least {MIN_PREFIX} characters \
-             of its id or short id (`openphone inbox` lists them)"
+             of its short id (`openphone inbox` lists them)"
         )));
     }
+    let kind_prefix = &q[..q.len() - wanted.len()];
     let matching: Vec<&InboxItem> = all
         .iter()
-        .filter(|i| i.id.starts_with(&q) || uuid_of(&i.id).starts_with(&q))
+        .filter(|i| i.id.starts_with(kind_prefix) && uuid_of(&i.id).starts_with(wanted))
         .collect();
     match matching.as_slice() {
         [] => Err(ErrorObject::new(
@@ -515,5 +525,79 @@ mod tests {
         let id = "job-confirm-3f2a9c01-0000-4000-8000-000000000000";
         assert_eq!(short_of(id), "3f2a9c01");
         assert_eq!(uuid_of("runtime-confirm-abc"), "abc");
+    }
+
+    fn item(id: &str, kind: InboxKind) -> InboxItem {
+        InboxItem {
+            id: id.to_owned(),
+            short_id: short_of(id),
+            kind,
+            state: InboxState::Pending,
+            title: "t".to_owned(),
+            summary: "s".to_owned(),
+            requested_by: "r".to_owned(),
+            tool: None,
+            risk: None,
+            device_id: None,
+            created_at_ms: 0,
+            expires_at_ms: None,
+            job_id: None,
+            goal_id: None,
+            action_id: None,
+            phone_session_id: None,
+            session_grant_offered: false,
+            detail: serde_json::Value::Null,
+        }
+    }
+
+    fn picked(all: &[InboxItem], given: &str) -> Result<String, String> {
+        match pick(all, given, &given.trim().to_ascii_lowercase()) {
+            Ok(Found::Item(i)) => Ok(i.id.clone()),
+            Ok(Found::FullId(id)) => Ok(id),
+            Err(e) => Err(e.message),
+        }
+    }
+
+    #[test]
+    fn a_kind_prefix_alone_names_no_inbox_item() {
+        // The review found `runt` or `runtime-confirm-` approving the one pending item.
+        let all = [
+            item(
+                "runtime-confirm-3f2a9c01-0000-4000-8000-000000000000",
+                InboxKind::Confirmation,
+            ),
+            item(
+                "job-confirm-3f2b0000-0000-4000-8000-000000000000",
+                InboxKind::JobReview,
+            ),
+        ];
+        for given in ["runtime-confirm-", "job-confirm-", "runtime-confirm-3f"] {
+            let e = picked(&all[..1], given).unwrap_err();
+            assert!(e.contains("too short"), "{given}: {e}");
+        }
+        for given in ["runt", "job-", "runtime-c"] {
+            let e = picked(&all[..1], given).unwrap_err();
+            assert!(e.contains("nothing in the inbox matches"), "{given}: {e}");
+        }
+        assert_eq!(picked(&all, "3f2a").unwrap(), all[0].id);
+        assert_eq!(picked(&all, "job-confirm-3f2b").unwrap(), all[1].id);
+        // A kind prefix narrows: the confirmation's uuid prefix under the job kind is not it.
+        assert!(
+            picked(&all, "job-confirm-3f2a")
+                .unwrap_err()
+                .contains("nothing")
+        );
+        let e = picked(&all, "3f2").unwrap_err();
+        assert!(e.contains("too short"), "{e}");
+        let both = [
+            all[0].clone(),
+            item(
+                "job-confirm-3f2a9c99-0000-4000-8000-000000000000",
+                InboxKind::JobReview,
+            ),
+        ];
+        let e = picked(&both, "3f2a9c").unwrap_err();
+        assert!(e.contains("matches 2 inbox items"), "{e}");
+        assert!(e.contains(&both[0].id) && e.contains(&both[1].id), "{e}");
     }
 }

@@ -82,5 +82,7 @@ pub use tool_result::{
     DenialDetails, PendingConfirmation, ToolError, ToolResult, ToolStatus, audit_id,
 };
 pub use transport::{TransportError, check_outbound_url};
-pub use validate::{ManifestDeprecation, ManifestError, ManifestErrors, ManifestFile, Rule};
+pub use validate::{
+    ManifestDeprecation, ManifestError, ManifestErrors, ManifestFile, Rule, SchemaCompile,
+};
 pub use version::{MAX_VERSION, MIN_VERSION, PROTOCOL_NAME, VersionAdvertisement};

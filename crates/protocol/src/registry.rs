@@ -10,7 +10,9 @@ use serde_json::Value;
 
 use crate::canonical::{CanonicalError, check_params, json_type_name};
 use crate::manifest::{Capability, Command, EventSpec, TransportMapping};
-use crate::validate::{ManifestDeprecation, ManifestError, ManifestErrors, validate};
+use crate::validate::{
+    ManifestDeprecation, ManifestError, ManifestErrors, Rule, SchemaCompile, validate,
+};
 
 /// The text of the four manifests.
 #[derive(Debug, Clone)]
@@ -85,10 +87,16 @@ impl fmt::Display for FieldError {
     }
 }
 
-/// The validated manifests, with lookup by any command name and compiled input validators.
+/// A command's input validator, compiled at load or on first use (`Err`: the schema's compile
+/// error).
+type LazyValidator = OnceLock<Result<jsonschema::Validator, String>>;
+
+/// The validated manifests, with lookup by any command name and input validators compiled at
+/// load or on first use ([`SchemaCompile`]).
 pub struct Registry {
     commands: Vec<Command>,
-    validators: Vec<jsonschema::Validator>,
+    /// One per command, in the same order.
+    validators: Vec<LazyValidator>,
     /// canonical name, alias or model-tool name → index into `commands`
     index: HashMap<String, usize>,
     commands_version: u32,
@@ -113,13 +121,24 @@ impl fmt::Debug for Registry {
 static EMBEDDED: OnceLock<Result<Registry, ManifestErrors>> = OnceLock::new();
 
 impl Registry {
-    /// Parses and validates manifests; any broken rule rejects them all.
+    /// Parses and validates manifests, compiling every schema; any broken rule rejects them
+    /// all.
     pub fn load(sources: &ManifestSources) -> Result<Self, ManifestErrors> {
+        Self::load_with(sources, SchemaCompile::AtLoad)
+    }
+
+    /// Parses and validates manifests, compiling their schemas at load or leaving that to
+    /// first use ([`SchemaCompile`]; [`Registry::compile_all`] compiles the rest later).
+    pub fn load_with(
+        sources: &ManifestSources,
+        compile: SchemaCompile,
+    ) -> Result<Self, ManifestErrors> {
         let v = validate(
             &sources.commands,
             &sources.events,
             &sources.capabilities,
             &sources.runtime_schema,
+            compile,
         )?;
         let mut index = HashMap::new();
         for (i, cmd) in v.commands.iter().enumerate() {
@@ -129,7 +148,14 @@ impl Registry {
         }
         Ok(Self {
             commands: v.commands,
-            validators: v.validators,
+            validators: v
+                .validators
+                .into_iter()
+                .map(|compiled| match compiled {
+                    Some(validator) => OnceLock::from(Ok(validator)),
+                    None => OnceLock::new(),
+                })
+                .collect(),
             index,
             commands_version: v.commands_version,
             deprecation: v.deprecation,
@@ -141,10 +167,14 @@ impl Registry {
         })
     }
 
-    /// The shipped manifests, validated once per process.
+    /// The shipped manifests, validated once per process. Their schemas are compiled on first
+    /// use (a test compiles all of them, [`Registry::compile_all`]), so the validators of
+    /// commands a process never calls take no memory.
     pub fn embedded() -> Result<&'static Registry, ManifestErrors> {
         EMBEDDED
-            .get_or_init(|| Registry::load(&ManifestSources::embedded()))
+            .get_or_init(|| {
+                Registry::load_with(&ManifestSources::embedded(), SchemaCompile::OnFirstUse)
+            })
             .as_ref()
             .map_err(Clone::clone)
     }
@@ -194,10 +224,20 @@ impl Registry {
                 message: e.to_string(),
             }),
         }
-        if let Some(validator) = self.validator_for(command) {
-            for e in validator.iter_errors(params) {
-                errors.push(field_error(&e));
+        match self.validator_for(command) {
+            Some(Ok(validator)) => {
+                for e in validator.iter_errors(params) {
+                    errors.push(field_error(&e));
+                }
             }
+            Some(Err(e)) => errors.push(FieldError {
+                field: String::new(),
+                message: format!(
+                    "the phone cannot check these params: {}'s input schema does not compile: {e}",
+                    command.name
+                ),
+            }),
+            None => {}
         }
         if errors.is_empty() {
             Ok(())
@@ -206,9 +246,48 @@ impl Registry {
         }
     }
 
-    fn validator_for(&self, command: &Command) -> Option<&jsonschema::Validator> {
-        let i = self.commands.iter().position(|c| c.name == command.name)?;
-        self.validators.get(i)
+    /// The command's input validator, compiled now if it was not yet; `None` for a command not
+    /// in this registry.
+    fn validator_for(&self, command: &Command) -> Option<&Result<jsonschema::Validator, String>> {
+        let i = *self.index.get(command.name.as_str())?;
+        let slot = self.validators.get(i)?;
+        Some(slot.get_or_init(|| compile(&self.commands[i].input_schema)))
+    }
+
+    /// Compiles every schema not compiled yet: each command's input schema (kept for use) and
+    /// output schema, and the runtime schema. Reports every one that does not compile, under
+    /// the rules loading with [`SchemaCompile::AtLoad`] checks.
+    pub fn compile_all(&self) -> Result<(), ManifestErrors> {
+        let mut errors = Vec::new();
+        for (cmd, slot) in self.commands.iter().zip(&self.validators) {
+            let mut fail = |which: &str, e: &str| {
+                errors.push(ManifestError {
+                    rule: Rule::CommandSchemaCompiles,
+                    subject: Some(cmd.name.clone()),
+                    message: format!("{which} does not compile: {e}"),
+                });
+            };
+            if let Err(e) = slot.get_or_init(|| compile(&cmd.input_schema)) {
+                fail("input_schema", e);
+            }
+            if cmd.output_schema.is_object()
+                && let Err(e) = compile(&cmd.output_schema)
+            {
+                fail("output_schema", &e);
+            }
+        }
+        if let Err(e) = compile(&self.runtime_schema) {
+            errors.push(ManifestError {
+                rule: Rule::RuntimeSchemaCompiles,
+                subject: None,
+                message: format!("does not compile: {e}"),
+            });
+        }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(ManifestErrors(errors))
+        }
     }
 
     /// The commands manifest's version.
@@ -255,6 +334,11 @@ impl Registry {
     pub fn warnings(&self) -> &[ManifestError] {
         &self.warnings
     }
+}
+
+/// Compiles a schema as JSON Schema 2020-12, the error as text.
+fn compile(schema: &Value) -> Result<jsonschema::Validator, String> {
+    jsonschema::draft202012::new(schema).map_err(|e| e.to_string())
 }
 
 fn field_error(e: &jsonschema::ValidationError<'_>) -> FieldError {

@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value};
 
-use super::{Report, Rule, describe, non_empty_str, parse_object};
+use super::{Report, Rule, SchemaCompile, describe, non_empty_str, parse_object};
 use crate::manifest::{Command, Confirmation, Executor, Exposure, Risk, SaferAlternative, Service};
 use crate::version::{MAX_VERSION, MIN_VERSION, is_supported_version};
 
@@ -18,12 +18,13 @@ pub struct ManifestDeprecation {
     pub superseded_by: Option<String>,
 }
 
-/// The manifest version, its deprecation, the commands and their input validators.
+/// The manifest version, its deprecation, the commands and their input validators (`None`
+/// when not compiled at load).
 pub(super) type CheckedCommands = (
     u32,
     ManifestDeprecation,
     Vec<Command>,
-    Vec<jsonschema::Validator>,
+    Vec<Option<jsonschema::Validator>>,
 );
 
 /// Checks the commands manifest against the capability ids; `None` only after reporting an
@@ -31,6 +32,7 @@ pub(super) type CheckedCommands = (
 pub(super) fn check(
     text: &str,
     cap_ids: &HashSet<&str>,
+    compile: SchemaCompile,
     r: &mut Report,
 ) -> Option<CheckedCommands> {
     let doc = parse_object(text, Rule::CommandsJson, r)?;
@@ -84,7 +86,7 @@ pub(super) fn check(
             );
             continue;
         };
-        if let Some((cmd, validator)) = check_command(i, obj, cap_ids, r) {
+        if let Some((cmd, validator)) = check_command(i, obj, cap_ids, compile, r) {
             commands.push(cmd);
             validators.push(validator);
         }
@@ -115,8 +117,9 @@ fn check_command(
     index: usize,
     obj: &Map<String, Value>,
     cap_ids: &HashSet<&str>,
+    compile: SchemaCompile,
     r: &mut Report,
-) -> Option<(Command, jsonschema::Validator)> {
+) -> Option<(Command, Option<jsonschema::Validator>)> {
     let placeholder = format!("commands[{index}]");
     let name = non_empty_str(obj, "name");
     let subject = name.unwrap_or(&placeholder).to_owned();
@@ -258,7 +261,8 @@ fn check_command(
             );
         }
     }
-    let validator = if input_schema.is_object() {
+    let at_load = compile == SchemaCompile::AtLoad;
+    let validator = if at_load && input_schema.is_object() {
         match jsonschema::draft202012::new(&input_schema) {
             Ok(v) => Some(v),
             Err(e) => {
@@ -273,7 +277,8 @@ fn check_command(
     } else {
         None
     };
-    if output_schema.is_object()
+    if at_load
+        && output_schema.is_object()
         && let Err(e) = jsonschema::draft202012::new(&output_schema)
     {
         {
@@ -370,9 +375,7 @@ fn check_command(
     else {
         return None;
     };
-    let (Some(mcp), Some(remote_runtime), Some(mutating), Some(validator)) =
-        (mcp, remote_runtime, mutating, validator)
-    else {
+    let (Some(mcp), Some(remote_runtime), Some(mutating)) = (mcp, remote_runtime, mutating) else {
         return None;
     };
     let text = |key: &str| non_empty_str(obj, key).unwrap_or_default().to_owned();

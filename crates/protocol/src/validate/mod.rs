@@ -23,10 +23,24 @@ use crate::manifest::{Capability, Command, EventSpec, TransportMapping};
 pub use commands::ManifestDeprecation;
 pub use rules::{ManifestError, ManifestErrors, ManifestFile, Rule};
 
+/// When loading compiles the manifests' JSON Schemas.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SchemaCompile {
+    /// Every input and output schema and the runtime schema are compiled while loading, and one
+    /// that does not compile rejects the manifests (`commands.schema_compiles`,
+    /// `runtime_schema.compiles`); the input validators are kept.
+    AtLoad,
+    /// No schema is compiled while loading; a command's input validator is compiled the first
+    /// time it is used. For manifests whose schemas a test has compiled (the shipped ones): it
+    /// keeps the validators of commands never called out of memory.
+    OnFirstUse,
+}
+
 /// Everything that passed validation.
 pub(crate) struct Validated {
     pub commands: Vec<Command>,
-    pub validators: Vec<jsonschema::Validator>,
+    /// One per command: its compiled input validator, `None` when not compiled at load.
+    pub validators: Vec<Option<jsonschema::Validator>>,
     pub commands_version: u32,
     pub deprecation: ManifestDeprecation,
     pub events: Vec<EventSpec>,
@@ -66,13 +80,14 @@ pub(crate) fn validate(
     events: &str,
     capabilities: &str,
     runtime_schema: &str,
+    compile: SchemaCompile,
 ) -> Result<Validated, ManifestErrors> {
     let mut r = Report::default();
     let caps = capabilities::check(capabilities, &mut r);
     let (events, mappings) = events::check(events, &mut r);
-    let runtime_schema = runtime_schema::check(runtime_schema, &mut r);
+    let runtime_schema = runtime_schema::check(runtime_schema, compile, &mut r);
     let cap_ids: HashSet<&str> = caps.iter().map(|c| c.id.as_str()).collect();
-    let checked = commands::check(commands, &cap_ids, &mut r);
+    let checked = commands::check(commands, &cap_ids, compile, &mut r);
     if !r.errors.is_empty() {
         return Err(ManifestErrors(r.errors));
     }

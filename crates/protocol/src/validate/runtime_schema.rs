@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::{Report, Rule, describe, parse_object};
+use super::{Report, Rule, SchemaCompile, describe, parse_object};
 
 /// The twelve definitions the runtime schema must hold (§4.7).
 const RUNTIME_SCHEMA_DEFS: [&str; 12] = [
@@ -25,7 +25,7 @@ const RUNTIME_SCHEMA_DEFS: [&str; 12] = [
 const RUNTIME_SCHEMA_TITLE: &str = "OpenPhone Runtime Agent Protocol";
 
 /// Checks the runtime schema; the schema document (`null` when it is not a JSON object).
-pub(super) fn check(text: &str, r: &mut Report) -> Value {
+pub(super) fn check(text: &str, compile: SchemaCompile, r: &mut Report) -> Value {
     let Some(doc) = parse_object(text, Rule::RuntimeSchemaJson, r) else {
         return Value::Null;
     };
@@ -54,7 +54,9 @@ pub(super) fn check(text: &str, r: &mut Report) -> Value {
         }
     }
     let value = Value::Object(doc);
-    if let Err(e) = jsonschema::draft202012::new(&value) {
+    if compile == SchemaCompile::AtLoad
+        && let Err(e) = jsonschema::draft202012::new(&value)
+    {
         r.err(
             Rule::RuntimeSchemaCompiles,
             None,

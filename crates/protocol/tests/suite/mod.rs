@@ -6,6 +6,7 @@ mod endpoint_envelope;
 mod endpoint_events;
 mod endpoint_schema;
 mod envelope_duplicates;
+mod lazy_schemas;
 mod params;
 mod regression;
 mod rules;

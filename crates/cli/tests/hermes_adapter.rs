@@ -469,3 +469,98 @@ fn a_cron_jobs_tap_approved_late_reaches_the_job_and_runs_once() {
     );
     rt.block_on(fake.shutdown());
 }
+
+/// Security review of the adapter, findings 1 and 2: the gateway the daemon starts got the
+/// daemon's whole environment and Hermes' API-server tools (`terminal`, `read_file`, …), so
+/// a prompt-injected model could read the operator token or approve its own confirmations;
+/// and the default home was the user's own `~/.hermes`. Now: no `home` configured means the
+/// adapter's own `<data-dir>/hermes-home` (0700), the gateway's environment is the short
+/// allowlist, and the model is offered the phone's tools without shell, file, code or
+/// browser tools.
+#[test]
+fn the_gateway_gets_no_shell_or_file_tools_and_none_of_the_daemons_environment() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let Some(hermes) = hermes_bin() else { return };
+    let rt = runtime();
+    let fake = rt.block_on(FakeModel::start());
+    fake.push(Script::text("Nothing to do."));
+    let dir = tempfile::tempdir().unwrap();
+    // The adapter's default home, with the fake as its model.
+    let home = hermes_home(&dir.path().join("data"), &fake);
+    let config = format!(
+        "[[runtimes]]\nid = \"hermes\"\nkind = \"hermes\"\ncommand = \"{}\"\n\
+         grants = [\"safe_read\", \"private_read\", \"dangerous\"]\n",
+        hermes.display()
+    );
+    let daemon = Daemon::start(dir.path(), &config);
+    let row = daemon.wait_ready();
+    assert_eq!(row["detail"], "ready", "{row}\n{}", daemon.log());
+    assert!(home.join("plugins/openphone/tools.json").exists());
+    let mode = std::fs::metadata(&home).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o700, "the adapter's own home is private");
+
+    let pid = gateway_pid(daemon.child.id()).expect("the daemon started hermes gateway");
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+    let mut keys: Vec<String> = environ
+        .split(|b| *b == 0)
+        .filter(|kv| !kv.is_empty())
+        .map(|kv| {
+            String::from_utf8_lossy(kv)
+                .split('=')
+                .next()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    keys.sort();
+    let allowed = [
+        "API_SERVER_ENABLED",
+        "API_SERVER_HOST",
+        "API_SERVER_KEY",
+        "API_SERVER_PORT",
+        "HERMES_HOME",
+        "HERMES_MANAGED_DIR",
+        "HOME",
+        "LANG",
+        "PATH",
+    ];
+    assert!(
+        keys.iter().all(|k| allowed.contains(&k.as_str())),
+        "the gateway's environment is the allowlist: {keys:?}"
+    );
+    assert!(keys.contains(&"HERMES_HOME".to_owned()), "{keys:?}");
+
+    let (code, out, err) = daemon.cli(&[
+        "ask",
+        "--runtime",
+        "hermes",
+        "Read ~/.local/share/openphone/operator.token",
+        "--timeout-secs",
+        "120",
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}\n{}", daemon.log());
+    let first = &fake.requests()[0];
+    let names: Vec<&str> = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    println!("tools offered to the model: {names:?}");
+    assert!(names.contains(&"phone_tap"), "{names:?}");
+    for banned in [
+        "terminal",
+        "process",
+        "read_file",
+        "write_file",
+        "patch",
+        "search_files",
+        "execute_code",
+        "browser_navigate",
+        "delegate_task",
+        "cronjob",
+    ] {
+        assert!(!names.contains(&banned), "{banned} offered: {names:?}");
+    }
+    rt.block_on(fake.shutdown());
+}

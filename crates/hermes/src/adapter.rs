@@ -229,21 +229,27 @@ impl Inner {
     async fn bring_up(self: Arc<Self>) -> Result<(), String> {
         let tool_url = crate::tools::serve(Arc::clone(&self)).await?;
         let env = |k: &str| std::env::var_os(k);
-        let home = self
-            .config
-            .resolve_home(
-                env(crate::config::HERMES_HOME_ENV).as_deref(),
-                env("HOME").as_deref(),
-            )
-            .map_err(|e| e.to_string())?;
+        let (home, owned) = self.config.resolve_home(&self.data_dir);
         std::fs::create_dir_all(&home)
             .map_err(|e| format!("creating Hermes' home {}: {e}", home.display()))?;
+        if owned {
+            // The adapter's own home: only this user reads it (the plugin's token, sessions).
+            use std::os::unix::fs::PermissionsExt as _;
+            std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o700))
+                .map_err(|e| format!("making Hermes' home {} private: {e}", home.display()))?;
+        }
+        let lockdown = process::write_tool_lockdown(&self.data_dir).map_err(|e| {
+            format!(
+                "writing the Hermes tool lockdown into {}: {e}",
+                self.data_dir.display()
+            )
+        })?;
         plugin::install(&home, &self.surface, &tool_url, &self.tool_token)
             .map_err(|e| format!("writing the openphone plugin into {}: {e}", home.display()))?;
         let command = self.config.resolve_command(env("PATH").as_deref());
         if !plugin::enabled_in(&home) {
             let command = command.clone().map_err(|e| e.to_string())?;
-            process::enable_plugin(&command, &home).await?;
+            process::enable_plugin(&command, &home, &lockdown).await?;
         }
         let log = self.data_dir.join(GATEWAY_LOG);
         let (api, child) = match &self.config.api_url {
@@ -260,7 +266,7 @@ impl Inner {
             }
             None => {
                 let command = command.map_err(|e| e.to_string())?;
-                let (child, api) = process::spawn_gateway(&command, &home, &log)?;
+                let (child, api) = process::spawn_gateway(&command, &home, &lockdown, &log)?;
                 *lock(&self.gateway_pid) = child.id();
                 (api, Some(child))
             }

@@ -1,13 +1,16 @@
 //! What a `[[runtimes]]` entry with `kind = "hermes"` says, and how the adapter finds Hermes:
 //! the `hermes` executable (`command`, else the first `hermes` on `PATH`), its home
-//! (`home`, else `HERMES_HOME`, else `~/.hermes`) and its API server (`api_url`: one the user
-//! runs; absent: the adapter starts `hermes gateway run` with the API server on a free
-//! loopback port).
+//! (`home`, else `<data-dir>/hermes-home`, which the adapter creates 0700 and owns; never the
+//! user's own `~/.hermes` or `HERMES_HOME` unless `home` names it) and its API server
+//! (`api_url`: one the user runs; absent: the adapter starts `hermes gateway run` with the API
+//! server on a free loopback port).
 
 use std::path::{Path, PathBuf};
 
 use openphone_policy::RuntimeAuthorisation;
 
+/// The adapter's own Hermes home in the data directory (the default `home`).
+pub const OWN_HOME_DIR: &str = "hermes-home";
 /// The environment variable Hermes reads its home from.
 pub const HERMES_HOME_ENV: &str = "HERMES_HOME";
 /// The environment variable holding the key of an API server the user runs (`api_url`);
@@ -23,7 +26,8 @@ pub struct HermesConfig {
     pub enabled: bool,
     /// `command`: the `hermes` executable.
     pub command: Option<PathBuf>,
-    /// `home`: Hermes' home directory (its `config.yaml`, `.env`, plugins).
+    /// `home`: Hermes' home directory (its `config.yaml`, `.env`, plugins); `None`: the
+    /// adapter's own `<data-dir>/hermes-home`.
     pub home: Option<PathBuf>,
     /// `api_url`: the root of an API server the user runs (`http://127.0.0.1:8642`).
     pub api_url: Option<String>,
@@ -47,11 +51,6 @@ pub enum HermesConfigError {
     NoCommand { runtime: String },
     #[error("`command` {path:?} of runtime {runtime:?} is not an executable file")]
     BadCommand { runtime: String, path: PathBuf },
-    #[error(
-        "no Hermes home for runtime {runtime:?}: set `home` in its [[runtimes]] entry or \
-         HERMES_HOME (HOME is not set either)"
-    )]
-    NoHome { runtime: String },
     #[error(
         "`api_url` {url:?} of runtime {runtime:?} must be http:// on a loopback address \
          (Hermes' API server holds the agent; it is not exposed past this machine)"
@@ -109,24 +108,15 @@ impl HermesConfig {
             })
     }
 
-    /// Hermes' home: `home`, else `hermes_home` (`HERMES_HOME`), else `<user_home>/.hermes`.
-    pub fn resolve_home(
-        &self,
-        hermes_home: Option<&std::ffi::OsStr>,
-        user_home: Option<&std::ffi::OsStr>,
-    ) -> Result<PathBuf, HermesConfigError> {
-        if let Some(home) = &self.home {
-            return Ok(home.clone());
+    /// Hermes' home and whether the adapter owns it: `home` when configured (the user's,
+    /// used as it is), else `<data_dir>/hermes-home` (the adapter's own). The daemon's
+    /// `HERMES_HOME` is deliberately not consulted: the phone's tools go into the user's own
+    /// Hermes home only when the configuration says so.
+    pub fn resolve_home(&self, data_dir: &Path) -> (PathBuf, bool) {
+        match &self.home {
+            Some(home) => (home.clone(), false),
+            None => (data_dir.join(OWN_HOME_DIR), true),
         }
-        if let Some(home) = hermes_home.filter(|h| !h.is_empty()) {
-            return Ok(PathBuf::from(home));
-        }
-        user_home
-            .filter(|h| !h.is_empty())
-            .map(|h| Path::new(h).join(".hermes"))
-            .ok_or_else(|| HermesConfigError::NoHome {
-                runtime: self.runtime_id.clone(),
-            })
     }
 }
 
@@ -168,22 +158,16 @@ mod tests {
     }
 
     #[test]
-    fn home_comes_from_the_entry_then_hermes_home_then_the_user_home() {
+    fn the_default_home_is_the_adapters_own_never_the_users() {
         let mut c = HermesConfig::new("hermes", RuntimeAuthorisation::REVOKED);
-        let os = std::ffi::OsStr::new;
         assert_eq!(
-            c.resolve_home(Some(os("/h")), Some(os("/u"))).unwrap(),
-            PathBuf::from("/h")
+            c.resolve_home(Path::new("/data")),
+            (PathBuf::from("/data/hermes-home"), true)
         );
+        c.home = Some(PathBuf::from("/u/.hermes"));
         assert_eq!(
-            c.resolve_home(None, Some(os("/u"))).unwrap(),
-            PathBuf::from("/u/.hermes")
-        );
-        assert!(c.resolve_home(Some(os("")), None).is_err());
-        c.home = Some(PathBuf::from("/cfg"));
-        assert_eq!(
-            c.resolve_home(Some(os("/h")), None).unwrap(),
-            PathBuf::from("/cfg")
+            c.resolve_home(Path::new("/data")),
+            (PathBuf::from("/u/.hermes"), false)
         );
     }
 

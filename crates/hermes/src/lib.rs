@@ -9,7 +9,7 @@
 //!   endpoint (`tools.rs`) and runs through the one ToolBridge in the phone session, keyed by
 //!   the model's tool-call id.
 //! - The adapter starts `hermes gateway run` itself unless `api_url` names one the user runs
-//!   (`process.rs`); `config.rs` finds Hermes (`command` / `PATH`, `home` / `HERMES_HOME`).
+//!   (`process.rs`); `config.rs` finds Hermes (`command` / `PATH`, `home` / `<data-dir>/hermes-home`).
 
 pub mod adapter;
 pub mod config;

@@ -3,8 +3,16 @@
 //! random key (`API_SERVER_ENABLED`, `API_SERVER_HOST`, `API_SERVER_PORT`, `API_SERVER_KEY`:
 //! Hermes' own settings), killed when the adapter stops. Its output goes to
 //! `<data-dir>/hermes-gateway.log`.
+//!
+//! The gateway runs a model that reads untrusted text (SMS, screens), so it gets none of the
+//! daemon's environment (`env_clear`, then [`gateway_env`]: `PATH`, `LANG`, `HOME` and
+//! `HERMES_HOME` = its Hermes home, the API server's settings, `HERMES_MANAGED_DIR`), and a
+//! Hermes managed-scope `config.yaml` ([`write_tool_lockdown`]) that Hermes merges over the
+//! home's own and that turns off every toolset that reaches the shell or the filesystem, so
+//! the model cannot read the operator token or run `openphone inbox approve` on its own
+//! confirmations.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -34,17 +42,95 @@ pub fn random_token() -> Result<String, String> {
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// A free loopback port (bound, read, released).
+/// The directory in the data dir holding the managed-scope `config.yaml` the gateway runs under.
+pub const LOCKDOWN_DIR: &str = "hermes-lockdown";
+/// Hermes' variable naming its managed-scope directory (values there win over the home's).
+pub const MANAGED_DIR_ENV: &str = "HERMES_MANAGED_DIR";
+
+/// Toolsets no Hermes platform of the adapter's gateway may use (`agent.disabled_toolsets`,
+/// which Hermes applies last, on every platform: the API server, cron, subagents): the shell
+/// and its processes, the filesystem, code execution, the browser (it reaches loopback) and
+/// the ones that bundle them.
+pub const DISABLED_TOOLSETS: &[&str] = &[
+    "terminal",
+    "file",
+    "code_execution",
+    "browser",
+    "computer_use",
+    "delegation",
+    "debugging",
+    "coding",
+    "cronjob",
+];
+
+/// What the API server platform offers the model (`platform_toolsets.api_server`): the phone's
+/// tools and Hermes' own planning and memory, nothing else.
+pub const API_SERVER_TOOLSETS: &[&str] = &[
+    crate::plugin::PLUGIN_NAME,
+    "todo",
+    "memory",
+    "session_search",
+];
+
+/// Writes `<data_dir>/hermes-lockdown/config.yaml` (directory 0700) and returns the directory,
+/// for `HERMES_MANAGED_DIR`. Rewritten at every start.
+pub fn write_tool_lockdown(data_dir: &Path) -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = data_dir.join(LOCKDOWN_DIR);
+    std::fs::create_dir_all(&dir)?;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))?;
+    let list = |items: &[&str]| {
+        items
+            .iter()
+            .map(|t| format!("    - {t}\n"))
+            .collect::<String>()
+    };
+    let yaml = format!(
+        "# Written by the OpenPhone daemon at every start; Hermes merges it over the home's\n\
+         # config.yaml (managed scope). Edits are lost.\n\
+         agent:\n  disabled_toolsets:\n{}platform_toolsets:\n  api_server:\n{}",
+        list(DISABLED_TOOLSETS),
+        list(API_SERVER_TOOLSETS)
+    );
+    let path = dir.join("config.yaml");
+    let tmp = dir.join(".config.yaml.tmp");
+    std::fs::write(&tmp, yaml)?;
+    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600))?;
+    std::fs::rename(&tmp, &path)?;
+    Ok(dir)
+}
+
+/// The whole environment a Hermes process the adapter starts gets: `PATH` and `LANG` from the
+/// daemon (when set), `HOME` and `HERMES_HOME` = `home`, `HERMES_MANAGED_DIR` = `lockdown`.
+/// Nothing else of the daemon's (no tokens, no `OPENPHONE_*`, no provider keys: those go in
+/// the Hermes home's `.env`).
+pub fn gateway_env(home: &Path, lockdown: &Path) -> Vec<(String, std::ffi::OsString)> {
+    let mut env: Vec<(String, std::ffi::OsString)> = ["PATH", "LANG"]
+        .into_iter()
+        .filter_map(|k| std::env::var_os(k).map(|v| (k.to_owned(), v)))
+        .collect();
+    env.push(("HOME".to_owned(), home.as_os_str().to_owned()));
+    env.push((
+        crate::config::HERMES_HOME_ENV.to_owned(),
+        home.as_os_str().to_owned(),
+    ));
+    env.push((MANAGED_DIR_ENV.to_owned(), lockdown.as_os_str().to_owned()));
+    env
+}
+
+/// A free loopback port (bound, read, released; [`verify_listener`] checks after start that
+/// the gateway, not someone quicker, holds it).
 fn free_port() -> std::io::Result<u16> {
     let socket = std::net::TcpListener::bind(("127.0.0.1", 0))?;
     Ok(socket.local_addr()?.port())
 }
 
 /// `hermes plugins enable openphone` in `home` (Hermes writes its own `config.yaml`).
-pub async fn enable_plugin(command: &Path, home: &Path) -> Result<(), String> {
+pub async fn enable_plugin(command: &Path, home: &Path, lockdown: &Path) -> Result<(), String> {
     let out = Command::new(command)
         .args(["plugins", "enable", crate::plugin::PLUGIN_NAME])
-        .env(crate::config::HERMES_HOME_ENV, home)
+        .env_clear()
+        .envs(gateway_env(home, lockdown))
         .stdin(Stdio::null())
         .kill_on_drop(true)
         .output();
@@ -68,6 +154,7 @@ pub async fn enable_plugin(command: &Path, home: &Path) -> Result<(), String> {
 pub fn spawn_gateway(
     command: &Path,
     home: &Path,
+    lockdown: &Path,
     log: &Path,
 ) -> Result<(Child, ApiServer), String> {
     let port = free_port().map_err(|e| format!("no free loopback port: {e}"))?;
@@ -79,7 +166,8 @@ pub fn spawn_gateway(
         .map_err(|e| format!("opening {}: {e}", log.display()))?;
     let child = Command::new(command)
         .args(["gateway", "run"])
-        .env(crate::config::HERMES_HOME_ENV, home)
+        .env_clear()
+        .envs(gateway_env(home, lockdown))
         .env("API_SERVER_ENABLED", "true")
         .env("API_SERVER_HOST", "127.0.0.1")
         .env("API_SERVER_PORT", port.to_string())
@@ -152,7 +240,6 @@ fn log_hint(log: Option<&Path>) -> String {
     let notable: Vec<&str> = text
         .lines()
         .filter(|l| l.contains("WARNING") || l.contains("ERROR") || l.contains("Error"))
-        .filter(|l| !l.contains("allowlists"))
         .collect();
     let tail = notable[notable.len().saturating_sub(3)..].join(" | ");
     if tail.is_empty() {

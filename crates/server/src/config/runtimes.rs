@@ -41,7 +41,7 @@ pub struct RuntimeConfig {
     /// `kind = "hermes"` only: the `hermes` executable (default: the first on `PATH`).
     #[serde(default)]
     pub command: Option<std::path::PathBuf>,
-    /// `kind = "hermes"` only: Hermes' home (default: `HERMES_HOME`, else `~/.hermes`).
+    /// `kind = "hermes"` only: Hermes' home (default: `<data-dir>/hermes-home`, the adapter's own).
     #[serde(default)]
     pub home: Option<std::path::PathBuf>,
     /// `kind = "hermes"` only: an API server the user runs (default: the daemon starts one).

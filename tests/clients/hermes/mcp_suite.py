@@ -14,6 +14,11 @@ phone, loopback, a `hermes` runtime with its own token, a 2 s inline wait). Chec
               tap ran, one confirmation, and the retry's tool message holds the tap's result
   status      openphone_confirmation_status through Hermes' MCP SDK: pending, then approved
               with the tap's result; an unknown id is an error
+  cron        a Hermes cron job (`hermes cron create` one-shot a few seconds ahead, run by
+              `hermes cron tick`, Hermes' scheduler) whose tap parks and is approved after
+              the inline wait; the job's retry gets the tap's result; exactly one tap ran, and
+              it ran before the job's execution was recorded "completed" (never while the tap
+              is still pending)
 
 Exit 0 when every check passed (or when Hermes is not installed: SKIP), 1 otherwise.
 Usage: python3 tests/clients/hermes/mcp_suite.py   (after `cargo build -p openphone-cli
@@ -85,29 +90,73 @@ class Daemon:
         self.proc.wait(timeout=30)
 
 
-def hermes_turn(tmp, daemon, transport, script, query="use the phone"):
-    """One `hermes chat -q` turn; returns the tool messages Hermes recorded."""
+def hermes_home(tmp, daemon, transport, script):
+    """A fresh HERMES_HOME whose config.yaml has the daemon's MCP entry and the scripted model
+    (started here: the caller terminates the returned process)."""
     home = tempfile.mkdtemp(dir=tmp, prefix="hermes-home-")
     with open(os.path.join(home, "script.json"), "w") as f:
         json.dump(script, f)
     model = subprocess.Popen([FAKE, "--script", os.path.join(home, "script.json")],
                              stdout=subprocess.PIPE, text=True)
+    url = model.stdout.readline().strip()
+    env = dict(os.environ, OPENPHONE_MCP_TOKEN=TOKEN)
+    entry = op(daemon.data, "mcp", "config", "hermes" if transport == "stdio" else "hermes-http",
+               env=env)
+    with open(os.path.join(home, "config.yaml"), "w") as f:
+        f.write(entry)
+        f.write(f"model:\n  default: fake-model\n  provider: custom\n  base_url: \"{url}\"\n"
+                "  api_key: fake-key\n")
+    return home, model
+
+
+def tool_messages(home):
+    db = sqlite3.connect(os.path.join(home, "state.db"))
+    return [r[0] for r in db.execute("select content from messages where role='tool' order by id")]
+
+
+def hermes_turn(tmp, daemon, transport, script, query="use the phone"):
+    """One `hermes chat -q` turn; returns the tool messages Hermes recorded."""
+    home, model = hermes_home(tmp, daemon, transport, script)
     try:
-        url = model.stdout.readline().strip()
-        env = dict(os.environ, OPENPHONE_MCP_TOKEN=TOKEN)
-        entry = op(daemon.data, "mcp", "config", "hermes" if transport == "stdio" else "hermes-http",
-                   env=env)
-        with open(os.path.join(home, "config.yaml"), "w") as f:
-            f.write(entry)
-            f.write(f"model:\n  default: fake-model\n  provider: custom\n  base_url: \"{url}\"\n"
-                    "  api_key: fake-key\n")
         run = subprocess.run([HERMES, "chat", "-q", query, "-Q", "--max-turns", "12"],
                              env=dict(os.environ, HERMES_HOME=home), capture_output=True, text=True,
                              timeout=300)
         if run.returncode != 0:
             print(run.stdout[-2000:], run.stderr[-2000:])
-        db = sqlite3.connect(os.path.join(home, "state.db"))
-        return [r[0] for r in db.execute("select content from messages where role='tool' order by id")]
+        return tool_messages(home)
+    finally:
+        model.terminate()
+        model.wait(timeout=10)
+
+
+def hermes_cron(tmp, daemon, script):
+    """A Hermes cron job that uses the phone: `hermes cron create` with a one-shot schedule
+    (an ISO time 4 s ahead), then, once it is due, `hermes cron tick` (Hermes' scheduler run
+    once: it claims the due job, runs its agent, saves the output and records the
+    execution). Returns the job's execution record (`hermes cron runs`: id, status, ...), the
+    cron session's tool messages, and the audit as it was when the tick returned."""
+    home, model = hermes_home(tmp, daemon, "stdio", script)
+    env = dict(os.environ, HERMES_HOME=home)
+    try:
+        due = time.time() + 4
+        at = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(due))
+        made = subprocess.run([HERMES, "cron", "create", at, "Tap the phone's Open button.",
+                               "--name", "phone-tap"], env=env, capture_output=True, text=True,
+                              timeout=120)
+        if made.returncode != 0 or "Created job:" not in made.stdout:
+            raise RuntimeError(f"hermes cron create: {made.stdout}{made.stderr[-1000:]}")
+        job_id = made.stdout.split("Created job:")[1].split()[0]
+        time.sleep(max(0.0, due - time.time()) + 1.5)
+        ticked = subprocess.run([HERMES, "cron", "tick"], env=env, capture_output=True,
+                                text=True, timeout=300)
+        audit_when_done = audit(daemon.data)
+        if ticked.returncode != 0:
+            print(ticked.stdout[-1000:], ticked.stderr[-1000:])
+        runs = subprocess.run([HERMES, "cron", "runs"], env=env, capture_output=True, text=True,
+                              timeout=60).stdout
+        execution = next((l.split() for l in runs.splitlines() if f"job={job_id}" in l), [])
+        print(f"     hermes cron runs: {' '.join(execution)}")
+        return execution, tool_messages(home), audit_when_done
     finally:
         model.terminate()
         model.wait(timeout=10)
@@ -194,6 +243,37 @@ def main():
         check(len(confirmations) == 1, f"one confirmation: {confirmations}")
         print(f"     tap audit records: {[(r.get('kind'), r.get('status')) for r in records]}")
         check(len(executed) == 1, f"the tap ran once: {len(executed)}")
+
+        # A Hermes cron job whose tap parks and is approved after the 2 s inline wait: the job's
+        # model asks again (5 s) and gets the tap's result; the job records "ok" only after the
+        # tap ran, and the tap ran once (issue 33, bug 1: the job said "succeeded" while its tap
+        # ran 5 s later).
+        before = len(audit(daemon.data))
+        stop = threading.Event()
+        approver = threading.Thread(target=decide_each, args=(daemon, "approve", 3.0, 1, stop))
+        approver.start()
+        tap = call("openphone_ui_tap", x=300, y=900, reason="cron: press Open")
+        retry = call("openphone_ui_tap", x=300, y=900, reason="cron: press Open, again")
+        execution, tools, audit_when_done = hermes_cron(
+            tmp, daemon, [tap, {"delay": {"ms": 5000, "then": retry}}, {"text": "Pressed Open."}])
+        stop.set()
+        approver.join()
+        taps_when_done = [r for r in audit_when_done[before:] if r.get("tool") == "openphone.ui.tap"]
+        records = [r for r in audit(daemon.data)[before:] if r.get("tool") == "openphone.ui.tap"]
+        def ran(rs):
+            return [r for r in rs if r.get("status") == "ok"
+                    and (r.get("kind") == "confirmation_transition" or r.get("confirmation") != "replayed")]
+        executed = ran(records)
+        ran_before_done = ran(taps_when_done)
+        print(f"     cron tap audit records: {[(r.get('kind'), r.get('status')) for r in records]}")
+        check(len(tools) == 2 and '"outcome": "pending"' in tools[0],
+              "cron: the tap parks and the job's first call answers pending")
+        check(len(tools) == 2 and '"outcome"' not in tools[1] and "Done" in tools[1],
+              "cron: the job's retry after the late approval gets the tap's result")
+        check(len(executed) == 1, f"cron: the tap ran once: {len(executed)}")
+        check(len(ran_before_done) == 1 and execution[1:2] == ["completed"],
+              "cron: the job's execution completed only after its tap ran "
+              f"(taps done when the job finished: {len(ran_before_done)})")
 
         # openphone_confirmation_status through the MCP SDK Hermes uses (its venv's Python).
         with open(os.path.join(daemon.data, "endpoint.json")) as f:

@@ -11,7 +11,12 @@ use openphone_protocol::Registry;
 use openphone_protocol::endpoint;
 use serde::Serialize;
 use serde_json::Value;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::sync::broadcast;
+
+/// The manifest name of `endpoint::Event::ToolResult`.
+const TOOL_RESULT: &str = "runtime.tool.result";
 
 /// Who should receive an event.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -53,6 +58,39 @@ pub struct EventBus {
     registry: &'static Registry,
     sender: broadcast::Sender<Event>,
     seq: std::sync::atomic::AtomicU64,
+    /// How many subscriptions never read `runtime.tool.result` ([`EventBus::subscribe_quiet`]).
+    quiet: Arc<AtomicUsize>,
+}
+
+/// A subscription whose reader ignores `runtime.tool.result` events: the bus does not build
+/// the tool result of every call for such subscribers alone. It reads like a
+/// `broadcast::Receiver` (it derefs to one) and may still receive tool results when another
+/// subscriber wants them.
+#[derive(Debug)]
+pub struct QuietSubscription {
+    rx: broadcast::Receiver<Event>,
+    quiet: Arc<AtomicUsize>,
+}
+
+impl std::ops::Deref for QuietSubscription {
+    type Target = broadcast::Receiver<Event>;
+    fn deref(&self) -> &Self::Target {
+        &self.rx
+    }
+}
+
+impl std::ops::DerefMut for QuietSubscription {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.rx
+    }
+}
+
+impl Drop for QuietSubscription {
+    fn drop(&mut self) {
+        // Counted out before its receiver goes (the fields drop after this): meanwhile the bus
+        // may build a tool result no one needs, never skip one someone needs.
+        self.quiet.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl EventBus {
@@ -63,6 +101,7 @@ impl EventBus {
             registry,
             sender,
             seq: std::sync::atomic::AtomicU64::new(0),
+            quiet: Arc::new(AtomicUsize::new(0)),
         }
     }
 
@@ -76,6 +115,21 @@ impl EventBus {
         let name = event.name();
         let payload = event
             .payload()
+            .map_err(|source| PublishError::Payload { name, source })?;
+        self.publish_json(name, payload, audience)
+    }
+
+    /// Publishes `result` as a `runtime.tool.result` event, written to JSON straight from the
+    /// borrowed result: the same payload as `publish(&endpoint::Event::ToolResult(result.clone()))`
+    /// without the copy of the result that building the event would take (every call publishes
+    /// one).
+    pub fn publish_tool_result(
+        &self,
+        result: &openphone_protocol::ToolResult,
+        audience: Audience,
+    ) -> Result<u64, PublishError> {
+        let name = TOOL_RESULT;
+        let payload = serde_json::to_value(result)
             .map_err(|source| PublishError::Payload { name, source })?;
         self.publish_json(name, payload, audience)
     }
@@ -107,9 +161,28 @@ impl EventBus {
         self.sender.receiver_count() > 0
     }
 
+    /// Whether a subscriber may read `runtime.tool.result` events now (every call publishes
+    /// one; it is not built when every subscriber is quiet).
+    pub fn wants_tool_results(&self) -> bool {
+        // The receiver is counted before its quiet mark and after its quiet mark is gone (see
+        // `subscribe_quiet` and `QuietSubscription::drop`): this errs towards building.
+        self.sender.receiver_count() > self.quiet.load(Ordering::SeqCst)
+    }
+
     /// A new subscription, receiving events published from now on.
     pub fn subscribe(&self) -> broadcast::Receiver<Event> {
         self.sender.subscribe()
+    }
+
+    /// A new subscription, receiving events published from now on, for a reader that ignores
+    /// `runtime.tool.result` (see [`QuietSubscription`]).
+    pub fn subscribe_quiet(&self) -> QuietSubscription {
+        let rx = self.sender.subscribe();
+        self.quiet.fetch_add(1, Ordering::SeqCst);
+        QuietSubscription {
+            rx,
+            quiet: Arc::clone(&self.quiet),
+        }
     }
 }
 
@@ -119,6 +192,43 @@ mod tests {
     use openphone_protocol::ToolResult;
     use openphone_protocol::endpoint::{SessionStatus, SessionUpdated};
     use serde_json::json;
+
+    fn audience_of(runtime: &str) -> Audience {
+        Audience {
+            runtime: Some(runtime.into()),
+            operators: true,
+        }
+    }
+
+    #[test]
+    fn tool_results_are_wanted_while_a_subscriber_is_not_quiet() {
+        let bus = EventBus::new(Registry::embedded().unwrap(), 16);
+        assert!(!bus.wants_tool_results());
+        let quiet = bus.subscribe_quiet();
+        let second_quiet = bus.subscribe_quiet();
+        assert!(bus.has_subscribers());
+        assert!(!bus.wants_tool_results());
+        let loud = bus.subscribe();
+        assert!(bus.wants_tool_results());
+        drop(loud);
+        assert!(!bus.wants_tool_results());
+        drop(quiet);
+        let loud = bus.subscribe();
+        assert!(bus.wants_tool_results());
+        drop((loud, second_quiet));
+        assert!(!bus.has_subscribers());
+        assert!(!bus.wants_tool_results());
+    }
+
+    #[tokio::test]
+    async fn a_quiet_subscription_still_reads_every_event() {
+        let bus = EventBus::new(Registry::embedded().unwrap(), 16);
+        let mut quiet = bus.subscribe_quiet();
+        let result = ToolResult::ok("hermes", "r1", serde_json::Map::new());
+        bus.publish_tool_result(&result, audience_of("hermes"))
+            .unwrap();
+        assert_eq!(quiet.recv().await.unwrap().name, "runtime.tool.result");
+    }
 
     #[tokio::test]
     async fn delivers_manifest_events_in_order_and_refuses_unknown_names() {
@@ -147,8 +257,25 @@ mod tests {
             bus.publish_json("runtime.made.up", json!({}), audience),
             Err(PublishError::UnknownEvent(name)) if name == "runtime.made.up"
         ));
+        bus.publish_tool_result(&result, audience_of("hermes"))
+            .unwrap();
         let first = rx.recv().await.unwrap();
         let second = rx.recv().await.unwrap();
+        let borrowed = rx.recv().await.unwrap();
+        // Published from the borrowed result: the same name, payload and audience as the typed
+        // event.
+        assert_eq!(
+            (
+                borrowed.name.as_str(),
+                &borrowed.payload,
+                &borrowed.audience
+            ),
+            (
+                endpoint::Event::ToolResult(result.clone()).name(),
+                &first.payload,
+                &first.audience
+            )
+        );
         assert_eq!((first.name.as_str(), first.seq), ("runtime.tool.result", 1));
         assert_eq!(first.payload, serde_json::to_value(&result).unwrap());
         assert_eq!(

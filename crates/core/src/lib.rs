@@ -41,7 +41,7 @@ pub use bridge::{GOAL_GRANT_MAX_MS, GOAL_PRINCIPAL, goal_scope};
 pub use bridge::{Injected, WorldError};
 pub use devices::{DEFAULT_DEVICE_ID, DeviceGrants, DeviceRouteError, Devices};
 pub use elevation::{ElevationConfig, ElevationRefusal};
-pub use events::{Audience, Event, EventBus, PublishError};
+pub use events::{Audience, Event, EventBus, PublishError, QuietSubscription};
 pub use invocation::Invocation;
 pub use request::{NormalizedRequest, normalize};
 pub use runtimes::{

@@ -218,7 +218,8 @@ impl GoalDriver {
             }
             Err(e) => tracing::error!(error = %e, "goals: listing goals at start failed"),
         }
-        let events = self.bridge.events().subscribe();
+        // Goals never read tool results: the bus need not build them for this reader.
+        let events = self.bridge.events().subscribe_quiet();
         vec![
             tokio::spawn(Arc::clone(self).run(rx, shutdown.clone())),
             tokio::spawn(Arc::clone(self).triggers(events, shutdown.clone())),
@@ -305,7 +306,7 @@ impl GoalDriver {
     /// goal's `job` action waits for.
     async fn triggers(
         self: Arc<Self>,
-        mut events: broadcast::Receiver<openphone_core::events::Event>,
+        mut events: openphone_core::QuietSubscription,
         mut shutdown: watch::Receiver<bool>,
     ) {
         loop {

@@ -733,9 +733,16 @@ impl ToolBridge {
     }
 
     fn publish_result(&self, caller: &Caller, result: &ToolResult) {
-        // Every call publishes its result; building the event is skipped when no one listens.
-        if self.events.has_subscribers() {
-            self.publish(&Event::ToolResult(result.clone()), &caller.runtime);
+        // Every call publishes its result; building the event is skipped when no one reads
+        // tool results.
+        if self.events.wants_tool_results() {
+            let audience = Audience {
+                runtime: Some(caller.runtime.clone()),
+                operators: true,
+            };
+            if let Err(e) = self.events.publish_tool_result(result, audience) {
+                tracing::error!(error = %e, "publishing an event");
+            }
         }
     }
 

@@ -93,7 +93,8 @@ pub(super) async fn replies(
     store: Arc<Store>,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    let mut events = bridge.events().subscribe();
+    // Only message events are read here (quiet: tool results are not built for it).
+    let mut events = bridge.events().subscribe_quiet();
     // Session → its streamed text (`None`: not a dispatched session).
     let mut tracked: HashMap<String, Option<String>> = HashMap::new();
     loop {

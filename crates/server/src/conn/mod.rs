@@ -27,7 +27,6 @@ use openphone_protocol::ErrorCode;
 use openphone_protocol::endpoint::{
     ErrorObject, Event, EventNotification, RequestId, Response, parse_request,
 };
-use serde_json::Value;
 use tokio::sync::{Semaphore, mpsc, watch};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::MissedTickBehavior;
@@ -82,8 +81,9 @@ impl Drop for Conn {
     }
 }
 
-/// Sends the success answering `id`.
-async fn send_result(out: &mpsc::Sender<Out>, id: RequestId, result: Value) {
+/// Sends the success answering `id` (`result`: a typed result, or one already written as JSON
+/// text by [`methods::dispatch`]).
+async fn send_result<R: serde::Serialize>(out: &mpsc::Sender<Out>, id: RequestId, result: R) {
     match serde_json::to_string(&Response::new(id.clone(), result)) {
         Ok(text) => {
             let _ = out.send(Out::Frame(text)).await;

@@ -32,7 +32,7 @@ use openphone_protocol::endpoint::{
     SessionsGet, SessionsList, SimInject, ToolsInvoke,
 };
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::value::RawValue;
 
 use super::{Conn, internal};
 
@@ -51,15 +51,19 @@ fn forbidden(message: impl Into<String>) -> ErrorObject {
     ErrorObject::new(EndpointErrorCode::Forbidden, message)
 }
 
-/// A method's typed result as the `result` member of the response.
-fn written<R: Serialize>(result: Result<R, ErrorObject>) -> Result<Value, ErrorObject> {
-    serde_json::to_value(result?).map_err(internal)
+/// A method's typed result as the `result` member of the response, written to JSON text once
+/// (never through a `Value` tree first: the response frame embeds this text as it is).
+fn written<R: Serialize>(result: Result<R, ErrorObject>) -> Result<Box<RawValue>, ErrorObject> {
+    serde_json::value::to_raw_value(&result?).map_err(internal)
 }
 
 /// Answers one request of a connection that said `hello`. Names every method (tidy rule
 /// `exhaustive`): a new one must be routed here.
 #[warn(clippy::wildcard_enum_match_arm)]
-pub(super) async fn dispatch(conn: &Arc<Conn>, req: &Request) -> Result<Value, ErrorObject> {
+pub(super) async fn dispatch(
+    conn: &Arc<Conn>,
+    req: &Request,
+) -> Result<Box<RawValue>, ErrorObject> {
     let Some(method) = req.method_name() else {
         return Err(ErrorObject::method_not_found(&req.method));
     };

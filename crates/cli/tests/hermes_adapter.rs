@@ -362,12 +362,12 @@ fn three_denials_then_a_read_still_reaches_the_phone() {
     rt.block_on(fake.shutdown());
 }
 
-/// Issue 33, bug 1 on the adapter path: a Hermes cron job (created with `hermes cron create`
-/// in the runtime's Hermes home, fired with `hermes cron run`, which runs the same
-/// `run_one_job` body as the gateway's ticker) calls the phone outside any adapter turn. Its
-/// tap runs as the hermes runtime with no phone session and parks for the user; the job waits
-/// (no outcome recorded while the tap is pending), the user approves past MCP's 20 s inline
-/// wait, the tap runs once, and the job gets the tap's result and records "ok".
+/// Issue 33, bug 1 on the adapter path: a Hermes cron job (a one-shot `hermes cron create`
+/// in the runtime's Hermes home, due a few seconds later) is fired by the cron ticker of the
+/// `hermes gateway` the daemon started, outside any adapter turn. Its tap runs as the hermes
+/// runtime with no phone session and parks for the user; the job waits (its execution is not
+/// recorded completed while the tap is pending), the user approves past MCP's 20 s inline
+/// wait, the tap runs once, and the job gets the tap's result and completes.
 #[test]
 fn a_cron_jobs_tap_approved_late_reaches_the_job_and_runs_once() {
     let Some(hermes) = hermes_bin() else { return };
@@ -383,70 +383,80 @@ fn a_cron_jobs_tap_approved_late_reaches_the_job_and_runs_once() {
     let mut daemon = Daemon::start(dir.path(), &config(&hermes, &home, ""));
     daemon.wait_ready();
     let hermes_cmd = |args: &[&str]| {
-        std::process::Command::new(&hermes)
+        let out = std::process::Command::new(&hermes)
             .args(args)
             .env("HERMES_HOME", &home)
             .output()
-            .unwrap()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "hermes {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
     };
+    // A one-shot schedule is an ISO time; Hermes' shortest duration is a minute.
+    let at = std::process::Command::new("date")
+        .args(["-u", "-d", "+5 seconds", "+%Y-%m-%dT%H:%M:%S+00:00"])
+        .output()
+        .unwrap();
+    let at = String::from_utf8_lossy(&at.stdout).trim().to_owned();
     let made = hermes_cmd(&[
         "cron",
         "create",
-        "every 1h",
+        &at,
         "Press Open on the phone.",
         "--name",
         "phone-tap",
     ]);
-    let made_out = String::from_utf8_lossy(&made.stdout).into_owned();
-    assert!(
-        made.status.success(),
-        "{made_out}{}",
-        String::from_utf8_lossy(&made.stderr)
-    );
-    let job_id = made_out
+    let job_id = made
         .split("Created job:")
         .nth(1)
         .and_then(|s| s.split_whitespace().next())
-        .unwrap_or_else(|| panic!("{made_out}"))
+        .unwrap_or_else(|| panic!("{made}"))
         .to_owned();
-    let mut run = std::process::Command::new(&hermes)
-        .args(["cron", "run", &job_id])
-        .env("HERMES_HOME", &home)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    // The job's execution record (`hermes cron runs`: id, status, job=…), if any.
+    let execution = || -> Vec<String> {
+        hermes_cmd(&["cron", "runs"])
+            .lines()
+            .find(|l| l.contains(&format!("job={job_id}")))
+            .map(|l| l.split_whitespace().map(str::to_owned).collect())
+            .unwrap_or_default()
+    };
+    // The gateway's ticker wakes every 60 s.
     let id = daemon
-        .pending(Duration::from_secs(120))
+        .pending(Duration::from_secs(150))
         .unwrap_or_else(|| panic!("the cron job's tap did not park\n{}", daemon.log()));
     std::thread::sleep(Duration::from_secs(21));
-    // Still waiting on the user: the job has not finished nor recorded an outcome.
-    assert!(
-        run.try_wait().unwrap().is_none(),
-        "the job ended before the decision"
+    let waiting = execution();
+    println!("cron execution while the tap waits: {waiting:?}");
+    assert_ne!(
+        waiting.get(1).map(String::as_str),
+        Some("completed"),
+        "the job completed before the decision"
     );
-    let job = |home: &std::path::Path| -> Value {
-        let jobs: Value =
-            serde_json::from_str(&std::fs::read_to_string(home.join("cron/jobs.json")).unwrap())
-                .unwrap();
-        jobs["jobs"]
-            .as_array()
-            .and_then(|a| a.iter().find(|j| j["id"] == job_id.as_str()).cloned())
-            .unwrap_or(Value::Null)
-    };
-    assert!(job(&home)["last_status"].is_null(), "{}", job(&home));
+    assert_eq!(
+        fake.requests().len(),
+        1,
+        "the job is still waiting on the tap"
+    );
     let (code, out, err) = daemon.cli(&["confirmations", "approve", &id]);
     assert_eq!(code, 0, "{out}{err}");
-    let ran = run.wait_with_output().unwrap();
-    let ran_out = String::from_utf8_lossy(&ran.stdout).into_owned();
-    println!("hermes cron run: {}", ran_out.trim());
-    assert!(
-        ran.status.success(),
-        "{ran_out}{}",
-        String::from_utf8_lossy(&ran.stderr)
-    );
-    let recorded = job(&home);
-    assert_eq!(recorded["last_status"], "ok", "{recorded}");
+    let clock = Stopwatch::start();
+    let done = loop {
+        let e = execution();
+        if matches!(e.get(1).map(String::as_str), Some("completed" | "failed")) {
+            break e;
+        }
+        assert!(
+            clock.elapsed() < Duration::from_secs(120),
+            "the cron job did not finish: {e:?}\n{}",
+            daemon.log()
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    println!("cron execution after the approval: {done:?}");
+    assert_eq!(done[1], "completed", "{done:?}");
     let results = tool_results(&fake);
     assert_eq!(results.len(), 1, "{results:?}");
     assert!(
@@ -562,5 +572,84 @@ fn the_gateway_gets_no_shell_or_file_tools_and_none_of_the_daemons_environment()
     ] {
         assert!(!names.contains(&banned), "{banned} offered: {names:?}");
     }
+    rt.block_on(fake.shutdown());
+}
+
+/// Security review finding 3: the idempotency key was `hermes:<run>:<tool-call id>`, and models
+/// number calls per response (the fake, told to, sends `call_0` in every step), so the same
+/// tap asked for again in the next step was answered "replayed" and never ran. Now the step is
+/// part of the key: both taps park, both are approved, both run.
+#[test]
+fn a_second_identical_tap_in_a_later_step_runs_again() {
+    let Some(hermes) = hermes_bin() else { return };
+    let rt = runtime();
+    let fake = rt.block_on(FakeModel::start());
+    fake.number_calls_per_response();
+    let tap = json!({"x": 200, "y": 700, "reason": "press Next"});
+    fake.push(Script::tool_call("phone_tap", tap.clone()));
+    fake.push(Script::tool_call("phone_tap", tap));
+    fake.push(Script::text("Pressed Next twice."));
+    let dir = tempfile::tempdir().unwrap();
+    let home = hermes_home(dir.path(), &fake);
+    let mut daemon = Daemon::start(dir.path(), &config(&hermes, &home, ""));
+    daemon.wait_ready();
+    let data = daemon.data.clone();
+    let ask = std::thread::spawn(move || {
+        let out = openphone()
+            .args([
+                "ask",
+                "--runtime",
+                "hermes",
+                "Press Next twice",
+                "--timeout-secs",
+                "180",
+            ])
+            .arg("--data-dir")
+            .arg(&data)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    });
+    let first = daemon
+        .pending(Duration::from_secs(90))
+        .unwrap_or_else(|| panic!("no first confirmation\n{}", daemon.log()));
+    let (code, out, err) = daemon.cli(&["confirmations", "approve", &first]);
+    assert_eq!(code, 0, "{out}{err}");
+    let clock = Stopwatch::start();
+    let second = loop {
+        let id = daemon.pending(Duration::from_secs(5));
+        if let Some(id) = id.filter(|id| *id != first) {
+            break id;
+        }
+        assert!(
+            clock.elapsed() < Duration::from_secs(90),
+            "the second tap never asked: it was replayed\n{:?}\n{}",
+            tool_results(&fake),
+            daemon.log()
+        );
+    };
+    let (code, out, err) = daemon.cli(&["confirmations", "approve", &second]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = ask.join().unwrap();
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert_eq!(out.trim_end(), "Pressed Next twice.");
+    let results = tool_results(&fake);
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert!(
+        results.iter().all(|r| !r.contains("replayed")),
+        "{results:?}"
+    );
+    daemon.stop();
+    let keys: std::collections::BTreeSet<String> = daemon
+        .audit()
+        .into_iter()
+        .filter(|r| r["tool"] == "openphone.ui.tap")
+        .filter_map(|r| r["idempotency_key"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(keys.len(), 2, "two taps, two keys: {keys:?}");
     rt.block_on(fake.shutdown());
 }

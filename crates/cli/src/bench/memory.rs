@@ -395,7 +395,9 @@ struct Load {
 struct LoadReport {
     calls: Option<u64>,
     calls_per_sec: Option<f64>,
-    errors: Option<u64>,
+    /// By error code (`bench invoke`'s report), printed as it is.
+    #[serde(default)]
+    errors: Value,
 }
 
 fn print_text(report: &Value) {
@@ -442,7 +444,7 @@ fn print_text(report: &Value) {
             load.load,
             num(r.calls),
             r.calls_per_sec.unwrap_or(0.0),
-            num(r.errors),
+            r.errors,
             load.seconds_waited
                 .map(|s| format!(
                     "; {} not run yet {s:.0} s after the last was created",

@@ -318,6 +318,8 @@ mod tests {
             name_of::<ToolsInvoke>(),
             name_of::<ConfirmationsList>(),
             name_of::<ConfirmationsResolve>(),
+            name_of::<InboxList>(),
+            name_of::<InboxResolve>(),
             name_of::<EventsSubscribe>(),
             name_of::<SessionsList>(),
             name_of::<SessionsGet>(),

@@ -362,6 +362,11 @@ fn unknown_fields_are_refused_exactly_where_the_daemon_refuses_them() {
             MethodName::ConfirmationsResolve,
             refuses::<ConfirmationsResolve>(json!({"confirmation_id": "c", "decision": "deny"})),
         ),
+        (MethodName::InboxList, refuses::<InboxList>(json!({}))),
+        (
+            MethodName::InboxResolve,
+            refuses::<InboxResolve>(json!({"id": "abcd", "decision": "deny"})),
+        ),
         (
             MethodName::EventsSubscribe,
             refuses::<EventsSubscribe>(json!({"events": []})),
@@ -504,6 +509,8 @@ fn unknown_fields_are_refused_exactly_where_the_daemon_refuses_them() {
         [
             "tools.invoke",
             "confirmations.resolve",
+            "inbox.list",
+            "inbox.resolve",
             "events.subscribe",
             "sessions.list",
             "sessions.get",

@@ -55,6 +55,8 @@ struct Shared {
     fallback: Mutex<Script>,
     recorded: Mutex<Vec<RecordedRequest>>,
     next_call: AtomicU64,
+    /// Number tool calls per response (`call_0` in every response), as many models do.
+    calls_per_response: std::sync::atomic::AtomicBool,
     next_completion: AtomicU64,
     stop: watch::Receiver<bool>,
 }
@@ -127,6 +129,7 @@ impl FakeModel {
             fallback: Mutex::new(no_scripted_reply()),
             recorded: Mutex::new(Vec::new()),
             next_call: AtomicU64::new(1),
+            calls_per_response: std::sync::atomic::AtomicBool::new(false),
             next_completion: AtomicU64::new(1),
             stop: stop_rx,
         });
@@ -163,6 +166,14 @@ impl FakeModel {
     /// Queues the answer to a later request (answers are used in the order pushed).
     pub fn push(&self, script: Script) {
         lock(&self.shared.queue).push_back(script);
+    }
+
+    /// From now on, numbers tool-call ids per response (`call_0`, `call_1`, … restarting in
+    /// every response), as many real models do, instead of across the whole run.
+    pub fn number_calls_per_response(&self) {
+        self.shared
+            .calls_per_response
+            .store(true, Ordering::Relaxed);
     }
 
     /// Sets the answer used whenever the queue is empty.
@@ -412,10 +423,16 @@ impl Reply {
         tool_calls: Vec<(String, String)>,
         chunk: usize,
     ) -> Reply {
+        let per_response = shared.calls_per_response.load(Ordering::Relaxed);
         let calls = tool_calls
             .into_iter()
-            .map(|(name, arguments)| {
-                let n = shared.next_call.fetch_add(1, Ordering::Relaxed);
+            .enumerate()
+            .map(|(i, (name, arguments))| {
+                let n = if per_response {
+                    i as u64
+                } else {
+                    shared.next_call.fetch_add(1, Ordering::Relaxed)
+                };
                 (format!("call_{n}"), name, arguments)
             })
             .collect();

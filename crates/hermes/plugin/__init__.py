@@ -25,7 +25,7 @@ def _endpoint():
         return json.load(f)
 
 
-def _call(tool, args, session_id, tool_call_id):
+def _call(tool, args, session_id, tool_call_id, api_request_id=""):
     try:
         endpoint = _endpoint()
     except (OSError, ValueError) as e:
@@ -35,6 +35,7 @@ def _call(tool, args, session_id, tool_call_id):
         "arguments": args if isinstance(args, dict) else {},
         "session_id": session_id or "",
         "tool_call_id": tool_call_id or "",
+        "api_request_id": api_request_id or "",
     }).encode("utf-8")
     request = urllib.request.Request(
         endpoint["url"],
@@ -63,10 +64,12 @@ def _handler_for(tool):
     return handler
 
 
-def _middleware(tool_name="", args=None, next_call=None, session_id="", tool_call_id="", **_):
-    # Hermes passes the model's tool-call id to execution middleware, not to tool handlers.
+def _middleware(tool_name="", args=None, next_call=None, session_id="", tool_call_id="",
+                api_request_id="", **_):
+    # Hermes passes the model's tool-call id and the id of the model response it came in
+    # (`<turn>:api:<n>`) to execution middleware, not to tool handlers.
     if tool_name in _names:
-        return _call(tool_name, args or {}, session_id, tool_call_id)
+        return _call(tool_name, args or {}, session_id, tool_call_id, api_request_id)
     return next_call(args)
 
 

@@ -1,8 +1,11 @@
 //! The loopback tool endpoint the plugin calls (`POST /call`, bearer token): one Hermes tool
 //! call → one ToolBridge request as this runtime, in the phone session of the Hermes session
-//! that made it, with the idempotency key `hermes:<run id>:<tool-call id>` (the model's
-//! tool-call id, which Hermes hands to the plugin's execution middleware), so a call Hermes
-//! sends again is answered from the recorded result and never runs twice.
+//! that made it, with the idempotency key `hermes:<run id>:<api request id>:<tool-call id>`
+//! ([`idempotency_key`]: the model's tool-call id and the id of the model response it came in,
+//! both of which Hermes hands to the plugin's execution middleware), so a call Hermes sends
+//! again is answered from the recorded result and never runs twice, while the same `call_0`
+//! in a later step is a new call. A call outside an adapter run carries no key (the bridge's
+//! keyless retry join still catches a true retry).
 //!
 //! A call that waits for the user is held until the user decides (up to
 //! `confirmation_timeout_ms`): Hermes gets the outcome of that one request, never "pending"
@@ -33,6 +36,24 @@ pub(crate) struct CallBody {
     session_id: String,
     #[serde(default)]
     tool_call_id: String,
+    /// Hermes' id of the model response (step) the call came in: `<turn id>:api:<n>`.
+    #[serde(default)]
+    api_request_id: String,
+}
+
+/// The idempotency key of a call: only inside an adapter run (`run_id`), and only when Hermes
+/// named both the step (`api_request_id`) and the call (`tool_call_id`). Models number calls
+/// per response (`call_0` in every step), so the step is part of the key; without a run or a
+/// step there is no key rather than one that a later, different call could collide with.
+pub(crate) fn idempotency_key(
+    run_id: Option<&str>,
+    api_request_id: &str,
+    tool_call_id: &str,
+) -> Option<String> {
+    let run_id = run_id.map(str::trim).filter(|r| !r.is_empty())?;
+    let step = api_request_id.trim();
+    let call = tool_call_id.trim();
+    (!step.is_empty() && !call.is_empty()).then(|| format!("hermes:{run_id}:{step}:{call}"))
 }
 
 /// Binds the endpoint on a free loopback port; returns its URL (`http://127.0.0.1:<p>/call`).
@@ -114,14 +135,11 @@ impl Inner {
             }
         };
         let bound = lock(&self.sessions).bound(&body.session_id);
-        let tool_call_id = body.tool_call_id.trim();
-        // The run scopes the key: models reuse short ids like `call_1` in every turn.
-        let scope = bound
-            .as_ref()
-            .and_then(|b| b.run_id.clone())
-            .unwrap_or_else(|| body.session_id.clone());
-        let idempotency_key =
-            (!tool_call_id.is_empty()).then(|| format!("hermes:{scope}:{tool_call_id}"));
+        let idempotency_key = idempotency_key(
+            bound.as_ref().and_then(|b| b.run_id.as_deref()),
+            &body.api_request_id,
+            &body.tool_call_id,
+        );
         let runtime_session_id = if body.session_id.is_empty() {
             format!("{}-unbound", self.config.runtime_id)
         } else {
@@ -200,4 +218,38 @@ pub fn answer_of(result: &ToolResult) -> Value {
         _ => format!("[{code_name}] {message}"),
     };
     json!({"error": error, "code": code_name})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::idempotency_key;
+
+    /// Security review finding 3: models number tool calls per response, so the key
+    /// `hermes:<run>:call_0` of a tap in step 1 was the key of an identical tap in step 2, which
+    /// was then answered "replayed" and never ran; unbound calls shared the key `hermes::call_0`.
+    #[test]
+    fn a_second_identical_tap_in_a_later_step_runs_again() {
+        let step1 = idempotency_key(Some("run_1"), "s:t:ab12cd34:api:0", "call_0");
+        let step2 = idempotency_key(Some("run_1"), "s:t:ab12cd34:api:1", "call_0");
+        assert!(step1.is_some() && step2.is_some());
+        assert_ne!(
+            step1, step2,
+            "the same call id in a later step is a new call"
+        );
+        // A retry of the same call in the same step keeps its key (it joins, never reruns).
+        assert_eq!(
+            step1,
+            idempotency_key(Some("run_1"), "s:t:ab12cd34:api:0", "call_0")
+        );
+        // Another run's step 0 is another call.
+        assert_ne!(
+            step1,
+            idempotency_key(Some("run_2"), "s:t:ab12cd34:api:0", "call_0")
+        );
+        // No run bound (a Hermes cron job, another platform) or no step/call id: no key.
+        assert_eq!(idempotency_key(None, "s:t:x:api:0", "call_0"), None);
+        assert_eq!(idempotency_key(Some(""), "s:t:x:api:0", "call_0"), None);
+        assert_eq!(idempotency_key(Some("run_1"), "", "call_0"), None);
+        assert_eq!(idempotency_key(Some("run_1"), "s:t:x:api:0", " "), None);
+    }
 }

@@ -12,6 +12,7 @@ use openphone_core::{LocalRuntime, RuntimeManager, ToolBridge};
 use openphone_policy::{Caller, ToolPolicy, Transport};
 use openphone_protocol::Registry;
 use openphone_protocol::endpoint::{AttentionRequested, RuntimeMessageParams};
+use tokio::process::Child;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -282,6 +283,21 @@ impl Inner {
             () = self.stopping() => Err("the daemon is stopping".to_owned()),
         };
         healthy?;
+        if let Some(pid) = child.as_ref().and_then(Child::id) {
+            let port = api
+                .root
+                .rsplit(':')
+                .next()
+                .and_then(|p| p.parse::<u16>().ok());
+            let owned = port.map(|p| process::listener_belongs_to(p, pid));
+            if !matches!(owned, Some(Ok(true))) {
+                return Err(format!(
+                    "the API server at {} is not the hermes gateway the daemon started (pid \
+                     {pid}); another process holds the port ({owned:?})",
+                    api.root
+                ));
+            }
+        }
         *lock(&self.api) = Some(api.clone());
         tracing::info!(runtime = %self.config.runtime_id, api = %api.root, home = %home.display(),
             tools = self.surface.tools().len(), "Hermes API server ready");

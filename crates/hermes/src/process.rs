@@ -118,7 +118,7 @@ pub fn gateway_env(home: &Path, lockdown: &Path) -> Vec<(String, std::ffi::OsStr
     env
 }
 
-/// A free loopback port (bound, read, released; [`verify_listener`] checks after start that
+/// A free loopback port (bound, read, released; [`listener_belongs_to`] checks after start that
 /// the gateway, not someone quicker, holds it).
 fn free_port() -> std::io::Result<u16> {
     let socket = std::net::TcpListener::bind(("127.0.0.1", 0))?;
@@ -246,5 +246,57 @@ fn log_hint(log: Option<&Path>) -> String {
         format!(" (log: {})", log.display())
     } else {
         format!(": {tail} (log: {})", log.display())
+    }
+}
+
+/// Whether the loopback listener on `port` is a socket `pid` holds (`/proc/net/tcp` gives the
+/// listening socket's inode, `/proc/<pid>/fd` the process's sockets): the port was free when
+/// picked, but another process could have bound it before Hermes did.
+pub fn listener_belongs_to(port: u16, pid: u32) -> Result<bool, String> {
+    let table = std::fs::read_to_string("/proc/net/tcp")
+        .map_err(|e| format!("reading /proc/net/tcp: {e}"))?;
+    let local = format!("0100007F:{port:04X}");
+    let inodes: Vec<String> = table
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let cols: Vec<&str> = line.split_whitespace().collect();
+            // local_address, state (0A = LISTEN), inode.
+            (cols.get(1) == Some(&local.as_str()) && cols.get(3) == Some(&"0A"))
+                .then(|| cols.get(9).map(|i| format!("socket:[{i}]")))
+                .flatten()
+        })
+        .collect();
+    if inodes.is_empty() {
+        return Ok(false);
+    }
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map_err(|e| format!("reading /proc/{pid}/fd: {e}"))?;
+    Ok(fds.filter_map(Result::ok).any(|fd| {
+        std::fs::read_link(fd.path())
+            .is_ok_and(|target| inodes.iter().any(|i| target.as_os_str() == i.as_str()))
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::listener_belongs_to;
+
+    /// Security review finding 4: the gateway's port is picked free, then released before
+    /// Hermes binds it; a listener another process took in between is not the gateway's.
+    #[test]
+    fn a_port_another_process_took_is_not_the_gateways() {
+        let listener = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        assert_eq!(listener_belongs_to(port, std::process::id()), Ok(true));
+        let mut other = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        assert_eq!(listener_belongs_to(port, other.id()), Ok(false));
+        let _ = other.kill();
+        let _ = other.wait();
+        drop(listener);
+        assert_eq!(listener_belongs_to(port, std::process::id()), Ok(false));
     }
 }

@@ -1,7 +1,7 @@
 //! The loopback tool endpoint the plugin calls (`POST /call`, bearer token): one Hermes tool
 //! call → one ToolBridge request as this runtime, in the phone session of the Hermes session
 //! that made it, with the idempotency key `hermes:<run id>:<api request id>:<tool-call id>`
-//! ([`idempotency_key`]: the model's tool-call id and the id of the model response it came in,
+//! (`idempotency_key`: the model's tool-call id and the id of the model response it came in,
 //! both of which Hermes hands to the plugin's execution middleware), so a call Hermes sends
 //! again is answered from the recorded result and never runs twice, while the same `call_0`
 //! in a later step is a new call. A call outside an adapter run carries no key (the bridge's

@@ -98,8 +98,8 @@ const SUMMARY_MAX_CHARS: usize = 600;
 /// The text block of a successful result: a compact summary, because `structuredContent`
 /// carries the data (a second full copy doubled every answer: a screen read was 25,568
 /// characters in Hermes where 11,189 carried it). A result whose JSON fits in
-/// [`SUMMARY_MAX_CHARS`] is that JSON; a larger one is summarised: scalars are shown (strings cut at
-/// [`SUMMARY_STRING_CHARS`]), arrays and objects by their size, and the summary says where the
+/// `SUMMARY_MAX_CHARS` is that JSON; a larger one is summarised: scalars are shown (strings cut at
+/// `SUMMARY_STRING_CHARS`), arrays and objects by their size, and the summary says where the
 /// full result is. A `replayed` result says that it answers an earlier identical call.
 pub fn summary_text(result: &Map<String, Value>, replayed: bool) -> String {
     const REPLAYED: &str =

@@ -436,7 +436,12 @@ fn peer_pairs_publishes_tools_and_serves_the_agent_through_the_bridge() {
     let receipt = reply.contains("pending_confirmation");
     let dup = peer.agent(&["--message", "SET_CLIP deferred again"]);
     let (_, list) = daemon.cli(&["confirmations", "list", "--json"]);
-    let pending_count = list.matches("runtime-confirm-").count();
+    // `confirmations list --json` holds each confirmation twice (its `confirmations` member
+    // and the inbox's `items`): count the confirmations.
+    let pending_count = serde_json::from_str::<serde_json::Value>(&list)
+        .ok()
+        .and_then(|v| v["confirmations"].as_array().map(Vec::len))
+        .unwrap_or(0);
 
     // 1b + R3.3: the daemon restarts while the request is deferred. The reconnect
     // authenticates with the stored device token, and approving after the restart still

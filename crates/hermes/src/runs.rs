@@ -248,6 +248,8 @@ impl Inner {
                         return Err(format!("Hermes run failed: {error}"));
                     }
                     "run.cancelled" => return Err("the Hermes run was cancelled".to_owned()),
+                    // Hermes' other event names (tool progress, reasoning, usage) are strings
+                    // from its wire, not our enum: they carry nothing the phone shows.
                     _ => {}
                 }
             }

@@ -148,27 +148,7 @@ fn a_parked_tap_approved_late_runs_once_and_hermes_gets_its_result() {
     let home = hermes_home(dir.path(), &fake);
     let mut daemon = Daemon::start(dir.path(), &config(&hermes, &home, ""));
     daemon.wait_ready();
-    let data = daemon.data.clone();
-    let ask = std::thread::spawn(move || {
-        let out = openphone()
-            .args([
-                "ask",
-                "--runtime",
-                "hermes",
-                "Open Messages",
-                "--timeout-secs",
-                "180",
-            ])
-            .arg("--data-dir")
-            .arg(&data)
-            .output()
-            .unwrap();
-        (
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    });
+    let ask = ask_in_background(&daemon, "Open Messages");
     let id = daemon
         .pending(Duration::from_secs(90))
         .unwrap_or_else(|| panic!("no confirmation\n{}", daemon.log()));
@@ -298,26 +278,7 @@ fn three_denials_then_a_read_still_reaches_the_phone() {
     let home = hermes_home(dir.path(), &fake);
     let mut daemon = Daemon::start(dir.path(), &config(&hermes, &home, ""));
     daemon.wait_ready();
-    let data = daemon.data.clone();
-    let ask = std::thread::spawn(move || {
-        let out = openphone()
-            .args([
-                "ask",
-                "--runtime",
-                "hermes",
-                "Tap three times",
-                "--timeout-secs",
-                "180",
-            ])
-            .arg("--data-dir")
-            .arg(&data)
-            .output()
-            .unwrap();
-        (
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-        )
-    });
+    let ask = ask_in_background(&daemon, "Tap three times");
     let mut denied = Vec::new();
     while denied.len() < 3 {
         let id = daemon
@@ -331,7 +292,7 @@ fn three_denials_then_a_read_still_reaches_the_phone() {
         assert_eq!(code, 0, "{out}{err}");
         denied.push(id);
     }
-    let (code, out) = ask.join().unwrap();
+    let (code, out, _) = ask.join().unwrap();
     assert_eq!(code, Some(0), "{out}\n{}", daemon.log());
     assert_eq!(
         out.trim_end(),
@@ -593,27 +554,7 @@ fn a_second_identical_tap_in_a_later_step_runs_again() {
     let home = hermes_home(dir.path(), &fake);
     let mut daemon = Daemon::start(dir.path(), &config(&hermes, &home, ""));
     daemon.wait_ready();
-    let data = daemon.data.clone();
-    let ask = std::thread::spawn(move || {
-        let out = openphone()
-            .args([
-                "ask",
-                "--runtime",
-                "hermes",
-                "Press Next twice",
-                "--timeout-secs",
-                "180",
-            ])
-            .arg("--data-dir")
-            .arg(&data)
-            .output()
-            .unwrap();
-        (
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    });
+    let ask = ask_in_background(&daemon, "Press Next twice");
     let first = daemon
         .pending(Duration::from_secs(90))
         .unwrap_or_else(|| panic!("no first confirmation\n{}", daemon.log()));

@@ -37,6 +37,36 @@ pub(crate) fn openphone() -> Command {
     Command::new(env!("CARGO_BIN_EXE_openphone"))
 }
 
+/// `openphone ask --runtime hermes PROMPT` against `daemon`, on its own thread (a test
+/// approves or denies meanwhile): its exit code, stdout and stderr.
+pub(crate) fn ask_in_background(
+    daemon: &Daemon,
+    prompt: &str,
+) -> std::thread::JoinHandle<(Option<i32>, String, String)> {
+    let data = daemon.data.clone();
+    let prompt = prompt.to_owned();
+    std::thread::spawn(move || {
+        let out = openphone()
+            .args([
+                "ask",
+                "--runtime",
+                "hermes",
+                &prompt,
+                "--timeout-secs",
+                "180",
+            ])
+            .arg("--data-dir")
+            .arg(&data)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    })
+}
+
 /// A Hermes home whose model is the fake (`provider: custom`).
 pub(crate) fn hermes_home(dir: &Path, fake: &FakeModel) -> PathBuf {
     let home = dir.join("hermes-home");

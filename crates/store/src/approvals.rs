@@ -7,7 +7,7 @@ use rusqlite::{Connection, Row, params};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::Store;
+use crate::SqliteStore;
 use crate::error::{Result, SqlContext, StoreError};
 use crate::wire::{col, parse_json, to_json};
 
@@ -117,7 +117,7 @@ fn get_in(conn: &Connection, id: i64) -> Result<Option<StandingApproval>> {
     .next())
 }
 
-impl Store {
+impl SqliteStore {
     /// Creates an enabled standing approval.
     pub fn create_approval(
         &self,

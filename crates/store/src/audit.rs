@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, VecDeque};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
-use crate::Store;
+use crate::SqliteStore;
 use crate::audit_legacy::{self as legacy, RawRow};
 use crate::audit_storage::{self as storage, Interned, PreparedAudit, RECORD_COLUMNS};
 use crate::error::{Result, SqlContext, StoreError};
@@ -61,11 +61,25 @@ impl VerifyReport {
 
 /// Pages through the log in `seq` order; yields errors instead of panicking.
 pub struct AuditIter<'a> {
-    store: &'a Store,
+    store: &'a crate::Store,
     after_seq: i64,
     batch: usize,
     buffer: VecDeque<AuditRecord>,
     done: bool,
+}
+
+impl<'a> AuditIter<'a> {
+    /// Every record after `after_seq`, fetched `batch` at a time (no connection is held
+    /// between pages).
+    pub(crate) fn new(store: &'a crate::Store, after_seq: i64, batch: usize) -> Self {
+        AuditIter {
+            store,
+            after_seq,
+            batch: batch.max(1),
+            buffer: VecDeque::new(),
+            done: false,
+        }
+    }
 }
 
 impl Iterator for AuditIter<'_> {
@@ -309,7 +323,7 @@ impl Walk {
     }
 }
 
-impl Store {
+impl SqliteStore {
     /// Appends one record to the chain and returns it with its seq and hashes.
     pub fn append_audit(&self, entry: &AuditEntry) -> Result<AuditRecord> {
         let prepared = prepare(entry.clone())?;
@@ -319,7 +333,7 @@ impl Store {
         })
     }
 
-    /// [`Store::append_audit`] for async callers: awaits the group commit (many concurrent
+    /// [`Store::append_audit`](crate::AuditStore::append_audit) for async callers: awaits the group commit (many concurrent
     /// appends share one fsync) instead of blocking the thread.
     pub async fn append_audit_async(&self, entry: AuditEntry) -> Result<AuditRecord> {
         let prepared = prepare(entry)?;
@@ -330,7 +344,7 @@ impl Store {
         .await
     }
 
-    /// [`Store::append_audit_async`] for the audit record of an executed safe read (a
+    /// [`Store::append_audit_async`](crate::AuditStore::append_audit_async) for the audit record of an executed safe read (a
     /// read of the `safe_read` class, nothing changed on the phone): returns once the record
     /// is committed into the write-ahead log — a crash of the process keeps it — and before
     /// the fsync, which follows at once (docs/security.md, "What is durable when"). Never for
@@ -376,18 +390,6 @@ impl Store {
             out.extend(compact);
         }
         Ok(out)
-    }
-
-    /// Every record after `after_seq`, fetched `batch` at a time (the read connection is
-    /// released between pages).
-    pub fn audit_iter(&self, after_seq: i64, batch: usize) -> AuditIter<'_> {
-        AuditIter {
-            store: self,
-            after_seq,
-            batch: batch.max(1),
-            buffer: VecDeque::new(),
-            done: false,
-        }
     }
 
     /// The records carrying one `audit_id`, oldest first.

@@ -3,8 +3,8 @@
 //! The chain detects edits made without re-hashing, but someone who can write the database
 //! offline can delete a record and re-hash every record after it: the rewritten chain verifies.
 //! An **anchor** — `<seq>:<hash>`, the head printed by `openphone audit head` at some time and
-//! kept elsewhere — defeats that. [`Store::verify_audit_anchored`] walks the chain as
-//! [`Store::verify_audit`] does, then checks that the record `seq` still has exactly that
+//! kept elsewhere — defeats that. [`Store::verify_audit_anchored`](crate::AuditStore::verify_audit_anchored) walks the chain as
+//! [`Store::verify_audit`](crate::AuditStore::verify_audit) does, then checks that the record `seq` still has exactly that
 //! hash. Because each hash covers the previous one, an intact chain whose record `seq` carries
 //! the anchored hash still holds the very records `1..=seq` it held when the anchor was taken;
 //! a rewrite at or before `seq` changes that hash (or removes the record).
@@ -15,7 +15,7 @@ use std::str::FromStr;
 use rusqlite::OptionalExtension;
 use serde::{Deserialize, Serialize};
 
-use crate::Store;
+use crate::SqliteStore;
 use crate::audit::{GENESIS_HASH, VerifyReport, hash_at};
 use crate::error::{Result, SqlContext, StoreError};
 use crate::wire::is_hex64;
@@ -152,7 +152,7 @@ impl AnchoredReport {
     }
 }
 
-impl Store {
+impl SqliteStore {
     /// The chain's head as an anchor: the newest record's seq and hash (`0:<genesis>` for an
     /// empty log). This is what a user or a cron job writes down elsewhere.
     pub fn audit_head(&self) -> Result<AuditAnchor> {
@@ -167,7 +167,7 @@ impl Store {
         Ok(AuditAnchor { seq, hash })
     }
 
-    /// Walks the chain ([`Store::verify_audit`]) and checks each anchor against it: the
+    /// Walks the chain ([`Store::verify_audit`](crate::AuditStore::verify_audit)) and checks each anchor against it: the
     /// record `seq` must lie in the verified part of the chain and carry the anchored hash.
     pub fn verify_audit_anchored(&self, anchors: &[AuditAnchor]) -> Result<AnchoredReport> {
         let chain = self.verify_audit()?;

@@ -8,13 +8,13 @@ use rusqlite::{Connection, Row, params};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::Store;
+use crate::SqliteStore;
 use crate::error::{NotPending, Result, SqlContext, StoreError};
 pub use crate::records::{ConfirmationRecord, ConfirmationState};
 use crate::replay::{IdentityKey, record_final_in};
 use crate::wire::{col, parse_enum, parse_json, parse_risk, sql_limit, to_json};
 
-/// A resolution decision for [`Store::resolve`].
+/// A resolution decision for [`Store::resolve`](crate::ConfirmationStore::resolve).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Resolution {
@@ -35,8 +35,8 @@ impl Resolution {
     }
 }
 
-/// `resolved_by` written by [`Store::expire_due`], [`Store::recover_after_restart`] and the
-/// lazy expiry inside [`Store::resolve`].
+/// `resolved_by` written by [`Store::expire_due`](crate::ConfirmationStore::expire_due), [`Store::recover_after_restart`](crate::ConfirmationStore::recover_after_restart) and the
+/// lazy expiry inside [`Store::resolve`](crate::ConfirmationStore::resolve).
 pub const RESOLVED_BY_EXPIRY: &str = "system:expiry";
 
 /// §8.2 step 4: at most this many pending confirmations per runtime.
@@ -57,7 +57,7 @@ pub struct NewConfirmation {
     pub expires_at_ms: i64,
 }
 
-/// Outcome of [`Store::insert_pending`].
+/// Outcome of [`Store::insert_pending`](crate::ConfirmationStore::insert_pending).
 #[derive(Debug, Clone, PartialEq)]
 pub enum PendingInsert {
     /// Stored as a new pending confirmation.
@@ -70,7 +70,7 @@ pub enum PendingInsert {
     TooMany { pending: usize },
 }
 
-/// Filters for [`Store::list_confirmations`]: pending first, then newest first.
+/// Filters for [`Store::list_confirmations`](crate::ConfirmationStore::list_confirmations): pending first, then newest first.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ConfirmationFilter {
     pub state: Option<ConfirmationState>,
@@ -79,12 +79,12 @@ pub struct ConfirmationFilter {
     pub limit: Option<usize>,
 }
 
-/// What [`Store::recover_after_restart`] changed and found.
+/// What [`Store::recover_after_restart`](crate::ConfirmationStore::recover_after_restart) changed and found.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Recovery {
     /// Were `approved` (executing) when the previous process stopped; now `result_unknown`.
     /// The caller records their final result (`error` / `execution_result_unknown`) with
-    /// [`Store::attach_final_result`] and never executes them.
+    /// [`Store::attach_final_result`](crate::ConfirmationStore::attach_final_result) and never executes them.
     pub result_unknown: Vec<ConfirmationRecord>,
     /// Were pending past their expiry; now `timeout`.
     pub timed_out: Vec<ConfirmationRecord>,
@@ -250,7 +250,7 @@ fn expire_due_in(conn: &Connection, now_ms: i64) -> Result<Vec<ConfirmationRecor
     Ok(out)
 }
 
-impl Store {
+impl SqliteStore {
     /// Stores a new pending confirmation, atomically with the duplicate and cap checks: a
     /// pending unexpired confirmation with the same identity key wins
     /// ([`PendingInsert::Existing`]); otherwise, if the runtime already has
@@ -322,7 +322,7 @@ impl Store {
     }
 
     /// The pending, unexpired (`now_ms < expires_at_ms`) confirmation for an identity key.
-    /// An expired one still marked pending is not returned; run [`Store::expire_due`] first
+    /// An expired one still marked pending is not returned; run [`Store::expire_due`](crate::ConfirmationStore::expire_due) first
     /// to settle (and announce) those.
     pub fn find_pending(
         &self,
@@ -495,7 +495,7 @@ impl Store {
         })
     }
 
-    /// [`Store::complete`] and the audit record of the completion in one transaction: a crash
+    /// [`Store::complete`](crate::ConfirmationStore::complete) and the audit record of the completion in one transaction: a crash
     /// can never leave an executed, completed confirmation without its record (nor a record
     /// without the completion). Returns the completed record.
     pub fn complete_audited(

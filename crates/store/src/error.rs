@@ -66,6 +66,16 @@ pub enum StoreError {
         #[source]
         source: rusqlite::Error,
     },
+    /// A call to a database server (a backend other than SQLite, e.g. PostgreSQL) failed.
+    #[error("store {op}{}: {detail}", describe_id(id))]
+    Backend {
+        /// `table.operation`, e.g. `agent_jobs.claim`.
+        op: &'static str,
+        /// The record concerned, when there is one (empty otherwise).
+        id: String,
+        /// The server's or the driver's words (never a password).
+        detail: String,
+    },
     /// A stored JSON blob or enum string could not be decoded (the database was edited by
     /// hand or written by a newer version).
     #[error("store {op}{}: corrupt value: {detail}", describe_id(id))]

@@ -3,9 +3,9 @@
 //! operator's own invoke).
 //!
 //! The bridge writes the record **and** the audit record of the attempt in one transaction
-//! ([`Store::begin_execution`], committed with `synchronous = FULL`, so fsynced) before the
+//! ([`Store::begin_execution`](crate::ReplayStore::begin_execution), committed with `synchronous = FULL`, so fsynced) before the
 //! side effect, and removes it in the transaction that records the final result and the
-//! outcome's audit record ([`Store::finish_execution`]). A record still there at start-up (the
+//! outcome's audit record ([`Store::finish_execution`](crate::ReplayStore::finish_execution)). A record still there at start-up (the
 //! process died between the side effect and its record) is settled the same way, with an
 //! `execution_result_unknown` result: the request is never run again, and a keyed retry gets
 //! that result. The confirmation path has the same rule through the `approved` state.
@@ -13,7 +13,7 @@
 use rusqlite::{Connection, Row, params};
 use serde_json::Value;
 
-use crate::Store;
+use crate::SqliteStore;
 use crate::audit::{AuditEntry, AuditRecord, append_prepared_in, prepare};
 use crate::error::{Result, SqlContext, StoreError};
 use crate::replay::{FinalResult, IdentityKey, find_final_in, record_final_in};
@@ -84,7 +84,7 @@ fn find_in(conn: &Connection, identity: &IdentityKey) -> Result<Option<Execution
     .next())
 }
 
-impl Store {
+impl SqliteStore {
     /// Marks a direct execution as begun and appends the audit record of its attempt, in one
     /// transaction; call it before the side effect, and run nothing when it fails. Refused
     /// with [`StoreError::AlreadyExists`] when the identity already has a final result or an
@@ -94,7 +94,7 @@ impl Store {
         self.write(BEGIN, &id, job)
     }
 
-    /// [`Store::begin_execution`] for async callers (awaits the group commit).
+    /// [`Store::begin_execution`](crate::ReplayStore::begin_execution) for async callers (awaits the group commit).
     pub async fn begin_execution_async(&self, execution: Execution) -> Result<AuditRecord> {
         let (id, job) = begin_job(execution)?;
         self.write_async(BEGIN, &id, job).await
@@ -123,7 +123,7 @@ impl Store {
         self.write(FINISH, &id, move |tx| finish.run(tx))
     }
 
-    /// [`Store::finish_execution`] for async callers (awaits the group commit).
+    /// [`Store::finish_execution`](crate::ReplayStore::finish_execution) for async callers (awaits the group commit).
     pub async fn finish_execution_async(
         &self,
         identity: IdentityKey,
@@ -164,7 +164,7 @@ impl Store {
 const BEGIN: &str = "executions.begin";
 const FINISH: &str = "executions.finish";
 
-/// The write of [`Store::begin_execution`] (checked first), with the id it is known by.
+/// The write of [`Store::begin_execution`](crate::ReplayStore::begin_execution) (checked first), with the id it is known by.
 fn begin_job(
     execution: Execution,
 ) -> Result<(
@@ -214,7 +214,7 @@ fn begin_job(
     Ok((id, job))
 }
 
-/// The write of [`Store::finish_execution`] (its audit record prepared before queueing).
+/// The write of [`Store::finish_execution`](crate::ReplayStore::finish_execution) (its audit record prepared before queueing).
 struct Finish {
     identity: IdentityKey,
     request_id: String,

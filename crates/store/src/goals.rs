@@ -21,7 +21,7 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::Store;
+use crate::SqliteStore;
 use crate::error::{Result, SqlContext, StoreError};
 use crate::rows::collect;
 use crate::wire::{col, parse_enum, parse_json, sql_limit, to_json, wire_enum};
@@ -59,7 +59,7 @@ pub struct StoredGoal {
 
 /// A goal row with its document as JSON text (an object), neither parsed nor built as a
 /// `Value`: a caller with its own document type reads and writes large documents without
-/// the intermediate tree ([`Store::get_goal_text`], [`Store::update_goal_text`]).
+/// the intermediate tree ([`Store::get_goal_text`](crate::GoalStore::get_goal_text), [`Store::update_goal_text`](crate::GoalStore::update_goal_text)).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GoalText {
     /// `goal_<ulid>`.
@@ -284,7 +284,7 @@ fn append_in(
     Ok(())
 }
 
-impl Store {
+impl SqliteStore {
     /// Stores a new goal at version 1 (the `version` given is ignored), with the transitions
     /// and reports of its creation. An existing id is [`StoreError::AlreadyExists`].
     pub fn create_goal(
@@ -357,7 +357,7 @@ impl Store {
         Ok(written)
     }
 
-    /// [`Store::update_goal`] with the document as JSON text (it must be an object's):
+    /// [`Store::update_goal`](crate::GoalStore::update_goal) with the document as JSON text (it must be an object's):
     /// returns the version written.
     pub fn update_goal_text(
         &self,

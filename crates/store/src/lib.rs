@@ -29,23 +29,23 @@
 //!
 //! | table | what | API |
 //! |---|---|---|
-//! | `phone_sessions` | §2.2 phone session records | [`Store::create_session`] … |
-//! | `confirmations` | §10.1 durable confirmations, keyed by id, indexed by identity key | [`Store::insert_pending`], [`Store::resolve`] … |
-//! | `final_results` | §10.3 final results for replay, keyed by the identity key; pruned by age and size (`retention.rs`) | [`Store::record_final`], [`Store::find_final`], [`Store::prune_replay`] |
-//! | `final_tombstones` | what is left of a pruned final result: a retry is answered `execution_result_unknown`, never run again | [`Store::find_final`] |
-//! | `request_ids` | per-scope request-id index for `idempotency_conflict` | [`Store::remember_request`] |
-//! | `executions` | direct executions in flight: written with the attempt's audit record before the side effect | [`Store::begin_execution`], [`Store::finish_execution`] |
+//! | `phone_sessions` | §2.2 phone session records | [`Store::create_session`](crate::SessionStore::create_session) … |
+//! | `confirmations` | §10.1 durable confirmations, keyed by id, indexed by identity key | [`Store::insert_pending`](crate::ConfirmationStore::insert_pending), [`Store::resolve`](crate::ConfirmationStore::resolve) … |
+//! | `final_results` | §10.3 final results for replay, keyed by the identity key; pruned by age and size (`retention.rs`) | [`Store::record_final`](crate::ReplayStore::record_final), [`Store::find_final`](crate::ReplayStore::find_final), [`Store::prune_replay`](crate::ReplayStore::prune_replay) |
+//! | `final_tombstones` | what is left of a pruned final result: a retry is answered `execution_result_unknown`, never run again | [`Store::find_final`](crate::ReplayStore::find_final) |
+//! | `request_ids` | per-scope request-id index for `idempotency_conflict` | [`Store::remember_request`](crate::ReplayStore::remember_request) |
+//! | `executions` | direct executions in flight: written with the attempt's audit record before the side effect | [`Store::begin_execution`](crate::ReplayStore::begin_execution), [`Store::finish_execution`](crate::ReplayStore::finish_execution) |
 //! | `store_meta` | key → text (`opened_by`: the start-up write probe) | — |
-//! | `audit_records`, `audit_shapes`, `audit_proofs`, `audit_head` | §15 hash-chained audit records, compact (`audit_storage/`: shapes and proofs interned, digests as bytes, hash form 2) | [`Store::append_audit`], [`Store::verify_audit`] |
-//! | `audit_log` | audit records written before schema 6, unchanged (hash form 1, `audit_legacy.rs`) | [`Store::export_audit`], [`Store::verify_audit`] |
-//! | `standing_approvals` | user-made rules (policy layer 7) | [`Store::create_approval`] … |
-//! | `runtime_settings` | key → JSON | [`Store::set_setting`] … |
-//! | `memories`, `memories_fts` | memory with FTS5 search | [`Store::save_memory`], [`Store::search_memory`] |
-//! | `watchers`, `watcher_firings` | durable watcher records with the engine's cursor, and their firings (each committed with its job and audit record) | [`Store::create_watcher`], [`Store::fire_watcher`] … |
-//! | `agent_jobs`, `agent_job_runs` | background jobs (`agent-jobs.md` §2, with a `version` for compare-and-set writes) and their attempt ledger | [`Store::create_job`], [`Store::claim_due_jobs`], [`Store::update_job`] … |
-//! | `deferred_outcomes` | the outbox of outcomes owed to a remote runtime that got a pending receipt (OpenClaw deferral): posted at most once, oldest first | [`Store::insert_deferred_outcome`], [`Store::move_deferred_outcome`] … |
-//! | `session_transcripts` | the conversation of a phone session (built-in runtime), numbered per session | [`Store::append_transcript`], [`Store::transcript`] |
-//! | all of them | rows and bytes per table, file sizes (`stats.rs`) | [`Store::stats`] |
+//! | `audit_records`, `audit_shapes`, `audit_proofs`, `audit_head` | §15 hash-chained audit records, compact (`audit_storage/`: shapes and proofs interned, digests as bytes, hash form 2) | [`Store::append_audit`](crate::AuditStore::append_audit), [`Store::verify_audit`](crate::AuditStore::verify_audit) |
+//! | `audit_log` | audit records written before schema 6, unchanged (hash form 1, `audit_legacy.rs`) | [`Store::export_audit`](crate::AuditStore::export_audit), [`Store::verify_audit`](crate::AuditStore::verify_audit) |
+//! | `standing_approvals` | user-made rules (policy layer 7) | [`Store::create_approval`](crate::ApprovalStore::create_approval) … |
+//! | `runtime_settings` | key → JSON | [`Store::set_setting`](crate::ApprovalStore::set_setting) … |
+//! | `memories`, `memories_fts` | memory with FTS5 search | [`Store::save_memory`](crate::MemoryStore::save_memory), [`Store::search_memory`](crate::MemoryStore::search_memory) |
+//! | `watchers`, `watcher_firings` | durable watcher records with the engine's cursor, and their firings (each committed with its job and audit record) | [`Store::create_watcher`](crate::WatcherStore::create_watcher), [`Store::fire_watcher`](crate::WatcherStore::fire_watcher) … |
+//! | `agent_jobs`, `agent_job_runs` | background jobs (`agent-jobs.md` §2, with a `version` for compare-and-set writes) and their attempt ledger | [`Store::create_job`](crate::JobStore::create_job), [`Store::claim_due_jobs`](crate::JobStore::claim_due_jobs), [`Store::update_job`](crate::JobStore::update_job) … |
+//! | `deferred_outcomes` | the outbox of outcomes owed to a remote runtime that got a pending receipt (OpenClaw deferral): posted at most once, oldest first | [`Store::insert_deferred_outcome`](crate::OutcomeStore::insert_deferred_outcome), [`Store::move_deferred_outcome`](crate::OutcomeStore::move_deferred_outcome) … |
+//! | `session_transcripts` | the conversation of a phone session (built-in runtime), numbered per session | [`Store::append_transcript`](crate::SessionStore::append_transcript), [`Store::transcript`](crate::SessionStore::transcript) |
+//! | all of them | rows and bytes per table, file sizes (`stats.rs`) | [`Store::stats`](crate::StoreInfo::stats) |
 //!
 //! States are closed enums stored as their wire strings; JSON blobs are `serde_json::Value`.
 //!
@@ -53,12 +53,12 @@
 //!
 //! Every transition is a single `UPDATE … WHERE state = '<expected>'` whose affected-row count
 //! decides the winner, so two resolvers (threads or processes) can never both win:
-//! [`Store::resolve`] succeeds only from `pending` and, for approve/deny, only while
+//! [`Store::resolve`](crate::ConfirmationStore::resolve) succeeds only from `pending` and, for approve/deny, only while
 //! `now < expires_at_ms`; the loser gets [`StoreError::ConfirmationNotPending`], which the
-//! bridge answers as `pending_confirmation_not_found`. [`Store::recover_after_restart`] turns
+//! bridge answers as `pending_confirmation_not_found`. [`Store::recover_after_restart`](crate::ConfirmationStore::recover_after_restart) turns
 //! `approved` (execution outcome unknown) into `result_unknown` and expired `pending` into
 //! `timeout`; nothing is ever re-executed by the store. Direct executions (no confirmation)
-//! have the same rule through their executing record ([`Store::begin_execution`]).
+//! have the same rule through their executing record ([`Store::begin_execution`](crate::ReplayStore::begin_execution)).
 //!
 //! # The audit chain
 //!
@@ -73,10 +73,10 @@
 //! `prev_hash` is 64 zeros. The append reads the head and writes the row and the new head in
 //! one transaction. `audit_head` keeps the last seq and hash, so deleting the newest rows is
 //! detected as well as editing or deleting any row, shape or proof in the middle.
-//! [`Store::verify_audit`] names the first broken record.
+//! [`Store::verify_audit`](crate::AuditStore::verify_audit) names the first broken record.
 //! Someone who rewrites the file offline (delete a row, re-hash the rest) produces a chain that
-//! verifies; an anchor kept outside the database — [`Store::audit_head`] at some time,
-//! `<seq>:<hash>` — catches that: [`Store::verify_audit_anchored`] proves the log still holds
+//! verifies; an anchor kept outside the database — [`Store::audit_head`](crate::AuditStore::audit_head) at some time,
+//! `<seq>:<hash>` — catches that: [`Store::verify_audit_anchored`](crate::AuditStore::verify_audit_anchored) proves the log still holds
 //! exactly the records up to that seq.
 //! Callers pass **digests only** (`params_hash`, `result_digest`, `proof_digest`) and a
 //! policy proof of verdicts and reasons: never raw params, results, tokens or screenshots.
@@ -93,9 +93,11 @@ mod audit;
 mod audit_anchor;
 mod audit_legacy;
 mod audit_storage;
+mod backend;
 mod confirmations;
 mod error;
 mod executions;
+mod facade;
 mod goals;
 mod jobs;
 mod lock;
@@ -109,6 +111,7 @@ mod retention;
 mod rows;
 mod sessions;
 mod settings;
+mod sqlite_backend;
 mod stats;
 mod transcripts;
 mod watchers;
@@ -127,12 +130,18 @@ pub use audit::{
     Caller, GENESIS_HASH, PolicyDecision, VerifyReport,
 };
 pub use audit_anchor::{AnchorCheck, AnchorOutcome, AnchoredReport, AuditAnchor};
+pub use backend::{
+    ApprovalStore, AuditStore, BoxFuture, ConfirmationStore, FiringAudit, GoalStore, JobStore,
+    MemoryStore, OutcomeStore, RepairFn, ReplayStore, SessionStore, StoreBackend, StoreInfo,
+    WatcherStore,
+};
 pub use confirmations::{
     ConfirmationFilter, ConfirmationRecord, ConfirmationState, MAX_PENDING_PER_RUNTIME,
     NewConfirmation, PendingInsert, RESOLVED_BY_EXPIRY, Recovery, Resolution,
 };
 pub use error::{NotPending, Result, StoreError};
 pub use executions::Execution;
+pub use facade::Store;
 pub use goals::{
     GoalReport, GoalText, GoalTransition, NewGoalReport, NewGoalTransition, ReportDelivery,
     StoredGoal,
@@ -170,7 +179,7 @@ pub const LOCK_FILE: &str = "openphone.lock";
 
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The store. `Send + Sync`: share it behind an `Arc`.
+/// The SQLite store (the default backend). `Send + Sync`.
 ///
 /// Writes go to one writer thread that commits the writes of concurrent callers together, one
 /// transaction and one fsync per batch (`writer.rs`, group commit); a write method returns
@@ -179,23 +188,23 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// share one fsync. Reads use their own connection (WAL: they see every committed write and
 /// never wait for the writer's fsync).
 #[derive(Debug)]
-pub struct Store {
+pub struct SqliteStore {
     /// The read connection (`query_only`).
     conn: Mutex<Connection>,
     /// `None` for a read-only store.
     writer: Option<writer::Writer>,
     /// Bumped after every committed change to the standing approvals, so a reader may cache
-    /// them ([`Store::approvals_generation`]).
+    /// them ([`Store::approvals_generation`](crate::StoreInfo::approvals_generation)).
     approvals_generation: std::sync::atomic::AtomicU64,
     lock: Option<lock::DirLock>,
     data_dir: PathBuf,
 }
 
-impl Store {
+impl SqliteStore {
     /// Opens (creating if needed) the data directory as its exclusive owner, stamping the lock
     /// file with [`Holder::current`]. Migrates the database to [`SCHEMA_VERSION`].
-    pub fn open(data_dir: impl AsRef<Path>) -> Result<Store> {
-        Store::open_as(data_dir, &Holder::current())
+    pub fn open(data_dir: impl AsRef<Path>) -> Result<SqliteStore> {
+        SqliteStore::open_as(data_dir, &Holder::current())
     }
 
     /// [`Store::open`] with an explicit holder description (start time from the injected clock,
@@ -204,7 +213,7 @@ impl Store {
     /// Fails closed (`open.rs`): an unwritable data directory or database is
     /// [`StoreError::NotWritable`]; an empty, cut-short or foreign database file is
     /// [`StoreError::Damaged`] and is never replaced by a fresh one.
-    pub fn open_as(data_dir: impl AsRef<Path>, holder: &Holder) -> Result<Store> {
+    pub fn open_as(data_dir: impl AsRef<Path>, holder: &Holder) -> Result<SqliteStore> {
         let data_dir = data_dir.as_ref().to_path_buf();
         lock::create_data_dir(&data_dir).map_err(open::reclassify)?;
         open::check_dir_writable(&data_dir)?;
@@ -232,7 +241,7 @@ impl Store {
             path: db.clone(),
             source,
         })?;
-        Ok(Store {
+        Ok(SqliteStore {
             conn: Mutex::new(reader),
             writer: Some(writer),
             approvals_generation: Default::default(),
@@ -244,7 +253,7 @@ impl Store {
     /// Opens an existing database read-only, without the lock and without migrating (offline
     /// `audit verify` / `export` next to a running daemon). Writes fail with an SQLite
     /// read-only error.
-    pub fn open_read_only(data_dir: impl AsRef<Path>) -> Result<Store> {
+    pub fn open_read_only(data_dir: impl AsRef<Path>) -> Result<SqliteStore> {
         let data_dir = data_dir.as_ref().to_path_buf();
         let db = data_dir.join(DB_FILE);
         if let open::Found::Missing = open::inspect(&db)? {
@@ -265,7 +274,7 @@ impl Store {
                 supported: SCHEMA_VERSION,
             });
         }
-        Ok(Store {
+        Ok(SqliteStore {
             conn: Mutex::new(conn),
             writer: None,
             approvals_generation: Default::default(),
@@ -383,7 +392,7 @@ impl Store {
     }
 }
 
-impl Drop for Store {
+impl Drop for SqliteStore {
     fn drop(&mut self) {
         // The writer first (it finishes its queue and closes its connection), then the
         // lock (a field, dropped after this).
@@ -450,6 +459,14 @@ pub mod testing {
     use crate::Store;
     use crate::error::{Result, SqlContext, StoreError};
 
+    fn sqlite(store: &Store) -> Result<&crate::SqliteStore> {
+        store.as_sqlite().ok_or_else(|| StoreError::Commit {
+            op: "testing.hold",
+            id: String::new(),
+            detail: "only the SQLite store has a writer thread to hold".into(),
+        })
+    }
+
     /// While this lives, the store's writer is stuck inside a write of its own: writes queue
     /// behind it. Dropping it lets the writer go on (the queued writes form the next batch).
     #[derive(Debug)]
@@ -461,7 +478,7 @@ pub mod testing {
     pub fn hold_writer(store: &Store) -> Result<WriterHold> {
         let (release, held) = mpsc::channel::<()>();
         let (entered, inside) = mpsc::sync_channel::<()>(1);
-        store
+        sqlite(store)?
             .writer("testing.hold", "")?
             .enqueue("testing.hold", move |_conn| {
                 let _ = entered.send(());

@@ -8,7 +8,7 @@
 use rusqlite::{Connection, Row, params};
 use serde::{Deserialize, Serialize};
 
-use crate::Store;
+use crate::SqliteStore;
 use crate::error::{Result, SqlContext, StoreError};
 use crate::wire::{col, sql_limit};
 
@@ -81,7 +81,7 @@ fn match_expression(query: &str) -> Option<String> {
     (!words.is_empty()).then(|| words.join(" OR "))
 }
 
-impl Store {
+impl SqliteStore {
     /// Saves a memory and returns it with its id.
     pub fn save_memory(&self, new: &NewMemory, now_ms: i64) -> Result<MemoryRecord> {
         const OP: &str = "memories.save";

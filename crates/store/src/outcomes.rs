@@ -14,7 +14,7 @@ use rusqlite::{Row, params};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::Store;
+use crate::SqliteStore;
 use crate::error::{Result, SqlContext, StoreError};
 use crate::rows::collect;
 use crate::wire::{col, parse_enum, parse_json, to_json, wire_enum};
@@ -99,7 +99,7 @@ fn from_row(row: &Row<'_>) -> Result<DeferredOutcome> {
     })
 }
 
-impl Store {
+impl SqliteStore {
     /// Records a request answered with a pending receipt (state `waiting`). Recording the same
     /// request id again is [`StoreError::Invalid`].
     pub fn insert_deferred_outcome(&self, new: &NewDeferredOutcome, now_ms: i64) -> Result<()> {

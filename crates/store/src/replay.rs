@@ -4,7 +4,7 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::Store;
+use crate::SqliteStore;
 use crate::error::{Result, SqlContext, StoreError};
 use crate::wire::{col, is_hex64, parse_json, to_json};
 
@@ -51,7 +51,7 @@ pub struct RequestEntry {
     pub recorded_at_ms: i64,
 }
 
-/// What [`Store::remember_request`] found.
+/// What [`Store::remember_request`](crate::ReplayStore::remember_request) found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RequestCheck {
     /// First time this request id is seen in its scope; now remembered.
@@ -178,7 +178,7 @@ fn find_request_in(
     .transpose()
 }
 
-impl Store {
+impl SqliteStore {
     /// Records the final result of a mutating request under its identity key (§10.3). The first
     /// final result recorded under a key wins; later calls return the stored one unchanged.
     pub fn record_final(
@@ -216,7 +216,7 @@ impl Store {
         self.write(REMEMBER, request_id, move |tx| job.run(tx))
     }
 
-    /// [`Store::remember_request`] for async callers (awaits the group commit).
+    /// [`Store::remember_request`](crate::ReplayStore::remember_request) for async callers (awaits the group commit).
     pub async fn remember_request_async(
         &self,
         scope: &Scope,
@@ -248,7 +248,7 @@ impl Store {
 
 const REMEMBER: &str = "request_ids.remember";
 
-/// The write of [`Store::remember_request`] (arguments checked first).
+/// The write of [`Store::remember_request`](crate::ReplayStore::remember_request) (arguments checked first).
 struct Remember {
     scope: Scope,
     request_id: String,

@@ -3,7 +3,7 @@
 //!
 //! # Policy
 //!
-//! [`Store::prune_replay`] removes, oldest first and at most [`PRUNE_BATCH`] of each per call:
+//! [`Store::prune_replay`](crate::ReplayStore::prune_replay) removes, oldest first and at most [`PRUNE_BATCH`] of each per call:
 //!
 //! - final results older than [`Retention::max_age_ms`] (default 7 days);
 //! - the oldest final results beyond [`Retention::max_bytes`] (default 64 MiB, counted as the
@@ -19,11 +19,11 @@
 //! # Tombstones: a pruned result is never run again
 //!
 //! The bridge replays a keyed retry (and any retry of a mutating request) from its final
-//! result, found by identity key with [`Store::find_final`]; without one it would execute the
+//! result, found by identity key with [`Store::find_final`](crate::ReplayStore::find_final); without one it would execute the
 //! request again. So pruning a final result leaves a **tombstone** in `final_tombstones`: the
 //! SHA-256 of the identity key (`canonical_json([runtime, runtime_session_id, tool,
 //! params_digest, idempotency_key])`), the request id, the original status and error code, and
-//! when it was recorded and pruned (~100 bytes). [`Store::find_final`] answers a tombstoned
+//! when it was recorded and pruned (~100 bytes). [`Store::find_final`](crate::ReplayStore::find_final) answers a tombstoned
 //! identity with a final result of status `error`, code `execution_result_unknown`, whose
 //! message says the request was already answered and its result discarded, and whose
 //! `details` carry `original_status`, `original_error_code`, `recorded_at_ms`,
@@ -43,7 +43,7 @@ use openphone_protocol::{ErrorCode, ToolResult, canonical_json};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::{Map, Value, json};
 
-use crate::Store;
+use crate::SqliteStore;
 use crate::audit_storage::hex32;
 use crate::error::{Result, SqlContext, StoreError};
 use crate::records::{FinalResult, IdentityKey};
@@ -315,7 +315,7 @@ fn prune_request_ids(conn: &Connection, cutoff: i64, keep: i64) -> Result<usize>
     .ctx("replay.prune", "request_ids")
 }
 
-impl Store {
+impl SqliteStore {
     /// Prunes stored results and the request-id index under `retention` (raised to the §10.3
     /// floor), oldest first, leaving a tombstone for every final result removed; at most
     /// [`PRUNE_BATCH`] of each in one write (call again while the report says

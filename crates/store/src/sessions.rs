@@ -3,13 +3,13 @@
 use rusqlite::{OptionalExtension, Row, params};
 use serde::{Deserialize, Serialize};
 
-use crate::Store;
+use crate::SqliteStore;
 use crate::error::{Result, SqlContext, StoreError};
 use crate::wire::{Autonomy, col, parse_enum, sql_limit};
 
 pub use openphone_protocol::endpoint::SessionStatus;
 
-/// At least this many of the most recent phone sessions survive [`Store::prune_sessions`].
+/// At least this many of the most recent phone sessions survive [`Store::prune_sessions`](crate::SessionStore::prune_sessions).
 pub const MIN_SESSIONS_RETAINED: usize = 200;
 
 /// A stored phone session: the endpoint's wire type, stored as it is sent.
@@ -27,7 +27,7 @@ pub struct NewPhoneSession {
     pub summary: String,
 }
 
-/// Filters for [`Store::list_sessions`]; newest first.
+/// Filters for [`Store::list_sessions`](crate::SessionStore::list_sessions); newest first.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SessionFilter {
     pub runtime: Option<String>,
@@ -79,7 +79,7 @@ fn require(conn: &rusqlite::Connection, id: &str) -> Result<PhoneSession> {
     })
 }
 
-impl Store {
+impl SqliteStore {
     /// Creates a phone session in status `created` with `audit_log_id =
     /// phone-session:<phone_session_id>`. Fails with [`StoreError::AlreadyExists`] on a
     /// duplicate id.
@@ -159,7 +159,7 @@ impl Store {
     /// that has completed or failed is never moved back by a late message, a streamed delta or
     /// a tool result racing its end (compare-and-set in one statement). `Ok(None)`: it had
     /// already ended, nothing changed. Re-opening a completed session on purpose is
-    /// [`Store::update_session_status`].
+    /// [`Store::update_session_status`](crate::SessionStore::update_session_status).
     pub fn update_active_session_status(
         &self,
         phone_session_id: &str,

@@ -4,7 +4,7 @@ use rusqlite::{OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::Store;
+use crate::SqliteStore;
 use crate::error::{Result, SqlContext};
 use crate::wire::parse_json;
 
@@ -16,7 +16,7 @@ pub struct Setting {
     pub updated_at_ms: i64,
 }
 
-impl Store {
+impl SqliteStore {
     /// The value of a setting, if set.
     pub fn get_setting(&self, key: &str) -> Result<Option<Value>> {
         const OP: &str = "runtime_settings.get";

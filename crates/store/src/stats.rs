@@ -1,4 +1,4 @@
-//! [`Store::stats`]: what the database holds and what it costs on disk, for `openphone store
+//! [`Store::stats`](crate::StoreInfo::stats): what the database holds and what it costs on disk, for `openphone store
 //! stats`. Works on a read-only store next to a running daemon.
 //!
 //! Sizes per table come from SQLite's `dbstat` virtual table (the bundled SQLite is built with
@@ -13,7 +13,7 @@ use std::path::Path;
 use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
 
-use crate::Store;
+use crate::SqliteStore;
 use crate::error::{Result, SqlContext, StoreError};
 
 /// One table with its indexes.
@@ -214,7 +214,7 @@ fn btree_bytes(conn: &Connection) -> Result<Option<BTreeMap<String, u64>>> {
     Ok(Some(rows))
 }
 
-impl Store {
+impl SqliteStore {
     /// Sizes and counts of the database (see the module docs of `stats.rs`). Reads only: a
     /// read-only store gives the same figures next to a running daemon.
     pub fn stats(&self) -> Result<StoreStats> {

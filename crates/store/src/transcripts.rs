@@ -10,7 +10,7 @@ use rusqlite::{Row, params};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::Store;
+use crate::SqliteStore;
 use crate::error::{Result, SqlContext, StoreError};
 use crate::rows::collect;
 use crate::wire::{col, parse_json, to_json};
@@ -110,7 +110,7 @@ fn append_in(
     })
 }
 
-impl Store {
+impl SqliteStore {
     /// Appends one entry to a session's transcript and returns it with its `seq`. The session
     /// must exist ([`StoreError::NotFound`] otherwise); `role` is 1 to
     /// [`MAX_TRANSCRIPT_ROLE_CHARS`] characters of `a-z`, `0-9` and `_`. Durable on return.
@@ -128,7 +128,7 @@ impl Store {
         })
     }
 
-    /// [`Store::append_transcript`] for async callers: awaits the commit instead of blocking
+    /// [`Store::append_transcript`](crate::SessionStore::append_transcript) for async callers: awaits the commit instead of blocking
     /// the thread.
     pub async fn append_transcript_async(
         &self,
@@ -162,7 +162,7 @@ impl Store {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
-    use crate::{Autonomy, NewPhoneSession};
+    use crate::{Autonomy, NewPhoneSession, Store};
     use serde_json::json;
 
     fn session(store: &Store, id: &str) {

@@ -1,13 +1,13 @@
 //! Durable watcher records: what was asked for, whether it is active, and its firings. The
 //! engine that evaluates watchers (`openphone-watchers`) keeps its cursor here and records
-//! each firing with [`Store::fire_watcher`]: the firing row, the watcher's new state, the job
+//! each firing with [`Store::fire_watcher`](crate::WatcherStore::fire_watcher): the firing row, the watcher's new state, the job
 //! its reaction creates and its audit record commit together or not at all.
 
 use rusqlite::{Connection, Row, params};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::Store;
+use crate::SqliteStore;
 use crate::audit::{AuditEntry, AuditRecord};
 use crate::error::{Result, SqlContext, StoreError};
 use crate::jobs::{JobQuota, NewAgentJob, StoredJob};
@@ -58,7 +58,7 @@ pub struct NewWatcher {
     pub params: Value,
 }
 
-/// Which watchers [`Store::stop_watchers`] ends.
+/// Which watchers [`Store::stop_watchers`](crate::WatcherStore::stop_watchers) ends.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WatcherSelector {
     Id(i64),
@@ -160,15 +160,15 @@ fn active_of(conn: &Connection, op: &'static str, owner: &str) -> Result<usize> 
 const MATCHES: &str = "(instr(lower(title), lower(?1)) > 0 OR instr(lower(source), lower(?1)) > 0 \
     OR instr(lower(params_json), lower(?1)) > 0)";
 
-impl Store {
+impl SqliteStore {
     /// Creates an active watcher from the `watchers.create` params (which must be an object);
     /// `title` and `source` are derived from them. No quota: see
-    /// [`Store::create_watcher_within`].
+    /// [`Store::create_watcher_within`](crate::WatcherStore::create_watcher_within).
     pub fn create_watcher(&self, new: &NewWatcher, now_ms: i64) -> Result<WatcherRecord> {
         self.create_watcher_within(new, now_ms, None)
     }
 
-    /// [`Store::create_watcher`] within a quota: with `max_active`, refused with
+    /// [`Store::create_watcher`](crate::WatcherStore::create_watcher) within a quota: with `max_active`, refused with
     /// [`StoreError::LimitReached`] (`what` `"active watchers of one owner"`) when the owner
     /// (`new.runtime`) already has that many active watchers. The count and the insert are one
     /// transaction, so two creations at once cannot both take the last place.
@@ -244,7 +244,7 @@ impl Store {
         self.list_watchers_of(None, text, limit)
     }
 
-    /// [`Store::list_watchers`], only those of `owner` (the runtime that created them) when
+    /// [`Store::list_watchers`](crate::WatcherStore::list_watchers), only those of `owner` (the runtime that created them) when
     /// given.
     pub fn list_watchers_of(
         &self,
@@ -275,7 +275,7 @@ impl Store {
         self.stop_watchers_of(None, selector, now_ms)
     }
 
-    /// [`Store::stop_watchers`] among the watchers of `owner` (the runtime that created them)
+    /// [`Store::stop_watchers`](crate::WatcherStore::stop_watchers) among the watchers of `owner` (the runtime that created them)
     /// when given: another owner's watcher is never selected, whatever the selector
     /// ([`WatcherSelector::All`] is all of the owner's).
     pub fn stop_watchers_of(
@@ -366,7 +366,7 @@ pub struct WatcherFiring {
     pub reaction_note: String,
 }
 
-/// A firing to record ([`Store::fire_watcher`]).
+/// A firing to record ([`Store::fire_watcher`](crate::WatcherStore::fire_watcher)).
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewFiring {
     pub watcher_id: i64,
@@ -389,7 +389,7 @@ pub struct NewFiring {
     pub job: Option<(NewAgentJob, JobQuota)>,
 }
 
-/// A firing as [`Store::fire_watcher`] recorded it.
+/// A firing as [`Store::fire_watcher`](crate::WatcherStore::fire_watcher) recorded it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordedFiring {
     pub firing: WatcherFiring,
@@ -401,7 +401,7 @@ pub struct RecordedFiring {
     pub audit: AuditRecord,
 }
 
-/// What [`Store::fire_watcher`] did.
+/// What [`Store::fire_watcher`](crate::WatcherStore::fire_watcher) did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum FireOutcome {
     /// Recorded, with the job it created and its audit record.
@@ -452,12 +452,12 @@ fn firings(
     crate::rows::collect(conn, op, &sql, args, firing_from_row)
 }
 
-impl Store {
+impl SqliteStore {
     /// Records one firing in one transaction: checks the watcher is active and has not fired
     /// for `dedupe_key`; inserts the firing; counts it on the watcher (ending it when
     /// `end`, moving its cursor when given); creates the reaction's job when given (the
     /// firing's reaction is then `done`, else `pending` until
-    /// [`Store::finish_watcher_reaction`]); appends the audit record `audit` builds from the
+    /// [`Store::finish_watcher_reaction`](crate::WatcherStore::finish_watcher_reaction)); appends the audit record `audit` builds from the
     /// ids. All of it commits, or none of it.
     pub fn fire_watcher(
         &self,

@@ -85,7 +85,7 @@ async fn tampering_with_one_row_breaks_verification_at_that_row() {
         )
         .await;
     }
-    let db = h.bridge.store().db_path();
+    let db = h.bridge.store().db_path().unwrap();
     let conn = rusqlite::Connection::open(&db).unwrap();
     let changed = conn
         .execute(

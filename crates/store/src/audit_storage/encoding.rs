@@ -118,7 +118,7 @@ pub(super) fn decode_id(value: ValueRef<'_>, name: &str) -> std::result::Result<
 }
 
 /// The id-column values that a record with `request_id` would be stored under (a
-/// [`find`](crate::Store::find_audit) by derived audit id looks these up).
+/// [`find`](crate::AuditStore::find_audit) by derived audit id looks these up).
 pub(crate) fn request_id_value(request_id: &str) -> SqlValue {
     encode_id(request_id)
 }

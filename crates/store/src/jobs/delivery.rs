@@ -6,12 +6,12 @@ use rusqlite::params;
 
 use super::rows::{RUN_COLUMNS, run_from_row};
 use super::{DeliveryState, JOB_COLUMNS, JobRun, StoredJob, job_from_row};
-use crate::Store;
+use crate::SqliteStore;
 use crate::error::Result;
 use crate::rows::collect;
 use crate::wire::sql_limit;
 
-impl Store {
+impl SqliteStore {
     /// At most `limit` jobs whose latest delivery is `pending` or `failed` and whose run ended
     /// at or after `since_ms` (`last_run_at`), oldest first.
     pub fn undelivered_jobs(&self, since_ms: i64, limit: usize) -> Result<Vec<StoredJob>> {

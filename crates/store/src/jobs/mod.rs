@@ -138,7 +138,7 @@ pub struct NewAgentJob {
     pub created_by: String,
 }
 
-/// Which jobs [`Store::list_jobs`](crate::Store::list_jobs) returns. Order: live jobs first by ascending `next_run_at`
+/// Which jobs [`Store::list_jobs`](crate::JobStore::list_jobs) returns. Order: live jobs first by ascending `next_run_at`
 /// (0 first) then id, then terminal jobs by descending `updated_at` then descending id.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct JobFilter {
@@ -193,7 +193,7 @@ pub struct AttemptFinish {
     pub finished_at: i64,
 }
 
-/// Which running jobs [`Store::repair_stale_jobs`](crate::Store::repair_stale_jobs) repairs.
+/// Which running jobs [`Store::repair_stale_jobs`](crate::JobStore::repair_stale_jobs) repairs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StaleSelection {
     /// Now (Unix ms).

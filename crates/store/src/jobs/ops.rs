@@ -9,13 +9,13 @@ use super::{
     AttemptFinish, ClaimRequest, ClaimedJob, JobFilter, JobQuota, JobRun, JobType, NewAgentJob,
     RUNS_KEPT_PER_JOB, Repair, RunOutcome, StaleSelection, StoredJob,
 };
-use crate::Store;
+use crate::SqliteStore;
 use crate::error::{Result, SqlContext, StoreError};
 use crate::rows::collect;
 use crate::wire::sql_limit;
 use serde_json::Value;
 
-impl Store {
+impl SqliteStore {
     /// Creates one job (`queued`, phase `queued`, progress `Queued`, every other field at its
     /// creation value of §2) with the next id. When the store already holds `max_jobs` jobs,
     /// the oldest terminal ones are deleted to make room; when every job is live the create is
@@ -24,7 +24,7 @@ impl Store {
         self.create_job_limited(new, now_ms, &JobQuota::for_max(max_jobs))
     }
 
-    /// [`Store::create_job`] under `quota`: a job whose creator is a runtime is refused with
+    /// [`Store::create_job`](crate::JobStore::create_job) under `quota`: a job whose creator is a runtime is refused with
     /// [`StoreError::LimitReached`] when that runtime already holds `quota.per_runtime` live
     /// jobs, or the runtimes together `quota.runtime_share()`; the user's jobs only when
     /// `max_jobs` is full of live jobs.
@@ -47,7 +47,7 @@ impl Store {
         })
     }
 
-    /// [`Store::create_job`] for many jobs in one transaction: all are created or none.
+    /// [`Store::create_job`](crate::JobStore::create_job) for many jobs in one transaction: all are created or none.
     pub fn create_jobs(
         &self,
         news: Vec<NewAgentJob>,
@@ -225,7 +225,7 @@ impl Store {
         })
     }
 
-    /// [`Store::update_job`] for the end of a run attempt, fenced: the row must also still
+    /// [`Store::update_job`](crate::JobStore::update_job) for the end of a run attempt, fenced: the row must also still
     /// be owned by `finish.owner` at `finish.attempt` ([`StoreError::Conflict`] otherwise).
     /// The attempt's ledger row is ended in the same transaction.
     pub fn finish_job_attempt(
@@ -237,7 +237,7 @@ impl Store {
             .map(|(written, _)| written)
     }
 
-    /// [`Store::finish_job_attempt`], also saying whether the attempt's ledger row had already
+    /// [`Store::finish_job_attempt`](crate::JobStore::finish_job_attempt), also saying whether the attempt's ledger row had already
     /// been ended by someone else (`Some(outcome it said)`): the fenced end is the authority on
     /// the attempt its job still names, so that row is corrected to the real end, and the
     /// caller reports the correction.

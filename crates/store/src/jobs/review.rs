@@ -1,14 +1,14 @@
 //! The reads the reviewed background approvals of `agent-jobs.md` §9 need: the jobs parked on
 //! a review or applying one, and the job a background confirmation id belongs to. Writes go
-//! through the compare-and-set of [`Store::update_job`] / [`Store::finish_job_attempt`] like
+//! through the compare-and-set of [`Store::update_job`](crate::JobStore::update_job) / [`Store::finish_job_attempt`](crate::JobStore::finish_job_attempt) like
 //! every other job write.
 
 use super::{JOB_COLUMNS, StoredJob, job_from_row};
-use crate::Store;
+use crate::SqliteStore;
 use crate::error::{Result, SqlContext};
 use crate::rows::collect;
 
-impl Store {
+impl SqliteStore {
     /// The jobs that hold a review in progress: `awaiting_review` (parked, waiting for the
     /// user) and `waiting` (a decision being applied), by id. Both come from partial indexes,
     /// so a store without reviews answers without reading any job row.

@@ -101,7 +101,7 @@ pub fn keyless_read(i: u64) -> AuditEntry {
 /// Bytes of every b-tree page in use (tables and indexes), through `dbstat`.
 fn db_bytes(store: &Store) -> u64 {
     let conn = rusqlite::Connection::open_with_flags(
-        store.db_path(),
+        store.db_path().unwrap(),
         rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
     )
     .unwrap();

@@ -345,7 +345,7 @@ fn concurrent_resolvers_across_two_connections() {
     let dir = temp();
     let store = open(&dir);
     created(&store, "c1", "t", "k", T0);
-    let db = store.db_path();
+    let db = store.db_path().unwrap();
     let barrier = Arc::new(Barrier::new(2));
     let handles: Vec<_> = (0..2)
         .map(|i| {

@@ -154,7 +154,7 @@ fn a_record_whose_shape_id_names_another_shape_is_refused() {
     let store = open(&dir);
     store.append_audit(&read_entry(1)).unwrap();
     // Stand-in for a colliding shape stored first: same id, other text.
-    let raw = rusqlite::Connection::open(store.db_path()).unwrap();
+    let raw = rusqlite::Connection::open(store.db_path().unwrap()).unwrap();
     let changed = raw
         .execute(
             "UPDATE audit_shapes SET shape = shape || ' ' WHERE id IN \

@@ -52,7 +52,7 @@ fn open_creates_the_data_directory_private() {
         .permissions()
         .mode();
     assert_eq!(mode & 0o777, 0o700);
-    assert!(store.db_path().exists());
+    assert!(store.db_path().unwrap().exists());
     assert!(!store.is_read_only());
 }
 

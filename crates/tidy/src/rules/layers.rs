@@ -22,6 +22,8 @@ pub const LAYERS: &[(&str, u8)] = &[
     ("openphone-fake-model", 1),
     // The one ToolBridge.
     ("openphone-core", 2),
+    // The PostgreSQL store: a second implementation of the store's interface (beside core).
+    ("openphone-store-pg", 2),
     // A fake Android device over the simulated phone (beside core: it holds the phone).
     ("openphone-fake-adbd", 2),
     // The ADB backend: a real Android phone as a PhoneDevice (beside core, over device).
@@ -48,6 +50,11 @@ pub const ONLY_IN: &[(&str, &[&str], &str)] = &[
         "rusqlite",
         &["openphone-store"],
         "only the store crate speaks SQL",
+    ),
+    (
+        "postgres",
+        &["openphone-store-pg"],
+        "only the PostgreSQL store crate speaks to PostgreSQL",
     ),
     (
         "rmcp",

@@ -1,0 +1,2 @@
+-- PostgreSQL schema of the memory domain (issue 35): part of migration 1, in the order of
+-- crates/store-pg/src/migrate.rs. Filled by the memory domain helper.

@@ -1,0 +1,23 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![cfg(pg_conformance)]
+//! The store's conformance suite on PostgreSQL: the behavioural modules of
+//! `crates/store/tests/suite/` (the SQLite suite runs the same files), each test on a fresh
+//! schema of the server named by `OPENPHONE_TEST_PG_URL`. Compiled only when that variable is
+//! set (see `build.rs`); the modules that describe SQLite's files (locks, migrations, the
+//! writer's batches, the on-disk audit layout) stay in the SQLite suite.
+
+#[path = "conformance/support.rs"]
+mod support;
+
+#[path = "../../store/tests/suite/approvals_settings.rs"]
+mod approvals_settings;
+#[path = "../../store/tests/suite/executions.rs"]
+mod executions;
+#[path = "../../store/tests/suite/memory.rs"]
+mod memory;
+#[path = "../../store/tests/suite/outcomes.rs"]
+mod outcomes;
+#[path = "../../store/tests/suite/replay.rs"]
+mod replay;
+#[path = "../../store/tests/suite/sessions.rs"]
+mod sessions;

@@ -372,3 +372,171 @@ pub fn default_host_id() -> Option<String> {
         .or_else(|| std::env::var("HOSTNAME").ok())?;
     check_host_id(&name).ok().map(|()| name)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(url: &str, tls: TlsMode) -> PgConfig {
+        let mut c = PgConfig::new(url, "host-1", "/tmp/openphone-test");
+        c.tls = tls;
+        c
+    }
+
+    fn tls_on(url: &str, tls: TlsMode) -> bool {
+        config(url, tls).resolve().unwrap().tls.is_some()
+    }
+
+    #[test]
+    fn tls_disable_is_refused_for_a_non_loopback_host() {
+        let err = config(
+            "postgres://op@db.example.com:5432/openphone",
+            TlsMode::Disable,
+        )
+        .resolve()
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("db.example.com"), "{err}");
+        assert!(err.contains("disable"), "{err}");
+        let err = crate::PgStore::open(&config(
+            "postgres://op@10.0.0.5/openphone",
+            TlsMode::Disable,
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("10.0.0.5"), "{err}");
+    }
+
+    #[test]
+    fn tls_auto_is_on_for_remote_hosts_and_off_for_loopback_and_sockets() {
+        assert!(tls_on("postgres://op@db.example.com/x", TlsMode::Auto));
+        assert!(tls_on("postgres://op@192.168.1.10:5433/x", TlsMode::Auto));
+        assert!(!tls_on("postgres://op@127.0.0.1:55432/x", TlsMode::Auto));
+        assert!(!tls_on("postgres://op@localhost/x", TlsMode::Auto));
+        assert!(!tls_on("postgres://op@[::1]:5432/x", TlsMode::Auto));
+        assert!(!tls_on(
+            "postgres://op@%2Fvar%2Frun%2Fpostgresql/x",
+            TlsMode::Auto
+        ));
+        assert!(tls_on(
+            "postgres://op@127.0.0.1/x?sslmode=require",
+            TlsMode::Auto
+        ));
+        assert!(tls_on("postgres://op@127.0.0.1/x", TlsMode::Require));
+        assert!(!tls_on("postgres://op@%2Ftmp/x", TlsMode::Require));
+        assert!(!tls_on("postgres://op@localhost/x", TlsMode::Disable));
+    }
+
+    #[test]
+    fn a_password_in_the_url_is_refused_without_repeating_it() {
+        let err = config("postgres://op:hunter22@127.0.0.1/x", TlsMode::Auto)
+            .resolve()
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("holds a password"), "{err}");
+        assert!(!err.contains("hunter22"), "{err}");
+    }
+
+    #[test]
+    fn a_url_without_host_or_user_or_unparsable_is_refused_clearly() {
+        for (url, says) in [
+            ("postgres://op@/x", "no host"),
+            ("postgres://127.0.0.1/x", "no user"),
+            ("mysql://op@127.0.0.1/x", "cannot parse"),
+            ("postgres://op@127.0.0.1:notaport/x", "cannot parse"),
+        ] {
+            let err = config(url, TlsMode::Auto)
+                .resolve()
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(says), "{url}: {err}");
+        }
+    }
+
+    #[test]
+    fn tls_modes_parse_and_a_bad_one_lists_the_choices() {
+        assert_eq!("auto".parse::<TlsMode>().unwrap(), TlsMode::Auto);
+        assert_eq!("require".parse::<TlsMode>().unwrap(), TlsMode::Require);
+        assert_eq!("disable".parse::<TlsMode>().unwrap(), TlsMode::Disable);
+        let err = "verify-full".parse::<TlsMode>().unwrap_err().to_string();
+        assert!(
+            err.contains("\"auto\", \"require\" or \"disable\""),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn host_ids_and_schemas_are_checked() {
+        for good in ["a", "shelf-3", "host_1.lab", &"x".repeat(64)] {
+            check_host_id(good).unwrap();
+        }
+        for bad in ["", "-x", ".x", "a b", "ä", "a/b", &"x".repeat(65)] {
+            assert!(check_host_id(bad).is_err(), "{bad:?}");
+        }
+        check_schema("t123_4").unwrap();
+        for bad in ["", "T1", "1t", "a-b", "a\"b", &"x".repeat(64)] {
+            assert!(check_schema(bad).is_err(), "{bad:?}");
+        }
+        let mut c = config("postgres://op@127.0.0.1/x", TlsMode::Auto);
+        c.host_id = "bad id".into();
+        assert!(c.resolve().unwrap_err().to_string().contains("host_id"));
+    }
+
+    #[test]
+    fn a_password_file_is_read_without_its_newline_and_errors_name_the_file_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("pw");
+        std::fs::write(&file, "s3cret pass\n").unwrap();
+        assert_eq!(
+            PasswordSource::File(file.clone()).read().unwrap(),
+            "s3cret pass"
+        );
+        std::fs::write(&file, "s3cret\r\n").unwrap();
+        assert_eq!(PasswordSource::File(file.clone()).read().unwrap(), "s3cret");
+        std::fs::write(&file, "\n").unwrap();
+        let err = PasswordSource::File(file.clone())
+            .read()
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("is empty") && err.contains("pw"), "{err}");
+        std::fs::write(&file, "line1-secret\nline2\n").unwrap();
+        let err = PasswordSource::File(file.clone())
+            .read()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("more than one line") && !err.contains("line1-secret"),
+            "{err}"
+        );
+        let missing = dir.path().join("missing");
+        let err = PasswordSource::File(missing)
+            .read()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("cannot read password file") && err.contains("missing"),
+            "{err}"
+        );
+        let err = PasswordSource::Env("OPENPHONE_TEST_SURELY_UNSET_PW".into())
+            .read()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("OPENPHONE_TEST_SURELY_UNSET_PW is not set"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn debug_output_never_shows_the_password() {
+        let mut c = config("postgres://op@127.0.0.1/x", TlsMode::Auto);
+        c.password = Some("hunter22".into());
+        let debug = format!("{c:?}");
+        assert!(
+            !debug.contains("hunter22") && debug.contains("<redacted>"),
+            "{debug}"
+        );
+        let resolved = format!("{:?}", c.resolve().unwrap());
+        assert!(!resolved.contains("hunter22"), "{resolved}");
+    }
+}

@@ -43,14 +43,25 @@ use std::sync::Arc;
 use openphone_clock::{Clock, SystemClock};
 use openphone_store::Result;
 
+mod approvals;
+mod audit;
 mod config;
+mod confirmations;
 mod error;
+mod goals;
 mod host;
+mod info;
+mod jobs;
+mod memory;
 pub mod migrate;
+mod outcomes;
 mod pool;
+mod replay;
+mod sessions;
 #[doc(hidden)]
 pub mod testing;
 mod tls;
+mod watchers;
 
 pub use config::{
     MAX_HOST_ID_CHARS, PasswordSource, PgConfig, TlsMode, check_host_id, default_host_id,
@@ -59,6 +70,30 @@ pub use error::is_unique_violation;
 #[allow(unused_imports)]
 pub(crate) use error::{PgContext, backend};
 pub use migrate::PG_SCHEMA_VERSION;
+
+/// Runs `f` on a thread of its own and waits for it: the driver's blocking calls (connecting,
+/// closing a connection) panic when made on a thread that drives a tokio runtime.
+pub(crate) fn off_runtime<T: Send>(
+    op: &'static str,
+    id: &str,
+    f: impl FnOnce() -> Result<T> + Send,
+) -> Result<T> {
+    std::thread::scope(|scope| {
+        let joined = std::thread::Builder::new()
+            .name("openphone-pg-open".into())
+            .spawn_scoped(scope, f)
+            .map_err(|e| backend(op, id, format!("cannot start a thread: {e}")))?
+            .join();
+        joined.unwrap_or_else(|panic| {
+            let text = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            Err(backend(op, id, format!("panicked: {text}")))
+        })
+    })
+}
 
 /// The PostgreSQL store of one daemon: its writer and reader connections.
 #[derive(Debug)]
@@ -76,7 +111,14 @@ pub struct PgStore {
 impl PgStore {
     /// Connects, migrates (once across concurrent openers), takes the host lock and records
     /// this daemon in `fleet_hosts`, then starts the writer and reader threads.
+    ///
+    /// May be called from anywhere, async code included: the connections are made on a thread
+    /// of their own (the driver's blocking calls panic inside a tokio runtime).
     pub fn open(config: &PgConfig) -> Result<PgStore> {
+        off_runtime("open", &config.host_id, || PgStore::open_here(config))
+    }
+
+    fn open_here(config: &PgConfig) -> Result<PgStore> {
         let resolved = config.resolve()?;
         let connector = Arc::new(pool::Connector::new(resolved, config));
         let now_ms = SystemClock.now_ms();

@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use openphone_clock::Stopwatch;
 use openphone_store::{Result, StoreError};
 use postgres::{Client, IsolationLevel, NoTls, Transaction};
 use tokio::sync::oneshot;
@@ -148,6 +149,7 @@ impl Pool {
             let mut conn = ReaderConn {
                 client: Some(client),
                 connector: Arc::clone(&connector),
+                idle: Some(Stopwatch::start()),
             };
             threads.push(spawn(
                 &format!("openphone-pg-reader-{n}"),
@@ -346,7 +348,14 @@ impl WriterConn {
 struct ReaderConn {
     client: Option<Client>,
     connector: Arc<Connector>,
+    /// Since the last read ended: a connection idle longer than [`IDLE_CHECK`] is checked
+    /// (one round trip) before use, so a read after a server restart gets a fresh connection
+    /// instead of failing (a read is `FnOnce`: it cannot be run again).
+    idle: Option<Stopwatch>,
 }
+
+/// How long a reader connection may sit idle before it is checked before use.
+const IDLE_CHECK: Duration = Duration::from_millis(250);
 
 enum Attempt<T> {
     Done(T),
@@ -482,9 +491,29 @@ fn run_read<T>(
     if conn.client.as_ref().is_some_and(Client::is_closed) {
         conn.client = None;
     }
+    if conn
+        .idle
+        .take()
+        .is_some_and(|idle| idle.elapsed() >= IDLE_CHECK)
+        && let Some(client) = conn.client.as_mut()
+        && client.is_valid(Duration::from_secs(5)).is_err()
+    {
+        conn.client = None;
+    }
     if conn.client.is_none() {
         conn.client = Some(conn.connector.connect()?);
     }
+    let result = read_on(conn, op, id, f);
+    conn.idle = Some(Stopwatch::start());
+    result
+}
+
+fn read_on<T>(
+    conn: &mut ReaderConn,
+    op: &'static str,
+    id: &str,
+    f: impl FnOnce(&mut Client) -> Result<T>,
+) -> Result<T> {
     let Some(client) = conn.client.as_mut() else {
         return Err(backend(op, id, "no connection".into()));
     };

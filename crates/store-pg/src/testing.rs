@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use openphone_clock::{Clock, SystemClock};
 use openphone_store::Result;
 
-use crate::{PgConfig, PgStore, pool};
+use crate::{PgConfig, PgContext, PgStore, pool};
 
 /// The variable naming the test cluster (`bash tests/postgres/cluster.sh url`).
 pub const TEST_URL_VAR: &str = "OPENPHONE_TEST_PG_URL";
@@ -29,10 +29,19 @@ pub fn test_url() -> Option<String> {
     }
 }
 
-/// A connection configured as the store's are (TLS, session settings, `search_path`).
+/// A connection configured as the store's are (TLS, session settings, `search_path`). Blocking:
+/// not for use on a thread that drives a tokio runtime (see [`admin_sql`]).
 pub fn connect(config: &PgConfig) -> Result<postgres::Client> {
     let resolved = config.resolve()?;
     pool::Connector::new(resolved, config).connect()
+}
+
+/// Runs `sql` on a new connection made with `config`, from any thread (async tests included).
+pub fn admin_sql(config: &PgConfig, sql: &str) -> Result<()> {
+    crate::off_runtime("testing.admin_sql", "", || {
+        let mut client = connect(config)?;
+        client.batch_execute(sql).ctx("testing.admin_sql", "")
+    })
 }
 
 /// A schema of its own on the cluster at `url`, dropped (with everything in it) when the guard
@@ -53,12 +62,8 @@ pub fn fresh_schema(url: &str) -> (PgConfig, SchemaGuard) {
         panic!("fresh_schema: cannot create {}: {e}", data_dir.display());
     }
     let admin = PgConfig::new(url, "schema-admin", &data_dir);
-    let mut client = match connect(&admin) {
-        Ok(client) => client,
-        Err(e) => panic!("fresh_schema: cannot connect to {url}: {e}"),
-    };
-    if let Err(e) = client.batch_execute(&format!("CREATE SCHEMA {name}")) {
-        panic!("fresh_schema: CREATE SCHEMA {name}: {e}");
+    if let Err(e) = admin_sql(&admin, &format!("CREATE SCHEMA {name}")) {
+        panic!("fresh_schema: CREATE SCHEMA {name} on {url}: {e}");
     }
     let mut config = PgConfig::new(url, format!("t-{name}"), &data_dir);
     config.schema = Some(name.clone());
@@ -87,15 +92,9 @@ impl SchemaGuard {
 
 impl Drop for SchemaGuard {
     fn drop(&mut self) {
-        match connect(&self.admin) {
-            Ok(mut client) => {
-                if let Err(e) =
-                    client.batch_execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE", self.name))
-                {
-                    eprintln!("SchemaGuard: DROP SCHEMA {}: {e}", self.name);
-                }
-            }
-            Err(e) => eprintln!("SchemaGuard: cannot drop schema {}: {e}", self.name),
+        let sql = format!("DROP SCHEMA IF EXISTS {} CASCADE", self.name);
+        if let Err(e) = admin_sql(&self.admin, &sql) {
+            eprintln!("SchemaGuard: {sql}: {e}");
         }
         drop(std::fs::remove_dir_all(&self.data_dir));
     }
@@ -139,6 +138,5 @@ where
 
 /// `postgres::Error` -> `StoreError` as the store converts it, for tests' closures.
 pub fn ctx<T>(r: std::result::Result<T, postgres::Error>, op: &'static str, id: &str) -> Result<T> {
-    use crate::PgContext;
     r.ctx(op, id)
 }

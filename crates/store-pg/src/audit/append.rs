@@ -1,0 +1,148 @@
+//! Appending to a chain: [`prepare`] checks the entry and computes its body digest off the
+//! writer; [`append_prepared`] locks the chain's head, inserts the record, moves the head and
+//! anchors it, inside the caller's transaction.
+
+use openphone_clock::{Clock, SystemClock};
+use openphone_protocol::digest::sha256_hex;
+use openphone_store::{AuditEntry, AuditRecord, GENESIS_HASH, Result, StoreError};
+use serde_json::Value;
+
+use crate::PgContext;
+
+/// A record made ready for the writer: checked, normalised (what reads back), its JSON text
+/// and its body digest computed.
+pub(crate) struct Prepared {
+    /// The record as it reads back (the policy proof normalised through its JSON text).
+    pub(crate) entry: AuditEntry,
+    /// The stored JSON text of `entry`.
+    pub(crate) text: String,
+    /// `sha256_hex(canonical_json(body))` (form 2).
+    pub(crate) body_digest: String,
+}
+
+/// Lowercase hex digit only, as SQLite's encoding accepts.
+fn is_lower_hex64(text: &str) -> bool {
+    text.len() == 64 && text.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// A digest field must be `sha256:<64 hex>` or `<64 hex>`, never a raw value.
+fn check_digest(what: &'static str, value: Option<&str>) -> Result<()> {
+    match value {
+        None => Ok(()),
+        Some(text) if is_lower_hex64(text.strip_prefix("sha256:").unwrap_or(text)) => Ok(()),
+        Some(_) => Err(StoreError::Invalid {
+            what,
+            detail: "must be a digest (sha256:<64 hex> or 64 hex), never a raw value".to_owned(),
+        }),
+    }
+}
+
+/// `sha256_hex(canonical_json(body))`: the body is the record as [`AuditEntry`] serialises it
+/// without `policy_proof`, plus `policy_proof_sha256` (the hex SHA-256 of the proof's
+/// canonical JSON, or `null`) — SQLite's form 2, byte for byte.
+pub(crate) fn body_digest(entry: &AuditEntry) -> Result<String> {
+    let id = &entry.audit_id;
+    let corrupt = |detail: String| StoreError::Corrupt {
+        op: "audit.hash",
+        id: id.clone(),
+        detail,
+    };
+    let mut value = serde_json::to_value(entry).map_err(|e| corrupt(e.to_string()))?;
+    let Value::Object(map) = &mut value else {
+        return Err(corrupt(
+            "a record does not serialise to an object".to_owned(),
+        ));
+    };
+    let proof_sha = match map.remove("policy_proof") {
+        None | Some(Value::Null) => Value::Null,
+        Some(proof) => Value::String(openphone_protocol::canonical_sha256_hex(&proof).map_err(
+            |e| StoreError::Invalid {
+                what: "audit policy_proof",
+                detail: e.to_string(),
+            },
+        )?),
+    };
+    map.insert("policy_proof_sha256".to_owned(), proof_sha);
+    openphone_protocol::canonical_sha256_hex(&value).map_err(|e| corrupt(e.to_string()))
+}
+
+/// The form-2 chain hash: `sha256_hex(prev_hash + "\n" + seq + "\n" + body_digest)`.
+pub(crate) fn chain_hash(prev_hash: &str, seq: i64, body_digest: &str) -> String {
+    sha256_hex(&format!("{prev_hash}\n{seq}\n{body_digest}"))
+}
+
+/// Checks `entry` (the audit id must not be empty, the digest fields must be digests) and
+/// does the expensive part of an append: its JSON text, read back (so what is hashed is what
+/// reads back), and its body digest.
+pub(crate) fn prepare(entry: &AuditEntry) -> Result<Prepared> {
+    if entry.audit_id.is_empty() {
+        return Err(StoreError::Invalid {
+            what: "audit_id",
+            detail: "empty".to_owned(),
+        });
+    }
+    check_digest("audit params_hash", entry.params_hash.as_deref())?;
+    check_digest("audit result_digest", entry.result_digest.as_deref())?;
+    check_digest("audit proof_digest", entry.proof_digest.as_deref())?;
+    let invalid = |e: serde_json::Error| StoreError::Invalid {
+        what: "audit record",
+        detail: e.to_string(),
+    };
+    let text = serde_json::to_string(entry).map_err(invalid)?;
+    let entry: AuditEntry = serde_json::from_str(&text).map_err(invalid)?;
+    let body_digest = body_digest(&entry)?;
+    Ok(Prepared {
+        entry,
+        text,
+        body_digest,
+    })
+}
+
+/// The head of `chain` (last seq and hash), locked for this transaction; `(0, genesis)` for
+/// a chain with no record yet.
+fn lock_head(tx: &mut postgres::Transaction<'_>, chain: &str, id: &str) -> Result<(i64, String)> {
+    let row = tx
+        .query_opt(
+            "SELECT seq, hash FROM audit_heads WHERE chain = $1 FOR UPDATE",
+            &[&chain],
+        )
+        .ctx("audit.append", id)?;
+    Ok(match row {
+        Some(row) => (row.get(0), row.get(1)),
+        None => (0, GENESIS_HASH.to_owned()),
+    })
+}
+
+/// Appends a prepared record to `chain` inside the caller's transaction: locks the chain's
+/// head row, inserts the record, moves the head and anchors it (`audit_anchors`, the latest
+/// anchor per chain). `p` is borrowed: a retried transaction appends it again.
+pub(crate) fn append_prepared(
+    tx: &mut postgres::Transaction<'_>,
+    chain: &str,
+    p: &Prepared,
+) -> Result<AuditRecord> {
+    let id = p.entry.audit_id.as_str();
+    let (last_seq, prev_hash) = lock_head(tx, chain, id)?;
+    let seq = last_seq + 1;
+    let hash = chain_hash(&prev_hash, seq, &p.body_digest);
+    let now_ms = SystemClock.now_ms();
+    tx.execute(
+        "WITH record AS ( \
+             INSERT INTO audit_records (chain, seq, audit_id, at_ms, entry, hash) \
+             VALUES ($1, $2, $3, $4, $5, $6)), \
+         head AS ( \
+             INSERT INTO audit_heads (chain, seq, hash) VALUES ($1, $2, $6) \
+             ON CONFLICT (chain) DO UPDATE SET seq = excluded.seq, hash = excluded.hash) \
+         INSERT INTO audit_anchors (chain, seq, hash, anchored_at_ms) VALUES ($1, $2, $6, $7) \
+         ON CONFLICT (chain) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, \
+             anchored_at_ms = excluded.anchored_at_ms",
+        &[&chain, &seq, &id, &p.entry.at_ms, &p.text, &hash, &now_ms],
+    )
+    .ctx("audit.append", id)?;
+    Ok(AuditRecord {
+        seq,
+        entry: p.entry.clone(),
+        prev_hash,
+        hash,
+    })
+}

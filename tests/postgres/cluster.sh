@@ -13,7 +13,8 @@
 # Authentication: trust on loopback and the socket, except members of the role
 # `openphone_password_users`, who must give their password (scram-sha-256): the tests create such a
 # login to exercise the password-from-file path. fsync and synchronous_commit stay on: the
-# store's tests are durability tests.
+# store's tests are durability tests. OPENPHONE_PG_TLS=1 at the first start: TLS only on TCP,
+# with a test CA in $DIR/ca.crt (see make_certs).
 # As root (CI), initdb/pg_ctl refuse to run, so they run as the `postgres` user (else `nobody`)
 # through runuser, setpriv or su, whichever exists; the cluster directory is given to that user.
 set -euo pipefail
@@ -77,6 +78,26 @@ url() { echo "postgres://$USER_NAME@127.0.0.1:$(port)/$DB_NAME"; }
 
 running() { [[ -f $DATA/PG_VERSION ]] && as_server_user "$BIN/pg_ctl" status -D "$DATA" >/dev/null 2>&1; }
 
+# OPENPHONE_PG_TLS=1 at first start: a test CA ($DIR/ca.crt) and a server certificate for
+# localhost and 127.0.0.1 signed by it; TCP then accepts TLS connections only (hostssl).
+make_certs() {
+    command -v openssl >/dev/null 2>&1 || die "OPENPHONE_PG_TLS needs openssl"
+    (
+        cd "$DIR"
+        openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj "/CN=openphone test CA" \
+            -keyout ca.key -out ca.crt -addext basicConstraints=critical,CA:TRUE \
+            -addext keyUsage=critical,keyCertSign,cRLSign
+        openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" -keyout server.key -out server.csr
+        printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=critical,CA:FALSE\nextendedKeyUsage=serverAuth\n' >server.ext
+        openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 30 \
+            -extfile server.ext -out server.crt
+        rm -f server.csr server.ext ca.key ca.srl
+    ) >"$DIR/certs.log" 2>&1 || { cat "$DIR/certs.log" >&2; die "making the test certificates failed"; }
+    chmod 600 "$DIR/server.key"
+    [[ -n $RUN_USER ]] && chown "$RUN_USER" "$DIR/server.key" "$DIR/server.crt"
+    return 0
+}
+
 init_cluster() {
     mkdir -p "$DIR"
     [[ -n $RUN_USER ]] && chown "$RUN_USER" "$DIR"
@@ -98,13 +119,23 @@ full_page_writes = on
 password_encryption = 'scram-sha-256'
 log_min_messages = warning
 CONF
+    local host=host
+    if [[ -n ${OPENPHONE_PG_TLS:-} ]]; then
+        make_certs
+        host=hostssl
+        as_server_user tee -a "$DATA/postgresql.conf" >/dev/null <<CONF
+ssl = on
+ssl_cert_file = '$DIR/server.crt'
+ssl_key_file = '$DIR/server.key'
+CONF
+    fi
     as_server_user tee "$DATA/pg_hba.conf" >/dev/null <<HBA
 # tests/postgres/cluster.sh: loopback and the socket only. Members of openphone_password_users
 # must give their password; everyone else is trusted (a throwaway test cluster).
 local all +openphone_password_users scram-sha-256
-host  all +openphone_password_users 127.0.0.1/32 scram-sha-256
+$host all +openphone_password_users 127.0.0.1/32 scram-sha-256
 local all all trust
-host  all all 127.0.0.1/32 trust
+$host all all 127.0.0.1/32 trust
 HBA
     echo "$p" >"$DIR/port"
 }

@@ -11,7 +11,7 @@ use std::sync::{Arc, Barrier};
 
 use openphone_store::StoreError;
 use openphone_store_pg::testing::{self, ctx, fresh_schema, test_url};
-use openphone_store_pg::{PasswordSource, PgConfig, PgStore};
+use openphone_store_pg::{PasswordSource, PgConfig, PgStore, TlsMode};
 
 fn admin(url: &str) -> postgres::Client {
     testing::connect(&PgConfig::new(url, "test-admin", std::env::temp_dir())).unwrap()
@@ -430,13 +430,21 @@ fn cluster_script() -> PathBuf {
 }
 
 fn cluster(dir: &std::path::Path, action: &str) -> String {
-    let out = Command::new("bash")
+    cluster_with(dir, action, false)
+}
+
+fn cluster_with(dir: &std::path::Path, action: &str, tls: bool) -> String {
+    let mut command = Command::new("bash");
+    command
         .arg(cluster_script())
         .arg(action)
         .env("OPENPHONE_PG_DIR", dir)
         .env_remove("OPENPHONE_PG_PORT")
-        .output()
-        .unwrap();
+        .env_remove("OPENPHONE_PG_TLS");
+    if tls {
+        command.env("OPENPHONE_PG_TLS", "1");
+    }
+    let out = command.output().unwrap();
     assert!(
         out.status.success(),
         "cluster.sh {action}: {}",
@@ -489,4 +497,47 @@ fn a_write_after_the_server_restarts_reconnects() {
     let err = PgStore::open(&config).unwrap_err().to_string();
     assert!(err.contains("live daemon"), "{err}");
     drop(store);
+}
+
+/// A cluster of its own that takes TLS only (OPENPHONE_PG_TLS=1: a test CA and a certificate for
+/// 127.0.0.1): `require` with the CA file connects over TLS; without the CA the certificate is
+/// refused; loopback under `auto` goes without TLS and the server refuses it.
+#[test]
+fn tls_require_verifies_the_server_certificate_against_the_ca_file() {
+    if test_url().is_none() {
+        return;
+    }
+    let dir =
+        PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("pg-tls-{}", std::process::id()));
+    drop(std::fs::remove_dir_all(&dir));
+    let private = PrivateCluster(dir);
+    let url = cluster_with(&private.0, "start", true);
+    let mut config = PgConfig::new(&url, "tls-host", &private.0);
+    config.tls = TlsMode::Require;
+    config.tls_ca_file = Some(private.0.join("ca.crt"));
+    let store = PgStore::open(&config).unwrap();
+    let ssl: bool = testing::read(&store, "test.ssl", "", |c| {
+        ctx(
+            c.query_one(
+                "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+                &[],
+            ),
+            "test.ssl",
+            "",
+        )
+        .map(|r| r.get(0))
+    })
+    .unwrap();
+    assert!(ssl, "the session is encrypted");
+    drop(store);
+
+    let mut unknown_ca = config.clone();
+    unknown_ca.tls_ca_file = None;
+    let err = PgStore::open(&unknown_ca).unwrap_err().to_string();
+    assert!(err.contains("certificate"), "{err}");
+
+    let mut plain = config.clone();
+    plain.tls = TlsMode::Auto;
+    let err = PgStore::open(&plain).unwrap_err().to_string();
+    assert!(err.contains("no encryption"), "{err}");
 }

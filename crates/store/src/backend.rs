@@ -247,7 +247,7 @@ pub trait ConfirmationStore {
         confirmation_id: &str,
         final_result: &Value,
         now_ms: i64,
-        entry: crate::audit::AuditEntry,
+        entry: AuditEntry,
     ) -> Result<ConfirmationRecord>;
 
     /// Attaches the final result of a confirmation that ended without executing (`denied`,

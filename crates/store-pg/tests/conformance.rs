@@ -21,3 +21,7 @@ mod outcomes;
 mod replay;
 #[path = "../../store/tests/suite/sessions.rs"]
 mod sessions;
+#[path = "../../store/tests/suite/stats.rs"]
+mod stats;
+#[path = "conformance/stats_pg.rs"]
+mod stats_pg;

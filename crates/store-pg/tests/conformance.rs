@@ -11,6 +11,8 @@ mod support;
 
 #[path = "../../store/tests/suite/approvals_settings.rs"]
 mod approvals_settings;
+#[path = "../../store/tests/suite/audit.rs"]
+mod audit;
 #[path = "../../store/tests/suite/executions.rs"]
 mod executions;
 #[path = "../../store/tests/suite/memory.rs"]

@@ -3,6 +3,7 @@ mod audit;
 mod audit_anchor;
 mod audit_migration;
 mod audit_size;
+mod audit_sqlite;
 mod confirmations;
 mod executions;
 mod fail_closed;

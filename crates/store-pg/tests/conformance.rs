@@ -15,6 +15,8 @@ mod approvals_settings;
 mod audit;
 #[path = "../../store/tests/suite/executions.rs"]
 mod executions;
+#[path = "../../store/tests/suite/jobs.rs"]
+mod jobs;
 #[path = "../../store/tests/suite/memory.rs"]
 mod memory;
 #[path = "../../store/tests/suite/outcomes.rs"]

@@ -15,6 +15,7 @@ mod migrations;
 mod outcomes;
 mod replay;
 mod retention;
+mod retention_sqlite;
 mod sessions;
 mod stats;
 mod stats_sqlite;

@@ -63,7 +63,6 @@ pub mod testing;
 mod tls;
 mod watchers;
 
-pub use audit::{AuditChain, ChainVerify};
 pub use config::{
     MAX_HOST_ID_CHARS, PasswordSource, PgConfig, TlsMode, check_host_id, default_host_id,
 };

@@ -247,7 +247,7 @@ pub trait ConfirmationStore {
         confirmation_id: &str,
         final_result: &Value,
         now_ms: i64,
-        entry: AuditEntry,
+        entry: crate::audit::AuditEntry,
     ) -> Result<ConfirmationRecord>;
 
     /// Attaches the final result of a confirmation that ended without executing (`denied`,
@@ -788,8 +788,7 @@ pub trait MemoryStore {
 
 /// What the store is and holds: its directory, schema, counts and writer figures.
 pub trait StoreInfo {
-    /// Sizes and counts of the database (see the module docs of `stats.rs`; on PostgreSQL,
-    /// what each field means there is in `openphone-store-pg`'s `info.rs`). Reads only: a
+    /// Sizes and counts of the database (see the module docs of `stats.rs`). Reads only: a
     /// read-only store gives the same figures next to a running daemon.
     fn stats(&self) -> Result<StoreStats>;
 
@@ -799,13 +798,10 @@ pub trait StoreInfo {
     /// True for a store opened with [`Store::open_read_only`].
     fn is_read_only(&self) -> bool;
 
-    /// The database's schema version: SQLite's `PRAGMA user_version`; on PostgreSQL, the
-    /// latest migration in `schema_migrations` (its own numbering).
+    /// The database's schema version (`PRAGMA user_version`).
     fn schema_version(&self) -> Result<i64>;
 
-    /// Whether full-text search (what [`MemoryStore::search_memory`] ranks with) is available:
-    /// on SQLite, whether the linked SQLite was built with FTS5 (the bundled build is); on
-    /// PostgreSQL always true (`tsvector` and GIN are part of every server).
+    /// Whether the linked SQLite was built with FTS5 (the bundled build is).
     fn fts5_available(&self) -> Result<bool>;
 
     /// A number that changes whenever this store commits a change to the standing approvals:

@@ -48,17 +48,15 @@ impl Holder {
     }
 }
 
-/// An acquired lock on a data directory; released when dropped (and by the kernel when the
-/// process dies). See [`crate::lock_data_dir`].
+/// An acquired lock; released when dropped (and by the kernel when the process dies).
 #[derive(Debug)]
-pub struct DirLock {
+pub(crate) struct DirLock {
     _file: File,
     path: PathBuf,
 }
 
 impl DirLock {
-    /// The lock file.
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 }

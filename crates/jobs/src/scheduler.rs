@@ -134,6 +134,12 @@ pub struct SchedulerConfig {
     /// Live jobs one runtime (a creator that is not the user) may hold; see
     /// [`SchedulerConfig::quota`].
     pub max_jobs_per_runtime: usize,
+    /// For a store shared by several daemons (a fleet on PostgreSQL): the longest the
+    /// scheduler waits before it looks at the store again — the others create jobs and let
+    /// runs go stale without telling it — and every tick then also repairs the runs of
+    /// daemons that died (the store decides who is dead). `None` (one daemon, SQLite): it
+    /// wakes only when its next job is due or it is told of a change.
+    pub poll_ms: Option<i64>,
 }
 
 impl SchedulerConfig {
@@ -149,6 +155,7 @@ impl SchedulerConfig {
             stop_grace_ms: STOP_GRACE_MS,
             max_jobs: MAX_JOBS,
             max_jobs_per_runtime: JobQuota::DEFAULT_PER_RUNTIME,
+            poll_ms: None,
         }
     }
 
@@ -467,7 +474,10 @@ impl Scheduler {
                 inner.repair_resolutions(now, false)?,
             )
         };
-        let repaired = inner.repair(now, None)?;
+        // In a fleet, runs of another owner are repaired here too: the shared store repairs
+        // only those whose daemon is gone.
+        let foreign_to = inner.config.poll_ms.map(|_| inner.config.owner.clone());
+        let repaired = inner.repair(now, foreign_to)?;
         let free = inner
             .config
             .max_runners

@@ -34,6 +34,10 @@ const RETRY_WINDOW_MS: i64 = 24 * 60 * 60 * 1000;
 /// Most deliveries retried per round.
 const RETRY_BATCH: usize = 50;
 
+/// How often a daemon sharing its store with others (a fleet) looks for due jobs they made
+/// and for runs of daemons that died: the scheduler's minimum delay between wakes (15 s).
+pub const FLEET_POLL_MS: i64 = openphone_jobs::limits::MIN_WAKE_DELAY_MS;
+
 /// The scheduler of this daemon over `store` (the jobs' tables, handed over by the daemon's
 /// construction) and the bridge's clock, with `runners`, keeping at most `jobs.max_jobs` jobs,
 /// each runtime at most `jobs.max_jobs_per_runtime` live ones.
@@ -46,6 +50,10 @@ pub fn scheduler(
     let mut config = SchedulerConfig::with_random_owner();
     config.max_jobs = jobs.max_jobs;
     config.max_jobs_per_runtime = jobs.max_jobs_per_runtime;
+    if store.as_sqlite().is_none() {
+        // A store shared with other daemons (docs/fleet.md): look at it every 15 s.
+        config.poll_ms = Some(FLEET_POLL_MS);
+    }
     Scheduler::new(store, bridge.clock(), config, runners)
 }
 

@@ -37,7 +37,11 @@ impl Inner {
 
     pub(super) fn reschedule_at(&self, now: i64) -> Result<Option<i64>, JobsError> {
         let candidate = self.store.next_job_wake(self.config.stale_after_ms)?;
-        let wake = wake_at(candidate, now, self.config.min_wake_delay_ms);
+        let mut wake = wake_at(candidate, now, self.config.min_wake_delay_ms);
+        if let Some(poll) = self.config.poll_ms {
+            let bound = now.saturating_add(poll.max(self.config.min_wake_delay_ms));
+            wake = Some(wake.map_or(bound, |at| at.min(bound)));
+        }
         self.state().next_wake = wake;
         self.rescheduled.notify_one();
         Ok(wake)

@@ -383,3 +383,42 @@ async fn missed_runs_after_downtime_run_once() {
     back.wait_idle().await;
     assert_eq!(h.script.runs_of(hourly.job.id), 1);
 }
+
+#[tokio::test]
+async fn a_fleet_scheduler_looks_again_within_its_poll_interval_for_jobs_others_made() {
+    let h = Harness::new();
+    let runner: Arc<dyn openphone_jobs::JobRunner> = h.script.clone();
+    let poll = MIN_WAKE_DELAY_MS + SEC;
+    let fleet = Scheduler::new(
+        Arc::clone(&h.store),
+        Arc::new(h.clock.clone()),
+        SchedulerConfig {
+            poll_ms: Some(poll),
+            ..SchedulerConfig::new("sched-b")
+        },
+        Runners::builtin().with(openphone_jobs::JobType::AgentTurn, runner),
+    );
+    // Nothing due: a lone scheduler sleeps until told; one sharing its store looks again.
+    assert_eq!(h.sched.tick().await.unwrap().next_wake, None);
+    assert_eq!(fleet.tick().await.unwrap().next_wake, Some(T0 + poll));
+    // A job another daemon made, due in an hour: the lone scheduler wakes then, the fleet
+    // one still within its poll interval.
+    h.create(heartbeat("theirs", T0 + HOUR));
+    assert_eq!(h.sched.reschedule().unwrap(), Some(T0 + HOUR));
+    assert_eq!(fleet.reschedule().unwrap(), Some(T0 + poll));
+    // A poll interval under the minimum delay never makes it wake sooner than that.
+    h.clock.set(T0 + 2 * SEC);
+    let eager = Scheduler::new(
+        Arc::clone(&h.store),
+        Arc::new(h.clock.clone()),
+        SchedulerConfig {
+            poll_ms: Some(SEC),
+            ..SchedulerConfig::new("sched-c")
+        },
+        Runners::builtin(),
+    );
+    assert_eq!(
+        eager.reschedule().unwrap(),
+        Some(T0 + 2 * SEC + MIN_WAKE_DELAY_MS)
+    );
+}

@@ -1,0 +1,341 @@
+//! What only a fleet has, for jobs (issue 35, "Claim and lease across daemons"): daemons (`PgStore`s
+//! with their own host ids) on one schema claim due jobs concurrently and each job is claimed
+//! once; a dead daemon's run is repaired by another; a daemon whose run was taken over writes
+//! nothing (fencing); a job naming a phone of one host is never claimed by another; the next
+//! wake of a daemon counts only what that daemon has to do.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use openphone_store::{
+    AttemptFinish, ClaimRequest, JobPhase, JobStatus, JobStore, JobType, NewAgentJob, RunOutcome,
+    StaleSelection, StoreError, StoredJob,
+};
+use openphone_store_pg::testing::{SchemaGuard, connect, fresh_schema, test_url};
+use openphone_store_pg::{PgConfig, PgStore};
+use pretty_assertions::assert_eq;
+use serde_json::{Map, json};
+
+use super::support::T0;
+
+const MIN: i64 = 60_000;
+
+/// The configuration of daemon `name` on the schema of `base`.
+fn host_config(base: &PgConfig, name: &str) -> PgConfig {
+    let mut config = base.clone();
+    config.host_id = format!("{}-{name}", base.host_id);
+    config.label = name.to_owned();
+    config.data_dir = base.data_dir.join(name);
+    config
+}
+
+/// Daemons named `names` on one fresh schema (drop the stores before the guard).
+fn hosts(names: &[&str]) -> (Vec<PgStore>, PgConfig, SchemaGuard) {
+    let url = test_url().expect("OPENPHONE_TEST_PG_URL");
+    let (config, guard) = fresh_schema(&url);
+    let stores = names
+        .iter()
+        .map(|name| PgStore::open(&host_config(&config, name)).unwrap())
+        .collect();
+    (stores, config, guard)
+}
+
+fn new_job(title: &str, next_run_at: i64) -> NewAgentJob {
+    let mut schedule = Map::new();
+    schedule.insert("next_run_at".to_owned(), json!(next_run_at));
+    let mut delivery = Map::new();
+    delivery.insert("mode".to_owned(), json!("silent"));
+    NewAgentJob {
+        job_type: JobType::Heartbeat,
+        title: title.to_owned(),
+        prompt: format!("prompt of {title}"),
+        payload_json: Map::new(),
+        schedule_json: schedule,
+        session_target: "main".to_owned(),
+        delivery_json: delivery,
+        next_run_at,
+        created_by: "operator".to_owned(),
+    }
+}
+
+fn claim(store: &PgStore, now: i64, limit: usize, owner: &str) -> Vec<StoredJob> {
+    store
+        .claim_due_jobs(&ClaimRequest {
+            now_ms: now,
+            limit,
+            owner: owner.to_owned(),
+            started_at_ms: T0,
+        })
+        .unwrap()
+        .into_iter()
+        .map(|c| c.job)
+        .collect()
+}
+
+fn ids(jobs: &[StoredJob]) -> Vec<i64> {
+    jobs.iter().map(|j| j.job.id).collect()
+}
+
+fn finish(job: &StoredJob, outcome: RunOutcome, at: i64) -> AttemptFinish {
+    AttemptFinish {
+        attempt: job.attempt,
+        owner: job.owner.clone(),
+        outcome,
+        reason: String::new(),
+        output_ref: String::new(),
+        finished_at: at,
+    }
+}
+
+/// Today's repair: the run fails back to `queued`, due again now.
+fn requeue(job: &StoredJob) -> Option<(StoredJob, AttemptFinish)> {
+    let mut next = job.clone();
+    next.job.status = JobStatus::Queued;
+    next.job.phase = JobPhase::Queued;
+    next.job.running_at = 0;
+    next.job.failure_count += 1;
+    let mut end = finish(job, RunOutcome::Interrupted, T0 + MIN);
+    end.reason = "stuck_running_repaired".to_owned();
+    Some((next, end))
+}
+
+fn repair(store: &PgStore, now: i64) -> Vec<i64> {
+    let selection = StaleSelection {
+        now_ms: now,
+        stale_after_ms: 60 * MIN,
+        foreign_to: None,
+        limit: 100,
+    };
+    ids(&store
+        .repair_stale_jobs(&selection, Box::new(requeue))
+        .unwrap())
+}
+
+/// Ends the writer session of daemon `config` (the one holding its host lock), as a crash or
+/// a network cut would: its host lock is released by the server.
+fn kill_writer_session(admin: &PgConfig, config: &PgConfig) {
+    let mut client = connect(admin).unwrap();
+    let key = format!(
+        "openphone:host:{}:{}",
+        config.schema.as_deref().unwrap(),
+        config.host_id
+    );
+    let killed: Vec<bool> = client
+        .query(
+            "SELECT pg_terminate_backend(l.pid) FROM pg_locks l \
+             WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 \
+             AND ((l.classid::bigint << 32) | l.objid::bigint) = hashtextextended($1, 0)",
+            &[&key],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(killed, [true], "the writer session of {}", config.host_id);
+    // The server releases the lock as the backend exits.
+    for _ in 0..100 {
+        let held: bool = client
+            .query_one(
+                "SELECT EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' \
+                 AND l.granted AND l.objsubid = 1 \
+                 AND ((l.classid::bigint << 32) | l.objid::bigint) = hashtextextended($1, 0))",
+                &[&key],
+            )
+            .unwrap()
+            .get(0);
+        if !held {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    panic!("the host lock of {} outlived its session", config.host_id);
+}
+
+#[test]
+fn two_daemons_claiming_200_due_jobs_at_once_claim_each_exactly_once() {
+    let (stores, _config, _guard) = hosts(&["a", "b"]);
+    let stores: Vec<Arc<PgStore>> = stores.into_iter().map(Arc::new).collect();
+    stores[0]
+        .create_jobs(
+            (0..200)
+                .map(|i| new_job(&format!("j{i}"), T0 + i))
+                .collect(),
+            T0,
+            1000,
+        )
+        .unwrap();
+    let handles: Vec<_> = (0..6)
+        .map(|t| {
+            let store = Arc::clone(&stores[t % 2]);
+            std::thread::spawn(move || {
+                let mut won = Vec::new();
+                loop {
+                    let jobs = claim(&store, T0 + 1000, 3, &format!("sched-{t}"));
+                    if jobs.is_empty() {
+                        return won;
+                    }
+                    won.extend(jobs.into_iter().map(|j| (j.job.id, t % 2)));
+                }
+            })
+        })
+        .collect();
+    let mut wins: HashMap<i64, usize> = HashMap::new();
+    let mut per_host = [0usize; 2];
+    for handle in handles {
+        for (id, host) in handle.join().unwrap() {
+            *wins.entry(id).or_default() += 1;
+            per_host[host] += 1;
+        }
+    }
+    assert_eq!(wins.len(), 200);
+    assert!(wins.values().all(|&n| n == 1), "{wins:?}");
+    assert_eq!(per_host[0] + per_host[1], 200);
+    println!("claims per host: a {}, b {}", per_host[0], per_host[1]);
+    for id in 1..=200 {
+        let runs = stores[0].job_runs(id).unwrap();
+        assert_eq!(runs.len(), 1, "job {id}");
+    }
+}
+
+#[test]
+fn a_run_of_a_daemon_that_ended_is_repaired_by_another_and_a_live_ones_never_is() {
+    let (mut stores, config, guard) = hosts(&["a", "b"]);
+    let b = stores.pop().unwrap();
+    let a = stores.pop().unwrap();
+    a.create_jobs(vec![new_job("a's", T0), new_job("b's", T0)], T0, 10)
+        .unwrap();
+    assert_eq!(ids(&claim(&a, T0, 1, "sched-a")), [1]);
+    assert_eq!(ids(&claim(&b, T0, 1, "sched-b")), [2]);
+    // Both live: neither's run is the other's to repair, even at start-up (`foreign_to`), and
+    // neither wakes the other.
+    let at_start = StaleSelection {
+        now_ms: T0 + MIN,
+        stale_after_ms: 60 * MIN,
+        foreign_to: Some("sched-b".to_owned()),
+        limit: 100,
+    };
+    assert!(
+        b.repair_stale_jobs(&at_start, Box::new(requeue))
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(b.next_job_wake(60 * MIN).unwrap(), Some(T0 + 60 * MIN));
+    // Daemon a ends (its store dropped: its session and host lock go): b repairs its run at
+    // once, as today's stale-run repair does, and wakes for it now.
+    drop(a);
+    assert_eq!(b.next_job_wake(60 * MIN).unwrap(), Some(T0));
+    assert_eq!(repair(&b, T0 + MIN), [1]);
+    let one = b.get_job(1).unwrap().unwrap();
+    assert_eq!(one.job.status, JobStatus::Queued);
+    assert_eq!(one.job.failure_count, 1);
+    let run = b.job_run(1, 1).unwrap().unwrap();
+    assert_eq!(run.outcome, RunOutcome::Interrupted);
+    assert_eq!(run.reason, "stuck_running_repaired");
+    assert_eq!(
+        b.get_job(2).unwrap().unwrap().job.status,
+        JobStatus::Running
+    );
+    // A daemon that restarted is a new incarnation: the runs its predecessor claimed are dead
+    // too, though its host lock is held again.
+    assert_eq!(ids(&claim(&b, T0 + MIN, 1, "sched-b")), [1]);
+    drop(b);
+    let b = PgStore::open(&host_config(&config, "b")).unwrap();
+    let c = PgStore::open(&host_config(&config, "c")).unwrap();
+    assert_eq!(repair(&c, T0 + 2 * MIN), [2, 1]);
+    drop((b, c));
+    drop(guard);
+}
+
+#[test]
+fn a_daemon_whose_run_was_taken_over_writes_nothing() {
+    let (mut stores, config, guard) = hosts(&["a", "b"]);
+    let b = stores.pop().unwrap();
+    let a = stores.pop().unwrap();
+    a.create_job(&new_job("j", T0), T0, 10).unwrap();
+    let mine = claim(&a, T0, 1, "sched-a").pop().unwrap();
+    // a loses its session (a crash of its connection, a network cut): b repairs the run and
+    // claims the job again under its own lease.
+    kill_writer_session(&config, &host_config(&config, "a"));
+    assert_eq!(repair(&b, T0 + MIN), [1]);
+    let theirs = claim(&b, T0 + MIN, 1, "sched-b").pop().unwrap();
+    assert_eq!(theirs.attempt, 2);
+    // a comes back (its writer reconnects and takes its host lock again): every write of its
+    // run is refused, nothing written.
+    let mut progress = mine.clone();
+    progress.job.progress_text = "still going".to_owned();
+    let err = a.update_job(&progress).unwrap_err();
+    assert!(matches!(err, StoreError::Conflict { .. }), "{err}");
+    let mut done = mine.clone();
+    done.job.status = JobStatus::Completed;
+    done.job.phase = JobPhase::Completed;
+    let err = a
+        .finish_job_attempt(&done, &finish(&mine, RunOutcome::Succeeded, T0 + 2 * MIN))
+        .unwrap_err();
+    assert!(matches!(err, StoreError::Conflict { .. }), "{err}");
+    assert_eq!(b.get_job(1).unwrap().unwrap(), theirs);
+    // Fenced on the lease, not only the version: a's writes of b's current attempt, at its
+    // current version, are refused too.
+    let mut forged = theirs.clone();
+    forged.job.progress_text = "a writes b's run".to_owned();
+    let err = a.update_job(&forged).unwrap_err();
+    assert!(matches!(err, StoreError::Conflict { .. }), "{err}");
+    assert!(err.to_string().contains("lease"), "{err}");
+    let err = a
+        .finish_job_run(1, &finish(&theirs, RunOutcome::Succeeded, T0 + 2 * MIN))
+        .unwrap_err();
+    assert!(matches!(err, StoreError::Conflict { .. }), "{err}");
+    assert_eq!(b.get_job(1).unwrap().unwrap(), theirs);
+    assert_eq!(
+        b.job_run(1, 2).unwrap().unwrap().outcome,
+        RunOutcome::Running
+    );
+    // b's own finish goes through; a stop from a (the operator on another host) is decided by
+    // the version alone.
+    let mut end = theirs.clone();
+    end.job.status = JobStatus::Queued;
+    end.job.phase = JobPhase::Queued;
+    let ended = b
+        .finish_job_attempt(&end, &finish(&theirs, RunOutcome::Succeeded, T0 + 2 * MIN))
+        .unwrap();
+    let mut stop = ended.clone();
+    stop.job.status = JobStatus::Stopped;
+    stop.job.phase = JobPhase::Stopped;
+    a.update_job(&stop).unwrap();
+    drop((a, b));
+    drop(guard);
+}
+
+#[test]
+fn a_job_for_a_phone_of_one_host_is_never_claimed_by_another() {
+    let (mut stores, _config, guard) = hosts(&["a", "b"]);
+    let b = stores.pop().unwrap();
+    let a = stores.pop().unwrap();
+    a.register_devices(&["pixel-a".to_owned(), "spare-a".to_owned()])
+        .unwrap();
+    b.register_devices(&["pixel-b".to_owned()]).unwrap();
+    assert_eq!(a.registered_devices().unwrap(), ["pixel-a", "spare-a"]);
+    // Registering again replaces the set.
+    a.register_devices(&["pixel-a".to_owned()]).unwrap();
+    assert_eq!(a.registered_devices().unwrap(), ["pixel-a"]);
+    assert!(matches!(
+        a.register_devices(&[" ".to_owned()]).unwrap_err(),
+        StoreError::Invalid { .. }
+    ));
+    // Job 1 acts on a's phone (due first), 2 on b's, 3 on none, 4 on a phone nobody serves.
+    for title in ["on a", "on b", "anywhere", "nowhere"] {
+        a.create_job(&new_job(title, T0), T0, 10).unwrap();
+    }
+    for (id, device) in [(1, "pixel-a"), (2, "pixel-b"), (4, "spare-a")] {
+        a.set_job_device(id, Some(device)).unwrap();
+    }
+    // b wakes for and claims its phone's job and the one naming none, never a's.
+    assert_eq!(b.next_job_wake(MIN).unwrap(), Some(T0));
+    assert_eq!(ids(&claim(&b, T0, 10, "sched-b")), [2, 3]);
+    assert_eq!(b.next_job_wake(MIN).unwrap(), Some(T0 + MIN));
+    assert!(claim(&b, T0 + 5 * MIN, 10, "sched-b").is_empty());
+    assert_eq!(ids(&claim(&a, T0, 10, "sched-a")), [1]);
+    assert_eq!(a.next_job_wake(MIN).unwrap(), Some(T0 + MIN));
+    assert_eq!(a.get_job(4).unwrap().unwrap().job.status, JobStatus::Queued);
+    drop((a, b));
+    drop(guard);
+}

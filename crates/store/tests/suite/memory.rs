@@ -1,4 +1,4 @@
-//! Memory with FTS5.
+//! Memory with full-text search (FTS5 on SQLite, `tsvector` on PostgreSQL).
 
 use openphone_store::{MemoryRecord, NewMemory, StoreError};
 use pretty_assertions::assert_eq;
@@ -15,7 +15,7 @@ fn mem(text: &str, kind: &str) -> NewMemory {
 }
 
 #[test]
-fn fts5_is_available_in_the_bundled_build() {
+fn full_text_search_is_available() {
     let dir = temp();
     assert!(open(&dir).fts5_available().unwrap());
 }
@@ -108,4 +108,106 @@ fn save_search_rank_and_list_recent() {
         store.save_memory(&mem("   ", "fact"), T0).unwrap_err(),
         StoreError::Invalid { .. }
     ));
+}
+
+#[test]
+fn words_are_letters_and_digits_in_any_script() {
+    let dir = temp();
+    let store = open(&dir);
+    let email = store
+        .save_memory(
+            &mem("Send invoices by e-mail to ana@example.org", "fact"),
+            T0,
+        )
+        .unwrap();
+    let version = store
+        .save_memory(&mem("Runs Android 14.2 on the work phone", "fact"), T0 + 1)
+        .unwrap();
+    let moscow = store
+        .save_memory(&mem("Живёт в Москве", "fact"), T0 + 2)
+        .unwrap();
+    let sao_paulo = store
+        .save_memory(&mem("Mora em São Paulo", "fact"), T0 + 3)
+        .unwrap();
+    let kanji = store
+        .save_memory(&mem("好きな飲み物 緑茶", "preference"), T0 + 4)
+        .unwrap();
+    let ids = |q: &str| {
+        store
+            .search_memory(Some(q), 10)
+            .unwrap()
+            .iter()
+            .map(|h| h.memory.memory_id)
+            .collect::<Vec<_>>()
+    };
+    // Addresses, hyphenated words and version numbers are split into their words.
+    for q in ["example", "ANA", "mail", "org"] {
+        assert_eq!(ids(q), [email.memory_id], "{q}");
+    }
+    assert_eq!(ids("14"), [version.memory_id]);
+    assert_eq!(ids("2"), [version.memory_id]);
+    // Case is folded in every script; accents are kept.
+    assert_eq!(ids("москве"), [moscow.memory_id]);
+    assert_eq!(ids("SÃO"), [sao_paulo.memory_id]);
+    assert_eq!(ids("緑茶"), [kanji.memory_id]);
+    assert!(ids("緑").is_empty(), "a word is a whole run of letters");
+}
+
+#[test]
+fn a_memory_matching_more_of_the_words_ranks_first() {
+    let dir = temp();
+    let store = open(&dir);
+    let both = store
+        .save_memory(&mem("Green coffee beans from the market", "fact"), T0)
+        .unwrap();
+    let coffee = store
+        .save_memory(&mem("Coffee with milk after lunch", "preference"), T0 + 1)
+        .unwrap();
+    let green = store
+        .save_memory(&mem("Green tea before bed", "preference"), T0 + 2)
+        .unwrap();
+    let hits = store.search_memory(Some("green coffee"), 10).unwrap();
+    assert_eq!(hits.len(), 3);
+    assert_eq!(hits[0].memory.memory_id, both.memory_id);
+    assert!(hits[0].score > hits[1].score, "{hits:?}");
+    // The other two match one word each, as often: ties go to the newest.
+    assert_eq!(
+        hits[1..]
+            .iter()
+            .map(|h| h.memory.memory_id)
+            .collect::<Vec<_>>(),
+        [green.memory_id, coffee.memory_id]
+    );
+    assert!(store.search_memory(Some("green"), 0).unwrap().is_empty());
+}
+
+#[test]
+fn search_text_is_never_query_syntax() {
+    let dir = temp();
+    let store = open(&dir);
+    let tea = store
+        .save_memory(&mem("Prefers tea", "preference"), T0)
+        .unwrap();
+    let lisbon = store
+        .save_memory(&mem("Lives in Lisbon", "fact"), T0 + 1)
+        .unwrap();
+    store
+        .save_memory(&mem("Has a dog", "fact"), T0 + 2)
+        .unwrap();
+    // FTS5's and PostgreSQL's query operators, quotes and escapes: only their words count.
+    for q in [
+        "tea:* & !lisbon <-> (zebra|'x')",
+        "^tea NEAR(lisbon zebra, 2) text:tea \\lisbon",
+        "\"tea\" + -lisbon OR/AND NOT zebra*",
+        "'tea'' lisbon\\'",
+    ] {
+        let mut ids: Vec<i64> = store
+            .search_memory(Some(q), 10)
+            .unwrap()
+            .iter()
+            .map(|h| h.memory.memory_id)
+            .collect();
+        ids.sort_unstable();
+        assert_eq!(ids, [tea.memory_id, lisbon.memory_id], "{q}");
+    }
 }

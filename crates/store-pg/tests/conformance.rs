@@ -11,17 +11,19 @@ mod support;
 
 #[path = "../../store/tests/suite/approvals_settings.rs"]
 mod approvals_settings;
+#[path = "../../store/tests/suite/audit.rs"]
+mod audit;
 #[path = "../../store/tests/suite/executions.rs"]
 mod executions;
-#[path = "../../store/tests/suite/goals.rs"]
-mod goals;
 #[path = "../../store/tests/suite/memory.rs"]
 mod memory;
-#[path = "conformance/memory_pg.rs"]
-mod memory_pg;
 #[path = "../../store/tests/suite/outcomes.rs"]
 mod outcomes;
 #[path = "../../store/tests/suite/replay.rs"]
 mod replay;
 #[path = "../../store/tests/suite/sessions.rs"]
 mod sessions;
+#[path = "../../store/tests/suite/stats.rs"]
+mod stats;
+#[path = "conformance/stats_pg.rs"]
+mod stats_pg;

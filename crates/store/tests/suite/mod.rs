@@ -1,6 +1,7 @@
 mod approvals_settings;
 mod audit;
 mod audit_anchor;
+mod audit_anchor_sqlite;
 mod audit_migration;
 mod audit_size;
 mod confirmations;

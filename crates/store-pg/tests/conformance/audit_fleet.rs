@@ -1,0 +1,220 @@
+//! The audit of a fleet (issue 35): one hash chain per daemon on one PostgreSQL schema, each
+//! chain's head anchored at every append; `verify_audit` checks every chain and its anchor.
+
+use std::thread;
+
+use openphone_store::{AnchorOutcome, AuditEntry, AuditProblem, AuditRecord, AuditStore};
+use openphone_store_pg::testing::{self, SchemaGuard};
+use openphone_store_pg::{PgConfig, PgStore};
+use pretty_assertions::assert_eq;
+
+use super::audit::{documented_hash, entry};
+
+const PER_HOST: i64 = 40;
+
+/// Two daemons, `host-a` and `host-b`, on one schema. Fields drop in order: the stores before
+/// their schema.
+struct Fleet {
+    a: PgStore,
+    b: PgStore,
+    config: PgConfig,
+    _guard: SchemaGuard,
+}
+
+fn fleet() -> Fleet {
+    let url = std::env::var(testing::TEST_URL_VAR).expect("OPENPHONE_TEST_PG_URL");
+    let (config, guard) = testing::fresh_schema(&url);
+    let open = |host: &str| {
+        let mut c = config.clone();
+        c.host_id = host.to_owned();
+        c.label = host.to_owned();
+        c.data_dir = config.data_dir.join(host);
+        PgStore::open(&c).unwrap()
+    };
+    Fleet {
+        a: open("host-a"),
+        b: open("host-b"),
+        config,
+        _guard: guard,
+    }
+}
+
+/// Host `host`'s `i`th record: ids unique across the fleet.
+fn host_entry(host: &str, i: i64) -> AuditEntry {
+    let mut e = entry(i);
+    e.request_id = format!("{host}-req-{i}");
+    e.audit_id = format!("runtime:openclaw:{host}-req-{i}");
+    e.device_id = Some(format!("{host}-phone"));
+    e
+}
+
+/// Both daemons append `PER_HOST` records at once, from threads.
+fn filled() -> Fleet {
+    let fleet = fleet();
+    thread::scope(|s| {
+        for (host, store) in [("host-a", &fleet.a), ("host-b", &fleet.b)] {
+            s.spawn(move || {
+                for i in 1..=PER_HOST {
+                    store.append_audit(&host_entry(host, i)).unwrap();
+                }
+            });
+        }
+    });
+    fleet
+}
+
+#[test]
+fn two_daemons_appending_at_once_build_two_chains_that_verify_and_match_their_anchors() {
+    let fleet = filled();
+    let chains = fleet.a.audit_chains().unwrap();
+    assert_eq!(
+        chains.iter().map(|c| c.chain.as_str()).collect::<Vec<_>>(),
+        ["host-a", "host-b"]
+    );
+    for chain in &chains {
+        assert_eq!(chain.head.seq, PER_HOST);
+        assert_eq!(chain.anchor.as_ref(), Some(&chain.head), "{chain:?}");
+        assert!(chain.anchored_at_ms.is_some());
+    }
+    assert_eq!(fleet.a.audit_head().unwrap(), chains[0].head);
+    assert_eq!(fleet.b.audit_head().unwrap(), chains[1].head);
+
+    // Every chain verifies, each with its own records only.
+    for report in fleet.b.verify_audit_chains().unwrap() {
+        assert!(report.is_intact(), "{report}");
+        assert_eq!(report.report.checked, PER_HOST as u64);
+        assert!(report.to_string().contains("intact"), "{report}");
+    }
+    let combined = fleet.a.verify_audit().unwrap();
+    assert!(combined.is_intact(), "{combined:?}");
+    assert_eq!(combined.checked, 2 * PER_HOST as u64);
+    assert_eq!(
+        (combined.last_seq, combined.last_hash.as_str()),
+        (PER_HOST, chains[0].head.hash.as_str()),
+        "intact: this daemon's chain"
+    );
+
+    // Each daemon's export is its own chain, hashed as SQLite's form 2.
+    for (host, store) in [("host-a", &fleet.a), ("host-b", &fleet.b)] {
+        let records = store.export_audit(0, 1000).unwrap();
+        assert_eq!(records.len(), PER_HOST as usize);
+        for (i, record) in (1..).zip(&records) {
+            assert_eq!(record.seq, i);
+            assert_eq!(record.entry, host_entry(host, i));
+            assert_eq!(record.hash, documented_hash(record));
+        }
+        let pairs = fleet.a.export_audit_chain(host, 10, 5).unwrap();
+        assert_eq!(
+            pairs
+                .iter()
+                .map(|(c, r)| (c.as_str(), r.seq))
+                .collect::<Vec<_>>(),
+            (11..=15).map(|s| (host, s)).collect::<Vec<_>>()
+        );
+        assert_eq!(pairs[0].1, records[10]);
+    }
+    assert!(
+        fleet
+            .a
+            .export_audit_chain("host-c", 0, 10)
+            .unwrap()
+            .is_empty()
+    );
+
+    // find searches every chain: B's record found from A.
+    let found = fleet.a.find_audit("runtime:openclaw:host-b-req-7").unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].entry, host_entry("host-b", 7));
+}
+
+#[test]
+fn deleting_a_record_of_chain_b_is_found_by_verify_naming_chain_b() {
+    let fleet = filled();
+    testing::admin_sql(
+        &fleet.config,
+        "DELETE FROM audit_records WHERE chain = 'host-b' AND seq = 3",
+    )
+    .unwrap();
+    let combined = fleet.a.verify_audit().unwrap();
+    let broken = combined.first_broken.as_ref().unwrap();
+    assert_eq!(
+        (broken.seq, &broken.problem),
+        (4, &AuditProblem::SeqGap { expected: 3 })
+    );
+    let chains = fleet.a.verify_audit_chains().unwrap();
+    assert!(chains[0].is_intact(), "{}", chains[0]);
+    assert_eq!(chains[1].chain, "host-b");
+    assert!(!chains[1].is_intact());
+    let text = chains[1].to_string();
+    assert!(
+        text.starts_with("chain host-b: broken at record seq 4"),
+        "{text}"
+    );
+    // Appending goes on in both chains; the damage stays reported.
+    fleet.a.append_audit(&host_entry("host-a", 99)).unwrap();
+    fleet.b.append_audit(&host_entry("host-b", 99)).unwrap();
+    assert!(!fleet.b.verify_audit().unwrap().is_intact());
+}
+
+/// Re-hashes `records` (consecutive, of `chain`) after an edit, writes them and the head back,
+/// leaving the anchors alone: what someone with write access who knows the hashing does.
+fn rewrite_tail(config: &PgConfig, chain: &str, mut records: Vec<AuditRecord>) -> AuditRecord {
+    let mut client = testing::connect(config).unwrap();
+    let mut prev = records[0].prev_hash.clone();
+    for record in &mut records {
+        record.prev_hash = prev;
+        record.hash = documented_hash(record);
+        prev = record.hash.clone();
+        client
+            .execute(
+                "UPDATE audit_records SET entry = $3, hash = $4 WHERE chain = $1 AND seq = $2",
+                &[
+                    &chain,
+                    &record.seq,
+                    &serde_json::to_string(&record.entry).unwrap(),
+                    &record.hash,
+                ],
+            )
+            .unwrap();
+    }
+    let last = records.pop().unwrap();
+    client
+        .execute(
+            "UPDATE audit_heads SET seq = $2, hash = $3 WHERE chain = $1",
+            &[&chain, &last.seq, &last.hash],
+        )
+        .unwrap();
+    last
+}
+
+#[test]
+fn rewriting_chain_a_tail_and_its_head_is_caught_by_the_anchor() {
+    let fleet = filled();
+    let anchored = fleet.a.audit_chains().unwrap()[0].anchor.clone().unwrap();
+    let mut tail = fleet.a.export_audit(PER_HOST - 5, 100).unwrap();
+    tail[0].entry.at_ms += 1;
+    let forged = rewrite_tail(&fleet.config, "host-a", tail);
+    assert_eq!(forged.seq, anchored.seq);
+
+    let chains = fleet.b.verify_audit_chains().unwrap();
+    let a = &chains[0];
+    assert!(a.report.is_intact(), "the records and the head agree: {a}");
+    assert_eq!(
+        a.anchor.as_ref().unwrap().outcome,
+        AnchorOutcome::Differs {
+            found: forged.hash.clone()
+        }
+    );
+    assert!(!a.is_intact());
+    assert!(a.to_string().starts_with("chain host-a: anchor"), "{a}");
+    assert!(chains[1].is_intact(), "{}", chains[1]);
+
+    let combined = fleet.b.verify_audit().unwrap();
+    let broken = combined.first_broken.unwrap();
+    assert_eq!(broken.seq, PER_HOST);
+    assert!(
+        matches!(&broken.problem, AuditProblem::HeadMismatch { head_hash, last_hash, .. }
+            if *head_hash == anchored.hash && *last_hash == forged.hash),
+        "{broken:?}"
+    );
+}

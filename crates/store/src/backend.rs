@@ -23,6 +23,41 @@ pub type RepairFn = Box<dyn Fn(&StoredJob) -> Option<Repair> + Send + 'static>;
 /// The audit record [`WatcherStore::fire_watcher`] writes with a firing, given its ids.
 pub type FiringAudit = Box<dyn FnOnce(&FiringIds) -> AuditEntry + Send + 'static>;
 
+/// A daemon of a fleet sharing one store, and where the fleet's phones are.
+pub trait Fleet: Send + Sync {
+    /// This daemon's id in the fleet (`[store] host_id`).
+    fn host_id(&self) -> &str;
+
+    /// Records that this daemon serves the phones `device_ids` (and no others): due jobs
+    /// naming one of them are claimed here, and a request for one reaching another daemon is
+    /// refused naming this host.
+    fn register_devices(&self, device_ids: &[String]) -> Result<()>;
+
+    /// The host serving the phone `device_id`, as last registered (`None`: no daemon serves
+    /// it).
+    fn host_of_device(&self, device_id: &str) -> Result<Option<String>>;
+
+    /// The daemons of the fleet, each with its phones.
+    fn hosts(&self) -> Result<Vec<FleetHost>>;
+}
+
+/// One daemon of a fleet, as the shared store knows it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct FleetHost {
+    /// Its `host_id`.
+    pub host_id: String,
+    /// Its label (`[store] label`, default the host id).
+    pub label: String,
+    /// When it last started (Unix ms).
+    pub started_at_ms: i64,
+    /// When it was last seen (Unix ms).
+    pub last_seen_at_ms: i64,
+    /// Whether it runs now (it holds its host lock on the server).
+    pub live: bool,
+    /// The phones it serves.
+    pub device_ids: Vec<String>,
+}
+
 /// Every domain of the store: what [`crate::Store`] holds.
 pub trait StoreBackend:
     SessionStore
@@ -247,7 +282,7 @@ pub trait ConfirmationStore {
         confirmation_id: &str,
         final_result: &Value,
         now_ms: i64,
-        entry: crate::audit::AuditEntry,
+        entry: AuditEntry,
     ) -> Result<ConfirmationRecord>;
 
     /// Attaches the final result of a confirmation that ended without executing (`denied`,
@@ -788,7 +823,14 @@ pub trait MemoryStore {
 
 /// What the store is and holds: its directory, schema, counts and writer figures.
 pub trait StoreInfo {
-    /// Sizes and counts of the database (see the module docs of `stats.rs`). Reads only: a
+    /// The fleet this store is shared by, when it is shared (PostgreSQL): who this daemon is
+    /// and which host serves which phone. `None` for a store one daemon owns (SQLite).
+    fn fleet(&self) -> Option<&dyn Fleet> {
+        None
+    }
+
+    /// Sizes and counts of the database (see the module docs of `stats.rs`; on PostgreSQL,
+    /// what each field means there is in `openphone-store-pg`'s `info.rs`). Reads only: a
     /// read-only store gives the same figures next to a running daemon.
     fn stats(&self) -> Result<StoreStats>;
 
@@ -798,10 +840,13 @@ pub trait StoreInfo {
     /// True for a store opened with [`Store::open_read_only`].
     fn is_read_only(&self) -> bool;
 
-    /// The database's schema version (`PRAGMA user_version`).
+    /// The database's schema version: SQLite's `PRAGMA user_version`; on PostgreSQL, the
+    /// latest migration in `schema_migrations` (its own numbering).
     fn schema_version(&self) -> Result<i64>;
 
-    /// Whether the linked SQLite was built with FTS5 (the bundled build is).
+    /// Whether full-text search (what [`MemoryStore::search_memory`] ranks with) is available:
+    /// on SQLite, whether the linked SQLite was built with FTS5 (the bundled build is); on
+    /// PostgreSQL always true (`tsvector` and GIN are part of every server).
     fn fts5_available(&self) -> Result<bool>;
 
     /// A number that changes whenever this store commits a change to the standing approvals:

@@ -131,9 +131,9 @@ pub use audit::{
 };
 pub use audit_anchor::{AnchorCheck, AnchorOutcome, AnchoredReport, AuditAnchor};
 pub use backend::{
-    ApprovalStore, AuditStore, BoxFuture, ConfirmationStore, FiringAudit, GoalStore, JobStore,
-    MemoryStore, OutcomeStore, RepairFn, ReplayStore, SessionStore, StoreBackend, StoreInfo,
-    WatcherStore,
+    ApprovalStore, AuditStore, BoxFuture, ConfirmationStore, FiringAudit, Fleet, FleetHost,
+    GoalStore, JobStore, MemoryStore, OutcomeStore, RepairFn, ReplayStore, SessionStore,
+    StoreBackend, StoreInfo, WatcherStore,
 };
 pub use confirmations::{
     ConfirmationFilter, ConfirmationRecord, ConfirmationState, MAX_PENDING_PER_RUNTIME,
@@ -151,7 +151,7 @@ pub use jobs::{
     JobQuota, JobRun, JobStatus, JobType, NewAgentJob, OPERATOR_CREATOR, RUNS_KEPT_PER_JOB, Repair,
     RunOutcome, StaleSelection, StoredJob, is_user_creator,
 };
-pub use lock::Holder;
+pub use lock::{DirLock, Holder};
 pub use memory::{MemoryHit, MemoryRecord, NewMemory};
 pub use migrations::SCHEMA_VERSION;
 pub use outcomes::{DeferredOutcome, NewDeferredOutcome, OutcomeState};
@@ -178,6 +178,16 @@ pub const DB_FILE: &str = "openphone.db";
 pub const LOCK_FILE: &str = "openphone.lock";
 
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Creates the data directory (0700 on unix) if needed and takes its exclusive lock, stamped
+/// with `holder`, as [`SqliteStore::open_as`] does: for a daemon whose store lives elsewhere
+/// (PostgreSQL) but whose data directory (tokens, `endpoint.json`) must still have one owner.
+/// Hand the lock to [`Store::with_lock`].
+pub fn lock_data_dir(data_dir: &Path, holder: &Holder) -> Result<DirLock> {
+    lock::create_data_dir(data_dir).map_err(open::reclassify)?;
+    open::check_dir_writable(data_dir)?;
+    lock::acquire(data_dir, holder).map_err(open::reclassify)
+}
 
 /// The SQLite store (the default backend). `Send + Sync`.
 ///

@@ -1,39 +1,280 @@
-//! [`MemoryStore`] on PostgreSQL.
+//! [`MemoryStore`] on PostgreSQL: long-term memory with full-text search (`schema/memory.sql`),
+//! a port of `openphone-store`'s `memory.rs` (SQLite FTS5).
 //!
-//! Stubs until the domain is written: each method answers `StoreError::Backend` "not
-//! implemented on PostgreSQL yet".
+//! # Words, on both sides
+//!
+//! The store splits text into words itself, by the rule the SQLite store applies to queries
+//! (runs of letters and digits, any script), lower-cased, and hands PostgreSQL the result as a
+//! `tsvector` literal (`'tea':1,5 'green':4`) on save and a `tsquery` literal (`'tea' | 'green'`)
+//! on search. So:
+//! - any language works and no server setting (locale, `default_text_search_config`) changes
+//!   what a word is: this is the `simple` configuration's behaviour (no stemming, no stop
+//!   words) without its parser, which would keep `e-mail`, `3.5` or `a@b.org` whole where
+//!   FTS5's `unicode61` tokenizer, and a query, split them;
+//! - user text never reaches a query parser (`websearch_to_tsquery` would read `or`, `-` and
+//!   quotes as operators; FTS5 syntax is harmless for the same reason on SQLite), and the words
+//!   are OR-ed as on SQLite;
+//! - the index is a GIN index on the `search` column.
+//!
+//! Ranking is `ts_rank` (the words' frequency in the memory, with diminishing returns): higher is
+//! better, as `-bm25` is on SQLite; ties go to the newest id on both.
+//!
+//! One difference stays: FTS5's `unicode61` also folds diacritics (`café` finds `cafe`); here
+//! they are kept (`café` finds only `café`).
 
-#![allow(unused_variables, unused_imports)]
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
 
-use std::path::Path;
-
-use openphone_store::*;
-use serde_json::Value;
+use openphone_store::{MemoryHit, MemoryRecord, MemoryStore, NewMemory, Result, StoreError};
+use postgres::types::FromSql;
+use postgres::{GenericClient, Row};
 
 use crate::PgStore;
+use crate::error::PgContext;
 
-fn todo(op: &'static str) -> StoreError {
-    StoreError::Backend {
-        op,
-        id: String::new(),
-        detail: "not implemented on PostgreSQL yet".to_owned(),
+const COLUMNS: &str = "m.memory_id, m.text, m.kind, m.subject, m.confidence, m.created_at_ms";
+
+/// PostgreSQL's limits on a `tsvector`: a lexeme's bytes (`MAXSTRLEN` is 2047), the positions
+/// kept per lexeme (`MAXNUMPOS`) and the largest position (`MAXENTRYPOS - 1`). Longer words are
+/// left out of the index, as `to_tsvector` leaves them out; later positions are dropped or
+/// clamped, as the server would do itself.
+const MAX_WORD_BYTES: usize = 2047;
+const MAX_POSITIONS: usize = 256;
+const MAX_POSITION: usize = 16_383;
+
+fn col<'a, T: FromSql<'a>>(row: &'a Row, name: &str, op: &'static str) -> Result<T> {
+    row.try_get(name).ctx(op, "")
+}
+
+fn from_row(row: &Row) -> Result<MemoryRecord> {
+    const OP: &str = "memories.read";
+    Ok(MemoryRecord {
+        memory_id: col(row, "memory_id", OP)?,
+        text: col(row, "text", OP)?,
+        kind: col(row, "kind", OP)?,
+        subject: col(row, "subject", OP)?,
+        confidence: col(row, "confidence", OP)?,
+        created_at_ms: col(row, "created_at_ms", OP)?,
+    })
+}
+
+fn get_in(conn: &mut impl GenericClient, id: i64) -> Result<Option<MemoryRecord>> {
+    const OP: &str = "memories.get";
+    let sql = format!("SELECT {COLUMNS} FROM memories m WHERE m.memory_id = $1");
+    conn.query_opt(&sql, &[&id])
+        .ctx(OP, &id.to_string())?
+        .as_ref()
+        .map(from_row)
+        .transpose()
+}
+
+/// The words of `text`: runs of letters and digits, lower-cased (a query's words on SQLite).
+fn words(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+}
+
+/// A lexeme quoted for `tsvector`/`tsquery` input. Words hold only letters and digits, so this
+/// never has anything to escape; it escapes anyway rather than trust that.
+fn quoted(word: &str) -> String {
+    let mut out = String::with_capacity(word.len() + 2);
+    out.push('\'');
+    for c in word.chars() {
+        if c == '\'' || c == '\\' {
+            out.push(c);
+        }
+        out.push(c);
     }
+    out.push('\'');
+    out
+}
+
+/// The index entry of a memory: the words of its text, kind and subject with their positions,
+/// as a `tsvector` literal.
+fn search_vector(new: &NewMemory) -> String {
+    let mut positions: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    let all = words(&new.text)
+        .chain(words(&new.kind))
+        .chain(words(&new.subject));
+    for (i, word) in all.enumerate() {
+        if word.len() > MAX_WORD_BYTES {
+            continue;
+        }
+        let at = (i + 1).min(MAX_POSITION);
+        let list = positions.entry(word).or_default();
+        if list.len() < MAX_POSITIONS && list.last() != Some(&at) {
+            list.push(at);
+        }
+    }
+    let mut out = String::new();
+    for (word, at) in positions {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(&quoted(&word));
+        for (n, p) in at.iter().enumerate() {
+            let sep = if n == 0 { ':' } else { ',' };
+            let _ = write!(out, "{sep}{p}");
+        }
+    }
+    out
+}
+
+/// The search for free text: its words OR-ed, as a `tsquery` literal; `None` when the text has
+/// no words. Words too long to be indexed can match nothing and are left out (`Some("")` when
+/// every word was such a word).
+fn query_expression(query: &str) -> Option<String> {
+    let all: Vec<String> = words(query).collect();
+    if all.is_empty() {
+        return None;
+    }
+    Some(
+        all.iter()
+            .filter(|w| w.len() <= MAX_WORD_BYTES)
+            .map(|w| quoted(w))
+            .collect::<Vec<_>>()
+            .join(" | "),
+    )
 }
 
 impl MemoryStore for PgStore {
     fn save_memory(&self, new: &NewMemory, now_ms: i64) -> Result<MemoryRecord> {
-        Err(todo("memory.save_memory"))
+        const OP: &str = "memories.save";
+        if new.text.trim().is_empty() {
+            return Err(StoreError::Invalid {
+                what: "memory text",
+                detail: "empty".to_owned(),
+            });
+        }
+        let new = new.clone();
+        let vector = search_vector(&new);
+        self.write(OP, "", move |tx| {
+            let sql = format!(
+                "INSERT INTO memories AS m \
+                 (text, kind, subject, confidence, created_at_ms, search) \
+                 VALUES ($1, $2, $3, $4, $5, CAST($6::text AS tsvector)) RETURNING {COLUMNS}"
+            );
+            let row = tx
+                .query_one(
+                    &sql,
+                    &[
+                        &new.text,
+                        &new.kind,
+                        &new.subject,
+                        &new.confidence,
+                        &now_ms,
+                        &vector,
+                    ],
+                )
+                .ctx(OP, "")?;
+            from_row(&row)
+        })
     }
 
     fn get_memory(&self, memory_id: i64) -> Result<Option<MemoryRecord>> {
-        Err(todo("memory.get_memory"))
+        self.read("memories.get", &memory_id.to_string(), move |conn| {
+            get_in(conn, memory_id)
+        })
     }
 
     fn delete_memory(&self, memory_id: i64) -> Result<bool> {
-        Err(todo("memory.delete_memory"))
+        const OP: &str = "memories.delete";
+        self.write(OP, &memory_id.to_string(), move |tx| {
+            tx.execute("DELETE FROM memories WHERE memory_id = $1", &[&memory_id])
+                .map(|n| n > 0)
+                .ctx(OP, &memory_id.to_string())
+        })
     }
 
     fn search_memory(&self, query: Option<&str>, limit: usize) -> Result<Vec<MemoryHit>> {
-        Err(todo("memory.search_memory"))
+        const OP: &str = "memories.search";
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let expr = query.and_then(query_expression);
+        self.read(OP, "", move |conn| {
+            let mut out = Vec::new();
+            match expr {
+                Some(expr) if expr.is_empty() => {}
+                Some(expr) => {
+                    let sql = format!(
+                        "SELECT {COLUMNS}, ts_rank(m.search, q)::float8 AS rank \
+                         FROM memories m, CAST($1::text AS tsquery) q WHERE m.search @@ q \
+                         ORDER BY rank DESC, m.memory_id DESC LIMIT $2"
+                    );
+                    for row in conn.query(&sql, &[&expr, &limit]).ctx(OP, &expr)? {
+                        out.push(MemoryHit {
+                            score: col(&row, "rank", OP)?,
+                            memory: from_row(&row)?,
+                        });
+                    }
+                }
+                None => {
+                    let sql = format!(
+                        "SELECT {COLUMNS} FROM memories m \
+                         ORDER BY m.created_at_ms DESC, m.memory_id DESC LIMIT $1"
+                    );
+                    for row in conn.query(&sql, &[&limit]).ctx(OP, "")? {
+                        out.push(MemoryHit {
+                            memory: from_row(&row)?,
+                            score: 0.0,
+                        });
+                    }
+                }
+            }
+            Ok(out)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn memory(text: &str, kind: &str, subject: &str) -> NewMemory {
+        NewMemory {
+            text: text.to_owned(),
+            kind: kind.to_owned(),
+            subject: subject.to_owned(),
+            confidence: None,
+        }
+    }
+
+    #[test]
+    fn vector_holds_every_word_of_every_column_with_positions() {
+        assert_eq!(
+            search_vector(&memory("Tea, tea: GREEN tea", "preference", "user")),
+            "'green':3 'preference':5 'tea':1,2,4 'user':6"
+        );
+        assert_eq!(
+            search_vector(&memory("café e-mail 3.5 Ωmega", "fact", "")),
+            "'3':4 '5':5 'café':1 'e':2 'fact':7 'mail':3 'ωmega':6"
+        );
+    }
+
+    #[test]
+    fn vector_keeps_within_postgres_limits() {
+        let long = "x".repeat(MAX_WORD_BYTES + 1);
+        let many = "w ".repeat(20_000);
+        let v = search_vector(&memory(&format!("{long} {many}"), "fact", "u"));
+        assert!(!v.contains(&long));
+        let w = v.split(' ').find(|l| l.starts_with("'w'")).unwrap();
+        assert_eq!(w.split(',').count(), MAX_POSITIONS);
+        let f = v.split(' ').find(|l| l.starts_with("'fact'")).unwrap();
+        assert_eq!(f, "'fact':16383");
+    }
+
+    #[test]
+    fn query_is_words_or_ed_and_never_syntax() {
+        assert_eq!(
+            query_expression("lisbon OR \"coffee\" AND (NEAR*").as_deref(),
+            Some("'lisbon' | 'or' | 'coffee' | 'and' | 'near'")
+        );
+        assert_eq!(query_expression("  ?! "), None);
+        assert_eq!(query_expression("it's"), Some("'it' | 's'".to_owned()));
+        assert_eq!(
+            query_expression(&"y".repeat(MAX_WORD_BYTES + 1)).as_deref(),
+            Some("")
+        );
+        assert_eq!(quoted("a'b\\"), "'a''b\\\\'");
     }
 }

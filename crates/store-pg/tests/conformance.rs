@@ -15,8 +15,14 @@ mod approvals_settings;
 mod audit;
 #[path = "../../store/tests/suite/executions.rs"]
 mod executions;
+#[path = "../../store/tests/suite/jobs.rs"]
+mod jobs;
+#[path = "conformance/jobs_fleet.rs"]
+mod jobs_fleet;
 #[path = "../../store/tests/suite/memory.rs"]
 mod memory;
+#[path = "conformance/memory_pg.rs"]
+mod memory_pg;
 #[path = "../../store/tests/suite/outcomes.rs"]
 mod outcomes;
 #[path = "../../store/tests/suite/replay.rs"]

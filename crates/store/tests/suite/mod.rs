@@ -18,5 +18,6 @@ mod replay;
 mod retention;
 mod sessions;
 mod stats;
+mod stats_sqlite;
 mod support;
 mod watchers;

@@ -13,6 +13,12 @@ mod support;
 mod approvals_settings;
 #[path = "../../store/tests/suite/audit.rs"]
 mod audit;
+#[path = "../../store/tests/suite/audit_anchor.rs"]
+mod audit_anchor;
+#[path = "conformance/audit_fleet.rs"]
+mod audit_fleet;
+#[path = "conformance/audit_pg.rs"]
+mod audit_pg;
 #[path = "../../store/tests/suite/executions.rs"]
 mod executions;
 #[path = "../../store/tests/suite/jobs.rs"]

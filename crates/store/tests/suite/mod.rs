@@ -4,6 +4,7 @@ mod audit_anchor;
 mod audit_anchor_sqlite;
 mod audit_migration;
 mod audit_size;
+mod audit_sqlite;
 mod confirmations;
 mod executions;
 mod fail_closed;

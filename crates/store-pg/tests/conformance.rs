@@ -21,6 +21,8 @@ mod audit_fleet;
 mod audit_pg;
 #[path = "../../store/tests/suite/executions.rs"]
 mod executions;
+#[path = "../../store/tests/suite/goals.rs"]
+mod goals;
 #[path = "../../store/tests/suite/jobs.rs"]
 mod jobs;
 #[path = "conformance/jobs_fleet.rs"]

@@ -136,6 +136,28 @@ impl ToolBridge {
             .map(|(_, device)| device)
     }
 
+    /// In a fleet (a shared store, docs/fleet.md): the refusal for a phone this daemon does
+    /// not drive but another host does, naming that host. Requests are not proxied between
+    /// hosts.
+    fn on_another_host(&self, device: Option<&str>) -> Option<String> {
+        let fleet = self.store.fleet()?;
+        let device = device?;
+        let host = match fleet.host_of_device(device) {
+            Ok(host) => host?,
+            Err(e) => {
+                tracing::warn!(error = %e, device, "fleet: cannot look up the phone's host");
+                return None;
+            }
+        };
+        (host != fleet.host_id()).then(|| {
+            format!(
+                "the phone {device:?} is attached to host {host:?}, not to this daemon (host \
+                 {:?}): send the request to the daemon on {host}; nothing was executed",
+                fleet.host_id()
+            )
+        })
+    }
+
     /// The phone a request of `runtime` naming none goes to among several: the only phone it
     /// is granted (`[[runtimes]] devices = ["x"]`). `None` with one phone (the only one is
     /// the default anyway) or when the runtime may act on several.
@@ -263,7 +285,12 @@ impl ToolBridge {
             .or_else(|| self.default_device_of(&caller.runtime));
         let id = match self.devices.resolve(requested.as_deref()) {
             Ok((id, _)) => id.to_owned(),
-            Err(e) => return refuse(ErrorCode::InvalidParams, e.to_string(), e.ids()),
+            Err(e) => {
+                if let Some(message) = self.on_another_host(requested.as_deref()) {
+                    return refuse(ErrorCode::DeviceNotFound, message, e.ids());
+                }
+                return refuse(ErrorCode::InvalidParams, e.to_string(), e.ids());
+            }
         };
         if on_device {
             let grants = read(&self.device_grants);

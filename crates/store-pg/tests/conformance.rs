@@ -11,6 +11,8 @@ mod support;
 
 #[path = "../../store/tests/suite/approvals_settings.rs"]
 mod approvals_settings;
+#[path = "conformance/approvals_fleet.rs"]
+mod approvals_fleet;
 #[path = "../../store/tests/suite/audit.rs"]
 mod audit;
 #[path = "../../store/tests/suite/audit_anchor.rs"]
@@ -37,6 +39,8 @@ mod outcomes;
 mod replay;
 #[path = "../../store/tests/suite/sessions.rs"]
 mod sessions;
+#[path = "../../store/tests/suite/transcripts.rs"]
+mod transcripts;
 #[path = "../../store/tests/suite/stats.rs"]
 mod stats;
 #[path = "conformance/stats_pg.rs"]

@@ -21,4 +21,5 @@ mod sessions;
 mod stats;
 mod stats_sqlite;
 mod support;
+mod transcripts;
 mod watchers;

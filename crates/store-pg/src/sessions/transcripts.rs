@@ -1,0 +1,151 @@
+//! Session transcripts on PostgreSQL: one row per entry, numbered from 1 within its session
+//! (`seq`), the body kept as the JSON text the runtime gave (the store does not read it). The
+//! rows go with their session (`ON DELETE CASCADE`).
+//!
+//! Appends to one session from two daemons at once both read the same `MAX(seq)`: the
+//! SERIALIZABLE writer aborts one of them and runs it again, so numbers never repeat or skip.
+
+use openphone_store::{MAX_TRANSCRIPT_ROLE_CHARS, Result, StoreError, TranscriptEntry};
+use postgres::{Row, Transaction};
+use serde_json::Value;
+
+use crate::{PgContext, PgStore};
+
+const OP_APPEND: &str = "session_transcripts.append";
+const OP_READ: &str = "session_transcripts.read";
+
+fn parse_body(text: &str, op: &'static str, id: &str) -> Result<Value> {
+    serde_json::from_str(text).map_err(|e| StoreError::Corrupt {
+        op,
+        id: id.to_owned(),
+        detail: e.to_string(),
+    })
+}
+
+fn from_row(row: &Row) -> Result<TranscriptEntry> {
+    let id: String = row.try_get("phone_session_id").ctx(OP_READ, "")?;
+    let body: String = row.try_get("body_json").ctx(OP_READ, &id)?;
+    Ok(TranscriptEntry {
+        seq: row.try_get("seq").ctx(OP_READ, &id)?,
+        role: row.try_get("role").ctx(OP_READ, &id)?,
+        body: parse_body(&body, OP_READ, &id)?,
+        created_at_ms: row.try_get("created_at_ms").ctx(OP_READ, &id)?,
+        phone_session_id: id,
+    })
+}
+
+/// 1 to [`MAX_TRANSCRIPT_ROLE_CHARS`] characters of `a-z`, `0-9` and `_`.
+fn check_role(role: &str) -> Result<()> {
+    let valid = !role.is_empty()
+        && role.chars().count() <= MAX_TRANSCRIPT_ROLE_CHARS
+        && role
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if valid {
+        Ok(())
+    } else {
+        Err(StoreError::Invalid {
+            what: "transcript role",
+            detail: format!(
+                "{role:?}: expected 1 to {MAX_TRANSCRIPT_ROLE_CHARS} characters of a-z, 0-9 and _"
+            ),
+        })
+    }
+}
+
+/// Inserts one entry after the session's last and returns it; the session must exist.
+fn append_in(
+    tx: &mut Transaction<'_>,
+    phone_session_id: &str,
+    role: &str,
+    body: &str,
+    now_ms: i64,
+) -> Result<TranscriptEntry> {
+    let exists = tx
+        .query_opt(
+            "SELECT 1 FROM phone_sessions WHERE phone_session_id = $1",
+            &[&phone_session_id],
+        )
+        .ctx(OP_APPEND, phone_session_id)?;
+    if exists.is_none() {
+        return Err(StoreError::NotFound {
+            table: "phone_sessions",
+            id: phone_session_id.to_owned(),
+        });
+    }
+    let seq: i64 = tx
+        .query_one(
+            "INSERT INTO session_transcripts \
+             (phone_session_id, seq, role, body_json, created_at_ms) \
+             SELECT $1::TEXT, COALESCE(MAX(seq), 0) + 1, $2::TEXT, $3::TEXT, $4::BIGINT FROM session_transcripts \
+             WHERE phone_session_id = $1 RETURNING seq",
+            &[&phone_session_id, &role, &body, &now_ms],
+        )
+        .ctx(OP_APPEND, phone_session_id)?
+        .try_get(0)
+        .ctx(OP_APPEND, phone_session_id)?;
+    Ok(TranscriptEntry {
+        phone_session_id: phone_session_id.to_owned(),
+        seq,
+        role: role.to_owned(),
+        body: parse_body(body, OP_APPEND, phone_session_id)?,
+        created_at_ms: now_ms,
+    })
+}
+
+/// `SessionStore::append_transcript`: durable on return.
+pub(super) fn append(
+    store: &PgStore,
+    phone_session_id: &str,
+    role: &str,
+    body: &Value,
+    now_ms: i64,
+) -> Result<TranscriptEntry> {
+    check_role(role)?;
+    let owned = (
+        phone_session_id.to_owned(),
+        role.to_owned(),
+        body.to_string(),
+    );
+    store.write(OP_APPEND, phone_session_id, move |tx| {
+        append_in(tx, &owned.0, &owned.1, &owned.2, now_ms)
+    })
+}
+
+/// `SessionStore::append_transcript_async`: awaits the commit instead of blocking.
+pub(super) async fn append_async(
+    store: &PgStore,
+    phone_session_id: &str,
+    role: &str,
+    body: &Value,
+    now_ms: i64,
+) -> Result<TranscriptEntry> {
+    check_role(role)?;
+    let owned = (
+        phone_session_id.to_owned(),
+        role.to_owned(),
+        body.to_string(),
+    );
+    store
+        .write_async(OP_APPEND, phone_session_id, move |tx| {
+            append_in(tx, &owned.0, &owned.1, &owned.2, now_ms)
+        })
+        .await
+}
+
+/// A session's transcript, oldest first (empty for an unknown session).
+pub(super) fn read(store: &PgStore, phone_session_id: &str) -> Result<Vec<TranscriptEntry>> {
+    let id = phone_session_id.to_owned();
+    store.read(OP_READ, phone_session_id, move |client| {
+        client
+            .query(
+                "SELECT phone_session_id, seq, role, body_json, created_at_ms \
+                 FROM session_transcripts WHERE phone_session_id = $1 ORDER BY seq",
+                &[&id],
+            )
+            .ctx(OP_READ, &id)?
+            .iter()
+            .map(from_row)
+            .collect()
+    })
+}

@@ -1,0 +1,204 @@
+//! What only a fleet has, for approvals, settings and phone sessions: two daemons (two
+//! `PgStore`s with their own host ids) on one schema. A revoke committed on one host is seen on
+//! the other at once (its approvals generation and its reads); settings are shared; a daemon's
+//! restart fails and prunes only its own sessions.
+
+use openphone_store::{
+    Autonomy, MIN_SESSIONS_RETAINED, NewPhoneSession, NewStandingApproval, SessionStatus, Store,
+};
+use openphone_store_pg::testing::{SchemaGuard, fresh_schema, test_url};
+use openphone_store_pg::{PgConfig, PgStore};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use super::support::T0;
+
+/// Two daemons, `host-a` and `host-b`, on one fresh schema (drop the stores before the guard).
+fn two_hosts() -> (Store, Store, SchemaGuard) {
+    let url = test_url().expect("OPENPHONE_TEST_PG_URL");
+    let (config, guard) = fresh_schema(&url);
+    let host = |name: &str| {
+        let mut config: PgConfig = config.clone();
+        config.host_id = format!("{}-{name}", config.host_id);
+        config.label = name.to_owned();
+        config.data_dir = config.data_dir.join(name);
+        PgStore::open(&config).unwrap().into_store()
+    };
+    (host("a"), host("b"), guard)
+}
+
+fn tap_rule() -> NewStandingApproval {
+    NewStandingApproval {
+        runtime: "hermes".to_owned(),
+        tool: "openphone.ui.tap".to_owned(),
+        constraints: json!({}),
+        ..NewStandingApproval::default()
+    }
+}
+
+fn session(store: &Store, id: &str, runtime: &str, at: i64) {
+    store
+        .create_session(
+            &NewPhoneSession {
+                phone_session_id: id.to_owned(),
+                runtime_kind: runtime.to_owned(),
+                runtime_session_id: String::new(),
+                attention_id: format!("attn-{id}"),
+                source: "chat".to_owned(),
+                autonomy: Autonomy::AskBeforeAction,
+                summary: "fleet".to_owned(),
+            },
+            at,
+        )
+        .unwrap();
+}
+
+#[test]
+fn a_revoke_committed_on_another_host_is_seen_at_once() {
+    let (a, b, _schema) = two_hosts();
+    let approval = a.create_approval(&tap_rule(), T0).unwrap();
+    let ids = |store: &Store| {
+        store
+            .active_approvals("hermes", "openphone.ui.tap", T0 + 1)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.approval_id)
+            .collect::<Vec<_>>()
+    };
+    // Made on A, it applies on B too.
+    assert_eq!(ids(&b), [approval.approval_id]);
+    let before = a.approvals_generation();
+    assert_eq!(
+        a.approvals_generation(),
+        before,
+        "no change, same generation"
+    );
+
+    let revoked = b
+        .revoke_approval(approval.approval_id, "cli:operator@host-b", T0 + 2)
+        .unwrap();
+    assert!(!revoked.enabled);
+    // Immediately after B's commit, A's generation has moved and its reads exclude it.
+    let after = a.approvals_generation();
+    assert_ne!(after, before);
+    assert!(ids(&a).is_empty());
+    assert_eq!(
+        a.get_approval(approval.approval_id)
+            .unwrap()
+            .unwrap()
+            .revoked_by
+            .as_deref(),
+        Some("cli:operator@host-b")
+    );
+    assert_eq!(b.approvals_generation(), after, "one generation fleet-wide");
+
+    // Every kind of approval write on one host moves the other's generation.
+    let made = b.create_approval(&tap_rule(), T0 + 3).unwrap();
+    let g1 = a.approvals_generation();
+    assert_ne!(g1, after);
+    b.set_approval_enabled(made.approval_id, false, T0 + 4)
+        .unwrap();
+    let g2 = a.approvals_generation();
+    assert_ne!(g2, g1);
+    assert!(ids(&a).is_empty());
+    assert!(b.delete_approval(made.approval_id).unwrap());
+    let g3 = a.approvals_generation();
+    assert_ne!(g3, g2);
+    // Writes that change nothing leave it alone: a second revoke, a failed enable.
+    b.revoke_approval(approval.approval_id, "cli:someone", T0 + 5)
+        .unwrap();
+    assert!(
+        b.set_approval_enabled(made.approval_id, true, T0 + 6)
+            .is_err()
+    );
+    assert_eq!(a.approvals_generation(), g3);
+}
+
+#[test]
+fn settings_are_shared_by_the_fleet() {
+    let (a, b, _schema) = two_hosts();
+    a.set_setting("routing.chat", &json!({"runtime": "hermes"}), T0)
+        .unwrap();
+    assert_eq!(
+        b.get_setting("routing.chat").unwrap(),
+        Some(json!({"runtime": "hermes"}))
+    );
+    assert!(b.delete_setting("routing.chat").unwrap());
+    assert_eq!(a.get_setting("routing.chat").unwrap(), None);
+}
+
+#[test]
+fn a_restart_fails_only_this_hosts_active_sessions() {
+    let (a, b, _schema) = two_hosts();
+    session(&a, "on-a", "openclaw", T0);
+    session(&b, "on-b", "openclaw", T0 + 1);
+    b.update_session_status("on-b", SessionStatus::Running, None, T0 + 2)
+        .unwrap();
+    let failed = a
+        .fail_active_sessions("openclaw", "daemon restarted", T0 + 3)
+        .unwrap();
+    assert_eq!(
+        failed
+            .iter()
+            .map(|s| (s.phone_session_id.as_str(), s.status))
+            .collect::<Vec<_>>(),
+        [("on-a", SessionStatus::Failed)]
+    );
+    // B's session is untouched, and both hosts see both sessions.
+    for store in [&a, &b] {
+        assert_eq!(
+            store.get_session("on-b").unwrap().unwrap().status,
+            SessionStatus::Running
+        );
+        assert_eq!(
+            store
+                .get_session("on-a")
+                .unwrap()
+                .unwrap()
+                .failure_reason
+                .as_deref(),
+            Some("daemon restarted")
+        );
+    }
+    // A session id is unique across the fleet.
+    assert!(
+        b.create_session(
+            &NewPhoneSession {
+                phone_session_id: "on-a".to_owned(),
+                runtime_kind: "openclaw".to_owned(),
+                runtime_session_id: String::new(),
+                attention_id: "attn".to_owned(),
+                source: "chat".to_owned(),
+                autonomy: Autonomy::AskBeforeAction,
+                summary: String::new(),
+            },
+            T0
+        )
+        .is_err()
+    );
+    // B's own restart fails B's session.
+    let failed = b
+        .fail_active_sessions("openclaw", "daemon restarted", T0 + 4)
+        .unwrap();
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0].phone_session_id, "on-b");
+}
+
+#[test]
+fn pruning_keeps_another_hosts_sessions() {
+    let (a, b, _schema) = two_hosts();
+    // B's one session is the oldest of the fleet.
+    session(&b, "b-old", "builtin", T0 - 1_000);
+    for i in 0..=MIN_SESSIONS_RETAINED {
+        session(
+            &a,
+            &format!("a-{i:03}"),
+            "builtin",
+            T0 + i64::try_from(i).unwrap(),
+        );
+    }
+    assert_eq!(a.prune_sessions(0).unwrap(), 1);
+    assert!(a.get_session("a-000").unwrap().is_none());
+    assert!(a.get_session("b-old").unwrap().is_some());
+    assert_eq!(b.prune_sessions(0).unwrap(), 0);
+}

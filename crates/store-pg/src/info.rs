@@ -176,6 +176,10 @@ fn version_in(client: &mut impl postgres::GenericClient) -> Result<i64> {
 }
 
 impl StoreInfo for PgStore {
+    fn fleet(&self) -> Option<&dyn openphone_store::Fleet> {
+        Some(self)
+    }
+
     fn stats(&self) -> Result<StoreStats> {
         let target = self.target().to_owned();
         self.read(OP, "", move |conn| {

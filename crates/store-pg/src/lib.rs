@@ -48,6 +48,7 @@ mod audit;
 mod config;
 mod confirmations;
 mod error;
+mod fleet;
 mod goals;
 mod host;
 mod info;
@@ -63,6 +64,7 @@ pub mod testing;
 mod tls;
 mod watchers;
 
+pub use audit::{AuditChain, ChainVerify};
 pub use config::{
     MAX_HOST_ID_CHARS, PasswordSource, PgConfig, TlsMode, check_host_id, default_host_id,
 };

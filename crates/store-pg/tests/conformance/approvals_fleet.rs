@@ -6,7 +6,7 @@
 use openphone_store::{
     Autonomy, MIN_SESSIONS_RETAINED, NewPhoneSession, NewStandingApproval, SessionStatus, Store,
 };
-use openphone_store_pg::testing::{SchemaGuard, fresh_schema, test_url};
+use openphone_store_pg::testing::{self, SchemaGuard, fresh_schema, test_url};
 use openphone_store_pg::{PgConfig, PgStore};
 use pretty_assertions::assert_eq;
 use serde_json::json;
@@ -15,6 +15,12 @@ use super::support::T0;
 
 /// Two daemons, `host-a` and `host-b`, on one fresh schema (drop the stores before the guard).
 fn two_hosts() -> (Store, Store, SchemaGuard) {
+    let (a, b, _config, guard) = two_hosts_and_config();
+    (a, b, guard)
+}
+
+/// [`two_hosts`], and the schema's configuration (for a connection of the test's own).
+fn two_hosts_and_config() -> (Store, Store, PgConfig, SchemaGuard) {
     let url = test_url().expect("OPENPHONE_TEST_PG_URL");
     let (config, guard) = fresh_schema(&url);
     let host = |name: &str| {
@@ -24,7 +30,7 @@ fn two_hosts() -> (Store, Store, SchemaGuard) {
         config.data_dir = config.data_dir.join(name);
         PgStore::open(&config).unwrap().into_store()
     };
-    (host("a"), host("b"), guard)
+    (host("a"), host("b"), config, guard)
 }
 
 fn tap_rule() -> NewStandingApproval {
@@ -201,4 +207,27 @@ fn pruning_keeps_another_hosts_sessions() {
     assert!(a.get_session("a-000").unwrap().is_none());
     assert!(a.get_session("b-old").unwrap().is_some());
     assert_eq!(b.prune_sessions(0).unwrap(), 0);
+}
+
+/// The generation is never a stale value when it cannot be read: each failed read answers a
+/// value no stored generation takes (top bit set) and no other failed read answered, so a cache
+/// keyed by it is never trusted.
+#[test]
+fn an_unreadable_generation_never_matches_a_cached_one() {
+    let (a, b, config, _schema) = two_hosts_and_config();
+    a.create_approval(&tap_rule(), T0).unwrap();
+    let stored = a.approvals_generation();
+    assert!(stored < 1 << 63);
+    let mut admin = testing::connect(&config).unwrap();
+    admin
+        .batch_execute("DELETE FROM approvals_version")
+        .unwrap();
+    let (first, second) = (a.approvals_generation(), a.approvals_generation());
+    assert!(first >= 1 << 63 && second >= 1 << 63, "{first} {second}");
+    assert_ne!(first, second);
+    assert_ne!(b.approvals_generation(), first);
+    admin
+        .batch_execute("INSERT INTO approvals_version (singleton, version) VALUES (TRUE, 7)")
+        .unwrap();
+    assert_eq!(a.approvals_generation(), 7);
 }

@@ -231,3 +231,42 @@ fn an_unreadable_generation_never_matches_a_cached_one() {
         .unwrap();
     assert_eq!(a.approvals_generation(), 7);
 }
+
+/// Two daemons appending to one session's transcript at once: the numbers run 1..=n without a
+/// repeat or a gap (the loser of a race on `MAX(seq)` is run again, never refused).
+#[test]
+fn concurrent_appends_from_two_hosts_number_without_gaps() {
+    const EACH: i64 = 40;
+    let (a, b, _schema) = two_hosts();
+    session(&a, "shared", "builtin", T0);
+    let (a, b) = (std::sync::Arc::new(a), std::sync::Arc::new(b));
+    let appenders: Vec<_> = [("host_a", &a), ("host_b", &b)]
+        .into_iter()
+        .map(|(role, store)| {
+            let store = std::sync::Arc::clone(store);
+            std::thread::spawn(move || {
+                for i in 0..EACH {
+                    store
+                        .append_transcript("shared", role, &json!({"i": i}), T0 + i)
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for appender in appenders {
+        appender.join().unwrap();
+    }
+    let entries = a.transcript("shared").unwrap();
+    assert_eq!(
+        entries.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        (1..=2 * EACH).collect::<Vec<_>>()
+    );
+    for role in ["host_a", "host_b"] {
+        let mine: Vec<_> = entries
+            .iter()
+            .filter(|e| e.role == role)
+            .map(|e| e.body["i"].as_i64().unwrap())
+            .collect();
+        assert_eq!(mine, (0..EACH).collect::<Vec<_>>(), "{role}");
+    }
+}

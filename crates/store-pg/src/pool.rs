@@ -294,6 +294,18 @@ fn read_abandoned(op: &'static str, id: &str) -> StoreError {
     )
 }
 
+/// A random pause before running a conflicted write again, up to 1, 2, 4 … 32 ms: two daemons
+/// that conflicted do not start again in lockstep.
+fn conflict_backoff(conflicts: u32) -> Duration {
+    use std::hash::{BuildHasher, Hasher};
+    let ceiling_us = 1000u64 << conflicts.saturating_sub(1).min(5);
+    // A fresh RandomState is randomly keyed: a random number without a dependency.
+    let random = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    Duration::from_micros(random % ceiling_us)
+}
+
 fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
     panic
         .downcast_ref::<&str>()
@@ -418,7 +430,7 @@ fn run_write<T>(
                                 ),
                             });
                         }
-                        std::thread::sleep(Duration::from_millis(u64::from(conflicts) * 2));
+                        std::thread::sleep(conflict_backoff(conflicts));
                         continue;
                     }
                     LastError::Serialization | LastError::None if lost => {}

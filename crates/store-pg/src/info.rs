@@ -29,7 +29,8 @@
 //! [`crate::PG_SCHEMA_VERSION`] when current), not SQLite's `user_version`. `fts5_available` is
 //! true: full-text search (`tsvector`, GIN) is part of every PostgreSQL (see `memory.rs`).
 //! `is_read_only` is false: a PostgreSQL store is always opened for writing.
-//! `approvals_generation` is 0 until the approvals domain keeps its generation (see there).
+//! `approvals_generation` is the fleet-wide generation of the standing approvals, read from the
+//! server on every call (`approvals.rs` says why and what a revoke promises).
 //! `writer_stats` is all zeros: the writer thread (`pool.rs`) runs one transaction per write,
 //! unbatched, and keeps no counts.
 
@@ -212,7 +213,7 @@ impl StoreInfo for PgStore {
     }
 
     fn approvals_generation(&self) -> u64 {
-        0
+        crate::approvals::approvals_generation(self)
     }
 
     fn writer_stats(&self) -> WriterStats {

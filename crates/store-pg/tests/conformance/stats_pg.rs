@@ -2,12 +2,12 @@
 //! docs of `crates/store-pg/src/info.rs`); the SQLite twin is the store suite's
 //! `stats_sqlite.rs`.
 
-use openphone_store::WriterStats;
+use openphone_store::{NewStandingApproval, WriterStats};
 use openphone_store_pg::PG_SCHEMA_VERSION;
 use pretty_assertions::assert_eq;
 
 use super::stats::{fill, read_entry};
-use super::support::{open, temp};
+use super::support::{T0, open, temp};
 
 #[test]
 fn stats_of_a_postgres_schema_add_up_to_its_tables() {
@@ -56,4 +56,27 @@ fn full_text_search_is_there_and_the_writer_keeps_no_batch_counts() {
     assert!(!store.is_read_only());
     assert_eq!(store.writer_stats(), WriterStats::default());
     assert_eq!(store.data_dir(), dir.path().join("data"));
+}
+
+#[test]
+fn the_approvals_generation_is_the_fleets_and_moves_with_every_approval_write() {
+    let dir = temp();
+    let store = open(&dir);
+    let before = store.approvals_generation();
+    assert_eq!(
+        store.approvals_generation(),
+        before,
+        "a read changes nothing"
+    );
+    let rule = NewStandingApproval {
+        runtime: "hermes".to_owned(),
+        tool: "openphone.url.open".to_owned(),
+        ..NewStandingApproval::default()
+    };
+    store.create_approval(&rule, T0).unwrap();
+    let after = store.approvals_generation();
+    assert_ne!(after, before);
+    // It lives in the database: a restarted daemon reads the same.
+    drop(store);
+    assert_eq!(open(&dir).approvals_generation(), after);
 }

@@ -209,8 +209,22 @@ fn a_second_daemon_with_the_same_host_id_is_refused_naming_the_host() {
         text.contains(&format!("pid {}", std::process::id())),
         "{text}"
     );
-    // When the first ends, its host lock goes with it: a restarted daemon opens at once.
+    let host_locks = |admin: &mut postgres::Client| -> i64 {
+        admin
+            .query_one(
+                "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+                 WHERE l.locktype = 'advisory' AND a.application_name = 'openphone:shelf-3'",
+                &[],
+            )
+            .unwrap()
+            .get(0)
+    };
+    let mut admin = admin(&url);
+    assert_eq!(host_locks(&mut admin), 1, "the writer holds the host lock");
+    // Dropping the store joins its threads; the writer releases the lock before it ends, so a
+    // restarted daemon opens at once.
     drop(first);
+    assert_eq!(host_locks(&mut admin), 0);
     let second = PgStore::open(&config).unwrap();
     assert_eq!(second.host_id(), "shelf-3");
 }

@@ -6,6 +6,7 @@ mod audit_migration;
 mod audit_size;
 mod audit_sqlite;
 mod confirmations;
+mod confirmations_sqlite;
 mod executions;
 mod fail_closed;
 mod goals;

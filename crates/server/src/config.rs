@@ -335,6 +335,11 @@ impl Config {
                 message: "result_retention_days and result_retention_mb must be at least 1".into(),
             });
         }
+        s.postgres(std::path::Path::new("."))
+            .map_err(|message| ConfigError::Parse {
+                path: "store".into(),
+                message,
+            })?;
         Ok(())
     }
 

@@ -37,6 +37,12 @@ mod memory_pg;
 mod outcomes;
 #[path = "../../store/tests/suite/replay.rs"]
 mod replay;
+#[path = "conformance/replay_fleet.rs"]
+mod replay_fleet;
+#[path = "../../store/tests/suite/retention.rs"]
+mod retention;
+#[path = "conformance/retention_pg.rs"]
+mod retention_pg;
 #[path = "../../store/tests/suite/sessions.rs"]
 mod sessions;
 #[path = "../../store/tests/suite/transcripts.rs"]

@@ -8,7 +8,7 @@ use crate::audit::AuditIter;
 use crate::backend::StoreBackend;
 use crate::error::Result;
 use crate::jobs::{Repair, StaleSelection, StoredJob};
-use crate::lock::Holder;
+use crate::lock::{DirLock, Holder};
 use crate::watchers::{FireOutcome, FiringIds, NewFiring};
 use crate::{AuditEntry, SqliteStore};
 
@@ -26,14 +26,15 @@ pub struct Store {
 #[allow(clippy::large_enum_variant)]
 enum Backend {
     Sqlite(SqliteStore),
-    Other(Box<dyn StoreBackend>),
+    /// Another backend, and the data directory's lock when the store holds it.
+    Other(Box<dyn StoreBackend>, Option<DirLock>),
 }
 
 impl fmt::Debug for Store {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.backend {
             Backend::Sqlite(s) => s.fmt(f),
-            Backend::Other(b) => b.fmt(f),
+            Backend::Other(b, _) => b.fmt(f),
         }
     }
 }
@@ -44,7 +45,7 @@ impl Deref for Store {
     fn deref(&self) -> &Self::Target {
         match &self.backend {
             Backend::Sqlite(s) => s,
-            Backend::Other(b) => b.as_ref(),
+            Backend::Other(b, _) => b.as_ref(),
         }
     }
 }
@@ -77,7 +78,15 @@ impl Store {
     /// A store over any backend (e.g. `openphone_store_pg::PgStore`).
     pub fn from_backend(backend: Box<dyn StoreBackend>) -> Store {
         Store {
-            backend: Backend::Other(backend),
+            backend: Backend::Other(backend, None),
+        }
+    }
+
+    /// [`Store::from_backend`] holding the data directory's lock ([`crate::lock_data_dir`])
+    /// for as long as the store lives.
+    pub fn with_lock(backend: Box<dyn StoreBackend>, lock: DirLock) -> Store {
+        Store {
+            backend: Backend::Other(backend, Some(lock)),
         }
     }
 
@@ -85,7 +94,7 @@ impl Store {
     pub fn as_sqlite(&self) -> Option<&SqliteStore> {
         match &self.backend {
             Backend::Sqlite(s) => Some(s),
-            Backend::Other(_) => None,
+            Backend::Other(..) => None,
         }
     }
 
@@ -102,7 +111,10 @@ impl Store {
     /// The lock file of the data directory, when this store holds it (`None` for read-only
     /// stores and for backends that keep no lock here).
     pub fn lock_path(&self) -> Option<&Path> {
-        self.as_sqlite().and_then(SqliteStore::lock_path)
+        match &self.backend {
+            Backend::Sqlite(s) => s.lock_path(),
+            Backend::Other(_, lock) => lock.as_ref().map(DirLock::path),
+        }
     }
 
     /// Every audit record after `after_seq`, read `batch` at a time (oldest first).

@@ -48,15 +48,17 @@ impl Holder {
     }
 }
 
-/// An acquired lock; released when dropped (and by the kernel when the process dies).
+/// An acquired lock on a data directory; released when dropped (and by the kernel when the
+/// process dies). See [`crate::lock_data_dir`].
 #[derive(Debug)]
-pub(crate) struct DirLock {
+pub struct DirLock {
     _file: File,
     path: PathBuf,
 }
 
 impl DirLock {
-    pub(crate) fn path(&self) -> &Path {
+    /// The lock file.
+    pub fn path(&self) -> &Path {
         &self.path
     }
 }

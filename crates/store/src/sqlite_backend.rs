@@ -179,7 +179,7 @@ impl ConfirmationStore for SqliteStore {
         confirmation_id: &str,
         final_result: &Value,
         now_ms: i64,
-        entry: crate::audit::AuditEntry,
+        entry: AuditEntry,
     ) -> Result<ConfirmationRecord> {
         SqliteStore::complete_audited(self, confirmation_id, final_result, now_ms, entry)
     }

@@ -2,6 +2,8 @@
 //! `[mcp]` (with `[mcp.http]`) and `[limits]`, each closed (an unknown key is an error naming
 //! it) and with its defaults.
 
+use std::path::PathBuf;
+
 use serde::Deserialize;
 
 use super::error::ConfigError;
@@ -100,6 +102,23 @@ pub struct StoreConfig {
     pub result_retention_days: u32,
     /// When stored results take more than this many MiB, the oldest are dropped.
     pub result_retention_mb: u64,
+    /// A PostgreSQL server shared by a fleet of daemons (`postgres://user@host:port/db`, no
+    /// password in it): the store lives there instead of `openphone.db` (docs/fleet.md).
+    pub url: Option<String>,
+    /// A file holding the PostgreSQL password (one trailing newline ignored).
+    pub password_file: Option<PathBuf>,
+    /// An environment variable holding the PostgreSQL password.
+    pub password_env: Option<String>,
+    /// `auto` (TLS unless the server is on loopback or a Unix socket), `require`, `disable`
+    /// (refused for a server that is not on loopback).
+    pub tls: Option<String>,
+    /// Extra trusted CA certificates (PEM) for a server with a private CA.
+    pub tls_ca_file: Option<PathBuf>,
+    /// This daemon's id in the fleet (default: the machine's host name): unique among live
+    /// daemons, stable across restarts. Letters, digits, `.`, `_`, `-`.
+    pub host_id: Option<String>,
+    /// A label shown beside the host id in fleet views (default: the host id).
+    pub label: Option<String>,
 }
 
 impl Default for StoreConfig {
@@ -107,11 +126,67 @@ impl Default for StoreConfig {
         StoreConfig {
             result_retention_days: 7,
             result_retention_mb: 64,
+            url: None,
+            password_file: None,
+            password_env: None,
+            tls: None,
+            tls_ca_file: None,
+            host_id: None,
+            label: None,
         }
     }
 }
 
 impl StoreConfig {
+    /// The PostgreSQL store's settings when `url` is set (`None`: SQLite in the data
+    /// directory). Reads the password from its file or variable; every error names the key.
+    pub fn postgres(
+        &self,
+        data_dir: &std::path::Path,
+    ) -> Result<Option<openphone_store_pg::PgConfig>, String> {
+        let Some(url) = self.url.as_deref().map(str::trim) else {
+            if self.password_file.is_some()
+                || self.password_env.is_some()
+                || self.tls.is_some()
+                || self.tls_ca_file.is_some()
+                || self.host_id.is_some()
+            {
+                return Err(
+                    "password_file, password_env, tls, tls_ca_file and host_id need \
+                            `url` (the PostgreSQL server)"
+                        .into(),
+                );
+            }
+            return Ok(None);
+        };
+        let host_id = match &self.host_id {
+            Some(id) => id.trim().to_owned(),
+            None => openphone_store_pg::default_host_id().ok_or(
+                "host_id is not set and the machine's host name is not a valid one: set \
+                 `host_id = \"…\"` (letters, digits, `.`, `_`, `-`)",
+            )?,
+        };
+        openphone_store_pg::check_host_id(&host_id).map_err(|e| format!("host_id: {e}"))?;
+        let mut config = openphone_store_pg::PgConfig::new(url, host_id.clone(), data_dir);
+        config.label = self.label.clone().unwrap_or(host_id);
+        if let Some(tls) = &self.tls {
+            config.tls = tls.trim().parse().map_err(|e| format!("tls: {e}"))?;
+        }
+        config.tls_ca_file = self.tls_ca_file.clone();
+        let source = match (&self.password_file, &self.password_env) {
+            (Some(_), Some(_)) => {
+                return Err("set one of password_file and password_env, not both".into());
+            }
+            (Some(file), None) => Some(openphone_store_pg::PasswordSource::File(file.clone())),
+            (None, Some(var)) => Some(openphone_store_pg::PasswordSource::Env(var.clone())),
+            (None, None) => None,
+        };
+        if let Some(source) = source {
+            config.password = Some(source.read().map_err(|e| e.to_string())?);
+        }
+        Ok(Some(config))
+    }
+
     /// The store's retention policy for these settings.
     pub fn retention(&self) -> openphone_store::Retention {
         openphone_store::Retention {

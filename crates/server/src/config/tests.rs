@@ -362,3 +362,49 @@ fn the_builtin_table_is_closed_and_checked() {
         assert!(err.contains(needle), "{err}");
     }
 }
+
+#[test]
+fn a_postgres_store_is_read_with_its_host_id_tls_and_password_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let secret = dir.path().join("pg.pass");
+    std::fs::write(&secret, "s3cret\n").unwrap();
+    let text = format!(
+        "[store]\nurl = \"postgres://openphone@db.example.org/openphone\"\nhost_id = \"rack-2\"\n\
+         tls = \"require\"\npassword_file = \"{}\"\n",
+        secret.display()
+    );
+    let cfg = Config::parse(&text, "x.toml").unwrap();
+    cfg.check_store().unwrap();
+    let pg = cfg.store.postgres(dir.path()).unwrap().unwrap();
+    assert_eq!(pg.host_id, "rack-2");
+    assert_eq!(pg.label, "rack-2");
+    assert_eq!(pg.tls, openphone_store_pg::TlsMode::Require);
+    assert_eq!(pg.password.as_deref(), Some("s3cret"));
+    assert!(!format!("{pg:?}").contains("s3cret"), "{pg:?}");
+    // Without `url` the store is SQLite in the data directory.
+    let sqlite = Config::parse("", "x.toml").unwrap();
+    assert!(sqlite.store.postgres(dir.path()).unwrap().is_none());
+}
+
+#[test]
+fn bad_postgres_store_settings_are_refused_naming_the_key() {
+    let refused = |text: &str| {
+        let cfg = Config::parse(text, "x.toml").unwrap();
+        cfg.check_store().unwrap_err().to_string()
+    };
+    let url = "url = \"postgres://openphone@127.0.0.1/openphone\"\n";
+    let e = refused("[store]\nhost_id = \"a\"\n");
+    assert!(e.contains("need `url`"), "{e}");
+    let e = refused(&format!("[store]\n{url}host_id = \"no spaces\"\n"));
+    assert!(e.contains("host_id"), "{e}");
+    let e = refused(&format!("[store]\n{url}host_id = \"a\"\ntls = \"maybe\"\n"));
+    assert!(e.contains("tls"), "{e}");
+    let e = refused(&format!(
+        "[store]\n{url}host_id = \"a\"\npassword_file = \"/x\"\npassword_env = \"PGPASS\"\n"
+    ));
+    assert!(e.contains("not both"), "{e}");
+    let e = refused(&format!(
+        "[store]\n{url}host_id = \"a\"\npassword_file = \"/nonexistent/pg.pass\"\n"
+    ));
+    assert!(e.contains("/nonexistent/pg.pass"), "{e}");
+}

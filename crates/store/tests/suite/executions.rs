@@ -3,11 +3,11 @@
 //! reopen (issue 11, item 1).
 
 use openphone_protocol::ToolStatus;
-use openphone_store::{AuditEntry, Caller, Execution, IdentityKey, Store, StoreError};
+use openphone_store::{AuditEntry, Caller, Execution, IdentityKey, StoreError};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use super::support::{T0, data_dir, identity, open, temp};
+use super::support::{T0, identity, open, temp};
 
 fn attempt(request_id: &str) -> AuditEntry {
     AuditEntry {
@@ -110,7 +110,7 @@ fn an_execution_without_an_outcome_is_found_after_a_reopen() {
         let store = open(&dir);
         store.begin_execution(&execution(&key, "r1")).unwrap();
     }
-    let store = Store::open(data_dir(&dir)).unwrap();
+    let store = open(&dir);
     assert_eq!(store.list_executions().unwrap(), [execution(&key, "r1")]);
     // The attempt was audited before the process went away.
     assert_eq!(store.find_audit("runtime:openclaw:r1").unwrap().len(), 1);

@@ -10,7 +10,7 @@ use openphone_store::{
 use pretty_assertions::assert_eq;
 use serde_json::{Map, Value, json};
 
-use super::support::{T0, data_dir, open, temp};
+use super::support::{T0, open, temp};
 
 const MIN: i64 = 60_000;
 
@@ -128,7 +128,7 @@ fn create_fills_every_field_of_the_record() {
     assert!(serde_json::from_value::<AgentJob>(extra).is_err());
     // It survives a restart.
     drop(store);
-    let store = Store::open(data_dir(&dir)).unwrap();
+    let store = open(&dir);
     assert_eq!(store.get_job(1).unwrap().unwrap().job, expected);
     assert_eq!(store.get_job(2).unwrap(), None);
 }
@@ -168,7 +168,7 @@ fn ids_are_never_reused_and_the_cap_trims_the_oldest_terminal_jobs() {
     // Deleting the newest row does not free its id: the counter is persisted.
     set_status(&store, 5, JobStatus::Failed, T0 + 12);
     drop(store);
-    let store = Store::open(data_dir(&dir)).unwrap();
+    let store = open(&dir);
     let six = store.create_job(&new_job("j6", T0), T0 + 13, 3).unwrap();
     assert_eq!(six.job.id, 6);
     assert_eq!(store.get_job(5).unwrap(), None);
@@ -226,17 +226,14 @@ fn claims_take_due_jobs_in_order_bounded_and_record_an_attempt() {
         store.create_job(&new_job("j", at), T0, 200).unwrap();
     }
     set_status(&store, 5, JobStatus::Paused, T0);
-    // A legacy `active` row is due like a queued one (§2.1); written as an old store would.
+    // A legacy `active` row is due like a queued one (§2.1), as an old store wrote it; and the
+    // store survives a reopen.
+    let mut legacy = store.get_job(4).unwrap().unwrap();
+    legacy.job.status = JobStatus::Active;
+    legacy.job.next_run_at = 0;
+    store.update_job(&legacy).unwrap();
     drop(store);
-    {
-        let conn = rusqlite::Connection::open(data_dir(&dir).join("openphone.db")).unwrap();
-        conn.execute(
-            "UPDATE agent_jobs SET status = 'active', next_run_at = 0 WHERE id = 4",
-            [],
-        )
-        .unwrap();
-    }
-    let store = open_again(&dir);
+    let store = open(&dir);
     let now = T0 + 10;
     assert_eq!(claim(&store, now, 3, "sched-a"), [4, 2, 3]);
     assert_eq!(claim(&store, now, 3, "sched-a"), [6, 1]);
@@ -262,10 +259,6 @@ fn claims_take_due_jobs_in_order_bounded_and_record_an_attempt() {
         store.get_job(5).unwrap().unwrap().job.status,
         JobStatus::Paused
     );
-}
-
-fn open_again(dir: &tempfile::TempDir) -> Store {
-    Store::open(data_dir(dir)).unwrap()
 }
 
 #[test]

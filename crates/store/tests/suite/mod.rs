@@ -18,6 +18,7 @@ mod migrations;
 mod outcomes;
 mod replay;
 mod retention;
+mod retention_sqlite;
 mod sessions;
 mod stats;
 mod stats_sqlite;

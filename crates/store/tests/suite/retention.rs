@@ -6,18 +6,17 @@ use openphone_store::{AuditEntry, Caller, Execution, IdentityKey, Retention, Sto
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use super::audit_size::keyless_read;
 use super::support::{T0, identity, open, temp};
 
 const DAY: i64 = 24 * 60 * 60 * 1000;
 
 /// A stored result of exactly `bytes` bytes of JSON.
-fn result_of(bytes: usize, status: &str) -> Value {
+pub fn result_of(bytes: usize, status: &str) -> Value {
     let shell = json!({"status": status, "request_id": "r", "pad": ""}).to_string();
     json!({"status": status, "request_id": "r", "pad": "x".repeat(bytes - shell.len())})
 }
 
-fn key(i: usize) -> IdentityKey {
+pub fn key(i: usize) -> IdentityKey {
     identity(
         "openphone.clipboard.set",
         &format!("p-{i}"),
@@ -31,6 +30,24 @@ fn record(store: &Store, i: usize, bytes: usize, at_ms: i64) {
     store
         .record_final(&key(i), &format!("r-{i}"), &result, at_ms)
         .unwrap();
+}
+
+/// The audit record of the `i`-th safe read.
+fn read_record(i: i64) -> AuditEntry {
+    AuditEntry {
+        audit_id: format!("runtime:hermes:read-{i}"),
+        at_ms: T0 + i,
+        runtime: "hermes".to_owned(),
+        caller: Caller {
+            runtime: "hermes".to_owned(),
+            transport: "websocket".to_owned(),
+            principal: "token:hermes".to_owned(),
+        },
+        request_id: format!("read-{i}"),
+        tool: Some("openphone.device.status".to_owned()),
+        mutating: Some(false),
+        ..AuditEntry::default()
+    }
 }
 
 fn policy(max_bytes: u64) -> Retention {
@@ -194,7 +211,7 @@ fn pruning_never_touches_the_audit_log() {
     let dir = temp();
     let store = open(&dir);
     for i in 0..300 {
-        store.append_audit(&keyless_read(i)).unwrap();
+        store.append_audit(&read_record(i)).unwrap();
         record(&store, usize::try_from(i).unwrap(), 500, T0);
     }
     let head = store.audit_head().unwrap();
@@ -207,48 +224,4 @@ fn pruning_never_touches_the_audit_log() {
     assert!(report.is_intact(), "{report:?}");
     assert_eq!(store.audit_head().unwrap(), head);
     assert_eq!(store.export_audit(0, 1000).unwrap(), before);
-}
-
-#[test]
-fn a_large_backlog_is_pruned_in_bounded_batches() {
-    let dir = temp();
-    let store = open(&dir);
-    {
-        let conn = rusqlite::Connection::open(super::support::data_dir(&dir).join("openphone.db"))
-            .unwrap();
-        let tx = conn.unchecked_transaction().unwrap();
-        for i in 0..2500usize {
-            let k = key(i);
-            tx.execute(
-                "INSERT INTO final_results VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                rusqlite::params![
-                    k.runtime,
-                    k.runtime_session_id,
-                    k.tool,
-                    k.params_digest,
-                    k.idempotency_key,
-                    format!("r-{i}"),
-                    result_of(100, "ok").to_string(),
-                    T0 + i64::try_from(i).unwrap()
-                ],
-            )
-            .unwrap();
-        }
-        tx.commit().unwrap();
-    }
-    let now = T0 + 10 * DAY;
-    let first = store.prune_replay(now, Retention::default()).unwrap();
-    assert_eq!(
-        (first.final_results, first.more),
-        (openphone_store::PRUNE_BATCH, true)
-    );
-    let second = store.prune_replay(now, Retention::default()).unwrap();
-    assert_eq!(
-        (second.final_results, second.more),
-        (2500 - 128 - 2000, false)
-    );
-    assert_eq!(store.count_final_results().unwrap(), 128);
-    // Oldest first: the survivors are the newest.
-    assert!(store.find_final(&key(2372)).unwrap().unwrap().result["status"] == "ok");
-    assert!(store.find_final(&key(2371)).unwrap().unwrap().result["status"] == "error");
 }

@@ -1,0 +1,196 @@
+//! Replay in a fleet (PostgreSQL only): the identity key is shared by every daemon, so a retry
+//! that reaches another daemon gets the same final result (or `execution_result_unknown`),
+//! never a second execution; each daemon's restart recovery settles only its own executions.
+
+use std::sync::{Arc, Barrier};
+
+use openphone_store::{
+    AuditEntry, AuditStore, Caller, Execution, IdentityKey, ReplayStore, StoreError,
+};
+use openphone_store_pg::{PgConfig, PgStore, testing};
+use serde_json::json;
+
+use super::support::{T0, identity};
+
+/// Two daemons (host ids `host-a`, `host-b`) on one fresh schema.
+fn two_hosts(url: &str) -> (PgConfig, PgConfig, testing::SchemaGuard) {
+    let (config, guard) = testing::fresh_schema(url);
+    let mut a = config.clone();
+    a.host_id = "host-a".to_owned();
+    let mut b = config;
+    b.host_id = "host-b".to_owned();
+    (a, b, guard)
+}
+
+fn execution(key: &IdentityKey, request_id: &str) -> Execution {
+    Execution {
+        identity: key.clone(),
+        request_id: request_id.to_owned(),
+        attempt: AuditEntry {
+            audit_id: format!("runtime:openclaw:{request_id}"),
+            at_ms: T0,
+            runtime: "openclaw".to_owned(),
+            caller: Caller {
+                runtime: "openclaw".to_owned(),
+                transport: "ws".to_owned(),
+                principal: "device-1".to_owned(),
+            },
+            request_id: request_id.to_owned(),
+            tool: Some("openphone.memory.save".to_owned()),
+            mutating: Some(true),
+            ..AuditEntry::default()
+        },
+        started_at_ms: T0,
+    }
+}
+
+#[test]
+fn one_identity_begun_on_two_daemons_at_once_begins_exactly_once() {
+    let Some(url) = testing::test_url() else {
+        return;
+    };
+    let (a, b, _schema) = two_hosts(&url);
+    let stores = [
+        Arc::new(PgStore::open(&a).unwrap()),
+        Arc::new(PgStore::open(&b).unwrap()),
+    ];
+    const N: usize = 40;
+    for round in 0..N {
+        let key = identity("openphone.memory.save", &format!("p-{round}"), "k");
+        let barrier = Arc::new(Barrier::new(2));
+        let handles: Vec<_> = stores
+            .iter()
+            .enumerate()
+            .map(|(n, store)| {
+                let (store, barrier, key) = (Arc::clone(store), Arc::clone(&barrier), key.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    store.begin_execution(&execution(&key, &format!("r-{round}-{n}")))
+                })
+            })
+            .collect();
+        let results: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        let begun = results.iter().filter(|r| r.is_ok()).count();
+        assert_eq!(begun, 1, "round {round}: {results:?}");
+        for result in &results {
+            if let Err(err) = result {
+                assert!(
+                    matches!(
+                        err,
+                        StoreError::AlreadyExists {
+                            table: "executions",
+                            ..
+                        }
+                    ),
+                    "round {round}: {err:?}"
+                );
+            }
+        }
+        // Exactly one attempt was audited, on the chain of the daemon that began it.
+        let audited: usize = (0..2)
+            .map(|n| {
+                stores[0]
+                    .find_audit(&format!("runtime:openclaw:r-{round}-{n}"))
+                    .unwrap()
+                    .len()
+            })
+            .sum();
+        assert_eq!(audited, 1, "round {round}");
+    }
+    let (in_a, in_b) = (
+        stores[0].list_executions().unwrap().len(),
+        stores[1].list_executions().unwrap().len(),
+    );
+    assert_eq!(in_a + in_b, N);
+    assert_eq!(stores[0].list_fleet_executions().unwrap().len(), N);
+}
+
+#[test]
+fn a_retry_on_another_daemon_gets_the_same_final_result_and_never_runs_again() {
+    let Some(url) = testing::test_url() else {
+        return;
+    };
+    let (a, b, _schema) = two_hosts(&url);
+    let (a, b) = (PgStore::open(&a).unwrap(), PgStore::open(&b).unwrap());
+    let key = identity("openphone.memory.save", "p1", "k1");
+    a.begin_execution(&execution(&key, "r1")).unwrap();
+    // In flight on host-a: host-b sees it and cannot begin it.
+    assert_eq!(b.find_execution(&key).unwrap(), Some(execution(&key, "r1")));
+    let err = b.begin_execution(&execution(&key, "r2")).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            StoreError::AlreadyExists {
+                table: "executions",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    let result = json!({"status": "ok", "request_id": "r1"});
+    let outcome = execution(&key, "r1").attempt;
+    let stored = a
+        .finish_execution(&key, "r1", &result, &outcome, T0 + 5)
+        .unwrap();
+    // Finished on host-a: host-b replays the same result and refuses a new execution.
+    assert_eq!(b.find_final(&key).unwrap(), Some(stored));
+    assert_eq!(b.find_execution(&key).unwrap(), None);
+    let err = b.begin_execution(&execution(&key, "r3")).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            StoreError::AlreadyExists {
+                table: "final_results",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    // A request id seen by one daemon is a repeat (or a conflict) on the other.
+    let scope = key.scope();
+    assert_eq!(
+        a.remember_request(&scope, "r1", &key.tool, &key.params_digest, T0)
+            .unwrap(),
+        openphone_store::RequestCheck::New
+    );
+    assert!(matches!(
+        b.remember_request(&scope, "r1", &key.tool, &key.params_digest, T0 + 1)
+            .unwrap(),
+        openphone_store::RequestCheck::Repeat(_)
+    ));
+}
+
+#[test]
+fn restart_recovery_lists_only_this_daemons_executions() {
+    let Some(url) = testing::test_url() else {
+        return;
+    };
+    let (a_config, b_config, _schema) = two_hosts(&url);
+    let (x, y) = (
+        identity("openphone.memory.save", "px", "kx"),
+        identity("openphone.memory.save", "py", "ky"),
+    );
+    let b = PgStore::open(&b_config).unwrap();
+    {
+        let a = PgStore::open(&a_config).unwrap();
+        a.begin_execution(&execution(&x, "rx")).unwrap();
+        b.begin_execution(&execution(&y, "ry")).unwrap();
+    }
+    // host-a restarts: it settles its own interrupted execution, not host-b's running one.
+    let a = PgStore::open(&a_config).unwrap();
+    assert_eq!(a.list_executions().unwrap(), [execution(&x, "rx")]);
+    assert_eq!(b.list_executions().unwrap(), [execution(&y, "ry")]);
+    let mut fleet = a.list_fleet_executions().unwrap();
+    fleet.sort_by(|l, r| l.0.cmp(&r.0));
+    assert_eq!(
+        fleet,
+        [
+            ("host-a".to_owned(), execution(&x, "rx")),
+            ("host-b".to_owned(), execution(&y, "ry")),
+        ]
+    );
+    // A retry of host-b's request that reaches host-a finds it (fleet-wide) and is answered
+    // from it rather than run.
+    assert_eq!(a.find_execution(&y).unwrap(), Some(execution(&y, "ry")));
+    drop((a, b));
+}

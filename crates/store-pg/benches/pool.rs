@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a benchmark: a panic is a failed run
 //! The PostgreSQL store's plumbing, measured: commits per second of one-row writes through the
 //! daemon's single writer (SERIALIZABLE, fsync on), reads per second through the readers, and
 //! the same writes from two daemons contending for one row (conflicts retried).

@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test crate: a panic is a failed test
 //! The PostgreSQL store's plumbing against a real server: migrations under concurrent opens,
 //! serialization-failure retries, the host lock, passwords, lost connections and server restarts.
 //!

@@ -74,7 +74,7 @@ pick_port() {
 }
 
 port() { [[ -f $DIR/port ]] || die "no cluster in $DIR (run: bash tests/postgres/cluster.sh start)"; cat "$DIR/port"; }
-url() { echo "postgres://$USER_NAME@127.0.0.1:$(port)/$DB_NAME"; }
+url() { local p; p=$(port); echo "postgres://$USER_NAME@127.0.0.1:$p/$DB_NAME"; }
 
 running() { [[ -f $DATA/PG_VERSION ]] && as_server_user "$BIN/pg_ctl" status -D "$DATA" >/dev/null 2>&1; }
 

@@ -25,6 +25,10 @@ mod audit_pg;
 mod executions;
 #[path = "../../store/tests/suite/goals.rs"]
 mod goals;
+#[path = "conformance/goals_fleet.rs"]
+mod goals_fleet;
+#[path = "../../store/tests/suite/watchers.rs"]
+mod watchers;
 #[path = "../../store/tests/suite/jobs.rs"]
 mod jobs;
 #[path = "conformance/jobs_fleet.rs"]

@@ -25,3 +25,4 @@ mod stats_sqlite;
 mod support;
 mod transcripts;
 mod watchers;
+mod watchers_sqlite;

@@ -1,0 +1,408 @@
+//! What only a fleet has, for goals and watchers (issue 35): daemons (`PgStore`s with their own
+//! host ids) on one schema. Two daemons ticking one goal from the same version: exactly one write
+//! wins, the other is a conflict that writes nothing. One trigger fired at one watcher by two
+//! daemons: recorded once, with one job and one audit record. A firing whose transaction is run
+//! again (another daemon creating jobs under the same quota) keeps the job its audit record names.
+//! Each goal and watcher names its daemon, and a daemon's watcher engine sees only its own.
+
+use std::sync::{Arc, Barrier};
+use std::thread;
+use std::time::Duration;
+
+use openphone_store::{
+    AuditEntry, AuditKind, AuditStore, FireOutcome, FiringIds, GoalStore, JobQuota, JobStore,
+    JobType, NewAgentJob, NewFiring, NewGoalTransition, NewWatcher, StoreError, StoredGoal,
+    WatcherStore,
+};
+use openphone_store_pg::testing::{SchemaGuard, ctx, fresh_schema, read, test_url};
+use openphone_store_pg::{PgConfig, PgStore};
+use pretty_assertions::assert_eq;
+use serde_json::{Map, json};
+
+use super::support::T0;
+
+/// The configuration of daemon `name` on the schema of `base`.
+fn host_config(base: &PgConfig, name: &str) -> PgConfig {
+    let mut config = base.clone();
+    config.host_id = format!("{}-{name}", base.host_id);
+    config.label = name.to_owned();
+    config.data_dir = base.data_dir.join(name);
+    config
+}
+
+/// Daemons `a` and `b` on one fresh schema (drop the stores before the guard).
+fn two_hosts() -> (Arc<PgStore>, Arc<PgStore>, SchemaGuard) {
+    let url = test_url().expect("OPENPHONE_TEST_PG_URL");
+    let (config, guard) = fresh_schema(&url);
+    let a = PgStore::open(&host_config(&config, "a")).unwrap();
+    let b = PgStore::open(&host_config(&config, "b")).unwrap();
+    (Arc::new(a), Arc::new(b), guard)
+}
+
+/// Runs `f(store, i)` on both stores at once (released together), returning both results.
+fn race<T: Send + 'static>(
+    a: &Arc<PgStore>,
+    b: &Arc<PgStore>,
+    f: impl Fn(&PgStore, usize) -> T + Send + Sync + 'static,
+) -> Vec<T> {
+    let f = Arc::new(f);
+    let barrier = Arc::new(Barrier::new(2));
+    let threads: Vec<_> = [a, b]
+        .into_iter()
+        .enumerate()
+        .map(|(i, store)| {
+            let (store, f, barrier) = (Arc::clone(store), Arc::clone(&f), Arc::clone(&barrier));
+            thread::spawn(move || {
+                barrier.wait();
+                f(&store, i)
+            })
+        })
+        .collect();
+    threads.into_iter().map(|t| t.join().unwrap()).collect()
+}
+
+fn goal(id: &str) -> StoredGoal {
+    StoredGoal {
+        goal_id: id.to_owned(),
+        state: "active".to_owned(),
+        version: 0,
+        deadline_at_ms: None,
+        created_at_ms: T0,
+        updated_at_ms: T0,
+        goal: json!({"id": id, "ticks": 0}),
+    }
+}
+
+#[test]
+fn two_daemons_writing_one_goal_from_the_same_version_one_wins_the_other_conflicts() {
+    let (a, b, _guard) = two_hosts();
+    a.create_goal(&goal("goal_F"), vec![], vec![]).unwrap();
+    const ROUNDS: i64 = 12;
+    for round in 1..=ROUNDS {
+        let read_by_both = a.get_goal("goal_F").unwrap().unwrap();
+        assert_eq!(read_by_both.version, round);
+        let results = race(&a, &b, move |store, i| {
+            let mut next = read_by_both.clone();
+            next.goal = json!({"id": "goal_F", "ticks": round, "by": i});
+            next.updated_at_ms = T0 + round;
+            let tick = NewGoalTransition {
+                action_id: format!("round{round}-host{i}"),
+                from_state: "READY".to_owned(),
+                to_state: "RUNNING".to_owned(),
+                source: "clock".to_owned(),
+                reason: "tick".to_owned(),
+                at_ms: T0 + round,
+            };
+            store.update_goal(&next, vec![tick], vec![])
+        });
+        let winners: Vec<usize> = (0..2).filter(|i| results[*i].is_ok()).collect();
+        assert_eq!(winners.len(), 1, "round {round}: {results:?}");
+        let winner = winners[0];
+        let loser = &results[1 - winner];
+        assert!(
+            matches!(loser, Err(StoreError::Conflict { table: "goals", .. })),
+            "round {round}: {loser:?}"
+        );
+        let stored = b.get_goal("goal_F").unwrap().unwrap();
+        assert_eq!(stored.version, round + 1);
+        assert_eq!(stored.goal["by"], json!(winner));
+        let log = b.goal_transitions("goal_F").unwrap();
+        assert_eq!(log.len(), usize::try_from(round).unwrap());
+        assert_eq!(
+            log.last().unwrap().transition.action_id,
+            format!("round{round}-host{winner}"),
+            "only the winner's transition is logged"
+        );
+    }
+    // A goal names the daemon that created it; every daemon reads it.
+    assert_eq!(a.goal_host("goal_F").unwrap().as_deref(), Some(a.host_id()));
+    assert_eq!(b.goal_host("goal_F").unwrap().as_deref(), Some(a.host_id()));
+    assert_eq!(b.goal_host("goal_none").unwrap(), None);
+    // One id created on two daemons at once: one goal.
+    let created = race(&a, &b, |store, _| {
+        store.create_goal(&goal("goal_twice"), vec![], vec![])
+    });
+    assert_eq!(
+        created.iter().filter(|r| r.is_ok()).count(),
+        1,
+        "{created:?}"
+    );
+    assert!(
+        created
+            .iter()
+            .any(|r| matches!(r, Err(StoreError::AlreadyExists { table: "goals", .. }))),
+        "{created:?}"
+    );
+}
+
+fn audit_of(ids: &FiringIds) -> AuditEntry {
+    AuditEntry {
+        audit_id: format!("watcher:{}:{}", ids.watcher_id, ids.firing),
+        kind: AuditKind::BackgroundEvent,
+        at_ms: T0,
+        runtime: "builtin".to_owned(),
+        request_id: format!("watcher-{}-{}", ids.watcher_id, ids.firing),
+        tool: Some("watcher.fired".to_owned()),
+        policy_proof: Some(json!({"watcher_id": ids.watcher_id, "job_id": ids.job_id})),
+        ..AuditEntry::default()
+    }
+}
+
+fn reaction_job(title: String) -> NewAgentJob {
+    NewAgentJob {
+        job_type: JobType::AgentTurn,
+        title,
+        prompt: "Look into it".to_owned(),
+        payload_json: Map::new(),
+        schedule_json: Map::new(),
+        session_target: "isolated".to_owned(),
+        delivery_json: json!({"mode": "notification"}).as_object().unwrap().clone(),
+        next_run_at: T0,
+        created_by: "operator".to_owned(),
+    }
+}
+
+fn firing(watcher_id: i64, key: &str, job: bool) -> NewFiring {
+    NewFiring {
+        watcher_id,
+        dedupe_key: key.to_owned(),
+        fired_at_ms: T0 + 1,
+        trigger: "event".to_owned(),
+        event: json!({"kind": "message_received", "key": key}),
+        reaction: if job { "agent_job" } else { "attention" }.to_owned(),
+        end: false,
+        cursor: Some(json!({"seen": key})),
+        job: job.then(|| {
+            (
+                reaction_job(format!("reaction to {key}")),
+                JobQuota::for_max(10_000),
+            )
+        }),
+    }
+}
+
+fn count(store: &PgStore, sql: &'static str) -> i64 {
+    read(store, "test.count", "", move |conn| {
+        ctx(conn.query_one(sql, &[]), "test.count", "").map(|row| row.get(0))
+    })
+    .unwrap()
+}
+
+#[test]
+fn one_trigger_fired_at_one_watcher_by_two_daemons_is_recorded_once() {
+    let (a, b, _guard) = two_hosts();
+    let w = a
+        .create_watcher(
+            &NewWatcher {
+                runtime: "openclaw".to_owned(),
+                params: json!({"source": "message", "title": "any sms"}),
+            },
+            T0,
+        )
+        .unwrap();
+    const KEYS: usize = 10;
+    for k in 0..KEYS {
+        let key = format!("msg:{k}");
+        let outcomes = race(&a, &b, move |store, _| {
+            store.fire_watcher(firing(w.watcher_id, &key, true), Box::new(audit_of))
+        });
+        let fired = outcomes
+            .iter()
+            .filter(|o| matches!(o, Ok(FireOutcome::Fired(_))))
+            .count();
+        let duplicate = outcomes
+            .iter()
+            .filter(|o| matches!(o, Ok(FireOutcome::Duplicate)))
+            .count();
+        assert_eq!((fired, duplicate), (1, 1), "key {k}: {outcomes:?}");
+    }
+    let firings = b.watcher_firings(w.watcher_id).unwrap();
+    assert_eq!(
+        firings.iter().map(|f| f.firing).collect::<Vec<_>>(),
+        (1..=i64::try_from(KEYS).unwrap()).collect::<Vec<_>>()
+    );
+    let after = b.get_watcher(w.watcher_id).unwrap().unwrap();
+    assert_eq!(after.fire_count, i64::try_from(KEYS).unwrap());
+    // One job and one audit record per trigger, each naming the firing's job.
+    assert_eq!(
+        count(&a, "SELECT COUNT(*) FROM agent_jobs"),
+        i64::try_from(KEYS).unwrap()
+    );
+    for f in &firings {
+        let job_id = f.job_id.expect("the reaction's job");
+        assert!(a.get_job(job_id).unwrap().is_some());
+        let audit_id = format!("watcher:{}:{}", w.watcher_id, f.firing);
+        // The audit is searched fleet-wide (every daemon's chain).
+        let records = b.find_audit(&audit_id).unwrap();
+        assert_eq!(records.len(), 1, "{audit_id}: {records:?}");
+        assert_eq!(
+            records[0].entry.policy_proof,
+            Some(json!({"watcher_id": w.watcher_id, "job_id": job_id}))
+        );
+    }
+}
+
+#[test]
+fn a_firing_run_again_while_another_daemon_creates_jobs_keeps_the_job_its_audit_names() {
+    let (a, b, _guard) = two_hosts();
+    let w = a
+        .create_watcher(
+            &NewWatcher {
+                runtime: "openclaw".to_owned(),
+                params: json!({"source": "message", "title": "busy"}),
+            },
+            T0,
+        )
+        .unwrap();
+    const FIRINGS: usize = 40;
+    // Daemon a fires with a reaction job each time while daemon b creates jobs under the same
+    // quota: both count the jobs table, so SERIALIZABLE runs some of the firings again.
+    let results = race(&a, &b, move |store, i| {
+        (0..FIRINGS)
+            .map(|n| {
+                if i == 0 {
+                    store
+                        .fire_watcher(
+                            firing(w.watcher_id, &format!("k{n}"), true),
+                            Box::new(audit_of),
+                        )
+                        .map(|o| matches!(o, FireOutcome::Fired(_)))
+                } else {
+                    // Paced: a tight loop of creations would abort the longer firing
+                    // transaction more often than the writer's ten tries.
+                    thread::sleep(Duration::from_millis(40));
+                    store
+                        .create_job_limited(
+                            &reaction_job(format!("other {n}")),
+                            T0,
+                            &JobQuota::for_max(10_000),
+                        )
+                        .map(|_| true)
+                }
+            })
+            .collect::<Vec<_>>()
+    });
+    for (i, per_host) in results.iter().enumerate() {
+        for r in per_host {
+            assert!(matches!(r, Ok(true)), "host {i}: {r:?}");
+        }
+    }
+    let firings = a.watcher_firings(w.watcher_id).unwrap();
+    assert_eq!(firings.len(), FIRINGS);
+    assert_eq!(
+        count(&a, "SELECT COUNT(*) FROM agent_jobs"),
+        i64::try_from(2 * FIRINGS).unwrap()
+    );
+    for f in &firings {
+        let job_id = f.job_id.expect("the reaction's job");
+        let job = a
+            .get_job(job_id)
+            .unwrap()
+            .expect("the job the firing names");
+        assert_eq!(job.job.title, format!("reaction to {}", f.dedupe_key));
+        let records = a
+            .find_audit(&format!("watcher:{}:{}", w.watcher_id, f.firing))
+            .unwrap();
+        assert_eq!(records.len(), 1);
+        assert_eq!(
+            records[0].entry.policy_proof,
+            Some(json!({"watcher_id": w.watcher_id, "job_id": job_id}))
+        );
+    }
+    assert!(a.verify_audit().unwrap().is_intact());
+    let rolled_back = count(
+        &a,
+        "SELECT (SELECT last_value FROM agent_jobs_id_seq) - COUNT(*) FROM agent_jobs",
+    );
+    println!("job ids given to transactions that were rolled back and run again: {rolled_back}");
+}
+
+#[test]
+fn watchers_belong_to_their_daemon_and_its_engine_sees_only_its_own() {
+    let (a, b, _guard) = two_hosts();
+    let new = |title: &str| NewWatcher {
+        runtime: "openclaw".to_owned(),
+        params: json!({"source": "message", "title": title}),
+    };
+    let a1 = a.create_watcher(&new("a one"), T0).unwrap();
+    let b1 = b.create_watcher(&new("b one"), T0 + 1).unwrap();
+    let a2 = a.create_watcher(&new("a two"), T0 + 2).unwrap();
+    let ids = |list: Vec<openphone_store::WatcherRecord>| -> Vec<i64> {
+        list.into_iter().map(|w| w.watcher_id).collect()
+    };
+    // The operator's view is the fleet's, on every daemon.
+    assert_eq!(
+        ids(b.list_watchers(None, None).unwrap()),
+        [a2.watcher_id, b1.watcher_id, a1.watcher_id]
+    );
+    // Each engine runs its own host's.
+    assert_eq!(
+        ids(a
+            .list_watchers_of_host(a.host_id(), None, None, None)
+            .unwrap()),
+        [a2.watcher_id, a1.watcher_id]
+    );
+    assert_eq!(
+        ids(b
+            .list_watchers_of_host(b.host_id(), None, None, None)
+            .unwrap()),
+        [b1.watcher_id]
+    );
+    assert_eq!(
+        ids(a
+            .list_watchers_of_host(a.host_id(), Some("openclaw"), Some("TWO"), Some(5))
+            .unwrap()),
+        [a2.watcher_id]
+    );
+    assert!(
+        a.list_watchers_of_host(a.host_id(), Some("hermes"), None, None)
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        a.watcher_host(b1.watcher_id).unwrap().as_deref(),
+        Some(b.host_id())
+    );
+    assert_eq!(
+        b.watcher_host(a1.watcher_id).unwrap().as_deref(),
+        Some(a.host_id())
+    );
+    assert_eq!(a.watcher_host(9_999).unwrap(), None);
+
+    // Pending reactions: each daemon runs its own watchers' after a restart.
+    for (store, w, key) in [(&a, &a1, "x"), (&b, &b1, "y"), (&a, &a2, "z")] {
+        assert!(matches!(
+            store.fire_watcher(firing(w.watcher_id, key, false), Box::new(audit_of)),
+            Ok(FireOutcome::Fired(_))
+        ));
+    }
+    let pending = |store: &PgStore, host: &str| -> Vec<(i64, String)> {
+        store
+            .pending_watcher_reactions_of_host(host)
+            .unwrap()
+            .into_iter()
+            .map(|f| (f.watcher_id, f.dedupe_key))
+            .collect()
+    };
+    assert_eq!(
+        pending(&b, a.host_id()),
+        [
+            (a1.watcher_id, "x".to_owned()),
+            (a2.watcher_id, "z".to_owned())
+        ]
+    );
+    assert_eq!(pending(&a, b.host_id()), [(b1.watcher_id, "y".to_owned())]);
+    assert_eq!(a.pending_watcher_reactions().unwrap().len(), 3);
+    // A stopped watcher's host is still named.
+    b.stop_watchers(&openphone_store::WatcherSelector::Id(a1.watcher_id), T0 + 9)
+        .unwrap();
+    assert_eq!(
+        b.watcher_host(a1.watcher_id).unwrap().as_deref(),
+        Some(a.host_id())
+    );
+    assert!(
+        a.list_watchers_of_host(a.host_id(), None, Some("a one"), None)
+            .unwrap()
+            .is_empty()
+    );
+}

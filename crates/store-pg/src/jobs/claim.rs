@@ -9,7 +9,7 @@ use openphone_store::{
 use postgres::Transaction;
 
 use super::lease::{Fence, LIVE_LEASES, mine};
-use super::rows::{JOB_COLUMNS, collect, job_from_row, sql_limit};
+use super::rows::{JOB_COLUMNS, collect, job_from_row, query_cached, sql_limit};
 use super::write::write_in;
 use crate::{PgContext, PgStore};
 
@@ -45,6 +45,18 @@ fn stale() -> String {
     )
 }
 
+/// The first column of the one row an aggregate read returns.
+fn first<T: for<'a> postgres::types::FromSql<'a>>(rows: Vec<postgres::Row>) -> Result<T> {
+    let row = rows
+        .first()
+        .ok_or_else(|| openphone_store::StoreError::Backend {
+            op: "agent_jobs.read",
+            id: String::new(),
+            detail: "an aggregate returned no row".to_owned(),
+        })?;
+    row.try_get(0).ctx("agent_jobs.read", "")
+}
+
 impl PgStore {
     pub(super) fn claim_due(&self, request: &ClaimRequest) -> Result<Vec<ClaimedJob>> {
         const OP: &str = "agent_jobs.claim";
@@ -57,12 +69,12 @@ impl PgStore {
         let any: bool = {
             let me = me.clone();
             self.read(OP, &request.owner, move |c| {
-                Ok(c.query_one(
+                first(query_cached(
+                    c,
+                    OP,
                     &format!("SELECT EXISTS (SELECT 1 FROM agent_jobs WHERE {})", due()),
                     &[&now, &me],
-                )
-                .ctx(OP, "")?
-                .get(0))
+                )?)
             })?
         };
         if !any {
@@ -88,12 +100,12 @@ impl PgStore {
         let any: bool = {
             let (me, foreign_to) = (me.clone(), selection.foreign_to.clone());
             self.read(OP, "", move |c| {
-                Ok(c.query_one(
+                first(query_cached(
+                    c,
+                    OP,
                     &format!("SELECT EXISTS (SELECT 1 FROM agent_jobs WHERE {})", stale()),
                     &[&threshold, &foreign_to, &me],
-                )
-                .ctx(OP, "")?
-                .get(0))
+                )?)
             })?
         };
         if !any {
@@ -160,9 +172,7 @@ impl PgStore {
             reviewed = number("reviewed_at"),
         );
         self.read(OP, "", move |c| {
-            Ok(c.query_one(&sql, &[&stale_after_ms, &me])
-                .ctx(OP, "")?
-                .get::<_, Option<i64>>(0))
+            first(query_cached(c, OP, &sql, &[&stale_after_ms, &me])?)
         })
     }
 }

@@ -6,9 +6,12 @@ use openphone_store::{
     AgentJob, DeliveryState, JobPhase, JobRun, JobStatus, JobType, Result, RunOutcome, StoreError,
     StoredJob,
 };
-use postgres::GenericClient;
-use postgres::Row;
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use postgres::error::SqlState;
 use postgres::types::{FromSql, ToSql};
+use postgres::{Client, GenericClient, Row, Statement};
 use serde_json::{Map, Value};
 
 use crate::PgContext;
@@ -182,4 +185,32 @@ pub(super) fn conflict(id: i64, detail: String) -> StoreError {
         id: id.to_string(),
         detail,
     }
+}
+
+thread_local! {
+    /// The statements [`query_cached`] prepared on this reader thread's connection.
+    static STATEMENTS: RefCell<HashMap<String, Statement>> = RefCell::new(HashMap::new());
+}
+
+/// Runs a read prepared once per reader connection: the scheduler's per-tick reads (the next
+/// wake, "anything due?", "anything stale?") would otherwise be planned again at every call,
+/// which costs more than running them. A statement the connection does not know (the reader
+/// reconnected since) is prepared again. Reads only: outside a transaction such an error
+/// leaves nothing behind.
+pub(super) fn query_cached(
+    client: &mut Client,
+    op: &'static str,
+    sql: &str,
+    params: &Params<'_>,
+) -> Result<Vec<Row>> {
+    let cached = STATEMENTS.with(|s| s.borrow().get(sql).cloned());
+    if let Some(statement) = cached {
+        match client.query(&statement, params) {
+            Err(e) if e.code() == Some(&SqlState::INVALID_SQL_STATEMENT_NAME) => {}
+            done => return done.ctx(op, ""),
+        }
+    }
+    let statement = client.prepare(sql).ctx(op, "")?;
+    STATEMENTS.with(|s| s.borrow_mut().insert(sql.to_owned(), statement.clone()));
+    client.query(&statement, params).ctx(op, "")
 }

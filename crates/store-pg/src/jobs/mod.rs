@@ -84,6 +84,26 @@ impl PgStore {
         })
     }
 
+    /// The daemons of job `id`, for fleet views (PostgreSQL only: the [`JobStore`] trait has
+    /// no host): the one that created it, and the one whose lease its latest run holds or held
+    /// (`None` before its first claim). `None`: no such job.
+    pub fn job_hosts(&self, id: i64) -> Result<Option<(String, Option<String>)>> {
+        const OP: &str = "agent_jobs.hosts";
+        self.read(OP, &id.to_string(), move |c| {
+            c.query_opt(
+                "SELECT host_id, lease_owner FROM agent_jobs WHERE id = $1",
+                &[&id],
+            )
+            .ctx(OP, &id.to_string())?
+            .map(|row| {
+                let created: String = row.try_get(0).ctx(OP, &id.to_string())?;
+                let lease: Option<String> = row.try_get(1).ctx(OP, &id.to_string())?;
+                Ok((created, lease))
+            })
+            .transpose()
+        })
+    }
+
     fn read_jobs(
         &self,
         op: &'static str,

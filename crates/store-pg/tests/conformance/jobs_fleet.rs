@@ -259,6 +259,11 @@ fn a_daemon_whose_run_was_taken_over_writes_nothing() {
     assert_eq!(repair(&b, T0 + MIN), [1]);
     let theirs = claim(&b, T0 + MIN, 1, "sched-b").pop().unwrap();
     assert_eq!(theirs.attempt, 2);
+    assert_eq!(
+        b.job_hosts(1).unwrap(),
+        Some((a.host_id().to_owned(), Some(b.host_id().to_owned())))
+    );
+    assert_eq!(b.job_hosts(9).unwrap(), None);
     // a comes back (its writer reconnects and takes its host lock again): every write of its
     // run is refused, nothing written.
     let mut progress = mine.clone();
@@ -336,6 +341,37 @@ fn a_job_for_a_phone_of_one_host_is_never_claimed_by_another() {
     assert_eq!(ids(&claim(&a, T0, 10, "sched-a")), [1]);
     assert_eq!(a.next_job_wake(MIN).unwrap(), Some(T0 + MIN));
     assert_eq!(a.get_job(4).unwrap().unwrap().job.status, JobStatus::Queued);
+    drop((a, b));
+    drop(guard);
+}
+
+#[test]
+fn a_stale_ledger_row_of_a_live_daemon_is_that_daemons_to_close() {
+    let (mut stores, _config, guard) = hosts(&["a", "b"]);
+    let b = stores.pop().unwrap();
+    let a = stores.pop().unwrap();
+    a.create_job(&new_job("j", T0), T0, 10).unwrap();
+    let run = claim(&a, T0, 1, "sched-a").pop().unwrap();
+    // The job leaves `running` without its attempt being ended (a stop raced the runner): the
+    // ledger row still says `running`.
+    let mut stopped = run.clone();
+    stopped.job.status = JobStatus::Stopped;
+    stopped.job.phase = JobPhase::Stopped;
+    b.update_job(&stopped).unwrap();
+    let end = finish(&run, RunOutcome::Interrupted, T0 + MIN);
+    // b's heartbeat may not close a live daemon's row; a's may.
+    let err = b.close_stale_job_run(1, &end).unwrap_err();
+    assert!(matches!(err, StoreError::Conflict { .. }), "{err}");
+    assert_eq!(
+        b.job_run(1, 1).unwrap().unwrap().outcome,
+        RunOutcome::Running
+    );
+    assert!(a.close_stale_job_run(1, &end).unwrap());
+    assert_eq!(
+        b.job_run(1, 1).unwrap().unwrap().outcome,
+        RunOutcome::Interrupted
+    );
+    assert!(!a.close_stale_job_run(1, &end).unwrap());
     drop((a, b));
     drop(guard);
 }

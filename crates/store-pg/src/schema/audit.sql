@@ -15,12 +15,14 @@ CREATE TABLE audit_records (
 );
 CREATE INDEX audit_records_audit_id ON audit_records (audit_id);
 
--- The head of each chain: its last seq and hash, locked FOR UPDATE by every append.
+-- The head of each chain: its last seq and hash, locked FOR UPDATE by every append. Rows are
+-- updated in place at every append: fillfactor leaves room on the page for heap-only updates
+-- (no new index entry another daemon's serializable read could conflict with).
 CREATE TABLE audit_heads (
     chain TEXT PRIMARY KEY,
     seq   BIGINT NOT NULL,
     hash  TEXT   NOT NULL
-);
+) WITH (fillfactor = 50);
 
 -- Each chain's head as anchored at its latest append: a rewrite of the chain and its head
 -- that leaves this row alone is caught by verify_audit.
@@ -29,4 +31,4 @@ CREATE TABLE audit_anchors (
     seq            BIGINT NOT NULL,
     hash           TEXT   NOT NULL,
     anchored_at_ms BIGINT NOT NULL
-);
+) WITH (fillfactor = 50);

@@ -218,3 +218,26 @@ fn rewriting_chain_a_tail_and_its_head_is_caught_by_the_anchor() {
         "{broken:?}"
     );
 }
+
+/// Found by `benches/audit.rs`: once `audit_heads` was analyzed (a few rows), the planner read
+/// it with a sequential scan, whose serializable predicate lock covers the whole table, so two
+/// daemons each moving its own head aborted each other until the writer gave up ("10
+/// serialization failures in a row").
+#[test]
+fn regression_two_daemons_appending_to_analyzed_tables_do_not_abort_each_other() {
+    let fleet = filled();
+    testing::admin_sql(&fleet.config, "ANALYZE audit_heads; ANALYZE audit_anchors").unwrap();
+    thread::scope(|s| {
+        for (host, store) in [("host-a", &fleet.a), ("host-b", &fleet.b)] {
+            s.spawn(move || {
+                for i in PER_HOST + 1..=PER_HOST + 150 {
+                    store.append_audit(&host_entry(host, i)).unwrap();
+                }
+            });
+        }
+    });
+    for chain in fleet.a.verify_audit_chains().unwrap() {
+        assert!(chain.is_intact(), "{chain}");
+        assert_eq!(chain.report.last_seq, PER_HOST + 150);
+    }
+}

@@ -6,7 +6,8 @@
 //! same version: the second `UPDATE` waits for the first's row lock, then its SERIALIZABLE
 //! transaction fails, is run again by the writer and finds the version moved on —
 //! [`StoreError::Conflict`], nothing written. A goal remembers the daemon that created it
-//! (`host_id`, the one whose phone it acts on); [`PgStore::goal_host`] reads it.
+//! (`host_id`, the one whose phone it acts on); [`PgStore::goal_host`] reads it. Its delta
+//! reports are delivered by that daemon: `pending_goal_reports` answers this daemon's goals'.
 //!
 //! The store never reads the clock: every time is a parameter.
 
@@ -432,16 +433,22 @@ impl GoalStore for PgStore {
         })
     }
 
+    /// In a fleet, the pending reports of this daemon's goals: a goal's reports are delivered
+    /// by the daemon that created it (the one whose phone it acts on), so two daemons never send
+    /// one report; while that daemon is down its reports wait, stored.
     fn pending_goal_reports(&self, limit: usize) -> Result<Vec<GoalReport>> {
         const OP: &str = "goal_reports.pending";
         let limit = sql_limit(limit);
+        let host = self.host_id().to_owned();
         self.read(OP, "", move |conn| {
             conn.query(
                 &format!(
-                    "SELECT {REPORT_COLUMNS} FROM goal_reports WHERE delivery_state = 'pending' \
+                    "SELECT {REPORT_COLUMNS} FROM goal_reports \
+                     WHERE delivery_state = 'pending' \
+                     AND goal_id IN (SELECT goal_id FROM goals WHERE host_id = $2) \
                      ORDER BY created_at_ms, goal_id, seq LIMIT $1"
                 ),
-                &[&limit],
+                &[&limit, &host],
             )
             .ctx(OP, "")?
             .iter()

@@ -18,6 +18,7 @@ CREATE TABLE goals (
 );
 CREATE INDEX goals_by_state ON goals (state, updated_at_ms);
 CREATE INDEX goals_by_updated ON goals (updated_at_ms DESC, goal_id);
+CREATE INDEX goals_by_host ON goals (host_id);
 
 CREATE TABLE goal_transitions (
     goal_id    TEXT COLLATE "C" NOT NULL REFERENCES goals (goal_id),

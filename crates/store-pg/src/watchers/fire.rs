@@ -53,11 +53,8 @@ fn firing_from_row(row: &Row) -> Result<WatcherFiring> {
     })
 }
 
-/// Firings whose reaction has not run, oldest first; of the watchers of `host` when given.
-pub(super) fn pending(
-    conn: &mut impl GenericClient,
-    host: Option<&str>,
-) -> Result<Vec<WatcherFiring>> {
+/// Firings of the watchers of `host` whose reaction has not run, oldest first.
+pub(super) fn pending(conn: &mut impl GenericClient, host: &str) -> Result<Vec<WatcherFiring>> {
     const OP: &str = "watcher_firings.pending";
     let columns = FIRING_COLUMNS
         .split(", ")
@@ -67,12 +64,12 @@ pub(super) fn pending(
     conn.query(
         &format!(
             "SELECT {columns} FROM watcher_firings f JOIN watchers w USING (watcher_id) \
-             WHERE f.reaction_state = 'pending' AND ($1::text IS NULL OR w.host_id = $1) \
+             WHERE f.reaction_state = 'pending' AND w.host_id = $1 \
              ORDER BY f.fired_at_ms, f.watcher_id, f.firing"
         ),
         &[&host],
     )
-    .ctx(OP, host.unwrap_or(""))?
+    .ctx(OP, host)?
     .iter()
     .map(firing_from_row)
     .collect()

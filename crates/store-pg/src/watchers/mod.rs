@@ -5,7 +5,9 @@
 //! this daemon's `host_id`. The trait's reads are fleet-wide (the operator's views show every
 //! host's watchers); a daemon's watcher engine must run only its own host's, which the trait
 //! cannot say, so PostgreSQL adds [`PgStore::list_watchers_of_host`],
-//! [`PgStore::pending_watcher_reactions_of_host`] and [`PgStore::watcher_host`].
+//! [`PgStore::pending_watcher_reactions_of_host`] and [`PgStore::watcher_host`]. The one trait
+//! read only an engine makes, `pending_watcher_reactions` (the reactions a restart left to run),
+//! answers this daemon's watchers' alone, so two daemons never run one reaction.
 //!
 //! Firings ([`fire`]) lock the watcher's row first, so two daemons firing one watcher for one
 //! trigger record it once (the second finds the key taken: [`FireOutcome::Duplicate`]).
@@ -193,7 +195,7 @@ impl PgStore {
     pub fn pending_watcher_reactions_of_host(&self, host_id: &str) -> Result<Vec<WatcherFiring>> {
         let host = host_id.to_owned();
         self.read("watcher_firings.pending", host_id, move |conn| {
-            fire::pending(conn, Some(&host))
+            fire::pending(conn, &host)
         })
     }
 }
@@ -376,10 +378,10 @@ impl WatcherStore for PgStore {
         })
     }
 
+    /// In a fleet, the pending reactions of this daemon's watchers: a restarted daemon runs its
+    /// own, never another host's (which that host runs, once).
     fn pending_watcher_reactions(&self) -> Result<Vec<WatcherFiring>> {
-        self.read("watcher_firings.pending", "", move |conn| {
-            fire::pending(conn, None)
-        })
+        self.pending_watcher_reactions_of_host(self.host_id())
     }
 
     fn watcher_firings(&self, watcher_id: i64) -> Result<Vec<WatcherFiring>> {

@@ -3,7 +3,8 @@
 //! wins, the other is a conflict that writes nothing. One trigger fired at one watcher by two
 //! daemons: recorded once, with one job and one audit record. A firing whose transaction is run
 //! again (another daemon creating jobs under the same quota) keeps the job its audit record names.
-//! Each goal and watcher names its daemon, and a daemon's watcher engine sees only its own.
+//! Each goal and watcher names its daemon; a daemon's watcher engine sees only its own watchers,
+//! and a goal's reports are delivered by its own daemon alone.
 
 use std::sync::{Arc, Barrier};
 use std::thread;
@@ -11,8 +12,8 @@ use std::time::Duration;
 
 use openphone_store::{
     AuditEntry, AuditKind, AuditStore, FireOutcome, FiringIds, GoalStore, JobQuota, JobStore,
-    JobType, NewAgentJob, NewFiring, NewGoalTransition, NewWatcher, StoreError, StoredGoal,
-    WatcherStore,
+    JobType, NewAgentJob, NewFiring, NewGoalReport, NewGoalTransition, NewWatcher, ReportDelivery,
+    StoreError, StoredGoal, WatcherStore,
 };
 use openphone_store_pg::testing::{SchemaGuard, ctx, fresh_schema, read, test_url};
 use openphone_store_pg::{PgConfig, PgStore};
@@ -392,7 +393,16 @@ fn watchers_belong_to_their_daemon_and_its_engine_sees_only_its_own() {
         ]
     );
     assert_eq!(pending(&a, b.host_id()), [(b1.watcher_id, "y".to_owned())]);
-    assert_eq!(a.pending_watcher_reactions().unwrap().len(), 3);
+    // The trait's read (what a restarted engine runs) is the daemon's own.
+    assert_eq!(
+        pending(&a, a.host_id()),
+        a.pending_watcher_reactions()
+            .unwrap()
+            .into_iter()
+            .map(|f| (f.watcher_id, f.dedupe_key))
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(b.pending_watcher_reactions().unwrap().len(), 1);
     // A stopped watcher's host is still named.
     b.stop_watchers(&openphone_store::WatcherSelector::Id(a1.watcher_id), T0 + 9)
         .unwrap();
@@ -405,4 +415,41 @@ fn watchers_belong_to_their_daemon_and_its_engine_sees_only_its_own() {
             .unwrap()
             .is_empty()
     );
+}
+
+#[test]
+fn a_goals_reports_are_delivered_by_its_own_daemon_alone() {
+    let (a, b, _guard) = two_hosts();
+    let report = |n: i64| NewGoalReport {
+        channel: "webhook".to_owned(),
+        report: json!({"n": n}),
+        delivery: ReportDelivery::Pending,
+        created_at_ms: T0 + n,
+    };
+    a.create_goal(&goal("goal_of_a"), vec![], vec![report(1)])
+        .unwrap();
+    let of_b = b
+        .create_goal(&goal("goal_of_b"), vec![], vec![report(2)])
+        .unwrap();
+    // Daemon a ticks b's goal (goals are fleet-wide): its report is still b's to deliver.
+    a.update_goal(&of_b, vec![], vec![report(3)]).unwrap();
+    let pending = |store: &PgStore| -> Vec<(String, i64)> {
+        store
+            .pending_goal_reports(10)
+            .unwrap()
+            .into_iter()
+            .map(|r| (r.goal_id, r.seq))
+            .collect()
+    };
+    assert_eq!(pending(&a), [("goal_of_a".to_owned(), 1)]);
+    assert_eq!(
+        pending(&b),
+        [("goal_of_b".to_owned(), 1), ("goal_of_b".to_owned(), 2)]
+    );
+    // Every daemon reads every goal's reports, and records a delivery of any.
+    assert_eq!(a.goal_reports("goal_of_b").unwrap().len(), 2);
+    b.set_goal_report_delivery("goal_of_b", 1, ReportDelivery::Sent, "")
+        .unwrap();
+    assert_eq!(pending(&b), [("goal_of_b".to_owned(), 2)]);
+    assert_eq!(pending(&a), [("goal_of_a".to_owned(), 1)]);
 }

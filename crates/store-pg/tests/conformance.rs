@@ -21,6 +21,12 @@ mod audit_anchor;
 mod audit_fleet;
 #[path = "conformance/audit_pg.rs"]
 mod audit_pg;
+#[path = "../../store/tests/suite/confirmations.rs"]
+mod confirmations;
+#[path = "conformance/confirmations_fleet.rs"]
+mod confirmations_fleet;
+#[path = "conformance/confirmations_pg.rs"]
+mod confirmations_pg;
 #[path = "../../store/tests/suite/executions.rs"]
 mod executions;
 #[path = "../../store/tests/suite/goals.rs"]
@@ -39,6 +45,8 @@ mod memory;
 mod memory_pg;
 #[path = "../../store/tests/suite/outcomes.rs"]
 mod outcomes;
+#[path = "conformance/outcomes_fleet.rs"]
+mod outcomes_fleet;
 #[path = "../../store/tests/suite/replay.rs"]
 mod replay;
 #[path = "conformance/replay_fleet.rs"]

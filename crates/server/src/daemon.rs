@@ -156,32 +156,6 @@ pub struct Daemon {
     phone_notes: Vec<String>,
 }
 
-/// The store: SQLite in the data directory, or the fleet's PostgreSQL server when `[store]
-/// names one (docs/fleet.md) — then the data directory is still locked (it holds the
-/// tokens and `endpoint.json`), and the server is reached from a blocking thread (its
-/// client must not run on a runtime worker).
-async fn open_store(config: &Config, data_dir: &Path) -> Result<Store, DaemonError> {
-    let pg = config
-        .store
-        .postgres(data_dir)
-        .map_err(|message| ConfigError::Parse {
-            path: "store".into(),
-            message,
-        })?;
-    let Some(pg) = pg else {
-        return Ok(Store::open(data_dir)?);
-    };
-    let lock = openphone_store::lock_data_dir(data_dir, &openphone_store::Holder::current())?;
-    let opened = tokio::task::spawn_blocking(move || openphone_store_pg::PgStore::open(&pg))
-        .await
-        .map_err(|e| openphone_store::StoreError::Backend {
-            op: "store.open",
-            id: String::new(),
-            detail: format!("opening the PostgreSQL store stopped: {e}"),
-        })??;
-    Ok(Store::with_lock(Box::new(opened), lock))
-}
-
 fn write_file(path: &Path, contents: &[u8], mode: u32) -> Result<(), DaemonError> {
     use std::io::Write;
     let err = |source| DaemonError::Write {
@@ -227,7 +201,7 @@ impl Daemon {
         // was open to others is logged), and again, quietly, for the files a new database
         // comes with (SQLite creates them 0644, inside the 0700 directory).
         log_tightened(crate::secure_dir::secure(&data_dir)?);
-        let store = open_store(&config, &data_dir).await?;
+        let store = crate::store_open::open_store(&config, &data_dir).await?;
         crate::secure_dir::secure(&data_dir)?;
         let registry = Registry::embedded().map_err(|e| DaemonError::Manifests(e.to_string()))?;
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);

@@ -53,6 +53,7 @@ pub mod secure_dir;
 pub mod shutdown;
 pub mod sim_state;
 pub mod state;
+mod store_open;
 pub mod world;
 
 pub use config::{

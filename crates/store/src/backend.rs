@@ -1,5 +1,8 @@
 //! The store interface: what the trusted core asks of its durable store, split by domain.
 //!
+//! Long: the whole interface is one contract, every method documented where it is declared;
+//! one trait per domain keeps it navigable.
+//!
 //! [`StoreBackend`] is every domain trait together; [`crate::Store`] holds one (the SQLite
 //! implementation, [`crate::SqliteStore`], or any other given to [`crate::Store::from_backend`],
 //! such as the PostgreSQL one in `openphone-store-pg`) and dereferences to it, so callers write
@@ -39,6 +42,12 @@ pub trait Fleet: Send + Sync {
 
     /// The daemons of the fleet, each with its phones.
     fn hosts(&self) -> Result<Vec<FleetHost>>;
+
+    /// Marks this daemon seen now (its `last_seen_at_ms`); the daemon calls it on a
+    /// housekeeping tick. Default: nothing to mark.
+    fn touch(&self) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// One daemon of a fleet, as the shared store knows it.

@@ -13,6 +13,7 @@ mod docs_examples;
 mod elevation;
 mod fail_closed;
 mod first_contact;
+mod fleet;
 mod front_door;
 mod goals;
 mod goals_crash;

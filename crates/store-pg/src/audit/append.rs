@@ -5,6 +5,7 @@
 use openphone_clock::{Clock, SystemClock};
 use openphone_protocol::digest::sha256_hex;
 use openphone_store::{AuditEntry, AuditRecord, GENESIS_HASH, Result, StoreError};
+use postgres::types::Type;
 use serde_json::Value;
 
 use crate::PgContext;
@@ -106,9 +107,9 @@ fn lock_head(
     id: &str,
 ) -> Result<Option<(i64, String)>> {
     let row = tx
-        .query_opt(
+        .query_typed_opt(
             "SELECT seq, hash FROM audit_heads WHERE chain = $1 FOR UPDATE",
-            &[&chain],
+            &[(&chain, Type::TEXT)],
         )
         .ctx("audit.append", id)?;
     Ok(row.map(|row| (row.get(0), row.get(1))))
@@ -155,14 +156,23 @@ pub(crate) fn append_prepared(
          ON CONFLICT (chain) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, \
              anchored_at_ms = excluded.anchored_at_ms"
     };
-    tx.execute(
+    // Typed: parsed, bound and run in one round trip (no separate prepare).
+    tx.execute_typed(
         &format!(
             "WITH record AS ( \
                  INSERT INTO audit_records (chain, seq, audit_id, at_ms, entry, hash) \
                  VALUES ($1, $2, $3, $4, $5, $6)), \
              {moved}"
         ),
-        &[&chain, &seq, &id, &p.entry.at_ms, &p.text, &hash, &now_ms],
+        &[
+            (&chain, Type::TEXT),
+            (&seq, Type::INT8),
+            (&id, Type::TEXT),
+            (&p.entry.at_ms, Type::INT8),
+            (&p.text, Type::TEXT),
+            (&hash, Type::TEXT),
+            (&now_ms, Type::INT8),
+        ],
     )
     .ctx(OP, id)?;
     tx.batch_execute("SET LOCAL enable_seqscan = on")

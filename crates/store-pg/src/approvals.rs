@@ -50,7 +50,6 @@ static FAILED_READS: AtomicU64 = AtomicU64::new(0);
 
 /// The approvals' generation as committed in the shared database now (see the module docs).
 /// `StoreInfo::approvals_generation` of [`PgStore`] answers this (info.rs calls it).
-#[allow(dead_code)] // until info.rs (the info slice) calls it
 pub(crate) fn approvals_generation(store: &PgStore) -> u64 {
     const OP: &str = "approvals_version.read";
     let read = store.read(OP, "", |client| {

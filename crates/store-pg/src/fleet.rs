@@ -38,6 +38,10 @@ impl Fleet for PgStore {
         })
     }
 
+    fn touch(&self) -> Result<()> {
+        PgStore::touch_host(self)
+    }
+
     fn hosts(&self) -> Result<Vec<FleetHost>> {
         const OP: &str = "fleet_hosts.list";
         self.read(OP, "", move |client| {

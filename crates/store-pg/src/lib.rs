@@ -62,6 +62,7 @@ mod sessions;
 #[doc(hidden)]
 pub mod testing;
 mod tls;
+mod viewer;
 mod watchers;
 
 pub use audit::{AuditChain, ChainVerify};
@@ -72,6 +73,7 @@ pub use error::is_unique_violation;
 #[allow(unused_imports)]
 pub(crate) use error::{PgContext, backend};
 pub use migrate::PG_SCHEMA_VERSION;
+pub use viewer::display_url;
 
 /// Runs `f` on a thread of its own and waits for it: the driver's blocking calls (connecting,
 /// closing a connection) panic when made on a thread that drives a tokio runtime.
@@ -108,6 +110,8 @@ pub struct PgStore {
     /// The versions this open applied (empty when the schema was already current).
     migrated: Vec<i64>,
     pool: pool::Pool,
+    /// Opened by [`PgStore::open_viewer`]: writes are refused.
+    viewer: bool,
 }
 
 impl PgStore {
@@ -140,6 +144,7 @@ impl PgStore {
             target,
             migrated,
             pool,
+            viewer: false,
         })
     }
 
@@ -191,6 +196,9 @@ impl PgStore {
         T: Send + 'static,
         F: Fn(&mut postgres::Transaction<'_>) -> Result<T> + Send + 'static,
     {
+        if self.viewer {
+            return Err(viewer::refused(op, id));
+        }
         self.pool.write(op, id, f)
     }
 
@@ -201,6 +209,9 @@ impl PgStore {
         T: Send + 'static,
         F: Fn(&mut postgres::Transaction<'_>) -> Result<T> + Send + 'static,
     {
+        if self.viewer {
+            return Err(viewer::refused(op, id));
+        }
         self.pool.write_async(op, id, f).await
     }
 

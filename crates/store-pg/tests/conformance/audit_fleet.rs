@@ -241,3 +241,38 @@ fn regression_two_daemons_appending_to_analyzed_tables_do_not_abort_each_other()
         assert_eq!(chain.report.last_seq, PER_HOST + 150);
     }
 }
+
+/// A confirmation asked on one host and resolved on another leaves records with one audit id
+/// in two chains: `find_audit` answers both, oldest first, whichever daemon asks.
+#[test]
+fn find_answers_one_audit_id_from_every_chain_oldest_first() {
+    let fleet = fleet();
+    let mut asked = host_entry("host-a", 1);
+    asked.audit_id = "runtime:openclaw:shared".to_owned();
+    asked.at_ms = 1_000;
+    let mut resolved = asked.clone();
+    resolved.at_ms = 2_000;
+    let mut later = asked.clone();
+    later.at_ms = 3_000;
+    // Chain B's record is appended first but is the middle one in time.
+    fleet.b.append_audit(&resolved).unwrap();
+    fleet.a.append_audit(&asked).unwrap();
+    fleet.a.append_audit(&host_entry("host-a", 2)).unwrap();
+    fleet.a.append_audit(&later).unwrap();
+    for store in [&fleet.a, &fleet.b] {
+        let found = store.find_audit("runtime:openclaw:shared").unwrap();
+        assert_eq!(
+            found
+                .iter()
+                .map(|r| (r.entry.at_ms, r.seq))
+                .collect::<Vec<_>>(),
+            [(1_000, 1), (2_000, 1), (3_000, 3)]
+        );
+        // prev_hash is the previous record's of its own chain.
+        assert_eq!(
+            found[2].prev_hash,
+            fleet.a.export_audit(1, 1).unwrap()[0].hash
+        );
+        assert_eq!(found[1].hash, documented_hash(&found[1]));
+    }
+}

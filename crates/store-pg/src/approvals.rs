@@ -25,9 +25,10 @@
 //! generation can take (top bit set, never repeated), so a cache is never trusted on a failed
 //! read; the bridge's re-read then fails too and it acts without standing approvals.
 //!
-//! Cost: one round trip per tool call (`examples/approvals_generation_cost.rs`, loopback, a busy
-//! 2-core machine: p50 89 µs, p99 269 µs; a cache miss's `list_approvals` p50 310 µs), against
-//! the tens of milliseconds a phone action takes.
+//! Cost: one round trip per tool call (`examples/approvals_generation_cost.rs`, loopback, a shared
+//! 2-core machine: p50 55 µs, p99 101 µs, up to p50 89 / p99 269 µs while other builds ran; a
+//! cache miss's `list_approvals` p50 206 µs), against the tens of milliseconds a phone action
+//! takes. SQLite's in-process counter costs nothing measurable.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

@@ -56,6 +56,7 @@ fn host(dir: &Path, id: &'static str, url: &str, device: &str) -> Host {
             "[[runtimes]]\nid = \"hermes\"\ntoken = \"{TOKEN}\"\n\
              grants = [\"safe_read\", \"private_read\", \"dangerous\"]\n\n\
              [store]\nurl = \"{url}\"\nhost_id = \"{id}\"\n\n\
+             [jobs]\nmax_jobs = 1000\n\n\
              [device]\nkind = \"sim\"\nid = \"{device}\"\n"
         ),
     )

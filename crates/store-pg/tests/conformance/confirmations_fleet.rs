@@ -264,3 +264,79 @@ fn two_daemons_asking_for_the_same_100_identities_at_once_make_one_confirmation_
         .unwrap();
     assert_eq!(pending.len(), 100);
 }
+
+#[test]
+fn one_daemons_approvals_racing_anothers_expiry_timer_settle_each_confirmation_once() {
+    let Some(url) = testing::test_url() else {
+        return;
+    };
+    let (a, b, _schema) = two_hosts(&url);
+    let stores = [
+        Arc::new(PgStore::open(&a).unwrap()),
+        Arc::new(PgStore::open(&b).unwrap()),
+    ];
+    let ids: Vec<String> = (0..60).map(|i| format!("c-{i:02}")).collect();
+    // Confirmation i expires at T0 + 10 i + TIMEOUT.
+    for (i, id) in (0i64..).zip(&ids) {
+        created(&stores[0], id, T0 + 10 * i);
+    }
+    let barrier = Arc::new(Barrier::new(2));
+    // Daemon A approves them all in order (its clock says they are in time) while daemon B's
+    // expiry timer (its clock says they are due) times them out in the same order, one a tick.
+    let approver = {
+        let (store, barrier, ids) = (Arc::clone(&stores[0]), Arc::clone(&barrier), ids.clone());
+        std::thread::spawn(move || {
+            barrier.wait();
+            ids.iter()
+                .filter_map(
+                    |id| match store.resolve(id, Resolution::Approve, "operator", T0 + 1) {
+                        Ok(record) => Some(record.confirmation_id),
+                        Err(StoreError::ConfirmationNotPending {
+                            reason: NotPending::AlreadyResolved { .. },
+                            ..
+                        }) => None,
+                        Err(other) => panic!("{id}: {other:?}"),
+                    },
+                )
+                .collect::<Vec<_>>()
+        })
+    };
+    let timer = {
+        let (store, barrier) = (Arc::clone(&stores[1]), Arc::clone(&barrier));
+        std::thread::spawn(move || {
+            barrier.wait();
+            let mut expired = Vec::new();
+            for i in 0..60 {
+                expired.extend(
+                    store
+                        .expire_due(T0 + 10 * i + TIMEOUT)
+                        .unwrap()
+                        .into_iter()
+                        .map(|r| r.confirmation_id),
+                );
+            }
+            expired
+        })
+    };
+    let approved = approver.join().unwrap();
+    let mut expired = timer.join().unwrap();
+    // Whatever is left pending after the race is timed out now.
+    expired.extend(
+        stores[1]
+            .expire_due(T0 + 10 * 60 + TIMEOUT)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.confirmation_id),
+    );
+    let mut settled: Vec<String> = approved.iter().chain(&expired).cloned().collect();
+    settled.sort();
+    assert_eq!(settled, ids, "each settled once: approved {approved:?}");
+    for id in &approved {
+        let state = stores[1].get_confirmation(id).unwrap().unwrap().state;
+        assert_eq!(state, ConfirmationState::Approved, "{id}");
+    }
+    for id in &expired {
+        let state = stores[0].get_confirmation(id).unwrap().unwrap().state;
+        assert_eq!(state, ConfirmationState::Timeout, "{id}");
+    }
+}

@@ -14,7 +14,10 @@ use openphone_store::{
 use postgres::GenericClient;
 use postgres::types::Type;
 
-use super::{NewFinal, Param, check_identity, corrupt, get, identity_digest, record_final_sql};
+use super::{
+    NewFinal, Param, check_identity, corrupt, get, identity_digest, read_committed,
+    record_final_sql,
+};
 use crate::PgStore;
 use crate::error::{from_pg, is_unique_violation};
 
@@ -140,6 +143,7 @@ impl Begin {
     /// Refused with [`StoreError::AlreadyExists`] (`final_results` or `executions`, as the
     /// SQLite store) when the identity was answered or is in flight, here or on another daemon.
     pub(super) fn run(&self, tx: &mut postgres::Transaction<'_>) -> Result<AuditRecord> {
+        read_committed(tx, BEGIN)?;
         let (e, id) = (&self.execution, self.id());
         let i = &e.identity;
         let params: [Param<'_>; 10] = [
@@ -155,8 +159,8 @@ impl Begin {
             (&self.host_id, Type::TEXT),
         ];
         let rows = tx.query_typed(BEGIN_SQL, &params).map_err(|err| {
-            // Another daemon inserted it after this transaction's snapshot (PostgreSQL
-            // usually reports that as a serialization failure, and the write runs again).
+            // Another daemon began it after this statement's snapshot: its row lock made this
+            // insert wait, and its commit makes it a duplicate.
             if is_unique_violation(&err) {
                 already("executions", &id)
             } else {
@@ -207,6 +211,7 @@ impl Finish {
     }
 
     pub(super) fn run(&self, tx: &mut postgres::Transaction<'_>) -> Result<FinalResult> {
+        read_committed(tx, FINISH)?;
         let stored = self.new.run(tx, FINISH, &self.sql)?;
         crate::audit::append_in(tx, &self.host_id, &self.outcome)?;
         Ok(stored)

@@ -20,6 +20,20 @@
 //! result, its read-back and the removal of the execution of `finish_execution`, the lookup and
 //! the insert of `remember_request` are each a single statement with data-modifying `WITH`
 //! clauses.
+//!
+//! # READ COMMITTED
+//!
+//! These writes run at READ COMMITTED ([`read_committed`]), not the writer's default
+//! SERIALIZABLE: each is one statement whose reads and writes share one snapshot, and what
+//! must be unique is unique by a primary key, so two daemons racing for one identity are
+//! ordered by the key's row lock (the second one's insert waits, then finds the first's row,
+//! or fails with a unique violation answered as the SQLite store answers a second begin).
+//! SERIALIZABLE would add only false conflicts: its read locks on index pages are page-wide,
+//! so two daemons beginning *different* identities on one index page abort each other and run
+//! again (once, in an early run of `benches/replay.rs`, until a write ran out of the writer's
+//! 10 retries). Where a concurrent insert committed after the statement's snapshot (the insert
+//! did nothing and the read found nothing), the row is read again in a second statement, the
+//! only case with two.
 
 mod executions;
 mod retention;
@@ -98,6 +112,13 @@ pub(crate) fn identity_digest(identity: &IdentityKey) -> Result<Vec<u8>> {
         })
         .collect::<Option<Vec<u8>>>()
         .ok_or_else(|| corrupt("final_results.key", &identity.describe(), "not a digest"))
+}
+
+/// Runs the rest of the transaction at READ COMMITTED (see the module docs); the first
+/// statement of a write.
+pub(crate) fn read_committed(tx: &mut postgres::Transaction<'_>, op: &'static str) -> Result<()> {
+    tx.batch_execute("SET TRANSACTION ISOLATION LEVEL READ COMMITTED")
+        .ctx(op, "")
 }
 
 /// [`StoreError::Corrupt`]: a stored value that does not decode.
@@ -248,7 +269,18 @@ impl NewFinal {
         sql: &str,
     ) -> Result<FinalResult> {
         let id = self.identity.describe();
-        let rows = tx.query_typed(sql, &self.params()).ctx(op, &id)?;
+        let mut rows = tx.query_typed(sql, &self.params()).ctx(op, &id)?;
+        if rows.is_empty() {
+            // Recorded by another daemon after this statement's snapshot (READ COMMITTED):
+            // the insert did nothing, and a new statement sees that row.
+            rows = tx
+                .query_typed(
+                    "SELECT request_id, result_json, recorded_at_ms FROM final_results \
+                     WHERE identity = $1",
+                    &[(&self.key, Type::BYTEA)],
+                )
+                .ctx(op, &id)?;
+        }
         let row = rows.first().ok_or_else(|| StoreError::NotFound {
             table: "final_results",
             id: id.clone(),
@@ -287,9 +319,11 @@ const REMEMBER_SQL: &str = "\
     WITH inserted AS ( \
         INSERT INTO request_ids (runtime, runtime_session_id, request_id, tool, params_digest, \
             recorded_at_ms) \
-        VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING) \
-    SELECT tool, params_digest, recorded_at_ms FROM request_ids \
-    WHERE runtime = $1 AND runtime_session_id = $2 AND request_id = $3";
+        VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING RETURNING 1) \
+    SELECT false AS is_new, tool, params_digest, recorded_at_ms FROM request_ids \
+    WHERE runtime = $1 AND runtime_session_id = $2 AND request_id = $3 \
+    UNION ALL \
+    SELECT true, NULL, NULL, NULL FROM inserted";
 
 const REMEMBER: &str = "request_ids.remember";
 
@@ -328,6 +362,7 @@ impl Remember {
     }
 
     fn run(&self, tx: &mut postgres::Transaction<'_>) -> Result<RequestCheck> {
+        read_committed(tx, REMEMBER)?;
         let rows = tx
             .query_typed(
                 REMEMBER_SQL,
@@ -341,15 +376,24 @@ impl Remember {
                 ],
             )
             .ctx(REMEMBER, &self.request_id)?;
-        let Some(row) = rows.first() else {
-            return Ok(RequestCheck::New);
-        };
-        let entry = RequestEntry {
-            scope: self.scope.clone(),
-            request_id: self.request_id.clone(),
-            tool: get(row, "tool", REMEMBER, &self.request_id)?,
-            params_digest: get(row, "params_digest", REMEMBER, &self.request_id)?,
-            recorded_at_ms: get(row, "recorded_at_ms", REMEMBER, &self.request_id)?,
+        let entry = match rows.first() {
+            Some(row) if get::<bool>(row, "is_new", REMEMBER, &self.request_id)? => {
+                return Ok(RequestCheck::New);
+            }
+            Some(row) => RequestEntry {
+                scope: self.scope.clone(),
+                request_id: self.request_id.clone(),
+                tool: get(row, "tool", REMEMBER, &self.request_id)?,
+                params_digest: get(row, "params_digest", REMEMBER, &self.request_id)?,
+                recorded_at_ms: get(row, "recorded_at_ms", REMEMBER, &self.request_id)?,
+            },
+            // Remembered by another daemon after this statement's snapshot: read it now.
+            None => find_request_in(tx, &self.scope, &self.request_id)?.ok_or_else(|| {
+                StoreError::NotFound {
+                    table: "request_ids",
+                    id: self.request_id.clone(),
+                }
+            })?,
         };
         Ok(
             if entry.tool == self.tool && entry.params_digest == self.params_digest {
@@ -476,7 +520,10 @@ impl ReplayStore for PgStore {
         const OP: &str = "final_results.record";
         let new = NewFinal::new(identity, request_id, result, now_ms)?;
         let sql = record_final_sql("");
-        self.write(OP, &identity.describe(), move |tx| new.run(tx, OP, &sql))
+        self.write(OP, &identity.describe(), move |tx| {
+            read_committed(tx, OP)?;
+            new.run(tx, OP, &sql)
+        })
     }
 
     fn find_final(&self, identity: &IdentityKey) -> Result<Option<FinalResult>> {

@@ -12,8 +12,8 @@
 //! Every daemon of a fleet prunes on its housekeeping tick. A prune first takes a transaction
 //! advisory lock of the schema without waiting: while one daemon prunes, another's prune
 //! returns an empty report at once (no wait on the writer, no double counting, no error), and
-//! the rows are pruned once. A prune that raced a commit of another daemon's prune is aborted
-//! by serializable isolation and run again on fresh rows by the writer.
+//! the rows are pruned once. The prune statement runs after the lock is taken, at READ
+//! COMMITTED, so it sees every earlier prune's commit.
 
 use openphone_protocol::{ErrorCode, ToolResult};
 use openphone_store::{FinalResult, IdentityKey, PRUNE_BATCH, PruneReport, Result, Retention};
@@ -129,6 +129,9 @@ pub(super) fn prune(store: &PgStore, now_ms: i64, retention: Retention) -> Resul
     let max_bytes = i64::try_from(retention.max_bytes).unwrap_or(i64::MAX);
     let batch = i64::try_from(PRUNE_BATCH).unwrap_or(i64::MAX);
     store.write(OP, "", move |tx| {
+        // Prunes exclude each other by the lock; the hot path's writes only add rows a prune
+        // leaves alone (too young), so READ COMMITTED is enough and takes no read locks.
+        super::read_committed(tx, OP)?;
         let locked: bool = tx
             .query_one(
                 "SELECT pg_try_advisory_xact_lock(\

@@ -16,11 +16,25 @@
 //!   are OR-ed as on SQLite;
 //! - the index is a GIN index on the `search` column.
 //!
-//! Ranking is `ts_rank` (the words' frequency in the memory, with diminishing returns): higher is
-//! better, as `-bm25` is on SQLite; ties go to the newest id on both.
+//! # Ranking: BM25, as SQLite's
 //!
-//! One difference stays: FTS5's `unicode61` also folds diacritics (`café` finds `cafe`); here
-//! they are kept (`café` finds only `café`).
+//! FTS5's `bm25()` is computed here in SQL, with its constants and its rules, so both backends
+//! rank alike and give the same scores: for each query word `q` (repeats count again),
+//! `idf(q) · f·(k1+1) / (f + k1·(1 − b + b·|D|/avgdl))` summed, `k1 = 1.2`, `b = 0.75`, where
+//! `f` is how often `q` occurs in the memory (its positions in `search`), `|D|` the memory's
+//! words (`words`), `avgdl` the average over all memories, and `idf(q) = ln((N − n + 0.5) /
+//! (n + 0.5))` (10⁻⁶ when not positive) with `N` memories of which `n` hold `q`. Higher is
+//! better (SQLite's `bm25()` negated, as the SQLite store reports it); ties go to the newest id.
+//! `ts_rank` would not do: it knows neither a word's rarity nor a memory's length, so rare
+//! words and short memories would not come first as they do on SQLite.
+//!
+//! Cost: `N` and `avgdl` are one scan of `memories` per search (FTS5 keeps them in its index),
+//! `n` one GIN lookup per word, the rest touches only the matching rows. Memories are few
+//! (what an agent chose to remember); a store with very many would keep the totals in a row.
+//!
+//! Differences that stay: FTS5's `unicode61` also folds diacritics (`café` finds `cafe`); here
+//! they are kept (`café` finds only `café`). A word repeated more than 256 times in one memory
+//! counts 256 times (PostgreSQL keeps 256 positions per word).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -91,13 +105,15 @@ fn quoted(word: &str) -> String {
 }
 
 /// The index entry of a memory: the words of its text, kind and subject with their positions,
-/// as a `tsvector` literal.
-fn search_vector(new: &NewMemory) -> String {
+/// as a `tsvector` literal, and how many words there were.
+fn search_vector(new: &NewMemory) -> (String, i32) {
     let mut positions: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     let all = words(&new.text)
         .chain(words(&new.kind))
         .chain(words(&new.subject));
+    let mut count = 0usize;
     for (i, word) in all.enumerate() {
+        count = i + 1;
         if word.len() > MAX_WORD_BYTES {
             continue;
         }
@@ -118,25 +134,70 @@ fn search_vector(new: &NewMemory) -> String {
             let _ = write!(out, "{sep}{p}");
         }
     }
-    out
+    (out, i32::try_from(count).unwrap_or(i32::MAX))
 }
 
-/// The search for free text: its words OR-ed, as a `tsquery` literal; `None` when the text has
-/// no words. Words too long to be indexed can match nothing and are left out (`Some("")` when
-/// every word was such a word).
-fn query_expression(query: &str) -> Option<String> {
+/// A search for free text: its words (repeats kept: BM25 counts them again), each as a
+/// `tsquery` literal, and all of them OR-ed.
+#[derive(Debug, PartialEq)]
+struct Search {
+    words: Vec<String>,
+    lexemes: Vec<String>,
+    any: String,
+}
+
+/// The search for `query`; `None` when it has no words. Words too long to be indexed can match
+/// nothing and are left out (a search of no words when every word was such a word).
+fn search_of(query: &str) -> Option<Search> {
     let all: Vec<String> = words(query).collect();
     if all.is_empty() {
         return None;
     }
-    Some(
-        all.iter()
-            .filter(|w| w.len() <= MAX_WORD_BYTES)
-            .map(|w| quoted(w))
-            .collect::<Vec<_>>()
-            .join(" | "),
-    )
+    let words: Vec<String> = all
+        .into_iter()
+        .filter(|w| w.len() <= MAX_WORD_BYTES)
+        .collect();
+    let lexemes: Vec<String> = words.iter().map(|w| quoted(w)).collect();
+    let any = lexemes.join(" | ");
+    Some(Search {
+        words,
+        lexemes,
+        any,
+    })
 }
+
+/// BM25 over the memories holding any of the words (`$1` words, `$2` each as a `tsquery`, `$3`
+/// all OR-ed, `$4` the limit); see the module docs.
+const BM25_SEARCH: &str = "\
+WITH terms AS (
+    SELECT t.word, CAST(t.lexeme AS tsquery) AS q
+    FROM unnest($1::text[], $2::text[]) AS t(word, lexeme)
+), totals AS (
+    SELECT count(*)::float8 AS n, avg(words)::float8 AS avgdl FROM memories
+), idf AS (
+    SELECT terms.word, ln((totals.n - k.hits + 0.5) / (k.hits + 0.5)) AS raw
+    FROM terms CROSS JOIN totals
+    CROSS JOIN LATERAL (
+        SELECT count(*)::float8 AS hits FROM memories h WHERE h.search @@ terms.q
+    ) k
+), scored AS (
+    SELECT m.memory_id,
+        SUM(CASE WHEN idf.raw > 0 THEN idf.raw ELSE 1e-6 END
+            * cardinality(u.positions) * 2.2
+            / (cardinality(u.positions)
+               + 1.2 * (0.25 + 0.75 * m.words / NULLIF(totals.avgdl, 0)))) AS score
+    FROM memories m
+    CROSS JOIN totals
+    CROSS JOIN LATERAL unnest(m.search) AS u(lexeme, positions, weights)
+    JOIN idf ON idf.word = u.lexeme
+    WHERE m.search @@ CAST($3::text AS tsquery)
+    GROUP BY m.memory_id
+)
+SELECT m.memory_id, m.text, m.kind, m.subject, m.confidence, m.created_at_ms,
+    COALESCE(s.score, 0)::float8 AS rank
+FROM scored s JOIN memories m ON m.memory_id = s.memory_id
+ORDER BY rank DESC, m.memory_id DESC
+LIMIT $4";
 
 impl MemoryStore for PgStore {
     fn save_memory(&self, new: &NewMemory, now_ms: i64) -> Result<MemoryRecord> {
@@ -148,12 +209,12 @@ impl MemoryStore for PgStore {
             });
         }
         let new = new.clone();
-        let vector = search_vector(&new);
+        let (vector, count) = search_vector(&new);
         self.write(OP, "", move |tx| {
             let sql = format!(
                 "INSERT INTO memories AS m \
-                 (text, kind, subject, confidence, created_at_ms, search) \
-                 VALUES ($1, $2, $3, $4, $5, CAST($6::text AS tsvector)) RETURNING {COLUMNS}"
+                 (text, kind, subject, confidence, created_at_ms, search, words) \
+                 VALUES ($1, $2, $3, $4, $5, CAST($6::text AS tsvector), $7) RETURNING {COLUMNS}"
             );
             let row = tx
                 .query_one(
@@ -165,6 +226,7 @@ impl MemoryStore for PgStore {
                         &new.confidence,
                         &now_ms,
                         &vector,
+                        &count,
                     ],
                 )
                 .ctx(OP, "")?;
@@ -190,18 +252,20 @@ impl MemoryStore for PgStore {
     fn search_memory(&self, query: Option<&str>, limit: usize) -> Result<Vec<MemoryHit>> {
         const OP: &str = "memories.search";
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let expr = query.and_then(query_expression);
+        let search = query.and_then(search_of);
         self.read(OP, "", move |conn| {
             let mut out = Vec::new();
-            match expr {
-                Some(expr) if expr.is_empty() => {}
-                Some(expr) => {
-                    let sql = format!(
-                        "SELECT {COLUMNS}, ts_rank(m.search, q)::float8 AS rank \
-                         FROM memories m, CAST($1::text AS tsquery) q WHERE m.search @@ q \
-                         ORDER BY rank DESC, m.memory_id DESC LIMIT $2"
-                    );
-                    for row in conn.query(&sql, &[&expr, &limit]).ctx(OP, &expr)? {
+            match search {
+                Some(search) if search.words.is_empty() => {}
+                Some(Search {
+                    words,
+                    lexemes,
+                    any,
+                }) => {
+                    let rows = conn
+                        .query(BM25_SEARCH, &[&words, &lexemes, &any, &limit])
+                        .ctx(OP, &any)?;
+                    for row in rows {
                         out.push(MemoryHit {
                             score: col(&row, "rank", OP)?,
                             memory: from_row(&row)?,
@@ -243,11 +307,17 @@ mod tests {
     fn vector_holds_every_word_of_every_column_with_positions() {
         assert_eq!(
             search_vector(&memory("Tea, tea: GREEN tea", "preference", "user")),
-            "'green':3 'preference':5 'tea':1,2,4 'user':6"
+            (
+                "'green':3 'preference':5 'tea':1,2,4 'user':6".to_owned(),
+                6
+            )
         );
         assert_eq!(
             search_vector(&memory("café e-mail 3.5 Ωmega", "fact", "")),
-            "'3':4 '5':5 'café':1 'e':2 'fact':7 'mail':3 'ωmega':6"
+            (
+                "'3':4 '5':5 'café':1 'e':2 'fact':7 'mail':3 'ωmega':6".to_owned(),
+                7
+            )
         );
     }
 
@@ -255,7 +325,8 @@ mod tests {
     fn vector_keeps_within_postgres_limits() {
         let long = "x".repeat(MAX_WORD_BYTES + 1);
         let many = "w ".repeat(20_000);
-        let v = search_vector(&memory(&format!("{long} {many}"), "fact", "u"));
+        let (v, count) = search_vector(&memory(&format!("{long} {many}"), "fact", "u"));
+        assert_eq!(count, 20_003, "every word counts for BM25, indexed or not");
         assert!(!v.contains(&long));
         let w = v.split(' ').find(|l| l.starts_with("'w'")).unwrap();
         assert_eq!(w.split(',').count(), MAX_POSITIONS);
@@ -265,16 +336,21 @@ mod tests {
 
     #[test]
     fn query_is_words_or_ed_and_never_syntax() {
+        let any = |q: &str| search_of(q).map(|s| s.any);
         assert_eq!(
-            query_expression("lisbon OR \"coffee\" AND (NEAR*").as_deref(),
-            Some("'lisbon' | 'or' | 'coffee' | 'and' | 'near'")
+            any("lisbon OR \"coffee\" AND (NEAR* lisbon").as_deref(),
+            Some("'lisbon' | 'or' | 'coffee' | 'and' | 'near' | 'lisbon'")
         );
-        assert_eq!(query_expression("  ?! "), None);
-        assert_eq!(query_expression("it's"), Some("'it' | 's'".to_owned()));
+        assert_eq!(search_of("  ?! "), None);
         assert_eq!(
-            query_expression(&"y".repeat(MAX_WORD_BYTES + 1)).as_deref(),
-            Some("")
+            search_of("it's"),
+            Some(Search {
+                words: vec!["it".to_owned(), "s".to_owned()],
+                lexemes: vec!["'it'".to_owned(), "'s'".to_owned()],
+                any: "'it' | 's'".to_owned(),
+            })
         );
+        assert_eq!(any(&"y".repeat(MAX_WORD_BYTES + 1)).as_deref(), Some(""));
         assert_eq!(quoted("a'b\\"), "'a''b\\\\'");
     }
 }

@@ -12,7 +12,9 @@ CREATE TABLE memories (
     subject       TEXT NOT NULL,
     confidence    DOUBLE PRECISION,
     created_at_ms BIGINT NOT NULL,
-    search        TSVECTOR NOT NULL
+    search        TSVECTOR NOT NULL,
+    -- How many words `search` was made of (all of them, repeats included): BM25's |D|.
+    words         INTEGER NOT NULL
 );
 CREATE INDEX memories_search ON memories USING GIN (search);
 CREATE INDEX memories_recent ON memories (created_at_ms DESC, memory_id DESC);

@@ -211,3 +211,52 @@ fn search_text_is_never_query_syntax() {
         assert_eq!(ids, [tea.memory_id, lisbon.memory_id], "{q}");
     }
 }
+
+#[test]
+fn ranking_is_bm25_rare_words_and_short_memories_first() {
+    let dir = temp();
+    let store = open(&dir);
+    let ids = |q: &str| {
+        store
+            .search_memory(Some(q), 10)
+            .unwrap()
+            .iter()
+            .map(|h| h.memory.memory_id)
+            .collect::<Vec<_>>()
+    };
+    // A rare word counts for more than a common one, whatever the age.
+    let lisbon = store
+        .save_memory(&mem("Lives in Lisbon", "fact"), T0)
+        .unwrap();
+    let teas: Vec<i64> = (1..=3)
+        .map(|i| {
+            store
+                .save_memory(&mem(&format!("Tea number {i}"), "fact"), T0 + i)
+                .unwrap()
+                .memory_id
+        })
+        .collect();
+    assert_eq!(ids("tea lisbon")[0], lisbon.memory_id);
+    // The same word once: the shorter memory ranks first, also when it is older.
+    let short = store
+        .save_memory(&mem("Allergic to peanuts", "fact"), T0 + 10)
+        .unwrap();
+    let long = store
+        .save_memory(
+            &mem(
+                "Said at dinner last week with friends that peanuts in any sauce are a problem",
+                "fact",
+            ),
+            T0 + 11,
+        )
+        .unwrap();
+    assert_eq!(ids("peanuts"), [short.memory_id, long.memory_id]);
+    // Scores are BM25's (SQLite's bm25(), negated: k1 = 1.2, b = 0.75, words counted over
+    // text, type and subject), the same figures on every backend. Here 6 memories of 42 words
+    // (7 on average), "peanuts" in 2: idf = ln(4.5 / 2.5); the short one has 5 words, the long
+    // one 17.
+    let hits = store.search_memory(Some("peanuts"), 10).unwrap();
+    let rounded: Vec<f64> = hits.iter().map(|h| (h.score * 1e6).round() / 1e6).collect();
+    assert_eq!(rounded, [0.665582, 0.37098]);
+    assert_eq!(teas.len(), 3);
+}

@@ -10,7 +10,7 @@ use openphone_store::{
     VerifyReport,
 };
 use postgres::IsolationLevel;
-use postgres::fallible_iterator::FallibleIterator;
+use postgres::types::Type;
 
 use super::append::{body_digest, chain_hash};
 use super::read::decode_entry;
@@ -277,15 +277,25 @@ pub(crate) fn verify_all(conn: &mut postgres::Client) -> Result<Vec<ChainVerify>
         );
     }
     let mut done: Vec<ChainVerify> = Vec::new();
-    {
-        let mut rows = tx
-            .query_raw(
-                "SELECT chain, seq, audit_id, entry, hash FROM audit_records ORDER BY chain, seq",
-                std::iter::empty::<&str>(),
-            )
-            .ctx(OP, "")?;
-        let mut walk: Option<Walk> = None;
-        while let Some(row) = rows.next().ctx(OP, "")? {
+    let mut walk: Option<Walk> = None;
+    // Pages in key order, each statement short (the session's statement_timeout applies to
+    // each; a log of millions of records is walked in any time), all in the one snapshot.
+    let mut after: Option<(String, i64)> = None;
+    loop {
+        let rows = match &after {
+            None => tx.query_typed(
+                "SELECT chain, seq, audit_id, entry, hash FROM audit_records \
+                 ORDER BY chain, seq LIMIT 2000",
+                &[],
+            ),
+            Some((chain, seq)) => tx.query_typed(
+                "SELECT chain, seq, audit_id, entry, hash FROM audit_records \
+                 WHERE (chain, seq) > ($1, $2) ORDER BY chain, seq LIMIT 2000",
+                &[(chain, Type::TEXT), (seq, Type::INT8)],
+            ),
+        }
+        .ctx(OP, "")?;
+        for row in &rows {
             let chain: &str = row.get(0);
             if walk.as_ref().is_none_or(|w| w.chain != chain) {
                 if let Some(w) = walk.take() {
@@ -298,10 +308,14 @@ pub(crate) fn verify_all(conn: &mut postgres::Client) -> Result<Vec<ChainVerify>
                 w.step(row.get(1), row.get(2), row.get(3), row.get(4));
             }
         }
-        if let Some(w) = walk.take() {
-            let head = heads.remove(&w.chain);
-            done.push(w.finish(head));
+        match rows.last() {
+            Some(last) if rows.len() == 2000 => after = Some((last.get(0), last.get(1))),
+            Some(_) | None => break,
         }
+    }
+    if let Some(w) = walk.take() {
+        let head = heads.remove(&w.chain);
+        done.push(w.finish(head));
     }
     tx.commit().ctx(OP, "")?;
     // Chains whose every record is gone: named only by a head or an anchor.

@@ -276,3 +276,79 @@ fn find_answers_one_audit_id_from_every_chain_oldest_first() {
         assert_eq!(found[1].hash, documented_hash(&found[1]));
     }
 }
+
+/// `verify` walks the records in pages of 2000 (each statement short): chains longer than a
+/// page, and a page boundary falling inside a chain, verify as one walk; a break past the first
+/// page is still found.
+#[test]
+fn a_walk_across_many_pages_verifies_and_finds_a_break_past_the_first() {
+    let fleet = fleet();
+    fleet.b.append_audit(&host_entry("host-b", 1)).unwrap();
+    // Host A's chain written directly, hashed as the store hashes (faster than appending).
+    let mut client = testing::connect(&fleet.config).unwrap();
+    let mut tx = client.transaction().unwrap();
+    let mut prev = openphone_store::GENESIS_HASH.to_owned();
+    let n = 4500;
+    for seq in 1..=n {
+        let mut record = AuditRecord {
+            seq,
+            entry: host_entry("host-a", seq),
+            prev_hash: prev.clone(),
+            hash: String::new(),
+        };
+        record.hash = documented_hash(&record);
+        tx.execute(
+            "INSERT INTO audit_records (chain, seq, audit_id, at_ms, entry, hash) \
+             VALUES ('host-a', $1, $2, $3, $4, $5)",
+            &[
+                &seq,
+                &record.entry.audit_id,
+                &record.entry.at_ms,
+                &serde_json::to_string(&record.entry).unwrap(),
+                &record.hash,
+            ],
+        )
+        .unwrap();
+        prev = record.hash;
+    }
+    for table in ["audit_heads", "audit_anchors"] {
+        let extra = if table == "audit_anchors" {
+            ", anchored_at_ms"
+        } else {
+            ""
+        };
+        let value = if table == "audit_anchors" { ", 0" } else { "" };
+        tx.execute(
+            &format!(
+                "INSERT INTO {table} (chain, seq, hash{extra}) VALUES ('host-a', $1, $2{value})"
+            ),
+            &[&n, &prev],
+        )
+        .unwrap();
+    }
+    tx.commit().unwrap();
+
+    let chains = fleet.b.verify_audit_chains().unwrap();
+    assert!(chains.iter().all(|c| c.is_intact()), "{chains:?}");
+    assert_eq!(chains[0].report.checked, n as u64);
+    assert_eq!(chains[1].report.checked, 1);
+    // Host A continues its chain where the direct writes left it.
+    let next = fleet.a.append_audit(&host_entry("host-a", n + 1)).unwrap();
+    assert_eq!((next.seq, next.prev_hash.as_str()), (n + 1, prev.as_str()));
+
+    client
+        .execute(
+            "UPDATE audit_records SET entry = jsonb_set(entry::jsonb, '{duration_ms}', '7')::text \
+             WHERE chain = 'host-a' AND seq = 4321",
+            &[],
+        )
+        .unwrap();
+    let combined = fleet.b.verify_audit().unwrap();
+    let broken = combined.first_broken.unwrap();
+    assert_eq!(broken.seq, 4321);
+    assert!(
+        matches!(broken.problem, AuditProblem::HashMismatch { .. }),
+        "{broken:?}"
+    );
+    assert_eq!(combined.checked, 4321 + 1);
+}

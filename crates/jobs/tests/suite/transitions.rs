@@ -167,6 +167,7 @@ fn row(status: JobStatus, interval_ms: i64, mode: &str) -> StoredJob {
         owner: "sched".to_owned(),
         delivery_state: None,
         created_by: "operator".to_owned(),
+        host: None,
     }
 }
 

@@ -33,6 +33,14 @@ pub struct GoalSummary {
     /// Open blockers.
     pub blockers: usize,
     pub updated_at: i64,
+    /// The daemon of a fleet that made the goal (its ticks run there). Absent when not in a
+    /// fleet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<super::RowHost>,
+    /// The phone the goal's tool calls act on, when it names one; given with `host` (in a
+    /// fleet) only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_id: Option<String>,
 }
 
 /// `goals.list` params.

@@ -74,6 +74,10 @@ pub struct InboxItem {
     /// Kind-specific details: a job review's record (params, digests, idempotency key); a
     /// confirmation's `request_id` and `runtime`.
     pub detail: Value,
+    /// The daemon of a fleet the item belongs to: the one whose runtime asked (confirmations,
+    /// goal approvals) or the job's (job reviews). Absent when not in a fleet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<super::RowHost>,
 }
 
 /// Pending items by kind (expired ones are not counted).

@@ -27,6 +27,40 @@ pub struct JobEntry {
     /// assistant), or the id of the runtime that created it — whose authority its runs have.
     #[serde(default = "operator")]
     pub created_by: String,
+    /// Where the job belongs in a fleet of daemons sharing one store (`docs/fleet.md`): the
+    /// daemon that created it and the one whose claim runs it now or ran it last. Absent
+    /// when the daemon is not in a fleet (the SQLite store).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<RowHost>,
+}
+
+/// Which daemon of a fleet a listed row belongs to (`jobs.list`, `inbox.list`, `goals.list`).
+/// Only a fleet's shared store knows it; a lone daemon's rows carry none.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RowHost {
+    /// The `[store] host_id` of the daemon that made the row (a job's or goal's creator, the
+    /// daemon whose runtime asked for a confirmation).
+    pub host_id: String,
+    /// The daemon whose claim runs a job now, or ran it last (jobs only; absent before the
+    /// first run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_owner: Option<String>,
+}
+
+impl RowHost {
+    /// A row made by `host_id`, with no lease.
+    pub fn of(host_id: impl Into<String>) -> RowHost {
+        RowHost {
+            host_id: host_id.into(),
+            lease_owner: None,
+        }
+    }
+
+    /// The daemon that runs (or last ran) the row's work: the lease holder when there is
+    /// one, else the maker.
+    pub fn acting(&self) -> &str {
+        self.lease_owner.as_deref().unwrap_or(&self.host_id)
+    }
 }
 
 fn operator() -> String {
@@ -200,6 +234,7 @@ mod tests {
             job,
             delivery_state: Some(DeliveryState::Sent),
             created_by: "operator".into(),
+            host: None,
         };
         // What `JobEntry` with `job: Map<String, Value>` wrote.
         let before = format!(
@@ -210,5 +245,21 @@ mod tests {
         assert_eq!(typed, before);
         let back: JobEntry = serde_json::from_str(&typed).unwrap();
         assert_eq!(serde_json::to_string(&back).unwrap(), typed);
+    }
+
+    #[test]
+    fn row_host_is_absent_off_a_fleet_and_names_the_lease_holder_in_one() {
+        let lone = serde_json::to_value(RowHost::of("a")).unwrap();
+        assert_eq!(lone, serde_json::json!({"host_id": "a"}));
+        let leased = RowHost {
+            host_id: "a".into(),
+            lease_owner: Some("b".into()),
+        };
+        assert_eq!(leased.acting(), "b");
+        assert_eq!(RowHost::of("a").acting(), "a");
+        let back: RowHost =
+            serde_json::from_value(serde_json::json!({"host_id": "a", "lease_owner": "b"}))
+                .unwrap();
+        assert_eq!(back, leased);
     }
 }

@@ -113,7 +113,7 @@ pub use inbox::{
 pub use jobs::{
     JobEntry, JobIdParams, JobResult, JobRunInfo, JobsCreateParams, JobsGetResult, JobsListParams,
     JobsListResult, JobsReviewParams, JobsReviewResult, JobsStopResult, JobsWakeResult,
-    ReviewDecision,
+    ReviewDecision, RowHost,
 };
 pub use policy::{
     ExplainSource, Explanation, LayerExplanation, PolicyChange, PolicyChangeKind,

@@ -3,8 +3,8 @@
 //! enum string, is corruption, as on SQLite), and the small lookups and errors the writes share.
 
 use openphone_store::{
-    AgentJob, DeliveryState, JobPhase, JobRun, JobStatus, JobType, Result, RunOutcome, StoreError,
-    StoredJob,
+    AgentJob, DeliveryState, JobPhase, JobRun, JobStatus, JobType, Result, RowHost, RunOutcome,
+    StoreError, StoredJob,
 };
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -21,7 +21,8 @@ pub(super) const JOB_COLUMNS: &str = "id, type, title, prompt, payload_json, sch
     last_run_at, last_result, failure_count, failure_alert_at, phase, progress_text, \
     progress_current, progress_total, checkpoint_json, pending_confirmation_id, \
     pending_tool_request_json, last_surface_id, resume_token, last_event_at, unread_result, \
-    paused_at, version, current_attempt, owner, delivery_state, created_by, device_id";
+    paused_at, version, current_attempt, owner, delivery_state, created_by, device_id, host_id, \
+    lease_owner";
 
 pub(super) const RUN_COLUMNS: &str = "job_id, attempt, intended_at, catch_up, owner, started_at, \
     finished_at, outcome, reason, output_ref";
@@ -109,6 +110,10 @@ pub(super) fn job_from_row(row: &Row) -> Result<StoredJob> {
             .map(|s| parse_enum(DeliveryState::parse, &s, "delivery_state", &key))
             .transpose()?,
         created_by: text("created_by")?,
+        host: Some(RowHost {
+            host_id: text("host_id")?,
+            lease_owner: col(row, "lease_owner", OP_READ)?,
+        }),
     })
 }
 

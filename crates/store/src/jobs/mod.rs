@@ -37,6 +37,7 @@ use serde_json::{Map, Value};
 use rows::{JOB_COLUMNS, job_from_row};
 pub(crate) use write::create_limited_in;
 
+pub use openphone_protocol::endpoint::RowHost;
 pub use openphone_protocol::job::{
     AgentJob, DeliveryState, JobPhase, JobRun, JobStatus, JobType, RunOutcome,
 };
@@ -59,6 +60,10 @@ pub struct StoredJob {
     /// `builtin` for the built-in runtime's, else the creating runtime's id. Never changes.
     #[serde(default = "operator_creator")]
     pub created_by: String,
+    /// Where the job belongs in a fleet sharing one store: the daemon that created it and the
+    /// one whose claim runs (or last ran) it. `None` on a store that is not shared (SQLite).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<RowHost>,
 }
 
 /// `created_by` of the user's own jobs: made through the operator's endpoint (`jobs.create`,

@@ -87,6 +87,7 @@ pub(super) fn job_from_row(row: &Row<'_>) -> Result<StoredJob> {
             .map(|s| parse_enum(DeliveryState::parse, &s, OP_READ, &key))
             .transpose()?,
         created_by: text("created_by")?,
+        host: None,
     })
 }
 

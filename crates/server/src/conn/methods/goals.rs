@@ -144,11 +144,11 @@ pub(super) fn list(conn: &Conn, p: GoalsListParams) -> Result<GoalsListResult, E
     }
     let goals = driver(conn)
         .engine()
-        .list(&states, Some(limit.min(LIST_MAX)))
+        .list_with_hosts(&states, Some(limit.min(LIST_MAX)))
         .map_err(error)?;
     let goals: Vec<GoalSummary> = goals
-        .iter()
-        .map(|g| GoalSummary {
+        .into_iter()
+        .map(|(g, host)| GoalSummary {
             goal_id: g.id.clone(),
             objective: g.objective.clone(),
             state: g.state.as_str().to_owned(),
@@ -161,6 +161,9 @@ pub(super) fn list(conn: &Conn, p: GoalsListParams) -> Result<GoalsListResult, E
             total: g.actions.len(),
             blockers: g.blockers.len(),
             updated_at: g.updated_at,
+            // The phone is given with the host only: a lone daemon's list is as it was.
+            device_id: host.as_ref().and(g.device_id.clone()),
+            host,
         })
         .collect();
     Ok(GoalsListResult {

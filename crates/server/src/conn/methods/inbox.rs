@@ -175,6 +175,7 @@ fn confirmation_item(conn: &Conn, r: &ConfirmationRecord, now: i64) -> InboxItem
         phone_session_id: r.phone_session_id.clone(),
         session_grant_offered: !expired && conn.state.bridge.session_grant_offered(r),
         detail: json!({"request_id": r.request_id, "runtime": r.identity.runtime}),
+        host: None,
     }
 }
 
@@ -222,6 +223,7 @@ fn review_item(row: &StoredJob, now: i64) -> Option<InboxItem> {
             .map(str::to_owned),
         session_grant_offered: false,
         detail: Value::Object(view.stored().clone()),
+        host: row.host.clone(),
     })
 }
 
@@ -547,6 +549,7 @@ mod tests {
             phone_session_id: None,
             session_grant_offered: false,
             detail: serde_json::Value::Null,
+            host: None,
         }
     }
 

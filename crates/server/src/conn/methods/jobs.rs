@@ -44,6 +44,7 @@ pub(crate) fn entry(row: &StoredJob) -> Result<JobEntry, ErrorObject> {
         job: row.job.clone(),
         delivery_state: row.delivery_state,
         created_by: row.created_by.clone(),
+        host: row.host.clone(),
     })
 }
 

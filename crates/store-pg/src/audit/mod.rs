@@ -22,8 +22,10 @@
 //!   on this daemon's chain; so does [`append_in`], the append other domains make inside
 //!   their own transactions.
 //! - [`AuditStore::export_audit`] pages through this daemon's chain (the trait's signature
-//!   names no chain). The fleet-wide export is [`PgStore::audit_chains`] then
-//!   [`PgStore::export_audit_chain`] per chain (records paired with their chain).
+//!   names no chain). The fleet's export: [`PgStore::export_audit_chain`] (one host),
+//!   [`PgStore::export_audit_fleet`] (every chain, page by page), [`PgStore::audit_chains`]
+//!   (the chains, their heads and anchors); records come paired with their chain
+//!   (`AuditRecord` has no chain field) and name their phone (`device_id`).
 //! - [`AuditStore::find_audit`] searches every chain (a review or a confirmation may be
 //!   settled by any daemon): each chain's records in chain order, the chains merged by
 //!   `at_ms`.
@@ -95,6 +97,21 @@ impl PgStore {
         let owned = chain.to_owned();
         self.read("audit.export", chain, move |conn| {
             read::export(conn, &owned, after_seq, limit)
+        })
+    }
+
+    /// Up to `limit` records of every chain after the record `after` (`(chain, seq)` of the
+    /// last record of the previous page; `None`: from the start), in (chain, seq) order, each
+    /// with its chain: `audit export` of the whole fleet. Records name their phone
+    /// (`device_id`), for an export of one phone.
+    pub fn export_audit_fleet(
+        &self,
+        after: Option<(&str, i64)>,
+        limit: usize,
+    ) -> Result<Vec<(String, AuditRecord)>> {
+        let after = after.map(|(chain, seq)| (chain.to_owned(), seq));
+        self.read("audit.export", "", move |conn| {
+            read::export_fleet(conn, after.as_ref().map(|(c, s)| (c.as_str(), *s)), limit)
         })
     }
 

@@ -74,6 +74,30 @@ pub(crate) fn export(
     rows.iter().map(|row| record(OP, row)).collect()
 }
 
+/// Up to `limit` records of every chain after the record `after` (`(chain, seq)`; `None`: from
+/// the start), in (chain, seq) order: the fleet's whole log, page by page.
+pub(crate) fn export_fleet(
+    conn: &mut impl GenericClient,
+    after: Option<(&str, i64)>,
+    limit: usize,
+) -> Result<Vec<(String, AuditRecord)>> {
+    const OP: &str = "audit.export";
+    let select =
+        format!("SELECT r.chain, r.seq, r.entry, r.hash, {PREV_HASH} FROM audit_records r");
+    let rows = match after {
+        None => conn.query(
+            &format!("{select} ORDER BY r.chain, r.seq LIMIT $2"),
+            &[&GENESIS_HASH, &sql_limit(limit)],
+        ),
+        Some((chain, seq)) => conn.query(
+            &format!("{select} WHERE (r.chain, r.seq) > ($2, $3) ORDER BY r.chain, r.seq LIMIT $4"),
+            &[&GENESIS_HASH, &chain, &seq, &sql_limit(limit)],
+        ),
+    }
+    .ctx(OP, "")?;
+    rows.iter().map(|row| record(OP, row)).collect()
+}
+
 /// The records carrying `audit_id` in every chain, oldest first: each chain's in chain order,
 /// the chains merged by `at_ms` (ties by chain name).
 pub(crate) fn find(conn: &mut impl GenericClient, audit_id: &str) -> Result<Vec<AuditRecord>> {

@@ -121,6 +121,31 @@ fn two_daemons_appending_at_once_build_two_chains_that_verify_and_match_their_an
             .is_empty()
     );
 
+    // The fleet's whole log, page by page, in (chain, seq) order.
+    let mut all: Vec<(String, AuditRecord)> = Vec::new();
+    loop {
+        let after = all.last().map(|(c, r)| (c.as_str(), r.seq));
+        let page = fleet.b.export_audit_fleet(after, 7).unwrap();
+        if page.is_empty() {
+            break;
+        }
+        all.extend(page);
+    }
+    assert_eq!(all.len(), 2 * PER_HOST as usize);
+    for (i, (chain, record)) in all.iter().enumerate() {
+        let (host, seq) = if i < PER_HOST as usize {
+            ("host-a", i as i64 + 1)
+        } else {
+            ("host-b", i as i64 + 1 - PER_HOST)
+        };
+        assert_eq!((chain.as_str(), record.seq), (host, seq));
+        assert_eq!(
+            record.entry.device_id.as_deref(),
+            Some(&*format!("{host}-phone"))
+        );
+        assert_eq!(record.hash, documented_hash(record));
+    }
+
     // find searches every chain: B's record found from A.
     let found = fleet.a.find_audit("runtime:openclaw:host-b-req-7").unwrap();
     assert_eq!(found.len(), 1);

@@ -24,6 +24,7 @@ use serde_json::{Value, json};
 use crate::client::DaemonClient;
 use crate::client_cmd::{block_on, print_json};
 use crate::data_dir::DataDir;
+use crate::output::fleet_columns::FleetColumns;
 use crate::output::when;
 
 /// `openphone goals` subcommands.
@@ -268,9 +269,21 @@ pub fn run(cmd: GoalsCommand) -> Result<ExitCode> {
             } else if list.goals.is_empty() {
                 println!("no goals");
             } else {
+                // In a fleet, a HOST and a PHONE column before each goal.
+                let columns = FleetColumns::of(
+                    list.goals
+                        .iter()
+                        .map(|g| (g.host.as_ref(), g.device_id.as_deref())),
+                );
+                if let Some(columns) = &columns {
+                    println!("{}", columns.header("GOAL"));
+                }
                 for g in &list.goals {
+                    let cells = columns
+                        .map(|c| c.cells(g.host.as_ref(), g.device_id.as_deref()))
+                        .unwrap_or_default();
                     println!(
-                        "{} {} {}/{} done{}{}: {}",
+                        "{cells}{} {} {}/{} done{}{}: {}",
                         g.goal_id,
                         g.state,
                         g.done,

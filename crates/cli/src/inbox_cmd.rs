@@ -15,6 +15,7 @@ use openphone_protocol::endpoint::{
 
 use crate::client::DaemonClient;
 use crate::data_dir::DataDir;
+use crate::output::fleet_columns::FleetColumns;
 use crate::output::{block_on, print_json, when};
 
 /// `openphone inbox`: list (no subcommand) or decide one item.
@@ -139,8 +140,18 @@ fn print_list(list: &InboxListResult) {
         return;
     }
     println!("waiting for you: {}", counts_line(list));
+    // In a fleet (every daemon lists the whole fleet's inbox), each item's first line starts
+    // with its HOST and PHONE.
+    let columns = FleetColumns::of(
+        list.items
+            .iter()
+            .map(|i| (i.host.as_ref(), i.device_id.as_deref())),
+    );
+    if let Some(columns) = &columns {
+        println!("\n{}", columns.header("ITEM"));
+    }
     for item in &list.items {
-        print_item(item);
+        print_item(item, columns.as_ref());
     }
     println!(
         "Decide one with `openphone inbox approve <id>` or `openphone inbox deny <id>` \
@@ -148,7 +159,7 @@ fn print_list(list: &InboxListResult) {
     );
 }
 
-fn print_item(item: &InboxItem) {
+fn print_item(item: &InboxItem, columns: Option<&FleetColumns>) {
     let expiry = match (item.state, item.expires_at_ms) {
         (InboxState::Expired, Some(at)) => format!("EXPIRED at {}", when(at)),
         (InboxState::Expired, None) => "EXPIRED".to_owned(),
@@ -160,9 +171,12 @@ fn print_item(item: &InboxItem) {
     } else {
         ""
     };
+    let cells = columns
+        .map(|c| c.cells(item.host.as_ref(), item.device_id.as_deref()))
+        .unwrap_or_default();
     println!();
     println!(
-        "{}  {}  {}{session}",
+        "{cells}{}  {}  {}{session}",
         item.short_id,
         kind_text(item.kind),
         item.title

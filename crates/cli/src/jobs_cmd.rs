@@ -18,6 +18,7 @@ use serde_json::{Map, Value, json};
 
 use crate::client::DaemonClient;
 use crate::data_dir::DataDir;
+use crate::output::fleet_columns::{FleetColumns, host_text};
 use crate::output::{block_on, duration_ms, now_ms, print_json, when, when_ms};
 
 /// `openphone jobs` subcommands.
@@ -258,8 +259,25 @@ pub fn run(cmd: JobsCommand) -> Result<ExitCode> {
             } else if list.jobs.is_empty() {
                 println!("no jobs");
             } else {
+                // In a fleet, a HOST and a PHONE column before each job (every daemon lists
+                // the whole fleet's jobs).
+                let columns = FleetColumns::of(
+                    list.jobs
+                        .iter()
+                        .map(|e| (e.host.as_ref(), e.job.device_id.as_deref())),
+                );
+                if let Some(columns) = &columns {
+                    println!("{}", columns.header("JOB"));
+                }
                 for entry in &list.jobs {
-                    println!("{}", job_line(entry));
+                    match &columns {
+                        Some(columns) => println!(
+                            "{}{}",
+                            columns.cells(entry.host.as_ref(), entry.job.device_id.as_deref()),
+                            job_line_in(entry, false)
+                        ),
+                        None => println!("{}", job_line(entry)),
+                    }
                 }
             }
             Ok(ExitCode::SUCCESS)
@@ -276,6 +294,9 @@ pub fn run(cmd: JobsCommand) -> Result<ExitCode> {
             } else {
                 println!("{}", job_line(&got.entry));
                 println!("  created by: {}", display_text(&got.entry.created_by));
+                if let Some(host) = &got.entry.host {
+                    println!("  host: {}", host_text(Some(host)));
+                }
                 let job = &got.entry.job;
                 for (key, text) in [
                     ("prompt", &job.prompt),
@@ -467,6 +488,11 @@ where
 
 /// `#7 agent_turn "Title" queued (waiting) next Sat 28 Nov 14:05 UTC (in 2 h): progress`.
 fn job_line(entry: &JobEntry) -> String {
+    job_line_in(entry, true)
+}
+
+/// [`job_line`], naming the phone only when `with_phone` (a list with a PHONE column does not).
+fn job_line_in(entry: &JobEntry, with_phone: bool) -> String {
     let job = &entry.job;
     let mut line = format!(
         "#{} {} {:?} {} ({})",
@@ -479,7 +505,7 @@ fn job_line(entry: &JobEntry) -> String {
     // Whose job it is: `operator` (yours), `builtin` (your assistant's) or a runtime's id.
     line.push_str(&format!(" by {}", display_text(&entry.created_by)));
     // The phone its runs act on, on a daemon with several.
-    if let Some(device) = &job.device_id {
+    if let Some(device) = job.device_id.as_ref().filter(|_| with_phone) {
         line.push_str(&format!(" on phone {}", display_text(device)));
     }
     let next = job.next_run_at;

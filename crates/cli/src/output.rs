@@ -2,6 +2,8 @@
 //! one-line form of an approval and its constraints, and reading a human duration. Every
 //! command file uses this module; it uses none of them.
 
+pub(crate) mod fleet_columns;
+
 use anyhow::{Context, Result, bail};
 use openphone_protocol::endpoint::{ApprovalInfo, ApprovalKind};
 use serde::Serialize;

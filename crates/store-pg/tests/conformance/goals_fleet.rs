@@ -2,7 +2,7 @@
 //! host ids) on one schema. Two daemons ticking one goal from the same version: exactly one write
 //! wins, the other is a conflict that writes nothing. One trigger fired at one watcher by two
 //! daemons: recorded once, with one job and one audit record. A firing whose transaction is run
-//! again (another daemon creating jobs under the same quota) keeps the job its audit record names.
+//! again (another daemon wrote the jobs it counted) keeps the job its audit record names.
 //! Each goal and watcher names its daemon; a daemon's watcher engine sees only its own watchers,
 //! and a goal's reports are delivered by its own daemon alone.
 
@@ -15,8 +15,9 @@ use openphone_store::{
     JobType, NewAgentJob, NewFiring, NewGoalReport, NewGoalTransition, NewWatcher, ReportDelivery,
     StoreError, StoredGoal, WatcherStore,
 };
-use openphone_store_pg::testing::{SchemaGuard, ctx, fresh_schema, read, test_url};
+use openphone_store_pg::testing::{SchemaGuard, connect, ctx, fresh_schema, read, test_url};
 use openphone_store_pg::{PgConfig, PgStore};
+use postgres::IsolationLevel;
 use pretty_assertions::assert_eq;
 use serde_json::{Map, json};
 
@@ -243,79 +244,110 @@ fn one_trigger_fired_at_one_watcher_by_two_daemons_is_recorded_once() {
     }
 }
 
+/// A regression test: a firing with a job whose transaction the writer ran again got a new job
+/// id from the sequence while its audit record (built once, on the first try) named the first
+/// one. Another daemon's transaction that counts and writes the jobs table commits while the
+/// firing waits for its audit chain's head (held here on purpose), so the firing's commit fails
+/// with a serialization failure and runs again.
 #[test]
-fn a_firing_run_again_while_another_daemon_creates_jobs_keeps_the_job_its_audit_names() {
-    let (a, b, _guard) = two_hosts();
+fn a_firing_run_again_keeps_the_job_id_its_audit_record_names() {
+    let url = test_url().expect("OPENPHONE_TEST_PG_URL");
+    let (base, _guard) = fresh_schema(&url);
+    let config = host_config(&base, "a");
+    let a = Arc::new(PgStore::open(&config).unwrap());
     let w = a
         .create_watcher(
             &NewWatcher {
                 runtime: "openclaw".to_owned(),
-                params: json!({"source": "message", "title": "busy"}),
+                params: json!({"source": "message", "title": "bank"}),
             },
             T0,
         )
         .unwrap();
-    const FIRINGS: usize = 40;
-    // Daemon a fires with a reaction job each time while daemon b creates jobs under the same
-    // quota: both count the jobs table, so SERIALIZABLE runs some of the firings again.
-    let results = race(&a, &b, move |store, i| {
-        (0..FIRINGS)
-            .map(|n| {
-                if i == 0 {
-                    store
-                        .fire_watcher(
-                            firing(w.watcher_id, &format!("k{n}"), true),
-                            Box::new(audit_of),
-                        )
-                        .map(|o| matches!(o, FireOutcome::Fired(_)))
-                } else {
-                    // Paced: a tight loop of creations would abort the longer firing
-                    // transaction more often than the writer's ten tries.
-                    thread::sleep(Duration::from_millis(40));
-                    store
-                        .create_job_limited(
-                            &reaction_job(format!("other {n}")),
-                            T0,
-                            &JobQuota::for_max(10_000),
-                        )
-                        .map(|_| true)
-                }
-            })
-            .collect::<Vec<_>>()
-    });
-    for (i, per_host) in results.iter().enumerate() {
-        for r in per_host {
-            assert!(matches!(r, Ok(true)), "host {i}: {r:?}");
-        }
+    // A first firing makes the chain's head row and a job for the other writer to touch.
+    let first = a
+        .fire_watcher(firing(w.watcher_id, "k0", true), Box::new(audit_of))
+        .unwrap();
+    let FireOutcome::Fired(first) = first else {
+        panic!("not fired: {first:?}");
+    };
+    let other_job = first.job.unwrap().job.id;
+
+    let mut other = connect(&config).unwrap();
+    let mut tx = other
+        .build_transaction()
+        .isolation_level(IsolationLevel::Serializable)
+        .start()
+        .unwrap();
+    tx.query_one(
+        "SELECT seq FROM audit_heads WHERE chain = $1 FOR UPDATE",
+        &[&a.host_id()],
+    )
+    .unwrap();
+    let firing_thread = {
+        let a = Arc::clone(&a);
+        thread::spawn(move || a.fire_watcher(firing(w.watcher_id, "k1", true), Box::new(audit_of)))
+    };
+    // Wait until the firing waits for the head: its snapshot is taken, its job inserted.
+    let mut watcher = connect(&config).unwrap();
+    let mut waited = 0;
+    while watcher
+        .query_one(
+            "SELECT COUNT(*) FROM pg_locks l JOIN pg_stat_activity s USING (pid) \
+             WHERE NOT l.granted AND s.query LIKE '%audit_heads%'",
+            &[],
+        )
+        .unwrap()
+        .get::<_, i64>(0)
+        == 0
+    {
+        waited += 1;
+        assert!(waited < 1_000, "the firing never waited for the audit head");
+        thread::sleep(Duration::from_millis(10));
     }
-    let firings = a.watcher_firings(w.watcher_id).unwrap();
-    assert_eq!(firings.len(), FIRINGS);
+    // What another daemon creating a job does: count the jobs, write one.
+    tx.query_one("SELECT COUNT(*) FROM agent_jobs", &[])
+        .unwrap();
+    tx.execute(
+        "UPDATE agent_jobs SET updated_at = updated_at + 1 WHERE id = $1",
+        &[&other_job],
+    )
+    .unwrap();
+    tx.commit().unwrap();
+
+    let outcome = firing_thread.join().unwrap().unwrap();
+    let FireOutcome::Fired(recorded) = outcome else {
+        panic!("not fired: {outcome:?}");
+    };
+    let job_id = recorded.job.as_ref().unwrap().job.id;
+    assert_eq!(recorded.firing.job_id, Some(job_id));
     assert_eq!(
-        count(&a, "SELECT COUNT(*) FROM agent_jobs"),
-        i64::try_from(2 * FIRINGS).unwrap()
+        recorded.audit.entry.policy_proof,
+        Some(json!({"watcher_id": w.watcher_id, "job_id": job_id}))
     );
-    for f in &firings {
-        let job_id = f.job_id.expect("the reaction's job");
-        let job = a
-            .get_job(job_id)
-            .unwrap()
-            .expect("the job the firing names");
-        assert_eq!(job.job.title, format!("reaction to {}", f.dedupe_key));
-        let records = a
-            .find_audit(&format!("watcher:{}:{}", w.watcher_id, f.firing))
-            .unwrap();
-        assert_eq!(records.len(), 1);
-        assert_eq!(
-            records[0].entry.policy_proof,
-            Some(json!({"watcher_id": w.watcher_id, "job_id": job_id}))
-        );
-    }
+    // The transaction ran again: the sequence gave out an id more than the jobs hold, and the
+    // job kept the first try's (lower) id.
+    let last_given = count(&a, "SELECT last_value FROM agent_jobs_id_seq");
+    assert_eq!(count(&a, "SELECT COUNT(*) FROM agent_jobs"), 2);
+    assert!(
+        job_id < last_given,
+        "job {job_id}, last id given {last_given}"
+    );
+    let stored = a
+        .get_job(job_id)
+        .unwrap()
+        .expect("the job the firing names");
+    assert_eq!(stored.job.title, "reaction to k1");
+    assert!(a.get_job(last_given).unwrap().is_none());
+    let records = a
+        .find_audit(&format!("watcher:{}:2", w.watcher_id))
+        .unwrap();
+    assert_eq!(records.len(), 1);
+    assert_eq!(
+        records[0].entry.policy_proof,
+        recorded.audit.entry.policy_proof
+    );
     assert!(a.verify_audit().unwrap().is_intact());
-    let rolled_back = count(
-        &a,
-        "SELECT (SELECT last_value FROM agent_jobs_id_seq) - COUNT(*) FROM agent_jobs",
-    );
-    println!("job ids given to transactions that were rolled back and run again: {rolled_back}");
 }
 
 #[test]

@@ -127,7 +127,7 @@ fn lock_head(
 /// each reading its own head and moving it would be a read/write cycle, one of them aborted
 /// and retried, again and again (measured: ten failures in a row with two daemons appending).
 /// So the statements here run with `enable_seqscan` off (index scans lock only the entries and
-/// rows they read, restored before returning), and a head or anchor that exists is moved by a
+/// rows they read; the caller's setting is restored before returning), and a head or anchor that exists is moved by a
 /// plain `UPDATE` of its row (the tables leave room for those to stay heap-only, see
 /// `schema/audit.sql`), which touches no index page another daemon read.
 pub(crate) fn append_prepared(
@@ -137,8 +137,14 @@ pub(crate) fn append_prepared(
 ) -> Result<AuditRecord> {
     const OP: &str = "audit.append";
     let id = p.entry.audit_id.as_str();
-    tx.batch_execute("SET LOCAL enable_seqscan = off")
-        .ctx(OP, id)?;
+    // The caller's setting, put back before returning (the caller's transaction goes on).
+    let seqscan: String = tx
+        .query_typed_one(
+            "SELECT current_setting('enable_seqscan'), set_config('enable_seqscan', 'off', true)",
+            &[],
+        )
+        .ctx(OP, id)?
+        .get(0);
     let head = lock_head(tx, chain, id)?;
     let (last_seq, prev_hash) = head.clone().unwrap_or_else(|| (0, GENESIS_HASH.to_owned()));
     let seq = last_seq + 1;
@@ -175,8 +181,11 @@ pub(crate) fn append_prepared(
         ],
     )
     .ctx(OP, id)?;
-    tx.batch_execute("SET LOCAL enable_seqscan = on")
-        .ctx(OP, id)?;
+    tx.query_typed_one(
+        "SELECT set_config('enable_seqscan', $1, true)",
+        &[(&seqscan, Type::TEXT)],
+    )
+    .ctx(OP, id)?;
     Ok(AuditRecord {
         seq,
         entry: p.entry.clone(),

@@ -50,6 +50,8 @@ use crate::PgStore;
 
 mod append;
 mod read;
+#[cfg(test)]
+mod tests;
 mod verify;
 
 pub use read::AuditChain;

@@ -167,28 +167,37 @@ fn search_of(query: &str) -> Option<Search> {
 }
 
 /// BM25 over the memories holding any of the words (`$1` words, `$2` each as a `tsquery`, `$3`
-/// all OR-ed, `$4` the limit); see the module docs.
+/// all OR-ed, `$4` the limit); see the module docs. Every operation is FTS5's, in FTS5's order
+/// (its `fts5Bm25Function`: the same operands, the words summed in query order), in `float8`,
+/// so the scores are SQLite's to the last bit and ties fall alike.
 const BM25_SEARCH: &str = "\
 WITH terms AS (
-    SELECT t.word, CAST(t.lexeme AS tsquery) AS q
-    FROM unnest($1::text[], $2::text[]) AS t(word, lexeme)
+    SELECT t.word, t.ord, CAST(t.lexeme AS tsquery) AS q
+    FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS t(word, lexeme, ord)
 ), totals AS (
-    SELECT count(*)::float8 AS n, avg(words)::float8 AS avgdl FROM memories
+    SELECT count(*)::float8 AS n,
+        COALESCE(sum(words), 0)::float8 / NULLIF(count(*), 0)::float8 AS avgdl
+    FROM memories
 ), idf AS (
-    SELECT terms.word, ln((totals.n - k.hits + 0.5) / (k.hits + 0.5)) AS raw
+    SELECT terms.word, terms.ord,
+        ln((totals.n - k.hits + 0.5::float8) / (k.hits + 0.5::float8)) AS raw
     FROM terms CROSS JOIN totals
     CROSS JOIN LATERAL (
         SELECT count(*)::float8 AS hits FROM memories h WHERE h.search @@ terms.q
     ) k
 ), scored AS (
     SELECT m.memory_id,
-        SUM(CASE WHEN idf.raw > 0 THEN idf.raw ELSE 1e-6 END
-            * cardinality(u.positions) * 2.2
-            / (cardinality(u.positions)
-               + 1.2 * (0.25 + 0.75 * m.words / NULLIF(totals.avgdl, 0)))) AS score
+        SUM(
+            (CASE WHEN idf.raw > 0::float8 THEN idf.raw ELSE 1e-6::float8 END)
+            * ((f.f * (1.2::float8 + 1.0::float8))
+               / (f.f + 1.2::float8 * (1::float8 - 0.75::float8
+                  + 0.75::float8 * m.words::float8 / totals.avgdl)))
+            ORDER BY idf.ord
+        ) AS score
     FROM memories m
     CROSS JOIN totals
     CROSS JOIN LATERAL unnest(m.search) AS u(lexeme, positions, weights)
+    CROSS JOIN LATERAL (SELECT cardinality(u.positions)::float8 AS f) f
     JOIN idf ON idf.word = u.lexeme
     WHERE m.search @@ CAST($3::text AS tsquery)
     GROUP BY m.memory_id

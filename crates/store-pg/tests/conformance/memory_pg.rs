@@ -101,3 +101,91 @@ fn the_index_holds_the_stores_own_words_not_the_parsers() {
     }
     assert!(store.search_memory(Some("cup"), 10).unwrap().is_empty());
 }
+
+/// A small deterministic generator (no dependency): the same corpus every run.
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self, below: usize) -> usize {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        usize::try_from(self.0 >> 33).unwrap() % below
+    }
+}
+
+#[test]
+fn the_same_memories_rank_and_score_as_on_sqlite() {
+    let Some(url) = testing::test_url() else {
+        return;
+    };
+    const VOCABULARY: [&str; 24] = [
+        "tea",
+        "coffee",
+        "Lisbon",
+        "Porto",
+        "dog",
+        "cat",
+        "morning",
+        "evening",
+        "green",
+        "black",
+        "meeting",
+        "Monday",
+        "Friday",
+        "phone",
+        "call",
+        "mother",
+        "sister",
+        "doctor",
+        "3",
+        "42",
+        "Москва",
+        "чай",
+        "e-mail",
+        "a@b.org",
+    ];
+    let (config, _schema) = testing::fresh_schema(&url);
+    let pg = PgStore::open(&config).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = openphone_store::Store::open(dir.path().join("data")).unwrap();
+    let mut rng = Lcg(35);
+    for i in 0..150 {
+        let text: Vec<&str> = (0..1 + rng.next(25))
+            .map(|_| VOCABULARY[rng.next(VOCABULARY.len())])
+            .collect();
+        let new = NewMemory {
+            text: text.join(" "),
+            kind: ["fact", "preference"][rng.next(2)].to_owned(),
+            subject: "user".to_owned(),
+            confidence: None,
+        };
+        let (a, b) = (
+            pg.save_memory(&new, T0 + i).unwrap(),
+            sqlite.save_memory(&new, T0 + i).unwrap(),
+        );
+        assert_eq!(a, b);
+    }
+    for _ in 0..100 {
+        let query: Vec<&str> = (0..1 + rng.next(4))
+            .map(|_| VOCABULARY[rng.next(VOCABULARY.len())])
+            .collect();
+        let query = query.join(" ");
+        let (on_pg, on_sqlite) = (
+            pg.search_memory(Some(&query), 200).unwrap(),
+            sqlite.search_memory(Some(&query), 200).unwrap(),
+        );
+        assert_eq!(on_pg.len(), on_sqlite.len(), "{query}");
+        // BM25 with FTS5's operations in FTS5's order: the same scores, to the last bit.
+        let scores = |hits: &[openphone_store::MemoryHit]| {
+            hits.iter().map(|h| h.score.to_bits()).collect::<Vec<_>>()
+        };
+        assert_eq!(scores(&on_pg), scores(&on_sqlite), "{query}");
+        // The same order, ties (equal scores) to the newest on both.
+        let ids = |hits: &[openphone_store::MemoryHit]| {
+            hits.iter().map(|h| h.memory.memory_id).collect::<Vec<_>>()
+        };
+        assert_eq!(ids(&on_pg), ids(&on_sqlite), "{query}");
+    }
+}

@@ -21,7 +21,8 @@
 //!   `results`: `final_results`, `final_tombstones` and `request_ids`, as on SQLite.
 //!
 //! Every figure comes from one `REPEATABLE READ READ ONLY` transaction on a reader connection:
-//! one snapshot, as the SQLite reader sees one.
+//! one snapshot, as the SQLite reader sees one. In a fleet they are the shared store's, every
+//! daemon's rows counted, whichever daemon asks.
 //!
 //! # The rest
 //!

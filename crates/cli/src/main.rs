@@ -21,6 +21,7 @@ mod data_dir;
 mod devices_cmd;
 mod doctor_cmd;
 mod elevate_cmd;
+mod fleet_cmd;
 mod goals_cmd;
 mod inbox_cmd;
 mod jobs_check;
@@ -152,6 +153,17 @@ enum Command {
     /// (offline, read-only: works next to a running daemon).
     #[command(subcommand)]
     Store(store_cmd::StoreCommand),
+    /// The daemons sharing this host's store (a fleet on PostgreSQL, docs/fleet.md): each
+    /// host's id, whether it runs, when it was last seen, its phones (offline, read-only).
+    Fleet {
+        #[command(flatten)]
+        data_dir: data_dir::DataDir,
+        #[command(flatten)]
+        config: fleet_cmd::ConfigFile,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Developer tools: the crash-safety test (`dev crash-test`).
     #[command(subcommand)]
     Dev(DevCommand),
@@ -223,6 +235,11 @@ fn main() -> ExitCode {
         Command::Policy(cmd) => policy_cmd::run(cmd),
         Command::Audit(cmd) => audit_cmd::run(cmd),
         Command::Store(cmd) => store_cmd::run(cmd),
+        Command::Fleet {
+            data_dir,
+            config,
+            json,
+        } => fleet_cmd::run(&data_dir, &config, json),
         Command::Info { json } => info(json),
         Command::Serve(args) => serve_cmd::run(args),
         Command::Stop(args) => stop_cmd::run(args),

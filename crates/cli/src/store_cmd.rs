@@ -1,14 +1,17 @@
 //! `openphone store …`: offline views of the data directory's database. `stats` opens it
-//! read-only (without the daemon's lock), so it works next to a running daemon.
+//! read-only (without the daemon's lock), so it works next to a running daemon. With a
+//! configuration naming a fleet's shared PostgreSQL store (`[store] url`), `stats` reads that
+//! store, as a viewer (`fleet_cmd::open_offline`).
 
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Subcommand;
 use openphone_clock::{Clock, SystemClock};
-use openphone_store::{Store, StoreStats};
+use openphone_store::StoreStats;
 
 use crate::data_dir::DataDir;
+use crate::fleet_cmd::{ConfigFile, Offline, open_offline};
 
 #[derive(Debug, Subcommand)]
 pub enum StoreCommand {
@@ -17,6 +20,8 @@ pub enum StoreCommand {
     Stats {
         #[command(flatten)]
         data_dir: DataDir,
+        #[command(flatten)]
+        config: ConfigFile,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
@@ -25,11 +30,18 @@ pub enum StoreCommand {
 
 pub fn run(cmd: StoreCommand) -> Result<ExitCode> {
     match cmd {
-        StoreCommand::Stats { data_dir, json } => {
+        StoreCommand::Stats {
+            data_dir,
+            config,
+            json,
+        } => {
             let dir = data_dir.resolve()?;
-            let stats = Store::open_read_only(&dir)
-                .and_then(|store| store.stats())
-                .with_context(|| format!("cannot read the database in {}", dir.display()))?;
+            let context = || format!("cannot read the database in {}", dir.display());
+            let stats = match open_offline(&dir, &config, context)? {
+                Offline::Sqlite(store) => store.stats().with_context(context)?,
+                Offline::Shared(store) => openphone_store::StoreInfo::stats(&store)
+                    .context("cannot read the shared store")?,
+            };
             if json {
                 println!("{}", serde_json::to_string_pretty(&stats)?);
             } else {

@@ -61,7 +61,8 @@ pub use config::{
     McpConfig,
 };
 pub use daemon::{
-    Daemon, DaemonError, DaemonOptions, DeviceChoice, ENDPOINT_FILE, EndpointInfo, TOKEN_FILE,
+    Daemon, DaemonError, DaemonOptions, DeviceChoice, ENDPOINT_FILE, EndpointInfo, EndpointStore,
+    TOKEN_FILE,
 };
 pub use front::ENDPOINT_SOCKET_FILE;
 pub use mcp::{HELLO_KEY, MCP_TOKEN_FILE, SOCKET_FILE, STATE_KEY_FILE};

@@ -160,6 +160,9 @@ struct StatusReport {
     approvals: Vec<ApprovalInfo>,
     /// Active elevations (`openphone elevate`), one per elevated runtime.
     elevations: Vec<openphone_protocol::endpoint::ElevationInfo>,
+    /// The fleet's shared store, when the daemon uses one (absent: SQLite in the data dir).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    store: Option<crate::fleet_cmd::StatusStore>,
 }
 
 /// The phone as `openphone status` names it.
@@ -190,6 +193,9 @@ pub fn status(data_dir: &DataDir, json: bool) -> Result<ExitCode> {
         let hello = client.hello.clone();
         let endpoint = client.endpoint.clone();
         client.close().await;
+        let store = endpoint.store.map(|store| {
+            crate::fleet_cmd::StatusStore::ask(*store, endpoint.config_path.as_deref(), &dir)
+        });
         let status = StatusReport {
             url: endpoint.url,
             pid: endpoint.pid,
@@ -207,12 +213,16 @@ pub fn status(data_dir: &DataDir, json: bool) -> Result<ExitCode> {
             pending: pending.counts.clone(),
             approvals,
             elevations,
+            store,
         };
         if json {
             print_json(&status)?;
         } else {
             println!("daemon: running at {} (pid {})", status.url, status.pid);
             println!("data dir: {}", status.data_dir.display());
+            if let Some(store) = &status.store {
+                println!("{}", store.line());
+            }
             if let Some(origin) = &status.config_origin {
                 println!("config: {origin}");
             }

@@ -10,62 +10,17 @@
 //! database of its own. Run with `--nocapture` to see the counts.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use openphone_clock::{Clock, Stopwatch, SystemClock};
 use openphone_store::{AuditRecord, JobFilter, Store};
-use openphone_store_pg::{PgConfig, PgStore, testing};
+use openphone_store_pg::{PgConfig, PgStore};
 use serde_json::{Value, json};
 
-use super::harness::{Delays, Runtime, Serve, TOKEN, cli, kill, serve};
+use super::fleet_support::{Host, fleet_database, host};
+use super::harness::{Delays, Runtime, Serve, cli, kill, serve};
 
 const HOSTS: [&str; 3] = ["fleet-a", "fleet-b", "fleet-c"];
-
-/// A database of its own on the test server (`None`, after saying so, without a server).
-fn fleet_database() -> Option<String> {
-    let url = testing::test_url()?;
-    let admin = PgConfig::new(url.as_str(), "fleet-admin", std::env::temp_dir());
-    let mut client = testing::connect(&admin).expect("connect to OPENPHONE_TEST_PG_URL");
-    let stamp = SystemClock.now_ms() % 1_000_000_000;
-    let name = format!("fleet_{}_{stamp}", std::process::id());
-    client
-        .batch_execute(&format!("CREATE DATABASE {name}"))
-        .unwrap();
-    let (base, query) = match url.split_once('?') {
-        Some((base, query)) => (base, format!("?{query}")),
-        None => (url.as_str(), String::new()),
-    };
-    let (server, _db) = base.rsplit_once('/').unwrap();
-    Some(format!("{server}/{name}{query}"))
-}
-
-/// One host of the fleet: its data directory and config file.
-struct Host {
-    data: PathBuf,
-    config: String,
-}
-
-fn host(dir: &Path, id: &'static str, url: &str, device: &str) -> Host {
-    let root = dir.join(id);
-    std::fs::create_dir_all(&root).unwrap();
-    let config = root.join("openphone.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[[runtimes]]\nid = \"hermes\"\ntoken = \"{TOKEN}\"\n\
-             grants = [\"safe_read\", \"private_read\", \"dangerous\"]\n\n\
-             [store]\nurl = \"{url}\"\nhost_id = \"{id}\"\n\n\
-             [jobs]\nmax_jobs = 1000\n\n\
-             [device]\nkind = \"sim\"\nid = \"{device}\"\n"
-        ),
-    )
-    .unwrap();
-    Host {
-        data: root.join("data"),
-        config: config.to_str().unwrap().to_owned(),
-    }
-}
 
 /// `openphone jobs args… --json` on `host`: the exit code and the parsed output.
 fn jobs(args: &[&str], host: &Host) -> (i32, Value) {

@@ -14,6 +14,8 @@ mod elevation;
 mod fail_closed;
 mod first_contact;
 mod fleet;
+mod fleet_cli;
+mod fleet_support;
 mod front_door;
 mod goals;
 mod goals_crash;

@@ -9,10 +9,10 @@
 #[path = "conformance/support.rs"]
 mod support;
 
-#[path = "../../store/tests/suite/approvals_settings.rs"]
-mod approvals_settings;
 #[path = "conformance/approvals_fleet.rs"]
 mod approvals_fleet;
+#[path = "../../store/tests/suite/approvals_settings.rs"]
+mod approvals_settings;
 #[path = "../../store/tests/suite/audit.rs"]
 mod audit;
 #[path = "../../store/tests/suite/audit_anchor.rs"]
@@ -33,8 +33,6 @@ mod executions;
 mod goals;
 #[path = "conformance/goals_fleet.rs"]
 mod goals_fleet;
-#[path = "../../store/tests/suite/watchers.rs"]
-mod watchers;
 #[path = "../../store/tests/suite/jobs.rs"]
 mod jobs;
 #[path = "conformance/jobs_fleet.rs"]
@@ -57,9 +55,11 @@ mod retention;
 mod retention_pg;
 #[path = "../../store/tests/suite/sessions.rs"]
 mod sessions;
-#[path = "../../store/tests/suite/transcripts.rs"]
-mod transcripts;
 #[path = "../../store/tests/suite/stats.rs"]
 mod stats;
 #[path = "conformance/stats_pg.rs"]
 mod stats_pg;
+#[path = "../../store/tests/suite/transcripts.rs"]
+mod transcripts;
+#[path = "../../store/tests/suite/watchers.rs"]
+mod watchers;

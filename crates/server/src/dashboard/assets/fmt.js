@@ -106,6 +106,14 @@ export function folded(h, title, fields, raw) {
 
 /** A table that becomes one card per row at phone width (app.css `table.cards`): each cell
  *  carries its column's name (`data-label`). `rows`: `[{attrs, cells: [content…]}]`. */
+/** A fleet row's daemon (`host` of `jobs.list`, `inbox.list`, `goals.list`): the host that made
+ *  it, and `→ <host>` when another daemon's claim runs (or last ran) it. '' off a fleet. */
+export function hostText(host) {
+  if (!host) return '';
+  const runner = host.lease_owner && host.lease_owner !== host.host_id ? ` → ${host.lease_owner}` : '';
+  return `${host.host_id}${runner}`;
+}
+
 export function dataTable(h, headers, rows, attrs = {}) {
   const { caption, ...rest } = attrs;
   return h('table', { ...rest, class: `cards ${rest.class || ''}`.trim() },

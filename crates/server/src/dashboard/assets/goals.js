@@ -2,7 +2,7 @@
 // what blocks it with the button (or command) that resolves each blocker (approve, answer,
 // retry), the deadline and its checkpoints, the last report and the progress. `goals.list`
 // for the list, `goals.get` per goal for the document.
-import { actionPhrase, localTime, paramList, timeEl, when } from './fmt.js';
+import { actionPhrase, hostText, localTime, paramList, timeEl, when } from './fmt.js';
 import { resolveItem } from './inbox.js';
 
 // Answers being typed, by `goal/action`: a reload of the list (any goal event) keeps them.
@@ -96,7 +96,8 @@ function goalCard(ctx, summary, got, reload) {
     h('dl', { class: 'facts' },
       h('dt', {}, 'Deadline'), h('dd', { class: 'deadline' }, summary.deadline_at ? t(summary.deadline_at) : 'none'),
       g ? [h('dt', {}, 'Risk / autonomy'), h('dd', {}, `${g.risk_level || '–'} / ${g.autonomy || '–'}`)] : null,
-      g && g.device_id ? [h('dt', {}, 'Phone'), h('dd', {}, g.device_id)] : null,
+      summary.host ? [h('dt', {}, 'Host'), h('dd', { class: 'host' }, hostText(summary.host))] : null,
+      (g && g.device_id) || summary.device_id ? [h('dt', {}, 'Phone'), h('dd', {}, (g && g.device_id) || summary.device_id)] : null,
       h('dt', {}, 'Updated'), h('dd', {}, t(summary.updated_at)),
       h('dt', {}, 'Id'), h('dd', {}, h('code', {}, summary.goal_id))));
   if (!g) {

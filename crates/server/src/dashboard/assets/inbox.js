@@ -2,7 +2,7 @@
 // approvals — as one list (`inbox.list`; on a daemon without it, `confirmations.list` and the
 // jobs awaiting review), each rendered as the person decides it and resolved by its own rules
 // (`inbox.resolve`, else `confirmations.resolve` / `jobs.review`).
-import { actionPhrase, commandWords, folded, paramList, readable, recipient, timeEl } from './fmt.js';
+import { actionPhrase, commandWords, folded, hostText, paramList, readable, recipient, timeEl } from './fmt.js';
 
 // Items whose technical details the person opened: a re-render (any inbox event) keeps them open.
 const opened = new Set();
@@ -68,6 +68,7 @@ export function jobItem(entry) {
     tool: r.tool || null,
     risk: null,
     device_id: j.device_id || null,
+    host: entry.host || null,
     created_at_ms: r.created_at || j.updated_at,
     expires_at_ms: r.expires_at || null,
     job_id: j.id,
@@ -188,6 +189,7 @@ export function itemCard(ctx, item, onResolved) {
     h('dt', {}, 'Who asked'), h('dd', { class: 'who' }, whoAsked(h, item)),
     h('dt', {}, 'What will happen'), h('dd', { class: 'what' }, `${actionPhrase(item.tool, null)} `, item.tool ? h('code', {}, item.tool) : null),
     to ? [h('dt', {}, 'To'), h('dd', { class: 'to' }, to)] : null,
+    item.host ? [h('dt', {}, 'Host'), h('dd', { class: 'host' }, hostText(item.host))] : null,
     item.device_id ? [h('dt', {}, 'Phone'), h('dd', {}, item.device_id)] : null,
     h('dt', {}, expired ? 'Expired' : 'Expires'), h('dd', { class: 'expires' }, expires)),
   item.params ? h('div', { class: 'request' }, h('h4', {}, 'The request'), paramList(h, item.params)) : null,

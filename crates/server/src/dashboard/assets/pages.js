@@ -2,7 +2,7 @@
 // Everything goes through ctx.rpc (the operator endpoint's methods) except the audit chain
 // check (POST /ui/api/audit/verify). Daemon data is always set as text, never as HTML.
 import { itemCard, jobItem } from './inbox.js';
-import { dataTable, ident, localTime, when } from './fmt.js';
+import { dataTable, hostText, ident, localTime, when } from './fmt.js';
 import { goals } from './goals.js';
 
 const transcripts = new Map(); // phone_session_id -> { text, final, error }
@@ -421,10 +421,13 @@ function jobs(ctx, main) {
     let r;
     try { r = await ctx.rpc.call('jobs.list', params); } catch (e) { list.replaceChildren(h('p', {}, e.message)); return; }
     if (r.jobs.length === 0) { list.replaceChildren(h('p', { class: 'muted' }, 'No jobs.')); return; }
-    list.replaceChildren(dataTable(h, ['Job', 'Status', 'Progress', 'Next run'],
+    // In a fleet (rows naming their host) every daemon lists the whole fleet: Host and Phone columns.
+    const fleet = r.jobs.some((e) => e.host);
+    list.replaceChildren(dataTable(h, fleet ? ['Job', 'Host', 'Phone', 'Status', 'Progress', 'Next run'] : ['Job', 'Status', 'Progress', 'Next run'],
       r.jobs.map((e) => {
         const j = e.job || e;
-        return { attrs: { 'data-job': j.id }, cells: [h('a', { href: `#/jobs/${j.id}` }, `#${j.id} ${j.title}`),
+        const where = fleet ? [h('span', { class: 'host' }, hostText(e.host) || '–'), j.device_id || '–'] : [];
+        return { attrs: { 'data-job': j.id }, cells: [h('a', { href: `#/jobs/${j.id}` }, `#${j.id} ${j.title}`), ...where,
           badge(h, 'status', j.status), j.progress_text || '–', j.next_run_at && ['queued', 'paused'].includes(j.status) ? when(j.next_run_at) : '–'] };
       })));
   };
@@ -437,7 +440,9 @@ function jobs(ctx, main) {
     const live = !['completed', 'failed', 'stopped'].includes(j.status);
     detail.replaceChildren(h('div', { class: 'card' },
       h('h3', {}, `#${j.id} ${j.title}`),
-      h('p', { class: 'row' }, badge(h, 'status', j.status), h('span', {}, j.progress_text), h('span', {}, `delivery ${r.delivery_state || '–'}`), h('span', {}, `by ${r.created_by || 'operator'}`)),
+      h('p', { class: 'row' }, badge(h, 'status', j.status), h('span', {}, j.progress_text), h('span', {}, `delivery ${r.delivery_state || '–'}`), h('span', {}, `by ${r.created_by || 'operator'}`),
+        r.host ? h('span', { class: 'host' }, `host ${hostText(r.host)}`) : null,
+        r.host && j.device_id ? h('span', {}, `phone ${j.device_id}`) : null),
       h('p', {}, j.prompt),
       j.status === 'awaiting_review' && j.pending_confirmation_id
         ? h('section', { class: 'review', 'aria-label': 'Waiting for your review' }, h('h4', {}, 'Waiting for your review'),

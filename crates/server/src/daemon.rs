@@ -56,41 +56,7 @@ pub struct EndpointInfo {
     /// The shared store of a fleet, when the daemon uses one (absent: SQLite in the data
     /// directory).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub store: Option<Box<EndpointStore>>,
-}
-
-/// The shared store a daemon of a fleet uses, in `endpoint.json` (docs/fleet.md).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct EndpointStore {
-    /// `postgres`.
-    pub kind: String,
-    /// The server without user, password or options: `postgres://host:port/dbname`.
-    pub url: String,
-    /// This daemon's id in the fleet (`[store] host_id`).
-    pub host_id: String,
-}
-
-/// How often a daemon on a shared store marks itself seen (`Fleet::touch`).
-const TOUCH_EVERY: Duration = Duration::from_secs(30);
-
-/// Marks this daemon seen in the fleet's store every [`TOUCH_EVERY`] until shutdown (from a
-/// blocking thread: the store's client must not run on a runtime worker).
-async fn touch_host(store: Arc<Store>, mut shutdown: watch::Receiver<bool>) {
-    let mut every = tokio::time::interval(TOUCH_EVERY);
-    loop {
-        tokio::select! {
-            _ = every.tick() => {}
-            () = stopped(&mut shutdown) => return,
-        }
-        let store = Arc::clone(&store);
-        let touched =
-            tokio::task::spawn_blocking(move || store.fleet().map_or(Ok(()), |f| f.touch())).await;
-        match touched {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => tracing::warn!(error = %e, "fleet: marking this host seen failed"),
-            Err(e) => tracing::warn!(error = %e, "fleet: marking this host seen stopped"),
-        }
-    }
+    pub store: Option<Box<crate::fleet_host::EndpointStore>>,
 }
 
 pub use crate::phones::DeviceChoice;
@@ -412,20 +378,9 @@ impl Daemon {
         );
         // Goals: every unfinished goal is ticked at start (late checkpoints, crash recovery).
         background.extend(goals.start(shutdown_rx.clone()));
-        let shared_store = store.fleet().map(|fleet| {
-            Box::new(EndpointStore {
-                kind: "postgres".into(),
-                url: config
-                    .store
-                    .url
-                    .as_deref()
-                    .map(openphone_store_pg::display_url)
-                    .unwrap_or_default(),
-                host_id: fleet.host_id().to_owned(),
-            })
-        });
+        let shared_store = crate::fleet_host::endpoint_store(&store, &config);
         if shared_store.is_some() {
-            background.push(tokio::spawn(touch_host(
+            background.push(tokio::spawn(crate::fleet_host::touch_host(
                 Arc::clone(&store),
                 shutdown_rx.clone(),
             )));

@@ -38,6 +38,7 @@ mod conn;
 pub mod daemon;
 pub mod dashboard;
 mod expiry_timer;
+mod fleet_host;
 pub mod front;
 pub mod goal_backends;
 pub mod goals;
@@ -61,9 +62,9 @@ pub use config::{
     McpConfig,
 };
 pub use daemon::{
-    Daemon, DaemonError, DaemonOptions, DeviceChoice, ENDPOINT_FILE, EndpointInfo, EndpointStore,
-    TOKEN_FILE,
+    Daemon, DaemonError, DaemonOptions, DeviceChoice, ENDPOINT_FILE, EndpointInfo, TOKEN_FILE,
 };
+pub use fleet_host::EndpointStore;
 pub use front::ENDPOINT_SOCKET_FILE;
 pub use mcp::{HELLO_KEY, MCP_TOKEN_FILE, SOCKET_FILE, STATE_KEY_FILE};
 pub use routes::{local_router, router};

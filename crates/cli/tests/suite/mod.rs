@@ -16,6 +16,7 @@ mod first_contact;
 mod fleet;
 mod fleet_cli;
 mod fleet_support;
+mod fleet_views;
 mod front_door;
 mod goals;
 mod goals_crash;

@@ -42,6 +42,18 @@ impl Fleet for PgStore {
         PgStore::touch_host(self)
     }
 
+    fn goal_is_here(&self, goal_id: &str) -> Result<bool> {
+        Ok(self.goal_host(goal_id)?.as_deref() == Some(PgStore::host_id(self)))
+    }
+
+    fn watchers_here(&self) -> Result<Vec<i64>> {
+        Ok(self
+            .list_watchers_of_host(PgStore::host_id(self), None, None, None)?
+            .into_iter()
+            .map(|w| w.watcher_id)
+            .collect())
+    }
+
     fn hosts(&self) -> Result<Vec<FleetHost>> {
         const OP: &str = "fleet_hosts.list";
         self.read(OP, "", move |client| {

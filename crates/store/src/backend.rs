@@ -43,6 +43,13 @@ pub trait Fleet: Send + Sync {
     /// The daemons of the fleet, each with its phones.
     fn hosts(&self) -> Result<Vec<FleetHost>>;
 
+    /// Whether the goal `goal_id` is this daemon's to work on (it was made here, so its
+    /// actions run on this host's phones); an unknown goal is not.
+    fn goal_is_here(&self, goal_id: &str) -> Result<bool>;
+
+    /// The active watchers this daemon runs (those made here: they watch its phones), by id.
+    fn watchers_here(&self) -> Result<Vec<i64>>;
+
     /// Marks this daemon seen now (its `last_seen_at_ms`); the daemon calls it on a
     /// housekeeping tick. Default: nothing to mark.
     fn touch(&self) -> Result<()> {

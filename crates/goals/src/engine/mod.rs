@@ -408,18 +408,26 @@ impl GoalEngine {
         documents.insert(goal.id.clone(), goal.clone());
     }
 
-    /// Goals, most recently updated first (all states when `states` is empty).
+    /// Goals, most recently updated first (all states when `states` is empty): those this
+    /// engine works on — in a fleet sharing the store, the goals made on this daemon (their
+    /// actions run on its phones; every other daemon ticks its own).
     pub fn list(
         &self,
         states: &[GoalState],
         limit: Option<usize>,
     ) -> Result<Vec<Goal>, GoalsError> {
         let names: Vec<&str> = states.iter().map(|s| s.as_str()).collect();
-        self.store
-            .list_goals(&names, limit)?
-            .iter()
-            .map(from_stored)
-            .collect()
+        let mut stored = self.store.list_goals(&names, limit)?;
+        if let Some(fleet) = self.store.fleet() {
+            let mut here = Vec::with_capacity(stored.len());
+            for goal in stored {
+                if fleet.goal_is_here(&goal.goal_id)? {
+                    here.push(goal);
+                }
+            }
+            stored = here;
+        }
+        stored.iter().map(from_stored).collect()
     }
 
     /// [`GoalEngine::list`] with each goal's daemon in a fleet sharing the store (`None` on a

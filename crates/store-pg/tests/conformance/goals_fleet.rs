@@ -485,3 +485,51 @@ fn a_goals_reports_are_delivered_by_its_own_daemon_alone() {
     assert_eq!(pending(&b), [("goal_of_b".to_owned(), 2)]);
     assert_eq!(pending(&a), [("goal_of_a".to_owned(), 1)]);
 }
+
+#[test]
+fn the_fleet_view_says_whose_goals_watchers_and_phones_each_daemon_has() {
+    use openphone_store::Fleet;
+    let (a, b, _guard) = two_hosts();
+    a.create_goal(&goal("goal_here_a"), vec![], vec![]).unwrap();
+    b.create_goal(&goal("goal_here_b"), vec![], vec![]).unwrap();
+    // The goal engine of each daemon works on the goals made on it, and on no unknown one.
+    assert!(Fleet::goal_is_here(&*a, "goal_here_a").unwrap());
+    assert!(!Fleet::goal_is_here(&*a, "goal_here_b").unwrap());
+    assert!(Fleet::goal_is_here(&*b, "goal_here_b").unwrap());
+    assert!(!Fleet::goal_is_here(&*b, "goal_nobody").unwrap());
+    // The watcher engine of each daemon runs the watchers made on it.
+    let new = NewWatcher {
+        runtime: "openclaw".to_owned(),
+        params: json!({"source": "message", "title": "mine"}),
+    };
+    let wa = a.create_watcher(&new, T0).unwrap();
+    let wb = b.create_watcher(&new, T0 + 1).unwrap();
+    assert_eq!(Fleet::watchers_here(&*a).unwrap(), [wa.watcher_id]);
+    assert_eq!(Fleet::watchers_here(&*b).unwrap(), [wb.watcher_id]);
+    // Phones: each daemon's, found from the other; the daemons, both live.
+    Fleet::register_devices(&*a, &["phone-a".to_owned()]).unwrap();
+    Fleet::register_devices(&*b, &["phone-b".to_owned()]).unwrap();
+    assert_eq!(
+        Fleet::host_of_device(&*a, "phone-b").unwrap().as_deref(),
+        Some(b.host_id())
+    );
+    assert_eq!(Fleet::host_of_device(&*b, "phone-z").unwrap(), None);
+    let hosts = Fleet::hosts(&*a).unwrap();
+    let seen: Vec<(String, bool, Vec<String>)> = hosts
+        .iter()
+        .map(|h| (h.host_id.clone(), h.live, h.device_ids.clone()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (a.host_id().to_owned(), true, vec!["phone-a".to_owned()]),
+            (b.host_id().to_owned(), true, vec!["phone-b".to_owned()]),
+        ]
+    );
+    // A daemon that stopped is no longer live; its phone is still known to be its.
+    let b_id = b.host_id().to_owned();
+    drop(b);
+    let hosts = Fleet::hosts(&*a).unwrap();
+    let b_row = hosts.iter().find(|h| h.host_id == b_id).unwrap();
+    assert!(!b_row.live, "{hosts:?}");
+}

@@ -185,6 +185,17 @@ impl Watchers {
                 return Vec::new();
             }
         };
+        // In a fleet sharing the store, each daemon runs the watchers made on it: they watch
+        // its phones.
+        if let Some(fleet) = self.store.fleet() {
+            match fleet.watchers_here() {
+                Ok(here) => list.retain(|w| here.contains(&w.watcher_id)),
+                Err(e) => {
+                    tracing::error!(error = %e, "watchers: reading this host's watchers");
+                    return Vec::new();
+                }
+            }
+        }
         list.reverse();
         list.into_iter()
             .filter_map(|w| self.spec_of(&w).map(|s| (w, s)))

@@ -17,7 +17,9 @@ use std::process::ExitCode;
 
 use anyhow::{Result, bail};
 use clap::{Subcommand, ValueEnum};
-use openphone_store::{AnchorCheck, AuditAnchor, AuditEntry, AuditRecord, BrokenRecord};
+use openphone_store::{
+    AnchorCheck, AuditAnchor, AuditEntry, AuditRecord, BrokenRecord, VerifyReport,
+};
 use openphone_store_pg::PgStore;
 use serde::Serialize;
 
@@ -428,7 +430,21 @@ fn export_chains(
     };
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    for chain in &chains {
+    write_chains(store, &chains, after, filter, &mut out)?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The records of `chains` after `after` (each chain's seq) that `filter` keeps, as JSON lines
+/// with their chain's `"host"`, chain by chain.
+fn write_chains(
+    store: &PgStore,
+    chains: &[String],
+    after: i64,
+    filter: &Filter,
+    out: &mut impl Write,
+) -> Result<()> {
+    for chain in chains {
         let mut after_seq = after;
         loop {
             let page = store.export_audit_chain(chain, after_seq, 500)?;
@@ -436,13 +452,43 @@ fn export_chains(
             after_seq = last.seq;
             for (chain, record) in &page {
                 if filter.keeps(&record.entry) {
-                    write_with_host(&mut out, chain, record)?;
+                    write_with_host(out, chain, record)?;
                 }
             }
         }
     }
-    out.flush()?;
-    Ok(ExitCode::SUCCESS)
+    Ok(())
+}
+
+/// For `goals export`: goal `goal`'s records as JSON lines (as `audit export --goal` streams
+/// them; on a shared store every chain's, each with `"host"`) and the audit's verification
+/// (on a shared store, of every chain).
+pub fn goal_slice(data_dir: &std::path::Path, goal: &str) -> Result<(Vec<u8>, VerifyReport)> {
+    let offline = open_offline(data_dir, &ConfigFile::default(), || {
+        "cannot open the audit log for the goal's audit slice".to_owned()
+    })?;
+    let filter = Filter {
+        goal: Some(goal.to_owned()),
+        device: None,
+    };
+    let mut slice = Vec::new();
+    match offline {
+        Offline::Sqlite(store) => {
+            for record in store.audit_iter(0, 500) {
+                let record = record?;
+                if filter.keeps(&record.entry) {
+                    serde_json::to_writer(&mut slice, &record)?;
+                    slice.push(b'\n');
+                }
+            }
+            Ok((slice, store.verify_audit()?))
+        }
+        Offline::Shared(store) => {
+            let chains: Vec<String> = store.audit_chains()?.into_iter().map(|c| c.chain).collect();
+            write_chains(&store, &chains, 0, &filter, &mut slice)?;
+            Ok((slice, openphone_store::AuditStore::verify_audit(&store)?))
+        }
+    }
 }
 
 /// One exported record as a JSON line with its chain's `"host"`.

@@ -24,7 +24,7 @@ use crate::data_dir::DataDir;
 use crate::output::print_json;
 
 /// `--config` of the offline commands.
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, Default, Args)]
 pub struct ConfigFile {
     /// The configuration that names the store, as `serve --config` (default: what `openphone
     /// config path` names, else the config of the daemon that served the data directory).

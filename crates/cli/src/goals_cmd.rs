@@ -18,7 +18,6 @@ use openphone_protocol::endpoint::{
     GoalsListParams, GoalsPause, GoalsPlan, GoalsPlanParams, GoalsResume, GoalsRetry, GoalsTick,
     Method,
 };
-use openphone_store::Store;
 use serde_json::{Value, json};
 
 use crate::client::DaemonClient;
@@ -570,19 +569,10 @@ fn export(data_dir: &DataDir, goal: &str, out: Option<PathBuf>, json: bool) -> R
         "reports.json",
         serde_json::to_string_pretty(&exported.reports)?.as_bytes(),
     )?;
-    let store = Store::open_read_only(&data_dir.resolve()?)
-        .context("cannot open the audit log for the goal's audit slice")?;
-    let mut slice = Vec::new();
-    for record in store.audit_iter(0, 500) {
-        let record = record?;
-        if crate::audit_cmd::belongs_to_goal(&record.entry, goal) {
-            slice.extend(serde_json::to_vec(&record)?);
-            slice.push(b'\n');
-        }
-    }
+    // On a fleet's shared store: every host's records of the goal, and every chain verified.
+    let (slice, verify) = crate::audit_cmd::goal_slice(&data_dir.resolve()?, goal)?;
     let records = slice.iter().filter(|b| **b == b'\n').count();
     write("audit.jsonl", &slice)?;
-    let verify = store.verify_audit()?;
     write(
         "audit-verify.json",
         serde_json::to_string_pretty(&verify)?.as_bytes(),

@@ -612,7 +612,9 @@ pub trait JobStore {
     fn count_jobs(&self) -> Result<u64>;
 
     /// At most `limit` jobs whose latest delivery is `pending` or `failed` and whose run ended
-    /// at or after `since_ms` (`last_run_at`), oldest first.
+    /// at or after `since_ms` (`last_run_at`), oldest first. In a fleet, only those this daemon
+    /// ran last (or made, when none ran them): the phone that ran a job shows its outcome, so
+    /// its daemon alone delivers it.
     fn undelivered_jobs(&self, since_ms: i64, limit: usize) -> Result<Vec<StoredJob>>;
 
     /// The dispatched attempt whose output reference is `output_ref` (`session:<phone session

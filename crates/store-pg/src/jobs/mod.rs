@@ -329,6 +329,7 @@ impl JobStore for PgStore {
             format!(
                 "SELECT {JOB_COLUMNS} FROM agent_jobs \
                  WHERE delivery_state IN ($1, $2) AND last_run_at >= $3 AND status <> 'running' \
+                 AND COALESCE(lease_owner, host_id) = $5 \
                  ORDER BY last_run_at, id LIMIT $4"
             ),
             vec![
@@ -336,6 +337,9 @@ impl JobStore for PgStore {
                 Box::new(DeliveryState::Failed.as_str()),
                 Box::new(since_ms),
                 Box::new(sql_limit(limit)),
+                // A job's outcome is delivered by the daemon that ran it (its phone shows it),
+                // never by every daemon of the fleet.
+                Box::new(self.host_id().to_owned()),
             ],
         )
     }

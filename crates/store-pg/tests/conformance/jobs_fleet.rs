@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use openphone_store::{
-    AttemptFinish, ClaimRequest, JobPhase, JobStatus, JobStore, JobType, NewAgentJob, RunOutcome,
-    StaleSelection, StoreError, StoredJob,
+    AttemptFinish, ClaimRequest, DeliveryState, JobPhase, JobStatus, JobStore, JobType,
+    NewAgentJob, RunOutcome, StaleSelection, StoreError, StoredJob,
 };
 use openphone_store_pg::testing::{SchemaGuard, connect, fresh_schema, test_url};
 use openphone_store_pg::{PgConfig, PgStore};
@@ -374,4 +374,35 @@ fn a_stale_ledger_row_of_a_live_daemon_is_that_daemons_to_close() {
     assert!(!a.close_stale_job_run(1, &end).unwrap());
     drop((a, b));
     drop(guard);
+}
+
+#[test]
+fn a_jobs_outcome_is_delivered_by_the_daemon_that_ran_it_alone() {
+    let (stores, _config, _guard) = hosts(&["a", "b"]);
+    let (a, b) = (&stores[0], &stores[1]);
+    // Made on a, run on b: b's phone shows the outcome, so b delivers it (and a never does).
+    a.create_job(&new_job("ran on b", T0), T0, 100).unwrap();
+    let running = claim(b, T0 + 1, 1, "sched-b");
+    assert_eq!(running.len(), 1);
+    let mut done = running[0].clone();
+    done.job.status = JobStatus::Completed;
+    done.job.phase = JobPhase::Completed;
+    done.job.last_run_at = T0 + 2;
+    done.delivery_state = Some(DeliveryState::Pending);
+    b.finish_job_attempt(&done, &finish(&running[0], RunOutcome::Succeeded, T0 + 2))
+        .unwrap();
+    // Made on a and never run: a delivers whatever is owed.
+    let mut kept = a
+        .create_job(&new_job("never ran", T0 + 60 * MIN), T0, 100)
+        .unwrap();
+    kept.job.status = JobStatus::Failed;
+    kept.job.phase = JobPhase::Failed;
+    kept.job.last_run_at = T0 + 3;
+    kept.delivery_state = Some(DeliveryState::Failed);
+    a.update_job(&kept).unwrap();
+    assert_eq!(
+        ids(&b.undelivered_jobs(T0, 10).unwrap()),
+        [running[0].job.id]
+    );
+    assert_eq!(ids(&a.undelivered_jobs(T0, 10).unwrap()), [kept.job.id]);
 }

@@ -135,6 +135,19 @@ async fn audit_verify_checks_every_chain_of_the_fleet_and_names_the_broken_one()
             "{err}"
         );
 
+        // The shared database's sizes, read beside both daemons.
+        let (code, out, err) = on(&b, &["store", "stats", "--json"]);
+        assert_eq!(code, 0, "{err}");
+        let stats = json_of(&out, &err);
+        assert!(
+            stats["db_path"]
+                .as_str()
+                .unwrap()
+                .starts_with("postgres://"),
+            "{stats}"
+        );
+        assert!(stats["audit"]["records"].as_u64().unwrap() >= 2, "{stats}");
+
         // A record of chain B removed by SQL: exit 1, chain B named, chain A intact.
         let admin = PgConfig::new(url.as_str(), "fleet-admin", std::env::temp_dir());
         let mut client = testing::connect(&admin).unwrap();
@@ -190,6 +203,12 @@ async fn fleet_lists_both_hosts_live_with_their_phones_and_a_killed_one_not_live
             !out.contains("postgres://openphone@"),
             "no user in the URL: {out}"
         );
+        let (code, out, err) = on(&a, &["status", "--json"]);
+        assert_eq!(code, 0, "{err}");
+        let status = json_of(&out, &err);
+        assert_eq!(status["store"]["kind"], "postgres", "{status}");
+        assert_eq!(status["store"]["host_id"], "fleet-a", "{status}");
+        assert_eq!(status["store"]["hosts_live"], 2, "{status}");
         let (code, out, _) = on(&a, &["status"]);
         assert_eq!(code, 0, "{out}");
         assert!(

@@ -421,12 +421,13 @@ function jobs(ctx, main) {
     let r;
     try { r = await ctx.rpc.call('jobs.list', params); } catch (e) { list.replaceChildren(h('p', {}, e.message)); return; }
     if (r.jobs.length === 0) { list.replaceChildren(h('p', { class: 'muted' }, 'No jobs.')); return; }
-    // In a fleet (rows naming their host) every daemon lists the whole fleet: Host and Phone columns.
+    // In a fleet (rows naming their host) every daemon lists the whole fleet: a column naming
+    // each job's host, its phone under it (one column, so the half-width table stays readable).
     const fleet = r.jobs.some((e) => e.host);
-    list.replaceChildren(dataTable(h, fleet ? ['Job', 'Host', 'Phone', 'Status', 'Progress', 'Next run'] : ['Job', 'Status', 'Progress', 'Next run'],
+    list.replaceChildren(dataTable(h, fleet ? ['Job', 'Host / phone', 'Status', 'Progress', 'Next run'] : ['Job', 'Status', 'Progress', 'Next run'],
       r.jobs.map((e) => {
         const j = e.job || e;
-        const where = fleet ? [h('span', { class: 'host' }, hostText(e.host) || '–'), j.device_id || '–'] : [];
+        const where = fleet ? [[h('span', { class: 'host' }, hostText(e.host) || '–'), h('br'), h('span', { class: 'muted phone' }, j.device_id || 'any phone')]] : [];
         return { attrs: { 'data-job': j.id }, cells: [h('a', { href: `#/jobs/${j.id}` }, `#${j.id} ${j.title}`), ...where,
           badge(h, 'status', j.status), j.progress_text || '–', j.next_run_at && ['queued', 'paused'].includes(j.status) ? when(j.next_run_at) : '–'] };
       })));

@@ -202,7 +202,7 @@ impl StoreInfo for PgStore {
     }
 
     fn is_read_only(&self) -> bool {
-        false
+        self.is_viewer()
     }
 
     fn schema_version(&self) -> Result<i64> {

@@ -160,7 +160,8 @@ fn three_daemons_on_one_postgres_run_every_reviewed_job_once_through_twenty_kill
     }
 
     // Drive the fleet: wakes on random hosts, approvals of every review on random hosts, and
-    // SIGKILLs during both, until every job is settled or ten minutes pass.
+    // SIGKILLs during both, until every job is settled — a run cut off by a kill is retried
+    // after its backoff (a minute or two) — or fifteen minutes pass.
     let mut kills = BTreeMap::<&str, u32>::new();
     let mut killed = 0;
     let waited = Stopwatch::start();
@@ -180,16 +181,7 @@ fn three_daemons_on_one_postgres_run_every_reviewed_job_once_through_twenty_kill
                 )
             })
             .count();
-        let backoff_only = listed.values().all(|j| {
-            matches!(
-                j["status"].as_str(),
-                Some("completed" | "failed" | "stopped")
-            ) || (j["status"] == "queued" && j["failure_count"].as_i64().unwrap_or(0) > 0)
-        });
-        if open == 0
-            || (backoff_only && killed >= KILLS)
-            || waited.elapsed() > Duration::from_secs(600)
-        {
+        if (open == 0 && killed >= KILLS) || waited.elapsed() > Duration::from_secs(900) {
             break;
         }
         // Wake one host, killing it during the tick now and then.
@@ -287,11 +279,11 @@ fn three_daemons_on_one_postgres_run_every_reviewed_job_once_through_twenty_kill
         }
         unreviewed += n.unreviewed;
         match state.as_str() {
+            // Every due run happened exactly once: the approved send ran once.
             "completed/completed" => assert_eq!((n.begun, n.ok), (1, 1), "job {id}: {job}"),
-            "awaiting_review/awaiting_review" | "queued/waiting" | "queued/queued" => {
-                assert_eq!(n.begun, 0, "job {id}: {job}");
-            }
-            _ => {}
+            // Killed between the approval and the outcome: at most once, never replayed.
+            "failed/review_resolution_unknown" => assert!(n.begun <= 1, "job {id}: {job}"),
+            other => panic!("job {id} did not settle ({other}): {job}"),
         }
         assert_ne!(job["status"], "running", "left running: {job}");
     }

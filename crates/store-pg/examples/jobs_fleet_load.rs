@@ -14,6 +14,9 @@
 //! 2. **The next wake over 100 000 jobs**: `next_job_wake` with 100 000 queued jobs due one
 //!    second apart (nothing due), then with half of them naming a phone of another host; and
 //!    a tick's store work (claim the 3 due + the next wake). The same on SQLite for comparison.
+//! 3. **Claims while another daemon creates jobs**: one daemon claims `JOBS` due jobs one per
+//!    claim while a second creates jobs one at a time (job creators queue on a table lock that
+//!    the claims' row writes wait for); prints both sides' rates and latencies.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -156,6 +159,67 @@ fn claims(url: &str, daemons: usize, jobs: i64, limit: usize) {
     drop(guard);
 }
 
+/// One daemon claims `jobs` due jobs, one per claim, while another creates jobs (due later) one
+/// at a time until the claims are done.
+fn claims_beside_creations(url: &str, jobs: i64) {
+    let (config, guard) = fresh_schema(url);
+    let claimer = PgStore::open(&host(&config, "claims")).unwrap();
+    let creator = Arc::new(PgStore::open(&host(&config, "creates")).unwrap());
+    fill(&claimer, jobs, |_| T0);
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let creating = {
+        let (creator, done) = (Arc::clone(&creator), Arc::clone(&done));
+        std::thread::spawn(move || {
+            let (mut latency, mut failed) = (Vec::new(), 0usize);
+            let mut i = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                let began = Stopwatch::start();
+                if creator
+                    .create_job(&job(i, T0 + 3_600_000), T0, usize::MAX)
+                    .is_err()
+                {
+                    failed += 1;
+                }
+                latency.push(began.elapsed());
+                i += 1;
+            }
+            (latency, failed)
+        })
+    };
+    let began = Stopwatch::start();
+    let (mut claimed, mut latency, mut claims_failed) = (0usize, Vec::new(), 0usize);
+    loop {
+        let call = Stopwatch::start();
+        let got = claimer.claim_due_jobs(&ClaimRequest {
+            now_ms: T0 + 1,
+            limit: 1,
+            owner: "sched".to_owned(),
+            started_at_ms: T0,
+        });
+        latency.push(call.elapsed());
+        match got {
+            Ok(got) if got.is_empty() => break,
+            Ok(got) => claimed += got.len(),
+            Err(_) => claims_failed += 1,
+        }
+    }
+    let elapsed = began.elapsed().as_secs_f64();
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (created, failed) = creating.join().unwrap();
+    #[allow(clippy::cast_precision_loss)]
+    let (claim_rate, create_rate) = (claimed as f64 / elapsed, created.len() as f64 / elapsed);
+    println!(
+        "  claims: {claim_rate:.0} jobs claimed/s, {claims_failed} failed, claim call {}",
+        summary(latency)
+    );
+    println!(
+        "  creations beside them: {create_rate:.0} jobs created/s, {failed} failed, create call {}",
+        summary(created)
+    );
+    drop((claimer, creator));
+    drop(guard);
+}
+
 fn wake_figures<S: JobStore + ?Sized>(label: &str, store: &S) {
     let mut idle = Vec::new();
     let mut wake = None;
@@ -205,6 +269,9 @@ fn main() {
             claims(&url, daemons, jobs, limit);
         }
     }
+
+    println!("claims ({jobs} due jobs, one per claim) while another daemon creates jobs:");
+    claims_beside_creations(&url, jobs);
 
     println!("next wake over {SCHEDULED} queued jobs due 1 s apart:");
     let (config, guard) = fresh_schema(&url);

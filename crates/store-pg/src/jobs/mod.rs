@@ -23,7 +23,7 @@ mod lease;
 mod rows;
 mod write;
 
-pub(crate) use write::create_limited_in;
+pub(crate) use write::{create_limited_in, lock_for_create};
 
 use openphone_clock::{Clock, SystemClock};
 use openphone_store::*;

@@ -68,12 +68,32 @@ fn check_quota(tx: &mut Transaction<'_>, news: &[NewAgentJob], quota: &JobQuota)
     Ok(())
 }
 
+/// Takes the job creators' lock: creators of every daemon queue on it, one at a time, and only
+/// then read the counts the quota needs. It must be the FIRST statement of the transaction: a
+/// `LOCK` takes no snapshot, so the transaction's snapshot is taken after the wait and sees the
+/// jobs the creator before it committed. Without it two daemons creating jobs at once each
+/// count the table (`COUNT(*)` reads every row) while the other inserts into it, and
+/// SERIALIZABLE aborts one of them — every time, under a steady load (a watcher's firing lost
+/// ten tries in a row beside a daemon creating a job every 3–40 ms).
+///
+/// `SHARE ROW EXCLUSIVE` conflicts with itself and with the row writes of other transactions
+/// (claims, updates), which wait for the creation to commit (a few statements) instead of
+/// aborting it later; plain reads are never blocked. Taking it again in the same transaction
+/// is free.
+pub(crate) fn lock_for_create(tx: &mut Transaction<'_>) -> Result<()> {
+    tx.batch_execute("LOCK TABLE agent_jobs IN SHARE ROW EXCLUSIVE MODE")
+        .ctx("agent_jobs.create", "lock")
+}
+
 /// Inserts `news` (created by daemon `host_id`) after making room for them (§2.4): terminal
 /// jobs are deleted, oldest `updated_at` first; when that is not enough nothing is written. A
 /// runtime's jobs must also fit its own quota and the runtimes' share (`quota`); the user's
 /// only `max_jobs`. For the watchers' firings too (a reaction job is created in the firing's
 /// transaction).
-#[allow(dead_code)] // Also for the watchers domain.
+///
+/// Takes the creators' lock ([`lock_for_create`]) first; a transaction that runs any
+/// statement before this call must take that lock as its own first statement, or it conflicts
+/// with the other daemons' creators again.
 pub(crate) fn create_limited_in(
     tx: &mut Transaction<'_>,
     news: &[NewAgentJob],
@@ -83,6 +103,7 @@ pub(crate) fn create_limited_in(
 ) -> Result<Vec<StoredJob>> {
     const OP: &str = "agent_jobs.create";
     let max_jobs = quota.max_jobs;
+    lock_for_create(tx)?;
     check_quota(tx, news, quota)?;
     let count: i64 = tx
         .query_one("SELECT COUNT(*) FROM agent_jobs", &[])

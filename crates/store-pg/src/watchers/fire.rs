@@ -165,6 +165,10 @@ pub(super) fn fire(store: &PgStore, new: NewFiring, audit: FiringAudit) -> Resul
         built: None,
     });
     store.write(OP, &id.clone(), move |tx| {
+        if new.job.is_some() {
+            // Before the watcher's row: the creators' lock must be the first statement.
+            crate::jobs::lock_for_create(tx)?;
+        }
         let locked = tx
             .query_opt(
                 &format!("SELECT {COLUMNS} FROM watchers WHERE watcher_id = $1 FOR UPDATE"),

@@ -2,7 +2,8 @@
 //! with their own host ids) on one schema claim due jobs concurrently and each job is claimed
 //! once; a dead daemon's run is repaired by another; a daemon whose run was taken over writes
 //! nothing (fencing); a job naming a phone of one host is never claimed by another; the next
-//! wake of a daemon counts only what that daemon has to do.
+//! wake of a daemon counts only what that daemon has to do; creators on several daemons (and a
+//! watcher's firing) never abort each other, and the job quota is one limit for the fleet.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -405,4 +406,174 @@ fn a_jobs_outcome_is_delivered_by_the_daemon_that_ran_it_alone() {
         [running[0].job.id]
     );
     assert_eq!(ids(&a.undelivered_jobs(T0, 10).unwrap()), [kept.job.id]);
+}
+
+/// A job of runtime `runtime` (quota counted), due an hour after `T0`.
+fn runtime_job(title: &str, runtime: &str) -> NewAgentJob {
+    NewAgentJob {
+        created_by: runtime.to_owned(),
+        ..new_job(title, T0 + 60 * MIN)
+    }
+}
+
+/// Runs `per_thread` calls of `create` on each of `threads` threads of every daemon of
+/// `stores` at once; returns every call's result.
+fn create_concurrently<T: Send + 'static>(
+    stores: &[Arc<PgStore>],
+    threads: usize,
+    per_thread: usize,
+    create: impl Fn(&PgStore, String) -> Result<T, StoreError> + Send + Sync + 'static,
+) -> Vec<Result<T, StoreError>> {
+    let create = Arc::new(create);
+    let start = Arc::new(std::sync::Barrier::new(stores.len() * threads));
+    let mut handles = Vec::new();
+    for (d, store) in stores.iter().enumerate() {
+        for t in 0..threads {
+            let (store, create, start) =
+                (Arc::clone(store), Arc::clone(&create), Arc::clone(&start));
+            handles.push(std::thread::spawn(move || {
+                start.wait();
+                (0..per_thread)
+                    .map(|i| create(&store, format!("d{d} t{t} #{i}")))
+                    .collect::<Vec<_>>()
+            }));
+        }
+    }
+    handles
+        .into_iter()
+        .flat_map(|h| h.join().unwrap())
+        .collect()
+}
+
+/// A regression test: a job creation counts the jobs table (`COUNT(*)` for the quota) under
+/// SERIALIZABLE, so two daemons creating jobs at once aborted each other, and a watcher's firing
+/// (which creates its reaction job) lost ten tries in a row beside a daemon creating a job every
+/// few milliseconds. Creators now queue on a table lock taken before their snapshot.
+#[test]
+fn job_creations_on_two_daemons_and_a_third_firing_watchers_all_succeed() {
+    use openphone_store::{
+        AuditEntry, AuditKind, FireOutcome, JobQuota, NewFiring, NewWatcher, WatcherStore,
+    };
+    const THREADS: usize = 4;
+    const EACH: usize = 50;
+    const FIRINGS: usize = 40;
+    let (stores, _config, guard) = hosts(&["a", "b", "c"]);
+    let stores: Vec<Arc<PgStore>> = stores.into_iter().map(Arc::new).collect();
+    let watcher = stores[2]
+        .create_watcher(
+            &NewWatcher {
+                runtime: "openclaw".to_owned(),
+                params: json!({"source": "message", "title": "any sms"}),
+            },
+            T0,
+        )
+        .unwrap();
+    let firing = {
+        let c = Arc::clone(&stores[2]);
+        std::thread::spawn(move || {
+            (0..FIRINGS)
+                .map(|k| {
+                    let key = format!("msg:{k}");
+                    let new = NewFiring {
+                        watcher_id: watcher.watcher_id,
+                        dedupe_key: key.clone(),
+                        fired_at_ms: T0 + 1,
+                        trigger: "event".to_owned(),
+                        event: json!({"kind": "message_received", "key": key}),
+                        reaction: "agent_job".to_owned(),
+                        end: false,
+                        cursor: Some(json!({"seen": key})),
+                        job: Some((
+                            new_job(&format!("reaction to {key}"), T0 + 60 * MIN),
+                            JobQuota::for_max(10_000),
+                        )),
+                    };
+                    c.fire_watcher(
+                        new,
+                        Box::new(|ids| AuditEntry {
+                            audit_id: format!("watcher:{}:{}", ids.watcher_id, ids.firing),
+                            kind: AuditKind::BackgroundEvent,
+                            at_ms: T0,
+                            runtime: "builtin".to_owned(),
+                            request_id: format!("watcher-{}", ids.firing),
+                            tool: Some("watcher.fired".to_owned()),
+                            ..AuditEntry::default()
+                        }),
+                    )
+                })
+                .collect::<Vec<_>>()
+        })
+    };
+    let created = create_concurrently(&stores[..2], THREADS, EACH, |store, title| {
+        store.create_job(&new_job(&title, T0 + 60 * MIN), T0, 10_000)
+    });
+    let fired = firing.join().unwrap();
+
+    let failed: Vec<_> = created.iter().filter_map(|r| r.as_ref().err()).collect();
+    assert!(
+        failed.is_empty(),
+        "{} creations failed: {failed:?}",
+        failed.len()
+    );
+    let mut ids: Vec<i64> = created.iter().flatten().map(|j| j.job.id).collect();
+    let not_fired: Vec<_> = fired
+        .iter()
+        .filter(|o| !matches!(o, Ok(FireOutcome::Fired(f)) if f.job.is_some()))
+        .collect();
+    assert!(not_fired.is_empty(), "firings without a job: {not_fired:?}");
+    ids.extend(fired.iter().flatten().filter_map(|o| match o {
+        FireOutcome::Fired(f) => f.job.as_ref().map(|j| j.job.id),
+        FireOutcome::Duplicate | FireOutcome::NotActive => None,
+    }));
+    let expected = 2 * THREADS * EACH + FIRINGS;
+    assert_eq!(ids.len(), expected);
+    let unique: std::collections::HashSet<i64> = ids.iter().copied().collect();
+    assert_eq!(unique.len(), expected, "a job id was given twice");
+    let listed = stores[0]
+        .list_jobs(&openphone_store::JobFilter::default())
+        .unwrap();
+    assert_eq!(listed.len(), expected);
+    drop(stores);
+    drop(guard);
+}
+
+/// The quota is still one fleet-wide limit when creators on two daemons race for its last places:
+/// exactly the cap is created, the rest refused with `LimitReached` (of a runtime's own quota,
+/// and of `max_jobs`).
+#[test]
+fn the_job_quota_refuses_at_the_cap_across_two_daemons() {
+    use openphone_store::JobQuota;
+    let (stores, _config, guard) = hosts(&["a", "b"]);
+    let stores: Vec<Arc<PgStore>> = stores.into_iter().map(Arc::new).collect();
+    // A runtime's own quota: 2 daemons x 4 threads x 10 tries for 25 places.
+    let quota = JobQuota {
+        per_runtime: 25,
+        ..JobQuota::for_max(1_000)
+    };
+    let results = create_concurrently(&stores, 4, 10, move |store, title| {
+        store.create_job_limited(&runtime_job(&title, "openclaw"), T0, &quota)
+    });
+    let refused = results
+        .iter()
+        .filter(|r| matches!(r, Err(StoreError::LimitReached { limit: 25, .. })))
+        .count();
+    assert_eq!((results.len() - refused, refused), (25, 55), "{results:?}");
+    // Every job's max: 25 stored already, 40 tries for the 15 places left.
+    let results = create_concurrently(&stores, 4, 5, |store, title| {
+        store.create_job(&new_job(&title, T0 + 60 * MIN), T0, 40)
+    });
+    let refused = results
+        .iter()
+        .filter(|r| matches!(r, Err(StoreError::LimitReached { limit: 40, .. })))
+        .count();
+    assert_eq!((results.len() - refused, refused), (15, 25), "{results:?}");
+    assert_eq!(
+        stores[1]
+            .list_jobs(&openphone_store::JobFilter::default())
+            .unwrap()
+            .len(),
+        40
+    );
+    drop(stores);
+    drop(guard);
 }

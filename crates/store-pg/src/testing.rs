@@ -100,7 +100,8 @@ impl Drop for SchemaGuard {
     }
 }
 
-/// [`PgStore::write`], for the plumbing tests.
+/// The store's crate-private `PgStore::write` (one SERIALIZABLE transaction on the daemon's
+/// writer, run again on a serialization failure), for the plumbing tests.
 pub fn write<T, F>(store: &PgStore, op: &'static str, id: &str, f: F) -> Result<T>
 where
     T: Send + 'static,
@@ -109,7 +110,7 @@ where
     store.write(op, id, f)
 }
 
-/// [`PgStore::write_async`], for the plumbing tests.
+/// The store's crate-private `PgStore::write_async` (the write, awaited), for the plumbing tests.
 pub async fn write_async<T, F>(store: &PgStore, op: &'static str, id: &str, f: F) -> Result<T>
 where
     T: Send + 'static,
@@ -118,7 +119,8 @@ where
     store.write_async(op, id, f).await
 }
 
-/// [`PgStore::read`], for the plumbing tests.
+/// The store's crate-private `PgStore::read` (autocommit, on a reader connection), for the
+/// plumbing tests.
 pub fn read<T, F>(store: &PgStore, op: &'static str, id: &str, f: F) -> Result<T>
 where
     T: Send + 'static,
@@ -127,7 +129,7 @@ where
     store.read(op, id, f)
 }
 
-/// [`PgStore::read_async`], for the plumbing tests.
+/// The store's crate-private `PgStore::read_async` (the read, awaited), for the plumbing tests.
 pub async fn read_async<T, F>(store: &PgStore, op: &'static str, id: &str, f: F) -> Result<T>
 where
     T: Send + 'static,

@@ -11,8 +11,8 @@
 //! uses `postgres`, the blocking wrapper over `tokio-postgres` (same protocol code, same types,
 //! maintained together). Each `postgres::Client` drives its connection on a small runtime of its
 //! own and must never be called from inside a tokio worker (its `block_on` would panic there), so
-//! every connection lives on an OS thread of its own (the private `pool` module): callers hand it jobs over a
-//! channel and wait on a std channel, or on a tokio oneshot from async code
+//! every connection lives on an OS thread of its own (the private `pool` module): callers hand
+//! it jobs over a channel and wait on a std channel, or on a tokio oneshot from async code
 //! (`write_async`/`read_async`), which never blocks a runtime worker.
 //!
 //! # Why one writer per daemon

@@ -3,8 +3,8 @@
 //! `schema_migrations(version, applied_at_ms)` lists the migrations applied. Migration 1 is the
 //! whole schema as of issue 35: `schema/fleet.sql`, then each domain's file in the contract's
 //! order (sessions, confirmations, replay, audit, approvals, jobs, goals, watchers, outcomes,
-//! memory). A later schema change is a new migration appended to the `MIGRATIONS` list, never an edit of
-//! an applied one. Opening runs the pending ones under a session advisory lock (keyed by the
+//! memory). A later schema change is a new migration appended to the `MIGRATIONS` list, never
+//! an edit of an applied one. Opening runs the pending ones under a session advisory lock (keyed by the
 //! schema), each in its own transaction, so daemons starting together migrate once; a database
 //! migrated by a newer build is refused with [`StoreError::SchemaTooNew`].
 

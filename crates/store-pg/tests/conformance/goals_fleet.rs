@@ -247,8 +247,9 @@ fn one_trigger_fired_at_one_watcher_by_two_daemons_is_recorded_once() {
 /// A regression test: a firing with a job whose transaction the writer ran again got a new job
 /// id from the sequence while its audit record (built once, on the first try) named the first
 /// one. Another daemon's transaction that counts and writes the jobs table commits while the
-/// firing waits for its audit chain's head (held here on purpose), so the firing's commit fails
-/// with a serialization failure and runs again.
+/// firing waits for its audit chain's head (held here on purpose), so the firing runs again (its
+/// write of the jobs table waits for the firing's creators' lock: a deadlock PostgreSQL breaks by
+/// aborting the firing, which waited first; before that lock, a serialization failure at commit).
 #[test]
 fn a_firing_run_again_keeps_the_job_id_its_audit_record_names() {
     let url = test_url().expect("OPENPHONE_TEST_PG_URL");

@@ -169,6 +169,8 @@ pub use watchers::{
     FIRINGS_KEPT_PER_WATCHER, FireOutcome, FiringIds, NewFiring, NewWatcher, RecordedFiring,
     WatcherFiring, WatcherRecord, WatcherSelector, WatcherState,
 };
+#[doc(hidden)]
+pub use watchers::{WatcherDraft, check_active_watchers};
 pub use wire::{Autonomy, risk_serde};
 pub use writer::WriterStats;
 

@@ -145,6 +145,79 @@ fn clean_params(params: &Value) -> Value {
     }
 }
 
+/// What `watchers.create` stores, worked out from its params (backend-neutral, shared with the
+/// PostgreSQL store): the params checked (a JSON object) and cleaned (no `reason`, no `_`-keys),
+/// and the `source` and `title` derived from them.
+#[doc(hidden)]
+#[derive(Debug, Clone, PartialEq)]
+pub struct WatcherDraft {
+    pub params: Value,
+    pub source: String,
+    pub title: String,
+}
+
+impl WatcherDraft {
+    /// The draft of `new`, or [`StoreError::Invalid`] when its params are not an object.
+    pub fn of(new: &NewWatcher) -> Result<Self> {
+        if !new.params.is_object() {
+            return Err(StoreError::Invalid {
+                what: "watcher params",
+                detail: "must be a JSON object".to_owned(),
+            });
+        }
+        let params = clean_params(&new.params);
+        let source = derive_source(&params);
+        let title = derive_title(&params, &source);
+        Ok(Self {
+            params,
+            source,
+            title,
+        })
+    }
+}
+
+/// The quota of [`Store::create_watcher_within`](crate::WatcherStore::create_watcher_within):
+/// [`StoreError::LimitReached`] when `owner` already has `active` ≥ `max` active watchers.
+#[doc(hidden)]
+pub fn check_active_watchers(owner: &str, active: usize, max: usize) -> Result<()> {
+    if active >= max {
+        return Err(StoreError::LimitReached {
+            what: "active watchers of one owner",
+            limit: max,
+            detail: format!("{owner:?} has {active} active watchers; stop one first"),
+        });
+    }
+    Ok(())
+}
+
+impl WatcherSelector {
+    /// Refuses an empty [`WatcherSelector::Query`] ([`WatcherSelector::All`] says "every one").
+    #[doc(hidden)]
+    pub fn check(&self) -> Result<()> {
+        if let Self::Query(text) = self
+            && text.trim().is_empty()
+        {
+            return Err(StoreError::Invalid {
+                what: "watcher query",
+                detail: "empty (use WatcherSelector::All to stop every watcher)".to_owned(),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl WatcherRecord {
+    /// The record as a stop at `now_ms` leaves it (`stopped`, end reason `stopped`).
+    #[doc(hidden)]
+    #[must_use]
+    pub fn stopped_at(mut self, now_ms: i64) -> Self {
+        self.state = WatcherState::Stopped;
+        self.stopped_at_ms = Some(now_ms);
+        self.end_reason = Some("stopped".to_owned());
+        self
+    }
+}
+
 /// How many active watchers `owner` has.
 fn active_of(conn: &Connection, op: &'static str, owner: &str) -> Result<usize> {
     let n: i64 = conn
@@ -179,26 +252,15 @@ impl SqliteStore {
         max_active: Option<usize>,
     ) -> Result<WatcherRecord> {
         const OP: &str = "watchers.create";
-        if !new.params.is_object() {
-            return Err(StoreError::Invalid {
-                what: "watcher params",
-                detail: "must be a JSON object".to_owned(),
-            });
-        }
-        let params = clean_params(&new.params);
-        let source = derive_source(&params);
-        let title = derive_title(&params, &source);
+        let WatcherDraft {
+            params,
+            source,
+            title,
+        } = WatcherDraft::of(new)?;
         let runtime = new.runtime.clone();
         self.write(OP, &title.clone(), move |tx| {
             if let Some(max) = max_active {
-                let active = active_of(tx, OP, &runtime)?;
-                if active >= max {
-                    return Err(StoreError::LimitReached {
-                        what: "active watchers of one owner",
-                        limit: max,
-                        detail: format!("{runtime:?} has {active} active watchers; stop one first"),
-                    });
-                }
+                check_active_watchers(&runtime, active_of(tx, OP, &runtime)?, max)?;
             }
             tx.execute(
                 "INSERT INTO watchers (runtime, title, source, params_json, state, created_at_ms) \
@@ -286,14 +348,7 @@ impl SqliteStore {
     ) -> Result<Vec<WatcherRecord>> {
         const OP: &str = "watchers.stop";
         let owner = owner.map(str::to_owned);
-        if let WatcherSelector::Query(text) = selector
-            && text.trim().is_empty()
-        {
-            return Err(StoreError::Invalid {
-                what: "watcher query",
-                detail: "empty (use WatcherSelector::All to stop every watcher)".to_owned(),
-            });
-        }
+        selector.check()?;
         let selector = selector.clone();
         self.write(OP, "", move |tx| {
             let owner = owner.as_deref();
@@ -323,17 +378,14 @@ impl SqliteStore {
                 )?,
             };
             let mut out = Vec::with_capacity(targets.len());
-            for mut watcher in targets {
+            for watcher in targets {
                 tx.execute(
                     "UPDATE watchers SET state = 'stopped', stopped_at_ms = ?2, \
                      end_reason = 'stopped' WHERE watcher_id = ?1 AND state = 'active'",
                     params![watcher.watcher_id, now_ms],
                 )
                 .ctx(OP, &watcher.watcher_id.to_string())?;
-                watcher.state = WatcherState::Stopped;
-                watcher.stopped_at_ms = Some(now_ms);
-                watcher.end_reason = Some("stopped".to_owned());
-                out.push(watcher);
+                out.push(watcher.stopped_at(now_ms));
             }
             Ok(out)
         })
@@ -387,6 +439,39 @@ pub struct NewFiring {
     /// `done` at once), and the job quota it is created within (the store's size, the
     /// per-runtime share of the job's creator, the user's reserve).
     pub job: Option<(NewAgentJob, JobQuota)>,
+}
+
+impl NewFiring {
+    /// Refuses a firing whose event is not a JSON object.
+    #[doc(hidden)]
+    pub fn check(&self) -> Result<()> {
+        if !self.event.is_object() {
+            return Err(StoreError::Invalid {
+                what: "watcher firing",
+                detail: "the event must be a JSON object".to_owned(),
+            });
+        }
+        Ok(())
+    }
+
+    /// The firing row this records as the watcher's firing `number`, with the reaction's job
+    /// (the reaction is then `done`, else `pending`).
+    #[doc(hidden)]
+    #[must_use]
+    pub fn firing(&self, number: i64, job_id: Option<i64>) -> WatcherFiring {
+        WatcherFiring {
+            watcher_id: self.watcher_id,
+            firing: number,
+            dedupe_key: self.dedupe_key.clone(),
+            fired_at_ms: self.fired_at_ms,
+            trigger: self.trigger.clone(),
+            event: self.event.clone(),
+            reaction: self.reaction.clone(),
+            job_id,
+            reaction_state: if job_id.is_some() { "done" } else { "pending" }.to_owned(),
+            reaction_note: String::new(),
+        }
+    }
 }
 
 /// A firing as [`Store::fire_watcher`](crate::WatcherStore::fire_watcher) recorded it.
@@ -465,12 +550,7 @@ impl SqliteStore {
         audit: impl FnOnce(&FiringIds) -> AuditEntry + Send + 'static,
     ) -> Result<FireOutcome> {
         const OP: &str = "watchers.fire";
-        if !new.event.is_object() {
-            return Err(StoreError::Invalid {
-                what: "watcher firing",
-                detail: "the event must be a JSON object".to_owned(),
-            });
-        }
+        new.check()?;
         let id = new.watcher_id.to_string();
         self.write(OP, &id.clone(), move |tx| {
             let Some(watcher) = query(tx, OP, "WHERE watcher_id = ?1", [new.watcher_id])?
@@ -507,18 +587,7 @@ impl SqliteStore {
                 None => None,
             };
             let job_id = job.as_ref().map(|j| j.job.id);
-            let firing = WatcherFiring {
-                watcher_id: new.watcher_id,
-                firing: number,
-                dedupe_key: new.dedupe_key.clone(),
-                fired_at_ms: new.fired_at_ms,
-                trigger: new.trigger.clone(),
-                event: new.event.clone(),
-                reaction: new.reaction.clone(),
-                job_id,
-                reaction_state: if job.is_some() { "done" } else { "pending" }.to_owned(),
-                reaction_note: String::new(),
-            };
+            let firing = new.firing(number, job_id);
             tx.execute(
                 &format!(
                     "INSERT INTO watcher_firings ({FIRING_COLUMNS}) \

@@ -152,12 +152,7 @@ fn move_job(tx: &mut postgres::Transaction<'_>, from: i64, to: i64, id: &str) ->
 /// [`openphone_store::WatcherStore::fire_watcher`] on PostgreSQL.
 pub(super) fn fire(store: &PgStore, new: NewFiring, audit: FiringAudit) -> Result<FireOutcome> {
     const OP: &str = "watchers.fire";
-    if !new.event.is_object() {
-        return Err(StoreError::Invalid {
-            what: "watcher firing",
-            detail: "the event must be a JSON object".to_owned(),
-        });
-    }
+    new.check()?;
     let id = new.watcher_id.to_string();
     let chain = store.host_id().to_owned();
     let audit = Mutex::new(AuditOnce {
@@ -218,18 +213,7 @@ pub(super) fn fire(store: &PgStore, new: NewFiring, audit: FiringAudit) -> Resul
             job.job.id = first_job;
         }
         let job_id = job.as_ref().map(|j| j.job.id);
-        let firing = WatcherFiring {
-            watcher_id: new.watcher_id,
-            firing: number,
-            dedupe_key: new.dedupe_key.clone(),
-            fired_at_ms: new.fired_at_ms,
-            trigger: new.trigger.clone(),
-            event: new.event.clone(),
-            reaction: new.reaction.clone(),
-            job_id,
-            reaction_state: if job.is_some() { "done" } else { "pending" }.to_owned(),
-            reaction_note: String::new(),
-        };
+        let firing = new.firing(number, job_id);
         tx.execute(
             &format!(
                 "INSERT INTO watcher_firings ({FIRING_COLUMNS}) \

@@ -15,8 +15,8 @@
 mod fire;
 
 use openphone_store::{
-    FireOutcome, FiringAudit, NewFiring, NewWatcher, Result, StoreError, WatcherFiring,
-    WatcherRecord, WatcherSelector, WatcherState, WatcherStore,
+    FireOutcome, FiringAudit, NewFiring, NewWatcher, Result, WatcherDraft, WatcherFiring,
+    WatcherRecord, WatcherSelector, WatcherState, WatcherStore, check_active_watchers,
 };
 use postgres::types::ToSql;
 use postgres::{GenericClient, Row};
@@ -75,49 +75,6 @@ fn one(conn: &mut impl GenericClient, op: &'static str, id: i64) -> Result<Optio
     Ok(query(conn, op, "WHERE watcher_id = $1", &[&id])?
         .into_iter()
         .next())
-}
-
-fn text_field<'a>(params: &'a Value, key: &str) -> Option<&'a str> {
-    params
-        .get(key)
-        .and_then(Value::as_str)
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-}
-
-/// The source of a watcher: `source`, else mapped from the legacy `type`, else `unknown`.
-fn derive_source(params: &Value) -> String {
-    if let Some(source) = text_field(params, "source") {
-        return source.to_lowercase();
-    }
-    match text_field(params, "type") {
-        Some("message_reply") => "message".to_owned(),
-        Some("call_back") => "call".to_owned(),
-        Some("web_change") => "web".to_owned(),
-        Some(other) => other.to_lowercase(),
-        None => "unknown".to_owned(),
-    }
-}
-
-/// The title: `title`, else the query, else the url, else `<source> watcher`.
-fn derive_title(params: &Value, source: &str) -> String {
-    ["title", "query", "url", "address", "number"]
-        .iter()
-        .find_map(|key| text_field(params, key))
-        .map_or_else(|| format!("{source} watcher"), str::to_owned)
-}
-
-/// Drops `reason` and phone-reserved `_`-keys from stored params.
-fn clean_params(params: &Value) -> Value {
-    match params {
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .filter(|(k, _)| k.as_str() != "reason" && !k.starts_with('_'))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
-        ),
-        other => other.clone(),
-    }
 }
 
 /// How many active watchers `owner` has.
@@ -212,28 +169,17 @@ impl WatcherStore for PgStore {
         max_active: Option<usize>,
     ) -> Result<WatcherRecord> {
         const OP: &str = "watchers.create";
-        if !new.params.is_object() {
-            return Err(StoreError::Invalid {
-                what: "watcher params",
-                detail: "must be a JSON object".to_owned(),
-            });
-        }
-        let params = clean_params(&new.params);
-        let source = derive_source(&params);
-        let title = derive_title(&params, &source);
+        let WatcherDraft {
+            params,
+            source,
+            title,
+        } = WatcherDraft::of(new)?;
         let params = params.to_string();
         let runtime = new.runtime.clone();
         let host = self.host_id().to_owned();
         self.write(OP, &title.clone(), move |tx| {
             if let Some(max) = max_active {
-                let active = active_of(tx, OP, &runtime)?;
-                if active >= max {
-                    return Err(StoreError::LimitReached {
-                        what: "active watchers of one owner",
-                        limit: max,
-                        detail: format!("{runtime:?} has {active} active watchers; stop one first"),
-                    });
-                }
+                check_active_watchers(&runtime, active_of(tx, OP, &runtime)?, max)?;
             }
             let row = tx
                 .query_one(
@@ -294,14 +240,7 @@ impl WatcherStore for PgStore {
     ) -> Result<Vec<WatcherRecord>> {
         const OP: &str = "watchers.stop";
         let owner = owner.map(str::to_owned);
-        if let WatcherSelector::Query(text) = selector
-            && text.trim().is_empty()
-        {
-            return Err(StoreError::Invalid {
-                what: "watcher query",
-                detail: "empty (use WatcherSelector::All to stop every watcher)".to_owned(),
-            });
-        }
+        selector.check()?;
         let selector = selector.clone();
         self.write(OP, "", move |tx| {
             let owner = owner.as_deref();
@@ -331,17 +270,14 @@ impl WatcherStore for PgStore {
                 )?,
             };
             let mut out = Vec::with_capacity(targets.len());
-            for mut watcher in targets {
+            for watcher in targets {
                 tx.execute(
                     "UPDATE watchers SET state = 'stopped', stopped_at_ms = $2, \
                      end_reason = 'stopped' WHERE watcher_id = $1 AND state = 'active'",
                     &[&watcher.watcher_id, &now_ms],
                 )
                 .ctx(OP, &watcher.watcher_id.to_string())?;
-                watcher.state = WatcherState::Stopped;
-                watcher.stopped_at_ms = Some(now_ms);
-                watcher.end_reason = Some("stopped".to_owned());
-                out.push(watcher);
+                out.push(watcher.stopped_at(now_ms));
             }
             Ok(out)
         })

@@ -159,6 +159,10 @@ pub use replay::{
     FinalResult, IdentityKey, PRUNE_BATCH, PruneReport, RequestCheck, RequestEntry, Retention,
     Scope,
 };
+#[doc(hidden)]
+pub use replay::{RememberRequest, check_digest};
+#[doc(hidden)]
+pub use retention::identity_digest;
 pub use sessions::{
     MIN_SESSIONS_RETAINED, NewPhoneSession, PhoneSession, SessionFilter, SessionStatus,
 };

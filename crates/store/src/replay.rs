@@ -12,7 +12,8 @@ pub use crate::records::{FinalResult, IdentityKey, Scope};
 
 impl IdentityKey {
     /// Rejects empty parts and a digest that is not 64 lowercase hex.
-    pub(crate) fn check(&self) -> Result<()> {
+    #[doc(hidden)]
+    pub fn check(&self) -> Result<()> {
         for (what, value) in [
             ("identity runtime", &self.runtime),
             ("identity runtime_session_id", &self.runtime_session_id),
@@ -30,7 +31,9 @@ impl IdentityKey {
     }
 }
 
-pub(crate) fn check_digest(digest: &str) -> Result<()> {
+/// Rejects a `params_digest` that is not 64 lowercase hex digits.
+#[doc(hidden)]
+pub fn check_digest(digest: &str) -> Result<()> {
     if is_hex64(digest) {
         Ok(())
     } else {
@@ -212,7 +215,7 @@ impl SqliteStore {
         params_digest: &str,
         now_ms: i64,
     ) -> Result<RequestCheck> {
-        let job = Remember::new(scope, request_id, tool, params_digest, now_ms)?;
+        let job = RememberRequest::new(scope, request_id, tool, params_digest, now_ms)?;
         self.write(REMEMBER, request_id, move |tx| job.run(tx))
     }
 
@@ -225,7 +228,7 @@ impl SqliteStore {
         params_digest: &str,
         now_ms: i64,
     ) -> Result<RequestCheck> {
-        let job = Remember::new(scope, request_id, tool, params_digest, now_ms)?;
+        let job = RememberRequest::new(scope, request_id, tool, params_digest, now_ms)?;
         self.write_async(REMEMBER, request_id, move |tx| job.run(tx))
             .await
     }
@@ -248,23 +251,27 @@ impl SqliteStore {
 
 const REMEMBER: &str = "request_ids.remember";
 
-/// The write of [`Store::remember_request`](crate::ReplayStore::remember_request) (arguments checked first).
-struct Remember {
-    scope: Scope,
-    request_id: String,
-    tool: String,
-    params_digest: String,
-    now_ms: i64,
+/// The write of [`Store::remember_request`](crate::ReplayStore::remember_request), its
+/// arguments checked first (backend-neutral, shared with the PostgreSQL store).
+#[doc(hidden)]
+#[derive(Debug, Clone)]
+pub struct RememberRequest {
+    pub scope: Scope,
+    pub request_id: String,
+    pub tool: String,
+    pub params_digest: String,
+    pub now_ms: i64,
 }
 
-impl Remember {
-    fn new(
+impl RememberRequest {
+    /// The write, or [`StoreError::Invalid`] for a bad digest or an empty request id.
+    pub fn new(
         scope: &Scope,
         request_id: &str,
         tool: &str,
         params_digest: &str,
         now_ms: i64,
-    ) -> Result<Remember> {
+    ) -> Result<Self> {
         check_digest(params_digest)?;
         if request_id.is_empty() {
             return Err(StoreError::Invalid {
@@ -272,7 +279,7 @@ impl Remember {
                 detail: "empty".to_owned(),
             });
         }
-        Ok(Remember {
+        Ok(Self {
             scope: scope.clone(),
             request_id: request_id.to_owned(),
             tool: tool.to_owned(),
@@ -281,24 +288,29 @@ impl Remember {
         })
     }
 
+    /// The answer when `entry` already holds this request id: a repeat of the same call, or a
+    /// conflict with another.
+    #[must_use]
+    pub fn against(&self, entry: RequestEntry) -> RequestCheck {
+        if entry.tool == self.tool && entry.params_digest == self.params_digest {
+            RequestCheck::Repeat(entry)
+        } else {
+            RequestCheck::Conflict(entry)
+        }
+    }
+
     fn run(self, tx: &Connection) -> Result<RequestCheck> {
         const OP: &str = REMEMBER;
-        let Remember {
+        if let Some(entry) = find_request_in(tx, &self.scope, &self.request_id)? {
+            return Ok(self.against(entry));
+        }
+        let RememberRequest {
             scope,
             request_id,
             tool,
             params_digest,
             now_ms,
         } = self;
-        if let Some(entry) = find_request_in(tx, &scope, &request_id)? {
-            return Ok(
-                if entry.tool == tool && entry.params_digest == params_digest {
-                    RequestCheck::Repeat(entry)
-                } else {
-                    RequestCheck::Conflict(entry)
-                },
-            );
-        }
         tx.execute(
             "INSERT INTO request_ids (runtime, runtime_session_id, request_id, tool, \
              params_digest, recorded_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",

@@ -109,8 +109,10 @@ pub struct PruneReport {
     pub more: bool,
 }
 
-/// The key of an identity's tombstone.
-fn identity_digest(identity: &IdentityKey) -> Result<[u8; 32]> {
+/// The key of an identity's tombstone (and of all its rows on PostgreSQL): SHA-256 of
+/// `canonical_json([runtime, runtime_session_id, tool, params_digest, idempotency_key])`.
+#[doc(hidden)]
+pub fn identity_digest(identity: &IdentityKey) -> Result<[u8; 32]> {
     let parts = json!([
         identity.runtime,
         identity.runtime_session_id,

@@ -38,16 +38,14 @@
 mod executions;
 mod retention;
 
-use openphone_protocol::canonical_json;
-use openphone_protocol::digest::sha256_hex;
 use openphone_store::{
     AuditEntry, AuditRecord, BoxFuture, Execution, FinalResult, IdentityKey, PruneReport,
-    ReplayStore, RequestCheck, RequestEntry, Result, Retention, Scope, StoreError,
+    RememberRequest, ReplayStore, RequestCheck, RequestEntry, Result, Retention, Scope, StoreError,
 };
 use postgres::GenericClient;
 use postgres::Row;
 use postgres::types::{ToSql, Type};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::PgStore;
 use crate::error::{PgContext, from_pg};
@@ -55,63 +53,15 @@ use crate::error::{PgContext, from_pg};
 /// A typed parameter of a `query_typed` statement.
 pub(crate) type Param<'a> = (&'a (dyn ToSql + Sync), Type);
 
-/// Rejects empty parts and a digest that is not 64 lowercase hex (the SQLite store's
-/// `IdentityKey::check`, same errors).
+/// Rejects empty parts and a digest that is not 64 lowercase hex ([`IdentityKey::check`]).
 pub(crate) fn check_identity(identity: &IdentityKey) -> Result<()> {
-    for (what, value) in [
-        ("identity runtime", &identity.runtime),
-        ("identity runtime_session_id", &identity.runtime_session_id),
-        ("identity tool", &identity.tool),
-        ("identity idempotency_key", &identity.idempotency_key),
-    ] {
-        if value.is_empty() {
-            return Err(StoreError::Invalid {
-                what,
-                detail: format!("empty in {}", identity.describe()),
-            });
-        }
-    }
-    check_digest(&identity.params_digest)
-}
-
-pub(crate) fn check_digest(digest: &str) -> Result<()> {
-    if digest.len() == 64
-        && digest
-            .bytes()
-            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-    {
-        Ok(())
-    } else {
-        Err(StoreError::Invalid {
-            what: "params_digest",
-            detail: format!("{digest:?} is not 64 lowercase hex digits"),
-        })
-    }
+    identity.check()
 }
 
 /// The key of an identity's rows: SHA-256 of `canonical_json([runtime, runtime_session_id,
 /// tool, params_digest, idempotency_key])`, the SQLite store's tombstone key.
 pub(crate) fn identity_digest(identity: &IdentityKey) -> Result<Vec<u8>> {
-    let parts = json!([
-        identity.runtime,
-        identity.runtime_session_id,
-        identity.tool,
-        identity.params_digest,
-        identity.idempotency_key,
-    ]);
-    let text = canonical_json(&parts).map_err(|e| StoreError::Invalid {
-        what: "identity key",
-        detail: e.to_string(),
-    })?;
-    let hex = sha256_hex(&text);
-    (0..hex.len())
-        .step_by(2)
-        .map(|i| {
-            hex.get(i..i + 2)
-                .and_then(|pair| u8::from_str_radix(pair, 16).ok())
-        })
-        .collect::<Option<Vec<u8>>>()
-        .ok_or_else(|| corrupt("final_results.key", &identity.describe(), "not a digest"))
+    openphone_store::identity_digest(identity).map(Vec::from)
 }
 
 /// Runs the rest of the transaction at READ COMMITTED (see the module docs); the first
@@ -327,82 +277,42 @@ const REMEMBER_SQL: &str = "\
 
 const REMEMBER: &str = "request_ids.remember";
 
-/// The write of `remember_request` (arguments checked first).
-#[derive(Debug, Clone)]
-struct Remember {
-    scope: Scope,
-    request_id: String,
-    tool: String,
-    params_digest: String,
-    now_ms: i64,
-}
-
-impl Remember {
-    fn new(
-        scope: &Scope,
-        request_id: &str,
-        tool: &str,
-        params_digest: &str,
-        now_ms: i64,
-    ) -> Result<Remember> {
-        check_digest(params_digest)?;
-        if request_id.is_empty() {
-            return Err(StoreError::Invalid {
-                what: "request_id",
-                detail: "empty".to_owned(),
-            });
-        }
-        Ok(Remember {
-            scope: scope.clone(),
-            request_id: request_id.to_owned(),
-            tool: tool.to_owned(),
-            params_digest: params_digest.to_owned(),
-            now_ms,
-        })
-    }
-
-    fn run(&self, tx: &mut postgres::Transaction<'_>) -> Result<RequestCheck> {
-        read_committed(tx, REMEMBER)?;
-        let rows = tx
-            .query_typed(
-                REMEMBER_SQL,
-                &[
-                    (&self.scope.runtime, Type::TEXT),
-                    (&self.scope.runtime_session_id, Type::TEXT),
-                    (&self.request_id, Type::TEXT),
-                    (&self.tool, Type::TEXT),
-                    (&self.params_digest, Type::TEXT),
-                    (&self.now_ms, Type::INT8),
-                ],
-            )
-            .ctx(REMEMBER, &self.request_id)?;
-        let entry = match rows.first() {
-            Some(row) if get::<bool>(row, "is_new", REMEMBER, &self.request_id)? => {
-                return Ok(RequestCheck::New);
-            }
-            Some(row) => RequestEntry {
-                scope: self.scope.clone(),
-                request_id: self.request_id.clone(),
-                tool: get(row, "tool", REMEMBER, &self.request_id)?,
-                params_digest: get(row, "params_digest", REMEMBER, &self.request_id)?,
-                recorded_at_ms: get(row, "recorded_at_ms", REMEMBER, &self.request_id)?,
-            },
-            // Remembered by another daemon after this statement's snapshot: read it now.
-            None => find_request_in(tx, &self.scope, &self.request_id)?.ok_or_else(|| {
-                StoreError::NotFound {
-                    table: "request_ids",
-                    id: self.request_id.clone(),
-                }
-            })?,
-        };
-        Ok(
-            if entry.tool == self.tool && entry.params_digest == self.params_digest {
-                RequestCheck::Repeat(entry)
-            } else {
-                RequestCheck::Conflict(entry)
-            },
+/// The write of `remember_request` (its arguments checked by [`RememberRequest::new`]).
+fn remember_in(job: &RememberRequest, tx: &mut postgres::Transaction<'_>) -> Result<RequestCheck> {
+    read_committed(tx, REMEMBER)?;
+    let rows = tx
+        .query_typed(
+            REMEMBER_SQL,
+            &[
+                (&job.scope.runtime, Type::TEXT),
+                (&job.scope.runtime_session_id, Type::TEXT),
+                (&job.request_id, Type::TEXT),
+                (&job.tool, Type::TEXT),
+                (&job.params_digest, Type::TEXT),
+                (&job.now_ms, Type::INT8),
+            ],
         )
-    }
+        .ctx(REMEMBER, &job.request_id)?;
+    let entry = match rows.first() {
+        Some(row) if get::<bool>(row, "is_new", REMEMBER, &job.request_id)? => {
+            return Ok(RequestCheck::New);
+        }
+        Some(row) => RequestEntry {
+            scope: job.scope.clone(),
+            request_id: job.request_id.clone(),
+            tool: get(row, "tool", REMEMBER, &job.request_id)?,
+            params_digest: get(row, "params_digest", REMEMBER, &job.request_id)?,
+            recorded_at_ms: get(row, "recorded_at_ms", REMEMBER, &job.request_id)?,
+        },
+        // Remembered by another daemon after this statement's snapshot: read it now.
+        None => find_request_in(tx, &job.scope, &job.request_id)?.ok_or_else(|| {
+            StoreError::NotFound {
+                table: "request_ids",
+                id: job.request_id.clone(),
+            }
+        })?,
+    };
+    Ok(job.against(entry))
 }
 
 fn find_request_in(
@@ -541,8 +451,8 @@ impl ReplayStore for PgStore {
         params_digest: &str,
         now_ms: i64,
     ) -> Result<RequestCheck> {
-        let job = Remember::new(scope, request_id, tool, params_digest, now_ms)?;
-        self.write(REMEMBER, request_id, move |tx| job.run(tx))
+        let job = RememberRequest::new(scope, request_id, tool, params_digest, now_ms)?;
+        self.write(REMEMBER, request_id, move |tx| remember_in(&job, tx))
     }
 
     fn remember_request_async<'a>(
@@ -554,8 +464,8 @@ impl ReplayStore for PgStore {
         now_ms: i64,
     ) -> BoxFuture<'a, Result<RequestCheck>> {
         Box::pin(async move {
-            let job = Remember::new(scope, request_id, tool, params_digest, now_ms)?;
-            self.write_async(REMEMBER, request_id, move |tx| job.run(tx))
+            let job = RememberRequest::new(scope, request_id, tool, params_digest, now_ms)?;
+            self.write_async(REMEMBER, request_id, move |tx| remember_in(&job, tx))
                 .await
         })
     }

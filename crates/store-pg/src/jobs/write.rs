@@ -6,7 +6,7 @@
 use openphone_protocol::BUILTIN_RUNTIME_ID;
 use openphone_store::{
     AttemptFinish, DeliveryState, JobQuota, NewAgentJob, OPERATOR_CREATOR, Result, RunOutcome,
-    StoreError, StoredJob, is_user_creator,
+    StoreError, StoredJob,
 };
 use postgres::Transaction;
 use postgres::types::ToSql;
@@ -29,43 +29,6 @@ fn live_count(tx: &mut Transaction<'_>, created_by: Option<&str>) -> Result<i64>
         .query_one(&sql, &[&created_by])
         .ctx("agent_jobs.create", "quota")?
         .get(0))
-}
-
-/// Refuses `news` when a runtime among their creators would hold more live jobs than
-/// `quota` lets it (its own `per_runtime`, or the runtimes' share together).
-fn check_quota(tx: &mut Transaction<'_>, news: &[NewAgentJob], quota: &JobQuota) -> Result<()> {
-    let mut by_creator: std::collections::BTreeMap<&str, i64> = Default::default();
-    for new in news.iter().filter(|n| !is_user_creator(&n.created_by)) {
-        *by_creator.entry(new.created_by.as_str()).or_default() += 1;
-    }
-    if by_creator.is_empty() {
-        return Ok(());
-    }
-    for (creator, adding) in &by_creator {
-        let live = live_count(tx, Some(creator))?;
-        if live.saturating_add(*adding) > sql_limit(quota.per_runtime) {
-            return Err(StoreError::LimitReached {
-                what: "live agent jobs of one runtime",
-                limit: quota.per_runtime,
-                detail: format!(
-                    "runtime `{creator}` already has {live} live jobs; stop or finish one first"
-                ),
-            });
-        }
-    }
-    let adding: i64 = by_creator.values().sum();
-    let live = live_count(tx, None)?;
-    if live.saturating_add(adding) > sql_limit(quota.runtime_share()) {
-        return Err(StoreError::LimitReached {
-            what: "live agent jobs of runtimes",
-            limit: quota.runtime_share(),
-            detail: format!(
-                "runtimes hold {live} live jobs together; the rest of the {} is the user's",
-                quota.max_jobs
-            ),
-        });
-    }
-    Ok(())
 }
 
 /// Takes the job creators' lock: creators of every daemon queue on it, one at a time, and only
@@ -104,7 +67,7 @@ pub(crate) fn create_limited_in(
     const OP: &str = "agent_jobs.create";
     let max_jobs = quota.max_jobs;
     lock_for_create(tx)?;
-    check_quota(tx, news, quota)?;
+    quota.check_news(news, |creator| live_count(tx, creator))?;
     let count: i64 = tx
         .query_one("SELECT COUNT(*) FROM agent_jobs", &[])
         .ctx(OP, "")?
@@ -122,11 +85,7 @@ pub(crate) fn create_limited_in(
             )
             .ctx(OP, "trim")?;
         if i64::try_from(deleted).unwrap_or(i64::MAX) < excess {
-            return Err(StoreError::LimitReached {
-                what: "agent jobs",
-                limit: max_jobs,
-                detail: "every stored job is live; stop or finish one first".to_owned(),
-            });
+            return Err(quota.no_room());
         }
     }
     let insert = tx
@@ -180,17 +139,7 @@ pub(super) fn write_in(
     lease: &Fence,
 ) -> Result<(StoredJob, Option<RunOutcome>)> {
     let job = &next.job;
-    if let Some(finish) = finish
-        && (finish.attempt != next.attempt || finish.owner != next.owner)
-    {
-        return Err(conflict(
-            job.id,
-            format!(
-                "the report of attempt {} of {:?} does not belong to attempt {} of {:?}",
-                finish.attempt, finish.owner, next.attempt, next.owner
-            ),
-        ));
-    }
+    next.check_finish(finish)?;
     let sql = format!(
         "UPDATE agent_jobs SET type = $2, title = $3, prompt = $4, payload_json = $5, \
          schedule_json = $6, session_target = $7, delivery_json = $8, status = $9, \
@@ -379,27 +328,10 @@ fn refusal(
     let Some(current) = get_in(tx, op, id)? else {
         return Ok(not_found(id));
     };
-    Ok(if current.version != next.version {
-        conflict(
-            id,
-            format!(
-                "version {} was expected, the stored row is at {}",
-                next.version, current.version
-            ),
-        )
-    } else if current.job.created_at != next.job.created_at {
-        StoreError::Invalid {
-            what: "agent job update",
-            detail: format!("created_at of job {id} cannot change"),
-        }
+    Ok(if let Some(stale) = next.stale_against(&current) {
+        stale
     } else if current.attempt != next.attempt || current.owner != next.owner {
-        conflict(
-            id,
-            format!(
-                "attempt {} of {:?} is not the stored attempt {} of {:?}",
-                next.attempt, next.owner, current.attempt, current.owner
-            ),
-        )
+        next.attempt_conflict(&current)
     } else {
         let row = tx
             .query_one(

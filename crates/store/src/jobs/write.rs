@@ -33,41 +33,118 @@ pub(super) fn live_count(tx: &Connection, created_by: Option<&str>) -> Result<i6
         .ctx("agent_jobs.create", "quota")
 }
 
-/// Refuses `news` when a runtime among their creators would hold more live jobs than
-/// `quota` lets it (its own `per_runtime`, or the runtimes' share together).
-pub(super) fn check_quota(tx: &Connection, news: &[NewAgentJob], quota: &JobQuota) -> Result<()> {
-    let mut by_creator: std::collections::BTreeMap<&str, i64> = Default::default();
-    for new in news.iter().filter(|n| !is_user_creator(&n.created_by)) {
-        *by_creator.entry(new.created_by.as_str()).or_default() += 1;
-    }
-    if by_creator.is_empty() {
-        return Ok(());
-    }
-    for (creator, adding) in &by_creator {
-        let live = live_count(tx, Some(creator))?;
-        if live.saturating_add(*adding) > sql_limit(quota.per_runtime) {
+// The backend-neutral rules of creation and of the conditional write, shared with the
+// PostgreSQL store (which counts and reads its own rows).
+impl JobQuota {
+    /// Refuses `news` when a runtime among their creators would hold more live jobs than this
+    /// quota lets it (its own `per_runtime`, or the runtimes' share together); `live(Some(c))`
+    /// counts the live jobs of creator `c`, `live(None)` those of every creator not the user.
+    #[doc(hidden)]
+    pub fn check_news(
+        &self,
+        news: &[NewAgentJob],
+        mut live: impl FnMut(Option<&str>) -> Result<i64>,
+    ) -> Result<()> {
+        let mut by_creator: std::collections::BTreeMap<&str, i64> = Default::default();
+        for new in news.iter().filter(|n| !is_user_creator(&n.created_by)) {
+            *by_creator.entry(new.created_by.as_str()).or_default() += 1;
+        }
+        if by_creator.is_empty() {
+            return Ok(());
+        }
+        for (creator, adding) in &by_creator {
+            let live = live(Some(creator))?;
+            if live.saturating_add(*adding) > sql_limit(self.per_runtime) {
+                return Err(StoreError::LimitReached {
+                    what: "live agent jobs of one runtime",
+                    limit: self.per_runtime,
+                    detail: format!(
+                        "runtime `{creator}` already has {live} live jobs; stop or finish one first"
+                    ),
+                });
+            }
+        }
+        let adding: i64 = by_creator.values().sum();
+        let live = live(None)?;
+        if live.saturating_add(adding) > sql_limit(self.runtime_share()) {
             return Err(StoreError::LimitReached {
-                what: "live agent jobs of one runtime",
-                limit: quota.per_runtime,
+                what: "live agent jobs of runtimes",
+                limit: self.runtime_share(),
                 detail: format!(
-                    "runtime `{creator}` already has {live} live jobs; stop or finish one first"
+                    "runtimes hold {live} live jobs together; the rest of the {} is the user's",
+                    self.max_jobs
                 ),
             });
         }
+        Ok(())
     }
-    let adding: i64 = by_creator.values().sum();
-    let live = live_count(tx, None)?;
-    if live.saturating_add(adding) > sql_limit(quota.runtime_share()) {
-        return Err(StoreError::LimitReached {
-            what: "live agent jobs of runtimes",
-            limit: quota.runtime_share(),
-            detail: format!(
-                "runtimes hold {live} live jobs together; the rest of the {} is the user's",
-                quota.max_jobs
+
+    /// The refusal when deleting terminal jobs did not make room for new ones.
+    #[doc(hidden)]
+    #[must_use]
+    pub fn no_room(&self) -> StoreError {
+        StoreError::LimitReached {
+            what: "agent jobs",
+            limit: self.max_jobs,
+            detail: "every stored job is live; stop or finish one first".to_owned(),
+        }
+    }
+}
+
+impl StoredJob {
+    /// Refuses a write of `self` carrying the report `finish` of another attempt.
+    #[doc(hidden)]
+    pub fn check_finish(&self, finish: Option<&AttemptFinish>) -> Result<()> {
+        if let Some(finish) = finish
+            && (finish.attempt != self.attempt || finish.owner != self.owner)
+        {
+            return Err(conflict(
+                self.job.id,
+                format!(
+                    "the report of attempt {} of {:?} does not belong to attempt {} of {:?}",
+                    finish.attempt, finish.owner, self.attempt, self.owner
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Why a conditional write of `self` changed no row, the stored row being `current`: its
+    /// version moved on or `created_at` was changed; `None` when neither.
+    #[doc(hidden)]
+    #[must_use]
+    pub fn stale_against(&self, current: &StoredJob) -> Option<StoreError> {
+        let id = self.job.id;
+        if current.version != self.version {
+            Some(conflict(
+                id,
+                format!(
+                    "version {} was expected, the stored row is at {}",
+                    self.version, current.version
+                ),
+            ))
+        } else if current.job.created_at != self.job.created_at {
+            Some(StoreError::Invalid {
+                what: "agent job update",
+                detail: format!("created_at of job {id} cannot change"),
+            })
+        } else {
+            None
+        }
+    }
+
+    /// The refusal of a write of `self` by another attempt than the stored row's `current`.
+    #[doc(hidden)]
+    #[must_use]
+    pub fn attempt_conflict(&self, current: &StoredJob) -> StoreError {
+        conflict(
+            self.job.id,
+            format!(
+                "attempt {} of {:?} is not the stored attempt {} of {:?}",
+                self.attempt, self.owner, current.attempt, current.owner
             ),
-        });
+        )
     }
-    Ok(())
 }
 
 /// Inserts `new` jobs after making room for them (§2.4): terminal jobs are deleted, oldest
@@ -81,7 +158,7 @@ pub(crate) fn create_limited_in(
 ) -> Result<Vec<StoredJob>> {
     const OP: &str = "agent_jobs.create";
     let max_jobs = quota.max_jobs;
-    check_quota(tx, news, quota)?;
+    quota.check_news(news, |creator| live_count(tx, creator))?;
     let count: i64 = tx
         .query_row("SELECT COUNT(*) FROM agent_jobs", [], |r| r.get(0))
         .ctx(OP, "")?;
@@ -96,11 +173,7 @@ pub(crate) fn create_limited_in(
             .and_then(|mut s| s.execute([excess]))
             .ctx(OP, "trim")?;
         if sql_limit(deleted) < excess {
-            return Err(StoreError::LimitReached {
-                what: "agent jobs",
-                limit: max_jobs,
-                detail: "every stored job is live; stop or finish one first".to_owned(),
-            });
+            return Err(quota.no_room());
         }
     }
     let mut insert = tx
@@ -150,17 +223,7 @@ pub(super) fn write_in(
     fence: Option<&AttemptFinish>,
 ) -> Result<(StoredJob, Option<RunOutcome>)> {
     let job = &next.job;
-    if let Some(finish) = fence
-        && (finish.attempt != next.attempt || finish.owner != next.owner)
-    {
-        return Err(conflict(
-            job.id,
-            format!(
-                "the report of attempt {} of {:?} does not belong to attempt {} of {:?}",
-                finish.attempt, finish.owner, next.attempt, next.owner
-            ),
-        ));
-    }
+    next.check_finish(fence)?;
     // One conditional statement; the reasons for a refusal are looked up only when it is one.
     let changed = tx
         .prepare_cached(
@@ -309,28 +372,9 @@ pub(super) fn refusal(tx: &Connection, op: &'static str, next: &StoredJob) -> Re
     let Some(current) = get_in(tx, op, id)? else {
         return Ok(not_found(id));
     };
-    Ok(if current.version != next.version {
-        conflict(
-            id,
-            format!(
-                "version {} was expected, the stored row is at {}",
-                next.version, current.version
-            ),
-        )
-    } else if current.job.created_at != next.job.created_at {
-        StoreError::Invalid {
-            what: "agent job update",
-            detail: format!("created_at of job {id} cannot change"),
-        }
-    } else {
-        conflict(
-            id,
-            format!(
-                "attempt {} of {:?} is not the stored attempt {} of {:?}",
-                next.attempt, next.owner, current.attempt, current.owner
-            ),
-        )
-    })
+    Ok(next
+        .stale_against(&current)
+        .unwrap_or_else(|| next.attempt_conflict(&current)))
 }
 
 /// Ends the ledger row of an attempt that is still `running`; an attempt already ended (or

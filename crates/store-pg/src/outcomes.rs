@@ -70,12 +70,7 @@ fn from_row(row: &postgres::Row) -> Result<DeferredOutcome> {
 
 impl OutcomeStore for PgStore {
     fn insert_deferred_outcome(&self, new: &NewDeferredOutcome, now_ms: i64) -> Result<()> {
-        if new.runtime.is_empty() || new.request_id.is_empty() || new.command.is_empty() {
-            return Err(StoreError::Invalid {
-                what: "deferred outcome",
-                detail: "runtime, request_id and command must not be empty".into(),
-            });
-        }
+        new.check()?;
         let new = new.clone();
         let host_id = self.host_id().to_owned();
         let id = new.request_id.clone();
@@ -102,10 +97,7 @@ impl OutcomeStore for PgStore {
                 )
                 .ctx(OP_INSERT, &new.request_id)?;
             if inserted == 0 {
-                return Err(StoreError::Invalid {
-                    what: "deferred outcome",
-                    detail: format!("request {:?} is already recorded", new.request_id),
-                });
+                return Err(new.already_recorded());
             }
             Ok(())
         })
@@ -173,24 +165,7 @@ impl OutcomeStore for PgStore {
         note: &str,
         now_ms: i64,
     ) -> Result<bool> {
-        let forward = matches!(
-            (from, to),
-            (OutcomeState::Waiting, OutcomeState::Failed)
-                | (
-                    OutcomeState::Ready,
-                    OutcomeState::Posting | OutcomeState::Failed
-                )
-                | (
-                    OutcomeState::Posting,
-                    OutcomeState::Posted | OutcomeState::Failed | OutcomeState::Ready
-                )
-        );
-        if !forward {
-            return Err(StoreError::Invalid {
-                what: "deferred outcome state",
-                detail: format!("cannot move from {} to {}", from.as_str(), to.as_str()),
-            });
-        }
+        OutcomeState::check_move(from, to)?;
         let owned = (request_id.to_owned(), note.to_owned());
         self.write(OP_MOVE, request_id, move |tx| {
             read_committed(tx, OP_MOVE)?;

@@ -35,6 +35,52 @@ wire_enum!(
     }
 );
 
+// The backend-neutral rules of the outbox, shared with the PostgreSQL store.
+impl OutcomeState {
+    /// Refuses a move that is not forward (`waiting` → `failed`; `ready` → `posting`/`failed`;
+    /// `posting` → `posted`/`failed`/`ready`).
+    #[doc(hidden)]
+    pub fn check_move(from: Self, to: Self) -> Result<()> {
+        let forward = matches!(
+            (from, to),
+            (Self::Waiting, Self::Failed)
+                | (Self::Ready, Self::Posting | Self::Failed)
+                | (Self::Posting, Self::Posted | Self::Failed | Self::Ready)
+        );
+        if !forward {
+            return Err(StoreError::Invalid {
+                what: "deferred outcome state",
+                detail: format!("cannot move from {} to {}", from.as_str(), to.as_str()),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl NewDeferredOutcome {
+    /// Refuses an empty runtime, request id or command.
+    #[doc(hidden)]
+    pub fn check(&self) -> Result<()> {
+        if self.runtime.is_empty() || self.request_id.is_empty() || self.command.is_empty() {
+            return Err(StoreError::Invalid {
+                what: "deferred outcome",
+                detail: "runtime, request_id and command must not be empty".into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// The refusal of a second record of the same request id.
+    #[doc(hidden)]
+    #[must_use]
+    pub fn already_recorded(&self) -> StoreError {
+        StoreError::Invalid {
+            what: "deferred outcome",
+            detail: format!("request {:?} is already recorded", self.request_id),
+        }
+    }
+}
+
 /// A request answered with a pending receipt, as the runtime adapter records it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NewDeferredOutcome {
@@ -103,12 +149,7 @@ impl SqliteStore {
     /// Records a request answered with a pending receipt (state `waiting`). Recording the same
     /// request id again is [`StoreError::Invalid`].
     pub fn insert_deferred_outcome(&self, new: &NewDeferredOutcome, now_ms: i64) -> Result<()> {
-        if new.runtime.is_empty() || new.request_id.is_empty() || new.command.is_empty() {
-            return Err(StoreError::Invalid {
-                what: "deferred outcome",
-                detail: "runtime, request_id and command must not be empty".into(),
-            });
-        }
+        new.check()?;
         let new = new.clone();
         let id = new.request_id.clone();
         self.write(OP_INSERT, &id, move |tx| {
@@ -131,10 +172,7 @@ impl SqliteStore {
                 )
                 .ctx(OP_INSERT, &new.request_id)?;
             if inserted == 0 {
-                return Err(StoreError::Invalid {
-                    what: "deferred outcome",
-                    detail: format!("request {:?} is already recorded", new.request_id),
-                });
+                return Err(new.already_recorded());
             }
             Ok(())
         })
@@ -198,24 +236,7 @@ impl SqliteStore {
         note: &str,
         now_ms: i64,
     ) -> Result<bool> {
-        let forward = matches!(
-            (from, to),
-            (OutcomeState::Waiting, OutcomeState::Failed)
-                | (
-                    OutcomeState::Ready,
-                    OutcomeState::Posting | OutcomeState::Failed
-                )
-                | (
-                    OutcomeState::Posting,
-                    OutcomeState::Posted | OutcomeState::Failed | OutcomeState::Ready
-                )
-        );
-        if !forward {
-            return Err(StoreError::Invalid {
-                what: "deferred outcome state",
-                detail: format!("cannot move from {} to {}", from.as_str(), to.as_str()),
-            });
-        }
+        OutcomeState::check_move(from, to)?;
         let owned = (request_id.to_owned(), note.to_owned());
         self.write(OP_MOVE, request_id, move |tx| {
             tx.execute(

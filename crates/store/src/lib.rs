@@ -168,6 +168,8 @@ pub use sessions::{
 };
 pub use settings::Setting;
 pub use stats::{AuditStats, ResultStats, StoreStats, TableStats};
+#[doc(hidden)]
+pub use transcripts::TranscriptAppend;
 pub use transcripts::{MAX_TRANSCRIPT_ROLE_CHARS, TranscriptEntry};
 pub use watchers::{
     FIRINGS_KEPT_PER_WATCHER, FireOutcome, FiringIds, NewFiring, NewWatcher, RecordedFiring,

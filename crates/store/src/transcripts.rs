@@ -48,20 +48,59 @@ fn from_row(row: &Row<'_>) -> Result<TranscriptEntry> {
     })
 }
 
-fn check_role(role: &str) -> Result<()> {
-    let valid = !role.is_empty()
-        && role.chars().count() <= MAX_TRANSCRIPT_ROLE_CHARS
-        && role
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-    if valid {
-        Ok(())
-    } else {
-        Err(StoreError::Invalid {
-            what: "transcript role",
-            detail: format!(
-                "{role:?}: expected 1 to {MAX_TRANSCRIPT_ROLE_CHARS} characters of a-z, 0-9 and _"
-            ),
+/// One transcript entry to append, its role checked (1 to [`MAX_TRANSCRIPT_ROLE_CHARS`]
+/// characters of `a-z`, `0-9` and `_`) and its body encoded: backend-neutral, shared with the
+/// PostgreSQL store.
+#[doc(hidden)]
+#[derive(Debug, Clone)]
+pub struct TranscriptAppend {
+    pub phone_session_id: String,
+    pub role: String,
+    /// The body as stored (JSON text).
+    pub body: String,
+}
+
+impl TranscriptAppend {
+    /// The append, or [`StoreError::Invalid`] for a bad role.
+    pub fn new(phone_session_id: &str, role: &str, body: &Value) -> Result<Self> {
+        let valid = !role.is_empty()
+            && role.chars().count() <= MAX_TRANSCRIPT_ROLE_CHARS
+            && role
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        if !valid {
+            return Err(StoreError::Invalid {
+                what: "transcript role",
+                detail: format!(
+                    "{role:?}: expected 1 to {MAX_TRANSCRIPT_ROLE_CHARS} characters of a-z, 0-9 \
+                     and _"
+                ),
+            });
+        }
+        Ok(Self {
+            phone_session_id: phone_session_id.to_owned(),
+            role: role.to_owned(),
+            body: to_json(body),
+        })
+    }
+
+    /// The refusal when the session does not exist.
+    #[must_use]
+    pub fn no_session(&self) -> StoreError {
+        StoreError::NotFound {
+            table: "phone_sessions",
+            id: self.phone_session_id.clone(),
+        }
+    }
+
+    /// The entry as appended, numbered `seq`.
+    pub fn entry(&self, seq: i64, now_ms: i64) -> Result<TranscriptEntry> {
+        Ok(TranscriptEntry {
+            phone_session_id: self.phone_session_id.clone(),
+            seq,
+            role: self.role.clone(),
+            body: parse_json(&self.body, OP_APPEND, &self.phone_session_id)?,
+            created_at_ms: now_ms,
         })
     }
 }
@@ -69,11 +108,15 @@ fn check_role(role: &str) -> Result<()> {
 /// Inserts one entry after the session's last and returns it; the session must exist.
 fn append_in(
     tx: &rusqlite::Connection,
-    phone_session_id: &str,
-    role: &str,
-    body: &str,
+    new: &TranscriptAppend,
     now_ms: i64,
 ) -> Result<TranscriptEntry> {
+    let TranscriptAppend {
+        phone_session_id,
+        role,
+        body,
+    } = new;
+    let phone_session_id = phone_session_id.as_str();
     let exists: bool = tx
         .query_row(
             "SELECT EXISTS (SELECT 1 FROM phone_sessions WHERE phone_session_id = ?1)",
@@ -82,10 +125,7 @@ fn append_in(
         )
         .ctx(OP_APPEND, phone_session_id)?;
     if !exists {
-        return Err(StoreError::NotFound {
-            table: "phone_sessions",
-            id: phone_session_id.to_owned(),
-        });
+        return Err(new.no_session());
     }
     let seq: i64 = tx
         .query_row(
@@ -101,13 +141,7 @@ fn append_in(
         params![phone_session_id, seq, role, body, now_ms],
     )
     .ctx(OP_APPEND, phone_session_id)?;
-    Ok(TranscriptEntry {
-        phone_session_id: phone_session_id.to_owned(),
-        seq,
-        role: role.to_owned(),
-        body: parse_json(body, OP_APPEND, phone_session_id)?,
-        created_at_ms: now_ms,
-    })
+    new.entry(seq, now_ms)
 }
 
 impl SqliteStore {
@@ -121,10 +155,9 @@ impl SqliteStore {
         body: &Value,
         now_ms: i64,
     ) -> Result<TranscriptEntry> {
-        check_role(role)?;
-        let owned = (phone_session_id.to_owned(), role.to_owned(), to_json(body));
+        let new = TranscriptAppend::new(phone_session_id, role, body)?;
         self.write(OP_APPEND, phone_session_id, move |tx| {
-            append_in(tx, &owned.0, &owned.1, &owned.2, now_ms)
+            append_in(tx, &new, now_ms)
         })
     }
 
@@ -137,10 +170,9 @@ impl SqliteStore {
         body: &Value,
         now_ms: i64,
     ) -> Result<TranscriptEntry> {
-        check_role(role)?;
-        let owned = (phone_session_id.to_owned(), role.to_owned(), to_json(body));
+        let new = TranscriptAppend::new(phone_session_id, role, body)?;
         self.write_async(OP_APPEND, phone_session_id, move |tx| {
-            append_in(tx, &owned.0, &owned.1, &owned.2, now_ms)
+            append_in(tx, &new, now_ms)
         })
         .await
     }

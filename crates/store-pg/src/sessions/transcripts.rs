@@ -5,7 +5,7 @@
 //! Appends to one session from two daemons at once both read the same `MAX(seq)`: the
 //! SERIALIZABLE writer aborts one of them and runs it again, so numbers never repeat or skip.
 
-use openphone_store::{MAX_TRANSCRIPT_ROLE_CHARS, Result, StoreError, TranscriptEntry};
+use openphone_store::{Result, StoreError, TranscriptAppend, TranscriptEntry};
 use postgres::{Row, Transaction};
 use serde_json::Value;
 
@@ -34,33 +34,18 @@ fn from_row(row: &Row) -> Result<TranscriptEntry> {
     })
 }
 
-/// 1 to [`MAX_TRANSCRIPT_ROLE_CHARS`] characters of `a-z`, `0-9` and `_`.
-fn check_role(role: &str) -> Result<()> {
-    let valid = !role.is_empty()
-        && role.chars().count() <= MAX_TRANSCRIPT_ROLE_CHARS
-        && role
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-    if valid {
-        Ok(())
-    } else {
-        Err(StoreError::Invalid {
-            what: "transcript role",
-            detail: format!(
-                "{role:?}: expected 1 to {MAX_TRANSCRIPT_ROLE_CHARS} characters of a-z, 0-9 and _"
-            ),
-        })
-    }
-}
-
 /// Inserts one entry after the session's last and returns it; the session must exist.
 fn append_in(
     tx: &mut Transaction<'_>,
-    phone_session_id: &str,
-    role: &str,
-    body: &str,
+    new: &TranscriptAppend,
     now_ms: i64,
 ) -> Result<TranscriptEntry> {
+    let TranscriptAppend {
+        phone_session_id,
+        role,
+        body,
+    } = new;
+    let phone_session_id = phone_session_id.as_str();
     let exists = tx
         .query_opt(
             "SELECT 1 FROM phone_sessions WHERE phone_session_id = $1",
@@ -68,10 +53,7 @@ fn append_in(
         )
         .ctx(OP_APPEND, phone_session_id)?;
     if exists.is_none() {
-        return Err(StoreError::NotFound {
-            table: "phone_sessions",
-            id: phone_session_id.to_owned(),
-        });
+        return Err(new.no_session());
     }
     let seq: i64 = tx
         .query_one(
@@ -84,13 +66,7 @@ fn append_in(
         .ctx(OP_APPEND, phone_session_id)?
         .try_get(0)
         .ctx(OP_APPEND, phone_session_id)?;
-    Ok(TranscriptEntry {
-        phone_session_id: phone_session_id.to_owned(),
-        seq,
-        role: role.to_owned(),
-        body: parse_body(body, OP_APPEND, phone_session_id)?,
-        created_at_ms: now_ms,
-    })
+    new.entry(seq, now_ms)
 }
 
 /// `SessionStore::append_transcript`: durable on return.
@@ -101,14 +77,9 @@ pub(super) fn append(
     body: &Value,
     now_ms: i64,
 ) -> Result<TranscriptEntry> {
-    check_role(role)?;
-    let owned = (
-        phone_session_id.to_owned(),
-        role.to_owned(),
-        body.to_string(),
-    );
+    let new = TranscriptAppend::new(phone_session_id, role, body)?;
     store.write(OP_APPEND, phone_session_id, move |tx| {
-        append_in(tx, &owned.0, &owned.1, &owned.2, now_ms)
+        append_in(tx, &new, now_ms)
     })
 }
 
@@ -120,15 +91,10 @@ pub(super) async fn append_async(
     body: &Value,
     now_ms: i64,
 ) -> Result<TranscriptEntry> {
-    check_role(role)?;
-    let owned = (
-        phone_session_id.to_owned(),
-        role.to_owned(),
-        body.to_string(),
-    );
+    let new = TranscriptAppend::new(phone_session_id, role, body)?;
     store
         .write_async(OP_APPEND, phone_session_id, move |tx| {
-            append_in(tx, &owned.0, &owned.1, &owned.2, now_ms)
+            append_in(tx, &new, now_ms)
         })
         .await
 }

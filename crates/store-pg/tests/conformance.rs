@@ -6,6 +6,8 @@
 //! set (see `build.rs`); the modules that describe SQLite's files (locks, migrations, the
 //! writer's batches, the on-disk audit layout) stay in the SQLite suite.
 
+#[path = "conformance/fleet_support.rs"]
+mod fleet_support;
 #[path = "conformance/support.rs"]
 mod support;
 

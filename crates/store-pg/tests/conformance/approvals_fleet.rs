@@ -6,11 +6,12 @@
 use openphone_store::{
     Autonomy, MIN_SESSIONS_RETAINED, NewPhoneSession, NewStandingApproval, SessionStatus, Store,
 };
-use openphone_store_pg::testing::{self, SchemaGuard, fresh_schema, test_url};
+use openphone_store_pg::testing::{self, SchemaGuard};
 use openphone_store_pg::{PgConfig, PgStore};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
+use super::fleet_support::hosts;
 use super::support::T0;
 
 /// Two daemons, `host-a` and `host-b`, on one fresh schema (drop the stores before the guard).
@@ -21,16 +22,14 @@ fn two_hosts() -> (Store, Store, SchemaGuard) {
 
 /// [`two_hosts`], and the schema's configuration (for a connection of the test's own).
 fn two_hosts_and_config() -> (Store, Store, PgConfig, SchemaGuard) {
-    let url = test_url().expect("OPENPHONE_TEST_PG_URL");
-    let (config, guard) = fresh_schema(&url);
-    let host = |name: &str| {
-        let mut config: PgConfig = config.clone();
-        config.host_id = format!("{}-{name}", config.host_id);
-        config.label = name.to_owned();
-        config.data_dir = config.data_dir.join(name);
-        PgStore::open(&config).unwrap().into_store()
-    };
-    (host("a"), host("b"), config, guard)
+    let (stores, config, guard) = hosts(&["a", "b"]);
+    let mut stores = stores.into_iter().map(PgStore::into_store);
+    (
+        stores.next().unwrap(),
+        stores.next().unwrap(),
+        config,
+        guard,
+    )
 }
 
 fn tap_rule() -> NewStandingApproval {

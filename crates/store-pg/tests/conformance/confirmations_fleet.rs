@@ -8,22 +8,13 @@ use std::sync::{Arc, Barrier};
 use openphone_store::{
     ConfirmationState, ConfirmationStore, NotPending, PendingInsert, Resolution, StoreError,
 };
-use openphone_store_pg::{PgConfig, PgStore, testing};
+use openphone_store_pg::PgStore;
 use serde_json::json;
 
+use super::fleet_support::{two_daemons, two_host_configs};
 use super::support::{T0, identity, new_confirmation};
 
 const TIMEOUT: i64 = 30_000;
-
-/// Two daemons (host ids `host-a`, `host-b`) on one fresh schema.
-fn two_hosts(url: &str) -> (PgConfig, PgConfig, testing::SchemaGuard) {
-    let (config, guard) = testing::fresh_schema(url);
-    let mut a = config.clone();
-    a.host_id = "host-a".to_owned();
-    let mut b = config;
-    b.host_id = "host-b".to_owned();
-    (a, b, guard)
-}
 
 fn insert(store: &PgStore, id: &str, at: i64, cap: usize) -> PendingInsert {
     let ident = identity(
@@ -46,14 +37,9 @@ fn created(store: &PgStore, id: &str, at: i64) {
 
 #[test]
 fn two_daemons_racing_to_resolve_100_confirmations_each_have_exactly_one_winner() {
-    let Some(url) = testing::test_url() else {
+    let Some((_schema, stores)) = two_daemons() else {
         return;
     };
-    let (a, b, _schema) = two_hosts(&url);
-    let stores = [
-        Arc::new(PgStore::open(&a).unwrap()),
-        Arc::new(PgStore::open(&b).unwrap()),
-    ];
     let ids: Vec<String> = (0..100).map(|i| format!("c-{i:03}")).collect();
     for (i, id) in ids.iter().enumerate() {
         created(&stores[i % 2], id, T0);
@@ -114,10 +100,9 @@ fn two_daemons_racing_to_resolve_100_confirmations_each_have_exactly_one_winner(
 
 #[test]
 fn a_restart_recovers_only_the_daemons_own_confirmations() {
-    let Some(url) = testing::test_url() else {
+    let Some((a, b, _schema)) = two_host_configs() else {
         return;
     };
-    let (a, b, _schema) = two_hosts(&url);
     let host_b = PgStore::open(&b).unwrap();
     {
         let host_a = PgStore::open(&a).unwrap();
@@ -175,10 +160,9 @@ fn a_restart_recovers_only_the_daemons_own_confirmations() {
 
 #[test]
 fn the_inbox_is_shared_but_the_per_runtime_cap_counts_per_daemon() {
-    let Some(url) = testing::test_url() else {
+    let Some((a, b, _schema)) = two_host_configs() else {
         return;
     };
-    let (a, b, _schema) = two_hosts(&url);
     let (host_a, host_b) = (PgStore::open(&a).unwrap(), PgStore::open(&b).unwrap());
     assert!(matches!(
         insert(&host_a, "a1", T0, 2),
@@ -218,14 +202,9 @@ fn the_inbox_is_shared_but_the_per_runtime_cap_counts_per_daemon() {
 
 #[test]
 fn two_daemons_asking_for_the_same_100_identities_at_once_make_one_confirmation_each() {
-    let Some(url) = testing::test_url() else {
+    let Some((_schema, stores)) = two_daemons() else {
         return;
     };
-    let (a, b, _schema) = two_hosts(&url);
-    let stores = [
-        Arc::new(PgStore::open(&a).unwrap()),
-        Arc::new(PgStore::open(&b).unwrap()),
-    ];
     let barrier = Arc::new(Barrier::new(2));
     let handles: Vec<_> = (0..2)
         .map(|t| {
@@ -267,14 +246,9 @@ fn two_daemons_asking_for_the_same_100_identities_at_once_make_one_confirmation_
 
 #[test]
 fn one_daemons_approvals_racing_anothers_expiry_timer_settle_each_confirmation_once() {
-    let Some(url) = testing::test_url() else {
+    let Some((_schema, stores)) = two_daemons() else {
         return;
     };
-    let (a, b, _schema) = two_hosts(&url);
-    let stores = [
-        Arc::new(PgStore::open(&a).unwrap()),
-        Arc::new(PgStore::open(&b).unwrap()),
-    ];
     let ids: Vec<String> = (0..60).map(|i| format!("c-{i:02}")).collect();
     // Confirmation i expires at T0 + 10 i + TIMEOUT.
     for (i, id) in (0i64..).zip(&ids) {

@@ -6,7 +6,7 @@
 //! Each goal and watcher names its daemon; a daemon's watcher engine sees only its own watchers,
 //! and a goal's reports are delivered by its own daemon alone.
 
-use std::sync::{Arc, Barrier};
+use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
@@ -15,52 +15,20 @@ use openphone_store::{
     JobType, NewAgentJob, NewFiring, NewGoalReport, NewGoalTransition, NewWatcher, ReportDelivery,
     StoreError, StoredGoal, WatcherStore,
 };
+use openphone_store_pg::PgStore;
 use openphone_store_pg::testing::{SchemaGuard, connect, ctx, fresh_schema, read, test_url};
-use openphone_store_pg::{PgConfig, PgStore};
 use postgres::IsolationLevel;
 use pretty_assertions::assert_eq;
 use serde_json::{Map, json};
 
+use super::fleet_support::{host_config, hosts, race};
 use super::support::T0;
-
-/// The configuration of daemon `name` on the schema of `base`.
-fn host_config(base: &PgConfig, name: &str) -> PgConfig {
-    let mut config = base.clone();
-    config.host_id = format!("{}-{name}", base.host_id);
-    config.label = name.to_owned();
-    config.data_dir = base.data_dir.join(name);
-    config
-}
 
 /// Daemons `a` and `b` on one fresh schema (drop the stores before the guard).
 fn two_hosts() -> (Arc<PgStore>, Arc<PgStore>, SchemaGuard) {
-    let url = test_url().expect("OPENPHONE_TEST_PG_URL");
-    let (config, guard) = fresh_schema(&url);
-    let a = PgStore::open(&host_config(&config, "a")).unwrap();
-    let b = PgStore::open(&host_config(&config, "b")).unwrap();
-    (Arc::new(a), Arc::new(b), guard)
-}
-
-/// Runs `f(store, i)` on both stores at once (released together), returning both results.
-fn race<T: Send + 'static>(
-    a: &Arc<PgStore>,
-    b: &Arc<PgStore>,
-    f: impl Fn(&PgStore, usize) -> T + Send + Sync + 'static,
-) -> Vec<T> {
-    let f = Arc::new(f);
-    let barrier = Arc::new(Barrier::new(2));
-    let threads: Vec<_> = [a, b]
-        .into_iter()
-        .enumerate()
-        .map(|(i, store)| {
-            let (store, f, barrier) = (Arc::clone(store), Arc::clone(&f), Arc::clone(&barrier));
-            thread::spawn(move || {
-                barrier.wait();
-                f(&store, i)
-            })
-        })
-        .collect();
-    threads.into_iter().map(|t| t.join().unwrap()).collect()
+    let (stores, _config, guard) = hosts(&["a", "b"]);
+    let mut stores = stores.into_iter().map(Arc::new);
+    (stores.next().unwrap(), stores.next().unwrap(), guard)
 }
 
 fn goal(id: &str) -> StoredGoal {
@@ -83,7 +51,7 @@ fn two_daemons_writing_one_goal_from_the_same_version_one_wins_the_other_conflic
     for round in 1..=ROUNDS {
         let read_by_both = a.get_goal("goal_F").unwrap().unwrap();
         assert_eq!(read_by_both.version, round);
-        let results = race(&a, &b, move |store, i| {
+        let results = race(&[Arc::clone(&a), Arc::clone(&b)], 1, move |store, i| {
             let mut next = read_by_both.clone();
             next.goal = json!({"id": "goal_F", "ticks": round, "by": i});
             next.updated_at_ms = T0 + round;
@@ -121,7 +89,7 @@ fn two_daemons_writing_one_goal_from_the_same_version_one_wins_the_other_conflic
     assert_eq!(b.goal_host("goal_F").unwrap().as_deref(), Some(a.host_id()));
     assert_eq!(b.goal_host("goal_none").unwrap(), None);
     // One id created on two daemons at once: one goal.
-    let created = race(&a, &b, |store, _| {
+    let created = race(&[Arc::clone(&a), Arc::clone(&b)], 1, |store, _| {
         store.create_goal(&goal("goal_twice"), vec![], vec![])
     });
     assert_eq!(
@@ -205,7 +173,7 @@ fn one_trigger_fired_at_one_watcher_by_two_daemons_is_recorded_once() {
     const KEYS: usize = 10;
     for k in 0..KEYS {
         let key = format!("msg:{k}");
-        let outcomes = race(&a, &b, move |store, _| {
+        let outcomes = race(&[Arc::clone(&a), Arc::clone(&b)], 1, move |store, _| {
             store.fire_watcher(firing(w.watcher_id, &key, true), Box::new(audit_of))
         });
         let fired = outcomes

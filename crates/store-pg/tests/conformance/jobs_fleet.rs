@@ -12,34 +12,15 @@ use openphone_store::{
     AttemptFinish, ClaimRequest, DeliveryState, JobPhase, JobStatus, JobStore, JobType,
     NewAgentJob, RunOutcome, StaleSelection, StoreError, StoredJob,
 };
-use openphone_store_pg::testing::{SchemaGuard, connect, fresh_schema, test_url};
+use openphone_store_pg::testing::connect;
 use openphone_store_pg::{PgConfig, PgStore};
 use pretty_assertions::assert_eq;
 use serde_json::{Map, json};
 
+use super::fleet_support::{host_config, hosts};
 use super::support::T0;
 
 const MIN: i64 = 60_000;
-
-/// The configuration of daemon `name` on the schema of `base`.
-fn host_config(base: &PgConfig, name: &str) -> PgConfig {
-    let mut config = base.clone();
-    config.host_id = format!("{}-{name}", base.host_id);
-    config.label = name.to_owned();
-    config.data_dir = base.data_dir.join(name);
-    config
-}
-
-/// Daemons named `names` on one fresh schema (drop the stores before the guard).
-fn hosts(names: &[&str]) -> (Vec<PgStore>, PgConfig, SchemaGuard) {
-    let url = test_url().expect("OPENPHONE_TEST_PG_URL");
-    let (config, guard) = fresh_schema(&url);
-    let stores = names
-        .iter()
-        .map(|name| PgStore::open(&host_config(&config, name)).unwrap())
-        .collect();
-    (stores, config, guard)
-}
 
 fn new_job(title: &str, next_run_at: i64) -> NewAgentJob {
     let mut schedule = Map::new();

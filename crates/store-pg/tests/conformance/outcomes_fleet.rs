@@ -3,9 +3,10 @@
 //! finds left `posting`) never touches a row another live daemon is posting.
 
 use openphone_store::{NewDeferredOutcome, OutcomeState, OutcomeStore};
-use openphone_store_pg::{PgStore, testing};
+use openphone_store_pg::PgStore;
 use serde_json::json;
 
+use super::fleet_support::two_host_configs;
 use super::support::T0;
 
 fn row(id: &str) -> NewDeferredOutcome {
@@ -22,14 +23,9 @@ fn row(id: &str) -> NewDeferredOutcome {
 
 #[test]
 fn each_daemon_lists_only_its_own_outbox_and_one_poster_wins_across_daemons() {
-    let Some(url) = testing::test_url() else {
+    let Some((a, b, _schema)) = two_host_configs() else {
         return;
     };
-    let (config, _schema) = testing::fresh_schema(&url);
-    let mut a = config.clone();
-    a.host_id = "host-a".to_owned();
-    let mut b = config;
-    b.host_id = "host-b".to_owned();
     let (host_a, host_b) = (PgStore::open(&a).unwrap(), PgStore::open(&b).unwrap());
     host_a.insert_deferred_outcome(&row("a-1"), T0).unwrap();
     host_b.insert_deferred_outcome(&row("b-1"), T0).unwrap();

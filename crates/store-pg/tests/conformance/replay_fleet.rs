@@ -7,20 +7,11 @@ use std::sync::{Arc, Barrier};
 use openphone_store::{
     AuditEntry, AuditStore, Caller, Execution, IdentityKey, ReplayStore, StoreError,
 };
-use openphone_store_pg::{PgConfig, PgStore, testing};
+use openphone_store_pg::PgStore;
 use serde_json::json;
 
+use super::fleet_support::{race, two_daemons, two_host_configs};
 use super::support::{T0, identity};
-
-/// Two daemons (host ids `host-a`, `host-b`) on one fresh schema.
-fn two_hosts(url: &str) -> (PgConfig, PgConfig, testing::SchemaGuard) {
-    let (config, guard) = testing::fresh_schema(url);
-    let mut a = config.clone();
-    a.host_id = "host-a".to_owned();
-    let mut b = config;
-    b.host_id = "host-b".to_owned();
-    (a, b, guard)
-}
 
 fn execution(key: &IdentityKey, request_id: &str) -> Execution {
     Execution {
@@ -46,14 +37,9 @@ fn execution(key: &IdentityKey, request_id: &str) -> Execution {
 
 #[test]
 fn one_identity_begun_on_two_daemons_at_once_begins_exactly_once() {
-    let Some(url) = testing::test_url() else {
+    let Some((_schema, stores)) = two_daemons() else {
         return;
     };
-    let (a, b, _schema) = two_hosts(&url);
-    let stores = [
-        Arc::new(PgStore::open(&a).unwrap()),
-        Arc::new(PgStore::open(&b).unwrap()),
-    ];
     const N: usize = 40;
     for round in 0..N {
         let key = identity("openphone.memory.save", &format!("p-{round}"), "k");
@@ -107,10 +93,9 @@ fn one_identity_begun_on_two_daemons_at_once_begins_exactly_once() {
 
 #[test]
 fn a_retry_on_another_daemon_gets_the_same_final_result_and_never_runs_again() {
-    let Some(url) = testing::test_url() else {
+    let Some((a, b, _schema)) = two_host_configs() else {
         return;
     };
-    let (a, b, _schema) = two_hosts(&url);
     let (a, b) = (PgStore::open(&a).unwrap(), PgStore::open(&b).unwrap());
     let key = identity("openphone.memory.save", "p1", "k1");
     a.begin_execution(&execution(&key, "r1")).unwrap();
@@ -162,10 +147,9 @@ fn a_retry_on_another_daemon_gets_the_same_final_result_and_never_runs_again() {
 
 #[test]
 fn restart_recovery_lists_only_this_daemons_executions() {
-    let Some(url) = testing::test_url() else {
+    let Some((a_config, b_config, _schema)) = two_host_configs() else {
         return;
     };
-    let (a_config, b_config, _schema) = two_hosts(&url);
     let (x, y) = (
         identity("openphone.memory.save", "px", "kx"),
         identity("openphone.memory.save", "py", "ky"),
@@ -195,44 +179,15 @@ fn restart_recovery_lists_only_this_daemons_executions() {
     drop((a, b));
 }
 
-/// Runs `f(store, n)` on every store at once (after a barrier), twice per store.
-fn race<T: Send + 'static>(
-    stores: &[Arc<PgStore>],
-    f: impl Fn(&PgStore, usize) -> T + Send + Sync + 'static,
-) -> Vec<T> {
-    let f = Arc::new(f);
-    let n = stores.len() * 2;
-    let barrier = Arc::new(Barrier::new(n));
-    let handles: Vec<_> = (0..n)
-        .map(|t| {
-            let (store, barrier, f) = (
-                Arc::clone(&stores[t % stores.len()]),
-                Arc::clone(&barrier),
-                Arc::clone(&f),
-            );
-            std::thread::spawn(move || {
-                barrier.wait();
-                f(&store, t)
-            })
-        })
-        .collect();
-    handles.into_iter().map(|h| h.join().unwrap()).collect()
-}
-
 #[test]
 fn one_request_id_remembered_on_two_daemons_at_once_is_new_exactly_once() {
-    let Some(url) = testing::test_url() else {
+    let Some((_schema, stores)) = two_daemons() else {
         return;
     };
-    let (a, b, _schema) = two_hosts(&url);
-    let stores = [
-        Arc::new(PgStore::open(&a).unwrap()),
-        Arc::new(PgStore::open(&b).unwrap()),
-    ];
     for round in 0..30 {
         let key = identity("openphone.memory.save", &format!("p-{round}"), "k");
         let request_id = format!("req-{round}");
-        let checks = race(&stores, move |store, _| {
+        let checks = race(&stores, 2, move |store, _| {
             store
                 .remember_request(&key.scope(), &request_id, &key.tool, &key.params_digest, T0)
                 .unwrap()
@@ -254,18 +209,13 @@ fn one_request_id_remembered_on_two_daemons_at_once_is_new_exactly_once() {
 
 #[test]
 fn one_final_result_recorded_on_two_daemons_at_once_is_the_first_everywhere() {
-    let Some(url) = testing::test_url() else {
+    let Some((_schema, stores)) = two_daemons() else {
         return;
     };
-    let (a, b, _schema) = two_hosts(&url);
-    let stores = [
-        Arc::new(PgStore::open(&a).unwrap()),
-        Arc::new(PgStore::open(&b).unwrap()),
-    ];
     for round in 0..30 {
         let key = identity("openphone.memory.save", &format!("p-{round}"), "k");
         let probe = key.clone();
-        let stored = race(&stores, move |store, t| {
+        let stored = race(&stores, 2, move |store, t| {
             store
                 .record_final(&key, &format!("r-{t}"), &json!({"by": t}), T0)
                 .unwrap()
@@ -285,14 +235,9 @@ fn one_final_result_recorded_on_two_daemons_at_once_is_the_first_everywhere() {
 fn two_daemons_executing_different_requests_at_once_all_succeed() {
     // Eight callers on two daemons, each request remembered, begun and finished: no write
     // may fail for contention with the other daemon's writes of other identities.
-    let Some(url) = testing::test_url() else {
+    let Some((_schema, stores)) = two_daemons() else {
         return;
     };
-    let (a, b, _schema) = two_hosts(&url);
-    let stores = [
-        Arc::new(PgStore::open(&a).unwrap()),
-        Arc::new(PgStore::open(&b).unwrap()),
-    ];
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -11,9 +11,9 @@ use std::thread;
 use std::time::Duration;
 
 use openphone_store::{
-    AuditEntry, AuditKind, AuditStore, FireOutcome, FiringIds, GoalStore, JobQuota, JobStore,
-    JobType, NewAgentJob, NewFiring, NewGoalReport, NewGoalTransition, NewWatcher, ReportDelivery,
-    StoreError, StoredGoal, WatcherStore,
+    AuditStore, FireOutcome, GoalStore, JobQuota, JobStore, JobType, NewAgentJob, NewFiring,
+    NewGoalReport, NewGoalTransition, NewWatcher, ReportDelivery, StoreError, StoredGoal,
+    WatcherStore,
 };
 use openphone_store_pg::PgStore;
 use openphone_store_pg::testing::{SchemaGuard, connect, ctx, fresh_schema, read, test_url};
@@ -23,6 +23,7 @@ use serde_json::{Map, json};
 
 use super::fleet_support::{host_config, hosts, race};
 use super::support::T0;
+use super::watchers::audit_of;
 
 /// Daemons `a` and `b` on one fresh schema (drop the stores before the guard).
 fn two_hosts() -> (Arc<PgStore>, Arc<PgStore>, SchemaGuard) {
@@ -103,19 +104,6 @@ fn two_daemons_writing_one_goal_from_the_same_version_one_wins_the_other_conflic
             .any(|r| matches!(r, Err(StoreError::AlreadyExists { table: "goals", .. }))),
         "{created:?}"
     );
-}
-
-fn audit_of(ids: &FiringIds) -> AuditEntry {
-    AuditEntry {
-        audit_id: format!("watcher:{}:{}", ids.watcher_id, ids.firing),
-        kind: AuditKind::BackgroundEvent,
-        at_ms: T0,
-        runtime: "builtin".to_owned(),
-        request_id: format!("watcher-{}-{}", ids.watcher_id, ids.firing),
-        tool: Some("watcher.fired".to_owned()),
-        policy_proof: Some(json!({"watcher_id": ids.watcher_id, "job_id": ids.job_id})),
-        ..AuditEntry::default()
-    }
 }
 
 fn reaction_job(title: String) -> NewAgentJob {

@@ -2,24 +2,13 @@
 //! rows its own runtime connection recorded, so one daemon's restart (which fails the rows it
 //! finds left `posting`) never touches a row another live daemon is posting.
 
-use openphone_store::{NewDeferredOutcome, OutcomeState, OutcomeStore};
+use openphone_store::{OutcomeState, OutcomeStore};
 use openphone_store_pg::PgStore;
 use serde_json::json;
 
 use super::fleet_support::two_host_configs;
+use super::outcomes::row;
 use super::support::T0;
-
-fn row(id: &str) -> NewDeferredOutcome {
-    NewDeferredOutcome {
-        runtime: "openclaw".into(),
-        request_id: id.into(),
-        command: "openphone.clipboard.set".into(),
-        params_digest: "{\"text\":\"x\"}".into(),
-        session_key: Some("agent:main:main".into()),
-        receipt: json!({"status": "pending_confirmation", "requestId": id}),
-        first_result: json!({"status": "needs_confirmation"}),
-    }
-}
 
 #[test]
 fn each_daemon_lists_only_its_own_outbox_and_one_poster_wins_across_daemons() {

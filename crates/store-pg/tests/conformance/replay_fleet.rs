@@ -4,12 +4,11 @@
 
 use std::sync::{Arc, Barrier};
 
-use openphone_store::{
-    AuditEntry, AuditStore, Caller, Execution, IdentityKey, ReplayStore, StoreError,
-};
+use openphone_store::{AuditStore, Execution, IdentityKey, ReplayStore, StoreError};
 use openphone_store_pg::PgStore;
 use serde_json::json;
 
+use super::executions::attempt;
 use super::fleet_support::{race, two_daemons, two_host_configs};
 use super::support::{T0, identity};
 
@@ -17,20 +16,7 @@ fn execution(key: &IdentityKey, request_id: &str) -> Execution {
     Execution {
         identity: key.clone(),
         request_id: request_id.to_owned(),
-        attempt: AuditEntry {
-            audit_id: format!("runtime:openclaw:{request_id}"),
-            at_ms: T0,
-            runtime: "openclaw".to_owned(),
-            caller: Caller {
-                runtime: "openclaw".to_owned(),
-                transport: "ws".to_owned(),
-                principal: "device-1".to_owned(),
-            },
-            request_id: request_id.to_owned(),
-            tool: Some("openphone.memory.save".to_owned()),
-            mutating: Some(true),
-            ..AuditEntry::default()
-        },
+        attempt: attempt(request_id),
         started_at_ms: T0,
     }
 }

@@ -9,7 +9,8 @@ use serde_json::json;
 
 use super::support::{T0, identity, open, temp};
 
-fn attempt(request_id: &str) -> AuditEntry {
+/// The audit record of the attempt of `request_id` (the PostgreSQL fleet tests use it too).
+pub(crate) fn attempt(request_id: &str) -> AuditEntry {
     AuditEntry {
         audit_id: format!("runtime:openclaw:{request_id}"),
         at_ms: T0,

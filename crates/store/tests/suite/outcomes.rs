@@ -5,7 +5,8 @@ use serde_json::json;
 
 use super::support::{T0, open, temp};
 
-fn row(id: &str) -> NewDeferredOutcome {
+/// A deferred outcome of request `id` (the PostgreSQL fleet tests use it too).
+pub(crate) fn row(id: &str) -> NewDeferredOutcome {
     NewDeferredOutcome {
         runtime: "openclaw".into(),
         request_id: id.into(),

@@ -188,7 +188,8 @@ fn new_firing(watcher_id: i64, key: &str, at: i64, end: bool) -> NewFiring {
     }
 }
 
-fn audit_of(ids: &FiringIds) -> AuditEntry {
+/// The audit record of a firing (the PostgreSQL fleet tests use it too).
+pub(crate) fn audit_of(ids: &FiringIds) -> AuditEntry {
     AuditEntry {
         audit_id: format!("watcher:{}:{}", ids.watcher_id, ids.firing),
         kind: AuditKind::BackgroundEvent,

@@ -34,7 +34,7 @@ use crate::{PgContext, PgStore, is_unique_violation};
 
 const COLUMNS: &str = "confirmation_id, runtime, runtime_session_id, tool, params_digest, \
     idempotency_key, request_id, request_json, phone_session_id, summary, risk, created_at_ms, \
-    expires_at_ms, state, resolved_at_ms, resolved_by, final_result_json";
+    expires_at_ms, state, resolved_at_ms, resolved_by, final_result_json, host_id";
 
 type Params<'a> = [&'a (dyn ToSql + Sync)];
 
@@ -81,6 +81,7 @@ fn from_row(row: &postgres::Row) -> Result<ConfirmationRecord> {
         final_result: opt("final_result_json")?
             .map(|text| parse_json(&text, OP, &id))
             .transpose()?,
+        host: Some(openphone_store::RowHost::of(col("host_id")?)),
         confirmation_id: id,
     })
 }

@@ -23,7 +23,7 @@ use crate::PgStore;
 use crate::error::PgContext;
 
 const GOAL_COLUMNS: &str =
-    "goal_id, state, version, deadline_at_ms, created_at_ms, updated_at_ms, goal_json";
+    "goal_id, state, version, deadline_at_ms, created_at_ms, updated_at_ms, goal_json, host_id";
 const REPORT_COLUMNS: &str =
     "goal_id, seq, created_at_ms, channel, report_json, delivery_state, attempts, last_error";
 
@@ -71,7 +71,9 @@ fn goal_text_from_row(row: &Row) -> Result<GoalText> {
 
 fn goal_from_row(row: &Row) -> Result<StoredGoal> {
     let text = goal_text_from_row(row)?;
+    let host: String = col(row, "host_id", "goals.read", &text.goal_id)?;
     Ok(StoredGoal {
+        host: Some(openphone_store::RowHost::of(host)),
         goal: parse_json(&text.goal_json, "goals.read", &text.goal_id)?,
         goal_id: text.goal_id,
         state: text.state,

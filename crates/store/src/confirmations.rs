@@ -125,6 +125,7 @@ fn from_row(row: &Row<'_>) -> Result<ConfirmationRecord> {
             .map(|text| parse_json(&text, OP, &id))
             .transpose()?,
         confirmation_id: id,
+        host: None,
     })
 }
 

@@ -55,6 +55,10 @@ pub struct StoredGoal {
     pub updated_at_ms: i64,
     /// The goal document (a JSON object).
     pub goal: Value,
+    /// The daemon of a fleet sharing the store that made the goal (its ticks run there);
+    /// `None` on a store that is not shared (SQLite). Read back only: writes ignore it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<openphone_protocol::endpoint::RowHost>,
 }
 
 /// A goal row with its document as JSON text (an object), neither parsed nor built as a
@@ -142,6 +146,7 @@ fn goal_from_row(row: &Row<'_>) -> Result<StoredGoal> {
         created_at_ms: col(row, "created_at_ms", OP)?,
         updated_at_ms: col(row, "updated_at_ms", OP)?,
         goal_id,
+        host: None,
     })
 }
 

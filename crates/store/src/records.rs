@@ -162,4 +162,8 @@ pub struct ConfirmationRecord {
     pub resolved_by: Option<String>,
     /// The final tool result, once recorded.
     pub final_result: Option<Value>,
+    /// The daemon of a fleet sharing the store whose runtime asked (its `host_id`); `None`
+    /// on a store that is not shared (SQLite). Read back only: writes take the writer's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<openphone_protocol::endpoint::RowHost>,
 }

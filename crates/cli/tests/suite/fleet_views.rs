@@ -174,3 +174,75 @@ fn a_lone_daemons_lists_have_no_host_and_no_host_column() {
     let goals = json_on(&data, &["goals", "list"]);
     assert_eq!(goals["count"], 0, "{goals}");
 }
+
+#[test]
+fn goals_list_and_a_goal_approval_on_one_daemon_name_the_other_daemons_host_and_phone() {
+    let Some(url) = fleet_database() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let a = host(tmp.path(), "fleet-a", &url, "phone-a");
+    let b = host(tmp.path(), "fleet-b", &url, "phone-b");
+    let _serve_a = serve(&a.data, &a.config);
+    let _serve_b = serve(&b.data, &b.config);
+
+    // A goal made on B whose one step (a calendar edit on B's phone) waits for approval.
+    let file = tmp.path().join("goal.json");
+    std::fs::write(
+        &file,
+        json!({"objective": "move the dentist on phone b", "delivery": "none",
+               "device_id": "phone-b",
+               "plan": [{"id": "move", "title": "Move the dentist appointment", "kind": "tool",
+                         "command": "openphone.calendar.update",
+                         "params": {"event_id": 103, "start_at": 1_773_410_400_000_i64,
+                                    "duration_minutes": 45}}]})
+        .to_string(),
+    )
+    .unwrap();
+    let made = json_on(&b.data, &["goals", "create", file.to_str().unwrap()]);
+    let goal_id = made["goal"]["id"].as_str().unwrap().to_owned();
+
+    // A's inbox shows the approval B's goal asks for, naming host B.
+    let mut inbox = Value::Null;
+    for _ in 0..120 {
+        inbox = json_on(&a.data, &["inbox"]);
+        if inbox["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|i| i["goal_id"] == goal_id.as_str())
+        {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let approval = inbox["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["goal_id"] == goal_id.as_str())
+        .unwrap_or_else(|| panic!("B's goal approval is not in A's inbox: {inbox}"));
+    assert_eq!(approval["kind"], "goal_approval", "{inbox}");
+    assert_eq!(approval["host"], json!({"host_id": "fleet-b"}), "{inbox}");
+
+    // `goals list` on A names B and B's phone.
+    let listed = json_on(&a.data, &["goals", "list"]);
+    let goal = listed["goals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["goal_id"] == goal_id.as_str())
+        .unwrap_or_else(|| panic!("B's goal is not listed on A: {listed}"));
+    assert_eq!(goal["host"], json!({"host_id": "fleet-b"}), "{listed}");
+    assert_eq!(goal["device_id"], "phone-b", "{listed}");
+    let text = text_on(&a.data, &["goals", "list"]);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[0].starts_with("HOST") && lines[0].contains("PHONE"),
+        "{text}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("fleet-b  phone-b  ") && l.contains(&goal_id)),
+        "{text}"
+    );
+}

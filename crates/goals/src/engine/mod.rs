@@ -508,6 +508,20 @@ impl GoalEngine {
         let lock = self.lock_for(id);
         let _guard = lock.lock().await;
         let goal = self.get(id)?;
+        // In a fleet a goal's actions run on the phones of the daemon that made it: only that
+        // daemon ticks it.
+        if let Some(fleet) = self.store.fleet()
+            && !fleet.goal_is_here(id)?
+        {
+            return Err(GoalsError::invalid(
+                "goal",
+                format!(
+                    "goal {id} acts on the phones of another host of the fleet, not of this \
+                     daemon (host {:?}): its own daemon ticks it",
+                    fleet.host_id()
+                ),
+            ));
+        }
         let mut work = Work {
             goal,
             transitions: Vec::new(),
@@ -671,12 +685,13 @@ pub fn to_stored(goal: &Goal) -> Result<StoredGoal, GoalsError> {
         created_at_ms: goal.created_at,
         updated_at_ms: goal.updated_at,
         goal: serde_json::to_value(goal).map_err(|e| GoalsError::Internal(e.to_string()))?,
+        host: None,
     })
 }
 
 /// The daemon of a fleet a stored goal belongs to.
-fn stored_host(_stored: &StoredGoal) -> Option<openphone_store::RowHost> {
-    None
+fn stored_host(stored: &StoredGoal) -> Option<openphone_store::RowHost> {
+    stored.host.clone()
 }
 
 /// A goal from the store's row.

@@ -15,6 +15,7 @@ fn row(id: &str) -> StoredGoal {
         created_at_ms: 1_000,
         updated_at_ms: 1_000,
         goal: json!({"id": id}),
+        host: None,
     }
 }
 

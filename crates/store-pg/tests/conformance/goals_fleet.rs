@@ -41,6 +41,7 @@ fn goal(id: &str) -> StoredGoal {
         created_at_ms: T0,
         updated_at_ms: T0,
         goal: json!({"id": id, "ticks": 0}),
+        host: None,
     }
 }
 

@@ -60,6 +60,10 @@ fn insert_stores_the_whole_record_and_survives_restart() {
             resolved_at_ms: None,
             resolved_by: None,
             final_result: None,
+            // A shared store names the daemon that asked; SQLite none.
+            host: store
+                .fleet()
+                .map(|f| openphone_store::RowHost::of(f.host_id())),
         }
     );
     // Serde round trip of the record (wire strings).

@@ -19,6 +19,7 @@ fn goal(id: &str, state: &str, updated_at_ms: i64) -> StoredGoal {
         created_at_ms: T0,
         updated_at_ms,
         goal: json!({"id": id, "plan": {"nodes": [1, 2, 3]}}),
+        host: None,
     }
 }
 

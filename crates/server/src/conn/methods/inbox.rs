@@ -175,7 +175,7 @@ fn confirmation_item(conn: &Conn, r: &ConfirmationRecord, now: i64) -> InboxItem
         phone_session_id: r.phone_session_id.clone(),
         session_grant_offered: !expired && conn.state.bridge.session_grant_offered(r),
         detail: json!({"request_id": r.request_id, "runtime": r.identity.runtime}),
-        host: None,
+        host: r.host.clone(),
     }
 }
 

@@ -8,7 +8,7 @@ use openphone_store::{
 };
 use postgres::Transaction;
 
-use super::lease::{Fence, LIVE_LEASES, mine};
+use super::lease::{Fence, LEASE_GRACE_MS, LOCKED_LEASES, live_leases, mine};
 use super::rows::{JOB_COLUMNS, collect, job_from_row, query_cached, sql_limit};
 use super::write::write_in;
 use crate::{PgContext, PgStore};
@@ -31,17 +31,19 @@ fn due() -> String {
 }
 
 /// The running jobs a repair selects: `$1` the stale threshold, `$2` `foreign_to`, `$3` this
-/// daemon's host id. This daemon's own runs (and runs without a lease) by today's rule: started
+/// daemon's host id, `$4` now (for the lease grace, `lease.rs`). This daemon's own runs (and runs without a lease) by today's rule: started
 /// before the threshold, without `running_at`, or (at start-up) claimed by another scheduler
-/// instance; and every run of a dead daemon, at once (its runner is gone with its session). A
-/// live other daemon's runs are never selected: that daemon repairs them.
+/// instance; and every run of a dead lease (`lease.rs`: its daemon restarted, or lost its host
+/// lock and was not seen for the grace). A live other daemon's runs are never selected: that
+/// daemon repairs them.
 fn stale() -> String {
     format!(
         "status = 'running' AND ( \
            ((lease_owner IS NULL OR (lease_owner, lease_epoch) IN {}) \
             AND (running_at = 0 OR running_at < $1 OR ($2::text IS NOT NULL AND owner <> $2))) \
-           OR (lease_owner IS NOT NULL AND (lease_owner, lease_epoch) NOT IN {LIVE_LEASES}))",
-        mine("$3")
+           OR (lease_owner IS NOT NULL AND (lease_owner, lease_epoch) NOT IN {}))",
+        mine("$3"),
+        live_leases("$4")
     )
 }
 
@@ -94,6 +96,7 @@ impl PgStore {
         const OP: &str = "agent_jobs.repair";
         let selection = selection.clone();
         let threshold = selection.now_ms.saturating_sub(selection.stale_after_ms);
+        let now = selection.now_ms;
         let me = self.host_id().to_owned();
         // Most ticks find nothing stale: ask a reader first and leave the writer alone then
         // (a row going stale meanwhile is found by the next tick).
@@ -104,7 +107,7 @@ impl PgStore {
                     c,
                     OP,
                     &format!("SELECT EXISTS (SELECT 1 FROM agent_jobs WHERE {})", stale()),
-                    &[&threshold, &foreign_to, &me],
+                    &[&threshold, &foreign_to, &me, &now],
                 )?)
             })?
         };
@@ -116,13 +119,14 @@ impl PgStore {
                 .query(
                     &format!(
                         "SELECT {JOB_COLUMNS}, lease_owner, lease_epoch FROM agent_jobs \
-                         WHERE {} ORDER BY running_at, id LIMIT $4",
+                         WHERE {} ORDER BY running_at, id LIMIT $5",
                         stale()
                     ),
                     &[
                         &threshold,
                         &selection.foreign_to,
                         &me,
+                        &selection.now_ms,
                         &sql_limit(selection.limit),
                     ],
                 )
@@ -158,9 +162,12 @@ impl PgStore {
                UNION ALL SELECT MIN(running_at) + $1 FROM agent_jobs \
                  WHERE status = 'running' \
                  AND (lease_owner IS NULL OR (lease_owner, lease_epoch) IN {mine}) \
-               UNION ALL SELECT MIN(running_at) FROM agent_jobs \
-                 WHERE status = 'running' AND lease_owner IS NOT NULL \
-                 AND (lease_owner, lease_epoch) NOT IN {LIVE_LEASES} \
+               UNION ALL SELECT MIN(CASE WHEN h.started_at_ms = j.lease_epoch \
+                   THEN GREATEST(j.running_at, h.last_seen_at_ms + {LEASE_GRACE_MS}) \
+                   ELSE j.running_at END) \
+                 FROM agent_jobs j LEFT JOIN fleet_hosts h ON h.host_id = j.lease_owner \
+                 WHERE j.status = 'running' AND j.lease_owner IS NOT NULL \
+                 AND (j.lease_owner, j.lease_epoch) NOT IN {LOCKED_LEASES} \
                UNION ALL SELECT floor(MIN({expires}))::bigint FROM agent_jobs \
                  WHERE status = 'awaiting_review' AND {served} \
                UNION ALL SELECT floor(MIN({reviewed}))::bigint + $1 FROM agent_jobs \

@@ -11,7 +11,7 @@ use openphone_store::{
 use postgres::Transaction;
 use postgres::types::ToSql;
 
-use super::lease::{Fence, LIVE_LEASES, epoch_in, mine};
+use super::lease::{Fence, epoch_in, live_leases, mine};
 use super::rows::{
     JOB_COLUMNS, TERMINAL_SQL, conflict, get_in, job_from_row, json_text, not_found, sql_limit,
 };
@@ -260,8 +260,8 @@ fn correct_run_in(
 /// Ends the ledger row of an attempt that is still `running` only when its job no longer runs
 /// that attempt (status not `running`, or another attempt or owner in the job's fence): the
 /// check and the close are one statement, so an attempt claimed after the caller looked is
-/// never closed (the heartbeat's repair). A row of this daemon's lease, or of a dead daemon's,
-/// is closed; a row a live other daemon ran is that daemon's to close: `Conflict`, nothing
+/// never closed (the heartbeat's repair). A row of this daemon's lease, or of a dead lease
+/// (`lease.rs`, judged at now = `finish.finished_at`), is closed; a row a live other daemon ran is that daemon's to close: `Conflict`, nothing
 /// written. Returns whether a row was closed.
 pub(super) fn close_stale_run_in(
     tx: &mut Transaction<'_>,
@@ -279,8 +279,9 @@ pub(super) fn close_stale_run_in(
                 "UPDATE agent_job_runs SET finished_at = $4, outcome = $5, reason = $6, \
                  output_ref = $7 WHERE {STALE} AND (lease_owner IS NULL \
                  OR (lease_owner, lease_epoch) IN {} \
-                 OR (lease_owner, lease_epoch) NOT IN {LIVE_LEASES})",
-                mine("$8")
+                 OR (lease_owner, lease_epoch) NOT IN {})",
+                mine("$8"),
+                live_leases("$4")
             ),
             &[
                 &job_id,

@@ -133,6 +133,18 @@ fn kill_writer_session(admin: &PgConfig, config: &PgConfig) {
     panic!("the host lock of {} outlived its session", config.host_id);
 }
 
+/// Sets daemon `config`'s `fleet_hosts.last_seen_at_ms` (its last touch) to `at`.
+fn last_seen(admin: &PgConfig, config: &PgConfig, at: i64) {
+    let mut client = connect(admin).unwrap();
+    let changed = client
+        .execute(
+            "UPDATE fleet_hosts SET last_seen_at_ms = $2 WHERE host_id = $1",
+            &[&config.host_id, &at],
+        )
+        .unwrap();
+    assert_eq!(changed, 1, "the fleet_hosts row of {}", config.host_id);
+}
+
 #[test]
 fn two_daemons_claiming_200_due_jobs_at_once_claim_each_exactly_once() {
     let (stores, _config, _guard) = hosts(&["a", "b"]);
@@ -202,9 +214,11 @@ fn a_run_of_a_daemon_that_ended_is_repaired_by_another_and_a_live_ones_never_is(
             .is_empty()
     );
     assert_eq!(b.next_job_wake(60 * MIN).unwrap(), Some(T0 + 60 * MIN));
-    // Daemon a ends (its store dropped: its session and host lock go): b repairs its run at
-    // once, as today's stale-run repair does, and wakes for it now.
+    // Daemon a ends (its store dropped: its session and host lock go) and its last touch is
+    // older than the grace: b repairs its run, as today's stale-run repair does, and wakes for
+    // it now.
     drop(a);
+    last_seen(&config, &host_config(&config, "a"), T0 - 2 * MIN);
     assert_eq!(b.next_job_wake(60 * MIN).unwrap(), Some(T0));
     assert_eq!(repair(&b, T0 + MIN), [1]);
     let one = b.get_job(1).unwrap().unwrap();
@@ -238,6 +252,7 @@ fn a_daemon_whose_run_was_taken_over_writes_nothing() {
     // a loses its session (a crash of its connection, a network cut): b repairs the run and
     // claims the job again under its own lease.
     kill_writer_session(&config, &host_config(&config, "a"));
+    last_seen(&config, &host_config(&config, "a"), T0 - 2 * MIN);
     assert_eq!(repair(&b, T0 + MIN), [1]);
     let theirs = claim(&b, T0 + MIN, 1, "sched-b").pop().unwrap();
     assert_eq!(theirs.attempt, 2);
@@ -288,6 +303,61 @@ fn a_daemon_whose_run_was_taken_over_writes_nothing() {
     stop.job.status = JobStatus::Stopped;
     stop.job.phase = JobPhase::Stopped;
     a.update_job(&stop).unwrap();
+    drop((a, b));
+    drop(guard);
+}
+
+#[test]
+fn a_daemon_whose_connection_dropped_keeps_its_runs_for_the_grace_and_is_repaired_after() {
+    let (mut stores, config, guard) = hosts(&["a", "b"]);
+    let b = stores.pop().unwrap();
+    let a = stores.pop().unwrap();
+    let a_config = host_config(&config, "a");
+    a.create_job(&new_job("j", T0), T0, 10).unwrap();
+    assert_eq!(ids(&claim(&a, T0, 1, "sched-a")), [1]);
+    // a's writer session ends under it (a server restart, pg_terminate_backend, a network
+    // reset) while a lives and was seen just now: its run stays its own.
+    let now = T0 + MIN;
+    last_seen(&config, &a_config, now - 10_000);
+    kill_writer_session(&config, &a_config);
+    assert_eq!(repair(&b, now), Vec::<i64>::new());
+    assert_eq!(
+        b.get_job(1).unwrap().unwrap().job.status,
+        JobStatus::Running
+    );
+    // b wakes when the grace ends, not before.
+    assert_eq!(
+        b.next_job_wake(60 * MIN).unwrap(),
+        Some(now - 10_000 + 90_000)
+    );
+    // Two minutes without a touch: a is dead, b repairs its run.
+    last_seen(&config, &a_config, now - 2 * MIN);
+    assert_eq!(
+        b.next_job_wake(60 * MIN).unwrap(),
+        Some(now - 2 * MIN + 90_000)
+    );
+    assert_eq!(repair(&b, now), [1]);
+    let run = b.job_run(1, 1).unwrap().unwrap();
+    assert_eq!(run.outcome, RunOutcome::Interrupted);
+    drop((a, b));
+    drop(guard);
+}
+
+#[test]
+fn a_restarted_daemons_runs_are_repaired_at_once_though_it_was_seen_just_now() {
+    let (mut stores, config, guard) = hosts(&["a", "b"]);
+    let b = stores.pop().unwrap();
+    let a = stores.pop().unwrap();
+    let a_config = host_config(&config, "a");
+    a.create_job(&new_job("j", T0), T0, 10).unwrap();
+    assert_eq!(ids(&claim(&a, T0, 1, "sched-a")), [1]);
+    // a is killed and started again: a new incarnation (started_at), seen now, lock held.
+    drop(a);
+    let a = PgStore::open(&a_config).unwrap();
+    let now = T0 + MIN;
+    last_seen(&config, &a_config, now);
+    assert_eq!(repair(&b, now), [1]);
+    assert_eq!(b.get_job(1).unwrap().unwrap().job.status, JobStatus::Queued);
     drop((a, b));
     drop(guard);
 }

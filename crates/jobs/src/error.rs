@@ -37,6 +37,18 @@ pub enum JobsError {
     /// The store failed.
     #[error("job store: {0}")]
     Store(StoreError),
+    /// In a fleet: the review's call would run on a phone another daemon serves; only that
+    /// daemon decides it.
+    #[error(
+        "review {confirmation_id:?} is of a job on host {host:?}, not on this daemon (host \
+         {here:?}): decide it on the daemon of {host} (its inbox or dashboard); nothing was \
+         decided"
+    )]
+    OnAnotherHost {
+        confirmation_id: String,
+        host: String,
+        here: String,
+    },
 }
 
 impl From<StoreError> for JobsError {
@@ -66,6 +78,7 @@ impl JobsError {
             JobsError::Illegal(_) => "job_state_conflict",
             JobsError::Contended { .. } => "job_state_conflict",
             JobsError::Store(_) => "store_unavailable",
+            JobsError::OnAnotherHost { .. } => "device_not_found",
         }
     }
 }

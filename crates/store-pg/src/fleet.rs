@@ -42,6 +42,16 @@ impl Fleet for PgStore {
         PgStore::touch_host(self)
     }
 
+    fn confirmation_host(&self, confirmation_id: &str) -> Result<Option<String>> {
+        PgStore::confirmation_host(self, confirmation_id)
+    }
+
+    fn job_host(&self, job_id: i64) -> Result<Option<String>> {
+        Ok(self
+            .job_hosts(job_id)?
+            .map(|(made_by, runs_on)| runs_on.unwrap_or(made_by)))
+    }
+
     fn goal_is_here(&self, goal_id: &str) -> Result<bool> {
         Ok(self.goal_host(goal_id)?.as_deref() == Some(PgStore::host_id(self)))
     }

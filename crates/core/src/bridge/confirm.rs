@@ -263,6 +263,18 @@ impl ToolBridge {
             ConfirmDecision::Approve | ConfirmDecision::AcceptForSession => Resolution::Approve,
             ConfirmDecision::Deny => Resolution::Deny,
         };
+        // In a fleet, the approved request would run on this daemon's phone: only the daemon
+        // whose phone it acts on may decide it.
+        if let Some(fleet) = self.store.fleet()
+            && let Some(host) = fleet.confirmation_host(confirmation_id)?
+            && host != fleet.host_id()
+        {
+            return Err(BridgeError::OnAnotherHost {
+                confirmation_id: confirmation_id.to_owned(),
+                host,
+                here: fleet.host_id().to_owned(),
+            });
+        }
         let record = match self.store.resolve(confirmation_id, resolution, label, now) {
             Ok(r) => r,
             Err(e) if e.is_pending_confirmation_not_found() => {

@@ -78,6 +78,18 @@ pub enum BridgeError {
     /// A stored confirmation could not be read back.
     #[error("unreadable stored request: {0}")]
     CorruptRecord(String),
+    /// In a fleet: the confirmation would act on a phone another daemon serves; only that
+    /// daemon resolves it (requests are not proxied between hosts).
+    #[error(
+        "confirmation {confirmation_id:?} acts on a phone of host {host:?}, not of this daemon \
+         (host {here:?}): decide it on the daemon of {host} (its inbox or dashboard); nothing \
+         was decided"
+    )]
+    OnAnotherHost {
+        confirmation_id: String,
+        host: String,
+        here: String,
+    },
 }
 
 impl BridgeError {
@@ -87,6 +99,7 @@ impl BridgeError {
             BridgeError::PendingConfirmationNotFound(_) => ErrorCode::PendingConfirmationNotFound,
             BridgeError::RiskFloor(_) => ErrorCode::ConfirmationRequired,
             BridgeError::Store(_) | BridgeError::CorruptRecord(_) => ErrorCode::ToolError,
+            BridgeError::OnAnotherHost { .. } => ErrorCode::DeviceNotFound,
         }
     }
 }

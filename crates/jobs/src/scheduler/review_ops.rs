@@ -105,6 +105,7 @@ impl Scheduler {
     ) -> Result<ReviewAnswer, JobsError> {
         let inner = &self.inner;
         let decision = ReviewDecision::from_approve(approve);
+        inner.refuse_if_on_another_host(confirmation_id)?;
         let claimed = {
             let _reviews = inner.review_lock.lock().await;
             let now = inner.clock.now_ms();
@@ -136,6 +137,25 @@ impl Scheduler {
 }
 
 impl Inner {
+    /// In a fleet: the review's call would run on this daemon's phone, so only the daemon
+    /// whose phone the job acts on decides it (an unknown review is left to the claim).
+    fn refuse_if_on_another_host(&self, confirmation_id: &str) -> Result<(), JobsError> {
+        let Some(fleet) = self.store.fleet() else {
+            return Ok(());
+        };
+        let Some(job) = self.store.job_by_confirmation(confirmation_id)? else {
+            return Ok(());
+        };
+        match fleet.job_host(job.job.id)? {
+            Some(host) if host != fleet.host_id() => Err(JobsError::OnAnotherHost {
+                confirmation_id: confirmation_id.to_owned(),
+                host,
+                here: fleet.host_id().to_owned(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
     /// Parks the run of `row` (still `running`, attempt `attempt`) on a review of `proposal`
     /// (§9.3).
     pub(super) fn park(

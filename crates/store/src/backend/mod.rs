@@ -48,6 +48,14 @@ pub trait Fleet: Send + Sync {
     /// The daemons of the fleet, each with its phones.
     fn hosts(&self) -> Result<Vec<FleetHost>>;
 
+    /// The daemon whose phone the confirmation `confirmation_id` would act on (the one whose
+    /// runtime asked): only that daemon may resolve it (`None`: unknown confirmation).
+    fn confirmation_host(&self, confirmation_id: &str) -> Result<Option<String>>;
+
+    /// The daemon whose phone the calls of job `job_id` act on: the one that runs it (or ran
+    /// it last), else the one that made it (`None`: unknown job).
+    fn job_host(&self, job_id: i64) -> Result<Option<String>>;
+
     /// Whether the goal `goal_id` is this daemon's to work on (it was made here, so its
     /// actions run on this host's phones); an unknown goal is not.
     fn goal_is_here(&self, goal_id: &str) -> Result<bool>;

@@ -33,6 +33,7 @@ fn error(e: JobsError) -> ErrorObject {
         JobsError::Illegal(_) | JobsError::Contended { .. } => {
             EndpointErrorCode::Catalogue(ErrorCode::JobStateConflict)
         }
+        JobsError::OnAnotherHost { .. } => EndpointErrorCode::Catalogue(ErrorCode::DeviceNotFound),
         _ => return internal(e),
     };
     ErrorObject::new(code, e.to_string())

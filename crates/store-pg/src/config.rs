@@ -231,8 +231,21 @@ impl PgConfig {
                 "it names no user; expected postgres://user@host:port/dbname".into(),
             ));
         }
-        let remote: Vec<String> = pg.get_hosts().iter().filter_map(remote_host).collect();
-        let all_unix = pg.get_hosts().iter().all(|h| matches!(h, Host::Unix(_)));
+        // The driver connects to a `hostaddr` when one is given (the host name then only names
+        // the server for TLS): a non-loopback hostaddr is remote whatever the host says.
+        let remote: Vec<String> = pg
+            .get_hosts()
+            .iter()
+            .filter_map(remote_host)
+            .chain(
+                pg.get_hostaddrs()
+                    .iter()
+                    .filter(|ip| !ip.is_loopback())
+                    .map(IpAddr::to_string),
+            )
+            .collect();
+        let all_unix = pg.get_hostaddrs().is_empty()
+            && pg.get_hosts().iter().all(|h| matches!(h, Host::Unix(_)));
         let url_requires = pg.get_ssl_mode() == SslMode::Require;
         let tls_on = match self.tls {
             TlsMode::Disable => {
@@ -385,6 +398,23 @@ mod tests {
 
     fn tls_on(url: &str, tls: TlsMode) -> bool {
         config(url, tls).resolve().unwrap().tls.is_some()
+    }
+
+    #[test]
+    fn a_loopback_host_name_with_a_remote_hostaddr_is_not_sent_in_clear() {
+        // The driver connects to the hostaddr, not to "localhost".
+        let url = "postgres://op@localhost/openphone?hostaddr=10.0.0.5";
+        assert!(tls_on(url, TlsMode::Auto));
+        let err = config(url, TlsMode::Disable)
+            .resolve()
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("10.0.0.5"), "{err}");
+        assert!(err.contains("disable"), "{err}");
+        // A loopback hostaddr stays loopback.
+        let url = "postgres://op@localhost/openphone?hostaddr=127.0.0.1";
+        assert!(!tls_on(url, TlsMode::Auto));
+        assert!(!tls_on(url, TlsMode::Disable));
     }
 
     #[test]

@@ -209,6 +209,15 @@ impl PgConfig {
                 self.readers
             )));
         }
+        if !is_postgres_url(&self.url) {
+            // Never echoed: a `key=value` string may hold a password.
+            return Err(invalid_url(
+                "it is not a postgres:// or postgresql:// URL (key=value connection strings \
+                 are not accepted); expected postgres://user@host:port/dbname, the password given \
+                 as a password file or environment variable"
+                    .into(),
+            ));
+        }
         let mut pg = postgres::Config::from_str(&self.url).map_err(|e| {
             invalid_url(format!(
                 "cannot parse it ({e}); expected postgres://user@host:port/dbname"
@@ -308,6 +317,15 @@ fn invalid_url(detail: String) -> StoreError {
     }
 }
 
+/// Whether `url` is a URL of scheme `postgres://` or `postgresql://` (any case), the only form
+/// the configuration accepts.
+pub(crate) fn is_postgres_url(url: &str) -> bool {
+    let url = url.trim_start().as_bytes();
+    [&b"postgres://"[..], &b"postgresql://"[..]]
+        .iter()
+        .any(|scheme| url.len() >= scheme.len() && url[..scheme.len()].eq_ignore_ascii_case(scheme))
+}
+
 /// `Some(name)` when `host` is a TCP host that is not loopback.
 fn remote_host(host: &Host) -> Option<String> {
     match host {
@@ -401,6 +419,27 @@ mod tests {
     }
 
     #[test]
+    fn a_key_value_connection_string_is_refused_without_repeating_it() {
+        for url in [
+            "host=db user=op password=hunter2 dbname=x",
+            "mysql://op:hunter2@db/x",
+            "  host=localhost user=op password=hunter2",
+        ] {
+            let err = config(url, TlsMode::Auto)
+                .resolve()
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("not a postgres:// or postgresql:// URL"),
+                "{err}"
+            );
+            assert!(!err.contains("hunter2"), "{err}");
+        }
+        assert!(is_postgres_url("PostgreSQL://op@localhost/x"));
+        assert!(!tls_on("postgresql://op@localhost/x", TlsMode::Auto));
+    }
+
+    #[test]
     fn a_loopback_host_name_with_a_remote_hostaddr_is_not_sent_in_clear() {
         // The driver connects to the hostaddr, not to "localhost".
         let url = "postgres://op@localhost/openphone?hostaddr=10.0.0.5";
@@ -472,7 +511,10 @@ mod tests {
         for (url, says) in [
             ("postgres://op@/x", "no host"),
             ("postgres://127.0.0.1/x", "no user"),
-            ("mysql://op@127.0.0.1/x", "cannot parse"),
+            (
+                "mysql://op@127.0.0.1/x",
+                "not a postgres:// or postgresql:// URL",
+            ),
             ("postgres://op@127.0.0.1:notaport/x", "cannot parse"),
         ] {
             let err = config(url, TlsMode::Auto)

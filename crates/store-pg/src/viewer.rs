@@ -134,9 +134,13 @@ fn check_schema(client: &mut Client, target: &str) -> Result<()> {
 }
 
 /// `url` as shown to people: `postgres://host:port/dbname`, without the user, any password
-/// and the query options.
+/// and the query options; `<not a postgres:// URL>` for anything else (a `key=value` string).
 pub fn display_url(url: &str) -> String {
     let url = url.trim();
+    if !crate::config::is_postgres_url(url) {
+        // A `key=value` string (or another scheme) may hold a password anywhere: show none of it.
+        return "<not a postgres:// URL>".to_owned();
+    }
     let (scheme, rest) = url.split_once("://").unwrap_or(("postgres", url));
     let rest = rest.split(['?', '#']).next().unwrap_or("");
     let (authority, path) = match rest.find('/') {
@@ -166,5 +170,16 @@ mod tests {
             display_url("postgres://u@%2Fvar%2Frun%2Fpostgresql/x"),
             "postgres://%2Fvar%2Frun%2Fpostgresql/x"
         );
+    }
+
+    #[test]
+    fn display_url_shows_nothing_of_a_key_value_connection_string() {
+        for url in [
+            "host=db user=op password=hunter2 dbname=x",
+            "mysql://op:hunter2@db/x",
+            "hunter2",
+        ] {
+            assert_eq!(display_url(url), "<not a postgres:// URL>");
+        }
     }
 }

@@ -419,13 +419,8 @@ impl GoalEngine {
         let names: Vec<&str> = states.iter().map(|s| s.as_str()).collect();
         let mut stored = self.store.list_goals(&names, limit)?;
         if let Some(fleet) = self.store.fleet() {
-            let mut here = Vec::with_capacity(stored.len());
-            for goal in stored {
-                if fleet.goal_is_here(&goal.goal_id)? {
-                    here.push(goal);
-                }
-            }
-            stored = here;
+            let me = fleet.host_id();
+            stored.retain(|g| g.host.as_ref().is_some_and(|h| h.host_id == me));
         }
         stored.iter().map(from_stored).collect()
     }

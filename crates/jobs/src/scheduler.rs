@@ -436,7 +436,8 @@ impl Scheduler {
     /// The daemon-start trigger: repairs at once every running job claimed by anyone else (a
     /// previous process: the directory lock means its runners are gone, §7.7; in a fleet, the
     /// store repairs only those of daemons that are gone) and every review resolution left
-    /// unfinished (§9.10; in a fleet, those older than a resolution may take), then ticks.
+    /// unfinished (§9.10; in a fleet, those of this daemon's jobs — only it resolves them —
+    /// and the others' left longer than a resolution may take), then ticks.
     pub async fn start(&self) -> Result<TickReport, JobsError> {
         let now = self.inner.clock.now_ms();
         let repaired = self
@@ -444,10 +445,7 @@ impl Scheduler {
             .repair(now, Some(self.inner.config.owner.clone()))?;
         let repaired_reviews = {
             let _reviews = self.inner.review_lock.lock().await;
-            // In a fleet another daemon may be resolving a review right now: only those left
-            // longer than a resolution may take are repaired, here as on every tick.
-            let all = self.inner.config.poll_ms.is_none();
-            self.inner.repair_resolutions(now, all)?
+            self.inner.repair_resolutions(now, true)?
         };
         let mut report = self.tick().await?;
         let mut all = repaired;

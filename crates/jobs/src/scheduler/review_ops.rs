@@ -137,6 +137,17 @@ impl Scheduler {
 }
 
 impl Inner {
+    /// Whether this daemon resolves the reviews of job `job_id`: always alone; in a fleet,
+    /// when the job acts on its phones (an unreadable host counts as another's).
+    fn resolves_here(&self, job_id: i64) -> bool {
+        match self.store.fleet() {
+            None => true,
+            Some(fleet) => {
+                fleet.job_host(job_id).ok().flatten().as_deref() == Some(fleet.host_id())
+            }
+        }
+    }
+
     /// In a fleet: the review's call would run on this daemon's phone, so only the daemon
     /// whose phone the job acts on decides it (an unknown review is left to the claim).
     fn refuse_if_on_another_host(&self, confirmation_id: &str) -> Result<(), JobsError> {
@@ -285,7 +296,11 @@ impl Inner {
             let record = &row.job.pending_tool_request_json;
             let state = raw_str(record, "review_state").unwrap_or_default();
             let reviewed_at = raw_i64(record, "reviewed_at").unwrap_or(0);
-            if !all && state == ReviewState::Resolving.as_str() && reviewed_at >= threshold {
+            // At start every resolution left unfinished is this daemon's to settle — in a
+            // fleet only those of its own jobs (only it resolves them); another daemon's may
+            // be resolving now and is settled once it is older than a resolution may take.
+            let mine = all && self.resolves_here(row.job.id);
+            if !mine && state == ReviewState::Resolving.as_str() && reviewed_at >= threshold {
                 continue;
             }
             let tool = tool_of(record);

@@ -416,28 +416,6 @@ async fn a_crash_while_an_approval_resolves_fails_the_job_and_never_replays_it()
 }
 
 #[tokio::test]
-async fn in_a_fleet_a_starting_daemon_leaves_another_daemons_fresh_resolution_alone() {
-    let h = Arc::new(ReviewHarness::hanging());
-    let (id, cid) = h.parked("messages_send", send_params("theirs")).await;
-    // Another daemon of the fleet is resolving the approval right now.
-    let tapper = {
-        let h = Arc::clone(&h);
-        tokio::spawn(async move { h.sched.resolve_review(&cid, true).await })
-    };
-    wait_started(&h.executor).await;
-    // A daemon starting meanwhile does not call it interrupted (a lone daemon would).
-    let next = h.restart_in_fleet("sched-b");
-    assert!(next.start().await.unwrap().repaired_reviews.is_empty());
-    assert_eq!(h.job(id).job.phase, JobPhase::ApprovalExecuting);
-    // Left longer than a resolution may take, it is settled as on every tick.
-    h.clock.advance(STALE_RESOLUTION_MS + 1);
-    assert_eq!(next.tick().await.unwrap().repaired_reviews, vec![id]);
-    assert_eq!(h.job(id).job.phase, JobPhase::ReviewResolutionUnknown);
-    tapper.abort();
-    assert_eq!(h.actions(SEND).len(), 1);
-}
-
-#[tokio::test]
 async fn an_approval_left_resolving_is_settled_by_the_tick_after_ten_minutes() {
     let h = Arc::new(ReviewHarness::hanging());
     let (id, cid) = h.parked("messages_send", send_params("hi")).await;

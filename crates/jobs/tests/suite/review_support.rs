@@ -263,23 +263,6 @@ impl ReviewHarness {
         )
     }
 
-    /// [`ReviewHarness::restart`] as a daemon of a fleet sharing the store (`poll_ms` set).
-    pub fn restart_in_fleet(&self, owner: &str) -> Scheduler {
-        let agent: Arc<dyn JobRunner> = self.runner.clone();
-        let sched = Scheduler::new(
-            Arc::clone(&self.store),
-            Arc::new(self.clock.clone()),
-            SchedulerConfig {
-                poll_ms: Some(openphone_jobs::limits::MIN_WAKE_DELAY_MS),
-                ..SchedulerConfig::new(owner)
-            },
-            Runners::builtin().with(JobType::AgentTurn, agent),
-        );
-        let executor: Arc<dyn openphone_jobs::ReviewExecutor> = self.executor.clone();
-        sched.set_review_executor(executor);
-        sched
-    }
-
     pub fn now(&self) -> i64 {
         self.clock.now_ms()
     }

@@ -44,7 +44,13 @@ fn all_jobs(store: &Store) -> BTreeMap<i64, Value> {
         .unwrap()
         .into_iter()
         .map(|j| {
-            let job = serde_json::to_value(&j.job).unwrap();
+            let mut job = serde_json::to_value(&j.job).unwrap();
+            // The daemon whose phone the job's calls act on: the one that runs (ran) it.
+            let runs_on = j
+                .host
+                .as_ref()
+                .map(|h| h.lease_owner.clone().unwrap_or_else(|| h.host_id.clone()));
+            job["runs_on"] = json!(runs_on);
             (j.job.id, job)
         })
         .collect()
@@ -164,13 +170,19 @@ fn three_daemons_on_one_postgres_run_every_reviewed_job_once_through_twenty_kill
     // after its backoff (a minute or two) — or fifteen minutes pass.
     let mut kills = BTreeMap::<&str, u32>::new();
     let mut killed = 0;
+    let mut refused_elsewhere = 0;
     let waited = Stopwatch::start();
     loop {
         let listed = all_jobs(&view);
-        let reviews: Vec<String> = listed
+        // Each review with the host whose phone its call runs on: only that daemon decides it.
+        let reviews: Vec<(String, usize)> = listed
             .values()
             .filter(|j| j["status"] == "awaiting_review")
-            .filter_map(|j| j["pending_confirmation_id"].as_str().map(str::to_owned))
+            .filter_map(|j| {
+                let cid = j["pending_confirmation_id"].as_str()?.to_owned();
+                let host = HOSTS.iter().position(|h| j["runs_on"] == *h)?;
+                Some((cid, host))
+            })
             .collect();
         let open = listed
             .values()
@@ -202,8 +214,17 @@ fn three_daemons_on_one_postgres_run_every_reviewed_job_once_through_twenty_kill
         }
         // Approve the reviews, each on a random host, killing that host now and then between
         // the approval and the approved call.
-        for cid in reviews.iter().take(12) {
-            let a = delays.next(2) as usize;
+        for (cid, a) in reviews.iter().take(12) {
+            let a = *a;
+            // Now and then first on another host, which refuses it naming the right one.
+            if delays.next(9) == 0 {
+                let other = (a + 1 + delays.next(1) as usize) % HOSTS.len();
+                let (code, out, err) = cli(&["jobs", "approve", cid], &hosts[other].data);
+                let said = format!("{out}{err}");
+                assert_ne!(code, 0, "{said}");
+                assert!(said.contains(HOSTS[a]), "{said}");
+                refused_elsewhere += 1;
+            }
             let approver = {
                 let data = hosts[a].data.clone();
                 let cid = cid.clone();
@@ -289,7 +310,8 @@ fn three_daemons_on_one_postgres_run_every_reviewed_job_once_through_twenty_kill
     }
     println!(
         "fleet test (seed {seed}): {JOBS} jobs on {} hosts, kills {kills:?}; outcomes \
-         {outcomes:?}; sends run {sent}; run twice {doubles}, run unreviewed {unreviewed}; \
+         {outcomes:?}; sends run {sent}; run twice {doubles}, run unreviewed {unreviewed}; approvals refused \
+         on the wrong host {refused_elsewhere}; \
          chains {records_per_chain:?}; verify intact {} ({} records)",
         HOSTS.len(),
         verify.is_intact(),
@@ -347,4 +369,45 @@ async fn a_request_for_a_phone_on_another_host_is_refused_naming_that_host() {
         "{nobody}"
     );
     drop((a, b, da, db));
+}
+
+#[test]
+fn a_confirmation_is_decided_only_on_the_daemon_whose_phone_it_acts_on() {
+    let Some(url) = fleet_database() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let a = host(tmp.path(), "fleet-a", &url, "phone-a");
+    let b = host(tmp.path(), "fleet-b", &url, "phone-b");
+    let _da = start(&a);
+    let _db = start(&b);
+    // A tap asked for on b: it waits in the fleet's inbox.
+    let (code, out, err) = cli(
+        &[
+            "tools",
+            "invoke",
+            "openphone.ui.tap",
+            r#"{"x":1,"y":1,"reason":"open the app"}"#,
+            "--no-wait",
+            "--timeout-secs",
+            "120",
+            "--json",
+        ],
+        &b.data,
+    );
+    assert_eq!(code, 3, "{out}{err}");
+    let asked: Value = serde_json::from_str(&out).unwrap();
+    let cid = asked["result"]["confirmation_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // a sees it, but approving it there would tap a's phone: refused, naming b.
+    let (code, out, err) = cli(&["inbox", "--json"], &a.data);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains(&cid), "{out}");
+    let (code, out, err) = cli(&["inbox", "approve", &cid], &a.data);
+    let said = format!("{out}{err}");
+    assert_ne!(code, 0, "{said}");
+    assert!(said.contains("fleet-b"), "{said}");
+    // Still pending: b decides it.
+    let (code, out, err) = cli(&["inbox", "approve", &cid], &b.data);
+    assert_eq!(code, 0, "{out}{err}");
 }

@@ -545,20 +545,7 @@ impl ConfirmationStore for PgStore {
             )
             .ctx(OP, id)?;
             let record = require(tx, id)?;
-            match record.state {
-                ConfirmationState::Denied
-                | ConfirmationState::Timeout
-                | ConfirmationState::ResultUnknown => {}
-                ConfirmationState::Pending
-                | ConfirmationState::Approved
-                | ConfirmationState::Completed => {
-                    return Err(StoreError::WrongState {
-                        confirmation_id: id.to_owned(),
-                        state: record.state,
-                        expected: "denied, timeout or result_unknown",
-                    });
-                }
-            }
+            record.require_ended_unexecuted()?;
             let stored = record.final_result.as_ref().unwrap_or(final_result);
             record_final_in(tx, &record.identity, &record.request_id, stored, now_ms)?;
             Ok(record)

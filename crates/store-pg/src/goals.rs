@@ -267,28 +267,6 @@ impl GoalStore for PgStore {
         })
     }
 
-    fn update_goal(
-        &self,
-        next: &StoredGoal,
-        transitions: Vec<NewGoalTransition>,
-        reports: Vec<NewGoalReport>,
-    ) -> Result<StoredGoal> {
-        const OP: &str = "goals.update";
-        let text = GoalText {
-            goal_id: next.goal_id.clone(),
-            state: next.state.clone(),
-            version: next.version,
-            deadline_at_ms: next.deadline_at_ms,
-            created_at_ms: next.created_at_ms,
-            updated_at_ms: next.updated_at_ms,
-            goal_json: object_text(OP, &next.goal_id, &next.goal)?,
-        };
-        let version = self.update_goal_text(text, transitions, reports)?;
-        let mut written = next.clone();
-        written.version = version;
-        Ok(written)
-    }
-
     fn update_goal_text(
         &self,
         next: GoalText,

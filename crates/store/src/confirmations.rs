@@ -251,6 +251,27 @@ fn expire_due_in(conn: &Connection, now_ms: i64) -> Result<Vec<ConfirmationRecor
     Ok(out)
 }
 
+impl ConfirmationRecord {
+    /// Refuses ([`StoreError::WrongState`]) a confirmation that did not end without executing
+    /// (`denied`, `timeout`, `result_unknown`): only those are given a final result after the
+    /// fact.
+    #[doc(hidden)]
+    pub fn require_ended_unexecuted(&self) -> Result<()> {
+        match self.state {
+            ConfirmationState::Denied
+            | ConfirmationState::Timeout
+            | ConfirmationState::ResultUnknown => Ok(()),
+            ConfirmationState::Pending
+            | ConfirmationState::Approved
+            | ConfirmationState::Completed => Err(StoreError::WrongState {
+                confirmation_id: self.confirmation_id.clone(),
+                state: self.state,
+                expected: "denied, timeout or result_unknown",
+            }),
+        }
+    }
+}
+
 impl SqliteStore {
     /// Stores a new pending confirmation, atomically with the duplicate and cap checks: a
     /// pending unexpired confirmation with the same identity key wins
@@ -538,20 +559,7 @@ impl SqliteStore {
             )
             .ctx(OP, id)?;
             let record = require(tx, id)?;
-            match record.state {
-                ConfirmationState::Denied
-                | ConfirmationState::Timeout
-                | ConfirmationState::ResultUnknown => {}
-                ConfirmationState::Pending
-                | ConfirmationState::Approved
-                | ConfirmationState::Completed => {
-                    return Err(StoreError::WrongState {
-                        confirmation_id: id.to_owned(),
-                        state: record.state,
-                        expected: "denied, timeout or result_unknown",
-                    });
-                }
-            }
+            record.require_ended_unexecuted()?;
             let stored = record.final_result.as_ref().unwrap_or(final_result);
             record_final_in(tx, &record.identity, &record.request_id, stored, now_ms)?;
             Ok(record)

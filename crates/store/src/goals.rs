@@ -218,6 +218,22 @@ fn get_text_in(conn: &Connection, goal_id: &str) -> Result<Option<GoalText>> {
     .next())
 }
 
+impl GoalText {
+    /// The text form of `goal` (its document as JSON text, which must be an object's).
+    #[doc(hidden)]
+    pub fn of(goal: &StoredGoal, op: &'static str) -> Result<GoalText> {
+        Ok(GoalText {
+            goal_id: goal.goal_id.clone(),
+            state: goal.state.clone(),
+            version: goal.version,
+            deadline_at_ms: goal.deadline_at_ms,
+            created_at_ms: goal.created_at_ms,
+            updated_at_ms: goal.updated_at_ms,
+            goal_json: object_text(op, &goal.goal_id, &goal.goal)?,
+        })
+    }
+}
+
 fn object_text(op: &'static str, id: &str, value: &Value) -> Result<String> {
     if value.is_object() {
         Ok(to_json(value))
@@ -334,32 +350,6 @@ impl SqliteStore {
             append_in(tx, &goal.goal_id, &transitions, &reports)?;
             Ok(goal)
         })
-    }
-
-    /// Writes `next` if the stored goal is still at `next.version`, appending `transitions`
-    /// and `reports` in the same transaction; returns the goal as written (next version). A
-    /// goal changed since is [`StoreError::Conflict`] and nothing is written; an unknown id is
-    /// [`StoreError::NotFound`].
-    pub fn update_goal(
-        &self,
-        next: &StoredGoal,
-        transitions: Vec<NewGoalTransition>,
-        reports: Vec<NewGoalReport>,
-    ) -> Result<StoredGoal> {
-        const OP: &str = "goals.update";
-        let text = GoalText {
-            goal_id: next.goal_id.clone(),
-            state: next.state.clone(),
-            version: next.version,
-            deadline_at_ms: next.deadline_at_ms,
-            created_at_ms: next.created_at_ms,
-            updated_at_ms: next.updated_at_ms,
-            goal_json: object_text(OP, &next.goal_id, &next.goal)?,
-        };
-        let version = self.update_goal_text(text, transitions, reports)?;
-        let mut written = next.clone();
-        written.version = version;
-        Ok(written)
     }
 
     /// [`Store::update_goal`](crate::GoalStore::update_goal) with the document as JSON text (it must be an object's):

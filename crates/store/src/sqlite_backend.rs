@@ -461,14 +461,6 @@ impl GoalStore for SqliteStore {
     ) -> Result<StoredGoal> {
         SqliteStore::create_goal(self, goal, transitions, reports)
     }
-    fn update_goal(
-        &self,
-        next: &StoredGoal,
-        transitions: Vec<NewGoalTransition>,
-        reports: Vec<NewGoalReport>,
-    ) -> Result<StoredGoal> {
-        SqliteStore::update_goal(self, next, transitions, reports)
-    }
     fn update_goal_text(
         &self,
         next: GoalText,

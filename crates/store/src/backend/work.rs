@@ -151,7 +151,13 @@ pub trait GoalStore {
         next: &StoredGoal,
         transitions: Vec<NewGoalTransition>,
         reports: Vec<NewGoalReport>,
-    ) -> Result<StoredGoal>;
+    ) -> Result<StoredGoal> {
+        let version =
+            self.update_goal_text(GoalText::of(next, "goals.update")?, transitions, reports)?;
+        let mut written = next.clone();
+        written.version = version;
+        Ok(written)
+    }
 
     /// [`GoalStore::update_goal`] with the document as JSON text (it must be an object's):
     /// returns the version written.

@@ -440,6 +440,14 @@ async fn async_writes_and_reads_do_not_block_the_runtime() {
     assert_eq!(n, 8);
 }
 
+/// Tests that start a private cluster take turns: two starting at once would both pick the
+/// same free port (cluster.sh checks, then the server binds) and one would fail to bind.
+fn private_cluster_turn() -> std::sync::MutexGuard<'static, ()> {
+    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    TURN.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn cluster_script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/postgres/cluster.sh")
 }
@@ -485,6 +493,7 @@ fn a_write_after_the_server_restarts_reconnects() {
     if test_url().is_none() {
         return;
     }
+    let _one_at_a_time = private_cluster_turn();
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("pg-restart-{}", std::process::id()));
     drop(std::fs::remove_dir_all(&dir));
@@ -522,6 +531,7 @@ fn tls_require_verifies_the_server_certificate_against_the_ca_file() {
     if test_url().is_none() {
         return;
     }
+    let _one_at_a_time = private_cluster_turn();
     let dir =
         PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("pg-tls-{}", std::process::id()));
     drop(std::fs::remove_dir_all(&dir));

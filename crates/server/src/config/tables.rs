@@ -150,9 +150,10 @@ impl StoreConfig {
                 || self.tls.is_some()
                 || self.tls_ca_file.is_some()
                 || self.host_id.is_some()
+                || self.label.is_some()
             {
                 return Err(
-                    "password_file, password_env, tls, tls_ca_file and host_id need \
+                    "password_file, password_env, tls, tls_ca_file, host_id and label need \
                             `url` (the PostgreSQL server)"
                         .into(),
                 );

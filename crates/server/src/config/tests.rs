@@ -395,6 +395,8 @@ fn bad_postgres_store_settings_are_refused_naming_the_key() {
     let url = "url = \"postgres://openphone@127.0.0.1/openphone\"\n";
     let e = refused("[store]\nhost_id = \"a\"\n");
     assert!(e.contains("need `url`"), "{e}");
+    let e = refused("[store]\nlabel = \"Lab\"\n");
+    assert!(e.contains("need `url`"), "{e}");
     let e = refused(&format!("[store]\n{url}host_id = \"no spaces\"\n"));
     assert!(e.contains("host_id"), "{e}");
     let e = refused(&format!("[store]\n{url}host_id = \"a\"\ntls = \"maybe\"\n"));

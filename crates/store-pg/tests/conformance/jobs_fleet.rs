@@ -191,11 +191,29 @@ fn two_daemons_claiming_200_due_jobs_at_once_claim_each_exactly_once() {
     }
 }
 
-#[test]
-fn a_run_of_a_daemon_that_ended_is_repaired_by_another_and_a_live_ones_never_is() {
+/// Daemons `a` and `b` on one fresh schema, with the schema's base configuration (drop the
+/// stores before the guard).
+fn a_and_b() -> (
+    PgStore,
+    PgStore,
+    PgConfig,
+    openphone_store_pg::testing::SchemaGuard,
+) {
     let (mut stores, config, guard) = hosts(&["a", "b"]);
     let b = stores.pop().unwrap();
     let a = stores.pop().unwrap();
+    (a, b, config, guard)
+}
+
+/// Job 1, due now, made and claimed by `a`: running under `a`'s lease.
+fn a_runs_one_job(a: &PgStore) {
+    a.create_job(&new_job("j", T0), T0, 10).unwrap();
+    assert_eq!(ids(&claim(a, T0, 1, "sched-a")), [1]);
+}
+
+#[test]
+fn a_run_of_a_daemon_that_ended_is_repaired_by_another_and_a_live_ones_never_is() {
+    let (a, b, config, guard) = a_and_b();
     a.create_jobs(vec![new_job("a's", T0), new_job("b's", T0)], T0, 10)
         .unwrap();
     assert_eq!(ids(&claim(&a, T0, 1, "sched-a")), [1]);
@@ -244,9 +262,7 @@ fn a_run_of_a_daemon_that_ended_is_repaired_by_another_and_a_live_ones_never_is(
 
 #[test]
 fn a_daemon_whose_run_was_taken_over_writes_nothing() {
-    let (mut stores, config, guard) = hosts(&["a", "b"]);
-    let b = stores.pop().unwrap();
-    let a = stores.pop().unwrap();
+    let (a, b, config, guard) = a_and_b();
     a.create_job(&new_job("j", T0), T0, 10).unwrap();
     let mine = claim(&a, T0, 1, "sched-a").pop().unwrap();
     // a loses its session (a crash of its connection, a network cut): b repairs the run and
@@ -309,12 +325,9 @@ fn a_daemon_whose_run_was_taken_over_writes_nothing() {
 
 #[test]
 fn a_daemon_whose_connection_dropped_keeps_its_runs_for_the_grace_and_is_repaired_after() {
-    let (mut stores, config, guard) = hosts(&["a", "b"]);
-    let b = stores.pop().unwrap();
-    let a = stores.pop().unwrap();
+    let (a, b, config, guard) = a_and_b();
     let a_config = host_config(&config, "a");
-    a.create_job(&new_job("j", T0), T0, 10).unwrap();
-    assert_eq!(ids(&claim(&a, T0, 1, "sched-a")), [1]);
+    a_runs_one_job(&a);
     // a's writer session ends under it (a server restart, pg_terminate_backend, a network
     // reset) while a lives and was seen just now: its run stays its own.
     let now = T0 + MIN;
@@ -345,12 +358,9 @@ fn a_daemon_whose_connection_dropped_keeps_its_runs_for_the_grace_and_is_repaire
 
 #[test]
 fn a_restarted_daemons_runs_are_repaired_at_once_though_it_was_seen_just_now() {
-    let (mut stores, config, guard) = hosts(&["a", "b"]);
-    let b = stores.pop().unwrap();
-    let a = stores.pop().unwrap();
+    let (a, b, config, guard) = a_and_b();
     let a_config = host_config(&config, "a");
-    a.create_job(&new_job("j", T0), T0, 10).unwrap();
-    assert_eq!(ids(&claim(&a, T0, 1, "sched-a")), [1]);
+    a_runs_one_job(&a);
     // a is killed and started again: a new incarnation (started_at), seen now, lock held.
     drop(a);
     let a = PgStore::open(&a_config).unwrap();

@@ -2,13 +2,17 @@
 # Re-measures the performance figures of issue 13 in one run, with the references measured in
 # the same run so the ratios mean something on any machine (docs/benchmarks.md).
 #
-# It builds (release) and starts three servers on loopback ports:
+# It builds (release) and starts four servers on loopback ports:
 #   - the daemon (`openphone serve`) in a fresh data directory, with a runtime `bench` and
 #     `[limits] rate_per_sec`/`rate_burst` raised to 1000000 so the limiter is out of the way;
-#   - the null server (bench/null-server): the WebSocket wire ceiling;
+#   - the null server (bench/null-server, mode `ws`): the WebSocket wire ceiling, answering
+#     `device.status` and `screen.get` with the daemon's captured answers (bench/fixtures);
+#   - the null MCP server (the same binary, mode `mcp`): the MCP wire ceiling, both eras;
 #   - the TypeScript MCP SDK server (bench/ts-sdk-server, `npm ci`): the typical MCP server;
-# then runs `openphone bench` against each, and the in-process bridge, prints a table with
-# the ratios and the targets, and stops everything (also on Ctrl-C or an error).
+# then runs `openphone bench` against each, and the in-process bridge, probes the fsync time
+# of the data directory's disk (mode `fsync`), prints a table with the ratios, the targets,
+# each row's ceiling measured in the same run and the daemon's share of it, and stops
+# everything (also on Ctrl-C or an error).
 #
 # Usage: bench/run.sh [SECONDS | --short]
 #   SECONDS             measured seconds per benchmark (default $BENCH_SECS or 10)
@@ -23,7 +27,9 @@
 #   BENCH_CONCURRENCY   bridge tasks (default 64)
 #   BENCH_DIR           where the data directories go (default: target/, i.e. the disk the
 #                       repository is on; a tmpfs would make every fsync free)
-# The JSON report of every benchmark is kept in target/bench-results/.
+#   BENCH_FSYNC_SECS    seconds of each fsync probe (default 2; 1 with --short)
+# The JSON report of every benchmark is kept in target/bench-results/, and the ceilings with
+# the daemon's share of each in target/bench-results/ceilings.json.
 #
 # Needs: cargo, python3, node >= 18 and npm (the Node 24 that tests/conformance/install.sh
 # puts in .cache/node24 is used when present). Reaches only crates.io and the npm registry
@@ -36,9 +42,11 @@ cd "$root"
 if [ "${1:-}" = "--short" ]; then
     secs=1
     warmup="${BENCH_WARMUP:-1}"
+    fsync_secs="${BENCH_FSYNC_SECS:-1}"
 else
     secs="${1:-${BENCH_SECS:-10}}"
     warmup="${BENCH_WARMUP:-2}"
+    fsync_secs="${BENCH_FSYNC_SECS:-2}"
 fi
 profile="${BENCH_PROFILE:-release}"
 connections="${BENCH_CONNECTIONS:-8}"
@@ -105,7 +113,7 @@ rate_per_sec = 1000000.0
 rate_burst = 1000000.0
 EOF
 
-log "starting the daemon, the null server and the TypeScript SDK server"
+log "starting the daemon, the null servers (WebSocket, MCP) and the TypeScript SDK server"
 "$openphone" serve --data-dir "$work/data" --listen 127.0.0.1:0 --config "$work/openphone.toml" \
     >"$work/daemon.log" 2>&1 &
 daemon_pid=$!
@@ -113,6 +121,9 @@ pids+=("$daemon_pid")
 "$null_server" --token "$token" >"$work/null.log" 2>&1 &
 null_pid=$!
 pids+=("$null_pid")
+"$null_server" mcp --token "$token" >"$work/null-mcp.log" 2>&1 &
+null_mcp_pid=$!
+pids+=("$null_mcp_pid")
 "$node_bin" "$here/ts-sdk-server/server.mjs" >"$work/ts.log" 2>&1 &
 ts_pid=$!
 pids+=("$ts_pid")
@@ -125,6 +136,7 @@ done
 ws_url="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["url"])' "$work/data/endpoint.json")"
 mcp_url="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["mcp_url"])' "$work/data/endpoint.json")"
 null_url="$(listening "$work/null.log" "the null server")"
+null_mcp_url="$(listening "$work/null-mcp.log" "the null MCP server")"
 ts_url="$(listening "$work/ts.log" "the TypeScript SDK server")"
 sleep 1
 idle_rss="$(rss_kib "$daemon_pid")"
@@ -154,11 +166,29 @@ measure ws-status-null invoke --url "$null_url" --token "$token" --pid "$null_pi
     --connections "$connections" "${status_args[@]}"
 measure ws-screen-daemon invoke --url "$ws_url" --token "$token" --pid "$daemon_pid" \
     --connections "$connections" "${screen_args[@]}"
+measure ws-screen-null invoke --url "$null_url" --token "$token" --pid "$null_pid" \
+    --connections "$connections" "${screen_args[@]}"
 measure mcp-2025-daemon mcp --url "$mcp_url" --token-file "$work/data/mcp.token" \
     --pid "$daemon_pid" --era 2025-11-25 "${mcp_args[@]}"
 measure mcp-2026-daemon mcp --url "$mcp_url" --token-file "$work/data/mcp.token" \
     --pid "$daemon_pid" --era 2026-07-28 "${mcp_args[@]}"
 measure mcp-2025-ts mcp --url "$ts_url" --pid "$ts_pid" --era 2025-11-25 "${mcp_args[@]}"
+measure mcp-2025-null mcp --url "$null_mcp_url" --token "$token" --pid "$null_mcp_pid" \
+    --era 2025-11-25 "${mcp_args[@]}"
+measure mcp-2026-null mcp --url "$null_mcp_url" --token "$token" --pid "$null_mcp_pid" \
+    --era 2026-07-28 "${mcp_args[@]}"
+# The disk's part of every durable call: WAL-like commits (3 frames + fsync) in the data
+# directory's file system, one after the other; then again with every core kept awake, as
+# during a benchmark (on an idle virtual CPU an fsync waits for a timer tick, ~4 ms here).
+probe() {
+    local name="$1"
+    shift
+    log "$name"
+    "$null_server" fsync --dir "$work" --secs "$fsync_secs" "$@" >"$out/$name.json" \
+        2>"$out/$name.err" || true
+}
+probe fsync
+probe fsync-awake --awake "$(nproc 2>/dev/null || echo 2)"
 measure bridge-read bridge --op read --concurrency "$concurrency" --dir "$work"
 measure bridge-mutation bridge --op mutation --concurrency "$concurrency" --dir "$work"
 
@@ -169,99 +199,5 @@ wait "$daemon_pid" 2>/dev/null || true
 db_after="$(db_size)"
 
 log "done; reports in $out"
-BENCH_BINARY="$openphone" python3 - "$out" "$idle_rss" "$db_before" "$db_after" "$secs" "$warmup" <<'EOF'
-import json, os, sys
-
-out, idle_rss, db_before, db_after, secs, warmup = sys.argv[1:]
-
-def load(name):
-    try:
-        with open(os.path.join(out, name + ".json")) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
-
-r = {n: load(n) for n in ["ws-status-daemon", "ws-status-null", "ws-screen-daemon",
-                          "mcp-2025-daemon", "mcp-2026-daemon", "mcp-2025-ts",
-                          "bridge-read", "bridge-mutation"]}
-
-def fig(name):
-    x = r[name]
-    if x is None:
-        return f"failed (see {name}.err)"
-    errs = sum(x["errors"].values())
-    text = f"{x['calls_per_sec']:,.0f} calls/s, p50 {x['p50_ms']:.2f} ms, p99 {x['p99_ms']:.2f} ms"
-    if errs:
-        text += f", {errs} errors {x['errors']}"
-    return text
-
-def rate(name):
-    x = r[name]
-    return x["calls_per_sec"] if x else None
-
-def ratio(a, b):
-    ra, rb = rate(a), rate(b)
-    if not ra or not rb:
-        return None
-    return ra / rb
-
-def verdict(ok):
-    return "—" if ok is None else ("met" if ok else "NOT met")
-
-def p99(name):
-    return r[name]["p99_ms"] if r[name] else None
-
-rows = []
-q = ratio("ws-status-daemon", "ws-status-null")
-ok = None if q is None else (q >= 0.25 and p99("ws-status-daemon") <= 2.0)
-rows.append(("WS tools.invoke device.status", fig("ws-status-daemon"),
-             "null server: " + fig("ws-status-null"),
-             "—" if q is None else f"{q:.1%} of null", "≥ 25 % of null, p99 ≤ 2 ms", verdict(ok)))
-q = ratio("ws-screen-daemon", "ws-status-null")
-s = rate("ws-screen-daemon")
-rows.append(("WS tools.invoke screen.get", fig("ws-screen-daemon"),
-             "null server (its device.status answer)",
-             "—" if q is None else f"{q:.1%} of null", "≥ 10,000 calls/s",
-             verdict(None if s is None else s >= 10000)))
-for era in ["2025", "2026"]:
-    name = f"mcp-{era}-daemon"
-    q = ratio(name, "mcp-2025-ts")
-    ok = None if q is None else (q >= 3.0 and p99(name) <= 5.0)
-    label = "2025-11-25" if era == "2025" else "2026-07-28"
-    ref = "TS SDK 2025-11-25: " + fig("mcp-2025-ts") if era == "2025" else \
-          "TS SDK 2025-11-25 (the SDK has no 2026-07-28 era)"
-    rows.append((f"MCP tools/call {label}", fig(name), ref,
-                 "—" if q is None else f"{q:.2f}× TS", "≥ 3× TS, p99 ≤ 5 ms", verdict(ok)))
-for name, label, target in [("bridge-read", "bridge reads (device.status)", 30000),
-                            ("bridge-mutation", "bridge mutations (clipboard.set)", 5000)]:
-    s = rate(name)
-    rows.append((label, fig(name), "—", "—", f"≥ {target:,} calls/s",
-                 verdict(None if s is None else s >= target)))
-
-served = sum(r[n]["calls_issued"] for n in ["ws-status-daemon", "ws-screen-daemon",
-                                             "mcp-2025-daemon", "mcp-2026-daemon"] if r[n])
-try:
-    grown = int(db_after) - int(db_before)
-    per_call = grown / served if served else None
-except ValueError:
-    per_call = None
-rows.append(("storage per endpoint call (mixed reads)",
-             "—" if per_call is None else f"{per_call:,.0f} bytes ({served:,} calls)", "—", "—",
-             "≤ 300 bytes per keyless read", verdict(None if per_call is None else per_call <= 300)))
-try:
-    rss = int(idle_rss)
-    rows.append(("daemon idle RSS", f"{rss / 1024:.1f} MB", "—", "—", "≤ 15 MB",
-                 verdict(rss / 1024 <= 15)))
-except ValueError:
-    pass
-
-print()
-print(f"openphone benchmarks: {secs} s measured after {warmup} s of warm-up each, "
-      f"{os.cpu_count()} cores, client and servers on one machine, "
-      f"binary {os.environ.get('BENCH_BINARY', '?')}")
-print()
-print("| path | openphone | reference (same run) | ratio | target | |")
-print("|---|---|---|---|---|---|")
-for row in rows:
-    print("| " + " | ".join(row) + " |")
-EOF
+BENCH_BINARY="$openphone" BENCH_CONNECTIONS="$connections" BENCH_CONCURRENCY="$concurrency" \
+    python3 "$here/table.py" "$out" "$idle_rss" "$db_before" "$db_after" "$secs" "$warmup"

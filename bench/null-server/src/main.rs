@@ -1,302 +1,291 @@
-//! `openphone-null-server`: the wire-ceiling reference of `openphone bench invoke`.
+//! `openphone-null-server`: the ceiling references of `bench/run.sh` (docs/benchmarks.md).
 //!
-//! A WebSocket server on `/v1/runtime` that speaks the smallest useful part of the daemon's
-//! endpoint protocol (`docs/endpoint.md`): the bearer token on the upgrade (or in `hello`),
-//! `hello`, and `tools.invoke`, which it answers — whatever the tool — with a fixed tool result
-//! whose `result` is the daemon's `openphone.device.status` answer on the simulated phone
-//! (`bench/fixtures/device-status.json`), so the frames have the daemon's shape and size. There
-//! is no policy, no storage and no device behind it: what it reaches is what the loopback
-//! network, tokio and tokio-tungstenite allow, the ceiling a daemon can approach.
+//! Three modes, each a server (or a probe) that does the least work its protocol allows, so
+//! what it reaches is what this machine's loopback network, tokio and the protocol's framing
+//! allow — the ceiling a daemon doing real work can approach, measured in the same run:
 //!
-//! Usage: `openphone-null-server --token TOKEN [--listen 127.0.0.1:0]`. It prints one line,
-//! `listening on ws://<addr>/v1/runtime`, once it accepts connections, and stops on SIGINT or
-//! SIGTERM. Requests on one connection are answered in order, one at a time.
+//! - `ws` (the default): a WebSocket server on `/v1/runtime` speaking the smallest useful part
+//!   of the daemon's endpoint protocol (`docs/endpoint.md`): bearer token, `hello`,
+//!   `tools.invoke` answered with a fixed tool result (`ws.rs`).
+//! - `mcp`: a Streamable HTTP MCP server on `/mcp` answering `initialize`,
+//!   `notifications/initialized`, `tools/call` (both eras, 2025-11-25 with sessions and
+//!   2026-07-28 stateless) and `DELETE` with fixed, correctly shaped answers (`mcp.rs`).
+//! - `fsync`: no server: writes and fsyncs a file the way SQLite commits a WAL transaction,
+//!   for a few seconds, and prints the fsync latency and rate of that disk (`fsync.rs`).
+//!
+//! The tool results are the daemon's own answers on the simulated phone, captured once into
+//! `bench/fixtures/` (`openphone.device.status`, and `openphone.screen.get` without a
+//! screenshot), so the frames have the daemon's shape and size.
+//!
+//! Usage:
+//!   openphone-null-server [ws] --token TOKEN [--listen 127.0.0.1:0]
+//!   openphone-null-server mcp [--token TOKEN] [--listen 127.0.0.1:0]
+//!   openphone-null-server fsync --dir DIR [--secs 2] [--frames 3] [--awake 0]
+//! The servers print one line, `listening on <url>`, once they accept connections, and stop
+//! on SIGINT or SIGTERM. The probe prints one JSON object.
 
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
-use futures_util::{SinkExt, StreamExt};
-use serde_json::{Value, json};
-use tokio::net::{TcpListener, TcpStream};
-use tokio_tungstenite::accept_hdr_async;
-use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
-use tokio_tungstenite::tungstenite::http::StatusCode;
+mod fsync;
+mod mcp;
+mod ws;
 
 /// The daemon's `openphone.device.status` result, captured once from the simulated phone.
-const DEVICE_STATUS: &str = include_str!("../../fixtures/device-status.json");
+pub(crate) const DEVICE_STATUS: &str = include_str!("../../fixtures/device-status.json");
 
-/// The endpoint's path, as on the daemon.
-const PATH: &str = "/v1/runtime";
+/// The daemon's `openphone.screen.get` result (`include_screenshot: false`), captured once
+/// from the simulated phone.
+pub(crate) const SCREEN_GET: &str = include_str!("../../fixtures/screen-get.json");
 
-/// The command line.
-struct Args {
-    listen: String,
-    token: String,
+const USAGE: &str = "usage: openphone-null-server [ws] --token TOKEN [--listen ADDR:PORT]
+       openphone-null-server mcp [--token TOKEN] [--listen ADDR:PORT]
+       openphone-null-server fsync --dir DIR [--secs SECONDS] [--frames N] [--awake THREADS]";
+
+/// What to run.
+#[derive(Debug, PartialEq)]
+enum Mode {
+    Ws {
+        listen: String,
+        token: String,
+    },
+    Mcp {
+        listen: String,
+        token: Option<String>,
+    },
+    Fsync(fsync::Probe),
 }
 
-const USAGE: &str = "usage: openphone-null-server --token TOKEN [--listen ADDR:PORT]";
-
-fn parse_args() -> Result<Args, String> {
+/// Reads the command line (without the program name).
+fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Mode, String> {
+    let mut args = args.into_iter().peekable();
+    let mode = match args.peek().map(String::as_str) {
+        Some("ws" | "mcp" | "fsync") => args.next().unwrap_or_default(),
+        _ => "ws".to_owned(),
+    };
     let mut listen = "127.0.0.1:0".to_owned();
     let mut token = None;
-    let mut args = std::env::args().skip(1);
+    let mut dir = None;
+    let mut secs = 2.0_f64;
+    let mut frames = 3_usize;
+    let mut awake = 0_usize;
     while let Some(arg) = args.next() {
         let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
-        match arg.as_str() {
-            "--listen" => listen = value("--listen")?,
-            "--token" => token = Some(value("--token")?),
-            "-h" | "--help" => return Err(USAGE.to_owned()),
-            other => return Err(format!("unknown argument {other:?}; {USAGE}")),
+        match (mode.as_str(), arg.as_str()) {
+            (_, "-h" | "--help") => return Err(USAGE.to_owned()),
+            ("ws" | "mcp", "--listen") => listen = value("--listen")?,
+            ("ws" | "mcp", "--token") => token = Some(value("--token")?),
+            ("fsync", "--dir") => dir = Some(value("--dir")?),
+            ("fsync", "--secs") => {
+                let v = value("--secs")?;
+                secs = v
+                    .parse()
+                    .ok()
+                    .filter(|s: &f64| s.is_finite() && *s > 0.0 && *s <= 3600.0)
+                    .ok_or(format!(
+                        "--secs must be a number of seconds above 0 (at most 3600), not {v:?}"
+                    ))?;
+            }
+            ("fsync", "--frames") => {
+                let v = value("--frames")?;
+                frames = v
+                    .parse()
+                    .ok()
+                    .filter(|n| (1..=512).contains(n))
+                    .ok_or(format!(
+                        "--frames must be a whole number from 1 to 512, not {v:?}"
+                    ))?;
+            }
+            ("fsync", "--awake") => {
+                let v = value("--awake")?;
+                awake = v.parse().ok().filter(|n| *n <= 64).ok_or(format!(
+                    "--awake must be a whole number from 0 to 64, not {v:?}"
+                ))?;
+            }
+            (mode, other) => {
+                return Err(format!(
+                    "unknown argument {other:?} for mode {mode}; {USAGE}"
+                ));
+            }
         }
     }
-    let token = token.ok_or(format!("--token is required; {USAGE}"))?;
-    if token.is_empty() || token.chars().any(char::is_whitespace) {
+    if let Some(t) = &token
+        && (t.is_empty() || t.chars().any(char::is_whitespace))
+    {
         return Err("--token must be non-empty and without whitespace".to_owned());
     }
-    Ok(Args { listen, token })
+    match mode.as_str() {
+        "mcp" => Ok(Mode::Mcp { listen, token }),
+        "fsync" => {
+            let dir = dir.ok_or(format!("fsync needs --dir; {USAGE}"))?;
+            Ok(Mode::Fsync(fsync::Probe {
+                dir: dir.into(),
+                secs,
+                frames,
+                awake,
+            }))
+        }
+        _ => {
+            let token = token.ok_or(format!("--token is required; {USAGE}"))?;
+            Ok(Mode::Ws { listen, token })
+        }
+    }
 }
 
-/// What every connection shares: the token and the pre-serialised parts of the answers.
-struct Shared {
-    bearer: String,
-    token: String,
-    /// The tool result's `result` object, serialised once.
-    fixed_result: String,
-    /// The `hello` result, serialised once.
-    hello: String,
-    /// Numbers the `openphone_task_id` of each answer.
-    tasks: AtomicU64,
-}
-
-#[tokio::main]
-async fn main() -> ExitCode {
-    let args = match parse_args() {
-        Ok(args) => args,
+fn main() -> ExitCode {
+    let mode = match parse_args(std::env::args().skip(1)) {
+        Ok(mode) => mode,
         Err(e) => {
             eprintln!("openphone-null-server: {e}");
             return ExitCode::from(2);
         }
     };
-    let fixed: Value = match serde_json::from_str(DEVICE_STATUS) {
-        Ok(v) => v,
+    if let Mode::Fsync(probe) = mode {
+        return match fsync::run(&probe) {
+            Ok(report) => {
+                println!("{report}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("openphone-null-server fsync: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
         Err(e) => {
-            eprintln!("openphone-null-server: the built-in fixture is not JSON: {e}");
+            eprintln!("openphone-null-server: cannot start tokio: {e}");
             return ExitCode::from(2);
         }
     };
-    let hello = json!({
-        "protocol_version": 1,
-        "role": "runtime",
-        "runtime": "null",
-        "runtime_protocol": {"name": "openphone-runtime-protocol", "min_version": 1, "max_version": 1},
-        "phone": {"platform": "null", "model": "openphone-null-server", "os_version": "none",
-                  "screen_width": 1080, "screen_height": 2400,
-                  "supported_tools": ["openphone.device.status"]},
-        "manifests": {"commands_version": 1, "commands": ["openphone.device.status"],
-                      "events": [], "capabilities": []},
+    let result = runtime.block_on(async move {
+        match mode {
+            Mode::Ws { listen, token } => ws::run(&listen, token).await,
+            Mode::Mcp { listen, token } => mcp::run(&listen, token).await,
+            Mode::Fsync(_) => Ok(()),
+        }
     });
-    let shared = Arc::new(Shared {
-        bearer: format!("Bearer {}", args.token),
-        token: args.token,
-        fixed_result: fixed.to_string(),
-        hello: hello.to_string(),
-        tasks: AtomicU64::new(0),
-    });
-    let listener = match TcpListener::bind(&args.listen).await {
-        Ok(l) => l,
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!(
-                "openphone-null-server: cannot listen on {}: {e}",
-                args.listen
-            );
-            return ExitCode::from(2);
-        }
-    };
-    match listener.local_addr() {
-        Ok(addr) => println!("listening on ws://{addr}{PATH}"),
-        Err(e) => {
-            eprintln!("openphone-null-server: no local address: {e}");
-            return ExitCode::from(2);
+            eprintln!("openphone-null-server: {e}");
+            ExitCode::from(2)
         }
     }
-    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("openphone-null-server: cannot watch SIGTERM: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
-                    tokio::spawn(serve(stream, Arc::clone(&shared)));
-                }
-                Err(e) => eprintln!("openphone-null-server: accept failed: {e}"),
-            },
-            _ = tokio::signal::ctrl_c() => break,
-            _ = term.recv() => break,
-        }
+}
+
+/// Binds `listen`; prints `listening on {scheme}://{addr}{path}`.
+pub(crate) async fn bind(
+    listen: &str,
+    scheme: &str,
+    path: &str,
+) -> Result<tokio::net::TcpListener, String> {
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| format!("no local address: {e}"))?;
+    println!("listening on {scheme}://{addr}{path}");
+    Ok(listener)
+}
+
+/// Resolves on SIGINT or SIGTERM.
+pub(crate) async fn stopped() -> Result<(), String> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term =
+        signal(SignalKind::terminate()).map_err(|e| format!("cannot watch SIGTERM: {e}"))?;
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
     }
-    ExitCode::SUCCESS
+    Ok(())
 }
 
-/// A refusal of the upgrade with `status` and no body.
-fn refuse(status: StatusCode) -> ErrorResponse {
-    let mut response = ErrorResponse::new(None);
-    *response.status_mut() = status;
-    response
+/// A fixture as compact JSON (the servers send it so, as the daemon does).
+pub(crate) fn compact(fixture: &str, name: &str) -> Result<serde_json::Value, String> {
+    serde_json::from_str(fixture)
+        .map_err(|e| format!("the built-in fixture {name} is not JSON: {e}"))
 }
 
-/// Serves one connection until the peer closes it.
-// The upgrade callback's error type is tungstenite's own (an HTTP response), not ours to box.
-#[allow(clippy::result_large_err)]
-async fn serve(stream: TcpStream, shared: Arc<Shared>) {
-    // As the daemon does: small answers go out at once instead of waiting for an ACK.
-    let _ = stream.set_nodelay(true);
-    let mut bearer_ok = false;
-    let check = |req: &Request, response: Response| {
-        if req.uri().path() != PATH {
-            return Err(refuse(StatusCode::NOT_FOUND));
-        }
-        match req.headers().get("authorization") {
-            None => Ok(response),
-            Some(v) if v.as_bytes() == shared.bearer.as_bytes() => {
-                bearer_ok = true;
-                Ok(response)
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Mode, String> {
+        parse_args(args.iter().map(|s| (*s).to_owned()))
+    }
+
+    #[test]
+    fn the_websocket_mode_is_the_default_and_needs_a_token() {
+        assert_eq!(
+            parse(&["--token", "t"]).unwrap(),
+            Mode::Ws {
+                listen: "127.0.0.1:0".to_owned(),
+                token: "t".to_owned()
             }
-            Some(_) => Err(refuse(StatusCode::UNAUTHORIZED)),
-        }
-    };
-    let Ok(mut ws) = accept_hdr_async(stream, check).await else {
-        return;
-    };
-    let mut conn = Connection {
-        shared: &shared,
-        bearer_ok,
-        said_hello: false,
-    };
-    while let Some(frame) = ws.next().await {
-        let text = match frame {
-            Ok(Message::Text(text)) => text,
-            Ok(Message::Binary(_)) => {
-                let answer = error(
-                    &Value::Null,
-                    -32600,
-                    "binary frames are not supported",
-                    "invalid_request",
-                );
-                if ws.send(Message::text(answer)).await.is_err() {
-                    break;
-                }
-                continue;
-            }
-            Ok(Message::Close(_)) | Err(_) => break,
-            Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_)) => continue,
-        };
-        let (answer, close) = conn.answer(text.as_str());
-        if ws.send(Message::text(answer)).await.is_err() {
-            break;
-        }
-        if close {
-            let _ = ws.close(None).await;
-            break;
-        }
-    }
-}
-
-/// The state of one connection.
-struct Connection<'a> {
-    shared: &'a Shared,
-    /// The upgrade carried the right bearer token.
-    bearer_ok: bool,
-    said_hello: bool,
-}
-
-impl Connection<'_> {
-    /// The answer to one text frame, and whether to close the connection after it.
-    fn answer(&mut self, text: &str) -> (String, bool) {
-        let Ok(request) = serde_json::from_str::<Value>(text) else {
-            return (
-                error(&Value::Null, -32700, "not JSON", "parse_error"),
-                false,
-            );
-        };
-        let id = request.get("id").cloned().unwrap_or(Value::Null);
-        let Some(method) = request.get("method").and_then(Value::as_str) else {
-            return (error(&id, -32600, "no method", "invalid_request"), false);
-        };
-        let params = request.get("params").cloned().unwrap_or(Value::Null);
-        match method {
-            "hello" if self.said_hello => (
-                error(&id, -32600, "hello was already said", "invalid_request"),
-                false,
-            ),
-            "hello" => {
-                let token_ok =
-                    params.get("token").and_then(Value::as_str) == Some(self.shared.token.as_str());
-                if !(self.bearer_ok || token_ok) {
-                    return (
-                        error(&id, -32000, "missing or wrong token", "unauthorized"),
-                        true,
-                    );
-                }
-                self.said_hello = true;
-                (
-                    format!(
-                        r#"{{"jsonrpc":"2.0","id":{id},"result":{}}}"#,
-                        self.shared.hello
-                    ),
-                    false,
-                )
-            }
-            _ if !self.said_hello && !self.bearer_ok => (
-                error(&id, -32000, "missing or wrong token", "unauthorized"),
-                true,
-            ),
-            _ if !self.said_hello => (
-                error(&id, -32000, "say hello first", "hello_required"),
-                false,
-            ),
-            "tools.invoke" => {
-                let Some(request_id) = params.get("request_id").and_then(Value::as_str) else {
-                    return (
-                        error(&id, -32602, "`request_id` is required", "invalid_params"),
-                        false,
-                    );
-                };
-                (self.tool_result(&id, request_id), false)
-            }
-            other => (
-                error(
-                    &id,
-                    -32601,
-                    &format!("the null server answers only hello and tools.invoke, not {other:?}"),
-                    "method_not_found",
-                ),
-                false,
-            ),
-        }
+        );
+        assert!(parse(&["ws"]).unwrap_err().contains("--token is required"));
+        assert!(
+            parse(&["--token", "a b"])
+                .unwrap_err()
+                .contains("whitespace")
+        );
     }
 
-    /// The fixed `ok` tool result, addressed to `request_id`, with the fields the daemon's
-    /// answer has (`audit_id`, `openphone_task_id` of the daemon's length).
-    fn tool_result(&self, id: &Value, request_id: &str) -> String {
-        let task = self.shared.tasks.fetch_add(1, Ordering::Relaxed);
-        let audit_id = Value::String(format!("runtime:null:{request_id}"));
-        let request_id = Value::String(request_id.to_owned());
-        format!(
-            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"request_id":{request_id},"status":"ok","requires_confirmation":false,"result":{},"audit_id":{audit_id},"openphone_task_id":"task-{task:036x}"}}}}"#,
-            self.shared.fixed_result
-        )
+    #[test]
+    fn the_mcp_mode_takes_an_optional_token() {
+        assert_eq!(
+            parse(&["mcp", "--listen", "127.0.0.1:9"]).unwrap(),
+            Mode::Mcp {
+                listen: "127.0.0.1:9".to_owned(),
+                token: None
+            }
+        );
+        assert!(
+            parse(&["mcp", "--dir", "x"])
+                .unwrap_err()
+                .contains("unknown argument")
+        );
     }
-}
 
-/// A JSON-RPC error answer in the daemon's shape (`error.data.code`).
-fn error(id: &Value, code: i64, message: &str, data_code: &str) -> String {
-    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message,
-           "data": {"code": data_code}}})
-    .to_string()
+    #[test]
+    fn the_fsync_probe_checks_its_numbers() {
+        assert_eq!(
+            parse(&["fsync", "--dir", "/tmp", "--secs", "0.5"]).unwrap(),
+            Mode::Fsync(fsync::Probe {
+                dir: "/tmp".into(),
+                secs: 0.5,
+                frames: 3,
+                awake: 0
+            })
+        );
+        assert!(parse(&["fsync"]).unwrap_err().contains("needs --dir"));
+        assert!(
+            parse(&["fsync", "--dir", "d", "--secs", "-1"])
+                .unwrap_err()
+                .contains("--secs")
+        );
+        assert!(
+            parse(&["fsync", "--dir", "d", "--frames", "0"])
+                .unwrap_err()
+                .contains("--frames")
+        );
+        assert!(parse(&["fsync", "--dir", "d", "--token", "t"]).is_err());
+        assert!(
+            parse(&["fsync", "--dir", "d", "--awake", "x"])
+                .unwrap_err()
+                .contains("--awake")
+        );
+    }
+
+    #[test]
+    fn the_fixtures_are_json_objects() {
+        for (text, name) in [(DEVICE_STATUS, "device-status"), (SCREEN_GET, "screen-get")] {
+            assert!(compact(text, name).unwrap().is_object(), "{name}");
+        }
+    }
 }

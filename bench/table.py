@@ -1,0 +1,224 @@
+"""The table of bench/run.sh: every benchmark's figure, its reference, target, and the ceiling
+measured in the same run with the daemon's share of it (docs/benchmarks.md).
+
+Usage: python3 bench/table.py OUT_DIR IDLE_RSS_KIB DB_BEFORE DB_AFTER SECS WARMUP
+Reads OUT_DIR/NAME.json (the `openphone bench … --json` reports and the fsync probes), prints
+the Markdown table and what each ceiling allows, and writes OUT_DIR/ceilings.json.
+Environment: BENCH_BINARY (named in the heading), BENCH_CONNECTIONS (8), BENCH_CONCURRENCY (64).
+
+Two kinds of ceiling:
+- wire: a null server (bench/null-server) that answers the same requests with the daemon's
+  captured answer and does nothing else, measured by the same client: what this machine's
+  loopback, tokio and the protocol's framing allow.
+- disk: with C callers each waiting for its answer and k durable commits on its path, no
+  group commit can serve more than C / (k * commit time) calls/s. The commit time is the
+  mean of the fsync probe (WAL-like commits on the data directory's disk), the lower of its
+  two runs (idle; every core kept awake by threads waking every 20 us, as under load), so the
+  bound is the most generous of the two.
+"""
+
+import json
+import os
+import sys
+
+NAMES = ["ws-status-daemon", "ws-status-null", "ws-screen-daemon", "ws-screen-null",
+         "mcp-2025-daemon", "mcp-2026-daemon", "mcp-2025-ts", "mcp-2025-null", "mcp-2026-null",
+         "bridge-read", "bridge-mutation", "fsync", "fsync-awake"]
+
+
+def load(out, name):
+    try:
+        with open(os.path.join(out, name + ".json")) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def main(argv):
+    out, idle_rss, db_before, db_after, secs, warmup = argv[1:7]
+    connections = int(os.environ.get("BENCH_CONNECTIONS", "8"))
+    concurrency = int(os.environ.get("BENCH_CONCURRENCY", "64"))
+    r = {n: load(out, n) for n in NAMES}
+
+    def fig(name):
+        x = r[name]
+        if x is None:
+            return f"failed (see {name}.err)"
+        errs = sum(x["errors"].values())
+        text = f"{x['calls_per_sec']:,.0f} calls/s, p50 {x['p50_ms']:.2f} ms, p99 {x['p99_ms']:.2f} ms"
+        if errs:
+            text += f", {errs} errors {x['errors']}"
+        return text
+
+    def rate(name):
+        x = r[name]
+        return x["calls_per_sec"] if x else None
+
+    def ratio(a, b):
+        ra, rb = rate(a), rate(b)
+        if not ra or not rb:
+            return None
+        return ra / rb
+
+    def verdict(ok):
+        return "—" if ok is None else ("met" if ok else "NOT met")
+
+    def p99(name):
+        return r[name]["p99_ms"] if r[name] else None
+
+    # The disk: the commit time of the fsync probe (the lower mean of its two runs).
+    probes = [(n, r[n]) for n in ["fsync", "fsync-awake"] if r[n] and r[n].get("commits")]
+    commit = min(probes, key=lambda p: p[1]["mean_ms"]) if probes else None
+    commit_ms = commit[1]["mean_ms"] if commit else None
+
+    def disk(callers, waits):
+        """The disk bound in calls/s and its formula, or (None, text)."""
+        if not commit_ms:
+            return None, "disk: fsync probe failed (see fsync.err)"
+        bound = callers / (waits * commit_ms / 1000.0)
+        k = "" if waits == 1 else f"{waits} × "
+        return bound, f"disk: {callers} ÷ ({k}{commit_ms:.2f} ms) = {bound:,.0f}/s"
+
+    def wire(name, label):
+        s = rate(name)
+        if s is None:
+            return None, f"wire: {label} failed (see {name}.err)"
+        return s, f"wire: {label} {s:,.0f}/s"
+
+    ceilings = {}
+
+    def ceiling(row, own, parts):
+        """The ceiling cell and the % cell: every ceiling named, the share of the lowest."""
+        known = [(v, t) for v, t in parts if v]
+        cell = "; ".join(t for _, t in parts) if parts else "—"
+        s = rate(own) if own else None
+        if not known or s is None:
+            ceilings[row] = {"ceilings": [t for _, t in parts], "binding": None, "share": None}
+            return cell, "—"
+        low, text = min(known, key=lambda p: p[0])
+        share = s / low
+        ceilings[row] = {"calls_per_sec": s, "ceilings": [t for _, t in parts],
+                         "binding": text, "binding_calls_per_sec": low, "share": share}
+        kind = text.split(":")[0]
+        return cell, f"{share:.0%} of {kind}"
+
+    rows = []
+    q = ratio("ws-status-daemon", "ws-status-null")
+    ok = None if q is None else (q >= 0.25 and p99("ws-status-daemon") <= 2.0)
+    cell, share = ceiling("ws-status", "ws-status-daemon",
+                          [wire("ws-status-null", "null server"), disk(connections, 1)])
+    rows.append(("WS tools.invoke device.status", fig("ws-status-daemon"),
+                 "null server: " + fig("ws-status-null"),
+                 "—" if q is None else f"{q:.1%} of null", "≥ 25 % of null, p99 ≤ 2 ms",
+                 verdict(ok), cell, share))
+    s = rate("ws-screen-daemon")
+    q = ratio("ws-screen-daemon", "ws-screen-null")
+    cell, share = ceiling("ws-screen", "ws-screen-daemon",
+                          [wire("ws-screen-null", "null server (screen.get)")])
+    rows.append(("WS tools.invoke screen.get", fig("ws-screen-daemon"),
+                 "null server answering screen.get: " + fig("ws-screen-null"),
+                 "—" if q is None else f"{q:.1%} of null", "≥ 10,000 calls/s",
+                 verdict(None if s is None else s >= 10000), cell, share))
+    for era, label in [("2025", "2025-11-25"), ("2026", "2026-07-28")]:
+        name = f"mcp-{era}-daemon"
+        q = ratio(name, "mcp-2025-ts")
+        ok = None if q is None else (q >= 3.0 and p99(name) <= 5.0)
+        ref = "TS SDK 2025-11-25: " + fig("mcp-2025-ts") if era == "2025" else \
+              "TS SDK 2025-11-25 (the SDK has no 2026-07-28 era)"
+        cell, share = ceiling(f"mcp-{era}", name,
+                              [wire(f"mcp-{era}-null", f"null MCP {label}"),
+                               disk(connections, 1)])
+        rows.append((f"MCP tools/call {label}", fig(name), ref,
+                     "—" if q is None else f"{q:.2f}× TS", "≥ 3× TS, p99 ≤ 5 ms", verdict(ok),
+                     cell, share))
+    for name, label, target, waits in [
+            ("bridge-read", "bridge reads (device.status)", 30000, 1),
+            ("bridge-mutation", "bridge mutations (clipboard.set)", 5000, 2)]:
+        s = rate(name)
+        cell, share = ceiling(name, name, [disk(concurrency, waits)])
+        rows.append((label, fig(name), "—", "—", f"≥ {target:,} calls/s",
+                     verdict(None if s is None else s >= target), cell, share))
+
+    served = sum(r[n]["calls_issued"] for n in ["ws-status-daemon", "ws-screen-daemon",
+                                                 "mcp-2025-daemon", "mcp-2026-daemon"] if r[n])
+    try:
+        grown = int(db_after) - int(db_before)
+        per_call = grown / served if served else None
+    except ValueError:
+        per_call = None
+    rows.append(("storage per endpoint call (mixed reads)",
+                 "—" if per_call is None else f"{per_call:,.0f} bytes ({served:,} calls)", "—",
+                 "—", "≤ 300 bytes per keyless read",
+                 verdict(None if per_call is None else per_call <= 300), "—", "—"))
+    try:
+        rss = int(idle_rss)
+        rows.append(("daemon idle RSS", f"{rss / 1024:.1f} MB", "—", "—", "≤ 15 MB",
+                     verdict(rss / 1024 <= 15), "—", "—"))
+    except ValueError:
+        pass
+
+    print()
+    print(f"openphone benchmarks: {secs} s measured after {warmup} s of warm-up each, "
+          f"{os.cpu_count()} cores, client and servers on one machine, "
+          f"binary {os.environ.get('BENCH_BINARY', '?')}")
+    print()
+    print("| path | openphone | reference (same run) | ratio | target | | ceiling (same run) | % of ceiling |")
+    print("|---|---|---|---|---|---|---|---|")
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+
+    # What the ceilings allow: can each target be met on this machine?
+    print()
+    print("Ceilings (same run):")
+    for name, label in [("fsync", "idle"), ("fsync-awake", "cores kept awake")]:
+        x = r[name]
+        if x and x.get("commits"):
+            print(f"- fsync probe ({label}): {x['commits_per_sec']:,.0f} commits/s, "
+                  f"p50 {x['p50_ms']:.2f} ms, p99 {x['p99_ms']:.2f} ms, mean {x['mean_ms']:.2f} ms "
+                  f"({x['frames_per_commit']} WAL frames + fsync per commit)")
+        else:
+            print(f"- fsync probe ({label}): failed (see {name}.err)")
+    reach = {}
+
+    def can(key, text, most, target):
+        if most is None:
+            print(f"- {text}: unknown (a reference failed)")
+            return
+        ok = most >= target
+        reach[key] = {"most": most, "target": target, "reachable": ok}
+        print(f"- {text}: {'reachable' if ok else 'NOT reachable on this machine'}")
+
+    null_ws = rate("ws-status-null")
+    disk_ws, _ = disk(connections, 1)
+    if null_ws and disk_ws:
+        most = min(null_ws, disk_ws) / null_ws
+        can("ws-status", f"WS device.status ≥ 25 % of null: the most is min(null, disk) = "
+            f"{most:.0%} of null", most, 0.25)
+    else:
+        can("ws-status", "WS device.status ≥ 25 % of null", None, 0.25)
+    s = rate("ws-screen-null")
+    can("ws-screen", "WS screen.get ≥ 10,000/s: the null server answering screen.get does "
+        + (f"{s:,.0f}/s" if s else "?"), s, 10000)
+    ts = rate("mcp-2025-ts")
+    for era, label in [("2025", "2025-11-25"), ("2026", "2026-07-28")]:
+        n = rate(f"mcp-{era}-null")
+        if n and ts and disk_ws:
+            most = min(n, disk_ws) / ts
+            can(f"mcp-{era}", f"MCP {label} ≥ 3× TS: the null MCP server does {n / ts:.2f}× TS, "
+                f"the disk allows {disk_ws / ts:.2f}×; the most is {most:.2f}×", most, 3.0)
+        else:
+            can(f"mcp-{era}", f"MCP {label} ≥ 3× TS", None, 3.0)
+    for name, label, target, waits in [("bridge-read", "bridge reads ≥ 30,000/s", 30000, 1),
+                                       ("bridge-mutation", "bridge mutations ≥ 5,000/s", 5000, 2)]:
+        b, text = disk(concurrency, waits)
+        can(name, f"{label}: {text}", b, target)
+
+    with open(os.path.join(out, "ceilings.json"), "w") as f:
+        json.dump({"commit_ms": commit_ms, "commit_probe": commit[0] if commit else None,
+                   "connections": connections, "concurrency": concurrency,
+                   "rows": ceilings, "targets": reach}, f, indent=2)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv)

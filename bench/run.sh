@@ -147,13 +147,32 @@ rm -rf "$out"
 mkdir -p "$out"
 timed=(--duration "$secs" --warmup "$warmup" --json)
 
+# A process's CPU time (user + system) in clock ticks, or nothing.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || true; }
+clk_tck="$(getconf CLK_TCK 2>/dev/null || echo 100)"
+
 # Runs one benchmark, its JSON report into $out/NAME.json (stderr into NAME.err); a failed
-# run is reported in the table, not fatal.
+# run is reported in the table, not fatal. The CPU seconds the client (the `openphone bench`
+# process) and the server (its --pid) used during it go into NAME.cpu.json.
 measure() {
-    local name="$1"
+    local name="$1" server="" before="" after="" client="" a
     shift
+    local args=("$@")
+    for ((a = 0; a < ${#args[@]} - 1; a++)); do
+        [ "${args[a]}" = "--pid" ] && server="${args[a + 1]}"
+    done
     log "$name"
-    "$openphone" bench "$@" "${timed[@]}" >"$out/$name.json" 2>"$out/$name.err" || true
+    [ -n "$server" ] && before="$(cpu_ticks "$server")"
+    client="$( { TIMEFORMAT='%U %S'; time "$openphone" bench "$@" "${timed[@]}" \
+        >"$out/$name.json" 2>"$out/$name.err" || true; } 2>&1 )"
+    [ -n "$server" ] && after="$(cpu_ticks "$server")"
+    python3 - "$out/$name.cpu.json" "$client" "${before:-}" "${after:-}" "$clk_tck" <<'PY' || true
+import json, sys
+path, client, before, after, tck = sys.argv[1:6]
+user, system = (float(x) for x in client.split()[-2:])
+server = (int(after) - int(before)) / int(tck) if before and after else None
+json.dump({"client_cpu_s": user + system, "server_cpu_s": server}, open(path, "w"))
+PY
 }
 
 status_args=(--tool openphone.device.status --params '{"reason": "benchmark"}')

@@ -94,7 +94,7 @@ def main(argv):
             return None, "disk: fsync probe failed (see fsync.err)"
         bound = callers / (waits * commit_ms / 1000.0)
         k = "" if waits == 1 else f"{waits} × "
-        return bound, f"disk: {callers} ÷ ({k}{commit_ms:.2f} ms) = {bound:,.0f}/s"
+        return bound, f"disk: {callers} ÷ ({k}{commit_ms:.2f} ms mean fsync) = {bound:,.0f}/s"
 
     def wire(name, label):
         s = rate(name)

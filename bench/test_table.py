@@ -1,0 +1,100 @@
+"""Tests of bench/table.py: the ceilings and shares it computes from a run's reports.
+
+Run: python3 -m unittest discover -s bench -p 'test_table.py'
+"""
+
+import contextlib
+import io
+import json
+import os
+import tempfile
+import unittest
+
+import table
+
+
+def report(calls_per_sec, issued, p99=1.0):
+    return {"calls_per_sec": calls_per_sec, "calls_issued": issued, "p50_ms": 0.5,
+            "p99_ms": p99, "errors": {}}
+
+
+def probe(mean_ms, p50_ms=0.2):
+    return {"commits": 100, "commits_per_sec": 1000 / mean_ms, "p50_ms": p50_ms,
+            "p99_ms": 8.0, "mean_ms": mean_ms, "frames_per_commit": 3}
+
+
+class TableTest(unittest.TestCase):
+    def run_table(self, files):
+        with tempfile.TemporaryDirectory() as out:
+            for name, body in files.items():
+                with open(os.path.join(out, name + ".json"), "w") as f:
+                    json.dump(body, f)
+            env = {"BENCH_CONNECTIONS": "8", "BENCH_CONCURRENCY": "64"}
+            old = {k: os.environ.get(k) for k in env}
+            os.environ.update(env)
+            text = io.StringIO()
+            try:
+                with contextlib.redirect_stdout(text):
+                    table.main(["table.py", out, "20480", "1000", "2000", "3", "2"])
+            finally:
+                for k, v in old.items():
+                    if v is None:
+                        os.environ.pop(k, None)
+                    else:
+                        os.environ[k] = v
+            with open(os.path.join(out, "ceilings.json")) as f:
+                return text.getvalue(), json.load(f)
+
+    def test_the_lowest_ceiling_binds_and_the_share_is_of_it(self):
+        cores = os.cpu_count() or 1
+        text, ceilings = self.run_table({
+            "ws-status-daemon": report(4000, 20000),
+            "ws-status-null": report(40000, 200000),
+            # 8 callers, 1 durable commit, 2 ms mean: 4,000/s, below the null server.
+            "fsync": probe(4.0),
+            "fsync-awake": probe(2.0),
+            "ws-status-daemon.cpu": {"client_cpu_s": 1.0, "server_cpu_s": 3.0},
+            "ws-status-null.cpu": {"client_cpu_s": 2.0, "server_cpu_s": 0.4},
+        })
+        row = ceilings["rows"]["ws-status"]
+        self.assertAlmostEqual(row["binding_calls_per_sec"], 4000)
+        self.assertTrue(row["binding"].startswith("disk: 8 ÷ (2.00 ms"), row["binding"])
+        self.assertAlmostEqual(row["share"], 1.0)
+        self.assertEqual(ceilings["commit_probe"], "fsync-awake")
+        # The lower client CPU per call of its two runs: 2 s / 200,000 calls = 10 µs.
+        self.assertIn(f"client: {cores} cores ÷ 10 µs", " ".join(row["ceilings"]))
+        self.assertIn("| 100% of disk |", text)
+        # 4,000 / 40,000 = 10 % of null at most: the 25 % target cannot be met here.
+        self.assertFalse(ceilings["targets"]["ws-status"]["reachable"])
+        self.assertIn("NOT reachable on this machine", text)
+
+    def test_mutations_wait_for_two_commits(self):
+        _, ceilings = self.run_table({
+            "bridge-mutation": report(1000, 5000),
+            "fsync": probe(1.0),
+        })
+        # 64 callers ÷ (2 × 1 ms) = 32,000/s.
+        self.assertAlmostEqual(ceilings["rows"]["bridge-mutation"]["binding_calls_per_sec"],
+                               32000)
+        self.assertTrue(ceilings["targets"]["bridge-mutation"]["reachable"])
+
+    def test_the_mcp_ceiling_is_the_null_server_over_the_ts_sdk(self):
+        text, ceilings = self.run_table({
+            "mcp-2025-daemon": report(3000, 10000),
+            "mcp-2025-ts": report(5000, 20000),
+            "mcp-2025-null": report(12000, 50000),
+            "fsync-awake": probe(0.1),
+        })
+        self.assertIn("the null MCP server does 2.40× TS", text)
+        self.assertAlmostEqual(ceilings["targets"]["mcp-2025"]["most"], 2.4)
+        self.assertFalse(ceilings["targets"]["mcp-2025"]["reachable"])
+
+    def test_missing_reports_are_named_not_fatal(self):
+        text, ceilings = self.run_table({})
+        self.assertIn("failed (see ws-status-daemon.err)", text)
+        self.assertIn("fsync probe (idle): failed (see fsync.err)", text)
+        self.assertIsNone(ceilings["commit_ms"])
+
+
+if __name__ == "__main__":
+    unittest.main()

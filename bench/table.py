@@ -96,11 +96,14 @@ def main(argv):
         k = "" if waits == 1 else f"{waits} × "
         return bound, f"disk: {callers} ÷ ({k}{commit_ms:.2f} ms mean fsync) = {bound:,.0f}/s"
 
-    def wire(name, label):
+    def wire(name, label, over=None):
+        """The wire ceiling: the null server's rate (and its ratio to run `over`)."""
         s = rate(name)
         if s is None:
             return None, f"wire: {label} failed (see {name}.err)"
-        return s, f"wire: {label} {s:,.0f}/s"
+        q = ratio(name, over) if over else None
+        times = f" = {q:.2f}× TS" if q else ""
+        return s, f"wire: {label} {s:,.0f}/s{times}"
 
     def client(*names):
         """The client ceiling: cores over the lowest client CPU per call of `names`."""
@@ -154,7 +157,7 @@ def main(argv):
         ref = "TS SDK 2025-11-25: " + fig("mcp-2025-ts") if era == "2025" else \
               "TS SDK 2025-11-25 (the SDK has no 2026-07-28 era)"
         cell, share = ceiling(f"mcp-{era}", name,
-                              [wire(f"mcp-{era}-null", f"null MCP {label}"),
+                              [wire(f"mcp-{era}-null", f"null MCP {label}", "mcp-2025-ts"),
                                disk(connections, 1), client(name, f"mcp-{era}-null")])
         rows.append((f"MCP tools/call {label}", fig(name), ref,
                      "—" if q is None else f"{q:.2f}× TS", "≥ 3× TS, p99 ≤ 5 ms", verdict(ok),

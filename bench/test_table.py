@@ -86,6 +86,7 @@ class TableTest(unittest.TestCase):
             "fsync-awake": probe(0.1),
         })
         self.assertIn("the null MCP server does 2.40× TS", text)
+        self.assertIn("wire: null MCP 2025-11-25 12,000/s = 2.40× TS", text)
         self.assertAlmostEqual(ceilings["targets"]["mcp-2025"]["most"], 2.4)
         self.assertFalse(ceilings["targets"]["mcp-2025"]["reachable"])
 

@@ -61,8 +61,7 @@ impl ToolBridge {
         let keyed = super::retry::explicitly_keyed(&request);
         let req = normalize(request);
         let context = Context::job(u64::try_from(review.job_id).unwrap_or(0));
-        self.process(caller, req, keyed, context, started, Some(&review))
-            .await
+        Box::pin(self.process(caller, req, keyed, context, started, Some(&review))).await
     }
 
     /// Why `req` is not the request the job's approved review holds, if it is not.

@@ -86,8 +86,8 @@ impl ToolBridge {
         req.device_id = device
             .map(|d| d.trim().to_owned())
             .filter(|d| !d.is_empty());
-        self.process(caller, req, keyed, context, started, None)
-            .await
+        // Boxed for the reason given in `ToolBridge::invoke`.
+        Box::pin(self.process(caller, req, keyed, context, started, None)).await
     }
 
     /// The phone `device` names, else the primary one.

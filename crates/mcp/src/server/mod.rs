@@ -543,7 +543,10 @@ impl ServerHandler for PhoneMcp {
                         ),
                     ));
                 };
-                call.run(request).await
+                // Boxed: rmcp spawns each request's handler as a task, and a call's future
+                // (~12 KB: every stage down to the store) embedded in it is copied whole at the
+                // spawn and at each hand-off (issue 34).
+                Box::pin(call.run(request)).await
             }
         }
     }

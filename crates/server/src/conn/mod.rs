@@ -335,7 +335,10 @@ async fn run(
                         };
                         let c = c.clone();
                         tasks.spawn(async move {
-                            match methods::dispatch(&c, &req).await {
+                            // Boxed: `dispatch` covers every method, so its future is as large
+                            // as the largest; in the task it would be copied at the spawn and at
+                            // each poll hand-off (issue 34).
+                            match Box::pin(methods::dispatch(&c, &req)).await {
                                 Ok(result) => send_result(&c.out, req.id, result).await,
                                 Err(e) => send_error(&c.out, Some(req.id), e).await,
                             }

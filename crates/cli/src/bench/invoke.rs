@@ -20,7 +20,6 @@ use std::sync::Arc;
 use anyhow::{Context, Result, bail};
 use futures_util::{SinkExt, StreamExt};
 use openphone_clock::Stopwatch;
-use openphone_protocol::ToolStatus;
 use openphone_protocol::endpoint::{
     ClientInfo, Hello, HelloParams, JobsCreate, JobsCreateParams, Method, Request, RequestId,
     ServerMessage, ToolsInvoke, ToolsInvokeParams, VersionRange,
@@ -32,7 +31,7 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::{WebSocketStream, client_async};
 
-use super::{Load, Outcome, Pacer, Run, Server, call_timeout, gather, rss_kib};
+use super::{Load, Outcome, Pacer, Run, Server, answer, call_timeout, gather, rss_kib};
 use crate::data_dir::DataDir;
 
 /// Options of `bench invoke`.
@@ -194,9 +193,8 @@ impl WsBench {
         Ok(conn)
     }
 
-    /// Sends one request and waits for the answer with its id (events and other frames are
-    /// skipped).
-    async fn exchange<M: Method>(&mut self, params: M::Params) -> Result<Answer> {
+    /// Sends one request; returns its id.
+    async fn send<M: Method>(&mut self, params: M::Params) -> Result<u64> {
         self.next_id += 1;
         let id = self.next_id;
         let frame = serde_json::to_string(&Request::new::<M>(id, params))
@@ -205,18 +203,29 @@ impl WsBench {
             .send(Message::text(frame))
             .await
             .context("sending a frame")?;
-        let ours = RequestId::from(id);
+        Ok(id)
+    }
+
+    /// The next text frame (binary frames and pings are skipped).
+    async fn next_text(&mut self) -> Result<tokio_tungstenite::tungstenite::Utf8Bytes> {
         loop {
             let Some(frame) = self.ws.next().await else {
                 bail!("the server closed the connection");
             };
-            let text = match frame.context("reading a frame")? {
-                Message::Text(t) => t,
+            match frame.context("reading a frame")? {
+                Message::Text(t) => return Ok(t),
                 Message::Close(_) => bail!("the server closed the connection"),
-                Message::Binary(_) | Message::Ping(_) | Message::Pong(_) | Message::Frame(_) => {
-                    continue;
-                }
-            };
+                Message::Binary(_) | Message::Ping(_) | Message::Pong(_) | Message::Frame(_) => {}
+            }
+        }
+    }
+
+    /// Sends one request and waits for the answer with its id (events and other frames are
+    /// skipped).
+    async fn exchange<M: Method>(&mut self, params: M::Params) -> Result<Answer> {
+        let ours = RequestId::from(self.send::<M>(params).await?);
+        loop {
+            let text = self.next_text().await?;
             match ServerMessage::parse(text.as_str()).context("the server sent a bad frame")? {
                 ServerMessage::Response(r) if r.id == ours => return Ok(Answer::Result(r)),
                 ServerMessage::Error(e) if e.id.as_ref() == Some(&ours) => {
@@ -230,19 +239,18 @@ impl WsBench {
         }
     }
 
-    /// One `tools.invoke`, classified.
+    /// One `tools.invoke`, classified from the answer's id, status and error code alone
+    /// ([`answer::tool_answer`]: the tool's own result is skipped, not parsed).
     async fn invoke(&mut self, params: ToolsInvokeParams) -> Result<Outcome> {
-        Ok(match self.exchange::<ToolsInvoke>(params).await? {
-            Answer::Result(r) => match r.result_as::<ToolsInvoke>() {
-                Ok(result) if result.status == ToolStatus::Ok => Outcome::Ok,
-                Ok(result) => Outcome::failed(match &result.error {
-                    Some(e) => format!("tool:{}", e.code.as_str()),
-                    None => format!("tool:{}", result.status.as_str()),
-                }),
-                Err(_) => Outcome::failed("bad_answer"),
-            },
-            Answer::Error(code, _) => Outcome::Failed(code),
-        })
+        let ours = self.send::<ToolsInvoke>(params).await?;
+        loop {
+            let text = self.next_text().await?;
+            if let Some(outcome) =
+                answer::tool_answer(text.as_str(), ours).context("the server sent a bad frame")?
+            {
+                return Ok(outcome);
+            }
+        }
     }
 
     /// One `jobs.create`, classified.

@@ -16,6 +16,7 @@
 //! p99, max and the errors by kind, as text or JSON (`--json`). This file holds what the modes
 //! share: the pacing of a worker, the tally, the report.
 
+mod answer;
 mod bridge;
 mod invoke;
 mod mcp;

@@ -23,6 +23,8 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/.." && pwd)"
 cd "$root"
+# shellcheck source=bench/daemon.sh
+. "$here/daemon.sh"
 
 calls="${1:-${BENCH_CALLS:-250}}"
 log() { printf '[instructions] %s\n' "$*" >&2; }
@@ -50,30 +52,16 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-token="bench-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
-cat >"$work/openphone.toml" <<EOF
-[[runtimes]]
-id = "bench"
-token = "$token"
-grants = ["safe_read", "private_read", "dangerous"]
-
-[limits]
-rate_per_sec = 1000000.0
-rate_burst = 1000000.0
-EOF
+token="$(bench_config "$work")"
 
 log "starting the daemon under callgrind"
 valgrind --tool=callgrind --callgrind-out-file="$out/callgrind.out.%p" \
     "$openphone" serve --data-dir "$work/data" --listen 127.0.0.1:0 --config "$work/openphone.toml" \
     >"$work/daemon.log" 2>&1 &
 daemon_pid=$!
-for _ in $(seq 1200); do
-    [ -s "$work/data/endpoint.json" ] && break
-    sleep 0.1
-done
-[ -s "$work/data/endpoint.json" ] || { log "the daemon did not start:"; cat "$work/daemon.log" >&2; exit 2; }
-ws_url="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["url"])' "$work/data/endpoint.json")"
-mcp_url="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["mcp_url"])' "$work/data/endpoint.json")"
+wait_endpoint "$work/data" "$work/daemon.log" 1200 || exit 2
+ws_url="$(endpoint_field "$work/data" url)"
+mcp_url="$(endpoint_field "$work/data" mcp_url)"
 
 # The total instructions (Ir) of the newest dump.
 last_ir() {

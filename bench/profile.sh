@@ -19,6 +19,8 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/.." && pwd)"
 cd "$root"
+# shellcheck source=bench/daemon.sh
+. "$here/daemon.sh"
 
 path="${1:-ws-status}"
 secs="${2:-8}"
@@ -53,29 +55,14 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-token="bench-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
-cat >"$work/openphone.toml" <<EOF
-[[runtimes]]
-id = "bench"
-token = "$token"
-grants = ["safe_read", "private_read", "dangerous"]
-
-[limits]
-rate_per_sec = 1000000.0
-rate_burst = 1000000.0
-EOF
+token="$(bench_config "$work")"
 
 "$openphone" serve --data-dir "$work/data" --listen 127.0.0.1:0 --config "$work/openphone.toml" \
     >"$work/daemon.log" 2>&1 &
 daemon_pid=$!
-for _ in $(seq 300); do
-    [ -s "$work/data/endpoint.json" ] && break
-    sleep 0.1
-done
-[ -s "$work/data/endpoint.json" ] || { log "the daemon did not start:"; cat "$work/daemon.log" >&2; exit 2; }
-field() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$work/data/endpoint.json" "$1"; }
-ws_url="$(field url)"
-mcp_url="$(field mcp_url)"
+wait_endpoint "$work/data" "$work/daemon.log" 300 || exit 2
+ws_url="$(endpoint_field "$work/data" url)"
+mcp_url="$(endpoint_field "$work/data" mcp_url)"
 
 mcp_load() {
     "$openphone" bench mcp --url "$mcp_url" --token-file "$work/data/mcp.token" --era "$1" \

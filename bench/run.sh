@@ -38,6 +38,8 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/.." && pwd)"
 cd "$root"
+# shellcheck source=bench/daemon.sh
+. "$here/daemon.sh"
 
 if [ "${1:-}" = "--short" ]; then
     secs=1
@@ -101,17 +103,7 @@ listening() {
 
 rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo null; }
 
-token="bench-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
-cat >"$work/openphone.toml" <<EOF
-[[runtimes]]
-id = "bench"
-token = "$token"
-grants = ["safe_read", "private_read", "dangerous"]
-
-[limits]
-rate_per_sec = 1000000.0
-rate_burst = 1000000.0
-EOF
+token="$(bench_config "$work")"
 
 log "starting the daemon, the null servers (WebSocket, MCP) and the TypeScript SDK server"
 "$openphone" serve --data-dir "$work/data" --listen 127.0.0.1:0 --config "$work/openphone.toml" \
@@ -128,13 +120,9 @@ pids+=("$null_mcp_pid")
 ts_pid=$!
 pids+=("$ts_pid")
 
-for _ in $(seq 300); do
-    [ -s "$work/data/endpoint.json" ] && break
-    sleep 0.1
-done
-[ -s "$work/data/endpoint.json" ] || { log "the daemon did not start:"; cat "$work/daemon.log" >&2; exit 2; }
-ws_url="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["url"])' "$work/data/endpoint.json")"
-mcp_url="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["mcp_url"])' "$work/data/endpoint.json")"
+wait_endpoint "$work/data" "$work/daemon.log" 300 || exit 2
+ws_url="$(endpoint_field "$work/data" url)"
+mcp_url="$(endpoint_field "$work/data" mcp_url)"
 null_url="$(listening "$work/null.log" "the null server")"
 null_mcp_url="$(listening "$work/null-mcp.log" "the null MCP server")"
 ts_url="$(listening "$work/ts.log" "the TypeScript SDK server")"

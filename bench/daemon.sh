@@ -1,0 +1,37 @@
+# Shared by bench/run.sh, bench/instructions.sh and bench/profile.sh (sourced, not run): the
+# daemon's benchmark configuration and waiting for it to start.
+
+# bench_config DIR: writes DIR/openphone.toml — a runtime `bench` with a fresh token and every
+# grant, the rate limiter raised out of the way — and prints the token.
+bench_config() {
+    local token
+    token="bench-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
+    cat >"$1/openphone.toml" <<CONF
+[[runtimes]]
+id = "bench"
+token = "$token"
+grants = ["safe_read", "private_read", "dangerous"]
+
+[limits]
+rate_per_sec = 1000000.0
+rate_burst = 1000000.0
+CONF
+    echo "$token"
+}
+
+# wait_endpoint DATA_DIR LOG TENTHS: waits up to TENTHS × 0.1 s for DATA_DIR/endpoint.json;
+# prints LOG and fails when it does not appear.
+wait_endpoint() {
+    for _ in $(seq "$3"); do
+        [ -s "$1/endpoint.json" ] && return 0
+        sleep 0.1
+    done
+    echo "the daemon did not start:" >&2
+    cat "$2" >&2
+    return 2
+}
+
+# endpoint_field DATA_DIR NAME: one member of DATA_DIR/endpoint.json (url, mcp_url, …).
+endpoint_field() {
+    python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1/endpoint.json" "$2"
+}

@@ -35,3 +35,24 @@ wait_endpoint() {
 endpoint_field() {
     python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1/endpoint.json" "$2"
 }
+
+# release_binary ROOT: $OPENPHONE_BIN, else a release build of openphone (built now); printed.
+release_binary() {
+    if [ -n "${OPENPHONE_BIN:-}" ]; then
+        echo "$OPENPHONE_BIN"
+        return
+    fi
+    echo "building (release): openphone" >&2
+    cargo build --release --locked --quiet -p openphone-cli >&2
+    echo "$1/target/release/openphone"
+}
+
+# with_workdir ROOT NAME: makes the directory `work` under $BENCH_DIR (default ROOT/target);
+# at exit the daemon `daemon_pid` (when set) is stopped and `work` removed.
+with_workdir() {
+    mkdir -p "$1/target"
+    work="$(mktemp -d "${BENCH_DIR:-$1/target}/$2.XXXXXX")"
+    daemon_pid=""
+    trap 'if [ -n "$daemon_pid" ]; then kill "$daemon_pid" 2>/dev/null || true; wait "$daemon_pid" 2>/dev/null || true; fi; rm -rf "$work"' EXIT
+    trap 'exit 130' INT TERM
+}

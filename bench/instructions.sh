@@ -31,26 +31,11 @@ log() { printf '[instructions] %s\n' "$*" >&2; }
 command -v valgrind >/dev/null || { log "valgrind is needed (apt-get install valgrind)"; exit 2; }
 command -v callgrind_control >/dev/null || { log "callgrind_control is needed (valgrind)"; exit 2; }
 
-openphone="${OPENPHONE_BIN:-}"
-if [ -z "$openphone" ]; then
-    log "building (release): openphone"
-    cargo build --release --locked --quiet -p openphone-cli
-    openphone="$root/target/release/openphone"
-fi
+openphone="$(release_binary "$root")"
 out="$root/target/bench-results/callgrind"
-mkdir -p "$root/target" "$out"
+mkdir -p "$out"
 rm -f "$out"/callgrind.out.*
-work="$(mktemp -d "${BENCH_DIR:-$root/target}/bench-instr.XXXXXX")"
-daemon_pid=""
-cleanup() {
-    if [ -n "$daemon_pid" ]; then
-        kill "$daemon_pid" 2>/dev/null || true
-        wait "$daemon_pid" 2>/dev/null || true
-    fi
-    rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+with_workdir "$root" bench-instr
 
 token="$(bench_config "$work")"
 

@@ -35,25 +35,10 @@ esac
 command -v perf >/dev/null || { log "perf is needed (apt-get install linux-perf)"; exit 2; }
 command -v python3 >/dev/null || { log "python3 is needed to fold the stacks"; exit 2; }
 
-openphone="${OPENPHONE_BIN:-}"
-if [ -z "$openphone" ]; then
-    log "building (release): openphone"
-    cargo build --release --locked --quiet -p openphone-cli
-    openphone="$root/target/release/openphone"
-fi
+openphone="$(release_binary "$root")"
 out="$root/target/bench-results"
 mkdir -p "$out"
-work="$(mktemp -d "${BENCH_DIR:-$root/target}/bench-profile.XXXXXX")"
-daemon_pid=""
-cleanup() {
-    if [ -n "$daemon_pid" ]; then
-        kill "$daemon_pid" 2>/dev/null || true
-        wait "$daemon_pid" 2>/dev/null || true
-    fi
-    rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+with_workdir "$root" bench-profile
 
 token="$(bench_config "$work")"
 

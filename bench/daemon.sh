@@ -19,11 +19,13 @@ CONF
     echo "$token"
 }
 
-# wait_endpoint DATA_DIR LOG TENTHS: waits up to TENTHS × 0.1 s for DATA_DIR/endpoint.json;
-# prints LOG and fails when it does not appear.
+# wait_endpoint DATA_DIR LOG TENTHS [PID]: waits up to TENTHS × 0.1 s for
+# DATA_DIR/endpoint.json (at once no longer when the process PID has ended); prints LOG and
+# fails when it does not appear.
 wait_endpoint() {
     for _ in $(seq "$3"); do
         [ -s "$1/endpoint.json" ] && return 0
+        if [ -n "${4:-}" ] && ! kill -0 "$4" 2>/dev/null; then break; fi
         sleep 0.1
     done
     echo "the daemon did not start:" >&2

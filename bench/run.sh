@@ -120,7 +120,7 @@ pids+=("$null_mcp_pid")
 ts_pid=$!
 pids+=("$ts_pid")
 
-wait_endpoint "$work/data" "$work/daemon.log" 300 || exit 2
+wait_endpoint "$work/data" "$work/daemon.log" 300 "$daemon_pid" || exit 2
 ws_url="$(endpoint_field "$work/data" url)"
 mcp_url="$(endpoint_field "$work/data" mcp_url)"
 null_url="$(listening "$work/null.log" "the null server")"

@@ -33,6 +33,9 @@ for tool in valgrind python3 nm cargo; do
 done
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
+# The benchmark config and waiting for the daemon, shared with bench/.
+# shellcheck source=bench/daemon.sh
+. "$root/bench/daemon.sh"
 target="${CARGO_TARGET_DIR:-$root/target}"
 binary="$target/$profile/openphone"
 order="$target/$profile/openphone.link-order"
@@ -46,32 +49,14 @@ trap 'rm -rf "$profiled"' EXIT
 cp "$binary" "$profiled/openphone"
 
 echo "ordered-build: 2/3 profiling start-up and calls under callgrind (about a minute)" >&2
-token="ordered-build-$(date +%s%N)"
-cat >"$profiled/openphone.toml" <<EOF
-[[runtimes]]
-id = "profile"
-token = "$token"
-grants = ["safe_read", "private_read"]
-
-[limits]
-rate_per_sec = 1000000.0
-rate_burst = 1000000.0
-EOF
+token="$(bench_config "$profiled")"
 valgrind --tool=callgrind --demangle=no --dump-instr=yes \
     --callgrind-out-file="$profiled/callgrind.out" \
     "$profiled/openphone" serve --data-dir "$profiled/data" --listen 127.0.0.1:0 \
     --config "$profiled/openphone.toml" >"$profiled/serve.log" 2>&1 &
 daemon=$!
-for _ in $(seq 1 300); do
-    [ -s "$profiled/data/endpoint.json" ] && break
-    kill -0 "$daemon" 2>/dev/null || {
-        cat "$profiled/serve.log" >&2
-        exit 1
-    }
-    sleep 0.5
-done
-url="$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["url"])' \
-    "$profiled/data/endpoint.json")"
+wait_endpoint "$profiled/data" "$profiled/serve.log" 1500 "$daemon" || exit 1
+url="$(endpoint_field "$profiled/data" url)"
 sleep 3
 for tool in openphone.device.status openphone.screen.get; do
     "$profiled/openphone" bench invoke --url "$url" --token "$token" --connections 2 \

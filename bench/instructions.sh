@@ -18,7 +18,8 @@
 #   CALLS             calls per connection (default $BENCH_CALLS or 250), 2 connections
 #   OPENPHONE_BIN     the openphone binary to measure (default: build target/release/openphone)
 #   BENCH_DIR         where the data directory goes (default target/)
-# The callgrind files are kept in target/bench-results/callgrind/ (callgrind_annotate reads them).
+# The callgrind files are kept in target/bench-results/callgrind/ (callgrind_annotate reads them),
+# named after the daemon's process id.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/.." && pwd)"
@@ -34,7 +35,9 @@ command -v callgrind_control >/dev/null || { log "callgrind_control is needed (v
 openphone="$(release_binary "$root")"
 out="$root/target/bench-results/callgrind"
 mkdir -p "$out"
-rm -f "$out"/callgrind.out.*
+# Several runs may share the directory: each reads only its own daemon's files, and files of
+# runs older than two hours go.
+find "$out" -name 'callgrind.out.*' -mmin +120 -delete 2>/dev/null || true
 with_workdir "$root" bench-instr
 
 token="$(bench_config "$work")"
@@ -51,7 +54,7 @@ mcp_url="$(endpoint_field "$work/data" mcp_url)"
 # The total instructions (Ir) of the newest dump.
 last_ir() {
     local file
-    file="$(ls -t "$out"/callgrind.out.* | head -n1)"
+    file="$(ls -t "$out"/callgrind.out."$daemon_pid"* | head -n1)"
     awk '/^(summary|totals):/ {print $2; exit}' "$file"
 }
 

@@ -4,7 +4,8 @@
 //! lock → build the current screen from the state if the command needs it → apply the
 //! command's effect → (mutating commands) append to the action log → unlock. A command that
 //! fails leaves the state exactly as it was (mutating commands run on a copy that is only
-//! kept on success).
+//! kept on success; the copy shares the state's parts until it writes to one, see
+//! [`Shared`]).
 
 mod actions;
 mod commands;
@@ -190,7 +191,7 @@ impl SimPhone {
 
     /// Every executed mutating command so far, oldest first.
     pub fn action_log(&self) -> Vec<ActionRecord> {
-        self.lock().action_log.clone()
+        self.lock().action_log.iter().cloned().collect()
     }
 
     /// The clock the phone reads.
@@ -288,8 +289,9 @@ impl SimPhone {
             };
             return handler(&mut exec, params_view).map(|o| o.result);
         }
-        // The copy leaves out the action log (no handler reads it, and copying up to
-        // ACTION_LOG_LIMIT records for every state change dominated the cost of a mutation).
+        // The copy shares every large part with the state (`state/shared.rs`): the command
+        // copies only what it writes to. The action log is taken out (no handler reads it), so
+        // that appending to it below never copies it while the old state still holds it.
         let log = std::mem::take(&mut guard.action_log);
         let mut work = guard.clone();
         // A command that raises an OS dialog keeps its effect and answers the dialog.
@@ -314,17 +316,16 @@ impl SimPhone {
             }
         };
         work.action_log = log;
-        let seq = work.action_log.last().map_or(1, |r| r.seq + 1);
-        work.action_log.push(ActionRecord {
+        let seq = work.action_log.back().map_or(1, |r| r.seq + 1);
+        work.action_log.push_back(ActionRecord {
             seq,
             at_ms: now,
             tool: (*name).to_string(),
             params: public_params(params),
             summary: outcome.summary,
         });
-        if work.action_log.len() > ACTION_LOG_LIMIT {
-            let excess = work.action_log.len() - ACTION_LOG_LIMIT;
-            work.action_log.drain(..excess);
+        while work.action_log.len() > ACTION_LOG_LIMIT {
+            work.action_log.pop_front();
         }
         *guard = work;
         self.journal.bump();

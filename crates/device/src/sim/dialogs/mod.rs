@@ -487,17 +487,16 @@ impl SimPhone {
             map.insert("screen".into(), brief(&work, now));
         }
         work.action_log = log;
-        let seq = work.action_log.last().map_or(1, |r| r.seq + 1);
-        work.action_log.push(ActionRecord {
+        let seq = work.action_log.back().map_or(1, |r| r.seq + 1);
+        work.action_log.push_back(ActionRecord {
             seq,
             at_ms: now,
             tool: ANSWER_TOOL.to_owned(),
             params: json!({ "dialog_id": dialog_id, "accept": accept }),
             summary: outcome.summary.clone(),
         });
-        if work.action_log.len() > ACTION_LOG_LIMIT {
-            let excess = work.action_log.len() - ACTION_LOG_LIMIT;
-            work.action_log.drain(..excess);
+        while work.action_log.len() > ACTION_LOG_LIMIT {
+            work.action_log.pop_front();
         }
         *guard = work;
         // Under the lock, as every change: the screen cache reads the generation there.

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::SqliteStore;
 use crate::error::{Result, SqlContext, StoreError};
+use crate::rows::Cached;
 use crate::wire::{col, parse_json, to_json};
 
 /// A stored standing approval.
@@ -127,7 +128,7 @@ impl SqliteStore {
         const OP: &str = "standing_approvals.create";
         let new = new.clone();
         let written = self.write(OP, &new.tool.clone(), move |tx| {
-            tx.execute(
+            tx.exec_cached(
                 "INSERT INTO standing_approvals (runtime, tool, constraints_json, expires_at_ms, \
                  background, enabled, created_at_ms, updated_at_ms, phone_session_id, \
                  confirmation_id, created_by, note) \
@@ -197,7 +198,7 @@ impl SqliteStore {
         const OP: &str = "standing_approvals.set_enabled";
         let id = approval_id.to_string();
         let written = self.write(OP, &id.clone(), move |tx| {
-            tx.execute(
+            tx.exec_cached(
                 "UPDATE standing_approvals SET enabled = ?2, updated_at_ms = ?3 \
                  WHERE approval_id = ?1",
                 params![approval_id, enabled, now_ms],
@@ -224,7 +225,7 @@ impl SqliteStore {
         let id = approval_id.to_string();
         let by = revoked_by.to_owned();
         let written = self.write(OP, &id.clone(), move |tx| {
-            tx.execute(
+            tx.exec_cached(
                 "UPDATE standing_approvals SET enabled = 0, revoked_at_ms = ?2, revoked_by = ?3, \
                  updated_at_ms = ?2 WHERE approval_id = ?1 AND revoked_at_ms IS NULL",
                 params![approval_id, now_ms, by],
@@ -243,7 +244,7 @@ impl SqliteStore {
     pub fn delete_approval(&self, approval_id: i64) -> Result<bool> {
         const OP: &str = "standing_approvals.delete";
         let written = self.write(OP, &approval_id.to_string(), move |tx| {
-            tx.execute(
+            tx.exec_cached(
                 "DELETE FROM standing_approvals WHERE approval_id = ?1",
                 [approval_id],
             )

@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::SqliteStore;
 use crate::audit::{GENESIS_HASH, VerifyReport, hash_at};
 use crate::error::{Result, SqlContext, StoreError};
+use crate::rows::Cached;
 use crate::wire::is_hex64;
 
 /// One point of the chain: the record `seq` had hash `hash`. Written `<seq>:<hash>`; seq 0
@@ -158,7 +159,7 @@ impl SqliteStore {
     pub fn audit_head(&self) -> Result<AuditAnchor> {
         let conn = self.conn();
         let head = conn
-            .query_row("SELECT seq, hash FROM audit_head WHERE id = 1", [], |row| {
+            .row_cached("SELECT seq, hash FROM audit_head WHERE id = 1", [], |row| {
                 Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?))
             })
             .optional()

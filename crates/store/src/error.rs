@@ -178,6 +178,8 @@ pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 /// Attaches an operation and record id to an SQLite error.
 pub(crate) trait SqlContext<T> {
     fn ctx(self, op: &'static str, id: &str) -> Result<T>;
+    /// [`SqlContext::ctx`] with the record id made only on failure (no `format!` per call).
+    fn ctx_with(self, op: &'static str, id: impl FnOnce() -> String) -> Result<T>;
 }
 
 impl<T> SqlContext<T> for std::result::Result<T, rusqlite::Error> {
@@ -185,6 +187,14 @@ impl<T> SqlContext<T> for std::result::Result<T, rusqlite::Error> {
         self.map_err(|source| StoreError::Sql {
             op,
             id: id.to_owned(),
+            source,
+        })
+    }
+
+    fn ctx_with(self, op: &'static str, id: impl FnOnce() -> String) -> Result<T> {
+        self.map_err(|source| StoreError::Sql {
+            op,
+            id: id(),
             source,
         })
     }

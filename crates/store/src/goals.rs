@@ -23,6 +23,7 @@ use serde_json::Value;
 
 use crate::SqliteStore;
 use crate::error::{Result, SqlContext, StoreError};
+use crate::rows::Cached;
 use crate::rows::collect;
 use crate::wire::{col, parse_enum, parse_json, sql_limit, to_json, wire_enum};
 
@@ -247,7 +248,7 @@ fn object_text(op: &'static str, id: &str, value: &Value) -> Result<String> {
 }
 
 fn next_seq(tx: &Connection, table: &str, op: &'static str, goal_id: &str) -> Result<i64> {
-    tx.query_row(
+    tx.row_cached(
         &format!("SELECT COALESCE(MAX(seq), 0) + 1 FROM {table} WHERE goal_id = ?1"),
         [goal_id],
         |r| r.get(0),
@@ -321,7 +322,7 @@ impl SqliteStore {
         let id = goal.goal_id.clone();
         self.write(OP, &id, move |tx| {
             let exists = tx
-                .query_row(
+                .row_cached(
                     "SELECT 1 FROM goals WHERE goal_id = ?1",
                     [&goal.goal_id],
                     |_| Ok(()),
@@ -334,7 +335,7 @@ impl SqliteStore {
                     id: goal.goal_id.clone(),
                 });
             }
-            tx.execute(
+            tx.exec_cached(
                 "INSERT INTO goals (goal_id, state, version, deadline_at_ms, created_at_ms, \
                  updated_at_ms, goal_json) VALUES (?1, ?2, 1, ?3, ?4, ?5, ?6)",
                 params![
@@ -495,7 +496,7 @@ impl SqliteStore {
         let id = format!("{goal_id}#{seq}");
         self.write(OP, &id.clone(), move |tx| {
             let changed = tx
-                .execute(
+                .exec_cached(
                     "UPDATE goal_reports SET delivery_state = ?3, last_error = ?4, \
                      attempts = attempts + 1 WHERE goal_id = ?1 AND seq = ?2",
                     params![goal_id, seq, delivery.as_str(), error],

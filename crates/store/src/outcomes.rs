@@ -16,6 +16,7 @@ use serde_json::Value;
 
 use crate::SqliteStore;
 use crate::error::{Result, SqlContext, StoreError};
+use crate::rows::Cached;
 use crate::rows::collect;
 use crate::wire::{col, parse_enum, parse_json, to_json, wire_enum};
 
@@ -154,7 +155,7 @@ impl SqliteStore {
         let id = new.request_id.clone();
         self.write(OP_INSERT, &id, move |tx| {
             let inserted = tx
-                .execute(
+                .exec_cached(
                     "INSERT INTO deferred_outcomes (runtime, request_id, command, params_digest, \
                      session_key, receipt_json, first_result_json, state, note, created_at_ms, \
                      updated_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'waiting', '', ?8, ?8) \
@@ -215,7 +216,7 @@ impl SqliteStore {
     ) -> Result<bool> {
         let owned = (request_id.to_owned(), to_json(outcome));
         self.write(OP_MOVE, request_id, move |tx| {
-            tx.execute(
+            tx.exec_cached(
                 "UPDATE deferred_outcomes SET state = 'ready', outcome_json = ?2, \
                  updated_at_ms = ?3 WHERE request_id = ?1 AND state = 'waiting'",
                 params![owned.0, owned.1, now_ms],
@@ -239,7 +240,7 @@ impl SqliteStore {
         OutcomeState::check_move(from, to)?;
         let owned = (request_id.to_owned(), note.to_owned());
         self.write(OP_MOVE, request_id, move |tx| {
-            tx.execute(
+            tx.exec_cached(
                 "UPDATE deferred_outcomes SET state = ?3, note = ?4, updated_at_ms = ?5 \
                  WHERE request_id = ?1 AND state = ?2",
                 params![owned.0, from.as_str(), to.as_str(), owned.1, now_ms],

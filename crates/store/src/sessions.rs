@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::SqliteStore;
 use crate::error::{Result, SqlContext, StoreError};
+use crate::rows::Cached;
 use crate::wire::{Autonomy, col, parse_enum, sql_limit};
 
 pub use openphone_protocol::endpoint::SessionStatus;
@@ -36,9 +37,13 @@ pub struct SessionFilter {
     pub limit: Option<usize>,
 }
 
-const COLUMNS: &str = "phone_session_id, created_at_ms, updated_at_ms, runtime_kind, \
-    runtime_session_id, attention_id, source, autonomy, summary, status, audit_log_id, \
-    failure_reason, device_id";
+/// The columns, as a macro so the statements are `concat!`ed once, not formatted per call.
+macro_rules! columns {
+    () => {
+        "phone_session_id, created_at_ms, updated_at_ms, runtime_kind, runtime_session_id, \
+         attention_id, source, autonomy, summary, status, audit_log_id, failure_reason, device_id"
+    };
+}
 
 fn from_row(row: &Row<'_>) -> Result<PhoneSession> {
     const OP: &str = "phone_sessions.read";
@@ -63,8 +68,12 @@ fn from_row(row: &Row<'_>) -> Result<PhoneSession> {
 }
 
 fn get_in(conn: &rusqlite::Connection, id: &str) -> Result<Option<PhoneSession>> {
-    let sql = format!("SELECT {COLUMNS} FROM phone_sessions WHERE phone_session_id = ?1");
-    let mut stmt = conn.prepare_cached(&sql).ctx("phone_sessions.get", id)?;
+    const SQL: &str = concat!(
+        "SELECT ",
+        columns!(),
+        " FROM phone_sessions WHERE phone_session_id = ?1"
+    );
+    let mut stmt = conn.prepare_cached(SQL).ctx("phone_sessions.get", id)?;
     let mut rows = stmt.query([id]).ctx("phone_sessions.get", id)?;
     match rows.next().ctx("phone_sessions.get", id)? {
         Some(row) => Ok(Some(from_row(row)?)),
@@ -91,7 +100,7 @@ impl SqliteStore {
             move |tx| {
                 let id = new.phone_session_id.as_str();
                 let exists = tx
-                    .query_row(
+                    .row_cached(
                         "SELECT 1 FROM phone_sessions WHERE phone_session_id = ?1",
                         [id],
                         |_| Ok(()),
@@ -104,7 +113,7 @@ impl SqliteStore {
                         id: id.to_owned(),
                     });
                 }
-                tx.execute(
+                tx.exec_cached(
                     "INSERT INTO phone_sessions (phone_session_id, created_at_ms, updated_at_ms, \
                  runtime_kind, runtime_session_id, attention_id, source, autonomy, summary, \
                  status, audit_log_id, failure_reason) \
@@ -232,7 +241,7 @@ impl SqliteStore {
         self.write(OP, phone_session_id, move |tx| {
             let (id, failure_reason) = (owned.0.as_str(), owned.1.as_deref());
             let n = tx
-                .execute(sql, params![id, status.as_str(), failure_reason, now_ms])
+                .exec_cached(sql, params![id, status.as_str(), failure_reason, now_ms])
                 .ctx(OP, id)?;
             if n == 0 {
                 return Ok(None);
@@ -251,7 +260,7 @@ impl SqliteStore {
         let id = phone_session_id.to_owned();
         self.write("phone_sessions.set_autonomy", phone_session_id, move |tx| {
             let n = tx
-                .execute(
+                .exec_cached(
                     "UPDATE phone_sessions SET autonomy = ?2, updated_at_ms = ?3 \
                          WHERE phone_session_id = ?1",
                     params![id, autonomy.as_str(), now_ms],
@@ -277,7 +286,7 @@ impl SqliteStore {
         let device = device_id.map(str::to_owned);
         self.write("phone_sessions.set_device", phone_session_id, move |tx| {
             let n = tx
-                .execute(
+                .exec_cached(
                     "UPDATE phone_sessions SET device_id = ?2 WHERE phone_session_id = ?1",
                     params![id, device],
                 )
@@ -306,7 +315,7 @@ impl SqliteStore {
             move |tx| {
                 let (id, runtime_session_id) = (owned.0.as_str(), owned.1.as_str());
                 let n = tx
-                    .execute(
+                    .exec_cached(
                         "UPDATE phone_sessions SET runtime_session_id = ?2, updated_at_ms = ?3 \
                      WHERE phone_session_id = ?1",
                         params![id, runtime_session_id, now_ms],
@@ -326,13 +335,15 @@ impl SqliteStore {
     /// Sessions matching the filter, newest first (`created_at_ms` descending).
     pub fn list_sessions(&self, filter: &SessionFilter) -> Result<Vec<PhoneSession>> {
         const OP: &str = "phone_sessions.list";
-        let sql = format!(
-            "SELECT {COLUMNS} FROM phone_sessions \
+        const SQL: &str = concat!(
+            "SELECT ",
+            columns!(),
+            " FROM phone_sessions \
              WHERE (?1 IS NULL OR runtime_kind = ?1) AND (?2 IS NULL OR status = ?2) \
              ORDER BY created_at_ms DESC, rowid DESC LIMIT ?3"
         );
         let conn = self.conn();
-        let mut stmt = conn.prepare_cached(&sql).ctx(OP, "")?;
+        let mut stmt = conn.prepare_cached(SQL).ctx(OP, "")?;
         let mut rows = stmt
             .query(params![
                 filter.runtime,
@@ -376,7 +387,7 @@ impl SqliteStore {
             }
             let mut out = Vec::with_capacity(ids.len());
             for id in ids {
-                tx.execute(
+                tx.exec_cached(
                     "UPDATE phone_sessions SET status = 'failed', failure_reason = ?2, \
                      updated_at_ms = ?3 WHERE phone_session_id = ?1",
                     params![id, reason, now_ms],
@@ -393,7 +404,7 @@ impl SqliteStore {
     pub fn prune_sessions(&self, keep: usize) -> Result<usize> {
         let keep = keep.max(MIN_SESSIONS_RETAINED);
         self.write("phone_sessions.prune", "", move |tx| {
-            tx.execute(
+            tx.exec_cached(
                 "DELETE FROM phone_sessions WHERE rowid NOT IN (SELECT rowid FROM \
                  phone_sessions ORDER BY created_at_ms DESC, rowid DESC LIMIT ?1)",
                 [sql_limit(keep)],

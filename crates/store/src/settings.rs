@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use crate::SqliteStore;
 use crate::error::{Result, SqlContext};
+use crate::rows::Cached;
 use crate::wire::parse_json;
 
 /// One stored setting.
@@ -22,7 +23,7 @@ impl SqliteStore {
         const OP: &str = "runtime_settings.get";
         let text: Option<String> = self
             .conn()
-            .query_row(
+            .row_cached(
                 "SELECT value_json FROM runtime_settings WHERE key = ?1",
                 [key],
                 |row| row.get(0),
@@ -38,7 +39,7 @@ impl SqliteStore {
         let owned = (key.to_owned(), value.to_string());
         self.write(OP, key, move |tx| {
             let (key, value) = (owned.0.as_str(), owned.1.as_str());
-            tx.execute(
+            tx.exec_cached(
                 "INSERT INTO runtime_settings (key, value_json, updated_at_ms) VALUES (?1, ?2, ?3) \
                  ON CONFLICT (key) DO UPDATE SET value_json = excluded.value_json, \
                  updated_at_ms = excluded.updated_at_ms",
@@ -55,7 +56,7 @@ impl SqliteStore {
         let owned = key.to_owned();
         self.write(OP, key, move |tx| {
             let key = owned.as_str();
-            tx.execute("DELETE FROM runtime_settings WHERE key = ?1", [key])
+            tx.exec_cached("DELETE FROM runtime_settings WHERE key = ?1", [key])
                 .map(|n| n > 0)
                 .ctx(OP, key)
         })

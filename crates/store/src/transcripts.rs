@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use crate::SqliteStore;
 use crate::error::{Result, SqlContext, StoreError};
+use crate::rows::Cached;
 use crate::rows::collect;
 use crate::wire::{col, parse_json, to_json};
 
@@ -118,7 +119,7 @@ fn append_in(
     } = new;
     let phone_session_id = phone_session_id.as_str();
     let exists: bool = tx
-        .query_row(
+        .row_cached(
             "SELECT EXISTS (SELECT 1 FROM phone_sessions WHERE phone_session_id = ?1)",
             [phone_session_id],
             |row| row.get(0),
@@ -128,14 +129,14 @@ fn append_in(
         return Err(new.no_session());
     }
     let seq: i64 = tx
-        .query_row(
+        .row_cached(
             "SELECT COALESCE(MAX(seq), 0) + 1 FROM session_transcripts \
              WHERE phone_session_id = ?1",
             [phone_session_id],
             |row| row.get(0),
         )
         .ctx(OP_APPEND, phone_session_id)?;
-    tx.execute(
+    tx.exec_cached(
         "INSERT INTO session_transcripts (phone_session_id, seq, role, body_json, created_at_ms) \
          VALUES (?1, ?2, ?3, ?4, ?5)",
         params![phone_session_id, seq, role, body, now_ms],

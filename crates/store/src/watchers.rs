@@ -11,6 +11,7 @@ use crate::SqliteStore;
 use crate::audit::{AuditEntry, AuditRecord};
 use crate::error::{Result, SqlContext, StoreError};
 use crate::jobs::{JobQuota, NewAgentJob, StoredJob};
+use crate::rows::Cached;
 use crate::wire::{col, parse_enum, parse_json, sql_limit, to_json, wire_enum};
 
 wire_enum!(
@@ -221,7 +222,7 @@ impl WatcherRecord {
 /// How many active watchers `owner` has.
 fn active_of(conn: &Connection, op: &'static str, owner: &str) -> Result<usize> {
     let n: i64 = conn
-        .query_row(
+        .row_cached(
             "SELECT COUNT(*) FROM watchers WHERE state = 'active' AND runtime = ?1",
             [owner],
             |r| r.get(0),
@@ -262,7 +263,7 @@ impl SqliteStore {
             if let Some(max) = max_active {
                 check_active_watchers(&runtime, active_of(tx, OP, &runtime)?, max)?;
             }
-            tx.execute(
+            tx.exec_cached(
                 "INSERT INTO watchers (runtime, title, source, params_json, state, created_at_ms) \
                  VALUES (?1, ?2, ?3, ?4, 'active', ?5)",
                 params![runtime, title, source, to_json(&params), now_ms],
@@ -379,7 +380,7 @@ impl SqliteStore {
             };
             let mut out = Vec::with_capacity(targets.len());
             for watcher in targets {
-                tx.execute(
+                tx.exec_cached(
                     "UPDATE watchers SET state = 'stopped', stopped_at_ms = ?2, \
                      end_reason = 'stopped' WHERE watcher_id = ?1 AND state = 'active'",
                     params![watcher.watcher_id, now_ms],
@@ -566,7 +567,7 @@ impl SqliteStore {
                 return Ok(FireOutcome::NotActive);
             }
             let seen: i64 = tx
-                .query_row(
+                .row_cached(
                     "SELECT COUNT(*) FROM watcher_firings WHERE watcher_id = ?1 AND dedupe_key = ?2",
                     params![new.watcher_id, new.dedupe_key],
                     |r| r.get(0),
@@ -588,7 +589,7 @@ impl SqliteStore {
             };
             let job_id = job.as_ref().map(|j| j.job.id);
             let firing = new.firing(number, job_id);
-            tx.execute(
+            tx.exec_cached(
                 &format!(
                     "INSERT INTO watcher_firings ({FIRING_COLUMNS}) \
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
@@ -608,7 +609,7 @@ impl SqliteStore {
             )
             .ctx(OP, &id)?;
             let cursor = new.cursor.as_ref().map(to_json);
-            tx.execute(
+            tx.exec_cached(
                 "UPDATE watchers SET fire_count = ?2, last_fired_at_ms = ?3, \
                  cursor_json = COALESCE(?4, cursor_json), \
                  state = CASE WHEN ?5 THEN 'stopped' ELSE state END, \
@@ -619,7 +620,7 @@ impl SqliteStore {
             )
             .ctx(OP, &id)?;
             // Old settled firings go; the dedupe keys of the kept ones still hold.
-            tx.execute(
+            tx.exec_cached(
                 "DELETE FROM watcher_firings WHERE watcher_id = ?1 AND firing <= ?2 \
                  AND reaction_state != 'pending'",
                 params![new.watcher_id, number - FIRINGS_KEPT_PER_WATCHER],
@@ -659,7 +660,7 @@ impl SqliteStore {
         let note = note.to_owned();
         self.write(OP, &watcher_id.to_string(), move |tx| {
             let changed = tx
-                .execute(
+                .exec_cached(
                     "UPDATE watcher_firings SET reaction_state = ?3, reaction_note = ?4 \
                      WHERE watcher_id = ?1 AND firing = ?2 AND reaction_state = 'pending'",
                     params![
@@ -701,7 +702,7 @@ impl SqliteStore {
         let cursor = to_json(cursor);
         self.write(OP, &watcher_id.to_string(), move |tx| {
             let changed = tx
-                .execute(
+                .exec_cached(
                     "UPDATE watchers SET cursor_json = ?2 WHERE watcher_id = ?1 \
                      AND state = 'active'",
                     params![watcher_id, cursor],
@@ -723,7 +724,7 @@ impl SqliteStore {
         let reason = reason.to_owned();
         self.write(OP, &watcher_id.to_string(), move |tx| {
             let changed = tx
-                .execute(
+                .exec_cached(
                     "UPDATE watchers SET state = 'stopped', stopped_at_ms = ?2, end_reason = ?3 \
                      WHERE watcher_id = ?1 AND state = 'active'",
                     params![watcher_id, now_ms, reason],

@@ -11,6 +11,7 @@ use super::{
 };
 use crate::SqliteStore;
 use crate::error::{Result, SqlContext, StoreError};
+use crate::rows::Cached;
 use crate::rows::collect;
 use crate::wire::sql_limit;
 use serde_json::Value;
@@ -66,7 +67,7 @@ impl SqliteStore {
         let device = device_id.map(str::to_owned);
         self.write(OP, &id.to_string(), move |tx| {
             let n = tx
-                .execute(
+                .exec_cached(
                     "UPDATE agent_jobs SET device_id = ?2 WHERE id = ?1",
                     params![id, device],
                 )

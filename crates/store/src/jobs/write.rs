@@ -11,6 +11,7 @@ use super::{
     is_user_creator,
 };
 use crate::error::{Result, SqlContext, StoreError};
+use crate::rows::Cached;
 use crate::wire::sql_limit;
 
 /// [`create_limited_in`] under the default quota for `max_jobs` ([`JobQuota::for_max`]).
@@ -160,7 +161,7 @@ pub(crate) fn create_limited_in(
     let max_jobs = quota.max_jobs;
     quota.check_news(news, |creator| live_count(tx, creator))?;
     let count: i64 = tx
-        .query_row("SELECT COUNT(*) FROM agent_jobs", [], |r| r.get(0))
+        .row_cached("SELECT COUNT(*) FROM agent_jobs", [], |r| r.get(0))
         .ctx(OP, "")?;
     let wanted = count.saturating_add(sql_limit(news.len()));
     let excess = wanted.saturating_sub(sql_limit(max_jobs));

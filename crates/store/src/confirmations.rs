@@ -12,6 +12,7 @@ use crate::SqliteStore;
 use crate::error::{NotPending, Result, SqlContext, StoreError};
 pub use crate::records::{ConfirmationRecord, ConfirmationState};
 use crate::replay::{IdentityKey, record_final_in};
+use crate::rows::Cached;
 use crate::wire::{col, parse_enum, parse_json, parse_risk, sql_limit, to_json};
 
 /// A resolution decision for [`Store::resolve`](crate::ConfirmationStore::resolve).
@@ -92,9 +93,21 @@ pub struct Recovery {
     pub still_pending: Vec<ConfirmationRecord>,
 }
 
-const COLUMNS: &str = "confirmation_id, runtime, runtime_session_id, tool, params_digest, \
-    idempotency_key, request_id, request_json, phone_session_id, summary, risk, created_at_ms, \
-    expires_at_ms, state, resolved_at_ms, resolved_by, final_result_json";
+/// The columns, as a macro so every statement is `concat!`ed once, not formatted per call.
+macro_rules! columns {
+    () => {
+        "confirmation_id, runtime, runtime_session_id, tool, params_digest, \
+         idempotency_key, request_id, request_json, phone_session_id, summary, risk, \
+         created_at_ms, expires_at_ms, state, resolved_at_ms, resolved_by, final_result_json"
+    };
+}
+
+/// `SELECT <columns> FROM confirmations <tail>`.
+macro_rules! select {
+    ($tail:expr) => {
+        concat!("SELECT ", columns!(), " FROM confirmations ", $tail)
+    };
+}
 
 fn from_row(row: &Row<'_>) -> Result<ConfirmationRecord> {
     const OP: &str = "confirmations.read";
@@ -132,22 +145,20 @@ fn from_row(row: &Row<'_>) -> Result<ConfirmationRecord> {
 fn query(
     conn: &Connection,
     op: &'static str,
-    where_sql: &str,
+    sql: &str,
     args: impl rusqlite::Params,
 ) -> Result<Vec<ConfirmationRecord>> {
-    let sql = format!("SELECT {COLUMNS} FROM confirmations {where_sql}");
-    crate::rows::collect(conn, op, &sql, args, from_row)
+    crate::rows::collect(conn, op, sql, args, from_row)
 }
 
 fn get_in(conn: &Connection, id: &str) -> Result<Option<ConfirmationRecord>> {
-    Ok(query(
+    crate::rows::first(
         conn,
         "confirmations.get",
-        "WHERE confirmation_id = ?1",
+        select!("WHERE confirmation_id = ?1"),
         [id],
-    )?
-    .into_iter()
-    .next())
+        from_row,
+    )
 }
 
 /// Moves an `approved` confirmation to `completed` with its final result, recorded for replay
@@ -160,7 +171,7 @@ fn complete_in(
 ) -> Result<ConfirmationRecord> {
     const OP: &str = "confirmations.complete";
     let n = tx
-        .execute(
+        .exec_cached(
             "UPDATE confirmations SET state = 'completed', final_result_json = ?2 \
              WHERE confirmation_id = ?1 AND state = 'approved'",
             params![id, to_json(final_result)],
@@ -191,32 +202,47 @@ fn require(conn: &Connection, id: &str) -> Result<ConfirmationRecord> {
     })
 }
 
+/// The oldest pending, unexpired confirmation under the key. The oldest is picked here rather
+/// than with `ORDER BY created_at_ms LIMIT 1`, whose sorter SQLite opened on every call (a
+/// temporary b-tree, seen in profiles), though there is at most one such row in practice.
 fn find_pending_in(
     conn: &Connection,
     identity: &IdentityKey,
     now_ms: i64,
 ) -> Result<Option<ConfirmationRecord>> {
-    Ok(query(
-        conn,
-        "confirmations.find_pending",
-        "WHERE runtime = ?1 AND runtime_session_id = ?2 AND tool = ?3 AND params_digest = ?4 \
-         AND idempotency_key = ?5 AND state = 'pending' AND expires_at_ms > ?6 \
-         ORDER BY created_at_ms LIMIT 1",
-        params![
+    const OP: &str = "confirmations.find_pending";
+    let mut stmt = conn
+        .prepare_cached(select!(
+            "WHERE runtime = ?1 AND runtime_session_id = ?2 AND tool = ?3 \
+             AND params_digest = ?4 AND idempotency_key = ?5 AND state = 'pending' \
+             AND expires_at_ms > ?6"
+        ))
+        .ctx(OP, "")?;
+    let mut rows = stmt
+        .query(params![
             identity.runtime,
             identity.runtime_session_id,
             identity.tool,
             identity.params_digest,
             identity.idempotency_key,
             now_ms,
-        ],
-    )?
-    .into_iter()
-    .next())
+        ])
+        .ctx(OP, "")?;
+    let mut oldest: Option<ConfirmationRecord> = None;
+    while let Some(row) = rows.next().ctx(OP, "")? {
+        let created_at_ms: i64 = col(row, "created_at_ms", OP)?;
+        if oldest
+            .as_ref()
+            .is_none_or(|o| created_at_ms < o.created_at_ms)
+        {
+            oldest = Some(from_row(row)?);
+        }
+    }
+    Ok(oldest)
 }
 
 fn count_pending_in(conn: &Connection, runtime: &str, now_ms: i64) -> Result<usize> {
-    conn.query_row(
+    conn.row_cached(
         "SELECT COUNT(*) FROM confirmations WHERE runtime = ?1 AND state = 'pending' \
          AND expires_at_ms > ?2",
         params![runtime, now_ms],
@@ -232,13 +258,15 @@ fn expire_due_in(conn: &Connection, now_ms: i64) -> Result<Vec<ConfirmationRecor
     let due = query(
         conn,
         OP,
-        "WHERE state = 'pending' AND expires_at_ms <= ?1 ORDER BY expires_at_ms, confirmation_id",
+        select!(
+            "WHERE state = 'pending' AND expires_at_ms <= ?1 ORDER BY expires_at_ms, confirmation_id"
+        ),
         [now_ms],
     )?;
     let mut out = Vec::with_capacity(due.len());
     for record in due {
         let n = conn
-            .execute(
+            .exec_cached(
                 "UPDATE confirmations SET state = 'timeout', resolved_at_ms = ?2, \
                  resolved_by = ?3 WHERE confirmation_id = ?1 AND state = 'pending'",
                 params![record.confirmation_id, now_ms, RESOLVED_BY_EXPIRY],
@@ -312,7 +340,7 @@ impl SqliteStore {
                     id: id.to_owned(),
                 });
             }
-            tx.execute(
+            tx.exec_cached(
                 "INSERT INTO confirmations (confirmation_id, runtime, runtime_session_id, tool, \
                  params_digest, idempotency_key, request_id, request_json, phone_session_id, \
                  summary, risk, created_at_ms, expires_at_ms, state) \
@@ -372,20 +400,29 @@ impl SqliteStore {
         resolved_since_ms: i64,
         now_ms: i64,
     ) -> Result<Vec<ConfirmationRecord>> {
-        const SAME: &str = "+runtime = ?1 AND +runtime_session_id = ?2 AND +tool = ?3";
-        let sql = format!(
-            "SELECT {COLUMNS} FROM confirmations WHERE state = 'pending' \
-             AND expires_at_ms > ?5 AND {SAME} \
-             UNION ALL SELECT {COLUMNS} FROM confirmations WHERE state = 'approved' AND {SAME} \
-             UNION ALL SELECT {COLUMNS} FROM confirmations \
-             WHERE state IN ('completed', 'denied', 'result_unknown') \
-             AND expires_at_ms > ?4 AND resolved_at_ms >= ?4 AND {SAME} \
-             ORDER BY created_at_ms, confirmation_id"
+        macro_rules! same {
+            () => {
+                "+runtime = ?1 AND +runtime_session_id = ?2 AND +tool = ?3"
+            };
+        }
+        const SQL: &str = concat!(
+            select!("WHERE state = 'pending' AND expires_at_ms > ?5 AND "),
+            same!(),
+            " UNION ALL ",
+            select!("WHERE state = 'approved' AND "),
+            same!(),
+            " UNION ALL ",
+            select!(
+                "WHERE state IN ('completed', 'denied', 'result_unknown') \
+                 AND expires_at_ms > ?4 AND resolved_at_ms >= ?4 AND "
+            ),
+            same!(),
+            " ORDER BY created_at_ms, confirmation_id"
         );
         crate::rows::collect(
             &self.conn(),
             "confirmations.find_joinable",
-            &sql,
+            SQL,
             params![runtime, runtime_session_id, tool, resolved_since_ms, now_ms],
             from_row,
         )
@@ -399,8 +436,10 @@ impl SqliteStore {
         query(
             &self.conn(),
             "confirmations.list",
-            "WHERE (?1 IS NULL OR state = ?1) AND (?2 IS NULL OR runtime = ?2) \
-             ORDER BY (state = 'pending') DESC, created_at_ms DESC, confirmation_id LIMIT ?3",
+            select!(
+                "WHERE (?1 IS NULL OR state = ?1) AND (?2 IS NULL OR runtime = ?2) \
+                 ORDER BY (state = 'pending') DESC, created_at_ms DESC, confirmation_id LIMIT ?3"
+            ),
             params![
                 filter.state.map(ConfirmationState::as_str),
                 filter.runtime,
@@ -413,7 +452,7 @@ impl SqliteStore {
     /// expiry timer sleeps until then instead of polling (issue 34).
     pub fn next_pending_expiry(&self) -> Result<Option<i64>> {
         self.conn()
-            .query_row(
+            .row_cached(
                 "SELECT MIN(expires_at_ms) FROM confirmations WHERE state = 'pending'",
                 [],
                 |row| row.get::<_, Option<i64>>(0),
@@ -445,12 +484,12 @@ impl SqliteStore {
         self.write(OP, confirmation_id, move |tx| {
             let (id, resolved_by) = (owned.0.as_str(), owned.1.as_str());
             let won = match decision {
-                Resolution::Approve | Resolution::Deny => tx.execute(
+                Resolution::Approve | Resolution::Deny => tx.exec_cached(
                     "UPDATE confirmations SET state = ?2, resolved_at_ms = ?3, resolved_by = ?4 \
                      WHERE confirmation_id = ?1 AND state = 'pending' AND expires_at_ms > ?3",
                     params![id, target.as_str(), now_ms, resolved_by],
                 ),
-                Resolution::Timeout => tx.execute(
+                Resolution::Timeout => tx.exec_cached(
                     "UPDATE confirmations SET state = ?2, resolved_at_ms = ?3, resolved_by = ?4 \
                      WHERE confirmation_id = ?1 AND state = 'pending'",
                     params![id, target.as_str(), now_ms, resolved_by],
@@ -466,7 +505,7 @@ impl SqliteStore {
                     ConfirmationState::Pending => {
                         // Pending but expired: settle it as a timeout now.
                         let n = tx
-                            .execute(
+                            .exec_cached(
                                 "UPDATE confirmations SET state = 'timeout', resolved_at_ms = ?2, \
                                  resolved_by = ?3 WHERE confirmation_id = ?1 AND state = 'pending'",
                                 params![id, now_ms, RESOLVED_BY_EXPIRY],
@@ -551,7 +590,7 @@ impl SqliteStore {
         let (owned_id, final_result) = (confirmation_id.to_owned(), final_result.clone());
         self.write(OP, confirmation_id, move |tx| {
             let (id, final_result) = (owned_id.as_str(), &final_result);
-            tx.execute(
+            tx.exec_cached(
                 "UPDATE confirmations SET final_result_json = ?2 WHERE confirmation_id = ?1 \
                  AND state IN ('denied', 'timeout', 'result_unknown') \
                  AND final_result_json IS NULL",
@@ -582,13 +621,13 @@ impl SqliteStore {
             let approved = query(
                 tx,
                 OP,
-                "WHERE state = 'approved' ORDER BY created_at_ms, confirmation_id",
+                select!("WHERE state = 'approved' ORDER BY created_at_ms, confirmation_id"),
                 [],
             )?;
             let mut result_unknown = Vec::with_capacity(approved.len());
             for record in approved {
                 let n = tx
-                    .execute(
+                    .exec_cached(
                         "UPDATE confirmations SET state = 'result_unknown' \
                          WHERE confirmation_id = ?1 AND state = 'approved'",
                         [&record.confirmation_id],
@@ -602,7 +641,7 @@ impl SqliteStore {
             let still_pending = query(
                 tx,
                 OP,
-                "WHERE state = 'pending' ORDER BY created_at_ms, confirmation_id",
+                select!("WHERE state = 'pending' ORDER BY created_at_ms, confirmation_id"),
                 [],
             )?;
             Ok(Recovery {

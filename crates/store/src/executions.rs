@@ -10,13 +10,16 @@
 //! `execution_result_unknown` result: the request is never run again, and a keyed retry gets
 //! that result. The confirmation path has the same rule through the `approved` state.
 
+use std::borrow::Cow;
+
 use rusqlite::{Connection, Row, params};
 use serde_json::Value;
 
 use crate::SqliteStore;
 use crate::audit::{AuditEntry, AuditRecord, append_prepared_in, prepare};
 use crate::error::{Result, SqlContext, StoreError};
-use crate::replay::{FinalResult, IdentityKey, find_final_in, record_final_in};
+use crate::replay::{FinalResult, IdentityKey, find_final_in, record_final_owned};
+use crate::rows::Cached;
 use crate::wire::col;
 
 /// A direct execution that has begun and has no recorded outcome yet.
@@ -31,11 +34,44 @@ pub struct Execution {
     pub started_at_ms: i64,
 }
 
-const COLUMNS: &str = "runtime, runtime_session_id, tool, params_digest, idempotency_key, \
-    request_id, attempt_json, started_at_ms";
+/// The columns, as a macro so the statements below are `concat!`ed once, not formatted per call.
+macro_rules! columns {
+    () => {
+        "runtime, runtime_session_id, tool, params_digest, idempotency_key, \
+         request_id, attempt_json, started_at_ms"
+    };
+}
 
-const WHERE_IDENTITY: &str = "runtime = ?1 AND runtime_session_id = ?2 AND tool = ?3 \
-    AND params_digest = ?4 AND idempotency_key = ?5";
+/// The identity key's columns (`?1`..`?5`).
+macro_rules! where_identity {
+    () => {
+        "runtime = ?1 AND runtime_session_id = ?2 AND tool = ?3 \
+         AND params_digest = ?4 AND idempotency_key = ?5"
+    };
+}
+
+const FIND_SQL: &str = concat!(
+    "SELECT ",
+    columns!(),
+    " FROM executions WHERE ",
+    where_identity!()
+);
+const LIST_SQL: &str = concat!(
+    "SELECT ",
+    columns!(),
+    " FROM executions ORDER BY started_at_ms, request_id"
+);
+const INSERT_SQL: &str = concat!(
+    "INSERT INTO executions (",
+    columns!(),
+    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
+);
+const EXISTS_SQL: &str = concat!(
+    "SELECT EXISTS (SELECT 1 FROM executions WHERE ",
+    where_identity!(),
+    ")"
+);
+const DELETE_SQL: &str = concat!("DELETE FROM executions WHERE ", where_identity!());
 
 fn from_row(row: &Row<'_>) -> Result<Execution> {
     const OP: &str = "executions.read";
@@ -57,21 +93,11 @@ fn from_row(row: &Row<'_>) -> Result<Execution> {
     })
 }
 
-fn query(
-    conn: &Connection,
-    op: &'static str,
-    where_sql: &str,
-    args: impl rusqlite::Params,
-) -> Result<Vec<Execution>> {
-    let sql = format!("SELECT {COLUMNS} FROM executions {where_sql}");
-    crate::rows::collect(conn, op, &sql, args, from_row)
-}
-
 fn find_in(conn: &Connection, identity: &IdentityKey) -> Result<Option<Execution>> {
-    Ok(query(
+    crate::rows::first(
         conn,
         "executions.find",
-        &format!("WHERE {WHERE_IDENTITY}"),
+        FIND_SQL,
         params![
             identity.runtime,
             identity.runtime_session_id,
@@ -79,9 +105,24 @@ fn find_in(conn: &Connection, identity: &IdentityKey) -> Result<Option<Execution
             identity.params_digest,
             identity.idempotency_key,
         ],
-    )?
-    .into_iter()
-    .next())
+        from_row,
+    )
+}
+
+/// Whether an execution is in flight under the key (its row is not read).
+fn exists_in(conn: &Connection, identity: &IdentityKey) -> Result<bool> {
+    conn.row_cached(
+        EXISTS_SQL,
+        params![
+            identity.runtime,
+            identity.runtime_session_id,
+            identity.tool,
+            identity.params_digest,
+            identity.idempotency_key,
+        ],
+        |row| row.get(0),
+    )
+    .ctx_with("executions.find", || identity.describe())
 }
 
 impl SqliteStore {
@@ -121,6 +162,7 @@ impl SqliteStore {
         };
         let id = identity.describe();
         self.write(FINISH, &id, move |tx| finish.run(tx))
+            .map(|(stored, _record)| stored)
     }
 
     /// [`Store::finish_execution`](crate::ReplayStore::finish_execution) for async callers (awaits the group commit).
@@ -140,8 +182,11 @@ impl SqliteStore {
             outcome: prepare(outcome)?,
             now_ms,
         };
-        self.write_async(FINISH, &id, move |tx| finish.run(tx))
-            .await
+        let (stored, record) = self
+            .write_async(FINISH, &id, move |tx| finish.run(tx))
+            .await?;
+        drop(record);
+        Ok(stored)
     }
 
     /// The execution in flight (or interrupted) under an identity key, if any.
@@ -152,12 +197,7 @@ impl SqliteStore {
     /// Every execution without a recorded outcome, oldest first. At start-up these are the
     /// ones the previous process died during.
     pub fn list_executions(&self) -> Result<Vec<Execution>> {
-        query(
-            &self.conn(),
-            "executions.list",
-            "ORDER BY started_at_ms, request_id",
-            [],
-        )
+        crate::rows::collect(&self.conn(), "executions.list", LIST_SQL, [], from_row)
     }
 }
 
@@ -172,42 +212,46 @@ fn begin_job(
     impl FnOnce(&Connection) -> Result<AuditRecord> + Send + 'static,
 )> {
     const OP: &str = BEGIN;
-    execution.identity.check()?;
-    let id = execution.identity.describe();
-    let attempt =
-        serde_json::to_string(&execution.attempt).map_err(|e| StoreError::corrupt(OP, &id, e))?;
-    // The audit record's costly half is done here, before the write is queued.
-    let record = prepare(execution.attempt.clone())?;
+    let Execution {
+        identity,
+        request_id,
+        attempt,
+        started_at_ms,
+    } = execution;
+    identity.check()?;
+    let id = identity.describe();
+    let attempt_json =
+        serde_json::to_string(&attempt).map_err(|e| StoreError::corrupt(OP, &id, e))?;
+    // The audit record's costly half is done here, before the write is queued; the attempt
+    // is moved into it (it is stored as `attempt_json` above).
+    let record = prepare(attempt)?;
     let key = id.clone();
     let job = move |tx: &Connection| {
-        let identity = &execution.identity;
-        if find_final_in(tx, identity)?.is_some() {
+        if find_final_in(tx, &identity)?.is_some() {
             return Err(StoreError::AlreadyExists {
                 table: "final_results",
                 id: key,
             });
         }
-        if find_in(tx, identity)?.is_some() {
+        if exists_in(tx, &identity)? {
             return Err(StoreError::AlreadyExists {
                 table: "executions",
                 id: key,
             });
         }
-        tx.prepare_cached(&format!(
-            "INSERT INTO executions ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
-        ))
-        .and_then(|mut insert| {
-            insert.execute(params![
+        tx.exec_cached(
+            INSERT_SQL,
+            params![
                 identity.runtime,
                 identity.runtime_session_id,
                 identity.tool,
                 identity.params_digest,
                 identity.idempotency_key,
-                execution.request_id,
-                attempt,
-                execution.started_at_ms,
-            ])
-        })
+                request_id,
+                attempt_json,
+                started_at_ms,
+            ],
+        )
         .ctx(OP, &key)?;
         append_prepared_in(tx, record)
     };
@@ -224,22 +268,30 @@ struct Finish {
 }
 
 impl Finish {
-    fn run(self, tx: &Connection) -> Result<FinalResult> {
+    /// Returns the stored final result, and the outcome's audit record so that the caller's
+    /// thread, not the writer's, frees it.
+    fn run(self, tx: &Connection) -> Result<(FinalResult, AuditRecord)> {
         const OP: &str = FINISH;
         let identity = &self.identity;
-        let stored = record_final_in(tx, identity, &self.request_id, &self.result, self.now_ms)?;
-        append_prepared_in(tx, self.outcome)?;
-        tx.prepare_cached(&format!("DELETE FROM executions WHERE {WHERE_IDENTITY}"))
-            .and_then(|mut delete| {
-                delete.execute(params![
-                    identity.runtime,
-                    identity.runtime_session_id,
-                    identity.tool,
-                    identity.params_digest,
-                    identity.idempotency_key,
-                ])
-            })
-            .ctx(OP, &identity.describe())?;
-        Ok(stored)
+        let stored = record_final_owned(
+            tx,
+            identity,
+            &self.request_id,
+            Cow::Owned(self.result),
+            self.now_ms,
+        )?;
+        let record = append_prepared_in(tx, self.outcome)?;
+        tx.exec_cached(
+            DELETE_SQL,
+            params![
+                identity.runtime,
+                identity.runtime_session_id,
+                identity.tool,
+                identity.params_digest,
+                identity.idempotency_key,
+            ],
+        )
+        .ctx_with(OP, || identity.describe())?;
+        Ok((stored, record))
     }
 }

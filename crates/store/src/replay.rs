@@ -1,11 +1,14 @@
 //! Final results for replay and the request-id index (`runtime-protocol.md` §10.2, §10.3).
 
+use std::borrow::Cow;
+
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::SqliteStore;
 use crate::error::{Result, SqlContext, StoreError};
+use crate::rows::Cached;
 use crate::wire::{col, is_hex64, parse_json, to_json};
 
 pub use crate::records::{FinalResult, IdentityKey, Scope};
@@ -88,19 +91,18 @@ fn final_from_row(row: &Row<'_>) -> Result<FinalResult> {
     })
 }
 
+const FIND_FINAL_SQL: &str = "SELECT runtime, runtime_session_id, tool, params_digest, \
+    idempotency_key, request_id, result_json, recorded_at_ms FROM final_results \
+    WHERE runtime = ?1 AND runtime_session_id = ?2 AND tool = ?3 \
+    AND params_digest = ?4 AND idempotency_key = ?5";
+
 pub(crate) fn find_final_in(
     conn: &Connection,
     identity: &IdentityKey,
 ) -> Result<Option<FinalResult>> {
     const OP: &str = "final_results.find";
-    let mut stmt = conn
-        .prepare(
-            "SELECT runtime, runtime_session_id, tool, params_digest, idempotency_key, \
-             request_id, result_json, recorded_at_ms FROM final_results \
-             WHERE runtime = ?1 AND runtime_session_id = ?2 AND tool = ?3 \
-             AND params_digest = ?4 AND idempotency_key = ?5",
-        )
-        .ctx(OP, &identity.describe())?;
+    let describe = || identity.describe();
+    let mut stmt = conn.prepare_cached(FIND_FINAL_SQL).ctx_with(OP, describe)?;
     let mut rows = stmt
         .query(params![
             identity.runtime,
@@ -109,8 +111,8 @@ pub(crate) fn find_final_in(
             identity.params_digest,
             identity.idempotency_key,
         ])
-        .ctx(OP, &identity.describe())?;
-    match rows.next().ctx(OP, &identity.describe())? {
+        .ctx_with(OP, describe)?;
+    match rows.next().ctx_with(OP, describe)? {
         Some(row) => Ok(Some(final_from_row(row)?)),
         // A result pruned by retention answers through its tombstone: never run again.
         None => crate::retention::find_tombstone_in(conn, identity),
@@ -126,24 +128,46 @@ pub(crate) fn record_final_in(
     result: &Value,
     now_ms: i64,
 ) -> Result<FinalResult> {
+    record_final_owned(conn, identity, request_id, Cow::Borrowed(result), now_ms)
+}
+
+/// [`record_final_in`] given the result, owned or borrowed: when this call inserted it, the
+/// stored result is the one given (not read back and parsed again).
+pub(crate) fn record_final_owned(
+    conn: &Connection,
+    identity: &IdentityKey,
+    request_id: &str,
+    result: Cow<'_, Value>,
+    now_ms: i64,
+) -> Result<FinalResult> {
     const OP: &str = "final_results.record";
     identity.check()?;
-    conn.execute(
-        "INSERT INTO final_results (runtime, runtime_session_id, tool, params_digest, \
-         idempotency_key, request_id, result_json, recorded_at_ms) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT DO NOTHING",
-        params![
-            identity.runtime,
-            identity.runtime_session_id,
-            identity.tool,
-            identity.params_digest,
-            identity.idempotency_key,
-            request_id,
-            to_json(result),
-            now_ms,
-        ],
-    )
-    .ctx(OP, &identity.describe())?;
+    let inserted = conn
+        .exec_cached(
+            "INSERT INTO final_results (runtime, runtime_session_id, tool, params_digest, \
+             idempotency_key, request_id, result_json, recorded_at_ms) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT DO NOTHING",
+            params![
+                identity.runtime,
+                identity.runtime_session_id,
+                identity.tool,
+                identity.params_digest,
+                identity.idempotency_key,
+                request_id,
+                to_json(&result),
+                now_ms,
+            ],
+        )
+        .ctx_with(OP, || identity.describe())?;
+    if inserted == 1 {
+        // The row just written: what a read would return (a JSON value reads back equal).
+        return Ok(FinalResult {
+            identity: identity.clone(),
+            request_id: request_id.to_owned(),
+            result: result.into_owned(),
+            recorded_at_ms: now_ms,
+        });
+    }
     find_final_in(conn, identity)?.ok_or_else(|| StoreError::NotFound {
         table: "final_results",
         id: identity.describe(),
@@ -170,7 +194,7 @@ fn find_request_in(
     request_id: &str,
 ) -> Result<Option<RequestEntry>> {
     const OP: &str = "request_ids.find";
-    conn.query_row(
+    conn.row_cached(
         "SELECT runtime, runtime_session_id, request_id, tool, params_digest, recorded_at_ms \
          FROM request_ids WHERE runtime = ?1 AND runtime_session_id = ?2 AND request_id = ?3",
         params![scope.runtime, scope.runtime_session_id, request_id],
@@ -241,7 +265,7 @@ impl SqliteStore {
     /// How many final results are stored (diagnostics, tests).
     pub fn count_final_results(&self) -> Result<usize> {
         self.conn()
-            .query_row("SELECT COUNT(*) FROM final_results", [], |row| {
+            .row_cached("SELECT COUNT(*) FROM final_results", [], |row| {
                 row.get::<_, i64>(0)
             })
             .map(|n| usize::try_from(n).unwrap_or(0))
@@ -311,7 +335,7 @@ impl RememberRequest {
             params_digest,
             now_ms,
         } = self;
-        tx.execute(
+        tx.exec_cached(
             "INSERT INTO request_ids (runtime, runtime_session_id, request_id, tool, \
              params_digest, recorded_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             params![

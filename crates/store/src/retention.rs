@@ -38,8 +38,7 @@
 //! ("conflict detection covers what is retained"). It is not a re-execution: a different body
 //! has a different identity key.
 
-use openphone_protocol::digest::sha256_hex;
-use openphone_protocol::{ErrorCode, ToolResult, canonical_json};
+use openphone_protocol::{ErrorCode, ToolResult, canonical_sha256_hex};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::{Map, Value, json};
 
@@ -47,6 +46,7 @@ use crate::SqliteStore;
 use crate::audit_storage::hex32;
 use crate::error::{Result, SqlContext, StoreError};
 use crate::records::{FinalResult, IdentityKey};
+use crate::rows::Cached;
 use crate::wire::sql_limit;
 
 const HOUR_MS: i64 = 60 * 60 * 1000;
@@ -120,11 +120,12 @@ pub fn identity_digest(identity: &IdentityKey) -> Result<[u8; 32]> {
         identity.params_digest,
         identity.idempotency_key,
     ]);
-    let text = canonical_json(&parts).map_err(|e| StoreError::Invalid {
+    // The digest of the canonical JSON, written into the hash (no intermediate text).
+    let hex = canonical_sha256_hex(&parts).map_err(|e| StoreError::Invalid {
         what: "identity key",
         detail: e.to_string(),
     })?;
-    hex32(&sha256_hex(&text)).ok_or_else(|| {
+    hex32(&hex).ok_or_else(|| {
         StoreError::corrupt("final_tombstones.key", &identity.describe(), "not a digest")
     })
 }
@@ -307,7 +308,7 @@ fn prune_final_results(
 }
 
 fn prune_request_ids(conn: &Connection, cutoff: i64, keep: i64) -> Result<usize> {
-    conn.execute(
+    conn.exec_cached(
         "DELETE FROM request_ids WHERE rowid IN (SELECT rowid FROM request_ids \
          WHERE recorded_at_ms < ?1 AND rowid NOT IN \
          (SELECT rowid FROM request_ids ORDER BY recorded_at_ms DESC, rowid DESC LIMIT ?2) \

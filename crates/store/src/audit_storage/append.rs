@@ -7,10 +7,11 @@ use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 
 use super::encoding::{DigestForm, encode_id, hex32, split_digest};
 use super::hash::{body_digest, chain_hash};
-use super::layout::{AuditIdForm, KeyForm, ProofDigestForm, RECORD_COLUMNS, Shape, shape_id};
+use super::layout::{AuditIdForm, INSERT_RECORD_SQL, KeyForm, ProofDigestForm, Shape, shape_id};
 use super::proofs::{StoredProof, checked_proof};
 use crate::audit::{AuditEntry, AuditRecord};
 use crate::error::{Result, SqlContext, StoreError};
+use crate::rows::Cached;
 
 /// A record made ready for the writer: everything but its place in the chain is computed
 /// (encodings, shape, proof digest, body digest), so the writer's work is small.
@@ -166,10 +167,7 @@ fn insert_row(
     hash: &[u8; 32],
 ) -> rusqlite::Result<()> {
     let e = &p.entry;
-    let mut stmt = conn.prepare_cached(&format!(
-        "INSERT INTO audit_records ({RECORD_COLUMNS}) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"
-    ))?;
+    let mut stmt = conn.prepare_cached(INSERT_RECORD_SQL)?;
     stmt.execute(params![
         seq,
         p.shape_id,
@@ -199,7 +197,7 @@ fn intern(conn: &Connection, p: &PreparedAudit) -> Result<()> {
     .and_then(|mut s| s.execute(params![p.shape_id, p.shape_text]))
     .ctx(OP, id)?;
     let stored: String = conn
-        .query_row(
+        .row_cached(
             "SELECT shape FROM audit_shapes WHERE id = ?1",
             [p.shape_id],
             |row| row.get(0),
@@ -222,10 +220,11 @@ fn intern(conn: &Connection, p: &PreparedAudit) -> Result<()> {
     Ok(())
 }
 
-/// The text of the stored shape with this id, if any.
-fn stored_shape(conn: &Connection, id: i64) -> Result<Option<String>> {
-    conn.prepare_cached("SELECT shape FROM audit_shapes WHERE id = ?1")
-        .and_then(|mut s| s.query_row([id], |row| row.get(0)).optional())
+/// Whether the shape stored with this id is `text` (`None`: no shape has this id). Compared
+/// inside SQLite, so the stored text is not copied out on every append.
+fn stored_shape_is(conn: &Connection, id: i64, text: &str) -> Result<Option<bool>> {
+    conn.prepare_cached("SELECT shape = ?2 FROM audit_shapes WHERE id = ?1")
+        .and_then(|mut s| s.query_row(params![id, text], |row| row.get(0)).optional())
         .ctx("audit.append", "shape")
 }
 
@@ -253,8 +252,8 @@ pub(crate) fn append_prepared(conn: &Connection, p: PreparedAudit) -> Result<Aud
     // name a client chose): a colliding shape could be found by search. So the stored shape
     // must be this record's, byte for byte, before a row points at it (found in review: a
     // colliding record read back as another one and broke verification for good).
-    match stored_shape(conn, p.shape_id)? {
-        Some(text) if text != p.shape_text => {
+    match stored_shape_is(conn, p.shape_id, &p.shape_text)? {
+        Some(false) => {
             return Err(StoreError::Invalid {
                 what: "audit record",
                 detail: format!(
@@ -263,7 +262,7 @@ pub(crate) fn append_prepared(conn: &Connection, p: PreparedAudit) -> Result<Aud
                 ),
             });
         }
-        Some(_) => {}
+        Some(true) => {}
         None => intern(conn, &p)?,
     }
     match insert_row(conn, seq, &p, &hash_bytes) {

@@ -11,15 +11,15 @@ use crate::error::{Result, StoreError};
 /// `sha256_hex(canonical_json(body))`, the body being the record without `policy_proof`,
 /// with `policy_proof_sha256`. `entry.policy_proof` is left as it was.
 pub(super) fn body_digest(entry: &mut AuditEntry, proof: Option<&[u8; 32]>) -> Result<String> {
-    let id = entry.audit_id.clone();
     let held = entry.policy_proof.take();
     let value = serde_json::to_value(&*entry);
     entry.policy_proof = held;
-    let mut value = value.map_err(|e| StoreError::corrupt("audit.hash", &id, e))?;
+    let id = &entry.audit_id;
+    let mut value = value.map_err(|e| StoreError::corrupt("audit.hash", id, e))?;
     let Value::Object(map) = &mut value else {
         return Err(StoreError::corrupt(
             "audit.hash",
-            &id,
+            id,
             "a record does not serialise to an object",
         ));
     };
@@ -29,7 +29,7 @@ pub(super) fn body_digest(entry: &mut AuditEntry, proof: Option<&[u8; 32]>) -> R
         proof.map_or(Value::Null, |d| Value::String(to_hex(d))),
     );
     openphone_protocol::canonical_sha256_hex(&value)
-        .map_err(|e| StoreError::corrupt("audit.hash", &id, e))
+        .map_err(|e| StoreError::corrupt("audit.hash", id, e))
 }
 
 /// The form-2 chain hash.

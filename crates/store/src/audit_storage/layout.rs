@@ -13,11 +13,24 @@ use crate::wire::Autonomy;
 /// The domain prefix of a shape's content id.
 const SHAPE_DOMAIN: &str = "openphone.audit.shape\n";
 
+/// The columns of `audit_records`, as a macro so statements are `concat!`ed, not formatted.
+macro_rules! record_columns {
+    () => {
+        "seq, shape, at_ms, request_id, phone_session_id, idempotency_key, audit_id, \
+         confirmation_id, duration_ms, params_hash, result_digest, proof, proof_digest, hash"
+    };
+}
+
 /// The columns of `audit_records`, in the order
 /// [`Interned::decode`](super::read::Interned::decode) reads them.
-pub(crate) const RECORD_COLUMNS: &str = "seq, shape, at_ms, request_id, phone_session_id, \
-    idempotency_key, audit_id, confirmation_id, duration_ms, params_hash, result_digest, proof, \
-    proof_digest, hash";
+pub(crate) const RECORD_COLUMNS: &str = record_columns!();
+
+/// Inserts one row of `audit_records` (`?1`..`?14`, in [`RECORD_COLUMNS`] order).
+pub(crate) const INSERT_RECORD_SQL: &str = concat!(
+    "INSERT INTO audit_records (",
+    record_columns!(),
+    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"
+);
 
 /// How `audit_id` is stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

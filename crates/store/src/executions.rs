@@ -225,18 +225,17 @@ fn begin_job(
     // The audit record's costly half is done here, before the write is queued; the attempt
     // is moved into it (it is stored as `attempt_json` above).
     let record = prepare(attempt)?;
-    let key = id.clone();
     let job = move |tx: &Connection| {
         if find_final_in(tx, &identity)?.is_some() {
             return Err(StoreError::AlreadyExists {
                 table: "final_results",
-                id: key,
+                id: identity.describe(),
             });
         }
         if exists_in(tx, &identity)? {
             return Err(StoreError::AlreadyExists {
                 table: "executions",
-                id: key,
+                id: identity.describe(),
             });
         }
         tx.exec_cached(
@@ -252,7 +251,7 @@ fn begin_job(
                 started_at_ms,
             ],
         )
-        .ctx(OP, &key)?;
+        .ctx_with(OP, || identity.describe())?;
         append_prepared_in(tx, record)
     };
     Ok((id, job))

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::error_code::ErrorCode;
+use crate::sealed::Sealed;
 
 /// The status of a tool result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
@@ -65,6 +66,10 @@ pub struct ToolResult {
     pub replayed: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<ToolError>,
+    /// `result` written to JSON text by [`ToolResult::seal`] (a cache, never a wire member).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub sealed: Sealed,
 }
 
 /// The `result` body of a `needs_confirmation` answer: which confirmation waits, what the user
@@ -129,6 +134,7 @@ impl ToolResult {
             openphone_task_id: None,
             replayed: false,
             error: None,
+            sealed: Sealed::NONE,
         }
     }
 
@@ -154,6 +160,7 @@ impl ToolResult {
                 message: message.into(),
                 details: None,
             }),
+            sealed: Sealed::NONE,
         }
     }
 

@@ -103,10 +103,18 @@ impl<'a> Attempt<'a> {
     /// The record of a read of the `safe_read` class is answered once it is in the
     /// write-ahead log, its fsync following at once; a private read's (and every other
     /// record) once fsynced (docs/security.md, "What is durable when").
-    pub(super) async fn finish_executed(&self, result: ToolResult, duration_ms: i64) -> ToolResult {
-        let entry = self.entry(
+    ///
+    /// The result is sealed ([`ToolResult::seal`]): written to JSON text once, for its digest
+    /// here and for the endpoint's answer.
+    pub(super) async fn finish_executed(
+        &self,
+        mut result: ToolResult,
+        duration_ms: i64,
+    ) -> ToolResult {
+        let digest = result.seal();
+        let entry = self.entry_digested(
             result.audit_id.clone(),
-            Some(&result),
+            Some((&result, digest)),
             None,
             Some(duration_ms),
         );
@@ -190,6 +198,22 @@ impl<'a> Attempt<'a> {
         confirmation: Option<(Option<String>, store::AuditConfirmation)>,
         duration_ms: Option<i64>,
     ) -> store::AuditEntry {
+        let result = result.map(|r| (r, result_digest(r)));
+        self.entry_digested(audit_id, result, confirmation, duration_ms)
+    }
+
+    /// [`Attempt::entry`] of a result whose digest is known already.
+    fn entry_digested(
+        &self,
+        audit_id: String,
+        result: Option<(&ToolResult, Option<String>)>,
+        confirmation: Option<(Option<String>, store::AuditConfirmation)>,
+        duration_ms: Option<i64>,
+    ) -> store::AuditEntry {
+        let (result, result_digest) = match result {
+            Some((r, digest)) => (Some(r), digest),
+            None => (None, None),
+        };
         let (caller, req, command, decision) = (self.caller, self.req, self.command, self.decision);
         let (confirmation_id, confirmation_state) = match confirmation {
             Some((id, state)) => (id, Some(state)),
@@ -237,7 +261,7 @@ impl<'a> Attempt<'a> {
                 Some(hex) => Some(format!("sha256:{hex}")),
                 None => params_hash(&req.params).ok(),
             },
-            result_digest: result.and_then(result_digest),
+            result_digest,
             device_id: req.device_id.clone(),
         }
     }

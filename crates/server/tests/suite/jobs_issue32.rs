@@ -352,13 +352,15 @@ async fn a_background_job_leaves_its_spec_its_runs_and_a_status_in_the_data_dir(
     })
     .await;
     let dir = d.dir.path().join(format!("artifacts/jobs/{id}"));
-    // The event loop writes them right after the run's end.
+    // The event loop writes them right after the run's end: the run's file first, then
+    // `status.md` (a loaded machine can read between the two, so both are waited for).
     let run_file = dir.join("runs/000001.json");
     for _ in 0..100 {
         if std::fs::read(&run_file)
             .ok()
             .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
             .is_some_and(|v| v["outcome"] == "succeeded")
+            && std::fs::read_to_string(dir.join("status.md")).is_ok_and(|s| s.contains("completed"))
         {
             break;
         }

@@ -72,11 +72,11 @@ pub(super) async fn dispatch(
             "hello was already said on this connection",
         )),
         MethodName::ToolsList => written(Ok(tools::list(conn))),
-        MethodName::ToolsInvoke => {
-            written(Ok(
-                tools::invoke(conn, req.params_as::<ToolsInvoke>()?).await
-            ))
-        }
+        // A result the bridge sealed embeds its `result` text as written once (issue 34).
+        MethodName::ToolsInvoke => tools::invoke(conn, req.params_as::<ToolsInvoke>()?)
+            .await
+            .to_raw_json()
+            .map_err(internal),
         MethodName::ConfirmationsList => {
             operator_only(conn, method)?;
             written(confirmations::list(conn))

@@ -137,6 +137,9 @@ pub struct SimPhone {
     /// The last `screen.get` answers, valid while the journal's generation and the time
     /// bucket are those they were built at (`commands/screen.rs`).
     screen_cache: Mutex<commands::ScreenCache>,
+    /// The last plain `device.status` answer, valid under the same conditions plus the same
+    /// local minute and next event (`commands/status.rs`).
+    status_cache: Mutex<commands::StatusCache>,
 }
 
 impl SimPhone {
@@ -159,6 +162,7 @@ impl SimPhone {
             events,
             journal: journal::Journal::default(),
             screen_cache: Mutex::new(commands::ScreenCache::default()),
+            status_cache: Mutex::new(commands::StatusCache::default()),
         })
     }
 
@@ -282,6 +286,16 @@ impl SimPhone {
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
                 let generation = self.journal.generation();
                 return cache.screen_get(&guard, now, generation, params_view);
+            }
+            if *name == "openphone.device.status" {
+                let mut cache = self
+                    .status_cache
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                let generation = self.journal.generation();
+                if let Some(answer) = cache.device_status(&guard, now, generation, params_view)? {
+                    return Ok(answer);
+                }
             }
             let mut exec = Exec {
                 st: &mut guard,

@@ -1,11 +1,11 @@
-//! The `screen.get` cache (issue 34): an answer served from the cache equals the answer a
-//! phone with no cache builds from the same state at the same time, whatever happened
-//! before — taps, keys, swipes, typing, a call whose timer runs, the clock moving by a
-//! millisecond, a second, a minute or an hour.
+//! The `screen.get` and `device.status` caches (issue 34): an answer served from a cache
+//! equals the answer a phone with no cache builds from the same state at the same time,
+//! whatever happened before — taps, keys, swipes, typing, a call whose timer runs, the clock
+//! moving by a millisecond, a second, a minute or an hour, an event ending.
 //!
-//! A property over seeded random walks: every `screen.get` on the long-lived phone (whose
-//! cache is warm) is compared with `screen.get` on a new phone made from its snapshot (whose
-//! cache is empty).
+//! A property over seeded random walks: every `screen.get` and `device.status` on the
+//! long-lived phone (whose caches are warm) is compared with the same call on a new phone made
+//! from its snapshot (whose caches are empty).
 
 use std::sync::Arc;
 
@@ -40,6 +40,16 @@ fn screen_args(rng: &mut Rng) -> Value {
         2 => json!({ "include_activity": false }),
         3 => json!({ "format": "compact" }),
         _ => json!({ "include_screenshot": true }),
+    }
+}
+
+/// `device.status` params: plain ones (cached) and a query (always built fresh).
+fn status_args(rng: &mut Rng) -> Value {
+    match rng.below(4) {
+        0 => json!({}),
+        1 => json!({ "limit": 3 }),
+        2 => json!({ "reason": "polling" }),
+        _ => json!({ "query": "Dad" }),
     }
 }
 
@@ -110,7 +120,7 @@ fn step(phone: &SimPhone, clock: &ManualClock, rng: &mut Rng) {
 }
 
 #[test]
-fn cached_screen_get_equals_a_fresh_build_after_any_walk() {
+fn cached_screen_get_and_device_status_equal_a_fresh_build_after_any_walk() {
     let mut compared = 0;
     for seed in 0..48u64 {
         let (phone, clock) = phone();
@@ -125,6 +135,10 @@ fn cached_screen_get_equals_a_fresh_build_after_any_walk() {
                     SimPhone::new(phone.snapshot(), Arc::new(clock.clone())).expect("snapshot");
                 let fresh = run(&fresh_phone, "openphone.screen.get", args.clone());
                 assert_eq!(cached, fresh, "seed {seed}, params {args}");
+                let args = status_args(&mut rng);
+                let cached = run(&phone, "openphone.device.status", args.clone());
+                let fresh = run(&fresh_phone, "openphone.device.status", args.clone());
+                assert_eq!(cached, fresh, "seed {seed}, device.status {args}");
                 compared += 1;
                 if rng.below(2) == 0 {
                     clock.advance(rng.below(700) as i64);
@@ -158,4 +172,44 @@ fn a_change_is_seen_by_the_next_screen_get() {
     );
     let after = run(&phone, "openphone.screen.get", json!({}));
     assert_ne!(before["package"], after["package"]);
+}
+
+#[test]
+fn a_cached_device_status_carries_the_time_of_its_own_call() {
+    let (phone, clock) = phone();
+    let first = run(&phone, "openphone.device.status", json!({}));
+    clock.advance(1);
+    let second = run(&phone, "openphone.device.status", json!({}));
+    assert_eq!(
+        second["device"]["time"].as_i64(),
+        first["device"]["time"].as_i64().map(|t| t + 1)
+    );
+}
+
+/// The next event changes at an event's end, which need not fall on a second: a status
+/// cached a millisecond before it must not be served a millisecond after, in the same second.
+#[test]
+fn device_status_moves_to_the_next_event_at_the_millisecond_one_ends() {
+    let (phone, clock) = phone();
+    use openphone_clock::Clock;
+    let now = clock.now_ms();
+    // Started a day ago (so it is the next event while it lasts), ends 500 ms into a second.
+    let end = (now / 1000 + 2) * 1000 + 500;
+    let added = run(
+        &phone,
+        "openphone.calendar.add",
+        json!({ "title": "Mid-second end", "start_at": now - 86_400_000, "end_at": end }),
+    );
+    let mut seen = Vec::new();
+    for at in [end - 1, end] {
+        clock.set(at);
+        let cached = run(&phone, "openphone.device.status", json!({}));
+        let fresh_phone =
+            SimPhone::new(phone.snapshot(), Arc::new(clock.clone())).expect("snapshot");
+        let fresh = run(&fresh_phone, "openphone.device.status", json!({}));
+        assert_eq!(cached, fresh, "at {at}");
+        seen.push(cached["next_event"]["event_id"].clone());
+    }
+    assert_eq!(seen[0], added["event"]["event_id"], "{added}");
+    assert_ne!(seen[1], seen[0], "the event that ended is no longer next");
 }

@@ -7,62 +7,29 @@ use crate::params::Params;
 use crate::sim::actions::{self, launch, open_deep, page_mut, perform, role_package};
 use crate::sim::model::{contains_ci, looks_like_number, numbers_match};
 use crate::sim::screens;
-use crate::sim::state::{Action, AppRole, CallType, Message, Route, SimState, Thread};
+use crate::sim::state::{Action, AppRole, Message, Route, SimState, Thread};
 use crate::sim::time;
 use crate::{DeviceError, EntityKind};
 
 use super::records::{
     app_label, call_json, contact_json, event_json, message_json, notification_json,
 };
+use super::status::{StatusArgs, device_json, plain_status};
 use super::{Exec, Outcome, screen_brief};
 
 pub(crate) fn device_status(x: &mut Exec<'_>, p: Params<'_>) -> Result<Outcome, DeviceError> {
     let st = &*x.st;
-    let limit = p.limit("limit", 5, 50)?;
-    let query = p.ident_opt("query")?;
-    let number = p.ident_opt("number")?;
-    if let Some(n) = number
-        && !looks_like_number(n)
-    {
-        return Err(DeviceError::invalid("number", "not a phone number"));
+    let StatusArgs {
+        limit,
+        query,
+        number,
+    } = StatusArgs::parse(p)?;
+    if query.is_none() && number.is_none() {
+        return Ok(Outcome::read(plain_status(st, x.now)));
     }
     let off = st.offset();
     let today = time::local_day(x.now, off);
-    let network = if st.settings.airplane_mode {
-        "airplane_mode"
-    } else if st.settings.wifi {
-        "wifi"
-    } else {
-        "mobile"
-    };
-    let device = json!({
-        "platform": "simulated",
-        "model": st.device.model,
-        "os_version": st.device.os_version,
-        "battery_percent": st.device.battery_percent,
-        "charging": st.device.charging,
-        "network": network,
-        "do_not_disturb": st.settings.do_not_disturb,
-        "time": x.now,
-        "local_time": format!("{} {}", time::iso_date(today), time::hm(x.now, off)),
-        "utc_offset_minutes": off,
-        "foreground": screen_brief(st, x.now),
-        "unread_notifications": st.notifications.iter().filter(|n| !n.read).count(),
-        "unread_messages": st.threads.iter().flat_map(|t| &t.messages).filter(|m| !m.read).count(),
-        "missed_calls_today": st.calls.iter().filter(|c| c.call_type == CallType::Missed && time::local_day(c.at_ms, off) == today).count(),
-        "call_in_progress": st.active_call,
-    });
-    if query.is_none() && number.is_none() {
-        let next_event = st
-            .events
-            .iter()
-            .filter(|e| e.end_ms > x.now)
-            .min_by_key(|e| e.start_ms)
-            .map(|e| event_json(st, e));
-        return Ok(Outcome::read(
-            json!({ "device": device, "next_event": next_event }),
-        ));
-    }
+    let device = device_json(st, x.now);
     // Who is this about: contacts matching the query or owning the number.
     let contacts: Vec<_> = st
         .contacts

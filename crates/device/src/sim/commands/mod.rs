@@ -2,8 +2,8 @@
 //!
 //! One module per area: `apps` (device status, apps, URLs), `screen`, `notifications`,
 //! `contacts`, `calendar`, `messaging` (messages and calls), `ui` (input on the screen) and
-//! `clipboard` (clipboard and share sheet); `records` holds the JSON views of records they
-//! share. Every handler has the [`Handler`] signature.
+//! `clipboard` (clipboard and share sheet), `status` (a plain `device.status` and its
+//! cache); `records` holds the JSON views of records they share. Every handler has the [`Handler`] signature.
 
 mod apps;
 mod calendar;
@@ -13,6 +13,7 @@ mod messaging;
 mod notifications;
 pub(crate) mod records;
 mod screen;
+mod status;
 mod ui;
 
 pub(crate) use apps::{app_open, apps_search, device_status, open_url, url_open};
@@ -26,6 +27,7 @@ pub(crate) use notifications::{
     notifications_list, notifications_open, notifications_search, open_target,
 };
 pub(crate) use screen::{ScreenCache, screen_get, screen_understand};
+pub(crate) use status::StatusCache;
 pub(crate) use ui::{
     press_key, ui_long_press, ui_long_press_element, ui_swipe, ui_tap, ui_tap_element, ui_type_text,
 };

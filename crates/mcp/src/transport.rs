@@ -289,25 +289,116 @@ struct Carries {
 }
 
 impl Carries {
-    /// Scans the frame's `data:` lines; the JSON is checked, not built.
+    /// Scans the frame's `data:` lines. Only the start of each message is read: the top-level
+    /// keys up to the first that tells (`result`/`error`: an answer; `method`: a request or a
+    /// notification), the values before it skipped, nothing built. rmcp writes `jsonrpc` and
+    /// `id` first, so an answer is told within its first few dozen bytes however large it is.
     fn scan(frame: &[u8]) -> Carries {
-        #[derive(serde::Deserialize)]
-        struct Probe {
-            method: Option<serde::de::IgnoredAny>,
-            result: Option<serde::de::IgnoredAny>,
-            error: Option<serde::de::IgnoredAny>,
-        }
         let mut carries = Carries::default();
         let Ok(text) = std::str::from_utf8(frame) else {
             return carries;
         };
         for data in text.lines().filter_map(|line| line.strip_prefix("data:")) {
-            if let Ok(p) = serde_json::from_str::<Probe>(data.trim_start()) {
+            if let Some(answer) = message_kind(data.trim().as_bytes()) {
                 carries.message = true;
-                carries.answer |= p.method.is_none() && (p.result.is_some() || p.error.is_some());
+                carries.answer |= answer;
             }
         }
         carries
+    }
+}
+
+/// For the text of one JSON-RPC message: `Some(true)` for a response (`result` or `error`, no
+/// `method` before it), `Some(false)` for another object, `None` for anything that is not a
+/// whole object (an empty priming `data:`, a cut-off line).
+fn message_kind(text: &[u8]) -> Option<bool> {
+    if text.first() != Some(&b'{') || text.last() != Some(&b'}') {
+        return None;
+    }
+    let mut at = 1;
+    loop {
+        at = skip_space(text, at);
+        match text.get(at)? {
+            b'}' if at + 1 == text.len() => return Some(false),
+            b'"' => {}
+            _ => return None,
+        }
+        let end = string_end(text, at)?;
+        let key = &text[at + 1..end - 1];
+        at = skip_space(text, end);
+        if text.get(at) != Some(&b':') {
+            return None;
+        }
+        match key {
+            b"method" => return Some(false),
+            b"result" | b"error" => return Some(true),
+            _ => {}
+        }
+        at = value_end(text, skip_space(text, at + 1))?;
+        at = skip_space(text, at);
+        match text.get(at)? {
+            b',' => at += 1,
+            b'}' if at + 1 == text.len() => return Some(false),
+            _ => return None,
+        }
+    }
+}
+
+fn skip_space(text: &[u8], mut at: usize) -> usize {
+    while text.get(at).is_some_and(u8::is_ascii_whitespace) {
+        at += 1;
+    }
+    at
+}
+
+/// The index just past the string opening at `at` (its `"`), escapes skipped.
+fn string_end(text: &[u8], at: usize) -> Option<usize> {
+    let mut i = at + 1;
+    loop {
+        match text.get(i)? {
+            b'"' => return Some(i + 1),
+            b'\\' => i += 2,
+            _ => i += 1,
+        }
+    }
+}
+
+/// The index just past the value starting at `at`: a string, an array or object (nesting
+/// counted, strings inside skipped), or a scalar.
+fn value_end(text: &[u8], at: usize) -> Option<usize> {
+    match text.get(at)? {
+        b'"' => string_end(text, at),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut i = at;
+            loop {
+                match text.get(i)? {
+                    b'"' => {
+                        i = string_end(text, i)?;
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(i + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+        }
+        _ => {
+            let mut i = at;
+            while text
+                .get(i)
+                .is_some_and(|b| !matches!(b, b',' | b'}' | b']') && !b.is_ascii_whitespace())
+            {
+                i += 1;
+            }
+            (i > at).then_some(i)
+        }
     }
 }
 
@@ -549,6 +640,15 @@ mod tests {
                 r#"data: {"jsonrpc":"2.0","method":"notifications/progress"}"#,
                 other,
             ),
+            (r#"data: {}"#, other),
+            (r#"data: { "id" : "a\"}" , "result" : 1 }"#, answer),
+            (
+                r#"data: {"x":{"a":[1,{"b":"}]"}],"c":null},"n":-1.5e3,"error":{}}"#,
+                answer,
+            ),
+            (r#"data: {"jsonrpc":"2.0","id":1,"result":{}} x"#, nothing),
+            (r#"data: {"jsonrpc":"2.0","id":1 "result":{}}"#, nothing),
+            (r#"data: ["result"]"#, nothing),
             ("data: \nid: 0/0\nretry: 3000", nothing),
             (": keep-alive", nothing),
             ("data: {\"result\": ", nothing),

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::call::CallError;
 use crate::names::{derived_title, is_portable_tool_name, tool_name};
-use crate::result::shape;
+use crate::result::{shape, shape_owned};
 pub use crate::table_problem::{CatalogueError, TableProblem};
 
 /// The additive read-only command that pending results point at (`mcp.md` §4.1, §7.5).
@@ -54,6 +54,9 @@ pub struct ToolTable<'r> {
     by_canonical: HashMap<&'r str, String>,
     /// `openphone_confirmation_status`, listed with the manifest's tools
     status: Tool,
+    /// [`crate::server_config`] of this table, built at its first use: rmcp asks for it at
+    /// every 2026-07-28 request.
+    server_config: std::sync::OnceLock<rmcp::model::ServerConfig>,
 }
 
 impl fmt::Debug for ToolTable<'_> {
@@ -144,7 +147,14 @@ impl<'r> ToolTable<'r> {
             hidden,
             by_canonical,
             status: crate::status_tool::confirmation_status_tool(),
+            server_config: std::sync::OnceLock::new(),
         })
+    }
+
+    /// [`crate::server_config`] of this table, built once.
+    pub fn server_config(&self) -> &rmcp::model::ServerConfig {
+        self.server_config
+            .get_or_init(|| crate::identity::server_config(self))
     }
 
     /// The registry the table was built from.
@@ -230,6 +240,12 @@ impl<'r> ToolTable<'r> {
     /// at the confirmation status tool.
     pub fn call_result(&self, result: &ToolResult) -> CallToolResult {
         shape(result, self.confirmations_tool())
+    }
+
+    /// [`ToolTable::call_result`] of a result the caller no longer needs: a success's data
+    /// moves into the answer rather than being copied.
+    pub fn call_result_owned(&self, result: ToolResult) -> CallToolResult {
+        shape_owned(result, self.confirmations_tool())
     }
 }
 

@@ -20,12 +20,41 @@ pub fn call_result(result: &ToolResult) -> CallToolResult {
 
 pub(crate) fn shape(result: &ToolResult, confirmations_tool: Option<&str>) -> CallToolResult {
     if result.status == ToolStatus::Ok {
-        let structured = Value::Object(result.result.clone());
-        let text = summary_text(&result.result, result.replayed);
-        let mut shaped = CallToolResult::structured(structured);
-        shaped.content = vec![ContentBlock::text(text)];
-        return shaped.with_meta(Some(tool_result_meta(result, None)));
+        return success(result, result.result.clone());
     }
+    not_ok(result, confirmations_tool)
+}
+
+/// [`shape`] of a result the caller is done with: a success's data moves into the answer
+/// instead of being copied (issue 34).
+pub(crate) fn shape_owned(
+    mut result: ToolResult,
+    confirmations_tool: Option<&str>,
+) -> CallToolResult {
+    if result.status == ToolStatus::Ok {
+        let data = std::mem::take(&mut result.result);
+        return success(&result, data);
+    }
+    not_ok(&result, confirmations_tool)
+}
+
+/// A successful result: `data` (the result's own, moved or copied) is the structured content,
+/// its summary the text. Built field by field: `CallToolResult::structured` would also write
+/// `data` out as text, only for that text to be replaced by the summary.
+fn success(result: &ToolResult, data: Map<String, Value>) -> CallToolResult {
+    let text = summary_text(&data, result.replayed);
+    with_structured(text, Value::Object(data)).with_meta(Some(tool_result_meta(result, None)))
+}
+
+/// What `CallToolResult::structured(structured)` answers, with `text` as its text block.
+fn with_structured(text: String, structured: Value) -> CallToolResult {
+    let mut shaped = CallToolResult::success(vec![ContentBlock::text(text)]);
+    shaped.structured_content = Some(structured);
+    shaped
+}
+
+/// A result that is not a success: an error, or a policy outcome.
+fn not_ok(result: &ToolResult, confirmations_tool: Option<&str>) -> CallToolResult {
     let code = result
         .error
         .as_ref()
@@ -66,9 +95,7 @@ pub(crate) fn shape(result: &ToolResult, confirmations_tool: Option<&str>) -> Ca
                 structured.insert("confirmation_id".into(), json!(id));
             }
             structured.insert("error".into(), error);
-            let mut shaped = CallToolResult::structured(Value::Object(structured));
-            shaped.content = vec![ContentBlock::text(text.to_string())];
-            shaped.with_meta(meta)
+            with_structured(text.to_string(), Value::Object(structured)).with_meta(meta)
         }
         None => CallToolResult::error(vec![ContentBlock::text(text.to_string())]).with_meta(meta),
     }
@@ -105,8 +132,7 @@ pub fn summary_text(result: &Map<String, Value>, replayed: bool) -> String {
     const REPLAYED: &str =
         "Done earlier (this answers an identical earlier call; nothing ran again).";
     // A small result is its own best summary: the JSON, whole.
-    let whole = Value::Object(result.clone()).to_string();
-    if whole.len() <= SUMMARY_MAX_CHARS {
+    if let Some(whole) = json_within(result, SUMMARY_MAX_CHARS) {
         return if replayed {
             format!("{REPLAYED} {whole}")
         } else {
@@ -151,6 +177,35 @@ pub fn summary_text(result: &Map<String, Value>, replayed: bool) -> String {
     }
     text.push_str(" The full result is the structured content.");
     text
+}
+
+/// The compact JSON of `object` when it is at most `limit` bytes long; `None` for a longer one,
+/// found without writing more than `limit` bytes of it (a large result is never written out
+/// whole only to learn that it is large).
+fn json_within(object: &Map<String, Value>, limit: usize) -> Option<String> {
+    /// Takes bytes until one more would pass `limit`, then fails the serialisation.
+    struct Bounded {
+        bytes: Vec<u8>,
+        limit: usize,
+    }
+    impl std::io::Write for Bounded {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            if self.bytes.len() + buf.len() > self.limit {
+                return Err(std::io::ErrorKind::Other.into());
+            }
+            self.bytes.extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut out = Bounded {
+        bytes: Vec::with_capacity(limit.min(256)),
+        limit,
+    };
+    serde_json::to_writer(&mut out, object).ok()?;
+    String::from_utf8(out.bytes).ok()
 }
 
 /// The confirmation a `needs_confirmation` result waits on.
@@ -368,4 +423,30 @@ pub fn json_pointer(field: &str) -> String {
         message: String::new(),
     }
     .pointer()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// `json_within` is the JSON `Value::to_string` writes, exactly when that fits the limit —
+    /// on both sides of the limit, with escapes and multi-byte characters in the text.
+    #[test]
+    fn the_bounded_json_is_the_whole_json_when_it_fits_and_none_otherwise() {
+        for filler in ["a", "é", "\"", "\n", "😀"] {
+            for n in 0..=260 {
+                let mut object = Map::new();
+                object.insert("text".into(), json!(filler.repeat(n)));
+                object.insert("nested".into(), json!({"k": [1, 2.5, null, true]}));
+                let whole = Value::Object(object.clone()).to_string();
+                let bounded = json_within(&object, SUMMARY_MAX_CHARS);
+                if whole.len() <= SUMMARY_MAX_CHARS {
+                    assert_eq!(bounded.as_deref(), Some(whole.as_str()));
+                } else {
+                    assert_eq!(bounded, None, "{} bytes", whole.len());
+                }
+            }
+        }
+    }
 }

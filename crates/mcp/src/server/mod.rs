@@ -43,17 +43,17 @@ use openphone_core::ToolBridge;
 use openphone_policy::{Caller, ToolPolicy};
 use openphone_protocol::{ErrorCode, ToolResult};
 use rmcp::model::{
-    CacheScope, CallToolRequestParams, CallToolResponse, DiscoverResult, InitializeRequestParams,
-    InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, PaginatedRequestParams, ProtocolVersion, RequestId, ServerConfig,
-    SubscriptionFilter, Tool,
+    CacheScope, CallToolRequestParams, CallToolResponse, DiscoverResult, Implementation,
+    InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion, RequestId,
+    ServerConfig, SubscriptionFilter, Tool,
 };
 use rmcp::model::{CancelledNotificationParam, ReadResourceRequestParams, ReadResourceResponse};
 use rmcp::service::{NotificationContext, RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler};
 
 use crate::catalogue::ToolTable;
-use crate::identity::{SUPPORTED_PROTOCOL_VERSIONS, server_config};
+use crate::identity::SUPPORTED_PROTOCOL_VERSIONS;
 use crate::sync::lock;
 
 pub use seal::StateSeal;
@@ -332,20 +332,15 @@ impl PhoneMcp {
         backend: &McpBackend,
         principal: &McpPrincipal,
         ctx: &RequestContext<RoleServer>,
+        client: Option<&Implementation>,
     ) -> Option<Slot> {
         let per_request = self.principal.is_none() && era(ctx) == strategy::Era::Stateless;
         if !per_request {
             return self.slots.take();
         }
-        let client = ctx
-            .client_info()
-            .map(|info| format!("{}\n{}", info.name, info.version))
-            .unwrap_or_default();
-        let key: String = format!("{}\n{client}", principal.caller.runtime)
-            .chars()
-            .take(256)
-            .collect();
-        backend.clients.take(&key)
+        backend
+            .clients
+            .take(&client_key(&principal.caller.runtime, client))
     }
 
     fn track(&self, id: &RequestId) -> InFlight {
@@ -355,6 +350,25 @@ impl PhoneMcp {
             id: id.clone(),
         }
     }
+}
+
+/// The key a 2026-07-28 client's calls are counted under: `runtime\nname\nversion` (`runtime\n`
+/// without `clientInfo`), at most 256 characters.
+fn client_key(runtime: &str, client: Option<&Implementation>) -> String {
+    let mut key = String::with_capacity(
+        runtime.len() + 2 + client.map_or(0, |c| c.name.len() + c.version.len()),
+    );
+    key.push_str(runtime);
+    key.push('\n');
+    if let Some(client) = client {
+        key.push_str(&client.name);
+        key.push('\n');
+        key.push_str(&client.version);
+    }
+    if let Some((cut, _)) = key.char_indices().nth(256) {
+        key.truncate(cut);
+    }
+    key
 }
 
 /// The protocol era of a request: 2026-07-28 and later carry their version in `_meta`.
@@ -376,7 +390,7 @@ fn no_principal() -> McpError {
 
 impl ServerHandler for PhoneMcp {
     fn get_info(&self) -> ServerConfig {
-        server_config(self.table())
+        self.table().server_config().clone()
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
@@ -526,15 +540,17 @@ impl ServerHandler for PhoneMcp {
             Backend::Daemon(backend) => {
                 let principal = self.principal(&context)?;
                 let _tracked = self.track(&context.id);
+                // Read once: in the 2026-07-28 era it is parsed from the request's `_meta`.
+                let client = context.client_info();
                 let call = Call {
                     handler: self,
                     backend,
-                    caller: audited_caller(&principal.caller, context.client_info()),
+                    caller: audited_caller(&principal.caller, client.as_ref()),
                     confirming_host: principal.confirming_host,
                     context: &context,
                     started_ms: backend.now_ms(),
                 };
-                let Some(_slot) = self.slot(backend, &principal, &context) else {
+                let Some(_slot) = self.slot(backend, &principal, &context, client.as_ref()) else {
                     return Ok(call.refuse(
                         ErrorCode::RateLimited,
                         &format!(

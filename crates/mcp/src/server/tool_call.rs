@@ -79,10 +79,10 @@ pub fn client_name(runtime: &str, declared: Option<&str>) -> String {
 /// The name is the client's word, never used for authorisation.
 pub(super) fn audited_caller(
     caller: &Caller,
-    client: Option<rmcp::model::Implementation>,
+    client: Option<&rmcp::model::Implementation>,
 ) -> Caller {
     let mut caller = caller.clone();
-    let name = client_name(&caller.runtime, client.as_ref().map(|i| i.name.as_str()));
+    let name = client_name(&caller.runtime, client.map(|i| i.name.as_str()));
     if !name.trim().is_empty() {
         caller.principal = format!("{} client:{}", caller.principal, name);
     }
@@ -110,11 +110,16 @@ impl Call<'_> {
         CallToolResponse::Complete(self.backend.table.call_result(result))
     }
 
+    /// [`Call::shape`] of a result this call is done with (its data moves into the answer).
+    pub(super) fn shape_owned(&self, result: ToolResult) -> CallToolResponse {
+        CallToolResponse::Complete(self.backend.table.call_result_owned(result))
+    }
+
     /// A refusal before the bridge, under a fresh request id.
     pub(super) fn refuse(&self, code: ErrorCode, message: &str) -> CallToolResponse {
         let result =
             ToolResult::failure(&self.caller().runtime, &fresh_request_id(), code, message);
-        self.shape(&result)
+        self.shape_owned(result)
     }
 
     /// Runs the call to its answer.
@@ -161,7 +166,7 @@ impl Call<'_> {
                             e.to_string(),
                         )
                     });
-                return Ok(self.shape(&result));
+                return Ok(self.shape_owned(result));
             }
         };
         let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
@@ -231,7 +236,7 @@ impl Call<'_> {
         let progress = self.context.meta.get_progress_token();
         let bridge = &self.backend.bridge;
         if self.context.ct.is_cancelled() {
-            return Ok(self.shape(&cancelled_result(&self.caller().runtime)));
+            return Ok(self.shape_owned(cancelled_result(&self.caller().runtime)));
         }
         // The whole local wait, counted from the invoke: what a confirming host's prompt
         // leaves of it is still the operator's.
@@ -242,7 +247,7 @@ impl Call<'_> {
             .call(Invocation::mcp_host(self.caller(), tool_request).on_device(device))
             .await;
         let Some(confirmation_id) = waiting_on(&first) else {
-            return Ok(self.shape(&first));
+            return Ok(self.shape_owned(first));
         };
         if self.context.ct.is_cancelled() && self.explicitly_cancelled().await {
             return Ok(self
@@ -338,7 +343,7 @@ impl Call<'_> {
         ended: WaitEnd,
     ) -> CallToolResponse {
         match ended {
-            WaitEnd::Final(result) => self.shape(&result),
+            WaitEnd::Final(result) => self.shape_owned(result),
             WaitEnd::StillPending => self.shape(first),
             WaitEnd::Cancelled => {
                 if !self.created_here(confirmation_id) {

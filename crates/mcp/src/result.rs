@@ -42,7 +42,7 @@ pub(crate) fn shape_owned(
 /// its summary the text. Built field by field: `CallToolResult::structured` would also write
 /// `data` out as text, only for that text to be replaced by the summary.
 fn success(result: &ToolResult, data: Map<String, Value>) -> CallToolResult {
-    let text = summary_text(&data, result.replayed);
+    let text = summary(&data, result.sealed.text(), result.replayed);
     with_structured(text, Value::Object(data)).with_meta(Some(tool_result_meta(result, None)))
 }
 
@@ -129,10 +129,28 @@ const SUMMARY_MAX_CHARS: usize = 600;
 /// `SUMMARY_STRING_CHARS`), arrays and objects by their size, and the summary says where the
 /// full result is. A `replayed` result says that it answers an earlier identical call.
 pub fn summary_text(result: &Map<String, Value>, replayed: bool) -> String {
+    summary(result, None, replayed)
+}
+
+/// [`summary_text`], given the result's JSON text when the bridge kept it (a read's result is
+/// written to text once, for its audit digest: `ToolResult::seal`), so that its size is known
+/// without writing it again.
+fn summary(result: &Map<String, Value>, sealed: Option<&str>, replayed: bool) -> String {
     const REPLAYED: &str =
         "Done earlier (this answers an identical earlier call; nothing ran again).";
+    let whole = match sealed {
+        Some(text) => {
+            debug_assert_eq!(
+                serde_json::to_string(result).ok().as_deref(),
+                Some(text),
+                "a sealed result changed after it was sealed"
+            );
+            (text.len() <= SUMMARY_MAX_CHARS).then(|| text.to_owned())
+        }
+        None => json_within(result, SUMMARY_MAX_CHARS),
+    };
     // A small result is its own best summary: the JSON, whole.
-    if let Some(whole) = json_within(result, SUMMARY_MAX_CHARS) {
+    if let Some(whole) = whole {
         return if replayed {
             format!("{REPLAYED} {whole}")
         } else {
@@ -429,6 +447,36 @@ pub fn json_pointer(field: &str) -> String {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    /// A sealed result (its text kept by the bridge) is summarised as the same result unsealed,
+    /// small or large, replayed or not.
+    #[test]
+    fn a_sealed_result_has_the_summary_of_the_unsealed_one() {
+        for n in [0, 10, 550, 600, 2000] {
+            let data = match json!({"text": "x".repeat(n), "n": 1, "list": [1, 2]}) {
+                Value::Object(map) => map,
+                _ => unreachable!(),
+            };
+            for replayed in [false, true] {
+                let mut result = ToolResult::ok("r", "q", data.clone());
+                result.replayed = replayed;
+                result.seal();
+                assert!(result.sealed.text().is_some());
+                assert_eq!(
+                    text_of(&shape(&result, None)),
+                    summary_text(&data, replayed),
+                    "{n} {replayed}"
+                );
+            }
+        }
+    }
+
+    fn text_of(shaped: &CallToolResult) -> String {
+        shaped.content[0]
+            .as_text()
+            .map(|t| t.text.clone())
+            .unwrap_or_default()
+    }
 
     /// `json_within` is the JSON `Value::to_string` writes, exactly when that fits the limit —
     /// on both sides of the limit, with escapes and multi-byte characters in the text.

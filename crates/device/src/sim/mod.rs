@@ -279,22 +279,28 @@ impl SimPhone {
         let now = self.clock.now_ms();
         let mut guard = self.lock();
         if !mutating {
+            // The cached answers are copied after both locks are let go, so that copies
+            // run side by side.
             if *name == "openphone.screen.get" {
-                let mut cache = self
+                let generation = self.journal.generation();
+                let kept = self
                     .screen_cache
                     .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                let generation = self.journal.generation();
-                return cache.screen_get(&guard, now, generation, params_view);
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .screen_get(&guard, now, generation, params_view)?;
+                drop(guard);
+                return Ok(commands::stamped(&kept, now));
             }
             if *name == "openphone.device.status" {
-                let mut cache = self
+                let generation = self.journal.generation();
+                let kept = self
                     .status_cache
                     .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                let generation = self.journal.generation();
-                if let Some(answer) = cache.device_status(&guard, now, generation, params_view)? {
-                    return Ok(answer);
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .device_status(&guard, now, generation, params_view)?;
+                if let Some(kept) = kept {
+                    drop(guard);
+                    return Ok(commands::stamped_status(&kept, now));
                 }
             }
             let mut exec = Exec {

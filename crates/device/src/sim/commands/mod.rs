@@ -26,8 +26,8 @@ pub(crate) use messaging::{
 pub(crate) use notifications::{
     notifications_list, notifications_open, notifications_search, open_target,
 };
-pub(crate) use screen::{ScreenCache, screen_get, screen_understand};
-pub(crate) use status::StatusCache;
+pub(crate) use screen::{ScreenCache, screen_get, screen_understand, stamped};
+pub(crate) use status::{StatusCache, stamped_status};
 pub(crate) use ui::{
     press_key, ui_long_press, ui_long_press_element, ui_swipe, ui_tap, ui_tap_element, ui_type_text,
 };

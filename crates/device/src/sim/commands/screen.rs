@@ -1,5 +1,7 @@
 //! Reading the screen: the element tree, an optional screenshot, and a local summary.
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value, json};
 
 use crate::DeviceError;
@@ -49,25 +51,27 @@ const SCREEN_CACHE_ENTRIES: usize = 4;
 /// The last `screen.get` answers, each for one [`ScreenArgs`], all built from the state of
 /// one generation (the journal's count of changes: every change bumps it under the state
 /// lock) in one time bucket ([`screens::time_bucket`]: the screen shows nothing finer). A
-/// hit costs a copy of the answer with its `captured_at` set to now; a miss builds it fresh
-/// and starts a new cache when the generation or the bucket moved.
+/// hit hands out the kept answer (shared: the caller copies it after letting go of the
+/// locks, see [`stamped`]); a miss builds it fresh and starts a new cache when the
+/// generation or the bucket moved.
 #[derive(Debug, Default)]
 pub(crate) struct ScreenCache {
     generation: u64,
     bucket: (i64, i64),
-    answers: Vec<(ScreenArgs, Value)>,
+    answers: Vec<(ScreenArgs, Arc<Value>)>,
 }
 
 impl ScreenCache {
     /// `screen.get` on `st` (generation `generation`) at `now`: from the cache when it holds
-    /// this answer, else built and kept. Equal to [`screen_get`]'s answer.
+    /// this answer, else built and kept. [`stamped`] with `now` makes it equal to
+    /// [`screen_get`]'s answer.
     pub(crate) fn screen_get(
         &mut self,
         st: &SimState,
         now: i64,
         generation: u64,
         p: Params<'_>,
-    ) -> Result<Value, DeviceError> {
+    ) -> Result<Arc<Value>, DeviceError> {
         let args = ScreenArgs::parse(p)?;
         let bucket = screens::time_bucket(st, now);
         if self.generation != generation || self.bucket != bucket {
@@ -76,19 +80,24 @@ impl ScreenCache {
             self.answers.clear();
         }
         if let Some((_, answer)) = self.answers.iter().find(|(a, _)| *a == args) {
-            let mut answer = answer.clone();
-            if let Some(at) = answer.get_mut("captured_at") {
-                *at = json!(now);
-            }
-            return Ok(answer);
+            return Ok(Arc::clone(answer));
         }
-        let answer = build_answer(st, now, args)?;
+        let answer = Arc::new(build_answer(st, now, args)?);
         if self.answers.len() >= SCREEN_CACHE_ENTRIES {
             self.answers.remove(0);
         }
-        self.answers.push((args, answer.clone()));
+        self.answers.push((args, Arc::clone(&answer)));
         Ok(answer)
     }
+}
+
+/// A copy of a kept `screen.get` answer captured at `now`.
+pub(crate) fn stamped(answer: &Value, now: i64) -> Value {
+    let mut answer = answer.clone();
+    if let Some(at) = answer.get_mut("captured_at") {
+        *at = json!(now);
+    }
+    answer
 }
 
 /// The answer of `screen.get` with `args` on `st` at `now`, built fresh.

@@ -1,6 +1,8 @@
 //! `device.status` without a `query` or `number` (what a dashboard or an agent polls): the
 //! device at a glance and the next event, and the cache that answers it again.
 
+use std::sync::Arc;
+
 use serde_json::{Value, json};
 
 use crate::DeviceError;
@@ -106,24 +108,25 @@ struct StatusKey {
 }
 
 /// The last plain `device.status` answer and what it was built from: a call with the same
-/// [`StatusKey`] gets a copy of it with its own `time` (everything else in the answer is a
+/// [`StatusKey`] gets it again (shared: the caller copies it with its own `time` after
+/// letting go of the locks, see [`stamped_status`]; everything else in the answer is a
 /// function of the key's parts and the state). A query or a number is answered fresh.
 #[derive(Debug, Default)]
 pub(crate) struct StatusCache {
-    last: Option<(StatusKey, Value)>,
+    last: Option<(StatusKey, Arc<Value>)>,
 }
 
 impl StatusCache {
     /// A plain `device.status` on `st` (generation `generation`) at `now`, equal to the
-    /// handler's answer; `None` when `p` asks about a contact or number (the handler answers
-    /// that).
+    /// handler's answer once [`stamped_status`] with `now`; `None` when `p` asks about a
+    /// contact or number (the handler answers that).
     pub(crate) fn device_status(
         &mut self,
         st: &SimState,
         now: i64,
         generation: u64,
         p: Params<'_>,
-    ) -> Result<Option<Value>, DeviceError> {
+    ) -> Result<Option<Arc<Value>>, DeviceError> {
         if !StatusArgs::parse(p)?.plain() {
             return Ok(None);
         }
@@ -138,14 +141,19 @@ impl StatusCache {
         if let Some((built, answer)) = &self.last
             && *built == key
         {
-            let mut answer = answer.clone();
-            if let Some(at) = answer.get_mut("device").and_then(|d| d.get_mut("time")) {
-                *at = json!(now);
-            }
-            return Ok(Some(answer));
+            return Ok(Some(Arc::clone(answer)));
         }
-        let answer = plain_status(st, now);
-        self.last = Some((key, answer.clone()));
+        let answer = Arc::new(plain_status(st, now));
+        self.last = Some((key, Arc::clone(&answer)));
         Ok(Some(answer))
     }
+}
+
+/// A copy of a kept plain `device.status` answer at `now`.
+pub(crate) fn stamped_status(answer: &Value, now: i64) -> Value {
+    let mut answer = answer.clone();
+    if let Some(at) = answer.get_mut("device").and_then(|d| d.get_mut("time")) {
+        *at = json!(now);
+    }
+    answer
 }

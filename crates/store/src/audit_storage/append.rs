@@ -92,8 +92,7 @@ pub(crate) fn prepare(mut entry: AuditEntry) -> Result<PreparedAudit> {
         (Some(c), Some(k)) if c == k => (ProofDigestForm::Proof, None),
         (Some(c), _) => (ProofDigestForm::Stored, Some(c)),
     };
-    let derived_id = openphone_protocol::audit_id(&entry.runtime, &entry.request_id);
-    let (audit_id_form, audit_id) = if entry.audit_id == derived_id {
+    let (audit_id_form, audit_id) = if is_derived_id(&entry) {
         (AuditIdForm::Derived, None)
     } else {
         (AuditIdForm::Stored, Some(entry.audit_id.clone()))
@@ -152,6 +151,17 @@ pub(crate) fn prepare(mut entry: AuditEntry) -> Result<PreparedAudit> {
         body_digest,
         entry,
     })
+}
+
+/// Whether the record's `audit_id` is [`openphone_protocol::audit_id`] of its runtime and
+/// request id (compared in place, without formatting that id for every record).
+pub(super) fn is_derived_id(entry: &AuditEntry) -> bool {
+    entry
+        .audit_id
+        .strip_prefix("runtime:")
+        .and_then(|rest| rest.strip_prefix(entry.runtime.as_str()))
+        .and_then(|rest| rest.strip_prefix(':'))
+        == Some(entry.request_id.as_str())
 }
 
 fn is_foreign_key_failure(e: &rusqlite::Error) -> bool {

@@ -4,6 +4,9 @@
 
 use openphone_protocol::digest::sha256_hex;
 use openphone_protocol::{Risk, ToolStatus};
+use std::collections::HashMap;
+use std::sync::{LazyLock, Mutex, PoisonError};
+
 use serde::{Deserialize, Serialize};
 
 use super::encoding::{DigestForm, hex_byte};
@@ -93,8 +96,32 @@ pub(super) struct Shape {
     pub(super) device_id: Option<String>,
 }
 
+/// How many shape ids the process remembers (a daemon writes a handful of distinct shapes:
+/// one per combination of caller, session, tool and outcome in use).
+const SHAPE_ID_CACHE_CAP: usize = 256;
+
+/// Shape text → its id: the digest of a shape is computed once, not for every record that
+/// has it (a pure function of the text, so valid for any database).
+static SHAPE_IDS: LazyLock<Mutex<HashMap<String, i64>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+
 /// The content id of a shape's text.
 pub(super) fn shape_id(text: &str) -> i64 {
+    let cache = || SHAPE_IDS.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(id) = cache().get(text) {
+        return *id;
+    }
+    let id = digest_shape_id(text);
+    let mut cache = cache();
+    if cache.len() >= SHAPE_ID_CACHE_CAP {
+        cache.clear();
+    }
+    cache.insert(text.to_owned(), id);
+    id
+}
+
+/// [`shape_id`] computed: the first 8 bytes of the digest of the domain and the text.
+pub(super) fn digest_shape_id(text: &str) -> i64 {
     let hex = sha256_hex(&format!("{SHAPE_DOMAIN}{text}"));
     let mut id = [0u8; 8];
     for (i, byte) in id.iter_mut().enumerate() {

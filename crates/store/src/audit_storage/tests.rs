@@ -7,7 +7,7 @@ use rusqlite::types::Value as SqlValue;
 
 use super::append::{append_prepared, prepare};
 use super::encoding::{encode_id, join_digest, split_digest, to_hex, uuid_text};
-use super::layout::{RECORD_COLUMNS, shape_id};
+use super::layout::{RECORD_COLUMNS, digest_shape_id, shape_id};
 use super::proofs::proof_digest;
 use super::read::Interned;
 use crate::audit::AuditEntry;
@@ -119,4 +119,49 @@ fn a_shape_id_is_a_function_of_its_text() {
     let mut other = read_entry(1);
     other.status = Some(ToolStatus::Error);
     assert_ne!(prepare(other).unwrap().shape_id, a.shape_id);
+}
+
+#[test]
+fn the_shape_id_cache_answers_what_the_digest_does() {
+    let texts: Vec<String> = (0..300).map(|i| format!("{{\"kind\":\"k{i}\"}}")).collect();
+    // Twice over more texts than the cache holds: first answers, remembered answers, and
+    // answers after the cache was emptied all equal the digest.
+    for _ in 0..2 {
+        for text in &texts {
+            assert_eq!(shape_id(text), digest_shape_id(text), "{text}");
+        }
+    }
+    assert_ne!(shape_id(&texts[0]), shape_id(&texts[1]));
+}
+
+#[test]
+fn a_derived_audit_id_is_recognised_in_place() {
+    let mut entry = read_entry(1);
+    for (runtime, request_id) in [
+        ("hermes", "r-1"),
+        ("a:b", "c"),
+        ("a", "b:c"),
+        ("", ""),
+        ("x", ""),
+    ] {
+        entry.runtime = runtime.to_owned();
+        entry.request_id = request_id.to_owned();
+        entry.audit_id = openphone_protocol::audit_id(runtime, request_id);
+        assert!(
+            super::append::is_derived_id(&entry),
+            "{runtime:?} {request_id:?}"
+        );
+        for other in [
+            format!("{}x", entry.audit_id),
+            format!("runtime:{runtime}{request_id}"),
+            format!("runtime:{runtime}:{request_id}").replacen("runtime:", "runtime;", 1),
+        ] {
+            entry.audit_id = other;
+            assert!(
+                !super::append::is_derived_id(&entry),
+                "{:?}",
+                entry.audit_id
+            );
+        }
+    }
 }

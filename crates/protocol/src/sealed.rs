@@ -53,8 +53,18 @@ impl std::fmt::Debug for Sealed {
 /// Whether serde_json's compact text of `map` is also its canonical text (see the module
 /// documentation): every object's keys in order, every number a safe integer.
 fn writes_canonically(map: &Map<String, Value>) -> bool {
-    map.keys().is_sorted() && map.values().all(value_writes_canonically)
+    (*MAPS_SORTED || map.keys().is_sorted()) && map.values().all(value_writes_canonically)
 }
+
+/// Whether every `Map` keeps its keys sorted (serde_json without `preserve_order`, which
+/// another crate of a build may turn on): then no object's order needs checking.
+static MAPS_SORTED: std::sync::LazyLock<bool> = std::sync::LazyLock::new(|| {
+    let mut probe = Map::new();
+    for key in ["b", "c", "a"] {
+        probe.insert(key.to_owned(), Value::Null);
+    }
+    probe.keys().is_sorted()
+});
 
 fn value_writes_canonically(value: &Value) -> bool {
     match value {

@@ -136,6 +136,18 @@ pub(crate) fn find_tombstone_in(
     identity: &IdentityKey,
 ) -> Result<Option<FinalResult>> {
     const OP: &str = "final_tombstones.find";
+    // Until retention has pruned something there is no tombstone: one cheap probe spares the
+    // identity digest on every miss (every new request looks here twice).
+    let any: bool = conn
+        .row_cached(
+            "SELECT EXISTS (SELECT 1 FROM final_tombstones)",
+            [],
+            |row| row.get(0),
+        )
+        .ctx_with(OP, || identity.describe())?;
+    if !any {
+        return Ok(None);
+    }
     let key = identity_digest(identity)?;
     let found = conn
         .prepare_cached(
@@ -154,7 +166,7 @@ pub(crate) fn find_tombstone_in(
             })
             .optional()
         })
-        .ctx(OP, &identity.describe())?;
+        .ctx_with(OP, || identity.describe())?;
     let Some((request_id, status, error_code, recorded_at_ms, pruned_at_ms)) = found else {
         return Ok(None);
     };

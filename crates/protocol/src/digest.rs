@@ -28,19 +28,50 @@ pub fn sha256_hex(text: &str) -> String {
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
-/// A SHA-256 that canonical JSON is written into directly (no intermediate text).
-struct Hashing(Sha256);
+/// A SHA-256 that canonical JSON is written into directly (no intermediate text). The writer
+/// hands over pieces of a byte or a few (`,`, `:`, quotes, short keys): they gather in a small
+/// buffer and reach the hash in blocks, not one `update` call each.
+struct Hashing {
+    sha: Sha256,
+    buf: [u8; HASH_BUF],
+    len: usize,
+}
+
+/// Bytes gathered before they are hashed (a multiple of SHA-256's 64-byte block).
+const HASH_BUF: usize = 512;
 
 impl std::fmt::Write for Hashing {
     fn write_str(&mut self, s: &str) -> std::fmt::Result {
-        self.0.update(s.as_bytes());
+        let bytes = s.as_bytes();
+        if self.len + bytes.len() <= HASH_BUF {
+            self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+            self.len += bytes.len();
+        } else {
+            self.sha.update(&self.buf[..self.len]);
+            self.len = 0;
+            if bytes.len() < HASH_BUF {
+                self.buf[..bytes.len()].copy_from_slice(bytes);
+                self.len = bytes.len();
+            } else {
+                self.sha.update(bytes);
+            }
+        }
         Ok(())
     }
 }
 
 impl Hashing {
-    fn hex(self) -> String {
-        let digest = self.0.finalize();
+    fn new() -> Hashing {
+        Hashing {
+            sha: Sha256::new(),
+            buf: [0; HASH_BUF],
+            len: 0,
+        }
+    }
+
+    fn hex(mut self) -> String {
+        self.sha.update(&self.buf[..self.len]);
+        let digest = self.sha.finalize();
         let mut out = String::with_capacity(64);
         for byte in digest.iter() {
             out.push(char::from(HEX[usize::from(byte >> 4)]));
@@ -53,7 +84,7 @@ impl Hashing {
 /// Lowercase hex SHA-256 of the canonical JSON of `value`: `sha256_hex(canonical_json(value))`,
 /// computed as the text is written.
 pub fn canonical_sha256_hex(value: &Value) -> Result<String, CanonicalError> {
-    let mut hashing = Hashing(Sha256::new());
+    let mut hashing = Hashing::new();
     write_canonical(value, &mut hashing)?;
     Ok(hashing.hex())
 }
@@ -78,7 +109,7 @@ pub fn value_hash(value: &Value) -> Result<String, CanonicalError> {
 /// [`value_hash`] of `Value::Object(map)`, without building that value (a tool result's
 /// digest for the audit).
 pub fn object_hash(map: &serde_json::Map<String, Value>) -> Result<String, CanonicalError> {
-    let mut hashing = Hashing(Sha256::new());
+    let mut hashing = Hashing::new();
     write_canonical_object(map, &mut hashing)?;
     Ok(format!("sha256:{}", hashing.hex()))
 }
@@ -129,6 +160,36 @@ fn trim_control(s: &str) -> &str {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_buffered_hash_equals_the_hash_of_the_whole_text() {
+        // Pieces small and large, across the buffer's edge, as the canonical writer makes them.
+        let long = "x".repeat(3 * HASH_BUF + 7);
+        let value = json!({
+            "a": long, "b": [1, 2, {"c": "é😀\n"}], "d": "y".repeat(HASH_BUF - 3),
+            "e": "z".repeat(HASH_BUF), "f": null
+        });
+        let text = canonical_json(&value).unwrap();
+        assert_eq!(canonical_sha256_hex(&value).unwrap(), sha256_hex(&text));
+        for n in [
+            0,
+            1,
+            63,
+            64,
+            65,
+            HASH_BUF - 1,
+            HASH_BUF,
+            HASH_BUF + 1,
+            2 * HASH_BUF,
+        ] {
+            let v = json!({"k": "q".repeat(n)});
+            assert_eq!(
+                canonical_sha256_hex(&v).unwrap(),
+                sha256_hex(&canonical_json(&v).unwrap()),
+                "{n}"
+            );
+        }
+    }
 
     #[test]
     fn trim_removes_only_low_code_points() {

@@ -241,6 +241,31 @@ fn find_pending_in(
     Ok(oldest)
 }
 
+/// [`ConfirmationStore::find_approved`](crate::ConfirmationStore::find_approved) through the
+/// identity index.
+fn find_approved_in(
+    conn: &Connection,
+    identity: &IdentityKey,
+) -> Result<Option<ConfirmationRecord>> {
+    crate::rows::first(
+        conn,
+        "confirmations.find_approved",
+        select!(
+            "WHERE runtime = ?1 AND runtime_session_id = ?2 AND tool = ?3 \
+             AND params_digest = ?4 AND idempotency_key = ?5 AND state = 'approved' \
+             ORDER BY created_at_ms DESC, confirmation_id LIMIT 1"
+        ),
+        params![
+            identity.runtime,
+            identity.runtime_session_id,
+            identity.tool,
+            identity.params_digest,
+            identity.idempotency_key,
+        ],
+        from_row,
+    )
+}
+
 fn count_pending_in(conn: &Connection, runtime: &str, now_ms: i64) -> Result<usize> {
     conn.row_cached(
         "SELECT COUNT(*) FROM confirmations WHERE runtime = ?1 AND state = 'pending' \
@@ -458,6 +483,11 @@ impl SqliteStore {
                 |row| row.get::<_, Option<i64>>(0),
             )
             .ctx("confirmations.next_pending_expiry", "")
+    }
+
+    /// The approved (executing) confirmation for an identity key, the newest if two.
+    pub fn find_approved(&self, identity: &IdentityKey) -> Result<Option<ConfirmationRecord>> {
+        find_approved_in(&self.conn(), identity)
     }
 
     /// Pending, unexpired confirmations of one runtime (for the per-runtime cap).

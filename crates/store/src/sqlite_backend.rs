@@ -131,6 +131,9 @@ impl ConfirmationStore for SqliteStore {
     ) -> Result<Option<ConfirmationRecord>> {
         SqliteStore::find_pending(self, identity, now_ms)
     }
+    fn find_approved(&self, identity: &IdentityKey) -> Result<Option<ConfirmationRecord>> {
+        SqliteStore::find_approved(self, identity)
+    }
     fn find_joinable(
         &self,
         runtime: &str,

@@ -51,12 +51,7 @@ impl ToolBridge {
         if let Some(pending) = self.store.find_pending(identity, self.now_ms())? {
             return Ok(Some(pending));
         }
-        let executing = self.store.list_confirmations(&store::ConfirmationFilter {
-            state: Some(store::ConfirmationState::Approved),
-            runtime: Some(identity.runtime.clone()),
-            limit: None,
-        })?;
-        Ok(executing.into_iter().find(|r| r.identity == *identity))
+        self.store.find_approved(identity)
     }
 
     /// Stores the request with a pending confirmation (or finds the one already stored for

@@ -132,6 +132,19 @@ pub trait ConfirmationStore {
         now_ms: i64,
     ) -> Result<Option<ConfirmationRecord>>;
 
+    /// The approved (executing) confirmation for an identity key, the newest when there were
+    /// ever two. This default lists the runtime's approved confirmations and picks; a backend
+    /// answers through its identity index instead (the bridge asks on every state-changing
+    /// call, issue 34).
+    fn find_approved(&self, identity: &IdentityKey) -> Result<Option<ConfirmationRecord>> {
+        let approved = self.list_confirmations(&ConfirmationFilter {
+            state: Some(ConfirmationState::Approved),
+            runtime: Some(identity.runtime.clone()),
+            limit: None,
+        })?;
+        Ok(approved.into_iter().find(|r| r.identity == *identity))
+    }
+
     /// The confirmations of one runtime session and tool that a retry may join (the bridge's
     /// `retry.rs`): pending and unexpired at `now_ms`, approved (executing), or resolved by a
     /// decision (`completed`, `denied`, `result_unknown`) at or after `resolved_since_ms`;

@@ -516,3 +516,30 @@ fn invalid_input_is_rejected() {
         }
     ));
 }
+
+#[test]
+fn find_approved_names_only_the_executing_confirmation_of_that_identity() {
+    let dir = temp();
+    let store = open(&dir);
+    let pending = created(&store, "pending", "t1", "k1", T0);
+    let executing = created(&store, "executing", "t2", "k2", T0);
+    let done = created(&store, "done", "t3", "k3", T0);
+    store
+        .resolve("executing", Resolution::Approve, "op", T0 + 1)
+        .unwrap();
+    store
+        .resolve("done", Resolution::Approve, "op", T0 + 1)
+        .unwrap();
+    store
+        .complete("done", &json!({"status": "ok"}), T0 + 2)
+        .unwrap();
+    let found = store.find_approved(&executing.identity).unwrap().unwrap();
+    assert_eq!(found.confirmation_id, "executing");
+    assert_eq!(found.state, ConfirmationState::Approved);
+    // Waiting, finished, or another identity: none is executing.
+    assert_eq!(store.find_approved(&pending.identity).unwrap(), None);
+    assert_eq!(store.find_approved(&done.identity).unwrap(), None);
+    let mut other = executing.identity.clone();
+    other.idempotency_key = "k-other".to_owned();
+    assert_eq!(store.find_approved(&other).unwrap(), None);
+}

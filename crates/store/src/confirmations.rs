@@ -255,13 +255,7 @@ fn find_approved_in(
              AND params_digest = ?4 AND idempotency_key = ?5 AND state = 'approved' \
              ORDER BY created_at_ms DESC, confirmation_id LIMIT 1"
         ),
-        params![
-            identity.runtime,
-            identity.runtime_session_id,
-            identity.tool,
-            identity.params_digest,
-            identity.idempotency_key,
-        ],
+        &identity.sql_params()[..],
         from_row,
     )
 }

@@ -98,31 +98,15 @@ fn find_in(conn: &Connection, identity: &IdentityKey) -> Result<Option<Execution
         conn,
         "executions.find",
         FIND_SQL,
-        params![
-            identity.runtime,
-            identity.runtime_session_id,
-            identity.tool,
-            identity.params_digest,
-            identity.idempotency_key,
-        ],
+        &identity.sql_params()[..],
         from_row,
     )
 }
 
 /// Whether an execution is in flight under the key (its row is not read).
 fn exists_in(conn: &Connection, identity: &IdentityKey) -> Result<bool> {
-    conn.row_cached(
-        EXISTS_SQL,
-        params![
-            identity.runtime,
-            identity.runtime_session_id,
-            identity.tool,
-            identity.params_digest,
-            identity.idempotency_key,
-        ],
-        |row| row.get(0),
-    )
-    .ctx_with("executions.find", || identity.describe())
+    conn.row_cached(EXISTS_SQL, &identity.sql_params()[..], |row| row.get(0))
+        .ctx_with("executions.find", || identity.describe())
 }
 
 impl SqliteStore {
@@ -280,17 +264,8 @@ impl Finish {
             self.now_ms,
         )?;
         let record = append_prepared_in(tx, self.outcome)?;
-        tx.exec_cached(
-            DELETE_SQL,
-            params![
-                identity.runtime,
-                identity.runtime_session_id,
-                identity.tool,
-                identity.params_digest,
-                identity.idempotency_key,
-            ],
-        )
-        .ctx_with(OP, || identity.describe())?;
+        tx.exec_cached(DELETE_SQL, &identity.sql_params()[..])
+            .ctx_with(OP, || identity.describe())?;
         Ok((stored, record))
     }
 }

@@ -14,6 +14,18 @@ use crate::wire::{col, is_hex64, parse_json, to_json};
 pub use crate::records::{FinalResult, IdentityKey, Scope};
 
 impl IdentityKey {
+    /// The key's five parts as SQL parameters `?1`..`?5`, in the columns' order (runtime,
+    /// runtime session, tool, params digest, idempotency key).
+    pub(crate) fn sql_params(&self) -> [&dyn rusqlite::ToSql; 5] {
+        [
+            &self.runtime,
+            &self.runtime_session_id,
+            &self.tool,
+            &self.params_digest,
+            &self.idempotency_key,
+        ]
+    }
+
     /// Rejects empty parts and a digest that is not 64 lowercase hex.
     #[doc(hidden)]
     pub fn check(&self) -> Result<()> {
@@ -104,13 +116,7 @@ pub(crate) fn find_final_in(
     let describe = || identity.describe();
     let mut stmt = conn.prepare_cached(FIND_FINAL_SQL).ctx_with(OP, describe)?;
     let mut rows = stmt
-        .query(params![
-            identity.runtime,
-            identity.runtime_session_id,
-            identity.tool,
-            identity.params_digest,
-            identity.idempotency_key,
-        ])
+        .query(&identity.sql_params()[..])
         .ctx_with(OP, describe)?;
     match rows.next().ctx_with(OP, describe)? {
         Some(row) => Ok(Some(final_from_row(row)?)),

@@ -329,10 +329,11 @@ fn message_kind(text: &[u8]) -> Option<bool> {
         if text.get(at) != Some(&b':') {
             return None;
         }
-        match key {
-            b"method" => return Some(false),
-            b"result" | b"error" => return Some(true),
-            _ => {}
+        if key == b"method" {
+            return Some(false);
+        }
+        if key == b"result" || key == b"error" {
+            return Some(true);
         }
         at = value_end(text, skip_space(text, at + 1))?;
         at = skip_space(text, at);
@@ -372,19 +373,18 @@ fn value_end(text: &[u8], at: usize) -> Option<usize> {
             let mut depth = 0usize;
             let mut i = at;
             loop {
-                match text.get(i)? {
-                    b'"' => {
-                        i = string_end(text, i)?;
-                        continue;
+                let byte = *text.get(i)?;
+                if byte == b'"' {
+                    i = string_end(text, i)?;
+                    continue;
+                }
+                if byte == b'{' || byte == b'[' {
+                    depth += 1;
+                } else if byte == b'}' || byte == b']' {
+                    depth -= 1;
+                    if depth == 0 {
+                        return Some(i + 1);
                     }
-                    b'{' | b'[' => depth += 1,
-                    b'}' | b']' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            return Some(i + 1);
-                        }
-                    }
-                    _ => {}
                 }
                 i += 1;
             }

@@ -20,7 +20,8 @@ pub fn call_result(result: &ToolResult) -> CallToolResult {
 
 pub(crate) fn shape(result: &ToolResult, confirmations_tool: Option<&str>) -> CallToolResult {
     if result.status == ToolStatus::Ok {
-        return success(result, result.result.clone());
+        let text = success_text(result);
+        return success(result, result.result.clone(), text);
     }
     not_ok(result, confirmations_tool)
 }
@@ -32,17 +33,23 @@ pub(crate) fn shape_owned(
     confirmations_tool: Option<&str>,
 ) -> CallToolResult {
     if result.status == ToolStatus::Ok {
+        let text = success_text(&result);
         let data = std::mem::take(&mut result.result);
-        return success(&result, data);
+        result.unseal();
+        return success(&result, data, text);
     }
     not_ok(&result, confirmations_tool)
 }
 
+/// The text of a success: its summary, from the text the bridge kept when it sealed it.
+fn success_text(result: &ToolResult) -> String {
+    summary(&result.result, result.sealed_text(), result.replayed)
+}
+
 /// A successful result: `data` (the result's own, moved or copied) is the structured content,
-/// its summary the text. Built field by field: `CallToolResult::structured` would also write
+/// `text` its summary. Built field by field: `CallToolResult::structured` would also write
 /// `data` out as text, only for that text to be replaced by the summary.
-fn success(result: &ToolResult, data: Map<String, Value>) -> CallToolResult {
-    let text = summary(&data, result.sealed.text(), result.replayed);
+fn success(result: &ToolResult, data: Map<String, Value>, text: String) -> CallToolResult {
     with_structured(text, Value::Object(data)).with_meta(Some(tool_result_meta(result, None)))
 }
 
@@ -139,14 +146,7 @@ fn summary(result: &Map<String, Value>, sealed: Option<&str>, replayed: bool) ->
     const REPLAYED: &str =
         "Done earlier (this answers an identical earlier call; nothing ran again).";
     let whole = match sealed {
-        Some(text) => {
-            debug_assert_eq!(
-                serde_json::to_string(result).ok().as_deref(),
-                Some(text),
-                "a sealed result changed after it was sealed"
-            );
-            (text.len() <= SUMMARY_MAX_CHARS).then(|| text.to_owned())
-        }
+        Some(text) => (text.len() <= SUMMARY_MAX_CHARS).then(|| text.to_owned()),
         None => json_within(result, SUMMARY_MAX_CHARS),
     };
     // A small result is its own best summary: the JSON, whole.
@@ -461,7 +461,7 @@ mod tests {
                 let mut result = ToolResult::ok("r", "q", data.clone());
                 result.replayed = replayed;
                 result.seal();
-                assert!(result.sealed.text().is_some());
+                assert!(result.sealed_text().is_some());
                 assert_eq!(
                     text_of(&shape(&result, None)),
                     summary_text(&data, replayed),

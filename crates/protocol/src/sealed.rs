@@ -105,6 +105,24 @@ impl ToolResult {
         digest
     }
 
+    /// The text kept by [`ToolResult::seal`], for a reader that needs `result` as JSON text
+    /// (debug builds check it is still `result`'s).
+    pub fn sealed_text(&self) -> Option<&str> {
+        let text = self.sealed.text()?;
+        self.debug_check_sealed(text);
+        Some(text)
+    }
+
+    /// In debug builds, that `text` is still what `result` writes (the one check on a result
+    /// changed after sealing without [`ToolResult::unseal`]).
+    fn debug_check_sealed(&self, text: &str) {
+        debug_assert_eq!(
+            serde_json::to_string(&self.result).ok().as_deref(),
+            Some(text),
+            "a sealed result changed after it was sealed (call unseal)"
+        );
+    }
+
     /// Drops the text kept by [`ToolResult::seal`] (after a change to `result`).
     pub fn unseal(&mut self) {
         self.sealed = Sealed::NONE;
@@ -116,11 +134,7 @@ impl ToolResult {
         let Some(result) = self.sealed.0.as_deref() else {
             return serde_json::value::to_raw_value(self);
         };
-        debug_assert_eq!(
-            serde_json::to_string(&self.result).ok().as_deref(),
-            Some(result.get()),
-            "a sealed result changed after it was sealed (call unseal)"
-        );
+        self.debug_check_sealed(result.get());
         serde_json::value::to_raw_value(&Wire {
             request_id: &self.request_id,
             status: self.status,

@@ -50,7 +50,7 @@ pub mod world;
 use std::fmt::Debug;
 
 use async_trait::async_trait;
-use openphone_protocol::Command;
+use openphone_protocol::{Command, ObjectText};
 use serde_json::Value;
 
 pub use dialog::PendingDialog;
@@ -88,6 +88,15 @@ pub struct DeviceCall<'a> {
     pub origin: &'a CallOrigin,
 }
 
+/// What [`PhoneDevice::execute_for_text`] answers.
+#[derive(Debug)]
+pub enum DeviceAnswer {
+    /// The result as a value (an object, or a value the bridge wraps as `{"value": …}`).
+    Value(Value),
+    /// The result object as JSON text (see [`ObjectText`]).
+    Text(ObjectText),
+}
+
 /// A phone that executes device-owned commands.
 #[async_trait]
 pub trait PhoneDevice: Send + Sync + Debug {
@@ -107,6 +116,14 @@ pub trait PhoneDevice: Send + Sync + Debug {
 
     /// Executes one call of a device-owned command and returns the result object.
     async fn execute(&self, call: DeviceCall<'_>) -> Result<Value, DeviceError>;
+
+    /// [`PhoneDevice::execute`] for a caller that reads the answer as JSON text only (the
+    /// endpoint's `tools.invoke`): a device that keeps the answer of a read already written
+    /// (a cached `screen.get`) may answer with that text ([`DeviceAnswer::Text`]) instead of
+    /// building the object. The answer is the same either way. By default, `execute`'s.
+    async fn execute_for_text(&self, call: DeviceCall<'_>) -> Result<DeviceAnswer, DeviceError> {
+        self.execute(call).await.map(DeviceAnswer::Value)
+    }
 
     /// The phone's own events ([`DeviceEvent`]): messages, calls and notifications nobody's
     /// tool call caused. `None` when the backend cannot observe them.

@@ -74,7 +74,7 @@ pub use runtime_id::{BUILTIN_RUNTIME_ID, RuntimeIdError, normalize_runtime_id};
 #[doc(hidden)]
 pub use schema::__private as __schema;
 pub use schema::{endpoint_schema, string_enum};
-pub use sealed::Sealed;
+pub use sealed::{ObjectText, Sealed};
 pub use session_key::{
     background_job_of, background_job_session, goal_action_session, goal_action_sessions_prefix,
     goal_judge_session, goal_of, goal_session, watcher_of, watcher_session,

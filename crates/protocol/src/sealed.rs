@@ -18,20 +18,40 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::limits::MAX_SAFE_INTEGER;
-use crate::tool_result::{ToolError, ToolResult, ToolStatus};
+use crate::tool_result::{ToolError, ToolResult, ToolStatus, is_false};
 
-/// The JSON text of a result's `result` object, kept beside it ([`ToolResult::seal`]). A cache:
-/// two results are equal whatever their sealed texts, and it never travels as a member.
+/// The JSON text of a result's `result` object, kept beside it ([`ToolResult::seal`]) or in its
+/// place ([`ToolResult::ok_text`]). As a cache it is invisible: two results are equal whatever
+/// their sealed texts, and it never travels as a member of its own.
 #[derive(Clone, Default)]
-pub struct Sealed(Option<Arc<RawValue>>);
+pub struct Sealed(Kept);
+
+#[derive(Clone, Default)]
+enum Kept {
+    /// No text: `result` is the object.
+    #[default]
+    None,
+    /// `result` and its text, written by [`ToolResult::seal`].
+    Cache(Arc<RawValue>),
+    /// The text only; `result` is empty until [`ToolResult::materialize`].
+    Only(ObjectText),
+}
 
 impl Sealed {
     /// No text kept.
-    pub const NONE: Sealed = Sealed(None);
+    pub const NONE: Sealed = Sealed(Kept::None);
 
     /// The text, when kept.
     pub fn text(&self) -> Option<&str> {
-        self.0.as_deref().map(RawValue::get)
+        self.raw().map(RawValue::get)
+    }
+
+    fn raw(&self) -> Option<&RawValue> {
+        match &self.0 {
+            Kept::None => None,
+            Kept::Cache(text) => Some(text),
+            Kept::Only(object) => Some(&object.text),
+        }
     }
 }
 
@@ -44,9 +64,86 @@ impl PartialEq for Sealed {
 impl std::fmt::Debug for Sealed {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.0 {
-            Some(text) => write!(f, "Sealed({} bytes)", text.get().len()),
-            None => f.write_str("Sealed(none)"),
+            Kept::None => f.write_str("Sealed(none)"),
+            Kept::Cache(text) => write!(f, "Sealed({} bytes)", text.get().len()),
+            Kept::Only(object) => write!(f, "Sealed(only: {})", object.text.get()),
         }
+    }
+}
+
+/// A JSON object written to text the way serde_json writes a `Map` (compact, keys in order),
+/// with whether that text is also its canonical form (see the module documentation): what a
+/// device answers a cached read with, so that the endpoint's answer embeds it and the audit
+/// hashes it without an object tree being built ([`ToolResult::ok_text`]).
+#[derive(Clone)]
+pub struct ObjectText {
+    text: Arc<RawValue>,
+    canonical: bool,
+}
+
+impl ObjectText {
+    /// Writes `map`.
+    pub fn write(map: &Map<String, Value>) -> serde_json::Result<ObjectText> {
+        Ok(ObjectText {
+            text: Arc::from(serde_json::value::to_raw_value(map)?),
+            canonical: writes_canonically(map),
+        })
+    }
+
+    /// Text its caller wrote (a kept answer with one member filled in): refused unless it is
+    /// JSON. The caller vouches that it is an object written as [`ObjectText::write`] writes
+    /// one and, with `canonical`, that [`ObjectText::writes_canonically`] holds for it; debug
+    /// builds check both.
+    pub fn from_written(text: String, canonical: bool) -> serde_json::Result<ObjectText> {
+        let text = RawValue::from_string(text)?;
+        if cfg!(debug_assertions) {
+            let map: Map<String, Value> = serde_json::from_str(text.get())?;
+            debug_assert_eq!(
+                serde_json::to_string(&map).ok().as_deref(),
+                Some(text.get()),
+                "an object's text not written as serde_json writes the object"
+            );
+            debug_assert_eq!(writes_canonically(&map), canonical, "{}", text.get());
+        }
+        Ok(ObjectText {
+            text: Arc::from(text),
+            canonical,
+        })
+    }
+
+    /// Whether the text [`ObjectText::write`] writes for `map` is also its canonical JSON (every
+    /// object's keys in order, every number an integer within ±(2^53 − 1)).
+    pub fn writes_canonically(map: &Map<String, Value>) -> bool {
+        writes_canonically(map)
+    }
+
+    /// The JSON text.
+    pub fn text(&self) -> &str {
+        self.text.get()
+    }
+
+    /// `sha256:<hex>` of the object's canonical JSON (`None` for `{}`, as for an empty result).
+    fn digest(&self) -> Option<String> {
+        if self.text.get() == "{}" {
+            return None;
+        }
+        if self.canonical {
+            return Some(format!(
+                "sha256:{}",
+                crate::digest::sha256_hex(self.text.get())
+            ));
+        }
+        let map: Map<String, Value> = serde_json::from_str(self.text.get()).ok()?;
+        crate::object_hash(&map).ok()
+    }
+}
+
+impl std::fmt::Debug for ObjectText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ObjectText")
+            .field("text", &self.text.get())
+            .field("canonical", &self.canonical)
+            .finish()
     }
 }
 
@@ -82,13 +179,45 @@ fn value_writes_canonically(value: &Value) -> bool {
 }
 
 impl ToolResult {
+    /// An executed request whose result exists only as JSON text, for a caller that reads the
+    /// answer as text (the endpoint's `tools.invoke`): `result` stays empty until
+    /// [`ToolResult::materialize`]. Serialising it writes the text; [`ToolResult::seal`]
+    /// digests it; [`ToolResult::unseal`] materialises it first.
+    pub fn ok_text(runtime: &str, request_id: &str, object: ObjectText) -> ToolResult {
+        ToolResult {
+            sealed: Sealed(Kept::Only(object)),
+            ..ToolResult::ok(runtime, request_id, Map::new())
+        }
+    }
+
+    /// Whether `result` exists only as text ([`ToolResult::ok_text`]).
+    pub fn is_text_only(&self) -> bool {
+        matches!(self.sealed.0, Kept::Only(_))
+    }
+
+    /// Builds `result` from its text, for a result made by [`ToolResult::ok_text`] (the text is
+    /// kept as the sealed cache); nothing for any other.
+    pub fn materialize(&mut self) -> serde_json::Result<()> {
+        let Kept::Only(object) = &self.sealed.0 else {
+            return Ok(());
+        };
+        self.result = serde_json::from_str(object.text.get())?;
+        let text = Arc::clone(&object.text);
+        self.sealed = Sealed(Kept::Cache(text));
+        Ok(())
+    }
+
     /// Writes `result` to JSON text once, keeps the text for [`ToolResult::to_raw_json`] and
     /// returns the result's digest (`sha256:<hex>` of its canonical JSON, as
     /// [`crate::object_hash`]; `None` for an empty result or one without a canonical form).
+    /// A result that is text only keeps its text and returns its digest.
     ///
     /// Whoever changes `result` afterwards must call [`ToolResult::unseal`] (debug builds check
     /// the kept text against `result` when it is used).
     pub fn seal(&mut self) -> Option<String> {
+        if let Kept::Only(object) = &self.sealed.0 {
+            return object.digest();
+        }
         self.sealed = Sealed::NONE;
         if self.result.is_empty() {
             return None;
@@ -101,12 +230,12 @@ impl ToolResult {
         } else {
             crate::object_hash(&self.result).ok()
         };
-        self.sealed = Sealed(Some(Arc::from(raw)));
+        self.sealed = Sealed(Kept::Cache(Arc::from(raw)));
         digest
     }
 
-    /// The text kept by [`ToolResult::seal`], for a reader that needs `result` as JSON text
-    /// (debug builds check it is still `result`'s).
+    /// The text kept by [`ToolResult::seal`] or given to [`ToolResult::ok_text`], for a reader
+    /// that needs `result` as JSON text (debug builds check a cache is still `result`'s).
     pub fn sealed_text(&self) -> Option<&str> {
         let text = self.sealed.text()?;
         self.debug_check_sealed(text);
@@ -116,6 +245,9 @@ impl ToolResult {
     /// In debug builds, that `text` is still what `result` writes (the one check on a result
     /// changed after sealing without [`ToolResult::unseal`]).
     fn debug_check_sealed(&self, text: &str) {
+        if self.is_text_only() {
+            return;
+        }
         debug_assert_eq!(
             serde_json::to_string(&self.result).ok().as_deref(),
             Some(text),
@@ -123,19 +255,29 @@ impl ToolResult {
         );
     }
 
-    /// Drops the text kept by [`ToolResult::seal`] (after a change to `result`).
+    /// Drops the text kept by [`ToolResult::seal`] (after a change to `result`). A result that
+    /// is text only is materialised first, so nothing is lost (and stays text only in the
+    /// one case its text does not parse, which [`ObjectText`] rules out).
     pub fn unseal(&mut self) {
-        self.sealed = Sealed::NONE;
+        if self.materialize().is_ok() {
+            self.sealed = Sealed::NONE;
+        }
     }
 
     /// The result as the endpoint's answer embeds it: the same JSON text as serialising the
     /// struct, with the sealed `result` text copied in rather than written again.
     pub fn to_raw_json(&self) -> serde_json::Result<Box<RawValue>> {
-        let Some(result) = self.sealed.0.as_deref() else {
-            return serde_json::value::to_raw_value(self);
-        };
-        self.debug_check_sealed(result.get());
-        serde_json::value::to_raw_value(&Wire {
+        match self.sealed.raw() {
+            Some(result) => {
+                self.debug_check_sealed(result.get());
+                serde_json::value::to_raw_value(&self.wire(result))
+            }
+            None => serde_json::value::to_raw_value(&self.wire(&self.result)),
+        }
+    }
+
+    fn wire<'a, R: Serialize + ?Sized>(&'a self, result: &'a R) -> Wire<'a, R> {
+        Wire {
             request_id: &self.request_id,
             status: self.status,
             requires_confirmation: self.requires_confirmation,
@@ -144,18 +286,30 @@ impl ToolResult {
             openphone_task_id: &self.openphone_task_id,
             replayed: self.replayed,
             error: &self.error,
-        })
+        }
     }
 }
 
-/// [`ToolResult`]'s wire form with `result` as text: the same members, in the same order, with
-/// the same omissions (a unit test compares the two).
+/// The wire form (`runtime-protocol.md` §12): `result` as the object, or as its text when the
+/// result is text only. A cache's text is not used here (serialising to a `Value` would parse
+/// it back); [`ToolResult::to_raw_json`] uses it.
+impl Serialize for ToolResult {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match &self.sealed.0 {
+            Kept::Only(object) => self.wire(&*object.text).serialize(serializer),
+            Kept::None | Kept::Cache(_) => self.wire(&self.result).serialize(serializer),
+        }
+    }
+}
+
+/// [`ToolResult`]'s wire form, `result` as an object or as text: the members, their order and
+/// omissions of `runtime-protocol.md` §12 (a unit test compares it with the derived form).
 #[derive(Serialize)]
-struct Wire<'a> {
+struct Wire<'a, R: ?Sized> {
     request_id: &'a str,
     status: ToolStatus,
     requires_confirmation: bool,
-    result: &'a RawValue,
+    result: &'a R,
     audit_id: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     openphone_task_id: &'a Option<String>,
@@ -163,10 +317,6 @@ struct Wire<'a> {
     replayed: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: &'a Option<ToolError>,
-}
-
-fn is_false(b: &bool) -> bool {
-    !*b
 }
 
 #[cfg(test)]
@@ -251,6 +401,112 @@ mod tests {
         assert!(writes_canonically(&results().remove(0).result));
     }
 
+    /// `ToolResult` as serde's derive wrote it before `Serialize` was written by hand.
+    #[derive(Serialize)]
+    struct Derived<'a> {
+        request_id: &'a str,
+        status: ToolStatus,
+        requires_confirmation: bool,
+        result: &'a Map<String, Value>,
+        audit_id: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        openphone_task_id: &'a Option<String>,
+        #[serde(skip_serializing_if = "is_false")]
+        replayed: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: &'a Option<ToolError>,
+    }
+
+    fn derived(r: &ToolResult) -> String {
+        serde_json::to_string(&Derived {
+            request_id: &r.request_id,
+            status: r.status,
+            requires_confirmation: r.requires_confirmation,
+            result: &r.result,
+            audit_id: &r.audit_id,
+            openphone_task_id: &r.openphone_task_id,
+            replayed: r.replayed,
+            error: &r.error,
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn the_hand_written_serialisation_is_the_derived_one() {
+        for mut result in results() {
+            assert_eq!(serde_json::to_string(&result).unwrap(), derived(&result));
+            result.seal();
+            assert_eq!(serde_json::to_string(&result).unwrap(), derived(&result));
+        }
+    }
+
+    /// `result` as text only, with everything else of `r`.
+    fn text_only(r: &ToolResult) -> ToolResult {
+        ToolResult {
+            sealed: Sealed(Kept::Only(ObjectText::write(&r.result).unwrap())),
+            result: Map::new(),
+            ..r.clone()
+        }
+    }
+
+    #[test]
+    fn a_text_only_result_digests_answers_and_serialises_as_its_object() {
+        for r in results() {
+            let plain = serde_json::to_string(&r).unwrap();
+            let expected = if r.result.is_empty() {
+                None
+            } else {
+                crate::object_hash(&r.result).ok()
+            };
+            let mut only = text_only(&r);
+            assert!(only.is_text_only());
+            assert_eq!(only.seal(), expected, "{:?}", r.result);
+            assert!(only.is_text_only(), "sealing keeps the text");
+            assert_eq!(only.to_raw_json().unwrap().get(), plain);
+            assert_eq!(serde_json::to_string(&only).unwrap(), plain);
+            assert_eq!(
+                serde_json::to_value(&only).unwrap(),
+                serde_json::to_value(&r).unwrap()
+            );
+            let mut built = only.clone();
+            built.materialize().unwrap();
+            assert!(!built.is_text_only());
+            assert_eq!(built, r);
+            assert_eq!(built.sealed_text(), only.sealed_text());
+            let mut unsealed = only.clone();
+            unsealed.unseal();
+            assert_eq!(unsealed, r, "unseal materialises, losing nothing");
+            assert!(unsealed.sealed.text().is_none());
+        }
+    }
+
+    #[test]
+    fn ok_text_is_ok_with_the_audit_id_of_ok() {
+        let object = ObjectText::write(&map(json!({"a": 1}))).unwrap();
+        let r = ToolResult::ok_text("rt", "q", object);
+        let plain = ToolResult::ok("rt", "q", map(json!({"a": 1})));
+        assert_eq!(
+            r.to_raw_json().unwrap().get(),
+            serde_json::to_string(&plain).unwrap()
+        );
+        assert_eq!((r.status, &r.audit_id), (plain.status, &plain.audit_id));
+    }
+
+    #[test]
+    fn written_text_that_is_not_json_is_refused() {
+        assert!(ObjectText::from_written("{\"a\":".into(), true).is_err());
+        assert!(ObjectText::from_written("{\"a\":1} x".into(), true).is_err());
+        let ok = ObjectText::from_written("{\"a\":1,\"b\":[true]}".into(), true).unwrap();
+        assert_eq!(ok.text(), "{\"a\":1,\"b\":[true]}");
+        let float = ObjectText::from_written("{\"a\":0.5}".into(), false).unwrap();
+        let mut r = ToolResult::ok_text("r", "q", float);
+        assert_eq!(
+            r.seal(),
+            crate::object_hash(&map(json!({"a": 0.5}))).ok(),
+            "a text that is not canonical takes the canonical digest"
+        );
+    }
+
     fn leaf() -> impl proptest::strategy::Strategy<Value = Value> {
         use proptest::prelude::*;
         prop_oneof![
@@ -285,9 +541,15 @@ mod tests {
             let mut r = ToolResult::ok("r", "q", result);
             let plain = serde_json::to_string(&r).unwrap();
             let expected = if r.result.is_empty() { None } else { crate::object_hash(&r.result).ok() };
-            proptest::prop_assert_eq!(r.seal(), expected);
+            let mut only = text_only(&r);
+            proptest::prop_assert_eq!(r.seal(), expected.clone());
             let raw = r.to_raw_json().unwrap();
-            proptest::prop_assert_eq!(raw.get(), plain);
+            proptest::prop_assert_eq!(raw.get(), &plain);
+            proptest::prop_assert_eq!(only.seal(), expected);
+            let raw = only.to_raw_json().unwrap();
+            proptest::prop_assert_eq!(raw.get(), &plain);
+            only.materialize().unwrap();
+            proptest::prop_assert_eq!(only, r);
         }
     }
 }

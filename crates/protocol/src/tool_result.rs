@@ -52,7 +52,11 @@ pub struct ToolError {
 /// Invariants (kept by the constructors, checked by [`ToolResult::check`]):
 /// `requires_confirmation` is true exactly when the status is `needs_confirmation`; `error` is
 /// absent for `ok` and present otherwise; `audit_id` is `runtime:<runtime>:<request_id>`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+///
+/// `Serialize` is written by hand (`sealed.rs`): a result whose `result` exists only as text
+/// ([`ToolResult::ok_text`]) writes that text. Equality compares `result` maps, so such a
+/// result equals another only after [`ToolResult::materialize`].
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 pub struct ToolResult {
     pub request_id: String,
     pub status: ToolStatus,
@@ -66,7 +70,8 @@ pub struct ToolResult {
     pub replayed: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<ToolError>,
-    /// `result` written to JSON text by [`ToolResult::seal`] (a cache, never a wire member).
+    /// `result` written to JSON text by [`ToolResult::seal`] (a cache, never a wire member), or
+    /// the only form of `result` ([`ToolResult::ok_text`]).
     #[serde(skip)]
     #[schemars(skip)]
     pub sealed: Sealed,
@@ -113,7 +118,8 @@ fn to_map<T: Serialize>(value: &T) -> Map<String, Value> {
     }
 }
 
-fn is_false(b: &bool) -> bool {
+/// For `skip_serializing_if` (the schema reads it; `sealed.rs` writes the wire form).
+pub(crate) fn is_false(b: &bool) -> bool {
     !*b
 }
 

@@ -338,11 +338,14 @@ async fn run(
                             // Boxed: `dispatch` covers every method, so its future is as large
                             // as the largest; in the task it would be copied at the spawn and at
                             // each poll hand-off (issue 34).
-                            match Box::pin(methods::dispatch(&c, &req)).await {
+                            let answer = Box::pin(methods::dispatch(&c, &req)).await;
+                            // Out of flight once answered: a client that waits for each answer
+                            // before its next request must find the slot free again.
+                            drop(permit);
+                            match answer {
                                 Ok(result) => send_result(&c.out, req.id, result).await,
                                 Err(e) => send_error(&c.out, Some(req.id), e).await,
                             }
-                            drop(permit);
                         });
                     }
                 }

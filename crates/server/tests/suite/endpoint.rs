@@ -280,6 +280,24 @@ async fn in_flight_cap_and_operator_events() {
     d.daemon.shutdown().await;
 }
 
+/// The slot of an answered request was freed only after its answer was sent, so a client that
+/// sent its next request as soon as the answer arrived could be refused `rate_limited` (seen
+/// in CI as `in_flight_cap_and_operator_events` refusing the operator's second subscribe).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_flight_slot_freed_before_the_answer_leaves() {
+    let d = start(config(
+        "[limits]\nmax_in_flight = 1\nrate_per_sec = 100000.0\nrate_burst = 100000.0\n",
+    ))
+    .await;
+    let mut rt = connect(&d.url(), Some(RUNTIME_TOKEN)).await.unwrap();
+    rt.hello().await;
+    for i in 0..500 {
+        let r = rt.call("tools.list", json!({})).await;
+        assert!(r.get("result").is_some(), "call {i} of one at a time: {r}");
+    }
+    d.daemon.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_answers_a_waiting_invoke_and_closes_with_1001() {
     let d = start(config("")).await;

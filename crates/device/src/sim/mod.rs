@@ -10,6 +10,7 @@
 mod actions;
 mod commands;
 mod dialogs;
+mod dispatch;
 mod journal;
 mod model;
 mod render;
@@ -26,17 +27,16 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use async_trait::async_trait;
 use openphone_clock::{Clock, ManualClock};
 use openphone_protocol::Registry;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use crate::params::Params;
 use crate::world::{DeviceEvent, Injection, PageContent, SystemNotification};
-use crate::{CallOrigin, DeviceCall, DeviceError, PhoneDevice, PhoneProfile};
+use crate::{CallOrigin, DeviceAnswer, DeviceCall, DeviceError, PhoneDevice, PhoneProfile};
 
 pub use journal::StateSink;
 pub use scenario::{DEFAULT_SCENARIO, ScenarioError, validate};
 pub use state::*;
 
-use commands::{Exec, Handler};
+use commands::Handler;
 
 /// Platform name reported in the profile.
 pub(crate) const PLATFORM: &str = "simulated";
@@ -246,114 +246,6 @@ impl SimPhone {
             origin: &CallOrigin::default(),
         })
     }
-
-    /// Runs one call (what [`PhoneDevice::execute`] does): the handler is chosen by the
-    /// command's canonical name, and whether it changes state is the command's own
-    /// `mutating` flag.
-    pub fn dispatch(&self, call: DeviceCall<'_>) -> Result<Value, DeviceError> {
-        let DeviceCall {
-            command: resolved,
-            params,
-            origin,
-        } = call;
-        let Some((name, handler)) = command(&resolved.name) else {
-            return Err(DeviceError::UnsupportedTool {
-                tool: resolved.name.clone(),
-            });
-        };
-        let mutating = resolved.mutating;
-        if !self.online.load(Ordering::SeqCst) {
-            return Err(DeviceError::DeviceOffline {
-                reason: "the simulated phone was switched offline".into(),
-            });
-        }
-        if mutating {
-            tracing::debug!(
-                tool = %name,
-                runtime = %origin.runtime,
-                request_id = %origin.request_id,
-                "simulated phone: state-changing command"
-            );
-        }
-        let params_view = Params::new(params)?;
-        let now = self.clock.now_ms();
-        let mut guard = self.lock();
-        if !mutating {
-            // The cached answers are copied after both locks are let go, so that copies
-            // run side by side.
-            if *name == "openphone.screen.get" {
-                let generation = self.journal.generation();
-                let kept = self
-                    .screen_cache
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .screen_get(&guard, now, generation, params_view)?;
-                drop(guard);
-                return Ok(commands::stamped(&kept, now));
-            }
-            if *name == "openphone.device.status" {
-                let generation = self.journal.generation();
-                let kept = self
-                    .status_cache
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .device_status(&guard, now, generation, params_view)?;
-                if let Some(kept) = kept {
-                    drop(guard);
-                    return Ok(commands::stamped_status(&kept, now));
-                }
-            }
-            let mut exec = Exec {
-                st: &mut guard,
-                now,
-            };
-            return handler(&mut exec, params_view).map(|o| o.result);
-        }
-        // The copy shares every large part with the state (`state/shared.rs`): the command
-        // copies only what it writes to. The action log is taken out (no handler reads it), so
-        // that appending to it below never copies it while the old state still holds it.
-        let log = std::mem::take(&mut guard.action_log);
-        let mut work = guard.clone();
-        // A command that raises an OS dialog keeps its effect and answers the dialog.
-        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            dialogs::run(
-                *handler,
-                name,
-                &mut Exec { st: &mut work, now },
-                params_view,
-            )
-        }));
-        let (outcome, raised) = match ran {
-            Ok(Ok(ran)) => ran,
-            Ok(Err(e)) => {
-                guard.action_log = log;
-                return Err(e);
-            }
-            Err(panic) => {
-                // The state is untouched (the handler had a copy); keep its log too.
-                guard.action_log = log;
-                std::panic::resume_unwind(panic);
-            }
-        };
-        work.action_log = log;
-        let seq = work.action_log.back().map_or(1, |r| r.seq + 1);
-        work.action_log.push_back(ActionRecord {
-            seq,
-            at_ms: now,
-            tool: (*name).to_string(),
-            params: public_params(params),
-            summary: outcome.summary,
-        });
-        while work.action_log.len() > ACTION_LOG_LIMIT {
-            work.action_log.pop_front();
-        }
-        *guard = work;
-        self.journal.bump();
-        match raised {
-            Some(dialog) => Err(dialog),
-            None => Ok(outcome.result),
-        }
-    }
 }
 
 impl SimPhone {
@@ -522,20 +414,6 @@ impl SimPhone {
     }
 }
 
-/// Params without `_`-keys, which the protocol reserves (callers cannot send them), so the
-/// action log never records one a direct caller passed.
-fn public_params(params: &Value) -> Value {
-    match params {
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .filter(|(k, _)| !k.starts_with('_'))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect::<Map<String, Value>>(),
-        ),
-        other => other.clone(),
-    }
-}
-
 #[async_trait]
 impl PhoneDevice for SimPhone {
     fn profile(&self) -> PhoneProfile {
@@ -562,6 +440,17 @@ impl PhoneDevice for SimPhone {
             self.settle().await;
         }
         result
+    }
+
+    /// [`PhoneDevice::execute`], answering a cached `screen.get` or plain `device.status` with
+    /// its kept text stamped with the call's time; the same run otherwise.
+    async fn execute_for_text(&self, call: DeviceCall<'_>) -> Result<DeviceAnswer, DeviceError> {
+        let ran = self.run(call);
+        if call.command.mutating {
+            // As `execute`: answered only once saved.
+            self.settle().await;
+        }
+        ran.map(dispatch::Ran::into_answer)
     }
 
     async fn resolve_dialog(&self, dialog_id: &str, accept: bool) -> Result<Value, DeviceError> {

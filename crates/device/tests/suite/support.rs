@@ -2,7 +2,7 @@
 //! `PhoneDevice::execute` exactly as the tool bridge does.
 
 use openphone_clock::ManualClock;
-use openphone_device::{CallOrigin, DeviceCall, DeviceError, PhoneDevice, SimPhone};
+use openphone_device::{CallOrigin, DeviceAnswer, DeviceCall, DeviceError, PhoneDevice, SimPhone};
 use openphone_protocol::Command;
 use serde_json::{Value, json};
 
@@ -32,6 +32,22 @@ fn block_on<F: std::future::Future>(future: F) -> F::Output {
 /// Executes a command through the trait, returning the raw outcome. Params must be valid
 /// against the manifest schema (the bridge would reject them otherwise).
 pub fn exec(phone: &dyn PhoneDevice, tool: &str, params: Value) -> Result<Value, DeviceError> {
+    let (command, params) = checked(tool, params);
+    block_on(phone.execute(call(command, &params)))
+}
+
+/// [`exec`] through `PhoneDevice::execute_for_text`, as the endpoint's `tools.invoke` does.
+pub fn exec_for_text(
+    phone: &dyn PhoneDevice,
+    tool: &str,
+    params: Value,
+) -> Result<DeviceAnswer, DeviceError> {
+    let (command, params) = checked(tool, params);
+    block_on(phone.execute_for_text(call(command, &params)))
+}
+
+/// The manifest command `tool` and `params` with a reason, checked against its schema.
+fn checked(tool: &str, params: Value) -> (&'static Command, Value) {
     let params = with_reason(params);
     let command = registry()
         .resolve(tool)
@@ -40,7 +56,7 @@ pub fn exec(phone: &dyn PhoneDevice, tool: &str, params: Value) -> Result<Value,
     if let Err(errors) = registry().validate_params(command, &params) {
         panic!("{tool}: params {params} fail the manifest schema: {errors:?}");
     }
-    block_on(phone.execute(call(command, &params)))
+    (command, params)
 }
 
 /// The device call the bridge would make for `command`.

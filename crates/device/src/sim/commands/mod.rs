@@ -3,7 +3,8 @@
 //! One module per area: `apps` (device status, apps, URLs), `screen`, `notifications`,
 //! `contacts`, `calendar`, `messaging` (messages and calls), `ui` (input on the screen) and
 //! `clipboard` (clipboard and share sheet), `status` (a plain `device.status` and its
-//! cache); `records` holds the JSON views of records they share. Every handler has the [`Handler`] signature.
+//! cache), `stamp` (a cached read answer stamped with each call's time, as a value or as
+//! text); `records` holds the JSON views of records they share. Every handler has the [`Handler`] signature.
 
 mod apps;
 mod calendar;
@@ -13,6 +14,7 @@ mod messaging;
 mod notifications;
 pub(crate) mod records;
 mod screen;
+mod stamp;
 mod status;
 mod ui;
 
@@ -26,8 +28,9 @@ pub(crate) use messaging::{
 pub(crate) use notifications::{
     notifications_list, notifications_open, notifications_search, open_target,
 };
-pub(crate) use screen::{ScreenCache, screen_get, screen_understand, stamped};
-pub(crate) use status::{StatusCache, stamped_status};
+pub(crate) use screen::{ScreenCache, screen_get, screen_understand};
+pub(crate) use stamp::Kept;
+pub(crate) use status::StatusCache;
 pub(crate) use ui::{
     press_key, ui_long_press, ui_long_press_element, ui_swipe, ui_tap, ui_tap_element, ui_type_text,
 };

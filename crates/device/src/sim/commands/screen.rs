@@ -13,6 +13,7 @@ use crate::sim::state::SimState;
 use crate::sim::view::Node;
 
 use super::records::app_label;
+use super::stamp::Kept;
 use super::{Exec, Outcome, screen_brief};
 
 /// The `screen.get` params that shape its answer (the `reason` does not).
@@ -51,19 +52,19 @@ const SCREEN_CACHE_ENTRIES: usize = 4;
 /// The last `screen.get` answers, each for one [`ScreenArgs`], all built from the state of
 /// one generation (the journal's count of changes: every change bumps it under the state
 /// lock) in one time bucket ([`screens::time_bucket`]: the screen shows nothing finer). A
-/// hit hands out the kept answer (shared: the caller copies it after letting go of the
-/// locks, see [`stamped`]); a miss builds it fresh and starts a new cache when the
+/// hit hands out the kept answer (shared: the caller stamps it with its own time after letting
+/// go of the locks, see [`Kept`]); a miss builds it fresh and starts a new cache when the
 /// generation or the bucket moved.
 #[derive(Debug, Default)]
 pub(crate) struct ScreenCache {
     generation: u64,
     bucket: (i64, i64),
-    answers: Vec<(ScreenArgs, Arc<Value>)>,
+    answers: Vec<(ScreenArgs, Arc<Kept>)>,
 }
 
 impl ScreenCache {
     /// `screen.get` on `st` (generation `generation`) at `now`: from the cache when it holds
-    /// this answer, else built and kept. [`stamped`] with `now` makes it equal to
+    /// this answer, else built and kept. [`Kept::stamped`] with `now` makes it equal to
     /// [`screen_get`]'s answer.
     pub(crate) fn screen_get(
         &mut self,
@@ -71,7 +72,7 @@ impl ScreenCache {
         now: i64,
         generation: u64,
         p: Params<'_>,
-    ) -> Result<Arc<Value>, DeviceError> {
+    ) -> Result<Arc<Kept>, DeviceError> {
         let args = ScreenArgs::parse(p)?;
         let bucket = screens::time_bucket(st, now);
         if self.generation != generation || self.bucket != bucket {
@@ -82,7 +83,7 @@ impl ScreenCache {
         if let Some((_, answer)) = self.answers.iter().find(|(a, _)| *a == args) {
             return Ok(Arc::clone(answer));
         }
-        let answer = Arc::new(build_answer(st, now, args)?);
+        let answer = Arc::new(Kept::new(build_answer(st, now, args)?, CAPTURED_AT));
         if self.answers.len() >= SCREEN_CACHE_ENTRIES {
             self.answers.remove(0);
         }
@@ -91,14 +92,8 @@ impl ScreenCache {
     }
 }
 
-/// A copy of a kept `screen.get` answer captured at `now`.
-pub(crate) fn stamped(answer: &Value, now: i64) -> Value {
-    let mut answer = answer.clone();
-    if let Some(at) = answer.get_mut("captured_at") {
-        *at = json!(now);
-    }
-    answer
-}
+/// Where a `screen.get` answer holds its time (the compact form has none).
+const CAPTURED_AT: &[&str] = &["captured_at"];
 
 /// The answer of `screen.get` with `args` on `st` at `now`, built fresh.
 fn build_answer(st: &SimState, now: i64, args: ScreenArgs) -> Result<Value, DeviceError> {

@@ -14,6 +14,7 @@ use crate::sim::time;
 
 use super::records::event_json;
 use super::screen_brief;
+use super::stamp::Kept;
 
 /// The params of `device.status`, checked.
 pub(super) struct StatusArgs<'a> {
@@ -109,16 +110,16 @@ struct StatusKey {
 
 /// The last plain `device.status` answer and what it was built from: a call with the same
 /// [`StatusKey`] gets it again (shared: the caller copies it with its own `time` after
-/// letting go of the locks, see [`stamped_status`]; everything else in the answer is a
+/// letting go of the locks, see [`Kept`]; everything else in the answer is a
 /// function of the key's parts and the state). A query or a number is answered fresh.
 #[derive(Debug, Default)]
 pub(crate) struct StatusCache {
-    last: Option<(StatusKey, Arc<Value>)>,
+    last: Option<(StatusKey, Arc<Kept>)>,
 }
 
 impl StatusCache {
     /// A plain `device.status` on `st` (generation `generation`) at `now`, equal to the
-    /// handler's answer once [`stamped_status`] with `now`; `None` when `p` asks about a
+    /// handler's answer once [`Kept::stamped`] with `now`; `None` when `p` asks about a
     /// contact or number (the handler answers that).
     pub(crate) fn device_status(
         &mut self,
@@ -126,7 +127,7 @@ impl StatusCache {
         now: i64,
         generation: u64,
         p: Params<'_>,
-    ) -> Result<Option<Arc<Value>>, DeviceError> {
+    ) -> Result<Option<Arc<Kept>>, DeviceError> {
         if !StatusArgs::parse(p)?.plain() {
             return Ok(None);
         }
@@ -143,17 +144,11 @@ impl StatusCache {
         {
             return Ok(Some(Arc::clone(answer)));
         }
-        let answer = Arc::new(plain_status(st, now));
+        let answer = Arc::new(Kept::new(plain_status(st, now), DEVICE_TIME));
         self.last = Some((key, Arc::clone(&answer)));
         Ok(Some(answer))
     }
 }
 
-/// A copy of a kept plain `device.status` answer at `now`.
-pub(crate) fn stamped_status(answer: &Value, now: i64) -> Value {
-    let mut answer = answer.clone();
-    if let Some(at) = answer.get_mut("device").and_then(|d| d.get_mut("time")) {
-        *at = json!(now);
-    }
-    answer
-}
+/// Where a plain `device.status` answer holds its time.
+const DEVICE_TIME: &[&str] = &["device", "time"];

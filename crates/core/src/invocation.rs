@@ -25,6 +25,20 @@ pub struct Invocation {
     pub request: ToolRequest,
     /// The phone it acts on (`[[devices]] id`); `None`: the daemon's only phone.
     pub device: Option<String>,
+    /// How the caller reads the result.
+    pub answer: Answer,
+}
+
+/// How the caller of an [`Invocation`] reads its result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Answer {
+    /// As the `result` object (what every reader of a `ToolResult` may assume).
+    #[default]
+    Object,
+    /// As JSON text only (`ToolResult::to_raw_json`): a read's result may come back text only
+    /// (`ToolResult::ok_text`, when the phone kept the answer written), its `result` empty.
+    /// The endpoint's `tools.invoke` answers this way.
+    Text,
 }
 
 impl Invocation {
@@ -35,12 +49,19 @@ impl Invocation {
         self
     }
 
+    /// The same call for a caller that reads the result as JSON text only ([`Answer::Text`]).
+    pub fn answered_as_text(mut self) -> Invocation {
+        self.answer = Answer::Text;
+        self
+    }
+
     fn interactive(caller: &Caller, request: ToolRequest) -> Invocation {
         Invocation {
             caller: caller.clone(),
             context: Context::Interactive,
             request,
             device: None,
+            answer: Answer::Object,
         }
     }
 
@@ -83,6 +104,7 @@ impl Invocation {
             context: Context::job_for(job_id, on_behalf_of),
             request,
             device: None,
+            answer: Answer::Object,
         }
     }
 
@@ -98,6 +120,7 @@ impl Invocation {
             context: authority.job_context(job_id),
             request,
             device: None,
+            answer: Answer::Object,
         }
     }
 
@@ -108,6 +131,7 @@ impl Invocation {
             context: Context::watcher(watcher_id),
             request,
             device: None,
+            answer: Answer::Object,
         }
     }
 
@@ -124,6 +148,7 @@ impl Invocation {
             context: Context::goal(goal_id),
             request,
             device: None,
+            answer: Answer::Object,
         }
     }
 }

@@ -42,7 +42,7 @@ pub use bridge::{Injected, WorldError};
 pub use devices::{DEFAULT_DEVICE_ID, DeviceGrants, DeviceRouteError, Devices};
 pub use elevation::{ElevationConfig, ElevationRefusal};
 pub use events::{Audience, Event, EventBus, PublishError, QuietSubscription};
-pub use invocation::Invocation;
+pub use invocation::{Answer, Invocation};
 pub use request::{NormalizedRequest, normalize};
 pub use runtimes::{
     BUILTIN_NOT_CONFIGURED, CANCELLED_REASON, LocalRuntime, Presence, RuntimeConfigError,

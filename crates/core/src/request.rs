@@ -37,6 +37,9 @@ pub struct NormalizedRequest {
     /// caller named none (and in requests stored before several phones existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_id: Option<String>,
+    /// The caller reads the result as JSON text only (`crate::Answer::Text`); never stored.
+    #[serde(skip)]
+    pub answer_as_text: bool,
 }
 
 impl NormalizedRequest {
@@ -93,6 +96,7 @@ pub fn normalize(req: ToolRequest) -> NormalizedRequest {
         timeout_ms: effective_timeout_ms(req.timeout_ms),
         request_id,
         device_id: None,
+        answer_as_text: false,
     }
 }
 

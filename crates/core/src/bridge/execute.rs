@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use openphone_device::{CallOrigin, DeviceCall, DeviceError};
+use openphone_device::{CallOrigin, DeviceAnswer, DeviceCall, DeviceError};
 use openphone_policy::{Caller, Context};
 use openphone_protocol::{Command, ErrorCode, Executor, ToolResult};
 use openphone_store::{Execution, IdentityKey, SessionStatus, StoreError};
@@ -61,6 +61,20 @@ impl ToolBridge {
                     origin: &origin,
                 };
                 match self.routed_device(req) {
+                    // A read for a caller of text: the phone may answer with text it kept.
+                    Ok(device) if req.answer_as_text && !command.mutating => {
+                        match tokio::time::timeout(timeout, device.execute_for_text(call)).await {
+                            Ok(Ok(DeviceAnswer::Text(object))) => {
+                                let mut result =
+                                    ToolResult::ok_text(runtime, &req.request_id, object);
+                                result.openphone_task_id = Some(task_id);
+                                return result;
+                            }
+                            Ok(Ok(DeviceAnswer::Value(value))) => Ok(Ok(value)),
+                            Ok(Err(e)) => Ok(Err(e)),
+                            Err(elapsed) => Err(elapsed),
+                        }
+                    }
                     Ok(device) => tokio::time::timeout(timeout, device.execute(call)).await,
                     // Configured phones changed since the request was stored: nothing runs.
                     Err(e) => Ok(Err(DeviceError::invalid("device_id", e.to_string()))),

@@ -78,7 +78,7 @@ use tokio::sync::watch;
 
 use crate::devices::{DeviceGrants, Devices};
 use crate::events::{Audience, EventBus};
-use crate::invocation::Invocation;
+use crate::invocation::{Answer, Invocation};
 use crate::locks::{read, write};
 use crate::request::{NormalizedRequest, Rejection, normalize, validate};
 use crate::services;
@@ -247,8 +247,14 @@ impl ToolBridge {
             context,
             request,
             device,
+            answer,
         } = invocation;
-        self.invoke_on(&caller, request, context, device).await
+        let started = self.now_ms();
+        let keyed = retry::explicitly_keyed(&request);
+        let mut req = self.normalize_on(request, device);
+        req.answer_as_text = answer == Answer::Text;
+        // Boxed for the reason given in `ToolBridge::invoke`.
+        Box::pin(self.process(&caller, req, keyed, context, started, None)).await
     }
 
     /// Handles one tool request; a request that needs confirmation is answered at once with
@@ -682,6 +688,7 @@ impl ToolBridge {
                 runtime: Some(caller.runtime.clone()),
                 operators: true,
             };
+            // A result that is text only serialises as its object (`ToolResult`'s `Serialize`).
             if let Err(e) = self.events.publish_tool_result(result, audience) {
                 tracing::error!(error = %e, "publishing an event");
             }

@@ -82,12 +82,22 @@ impl ToolBridge {
     ) -> ToolResult {
         let started = self.now_ms();
         let keyed = retry::explicitly_keyed(&request);
+        let req = self.normalize_on(request, device);
+        // Boxed for the reason given in `ToolBridge::invoke`.
+        Box::pin(self.process(caller, req, keyed, context, started, None)).await
+    }
+
+    /// `request` normalised, acting on the phone `device` names (blank: none named).
+    pub(super) fn normalize_on(
+        &self,
+        request: ToolRequest,
+        device: Option<String>,
+    ) -> NormalizedRequest {
         let mut req = normalize(request);
         req.device_id = device
             .map(|d| d.trim().to_owned())
             .filter(|d| !d.is_empty());
-        // Boxed for the reason given in `ToolBridge::invoke`.
-        Box::pin(self.process(caller, req, keyed, context, started, None)).await
+        req
     }
 
     /// The phone `device` names, else the primary one.

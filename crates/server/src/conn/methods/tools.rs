@@ -65,8 +65,14 @@ pub(super) async fn invoke(conn: &Arc<Conn>, p: ToolsInvokeParams) -> ToolsInvok
         timeout_ms: p.timeout_ms,
     };
     let bridge = conn.state.bridge.clone();
+    // The answer is written as JSON text (`ToolResult::to_raw_json`), so a read's result may
+    // come back as the text the phone kept, never built as an object here.
     let first = bridge
-        .call(Invocation::runtime(&caller, request).on_device(device))
+        .call(
+            Invocation::runtime(&caller, request)
+                .on_device(device)
+                .answered_as_text(),
+        )
         .await;
     if waiting_on(&first).is_none() {
         return first;

@@ -266,7 +266,8 @@ fn write_member<'a>(
     Ok(())
 }
 
-fn write_string(s: &str, out: &mut impl fmt::Write) {
+/// Writes `s` as a canonical JSON string (quoted, escaped).
+pub(crate) fn write_string(s: &str, out: &mut impl fmt::Write) {
     push(out, '"');
     // Every character that needs escaping is ASCII, so runs between them are copied whole.
     let mut run = 0;

@@ -31,7 +31,7 @@ const HEX: &[u8; 16] = b"0123456789abcdef";
 /// A SHA-256 that canonical JSON is written into directly (no intermediate text). The writer
 /// hands over pieces of a byte or a few (`,`, `:`, quotes, short keys): they gather in a small
 /// buffer and reach the hash in blocks, not one `update` call each.
-struct Hashing {
+pub(crate) struct Hashing {
     sha: Sha256,
     buf: [u8; HASH_BUF],
     len: usize,
@@ -61,7 +61,7 @@ impl std::fmt::Write for Hashing {
 }
 
 impl Hashing {
-    fn new() -> Hashing {
+    pub(crate) fn new() -> Hashing {
         Hashing {
             sha: Sha256::new(),
             buf: [0; HASH_BUF],
@@ -69,7 +69,7 @@ impl Hashing {
         }
     }
 
-    fn hex(mut self) -> String {
+    pub(crate) fn hex(mut self) -> String {
         self.sha.update(&self.buf[..self.len]);
         let digest = self.sha.finalize();
         let mut out = String::with_capacity(64);

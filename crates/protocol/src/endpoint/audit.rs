@@ -2,7 +2,9 @@
 //!
 //! [`AuditEntry`] and [`AuditRecord`] are also the store's types (`openphone_store::…`): the
 //! store hashes exactly this serialisation into the chain, so a change here is a change of the
-//! audit format. Records hold digests, never raw params, results or tokens.
+//! audit format. The hashed body is written field by field ([`AuditEntry::body_digest`], in
+//! `audit/body_digest.rs`): a field added here goes there too (its tests fail until it does).
+//! Records hold digests, never raw params, results or tokens.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -10,6 +12,8 @@ use serde_json::Value;
 use crate::autonomy::Autonomy;
 use crate::manifest::Risk;
 use crate::tool_result::ToolStatus;
+
+mod body_digest;
 
 crate::wire_enum!(
     /// What an audit record is about.

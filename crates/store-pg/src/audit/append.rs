@@ -40,31 +40,24 @@ fn check_digest(what: &'static str, value: Option<&str>) -> Result<()> {
 
 /// `sha256_hex(canonical_json(body))`: the body is the record as [`AuditEntry`] serialises it
 /// without `policy_proof`, plus `policy_proof_sha256` (the hex SHA-256 of the proof's
-/// canonical JSON, or `null`) — SQLite's form 2, byte for byte.
+/// canonical JSON, or `null`) — SQLite's form 2, byte for byte ([`AuditEntry::body_digest`]).
 pub(crate) fn body_digest(entry: &AuditEntry) -> Result<String> {
-    let id = &entry.audit_id;
-    let corrupt = |detail: String| StoreError::Corrupt {
-        op: "audit.hash",
-        id: id.clone(),
-        detail,
-    };
-    let mut value = serde_json::to_value(entry).map_err(|e| corrupt(e.to_string()))?;
-    let Value::Object(map) = &mut value else {
-        return Err(corrupt(
-            "a record does not serialise to an object".to_owned(),
-        ));
-    };
-    let proof_sha = match map.remove("policy_proof") {
-        None | Some(Value::Null) => Value::Null,
-        Some(proof) => Value::String(openphone_protocol::canonical_sha256_hex(&proof).map_err(
-            |e| StoreError::Invalid {
+    let proof_sha = match &entry.policy_proof {
+        None | Some(Value::Null) => None,
+        Some(proof) => Some(
+            openphone_protocol::canonical_sha256_hex(proof).map_err(|e| StoreError::Invalid {
                 what: "audit policy_proof",
                 detail: e.to_string(),
-            },
-        )?),
+            })?,
+        ),
     };
-    map.insert("policy_proof_sha256".to_owned(), proof_sha);
-    openphone_protocol::canonical_sha256_hex(&value).map_err(|e| corrupt(e.to_string()))
+    entry
+        .body_digest(proof_sha.as_deref())
+        .map_err(|e| StoreError::Corrupt {
+            op: "audit.hash",
+            id: entry.audit_id.clone(),
+            detail: e.to_string(),
+        })
 }
 
 /// The form-2 chain hash: `sha256_hex(prev_hash + "\n" + seq + "\n" + body_digest)`.

@@ -125,7 +125,7 @@ pub(crate) fn prepare(mut entry: AuditEntry) -> Result<PreparedAudit> {
     };
     let shape_text = serde_json::to_string(&shape)
         .map_err(|e| StoreError::corrupt("audit.append", &entry.audit_id, e))?;
-    let body_digest = body_digest(&mut entry, proof_key.as_ref())?;
+    let body_digest = body_digest(&entry, proof_key.as_ref())?;
     // The proof value goes back into the record; the writer needs only its key and text.
     let proof = proof.map(|p| {
         entry.policy_proof = Some(p.value);

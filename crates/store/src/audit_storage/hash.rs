@@ -2,34 +2,19 @@
 //! thread, and the chain hash over it.
 
 use openphone_protocol::digest::sha256_hex;
-use serde_json::Value;
 
 use super::encoding::to_hex;
 use crate::audit::AuditEntry;
 use crate::error::{Result, StoreError};
 
 /// `sha256_hex(canonical_json(body))`, the body being the record without `policy_proof`,
-/// with `policy_proof_sha256`. `entry.policy_proof` is left as it was.
-pub(super) fn body_digest(entry: &mut AuditEntry, proof: Option<&[u8; 32]>) -> Result<String> {
-    let held = entry.policy_proof.take();
-    let value = serde_json::to_value(&*entry);
-    entry.policy_proof = held;
-    let id = &entry.audit_id;
-    let mut value = value.map_err(|e| StoreError::corrupt("audit.hash", id, e))?;
-    let Value::Object(map) = &mut value else {
-        return Err(StoreError::corrupt(
-            "audit.hash",
-            id,
-            "a record does not serialise to an object",
-        ));
-    };
-    map.remove("policy_proof");
-    map.insert(
-        "policy_proof_sha256".to_owned(),
-        proof.map_or(Value::Null, |d| Value::String(to_hex(d))),
-    );
-    openphone_protocol::canonical_sha256_hex(&value)
-        .map_err(|e| StoreError::corrupt("audit.hash", id, e))
+/// with `policy_proof_sha256` (`proof`, the interned proof's digest, in hex):
+/// [`AuditEntry::body_digest`].
+pub(super) fn body_digest(entry: &AuditEntry, proof: Option<&[u8; 32]>) -> Result<String> {
+    let proof = proof.map(|d| to_hex(d));
+    entry
+        .body_digest(proof.as_deref())
+        .map_err(|e| StoreError::corrupt("audit.hash", &entry.audit_id, e))
 }
 
 /// The form-2 chain hash.

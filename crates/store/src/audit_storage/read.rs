@@ -34,7 +34,7 @@ pub(crate) struct Decoded {
 impl Decoded {
     /// The form-2 hash of this record at `seq` after `prev_hash`.
     pub(crate) fn hash_after(&mut self, prev_hash: &str, seq: i64) -> Result<String> {
-        let body = body_digest(&mut self.entry, self.proof_key.as_ref())?;
+        let body = body_digest(&self.entry, self.proof_key.as_ref())?;
         Ok(chain_hash(prev_hash, seq, &body))
     }
 }

@@ -5,7 +5,9 @@
 //!
 //! Two operations (`--op`):
 //! - `read`: `openphone.device.status` by a runtime (`bench`, transport websocket, every
-//!   exposure class granted), the trivial read of the endpoint benchmarks;
+//!   exposure class granted), the trivial read of the endpoint benchmarks, asked as the
+//!   endpoint's `tools.invoke` asks (`Invocation::answered_as_text`: a kept answer comes back
+//!   as its text);
 //! - `mutation`: `openphone.clipboard.set` by the operator under `trusted_actions`, a
 //!   mutation the policy allows without a confirmation, with its executing record.
 //!
@@ -149,7 +151,7 @@ pub fn bridge(opts: BridgeBench) -> Result<ExitCode> {
                         ..ToolRequest::default()
                     };
                     let result = bridge
-                        .call(Invocation::runtime(&work.caller, request))
+                        .call(Invocation::runtime(&work.caller, request).answered_as_text())
                         .await;
                     let outcome = match (result.status, &result.error) {
                         (ToolStatus::Ok, _) => Outcome::Ok,

@@ -14,4 +14,5 @@ mod retry;
 mod runtimes;
 mod services;
 mod support;
+mod text_answers;
 mod wait;

@@ -280,6 +280,44 @@ async fn in_flight_cap_and_operator_events() {
     d.daemon.shutdown().await;
 }
 
+/// `screen.get` over the endpoint: the first call builds the screen, the next ones are answered
+/// with the text the phone kept (`execute_for_text`), each with its own `captured_at`; the
+/// answers are whole and alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn screen_get_answers_from_the_kept_text_alike_and_whole() {
+    let d = start(config("")).await;
+    let mut rt = connect(&d.url(), Some(RUNTIME_TOKEN)).await.unwrap();
+    rt.hello().await;
+    let mut results = Vec::new();
+    for i in 0..3 {
+        let before = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64;
+        let r = rt
+            .call(
+                "tools.invoke",
+                json!({"request_id": format!("sg{i}"), "tool": "openphone.screen.get",
+                       "params": {"reason": "look"}}),
+            )
+            .await;
+        assert_eq!(r["result"]["status"], "ok", "{r}");
+        assert_eq!(r["result"]["request_id"], format!("sg{i}"));
+        let mut result = r["result"]["result"].clone();
+        let at = result["captured_at"].as_i64().expect("captured_at");
+        assert!(
+            at >= before - 1000,
+            "captured_at {at} is this call's time ({before})"
+        );
+        result.as_object_mut().unwrap().remove("captured_at");
+        assert!(result["interactive_elements"].is_array(), "{result}");
+        results.push(result);
+    }
+    assert_eq!(results[1], results[0]);
+    assert_eq!(results[2], results[0]);
+    d.daemon.shutdown().await;
+}
+
 /// The slot of an answered request was freed only after its answer was sent, so a client that
 /// sent its next request as soon as the answer arrived could be refused `rate_limited` (seen
 /// in CI as `in_flight_cap_and_operator_events` refusing the operator's second subscribe).

@@ -1,5 +1,6 @@
 //! `openphone.screen.get` on the simulated phone, with and without a screenshot, on a
-//! conversation screen of the demo scenario.
+//! conversation screen of the demo scenario; and a cached one read as JSON text, through
+//! `execute` and then written (what a text reader did before) and through `execute_for_text`.
 //!
 //! `cargo bench -p openphone-device --bench screen_get`
 
@@ -8,7 +9,8 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use openphone_device::SimPhone;
+use openphone_device::{CallOrigin, DeviceAnswer, DeviceCall, PhoneDevice, SimPhone};
+use openphone_protocol::Registry;
 use serde_json::json;
 
 fn phone_on_a_thread() -> SimPhone {
@@ -53,5 +55,36 @@ fn screen_get(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, screen_get);
+fn screen_get_as_text(c: &mut Criterion) {
+    let phone = phone_on_a_thread();
+    let registry = Registry::embedded().unwrap();
+    let command = registry.resolve("openphone.screen.get").unwrap();
+    let params = json!({ "reason": "benchmark" });
+    let origin = CallOrigin::default();
+    let call = DeviceCall {
+        command,
+        params: &params,
+        origin: &origin,
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    c.bench_function("screen.get cached, value then written", |b| {
+        b.iter(|| {
+            let value = runtime.block_on(phone.execute(black_box(call))).unwrap();
+            black_box(serde_json::to_string(&value).unwrap())
+        });
+    });
+    c.bench_function("screen.get cached, execute_for_text", |b| {
+        b.iter(|| {
+            let answer = runtime
+                .block_on(phone.execute_for_text(black_box(call)))
+                .unwrap();
+            assert!(matches!(answer, DeviceAnswer::Text(_)));
+            black_box(answer)
+        });
+    });
+}
+
+criterion_group!(benches, screen_get, screen_get_as_text);
 criterion_main!(benches);

@@ -2,6 +2,8 @@
 //! encodings, shape, proof, body digest); [`append_prepared`] reads the head, inserts the row
 //! (interning its shape and proof when the database lacks them) and moves the head.
 
+use std::borrow::Cow;
+
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 
@@ -104,24 +106,24 @@ pub(crate) fn prepare(mut entry: AuditEntry) -> Result<PreparedAudit> {
     };
     let shape = Shape {
         kind: entry.kind,
-        runtime: entry.runtime.clone(),
-        caller: entry.caller.clone(),
-        runtime_session_id: entry.runtime_session_id.clone(),
-        tool: entry.tool.clone(),
+        runtime: Cow::Borrowed(&entry.runtime),
+        caller: Cow::Borrowed(&entry.caller),
+        runtime_session_id: entry.runtime_session_id.as_deref().map(Cow::Borrowed),
+        tool: entry.tool.as_deref().map(Cow::Borrowed),
         risk: entry.risk,
         mutating: entry.mutating,
         autonomy: entry.autonomy,
         decision: entry.decision,
         confirmation: entry.confirmation,
         status: entry.status,
-        error_code: entry.error_code.clone(),
+        error_code: entry.error_code.as_deref().map(Cow::Borrowed),
         audit_id: audit_id_form,
         idempotency_key: key_form,
         params_hash: params_form,
         result_digest: result_form,
         proof_digest: proof_digest_form,
         proof_digest_text: claimed_form,
-        device_id: entry.device_id.clone(),
+        device_id: entry.device_id.as_deref().map(Cow::Borrowed),
     };
     let shape_text = serde_json::to_string(&shape)
         .map_err(|e| StoreError::corrupt("audit.append", &entry.audit_id, e))?;

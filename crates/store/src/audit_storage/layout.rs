@@ -4,6 +4,7 @@
 
 use openphone_protocol::digest::sha256_hex;
 use openphone_protocol::{Risk, ToolStatus};
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{LazyLock, Mutex, PoisonError};
 
@@ -69,22 +70,23 @@ pub(super) enum ProofDigestForm {
     Stored,
 }
 
-/// The repeated part of a record, interned in `audit_shapes`.
+/// The repeated part of a record, interned in `audit_shapes`. Its text fields borrow from
+/// the record being appended (nothing copied to serialise it) and own what a read decoded.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct Shape {
+pub(super) struct Shape<'a> {
     pub(super) kind: AuditKind,
-    pub(super) runtime: String,
-    pub(super) caller: Caller,
-    pub(super) runtime_session_id: Option<String>,
-    pub(super) tool: Option<String>,
+    pub(super) runtime: Cow<'a, str>,
+    pub(super) caller: Cow<'a, Caller>,
+    pub(super) runtime_session_id: Option<Cow<'a, str>>,
+    pub(super) tool: Option<Cow<'a, str>>,
     pub(super) risk: Option<Risk>,
     pub(super) mutating: Option<bool>,
     pub(super) autonomy: Option<Autonomy>,
     pub(super) decision: Option<PolicyDecision>,
     pub(super) confirmation: Option<AuditConfirmation>,
     pub(super) status: Option<ToolStatus>,
-    pub(super) error_code: Option<String>,
+    pub(super) error_code: Option<Cow<'a, str>>,
     pub(super) audit_id: AuditIdForm,
     pub(super) idempotency_key: KeyForm,
     pub(super) params_hash: DigestForm,
@@ -93,7 +95,7 @@ pub(super) struct Shape {
     pub(super) proof_digest_text: DigestForm,
     /// The phone of the record (absent: none named, and the shape's text is what it was).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(super) device_id: Option<String>,
+    pub(super) device_id: Option<Cow<'a, str>>,
 }
 
 /// How many shape ids the process remembers (a daemon writes a handful of distinct shapes:

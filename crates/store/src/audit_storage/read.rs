@@ -42,7 +42,7 @@ impl Decoded {
 /// Decodes compact rows, loading each shape and proof once (and checking it against its id).
 pub(crate) struct Interned<'c> {
     conn: &'c Connection,
-    shapes: HashMap<i64, std::result::Result<Arc<Shape>, String>>,
+    shapes: HashMap<i64, std::result::Result<Arc<Shape<'static>>, String>>,
     proofs: HashMap<[u8; 32], std::result::Result<Arc<Value>, String>>,
 }
 
@@ -93,7 +93,7 @@ impl<'c> Interned<'c> {
         }
     }
 
-    fn shape(&mut self, id: i64) -> Result<std::result::Result<Arc<Shape>, String>> {
+    fn shape(&mut self, id: i64) -> Result<std::result::Result<Arc<Shape<'static>>, String>> {
         if let Some(found) = self.shapes.get(&id) {
             return Ok(found.clone());
         }
@@ -107,7 +107,7 @@ impl<'c> Interned<'c> {
             Some(text) if shape_id(&text) != id => Err(format!(
                 "interned shape {id} does not match its content (edited)"
             )),
-            Some(text) => serde_json::from_str::<Shape>(&text)
+            Some(text) => serde_json::from_str::<Shape<'static>>(&text)
                 .map(Arc::new)
                 .map_err(|e| format!("interned shape {id}: {e}")),
         };
@@ -193,7 +193,7 @@ impl<'c> Interned<'c> {
 /// Puts a row, its shape and its proof back together into the record.
 fn assemble(
     row: &Row<'_>,
-    shape: &Shape,
+    shape: &Shape<'_>,
     proof_key: Option<[u8; 32]>,
     proof: Option<&Value>,
 ) -> std::result::Result<Decoded, String> {
@@ -250,13 +250,13 @@ fn assemble(
             audit_id,
             kind: shape.kind,
             at_ms,
-            runtime: shape.runtime.clone(),
-            caller: shape.caller.clone(),
+            runtime: shape.runtime.clone().into_owned(),
+            caller: shape.caller.clone().into_owned(),
             phone_session_id,
-            runtime_session_id: shape.runtime_session_id.clone(),
+            runtime_session_id: shape.runtime_session_id.as_deref().map(str::to_owned),
             request_id,
             idempotency_key,
-            tool: shape.tool.clone(),
+            tool: shape.tool.as_deref().map(str::to_owned),
             risk: shape.risk,
             mutating: shape.mutating,
             autonomy: shape.autonomy,
@@ -266,11 +266,11 @@ fn assemble(
             confirmation_id,
             confirmation: shape.confirmation,
             status: shape.status,
-            error_code: shape.error_code.clone(),
+            error_code: shape.error_code.as_deref().map(str::to_owned),
             duration_ms,
             params_hash,
             result_digest,
-            device_id: shape.device_id.clone(),
+            device_id: shape.device_id.as_deref().map(str::to_owned),
         },
         proof_key,
     })

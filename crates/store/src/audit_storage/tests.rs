@@ -165,3 +165,49 @@ fn a_derived_audit_id_is_recognised_in_place() {
         }
     }
 }
+
+/// A shape's text is its id's preimage and is stored: its bytes for a record with every
+/// shape field set (strings that need escaping too) are fixed.
+#[test]
+fn a_shape_text_is_pinned() {
+    use crate::audit::{AuditConfirmation, AuditKind, Caller as AuditCaller, PolicyDecision};
+    let entry = AuditEntry {
+        audit_id: "custom \"id\"".to_owned(),
+        kind: AuditKind::BackgroundEvent,
+        runtime: "hermes".to_owned(),
+        caller: AuditCaller {
+            runtime: "hermes".to_owned(),
+            transport: "ws\n".to_owned(),
+            principal: "é😀\\".to_owned(),
+        },
+        runtime_session_id: Some("rs".to_owned()),
+        request_id: "req-1".to_owned(),
+        idempotency_key: Some("k".to_owned()),
+        tool: Some("sms.send".to_owned()),
+        risk: Some(openphone_protocol::Risk::High),
+        mutating: Some(false),
+        autonomy: Some(crate::wire::Autonomy::TrustedActions),
+        decision: Some(PolicyDecision::Deny),
+        confirmation: Some(AuditConfirmation::Replayed),
+        status: Some(ToolStatus::Denied),
+        error_code: Some("policy_denied".to_owned()),
+        params_hash: Some(format!("sha256:{}", "a".repeat(64))),
+        result_digest: Some("b".repeat(64)),
+        device_id: Some("phone-2".to_owned()),
+        ..AuditEntry::default()
+    };
+    let p = prepare(entry).unwrap();
+    assert_eq!(
+        p.shape_text,
+        concat!(
+            r#"{"kind":"background_event","runtime":"hermes","#,
+            r#""caller":{"runtime":"hermes","transport":"ws\n","principal":"é😀\\"},"#,
+            r#""runtime_session_id":"rs","tool":"sms.send","risk":"high","mutating":false,"#,
+            r#""autonomy":"trusted_actions","decision":"deny","confirmation":"replayed","#,
+            r#""status":"denied","error_code":"policy_denied","audit_id":"stored","#,
+            r#""idempotency_key":"stored","params_hash":"prefixed","result_digest":"bare","#,
+            r#""proof_digest":"absent","proof_digest_text":"bare","device_id":"phone-2"}"#,
+        )
+    );
+    assert_eq!(p.shape_id, 4428495085402989758);
+}

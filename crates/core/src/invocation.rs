@@ -35,7 +35,7 @@ pub enum Answer {
     /// As the `result` object (what every reader of a `ToolResult` may assume).
     #[default]
     Object,
-    /// As JSON text only (`ToolResult::to_raw_json`): a read's result may come back text only
+    /// As JSON text only (`ToolResult::to_json_text`): a read's result may come back text only
     /// (`ToolResult::ok_text`, when the phone kept the answer written), its `result` empty.
     /// The endpoint's `tools.invoke` answers this way.
     Text,

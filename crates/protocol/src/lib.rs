@@ -36,6 +36,7 @@ pub mod limits;
 mod log_value;
 mod manifest;
 mod mcp_hello;
+mod object_text;
 mod registry;
 pub mod review;
 mod runtime_id;
@@ -69,12 +70,13 @@ pub use manifest::{
     Risk, Service, TransportMapping, WireMapping,
 };
 pub use mcp_hello::{MCP_HELLO_KEY, McpHello, McpHelloAnswer, McpHelloReply, McpHelloToken};
+pub use object_text::{ObjectTemplate, ObjectText};
 pub use registry::{FieldError, ManifestSources, Registry};
 pub use runtime_id::{BUILTIN_RUNTIME_ID, RuntimeIdError, normalize_runtime_id};
 #[doc(hidden)]
 pub use schema::__private as __schema;
 pub use schema::{endpoint_schema, string_enum};
-pub use sealed::{ObjectText, Sealed};
+pub use sealed::Sealed;
 pub use session_key::{
     background_job_of, background_job_session, goal_action_session, goal_action_sessions_prefix,
     goal_judge_session, goal_of, goal_session, watcher_of, watcher_session,

@@ -14,10 +14,10 @@
 use std::sync::Arc;
 
 use serde::Serialize;
-use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::limits::MAX_SAFE_INTEGER;
+use crate::object_text::ObjectText;
 use crate::tool_result::{ToolError, ToolResult, ToolStatus, is_false};
 
 /// The JSON text of a result's `result` object, kept beside it ([`ToolResult::seal`]) or in its
@@ -32,7 +32,7 @@ enum Kept {
     #[default]
     None,
     /// `result` and its text, written by [`ToolResult::seal`].
-    Cache(Arc<RawValue>),
+    Cache(Arc<str>),
     /// The text only; `result` is empty until [`ToolResult::materialize`].
     Only(ObjectText),
 }
@@ -43,14 +43,10 @@ impl Sealed {
 
     /// The text, when kept.
     pub fn text(&self) -> Option<&str> {
-        self.raw().map(RawValue::get)
-    }
-
-    fn raw(&self) -> Option<&RawValue> {
         match &self.0 {
             Kept::None => None,
             Kept::Cache(text) => Some(text),
-            Kept::Only(object) => Some(&object.text),
+            Kept::Only(object) => Some(object.text()),
         }
     }
 }
@@ -65,91 +61,15 @@ impl std::fmt::Debug for Sealed {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.0 {
             Kept::None => f.write_str("Sealed(none)"),
-            Kept::Cache(text) => write!(f, "Sealed({} bytes)", text.get().len()),
-            Kept::Only(object) => write!(f, "Sealed(only: {})", object.text.get()),
+            Kept::Cache(text) => write!(f, "Sealed({} bytes)", text.len()),
+            Kept::Only(object) => write!(f, "Sealed(only: {})", object.text()),
         }
-    }
-}
-
-/// A JSON object written to text the way serde_json writes a `Map` (compact, keys in order),
-/// with whether that text is also its canonical form (see the module documentation): what a
-/// device answers a cached read with, so that the endpoint's answer embeds it and the audit
-/// hashes it without an object tree being built ([`ToolResult::ok_text`]).
-#[derive(Clone)]
-pub struct ObjectText {
-    text: Arc<RawValue>,
-    canonical: bool,
-}
-
-impl ObjectText {
-    /// Writes `map`.
-    pub fn write(map: &Map<String, Value>) -> serde_json::Result<ObjectText> {
-        Ok(ObjectText {
-            text: Arc::from(serde_json::value::to_raw_value(map)?),
-            canonical: writes_canonically(map),
-        })
-    }
-
-    /// Text its caller wrote (a kept answer with one member filled in): refused unless it is
-    /// JSON. The caller vouches that it is an object written as [`ObjectText::write`] writes
-    /// one and, with `canonical`, that [`ObjectText::writes_canonically`] holds for it; debug
-    /// builds check both.
-    pub fn from_written(text: String, canonical: bool) -> serde_json::Result<ObjectText> {
-        let text = RawValue::from_string(text)?;
-        if cfg!(debug_assertions) {
-            let map: Map<String, Value> = serde_json::from_str(text.get())?;
-            debug_assert_eq!(
-                serde_json::to_string(&map).ok().as_deref(),
-                Some(text.get()),
-                "an object's text not written as serde_json writes the object"
-            );
-            debug_assert_eq!(writes_canonically(&map), canonical, "{}", text.get());
-        }
-        Ok(ObjectText {
-            text: Arc::from(text),
-            canonical,
-        })
-    }
-
-    /// Whether the text [`ObjectText::write`] writes for `map` is also its canonical JSON (every
-    /// object's keys in order, every number an integer within ±(2^53 − 1)).
-    pub fn writes_canonically(map: &Map<String, Value>) -> bool {
-        writes_canonically(map)
-    }
-
-    /// The JSON text.
-    pub fn text(&self) -> &str {
-        self.text.get()
-    }
-
-    /// `sha256:<hex>` of the object's canonical JSON (`None` for `{}`, as for an empty result).
-    fn digest(&self) -> Option<String> {
-        if self.text.get() == "{}" {
-            return None;
-        }
-        if self.canonical {
-            return Some(format!(
-                "sha256:{}",
-                crate::digest::sha256_hex(self.text.get())
-            ));
-        }
-        let map: Map<String, Value> = serde_json::from_str(self.text.get()).ok()?;
-        crate::object_hash(&map).ok()
-    }
-}
-
-impl std::fmt::Debug for ObjectText {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ObjectText")
-            .field("text", &self.text.get())
-            .field("canonical", &self.canonical)
-            .finish()
     }
 }
 
 /// Whether serde_json's compact text of `map` is also its canonical text (see the module
 /// documentation): every object's keys in order, every number a safe integer.
-fn writes_canonically(map: &Map<String, Value>) -> bool {
+pub(crate) fn writes_canonically(map: &Map<String, Value>) -> bool {
     (*MAPS_SORTED || map.keys().is_sorted()) && map.values().all(value_writes_canonically)
 }
 
@@ -201,13 +121,12 @@ impl ToolResult {
         let Kept::Only(object) = &self.sealed.0 else {
             return Ok(());
         };
-        self.result = serde_json::from_str(object.text.get())?;
-        let text = Arc::clone(&object.text);
-        self.sealed = Sealed(Kept::Cache(text));
+        self.result = serde_json::from_str(object.text())?;
+        self.sealed = Sealed(Kept::Cache(Arc::from(object.text())));
         Ok(())
     }
 
-    /// Writes `result` to JSON text once, keeps the text for [`ToolResult::to_raw_json`] and
+    /// Writes `result` to JSON text once, keeps the text for [`ToolResult::to_json_text`] and
     /// returns the result's digest (`sha256:<hex>` of its canonical JSON, as
     /// [`crate::object_hash`]; `None` for an empty result or one without a canonical form).
     /// A result that is text only keeps its text and returns its digest.
@@ -222,15 +141,15 @@ impl ToolResult {
         if self.result.is_empty() {
             return None;
         }
-        let Ok(raw) = serde_json::value::to_raw_value(&self.result) else {
+        let Ok(text) = serde_json::to_string(&self.result) else {
             return crate::object_hash(&self.result).ok();
         };
         let digest = if writes_canonically(&self.result) {
-            Some(format!("sha256:{}", crate::digest::sha256_hex(raw.get())))
+            Some(format!("sha256:{}", crate::digest::sha256_hex(&text)))
         } else {
             crate::object_hash(&self.result).ok()
         };
-        self.sealed = Sealed(Kept::Cache(Arc::from(raw)));
+        self.sealed = Sealed(Kept::Cache(Arc::from(text)));
         digest
     }
 
@@ -264,19 +183,43 @@ impl ToolResult {
         }
     }
 
-    /// The result as the endpoint's answer embeds it: the same JSON text as serialising the
-    /// struct, with the sealed `result` text copied in rather than written again.
-    pub fn to_raw_json(&self) -> serde_json::Result<Box<RawValue>> {
-        match self.sealed.raw() {
-            Some(result) => {
-                self.debug_check_sealed(result.get());
-                serde_json::value::to_raw_value(&self.wire(result))
-            }
-            None => serde_json::value::to_raw_value(&self.wire(&self.result)),
+    /// The result's wire form as JSON text, the same as serialising the struct, with a kept
+    /// `result` text copied in rather than written again (the endpoint's `tools.invoke` answer).
+    pub fn to_json_text(&self) -> serde_json::Result<String> {
+        let Some(result) = self.sealed.text() else {
+            return serde_json::to_string(self);
+        };
+        self.debug_check_sealed(result);
+        // The members of `Wire`, in its order and with its omissions (a test compares them).
+        let mut out = Vec::with_capacity(result.len() + 192);
+        out.extend_from_slice(b"{\"request_id\":");
+        serde_json::to_writer(&mut out, &self.request_id)?;
+        out.extend_from_slice(b",\"status\":");
+        serde_json::to_writer(&mut out, &self.status)?;
+        out.extend_from_slice(if self.requires_confirmation {
+            b",\"requires_confirmation\":true,\"result\":"
+        } else {
+            b",\"requires_confirmation\":false,\"result\":"
+        });
+        out.extend_from_slice(result.as_bytes());
+        out.extend_from_slice(b",\"audit_id\":");
+        serde_json::to_writer(&mut out, &self.audit_id)?;
+        if let Some(task) = &self.openphone_task_id {
+            out.extend_from_slice(b",\"openphone_task_id\":");
+            serde_json::to_writer(&mut out, task)?;
         }
+        if self.replayed {
+            out.extend_from_slice(b",\"replayed\":true");
+        }
+        if let Some(error) = &self.error {
+            out.extend_from_slice(b",\"error\":");
+            serde_json::to_writer(&mut out, error)?;
+        }
+        out.push(b'}');
+        String::from_utf8(out).map_err(serde::ser::Error::custom)
     }
 
-    fn wire<'a, R: Serialize + ?Sized>(&'a self, result: &'a R) -> Wire<'a, R> {
+    fn wire<'a, R: Serialize>(&'a self, result: &'a R) -> Wire<'a, R> {
         Wire {
             request_id: &self.request_id,
             status: self.status,
@@ -290,13 +233,16 @@ impl ToolResult {
     }
 }
 
-/// The wire form (`runtime-protocol.md` §12): `result` as the object, or as its text when the
-/// result is text only. A cache's text is not used here (serialising to a `Value` would parse
-/// it back); [`ToolResult::to_raw_json`] uses it.
+/// The wire form (`runtime-protocol.md` §12). A result that is text only is parsed for it (a
+/// rare reader: an event's subscriber; the endpoint's answer is [`ToolResult::to_json_text`]).
 impl Serialize for ToolResult {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match &self.sealed.0 {
-            Kept::Only(object) => self.wire(&*object.text).serialize(serializer),
+            Kept::Only(object) => {
+                let result: Map<String, Value> =
+                    serde_json::from_str(object.text()).map_err(serde::ser::Error::custom)?;
+                self.wire(&result).serialize(serializer)
+            }
             Kept::None | Kept::Cache(_) => self.wire(&self.result).serialize(serializer),
         }
     }
@@ -305,7 +251,7 @@ impl Serialize for ToolResult {
 /// [`ToolResult`]'s wire form, `result` as an object or as text: the members, their order and
 /// omissions of `runtime-protocol.md` §12 (a unit test compares it with the derived form).
 #[derive(Serialize)]
-struct Wire<'a, R: ?Sized> {
+struct Wire<'a, R> {
     request_id: &'a str,
     status: ToolStatus,
     requires_confirmation: bool,
@@ -372,10 +318,10 @@ mod tests {
     fn sealed_wire_text_equals_the_struct_serialised() {
         for mut result in results() {
             let plain = serde_json::to_string(&result).unwrap();
-            assert_eq!(result.to_raw_json().unwrap().get(), plain);
+            assert_eq!(result.to_json_text().unwrap(), plain);
             result.seal();
             assert_eq!(result.sealed.text().is_some(), !result.result.is_empty());
-            assert_eq!(result.to_raw_json().unwrap().get(), plain);
+            assert_eq!(result.to_json_text().unwrap(), plain);
         }
     }
 
@@ -462,7 +408,7 @@ mod tests {
             assert!(only.is_text_only());
             assert_eq!(only.seal(), expected, "{:?}", r.result);
             assert!(only.is_text_only(), "sealing keeps the text");
-            assert_eq!(only.to_raw_json().unwrap().get(), plain);
+            assert_eq!(only.to_json_text().unwrap(), plain);
             assert_eq!(serde_json::to_string(&only).unwrap(), plain);
             assert_eq!(
                 serde_json::to_value(&only).unwrap(),
@@ -486,24 +432,28 @@ mod tests {
         let r = ToolResult::ok_text("rt", "q", object);
         let plain = ToolResult::ok("rt", "q", map(json!({"a": 1})));
         assert_eq!(
-            r.to_raw_json().unwrap().get(),
+            r.to_json_text().unwrap(),
             serde_json::to_string(&plain).unwrap()
         );
         assert_eq!((r.status, &r.audit_id), (plain.status, &plain.audit_id));
     }
 
     #[test]
-    fn written_text_that_is_not_json_is_refused() {
-        assert!(ObjectText::from_written("{\"a\":".into(), true).is_err());
-        assert!(ObjectText::from_written("{\"a\":1} x".into(), true).is_err());
-        let ok = ObjectText::from_written("{\"a\":1,\"b\":[true]}".into(), true).unwrap();
-        assert_eq!(ok.text(), "{\"a\":1,\"b\":[true]}");
-        let float = ObjectText::from_written("{\"a\":0.5}".into(), false).unwrap();
-        let mut r = ToolResult::ok_text("r", "q", float);
+    fn a_filled_template_is_a_text_only_result_of_its_object() {
+        let object = map(json!({"captured_at": 0, "f": 0.5, "t": "x"}));
+        let template = crate::ObjectTemplate::new(&object, &["captured_at"]).unwrap();
+        let mut r = ToolResult::ok_text("r", "q", template.fill(42));
+        let mut expected = object.clone();
+        expected.insert("captured_at".into(), json!(42));
         assert_eq!(
             r.seal(),
-            crate::object_hash(&map(json!({"a": 0.5}))).ok(),
+            crate::object_hash(&expected).ok(),
             "a text that is not canonical takes the canonical digest"
+        );
+        let plain = ToolResult::ok("r", "q", expected);
+        assert_eq!(
+            r.to_json_text().unwrap(),
+            serde_json::to_string(&plain).unwrap()
         );
     }
 
@@ -543,11 +493,11 @@ mod tests {
             let expected = if r.result.is_empty() { None } else { crate::object_hash(&r.result).ok() };
             let mut only = text_only(&r);
             proptest::prop_assert_eq!(r.seal(), expected.clone());
-            let raw = r.to_raw_json().unwrap();
-            proptest::prop_assert_eq!(raw.get(), &plain);
+            let raw = r.to_json_text().unwrap();
+            proptest::prop_assert_eq!(&raw, &plain);
             proptest::prop_assert_eq!(only.seal(), expected);
-            let raw = only.to_raw_json().unwrap();
-            proptest::prop_assert_eq!(raw.get(), &plain);
+            let raw = only.to_json_text().unwrap();
+            proptest::prop_assert_eq!(&raw, &plain);
             only.materialize().unwrap();
             proptest::prop_assert_eq!(only, r);
         }

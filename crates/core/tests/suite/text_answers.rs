@@ -23,7 +23,7 @@ async fn screen_get(h: &Harness, id: &str, text: bool) -> ToolResult {
 
 /// The parsed wire form of `r`, without the members that name its request.
 fn wire_without_ids(r: &ToolResult) -> Value {
-    let mut wire: Value = serde_json::from_str(r.to_raw_json().unwrap().get()).unwrap();
+    let mut wire: Value = serde_json::from_str(&r.to_json_text().unwrap()).unwrap();
     let map = wire.as_object_mut().unwrap();
     for key in ["request_id", "audit_id", "openphone_task_id"] {
         assert!(map.remove(key).is_some(), "{key}");

@@ -92,6 +92,30 @@ async fn send_result<R: serde::Serialize>(out: &mpsc::Sender<Out>, id: RequestId
     }
 }
 
+/// Sends the success answering `id` whose result [`methods::dispatch`] wrote: the frame is
+/// written around it, the text copied in as it is (the members and their order are
+/// `Response`'s: a unit test compares the two).
+async fn send_written(out: &mpsc::Sender<Out>, id: RequestId, result: methods::Written) {
+    match written_frame(&id, &result.0) {
+        Ok(text) => {
+            let _ = out.send(Out::Frame(text)).await;
+        }
+        Err(e) => send_error(out, Some(id), internal(e)).await,
+    }
+}
+
+/// `{"jsonrpc":"2.0","id":<id>,"result":<result>}`.
+fn written_frame(id: &RequestId, result: &str) -> serde_json::Result<String> {
+    let id = serde_json::to_string(id)?;
+    let mut frame = String::with_capacity(result.len() + id.len() + 32);
+    frame.push_str("{\"jsonrpc\":\"2.0\",\"id\":");
+    frame.push_str(&id);
+    frame.push_str(",\"result\":");
+    frame.push_str(result);
+    frame.push('}');
+    Ok(frame)
+}
+
 /// Sends the failure answering `id` (`None`: the request's id is unknown, sent as `null`).
 async fn send_error(out: &mpsc::Sender<Out>, id: Option<RequestId>, error: ErrorObject) {
     match serde_json::to_string(&error.into_response(id)) {
@@ -343,7 +367,7 @@ async fn run(
                             // before its next request must find the slot free again.
                             drop(permit);
                             match answer {
-                                Ok(result) => send_result(&c.out, req.id, result).await,
+                                Ok(result) => send_written(&c.out, req.id, result).await,
                                 Err(e) => send_error(&c.out, Some(req.id), e).await,
                             }
                         });
@@ -421,5 +445,27 @@ mod tests {
         // The type decides, not the text.
         let lookalike = axum::Error::new(std::io::Error::other("Space limit exceeded: too long"));
         assert!(!is_too_big(&lookalike));
+    }
+
+    #[test]
+    fn a_written_frame_is_the_response_serialised() {
+        let results = [
+            serde_json::json!({"a": [1, "x\"y"], "b": null}),
+            serde_json::json!("text"),
+            serde_json::json!(null),
+        ];
+        for id in [
+            RequestId::Integer(7),
+            RequestId::Integer(-1),
+            RequestId::String("r-\"1\"\u{1}é".into()),
+        ] {
+            for result in &results {
+                let text = serde_json::to_string(result).unwrap();
+                assert_eq!(
+                    written_frame(&id, &text).unwrap(),
+                    serde_json::to_string(&Response::new(id.clone(), result)).unwrap()
+                );
+            }
+        }
     }
 }

@@ -290,10 +290,7 @@ async fn screen_get_answers_from_the_kept_text_alike_and_whole() {
     rt.hello().await;
     let mut results = Vec::new();
     for i in 0..3 {
-        let before = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis() as i64;
+        let before = openphone_clock::Clock::now_ms(&openphone_clock::SystemClock);
         let r = rt
             .call(
                 "tools.invoke",

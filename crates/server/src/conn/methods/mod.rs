@@ -32,7 +32,6 @@ use openphone_protocol::endpoint::{
     SessionsGet, SessionsList, SimInject, ToolsInvoke,
 };
 use serde::Serialize;
-use serde_json::value::RawValue;
 
 use super::{Conn, internal};
 
@@ -51,19 +50,23 @@ fn forbidden(message: impl Into<String>) -> ErrorObject {
     ErrorObject::new(EndpointErrorCode::Forbidden, message)
 }
 
+/// A method's result as JSON text, written once by serde_json (or by
+/// `ToolResult::to_json_text`, which is serde_json's text too); the response frame embeds it
+/// as it is ([`super::send_written`]). Never built from text that was not written so.
+pub(in crate::conn) struct Written(pub(in crate::conn) String);
+
 /// A method's typed result as the `result` member of the response, written to JSON text once
-/// (never through a `Value` tree first: the response frame embeds this text as it is).
-fn written<R: Serialize>(result: Result<R, ErrorObject>) -> Result<Box<RawValue>, ErrorObject> {
-    serde_json::value::to_raw_value(&result?).map_err(internal)
+/// (never through a `Value` tree first).
+fn written<R: Serialize>(result: Result<R, ErrorObject>) -> Result<Written, ErrorObject> {
+    serde_json::to_string(&result?)
+        .map(Written)
+        .map_err(internal)
 }
 
 /// Answers one request of a connection that said `hello`. Names every method (tidy rule
 /// `exhaustive`): a new one must be routed here.
 #[warn(clippy::wildcard_enum_match_arm)]
-pub(super) async fn dispatch(
-    conn: &Arc<Conn>,
-    req: &Request,
-) -> Result<Box<RawValue>, ErrorObject> {
+pub(super) async fn dispatch(conn: &Arc<Conn>, req: &Request) -> Result<Written, ErrorObject> {
     let Some(method) = req.method_name() else {
         return Err(ErrorObject::method_not_found(&req.method));
     };
@@ -75,7 +78,8 @@ pub(super) async fn dispatch(
         // A result the bridge sealed embeds its `result` text as written once (issue 34).
         MethodName::ToolsInvoke => tools::invoke(conn, req.params_as::<ToolsInvoke>()?)
             .await
-            .to_raw_json()
+            .to_json_text()
+            .map(Written)
             .map_err(internal),
         MethodName::ConfirmationsList => {
             operator_only(conn, method)?;

@@ -65,7 +65,7 @@ pub(super) async fn invoke(conn: &Arc<Conn>, p: ToolsInvokeParams) -> ToolsInvok
         timeout_ms: p.timeout_ms,
     };
     let bridge = conn.state.bridge.clone();
-    // The answer is written as JSON text (`ToolResult::to_raw_json`), so a read's result may
+    // The answer is written as JSON text (`ToolResult::to_json_text`), so a read's result may
     // come back as the text the phone kept, never built as an object here.
     let first = bridge
         .call(

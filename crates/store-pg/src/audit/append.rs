@@ -83,7 +83,11 @@ pub(crate) fn prepare(entry: &AuditEntry) -> Result<Prepared> {
         detail: e.to_string(),
     };
     let text = serde_json::to_string(entry).map_err(invalid)?;
-    let entry: AuditEntry = serde_json::from_str(&text).map_err(invalid)?;
+    let entry: AuditEntry = if entry.policy_proof.as_ref().is_none_or(reads_back_as_is) {
+        entry.clone()
+    } else {
+        serde_json::from_str(&text).map_err(invalid)?
+    };
     let body_digest = body_digest(&entry)?;
     Ok(Prepared {
         entry,
@@ -91,6 +95,28 @@ pub(crate) fn prepare(entry: &AuditEntry) -> Result<Prepared> {
         body_digest,
     })
 }
+
+/// Whether a proof's JSON text parses back to this very value, so a record holding it reads
+/// back as it is (every other field of a record does: strings, integers, booleans and wire
+/// strings are written and parsed exactly) and need not be parsed from its text: no float
+/// (parsed to within an ulp, not always to the value written) and nesting well inside the
+/// parser's recursion limit (a deeper proof is parsed, and refused there as before). A `null`
+/// proof reads back as no proof.
+fn reads_back_as_is(proof: &Value) -> bool {
+    fn walk(value: &Value, depth: usize) -> bool {
+        match value {
+            Value::Null | Value::Bool(_) | Value::String(_) => true,
+            Value::Number(n) => !n.is_f64(),
+            Value::Array(items) => depth < PROOF_DEPTH && items.iter().all(|v| walk(v, depth + 1)),
+            Value::Object(map) => depth < PROOF_DEPTH && map.values().all(|v| walk(v, depth + 1)),
+        }
+    }
+    !proof.is_null() && walk(proof, 0)
+}
+
+/// The nesting below which a proof is taken as it is (serde_json's parser refuses 128 levels;
+/// a proof is one level inside its record).
+const PROOF_DEPTH: usize = 64;
 
 /// The head of `chain` (last seq and hash), locked for this transaction; `None` for a chain
 /// with no record yet.

@@ -52,10 +52,11 @@ pub struct ToolError {
 /// Invariants (kept by the constructors, checked by [`ToolResult::check`]):
 /// `requires_confirmation` is true exactly when the status is `needs_confirmation`; `error` is
 /// absent for `ok` and present otherwise; `audit_id` is `runtime:<runtime>:<request_id>`.
-///
-/// `Serialize` is written by hand (`sealed.rs`): a result whose `result` exists only as text
-/// ([`ToolResult::ok_text`]) writes that text. Equality compares `result` maps, so such a
-/// result equals another only after [`ToolResult::materialize`].
+//
+// `Serialize` is written by hand (`sealed.rs`): a result whose `result` exists only as text
+// (`ToolResult::ok_text`) writes that text. Equality compares `result` maps, so such a result
+// equals another only after `ToolResult::materialize`. (Not a doc comment: the wire schema
+// takes this type's documentation as its description.)
 #[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 pub struct ToolResult {
     pub request_id: String,

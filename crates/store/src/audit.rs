@@ -358,6 +358,28 @@ impl SqliteStore {
         .await
     }
 
+    /// [`Store::append_audit_proven_async`](crate::AuditStore::append_audit_proven_async):
+    /// the proof's text and digest are taken as made ([`storage::AuditProof`]), and the
+    /// record is dropped by the writer, only its seq coming back.
+    pub async fn append_audit_proven_async(
+        &self,
+        entry: AuditEntry,
+        proof: Option<storage::AuditProof>,
+        durable: bool,
+    ) -> Result<i64> {
+        let prepared = match &proof {
+            Some(proof) => storage::prepare_proven(entry, proof)?,
+            None => prepare(entry)?,
+        };
+        let id = prepared.audit_id().to_owned();
+        let append = move |tx: &Connection| append_prepared_in(tx, prepared).map(|r| r.seq);
+        if durable {
+            self.write_async("audit.append", &id, append).await
+        } else {
+            self.write_async_relaxed("audit.append", &id, append).await
+        }
+    }
+
     /// Up to `limit` records with `seq > after_seq`, in order (JSONL export pages).
     pub fn export_audit(&self, after_seq: i64, limit: usize) -> Result<Vec<AuditRecord>> {
         const OP: &str = "audit.export";

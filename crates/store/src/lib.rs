@@ -130,6 +130,7 @@ pub use audit::{
     Caller, GENESIS_HASH, PolicyDecision, VerifyReport,
 };
 pub use audit_anchor::{AnchorCheck, AnchorOutcome, AnchoredReport, AuditAnchor};
+pub use audit_storage::AuditProof;
 pub use backend::{
     ApprovalStore, AuditStore, BoxFuture, ConfirmationStore, FiringAudit, Fleet, FleetHost,
     GoalStore, JobStore, MemoryStore, OutcomeStore, RepairFn, ReplayStore, SessionStore,

@@ -303,6 +303,16 @@ impl AuditStore for SqliteStore {
     ) -> BoxFuture<'a, Result<AuditRecord>> {
         Box::pin(SqliteStore::append_audit_relaxed_async(self, entry))
     }
+    fn append_audit_proven_async<'a>(
+        &'a self,
+        entry: AuditEntry,
+        proof: Option<AuditProof>,
+        durable: bool,
+    ) -> BoxFuture<'a, Result<i64>> {
+        Box::pin(SqliteStore::append_audit_proven_async(
+            self, entry, proof, durable,
+        ))
+    }
     fn export_audit(&self, after_seq: i64, limit: usize) -> Result<Vec<AuditRecord>> {
         SqliteStore::export_audit(self, after_seq, limit)
     }

@@ -10,7 +10,7 @@ use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 use super::encoding::{DigestForm, encode_id, hex32, split_digest};
 use super::hash::{body_digest, chain_hash};
 use super::layout::{AuditIdForm, INSERT_RECORD_SQL, KeyForm, ProofDigestForm, Shape, shape_id};
-use super::proofs::{StoredProof, checked_proof};
+use super::proofs::{AuditProof, StoredProof, checked_proof};
 use crate::audit::{AuditEntry, AuditRecord};
 use crate::error::{Result, SqlContext, StoreError};
 use crate::rows::Cached;
@@ -61,7 +61,41 @@ fn digest_field(
 
 /// Prepares `entry` for [`append_prepared`]. Checks it (digest fields must be digests, the
 /// audit id must not be empty) and does the expensive part of an append off the writer.
-pub(crate) fn prepare(mut entry: AuditEntry) -> Result<PreparedAudit> {
+pub(crate) fn prepare(entry: AuditEntry) -> Result<PreparedAudit> {
+    prepare_with(entry, |entry, claimed| {
+        let Some(proof) = entry.policy_proof.take() else {
+            return Ok(None);
+        };
+        let p = checked_proof(proof, claimed)?;
+        let stored = StoredProof {
+            digest: p.digest,
+            text: p.text,
+        };
+        Ok(Some((stored, Some(p.value))))
+    })
+}
+
+/// [`prepare`] of `entry` carrying `proof` (a proof already made ready: its text and digest
+/// computed once), stored exactly as `entry` with `policy_proof: Some(proof.value())` would
+/// be. The prepared record keeps no proof value (the caller does not read the record back).
+/// A `policy_proof` inside `entry` is refused: the proof is given once.
+pub(crate) fn prepare_proven(entry: AuditEntry, proof: &AuditProof) -> Result<PreparedAudit> {
+    if entry.policy_proof.is_some() {
+        return Err(StoreError::Invalid {
+            what: "audit policy_proof",
+            detail: "given both inside the entry and beside it".to_owned(),
+        });
+    }
+    prepare_with(entry, |_, _| Ok(Some((proof.stored(), None))))
+}
+
+/// A prepared proof: what the writer interns, and the value put back into the record.
+type ProofPart = Option<(StoredProof, Option<serde_json::Value>)>;
+
+fn prepare_with(
+    mut entry: AuditEntry,
+    take_proof: impl FnOnce(&mut AuditEntry, Option<[u8; 32]>) -> Result<ProofPart>,
+) -> Result<PreparedAudit> {
     if entry.audit_id.is_empty() {
         return Err(StoreError::Invalid {
             what: "audit_id",
@@ -83,12 +117,8 @@ pub(crate) fn prepare(mut entry: AuditEntry) -> Result<PreparedAudit> {
         entry.proof_digest.as_deref(),
         DigestForm::Bare,
     )?;
-    let proof = entry
-        .policy_proof
-        .take()
-        .map(|p| checked_proof(p, claimed))
-        .transpose()?;
-    let proof_key = proof.as_ref().map(|p| p.digest);
+    let proof = take_proof(&mut entry, claimed)?;
+    let proof_key = proof.as_ref().map(|(p, _)| p.digest);
     let (proof_digest_form, proof_digest) = match (claimed, proof_key) {
         (None, _) => (ProofDigestForm::Absent, None),
         (Some(c), Some(k)) if c == k => (ProofDigestForm::Proof, None),
@@ -129,15 +159,9 @@ pub(crate) fn prepare(mut entry: AuditEntry) -> Result<PreparedAudit> {
         .map_err(|e| StoreError::corrupt("audit.append", &entry.audit_id, e))?;
     let body_digest = body_digest(&entry, proof_key.as_ref())?;
     // The proof value goes back into the record; the writer needs only its key and text.
-    let proof = proof.map(|p| {
-        entry.policy_proof = Some(p.value);
-        (
-            StoredProof {
-                digest: p.digest,
-                text: p.text,
-            },
-            proof_digest,
-        )
+    let proof = proof.map(|(stored, value)| {
+        entry.policy_proof = value;
+        (stored, proof_digest)
     });
     Ok(PreparedAudit {
         shape_id: shape_id(&shape_text),

@@ -98,7 +98,8 @@ mod read;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use append::{PreparedAudit, append_prepared, head, prepare};
+pub(crate) use append::{PreparedAudit, append_prepared, head, prepare, prepare_proven};
 pub(crate) use encoding::{hex32, request_id_value, to_hex};
 pub(crate) use layout::RECORD_COLUMNS;
+pub use proofs::AuditProof;
 pub(crate) use read::Interned;

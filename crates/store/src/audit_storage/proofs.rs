@@ -6,7 +6,7 @@ use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
 use serde_json::Value;
 
-use super::encoding::hex32;
+use super::encoding::{hex32, to_hex};
 use crate::error::{Result, StoreError};
 
 /// How many checked proofs the process keeps (a daemon sees a handful: one per distinct
@@ -80,4 +80,67 @@ pub(super) fn checked_proof(proof: Value, claimed: Option<[u8; 32]>) -> Result<P
         text,
         value,
     })
+}
+
+/// A policy proof made ready for the audit once and shared by every record that carries it
+/// ([`AuditStore::append_audit_proven_async`](crate::AuditStore::append_audit_proven_async)):
+/// its stored text and its digest are computed here, from the proof itself, exactly as an
+/// append computes them for a proof inside an entry (the text, read back, digested), so an
+/// append with it skips that work and stores the same bytes. Cloning it is cheap (shared).
+///
+/// Its fields are private: the digest is always the proof's own, never a caller's claim.
+#[derive(Clone)]
+pub struct AuditProof(Arc<ProofParts>);
+
+struct ProofParts {
+    value: Value,
+    text: Arc<str>,
+    digest: [u8; 32],
+    digest_hex: String,
+}
+
+impl AuditProof {
+    /// Makes `proof` ready for the audit: its stored text and its digest. Fails as an append
+    /// of an entry with this proof would (a proof whose text does not read back).
+    pub fn new(proof: Value) -> Result<AuditProof> {
+        let invalid = |detail: String| StoreError::Invalid {
+            what: "audit policy_proof",
+            detail,
+        };
+        let text: Arc<str> = proof.to_string().into();
+        let value: Value = serde_json::from_str(&text).map_err(|e| invalid(e.to_string()))?;
+        let digest = proof_digest(&value).map_err(invalid)?;
+        Ok(AuditProof(Arc::new(ProofParts {
+            value,
+            text,
+            digest,
+            digest_hex: to_hex(&digest),
+        })))
+    }
+
+    /// The proof, as the audit reads it back.
+    pub fn value(&self) -> &Value {
+        &self.0.value
+    }
+
+    /// Its digest (lowercase hex of `SHA-256(canonical_json(proof))`).
+    pub fn digest_hex(&self) -> &str {
+        &self.0.digest_hex
+    }
+
+    /// What the writer interns: the key and the text.
+    pub(super) fn stored(&self) -> StoredProof {
+        StoredProof {
+            digest: self.0.digest,
+            text: Arc::clone(&self.0.text),
+        }
+    }
+}
+
+impl std::fmt::Debug for AuditProof {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuditProof")
+            .field("digest", &self.0.digest_hex)
+            .finish_non_exhaustive()
+    }
 }

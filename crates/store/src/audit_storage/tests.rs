@@ -211,3 +211,118 @@ fn a_shape_text_is_pinned() {
     );
     assert_eq!(p.shape_id, 4428495085402989758);
 }
+
+/// Every stored byte of the audit tables, in order: what two appends must agree on.
+fn stored_bytes(conn: &Connection) -> Vec<Vec<SqlValue>> {
+    let mut out = Vec::new();
+    for sql in [
+        "SELECT * FROM audit_records ORDER BY seq",
+        "SELECT * FROM audit_shapes ORDER BY id",
+        "SELECT * FROM audit_proofs ORDER BY digest",
+        "SELECT * FROM audit_head",
+    ] {
+        let mut stmt = conn.prepare(sql).unwrap();
+        let columns = stmt.column_count();
+        let mut rows = stmt.query([]).unwrap();
+        while let Some(row) = rows.next().unwrap() {
+            out.push((0..columns).map(|i| row.get(i).unwrap()).collect());
+        }
+    }
+    out
+}
+
+/// A proof given beside the entry ([`AuditProof`], the bridge's per-call path) is stored
+/// exactly as the same proof inside the entry: same rows, same interned proof and shape, same
+/// hashes, and it reads back as the entry with its proof — with a correct claimed digest, a
+/// mismatching one, and none.
+#[test]
+fn a_proven_append_stores_what_the_entry_append_stores() {
+    use super::append::prepare_proven;
+    use super::proofs::AuditProof;
+    let (old, new) = (migrated(), migrated());
+    let mut entries: Vec<AuditEntry> = (1..=4).map(read_entry).collect();
+    entries[2].proof_digest = Some("c".repeat(64));
+    entries[3].proof_digest = None;
+    for entry in &entries {
+        let by_entry = append_prepared(&old, prepare(entry.clone()).unwrap()).unwrap();
+        let mut bare = entry.clone();
+        let proof = AuditProof::new(bare.policy_proof.take().unwrap()).unwrap();
+        let by_proof = append_prepared(&new, prepare_proven(bare, &proof).unwrap()).unwrap();
+        assert_eq!(
+            (by_proof.seq, &by_proof.prev_hash, &by_proof.hash),
+            (by_entry.seq, &by_entry.prev_hash, &by_entry.hash)
+        );
+    }
+    assert_eq!(stored_bytes(&new), stored_bytes(&old));
+    assert_eq!(all(&new), entries);
+}
+
+/// A claimed `proof_digest` that is not the proof's own never becomes the proof's key on the
+/// proven path: the proof is interned under its own digest (computed by [`AuditProof::new`]
+/// from the proof, never taken from the caller) and the claim is kept beside it, as the entry
+/// path does. A proof given both inside the entry and beside it is refused.
+#[test]
+fn a_proven_append_keys_a_proof_by_its_own_digest_not_a_mismatching_claim() {
+    use super::append::prepare_proven;
+    use super::proofs::AuditProof;
+    let conn = migrated();
+    let mut entry = read_entry(1);
+    let value = entry.policy_proof.take().unwrap();
+    let own = proof_digest(&value).unwrap();
+    let proof = AuditProof::new(value.clone()).unwrap();
+    assert_eq!(proof.digest_hex(), to_hex(&own));
+    entry.proof_digest = Some("d".repeat(64));
+    append_prepared(&conn, prepare_proven(entry.clone(), &proof).unwrap()).unwrap();
+    let (key, claim): (Vec<u8>, Option<Vec<u8>>) = conn
+        .query_row("SELECT proof, proof_digest FROM audit_records", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    assert_eq!(key, own.to_vec());
+    assert_eq!(claim, Some(vec![0xdd; 32]));
+    let read = all(&conn).remove(0);
+    assert_eq!(read.proof_digest.as_deref(), Some(&*"d".repeat(64)));
+    assert_eq!(read.policy_proof, Some(value.clone()));
+
+    let mut both = entry;
+    both.policy_proof = Some(value);
+    let refused = prepare_proven(both, &proof).err().unwrap();
+    assert!(refused.to_string().contains("policy_proof"), "{refused}");
+}
+
+/// Through the store: the proven append (durable and relaxed, with and without a proof)
+/// returns the record's seq, and the log reads back the entries with their proofs and
+/// verifies intact, its head the hash the entry path gives the same records.
+#[tokio::test]
+async fn the_proven_append_through_the_store_reads_back_and_verifies() {
+    use super::proofs::AuditProof;
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let proven = crate::Store::open(a.path().join("data")).unwrap();
+    let plain = crate::Store::open(b.path().join("data")).unwrap();
+    let mut entries: Vec<AuditEntry> = (1..=4).map(read_entry).collect();
+    entries[3].policy_proof = None;
+    entries[3].proof_digest = None;
+    for (i, entry) in entries.iter().enumerate() {
+        let mut bare = entry.clone();
+        let proof = bare
+            .policy_proof
+            .take()
+            .map(|p| AuditProof::new(p).unwrap());
+        let seq = proven
+            .append_audit_proven_async(bare, proof, i % 2 == 0)
+            .await
+            .unwrap();
+        assert_eq!(seq, i as i64 + 1);
+        plain.append_audit_async(entry.clone()).await.unwrap();
+    }
+    let read: Vec<AuditEntry> = proven
+        .export_audit(0, 10)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.entry)
+        .collect();
+    assert_eq!(read, entries);
+    let report = proven.verify_audit().unwrap();
+    assert!(report.is_intact(), "{report:?}");
+    assert_eq!(report.last_hash, plain.verify_audit().unwrap().last_hash);
+}

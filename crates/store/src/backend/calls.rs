@@ -343,6 +343,34 @@ pub trait AuditStore {
         entry: AuditEntry,
     ) -> BoxFuture<'a, Result<AuditRecord>>;
 
+    /// [`AuditStore::append_audit_async`] (`durable`) or [`AuditStore::append_audit_relaxed_async`]
+    /// of `entry` with its policy proof given beside it, made ready once ([`AuditProof`]:
+    /// its text and digest computed, shared by the records that carry it), for the per-call
+    /// records. Stores exactly what `entry` with `policy_proof: Some(proof.value())` stores;
+    /// returns only the record's seq. `entry.policy_proof` must be `None` when a proof is given.
+    fn append_audit_proven_async<'a>(
+        &'a self,
+        mut entry: AuditEntry,
+        proof: Option<AuditProof>,
+        durable: bool,
+    ) -> BoxFuture<'a, Result<i64>> {
+        if let Some(proof) = &proof {
+            if entry.policy_proof.is_some() {
+                return Box::pin(std::future::ready(Err(StoreError::Invalid {
+                    what: "audit policy_proof",
+                    detail: "given both inside the entry and beside it".to_owned(),
+                })));
+            }
+            entry.policy_proof = Some(proof.value().clone());
+        }
+        let append = if durable {
+            self.append_audit_async(entry)
+        } else {
+            self.append_audit_relaxed_async(entry)
+        };
+        Box::pin(async move { append.await.map(|record| record.seq) })
+    }
+
     /// Up to `limit` records with `seq > after_seq`, in order (JSONL export pages).
     fn export_audit(&self, after_seq: i64, limit: usize) -> Result<Vec<AuditRecord>>;
 

@@ -112,14 +112,18 @@ impl<'a> Attempt<'a> {
         duration_ms: i64,
     ) -> ToolResult {
         let digest = result.seal();
-        let entry = self.entry_digested(
+        let (entry, proof) = self.entry_parts(
             result.audit_id.clone(),
             Some((&result, digest)),
             None,
             Some(duration_ms),
         );
         let relaxed = self.command.is_some_and(is_safe_read);
-        match self.bridge.append_audit_durably(entry, !relaxed).await {
+        match self
+            .bridge
+            .append_audit_durably(entry, proof, !relaxed)
+            .await
+        {
             Ok(()) => result,
             Err(e) => self.audit_unavailable(&e, Unaudited::Withheld),
         }
@@ -182,15 +186,17 @@ impl<'a> Attempt<'a> {
         confirmation: Option<(Option<String>, store::AuditConfirmation)>,
         duration_ms: Option<i64>,
     ) -> Result<(), StoreError> {
-        let entry = self.entry(
+        let (entry, proof) = self.entry_parts(
             result.audit_id.clone(),
-            Some(result),
+            Some((result, result_digest(result))),
             confirmation,
             duration_ms,
         );
-        self.bridge.append_audit_async(entry).await
+        self.bridge.append_audit_durably(entry, proof, true).await
     }
 
+    /// The audit record, its policy proof inside (for the records stored with other rows:
+    /// a direct execution's attempt and outcome).
     fn entry(
         &self,
         audit_id: String,
@@ -199,17 +205,23 @@ impl<'a> Attempt<'a> {
         duration_ms: Option<i64>,
     ) -> store::AuditEntry {
         let result = result.map(|r| (r, result_digest(r)));
-        self.entry_digested(audit_id, result, confirmation, duration_ms)
+        let (mut entry, proof) = self.entry_parts(audit_id, result, confirmation, duration_ms);
+        if let Some(proof) = proof {
+            entry.policy_proof = Some(proof.value().clone());
+        }
+        entry
     }
 
-    /// [`Attempt::entry`] of a result whose digest is known already.
-    fn entry_digested(
+    /// The audit record of a result whose digest is known already, and its policy proof
+    /// beside it, shared, not copied ([`ToolBridge::append_audit_durably`] stores it as if it
+    /// were inside; `None` when the record has no proof, or its proof is inside already).
+    fn entry_parts(
         &self,
         audit_id: String,
         result: Option<(&ToolResult, Option<String>)>,
         confirmation: Option<(Option<String>, store::AuditConfirmation)>,
         duration_ms: Option<i64>,
-    ) -> store::AuditEntry {
+    ) -> (store::AuditEntry, Option<store::AuditProof>) {
         let (result, result_digest) = match result {
             Some((r, digest)) => (Some(r), digest),
             None => (None, None),
@@ -228,14 +240,14 @@ impl<'a> Attempt<'a> {
                 }),
             ),
         };
-        let (policy_proof, proof_digest) = match decision {
-            Some(d) => {
-                let (proof, digest) = self.bridge.proof_json(&d.proof);
-                (Some(proof), Some(digest))
-            }
-            None => (None, None),
+        let (proof, policy_proof, proof_digest) = match decision {
+            Some(d) => match self.bridge.proof_json(&d.proof) {
+                (Ok(proof), digest) => (Some(proof), None, Some(digest)),
+                (Err(value), digest) => (None, Some(value), Some(digest)),
+            },
+            None => (None, None, None),
         };
-        store::AuditEntry {
+        let entry = store::AuditEntry {
             audit_id,
             kind: store::AuditKind::ToolRequest,
             at_ms: self.started,
@@ -263,7 +275,8 @@ impl<'a> Attempt<'a> {
             },
             result_digest,
             device_id: req.device_id.clone(),
-        }
+        };
+        (entry, proof)
     }
 }
 
@@ -301,26 +314,30 @@ impl Unaudited {
 
 /// Proofs already turned into JSON, with their digests: the same few proofs recur on every
 /// call (a runtime's reads, its confirmed writes…), and serialising, canonicalising and
-/// hashing one for every audit record showed in profiles. Cleared when full.
+/// hashing one for every audit record showed in profiles, as did copying it into each record.
+/// So a proof is kept made ready for the audit ([`store::AuditProof`]: its stored text and
+/// digest computed once) and shared by the records carrying it. Cleared when full.
 #[derive(Default)]
 pub(super) struct ProofCache {
-    by_proof:
-        std::collections::HashMap<Vec<openphone_policy::Verdict>, (serde_json::Value, String)>,
+    by_proof: std::collections::HashMap<Vec<openphone_policy::Verdict>, (ProofJson, String)>,
 }
+
+/// A proof made ready for the audit, or (should it not be storable, which the store then
+/// refuses as before) its JSON to put inside the record.
+type ProofJson = Result<store::AuditProof, serde_json::Value>;
 
 /// Most distinct proofs kept.
 const PROOF_CACHE_LIMIT: usize = 512;
 
 impl ToolBridge {
-    /// A proof as the audit stores it (JSON) and its digest (`Decision::proof_digest`).
-    pub(super) fn proof_json(
-        &self,
-        proof: &[openphone_policy::Verdict],
-    ) -> (serde_json::Value, String) {
+    /// A proof as the audit stores it (made ready, shared) and its digest
+    /// (`Decision::proof_digest`).
+    pub(super) fn proof_json(&self, proof: &[openphone_policy::Verdict]) -> (ProofJson, String) {
         if let Some(found) = crate::locks::lock(&self.proofs).by_proof.get(proof) {
             return found.clone();
         }
         let value = serde_json::to_value(proof).unwrap_or(serde_json::Value::Null);
+        let value = store::AuditProof::new(value.clone()).map_err(|_| value);
         let digest = openphone_policy::proof_digest(proof);
         let mut cache = crate::locks::lock(&self.proofs);
         if cache.by_proof.len() >= PROOF_CACHE_LIMIT {
@@ -408,30 +425,23 @@ impl ToolBridge {
         written
     }
 
-    /// [`ToolBridge::append_audit`] for the per-call records: awaits the group commit, so the
-    /// records of concurrent calls share one fsync.
-    pub(super) async fn append_audit_async(
-        &self,
-        entry: store::AuditEntry,
-    ) -> Result<(), StoreError> {
-        self.append_audit_durably(entry, true).await
-    }
-
-    /// [`ToolBridge::append_audit_async`], answered before the fsync when `durable` is false
-    /// (only for the record of an executed safe read: [`is_safe_read`]).
+    /// [`ToolBridge::append_audit`] for the per-call records, `entry`'s policy proof (if any)
+    /// given beside it, shared: awaits the group commit, so the records of concurrent calls
+    /// share one fsync; answered before the fsync when `durable` is false (only for the record
+    /// of an executed safe read: [`is_safe_read`]). The record is not read back.
     pub(super) async fn append_audit_durably(
         &self,
         entry: store::AuditEntry,
+        proof: Option<store::AuditProof>,
         durable: bool,
     ) -> Result<(), StoreError> {
         let access = tracing::enabled!(target: ACCESS_LOG_TARGET, tracing::Level::INFO)
             .then(|| entry.clone());
-        let written = if durable {
-            self.store.append_audit_async(entry).await
-        } else {
-            self.store.append_audit_relaxed_async(entry).await
-        };
-        let written = written.map(|_| ());
+        let written = self
+            .store
+            .append_audit_proven_async(entry, proof, durable)
+            .await
+            .map(|_| ());
         match &written {
             // The access line follows the written record, as it does for the other writes.
             Ok(()) => {

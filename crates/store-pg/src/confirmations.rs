@@ -271,38 +271,10 @@ fn not_pending_in(tx: &mut postgres::Transaction<'_>, id: &str, now_ms: i64) -> 
 /// state change writes new index entries, so two daemons moving *different* confirmations of
 /// one index page abort each other (measured: the 100-confirmation race of
 /// `confirmations_fleet.rs` ran out of the writer's 10 retries). `insert_pending` runs at this
-/// level too, behind [`lock_identity`]: see there.
+/// level too, behind an advisory lock of its identity (`xact_lock.rs`).
 pub(crate) fn read_committed(tx: &mut postgres::Transaction<'_>, op: &'static str) -> Result<()> {
     tx.batch_execute("SET TRANSACTION ISOLATION LEVEL READ COMMITTED")
         .ctx(op, "")
-}
-
-/// Takes the transaction-scoped advisory lock of one identity, so that two daemons asking for
-/// the same identity at once check for a pending confirmation one after the other.
-///
-/// `insert_pending` reads rows it does not write: the duplicate check (any host's pending
-/// confirmation of this identity) and the per-runtime cap (this host's own). Under SERIALIZABLE
-/// those reads lock whole index pages, and two daemons inserting at once abort each other even
-/// for different identities: the 100-identity race of `confirmations_fleet.rs` ran out of the
-/// writer's 10 retries on a loaded CI machine. At READ COMMITTED each statement sees what
-/// committed before it started, so after this lock the duplicate check sees the other daemon's
-/// row. The cap needs no lock: only this host's writer thread inserts this host's rows (the host
-/// lock of `host.rs` keeps a host to one daemon), and other daemons only ever lower the count.
-fn lock_identity(tx: &mut postgres::Transaction<'_>, identity: &IdentityKey) -> Result<()> {
-    tx.execute(
-        "SELECT pg_advisory_xact_lock(hashtextextended(concat_ws(chr(31), \
-         'openphone:identity', current_schema(), $1::text, $2::text, $3::text, $4::text, \
-         $5::text), 0))",
-        &[
-            &identity.runtime,
-            &identity.runtime_session_id,
-            &identity.tool,
-            &identity.params_digest,
-            &identity.idempotency_key,
-        ],
-    )
-    .ctx("confirmations.lock_identity", &identity.idempotency_key)?;
-    Ok(())
 }
 
 impl PgStore {
@@ -346,8 +318,24 @@ impl ConfirmationStore for PgStore {
         let host_id = self.host_id().to_owned();
         self.write(OP, &new.confirmation_id.clone(), move |tx| {
             let id = new.confirmation_id.as_str();
-            read_committed(tx, OP)?;
-            lock_identity(tx, &new.identity)?;
+            // Two daemons asking for one identity check for its pending confirmation one
+            // after the other (`xact_lock.rs`). The cap needs no lock: only this host's writer
+            // inserts this host's rows (the host lock keeps a host to one daemon), and other
+            // daemons only ever lower the count.
+            let key = &new.identity;
+            crate::xact_lock::lock_in_line(
+                tx,
+                OP,
+                id,
+                "identity",
+                &[
+                    &key.runtime,
+                    &key.runtime_session_id,
+                    &key.tool,
+                    &key.params_digest,
+                    &key.idempotency_key,
+                ],
+            )?;
             if let Some(existing) = find_pending_in(tx, &new.identity, now_ms)? {
                 return Ok(PendingInsert::Existing(existing));
             }

@@ -64,6 +64,7 @@ pub mod testing;
 mod tls;
 mod viewer;
 mod watchers;
+mod xact_lock;
 
 pub use audit::{AuditChain, ChainVerify};
 pub use config::{

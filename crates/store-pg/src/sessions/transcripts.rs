@@ -2,8 +2,10 @@
 //! (`seq`), the body kept as the JSON text the runtime gave (the store does not read it). The
 //! rows go with their session (`ON DELETE CASCADE`).
 //!
-//! Appends to one session from two daemons at once both read the same `MAX(seq)`: the
-//! SERIALIZABLE writer aborts one of them and runs it again, so numbers never repeat or skip.
+//! Appends to one session from two daemons at once take the session's advisory lock first
+//! (`xact_lock.rs`), so the second reads `MAX(seq)` after the first committed: numbers never
+//! repeat or skip, and no one is aborted and retried (under SERIALIZABLE both read the same
+//! `MAX(seq)` and one was aborted, which on a loaded machine could happen ten times in a row).
 
 use openphone_store::{Result, StoreError, TranscriptAppend, TranscriptEntry};
 use postgres::{Row, Transaction};
@@ -46,6 +48,13 @@ fn append_in(
         body,
     } = new;
     let phone_session_id = phone_session_id.as_str();
+    crate::xact_lock::lock_in_line(
+        tx,
+        OP_APPEND,
+        phone_session_id,
+        "transcript",
+        &[phone_session_id],
+    )?;
     let exists = tx
         .query_opt(
             "SELECT 1 FROM phone_sessions WHERE phone_session_id = $1",

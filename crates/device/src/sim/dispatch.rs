@@ -44,7 +44,7 @@ impl Ran {
 }
 
 impl SimPhone {
-    /// Runs one call (what [`PhoneDevice::execute`] does): the handler is chosen by the
+    /// Runs one call (what [`crate::PhoneDevice::execute`] does): the handler is chosen by the
     /// command's canonical name, and whether it changes state is the command's own
     /// `mutating` flag.
     pub fn dispatch(&self, call: DeviceCall<'_>) -> Result<Value, DeviceError> {

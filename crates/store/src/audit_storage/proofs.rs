@@ -40,6 +40,19 @@ pub(super) fn proof_digest(value: &Value) -> std::result::Result<[u8; 32], Strin
     hex32(&hex).ok_or_else(|| "sha256_hex is not 64 hex digits".to_owned())
 }
 
+/// A proof as the store keeps it: its stored text, the value that text reads back as (what is
+/// hashed is what is read back), and that value's digest.
+fn read_back(proof: &Value) -> Result<(Arc<str>, Value, [u8; 32])> {
+    let invalid = |detail: String| StoreError::Invalid {
+        what: "audit policy_proof",
+        detail,
+    };
+    let text: Arc<str> = proof.to_string().into();
+    let value: Value = serde_json::from_str(&text).map_err(|e| invalid(e.to_string()))?;
+    let digest = proof_digest(&value).map_err(invalid)?;
+    Ok((text, value, digest))
+}
+
 /// Interns `proof` given the digest the caller claims for it: a cached proof with that
 /// digest that is equal by value is taken as is; otherwise the proof is normalised through
 /// its stored text (so what is hashed now is what is read back) and its digest computed.
@@ -55,13 +68,7 @@ pub(super) fn checked_proof(proof: Value, claimed: Option<[u8; 32]>) -> Result<P
             value: proof,
         });
     }
-    let invalid = |detail: String| StoreError::Invalid {
-        what: "audit policy_proof",
-        detail,
-    };
-    let text: Arc<str> = proof.to_string().into();
-    let value: Value = serde_json::from_str(&text).map_err(|e| invalid(e.to_string()))?;
-    let digest = proof_digest(&value).map_err(invalid)?;
+    let (text, value, digest) = read_back(&proof)?;
     if claimed == Some(digest) {
         let mut cache = cache();
         if cache.len() >= PROOF_CACHE_CAP {
@@ -103,13 +110,7 @@ impl AuditProof {
     /// Makes `proof` ready for the audit: its stored text and its digest. Fails as an append
     /// of an entry with this proof would (a proof whose text does not read back).
     pub fn new(proof: Value) -> Result<AuditProof> {
-        let invalid = |detail: String| StoreError::Invalid {
-            what: "audit policy_proof",
-            detail,
-        };
-        let text: Arc<str> = proof.to_string().into();
-        let value: Value = serde_json::from_str(&text).map_err(|e| invalid(e.to_string()))?;
-        let digest = proof_digest(&value).map_err(invalid)?;
+        let (text, value, digest) = read_back(&proof)?;
         Ok(AuditProof(Arc::new(ProofParts {
             value,
             text,

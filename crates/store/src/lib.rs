@@ -435,6 +435,17 @@ fn configure(conn: &Connection, read_only: bool) -> Result<()> {
         }
         conn.pragma_update(None, "synchronous", "FULL")
             .ctx("store.configure", "synchronous")?;
+        // The writer runs every job in a savepoint; SQLite keeps the pages a savepoint may
+        // have to restore in a statement journal, which past 64 KiB spills to a temporary
+        // file. A batch of mutations spilled every time: a new file per transaction and more
+        // writes to it than to the WAL (issue 34). In memory it holds at most the pages one
+        // transaction changes, and is freed at its commit.
+        conn.pragma_update(None, "temp_store", "MEMORY")
+            .ctx("store.configure", "temp_store")?;
+        if std::env::var_os("OP_EXPERIMENT_NO_CKPT").is_some() {
+            conn.pragma_update(None, "wal_autocheckpoint", 0)
+                .ctx("store.configure", "wal_autocheckpoint")?;
+        }
     }
     conn.pragma_update(None, "foreign_keys", "ON")
         .ctx("store.configure", "foreign_keys")?;
@@ -519,5 +530,26 @@ pub mod testing {
         let mut conn = Connection::open(data_dir.join(crate::DB_FILE)).ctx("testing.open", "")?;
         crate::configure(&conn, false)?;
         crate::migrations::migrate(&mut conn, version)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Pins the writer's statement journals in memory: on a file, a batch of mutations
+    /// spilled its savepoints' pages to a new temporary file per transaction (issue 34).
+    #[test]
+    fn the_writer_keeps_its_savepoint_journal_in_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(dir.path()).unwrap();
+        let mode: i64 = store
+            .write("test.temp_store", "", |conn| {
+                conn.query_row("PRAGMA temp_store", [], |row| row.get(0))
+                    .ctx("test.temp_store", "")
+            })
+            .unwrap();
+        // 2 = MEMORY (0 = the build's default, 1 = FILE).
+        assert_eq!(mode, 2);
     }
 }

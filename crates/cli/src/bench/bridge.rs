@@ -107,22 +107,24 @@ impl Work {
 
 /// A bridge as the daemon builds one: the embedded manifests, the store in `dir`, the
 /// simulated phone on the system clock.
-fn build_bridge(dir: &Path) -> Result<ToolBridge> {
+fn build_bridge(dir: &Path) -> Result<(ToolBridge, Arc<Store>)> {
     let registry = Registry::embedded().context("loading the embedded manifests")?;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let phone = SimPhone::with_default_scenario(Arc::clone(&clock))
         .context("building the simulated phone")?;
     let phone: Arc<dyn PhoneDevice> = Arc::new(phone);
-    let store =
-        Store::open(dir).with_context(|| format!("opening a store in {}", dir.display()))?;
-    Ok(ToolBridge::new(
+    let store = Arc::new(
+        Store::open(dir).with_context(|| format!("opening a store in {}", dir.display()))?,
+    );
+    let bridge = ToolBridge::new(
         registry,
-        Arc::new(store),
+        Arc::clone(&store),
         phone,
         clock,
         Arc::new(EventBus::new(registry, 1024)),
         BridgeConfig::default(),
-    ))
+    );
+    Ok((bridge, store))
 }
 
 /// `bench bridge`.
@@ -132,7 +134,8 @@ pub fn bridge(opts: BridgeBench) -> Result<ExitCode> {
     let data = TempDataDir::create(&parent)?;
     let rt = opts.load.runtime()?;
     let code = rt.block_on(async {
-        let bridge = Arc::new(build_bridge(&data.0)?);
+        let (bridge, store) = build_bridge(&data.0)?;
+        let bridge = Arc::new(bridge);
         let work = Arc::new(Work::of(opts.op));
         let started = Stopwatch::start();
         let mut tasks = tokio::task::JoinSet::new();
@@ -165,6 +168,9 @@ pub fn bridge(opts: BridgeBench) -> Result<ExitCode> {
         }
         let all = gather(tasks).await?;
         let target = format!("in-process ({})", data.0.display());
+        // The store's writer over the whole run (warm-up included): how many writes each
+        // call made, and how many of them shared a commit.
+        let writer = store.as_sqlite().map(|s| s.writer_stats());
         Run {
             mode: "bridge",
             target: &target,
@@ -178,6 +184,9 @@ pub fn bridge(opts: BridgeBench) -> Result<ExitCode> {
                         Op::Mutation => "mutation",
                     }),
                 ),
+                ("store_writes", json!(writer.map(|w| w.writes))),
+                ("store_commits", json!(writer.map(|w| w.batches))),
+                ("largest_commit", json!(writer.map(|w| w.largest_batch))),
             ],
             plan,
             started,

@@ -17,10 +17,11 @@ use serde_json::Value;
 
 use crate::SqliteStore;
 use crate::audit::{AuditEntry, AuditRecord, append_prepared_in, prepare};
+use crate::audit_storage::load_interned;
 use crate::error::{Result, SqlContext, StoreError};
 use crate::replay::{FinalResult, IdentityKey, find_final_in, record_final_owned};
 use crate::rows::Cached;
-use crate::wire::col;
+use crate::wire::{col, to_json};
 
 /// A direct execution that has begun and has no recorded outcome yet.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,7 +39,7 @@ pub struct Execution {
 macro_rules! columns {
     () => {
         "runtime, runtime_session_id, tool, params_digest, idempotency_key, \
-         request_id, attempt_json, started_at_ms"
+         request_id, attempt_json, started_at_ms, attempt_proof"
     };
 }
 
@@ -64,7 +65,7 @@ const LIST_SQL: &str = concat!(
 const INSERT_SQL: &str = concat!(
     "INSERT INTO executions (",
     columns!(),
-    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
+    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
 );
 const EXISTS_SQL: &str = concat!(
     "SELECT EXISTS (SELECT 1 FROM executions WHERE ",
@@ -73,7 +74,14 @@ const EXISTS_SQL: &str = concat!(
 );
 const DELETE_SQL: &str = concat!("DELETE FROM executions WHERE ", where_identity!());
 
-fn from_row(row: &Row<'_>) -> Result<Execution> {
+/// A row as read: the execution, and the key of its attempt's proof when the row names it
+/// instead of carrying it.
+struct Stored {
+    execution: Execution,
+    proof: Option<[u8; 32]>,
+}
+
+fn from_row(row: &Row<'_>) -> Result<Stored> {
     const OP: &str = "executions.read";
     let identity = IdentityKey {
         runtime: col(row, "runtime", OP)?,
@@ -85,12 +93,48 @@ fn from_row(row: &Row<'_>) -> Result<Execution> {
     let text: String = col(row, "attempt_json", OP)?;
     let attempt = serde_json::from_str(&text)
         .map_err(|e| StoreError::corrupt(OP, &identity.describe(), e))?;
-    Ok(Execution {
-        request_id: col(row, "request_id", OP)?,
-        attempt,
-        started_at_ms: col(row, "started_at_ms", OP)?,
-        identity,
+    let proof: Option<Vec<u8>> = col(row, "attempt_proof", OP)?;
+    let proof = match proof {
+        None => None,
+        Some(bytes) => Some(<[u8; 32]>::try_from(bytes.as_slice()).map_err(|_| {
+            StoreError::corrupt(OP, &identity.describe(), "attempt_proof is not 32 bytes")
+        })?),
+    };
+    Ok(Stored {
+        execution: Execution {
+            request_id: col(row, "request_id", OP)?,
+            attempt,
+            started_at_ms: col(row, "started_at_ms", OP)?,
+            identity,
+        },
+        proof,
     })
+}
+
+impl Stored {
+    /// The execution with its attempt's proof put back from `audit_proofs` when the row
+    /// names it.
+    fn hydrate(self, conn: &Connection) -> Result<Execution> {
+        const OP: &str = "executions.read";
+        let Stored {
+            mut execution,
+            proof,
+        } = self;
+        let Some(key) = proof else {
+            return Ok(execution);
+        };
+        let id = || execution.identity.describe();
+        if execution.attempt.policy_proof.is_some() {
+            return Err(StoreError::corrupt(
+                OP,
+                &id(),
+                "the attempt carries a policy proof and names one",
+            ));
+        }
+        let value = load_interned(conn, key)?.map_err(|e| StoreError::corrupt(OP, &id(), e))?;
+        execution.attempt.policy_proof = Some(value);
+        Ok(execution)
+    }
 }
 
 fn find_in(conn: &Connection, identity: &IdentityKey) -> Result<Option<Execution>> {
@@ -100,7 +144,9 @@ fn find_in(conn: &Connection, identity: &IdentityKey) -> Result<Option<Execution
         FIND_SQL,
         &identity.sql_params()[..],
         from_row,
-    )
+    )?
+    .map(|stored| stored.hydrate(conn))
+    .transpose()
 }
 
 /// Whether an execution is in flight under the key (its row is not read).
@@ -140,6 +186,7 @@ impl SqliteStore {
         let finish = Finish {
             identity: identity.clone(),
             request_id: request_id.to_owned(),
+            result_json: to_json(result),
             result: result.clone(),
             outcome: prepare(outcome.clone())?,
             now_ms,
@@ -162,6 +209,7 @@ impl SqliteStore {
         let finish = Finish {
             identity,
             request_id,
+            result_json: to_json(&result),
             result,
             outcome: prepare(outcome)?,
             now_ms,
@@ -181,7 +229,11 @@ impl SqliteStore {
     /// Every execution without a recorded outcome, oldest first. At start-up these are the
     /// ones the previous process died during.
     pub fn list_executions(&self) -> Result<Vec<Execution>> {
-        crate::rows::collect(&self.conn(), "executions.list", LIST_SQL, [], from_row)
+        let conn = self.conn();
+        crate::rows::collect(&conn, "executions.list", LIST_SQL, [], from_row)?
+            .into_iter()
+            .map(|stored| stored.hydrate(&conn))
+            .collect()
     }
 }
 
@@ -199,16 +251,21 @@ fn begin_job(
     let Execution {
         identity,
         request_id,
-        attempt,
+        mut attempt,
         started_at_ms,
     } = execution;
     identity.check()?;
     let id = identity.describe();
+    // The row carries the attempt without its proof; the attempt's audit record interns the
+    // proof in the same transaction, and the row names it by that key (`attempt_proof`).
+    let proof = attempt.policy_proof.take();
     let attempt_json =
         serde_json::to_string(&attempt).map_err(|e| StoreError::corrupt(OP, &id, e))?;
+    attempt.policy_proof = proof;
     // The audit record's costly half is done here, before the write is queued; the attempt
     // is moved into it (it is stored as `attempt_json` above).
     let record = prepare(attempt)?;
+    let attempt_proof = record.proof_key();
     let job = move |tx: &Connection| {
         if find_final_in(tx, &identity)?.is_some() {
             return Err(StoreError::AlreadyExists {
@@ -233,6 +290,7 @@ fn begin_job(
                 request_id,
                 attempt_json,
                 started_at_ms,
+                attempt_proof.as_ref().map(<[u8; 32]>::as_slice),
             ],
         )
         .ctx_with(OP, || identity.describe())?;
@@ -246,6 +304,8 @@ struct Finish {
     identity: IdentityKey,
     request_id: String,
     result: Value,
+    /// `result` as stored, written before the job is queued.
+    result_json: String,
     outcome: crate::audit_storage::PreparedAudit,
     now_ms: i64,
 }
@@ -261,6 +321,7 @@ impl Finish {
             identity,
             &self.request_id,
             Cow::Owned(self.result),
+            &self.result_json,
             self.now_ms,
         )?;
         let record = append_prepared_in(tx, self.outcome)?;

@@ -536,10 +536,23 @@ ALTER TABLE phone_sessions ADD COLUMN device_id TEXT CHECK (device_id IS NULL OR
 ALTER TABLE agent_jobs ADD COLUMN device_id TEXT CHECK (device_id IS NULL OR length(device_id) >= 1);
 "#,
     },
+    Migration {
+        version: 15,
+        name: "execution_attempt_proof",
+        // An executing record's attempt names its policy proof by digest (`attempt_proof`, the
+        // key of `audit_proofs`, where the attempt's own audit record interns it in the same
+        // transaction) instead of carrying its text: three quarters of every row, written and
+        // deleted once per direct execution (issue 34). NULL: the proof (if any) is inside
+        // `attempt_json`, as in every row written before this version.
+        sql: r#"
+ALTER TABLE executions ADD COLUMN attempt_proof BLOB
+    CHECK (attempt_proof IS NULL OR length(attempt_proof) = 32);
+"#,
+    },
 ];
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: i64 = 14;
+pub const SCHEMA_VERSION: i64 = 15;
 
 /// Reads `PRAGMA user_version`.
 pub(crate) fn current_version(conn: &Connection) -> Result<i64> {

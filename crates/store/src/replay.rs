@@ -134,16 +134,26 @@ pub(crate) fn record_final_in(
     result: &Value,
     now_ms: i64,
 ) -> Result<FinalResult> {
-    record_final_owned(conn, identity, request_id, Cow::Borrowed(result), now_ms)
+    let text = to_json(result);
+    record_final_owned(
+        conn,
+        identity,
+        request_id,
+        Cow::Borrowed(result),
+        &text,
+        now_ms,
+    )
 }
 
-/// [`record_final_in`] given the result, owned or borrowed: when this call inserted it, the
-/// stored result is the one given (not read back and parsed again).
+/// [`record_final_in`] given the result, owned or borrowed, and its text (`to_json` of it,
+/// made by the caller so a writer job need not): when this call inserted it, the stored result
+/// is the one given (not read back and parsed again).
 pub(crate) fn record_final_owned(
     conn: &Connection,
     identity: &IdentityKey,
     request_id: &str,
     result: Cow<'_, Value>,
+    result_json: &str,
     now_ms: i64,
 ) -> Result<FinalResult> {
     const OP: &str = "final_results.record";
@@ -160,7 +170,7 @@ pub(crate) fn record_final_owned(
                 identity.params_digest,
                 identity.idempotency_key,
                 request_id,
-                to_json(&result),
+                result_json,
                 now_ms,
             ],
         )

@@ -40,6 +40,12 @@ impl PreparedAudit {
     pub(crate) fn audit_id(&self) -> &str {
         &self.entry.audit_id
     }
+
+    /// The key under which the record interns its policy proof (`audit_proofs.digest`), if
+    /// it carries one.
+    pub(crate) fn proof_key(&self) -> Option<[u8; 32]> {
+        self.proof.as_ref().map(|(stored, _)| stored.digest)
+    }
 }
 
 fn digest_field(

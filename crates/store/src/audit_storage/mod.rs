@@ -102,4 +102,5 @@ pub(crate) use append::{PreparedAudit, append_prepared, head, prepare, prepare_p
 pub(crate) use encoding::{hex32, request_id_value, to_hex};
 pub(crate) use layout::RECORD_COLUMNS;
 pub use proofs::AuditProof;
+pub(crate) use proofs::load_interned;
 pub(crate) use read::Interned;

@@ -89,6 +89,35 @@ pub(super) fn checked_proof(proof: Value, claimed: Option<[u8; 32]>) -> Result<P
     })
 }
 
+/// The interned proof stored under `key`, read back and checked against it. `Err` only when
+/// the database cannot be read; a proof that is missing, unreadable or edited is the inner
+/// `Err`, saying which.
+pub(crate) fn load_interned(
+    conn: &rusqlite::Connection,
+    key: [u8; 32],
+) -> Result<std::result::Result<Value, String>> {
+    use crate::error::SqlContext;
+    use rusqlite::OptionalExtension;
+    let hex = to_hex(&key);
+    let text: Option<String> = conn
+        .prepare_cached("SELECT proof FROM audit_proofs WHERE digest = ?1")
+        .and_then(|mut s| s.query_row([&key[..]], |row| row.get(0)).optional())
+        .ctx("audit.read_proof", &hex)?;
+    Ok(match text {
+        None => Err(format!("interned policy proof {hex} is missing")),
+        Some(text) => match serde_json::from_str::<Value>(&text) {
+            Err(e) => Err(format!("interned policy proof {hex}: {e}")),
+            Ok(value) => match proof_digest(&value) {
+                Ok(d) if d == key => Ok(value),
+                Ok(_) => Err(format!(
+                    "interned policy proof {hex} does not match its digest (edited)"
+                )),
+                Err(e) => Err(format!("interned policy proof {hex}: {e}")),
+            },
+        },
+    })
+}
+
 /// A policy proof made ready for the audit once and shared by every record that carries it
 /// ([`AuditStore::append_audit_proven_async`](crate::AuditStore::append_audit_proven_async)):
 /// its stored text and its digest are computed here, from the proof itself, exactly as an

@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::encoding::{decode_id, join_digest, to_hex};
 use super::hash::{body_digest, chain_hash};
 use super::layout::{AuditIdForm, KeyForm, ProofDigestForm, Shape, shape_id};
-use super::proofs::proof_digest;
+use super::proofs::load_interned;
 use crate::audit::AuditEntry;
 use crate::error::{Result, SqlContext};
 
@@ -119,25 +119,7 @@ impl<'c> Interned<'c> {
         if let Some(found) = self.proofs.get(&key) {
             return Ok(found.clone());
         }
-        let hex = to_hex(&key);
-        let text: Option<String> = self
-            .conn
-            .prepare_cached("SELECT proof FROM audit_proofs WHERE digest = ?1")
-            .and_then(|mut s| s.query_row([&key[..]], |row| row.get(0)).optional())
-            .ctx("audit.read_proof", &hex)?;
-        let loaded = match text {
-            None => Err(format!("interned policy proof {hex} is missing")),
-            Some(text) => match serde_json::from_str::<Value>(&text) {
-                Err(e) => Err(format!("interned policy proof {hex}: {e}")),
-                Ok(value) => match proof_digest(&value) {
-                    Ok(d) if d == key => Ok(Arc::new(value)),
-                    Ok(_) => Err(format!(
-                        "interned policy proof {hex} does not match its digest (edited)"
-                    )),
-                    Err(e) => Err(format!("interned policy proof {hex}: {e}")),
-                },
-            },
-        };
+        let loaded = load_interned(self.conn, key)?.map(Arc::new);
         self.proofs.insert(key, loaded.clone());
         Ok(loaded)
     }

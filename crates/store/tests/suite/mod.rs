@@ -8,6 +8,7 @@ mod audit_sqlite;
 mod confirmations;
 mod confirmations_sqlite;
 mod executions;
+mod executions_sqlite;
 mod fail_closed;
 mod goals;
 mod group_commit;

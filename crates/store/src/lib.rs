@@ -94,6 +94,7 @@ mod audit_anchor;
 mod audit_legacy;
 mod audit_storage;
 mod backend;
+mod checkpointer;
 mod confirmations;
 mod error;
 mod executions;

@@ -41,6 +41,7 @@ use std::time::Duration;
 use openphone_clock::Stopwatch;
 use rusqlite::Connection;
 
+use crate::checkpointer::{CheckpointCounters, Checkpointer};
 use crate::error::{Result, StoreError};
 
 /// Most jobs committed in one transaction.
@@ -103,6 +104,10 @@ pub struct WriterStats {
     pub writes: u64,
     /// The most writes one transaction carried.
     pub largest_batch: u64,
+    /// Checkpoints the checkpointer thread made (`checkpointer.rs`).
+    pub background_checkpoints: u64,
+    /// Checkpoints the writer made itself, the log past the checkpointer's backstop.
+    pub inline_checkpoints: u64,
 }
 
 #[derive(Debug, Default)]
@@ -121,7 +126,9 @@ pub(crate) struct Writer {
     queue: Option<mpsc::Sender<Job>>,
     thread: Option<JoinHandle<()>>,
     syncer: Option<(Arc<Syncer>, JoinHandle<()>)>,
+    checkpointer: Option<(Arc<Checkpointer>, JoinHandle<()>)>,
     counters: Arc<Counters>,
+    checkpoints: Arc<CheckpointCounters>,
 }
 
 /// The least time between two of the syncer's fsyncs. A safe read's record reaches the disk
@@ -217,11 +224,17 @@ impl Syncer {
 
 impl Writer {
     /// Starts the writer thread on `conn` (migrated and configured).
-    pub(crate) fn start(conn: Connection) -> std::io::Result<Writer> {
+    pub(crate) fn start(mut conn: Connection) -> std::io::Result<Writer> {
         // Room for every statement the writes use, prepared once.
         conn.set_prepared_statement_cache_capacity(64);
         let (queue, jobs) = mpsc::channel::<Job>();
         let counters = Arc::new(Counters::default());
+        let checkpoints = Arc::new(CheckpointCounters::default());
+        // An in-memory database has no log to checkpoint.
+        let checkpointer = match conn.path().filter(|p| !p.is_empty()).map(PathBuf::from) {
+            Some(db) => Some(crate::checkpointer::start(&db, &mut conn, &checkpoints)?),
+            None => None,
+        };
         // An in-memory database has no WAL file to sync: relaxed writes are durable writes.
         let syncer = match conn.path().filter(|p| !p.is_empty()) {
             Some(db) => {
@@ -247,7 +260,9 @@ impl Writer {
             queue: Some(queue),
             thread: Some(thread),
             syncer,
+            checkpointer,
             counters,
+            checkpoints,
         })
     }
 
@@ -260,6 +275,8 @@ impl Writer {
             failed_syncs: self.counters.failed_syncs.load(Ordering::Relaxed),
             writes: self.counters.writes.load(Ordering::Relaxed),
             largest_batch: self.counters.largest_batch.load(Ordering::Relaxed),
+            background_checkpoints: self.checkpoints.background.load(Ordering::Relaxed),
+            inline_checkpoints: self.checkpoints.inline.load(Ordering::Relaxed),
         }
     }
 
@@ -349,6 +366,12 @@ impl Writer {
 
 impl Drop for Writer {
     fn drop(&mut self) {
+        // The checkpointer first: it finishes the checkpoint it is making, if any, and closes
+        // its connection before the writer closes its own.
+        if let Some((checkpointer, thread)) = self.checkpointer.take() {
+            checkpointer.stop();
+            let _ = thread.join();
+        }
         self.queue.take();
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();

@@ -187,6 +187,14 @@ pub fn bridge(opts: BridgeBench) -> Result<ExitCode> {
                 ("store_writes", json!(writer.map(|w| w.writes))),
                 ("store_commits", json!(writer.map(|w| w.batches))),
                 ("largest_commit", json!(writer.map(|w| w.largest_batch))),
+                (
+                    "checkpoints",
+                    json!(writer.map(|w| w.background_checkpoints + w.inline_checkpoints)),
+                ),
+                (
+                    "inline_checkpoints",
+                    json!(writer.map(|w| w.inline_checkpoints)),
+                ),
             ],
             plan,
             started,

@@ -438,9 +438,10 @@ fn configure(conn: &Connection, read_only: bool) -> Result<()> {
             .ctx("store.configure", "synchronous")?;
         // The writer runs every job in a savepoint; SQLite keeps the pages a savepoint may
         // have to restore in a statement journal, which past 64 KiB spills to a temporary
-        // file. A batch of mutations spilled every time: a new file per transaction and more
-        // writes to it than to the WAL (issue 34). In memory it holds at most the pages one
-        // transaction changes, and is freed at its commit.
+        // file, and a spilled journal is no longer cut back when a savepoint is released. A
+        // batch of mutations spilled every time: a new file per transaction and more writes to
+        // it than to the WAL (issue 34). In memory it is cut back at every job's release, so
+        // it holds the pages of one job at most.
         conn.pragma_update(None, "temp_store", "MEMORY")
             .ctx("store.configure", "temp_store")?;
         if std::env::var_os("OP_EXPERIMENT_NO_CKPT").is_some() {

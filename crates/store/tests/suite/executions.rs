@@ -118,7 +118,7 @@ fn an_execution_without_an_outcome_is_found_after_a_reopen() {
 }
 
 /// An attempt with a policy proof, as the bridge makes one.
-pub(crate) fn proven_execution(identity: &IdentityKey, request_id: &str) -> Execution {
+fn proven_execution(identity: &IdentityKey, request_id: &str) -> Execution {
     let mut attempt = attempt(request_id);
     attempt.policy_proof = Some(json!([
         {"layer": "autonomy", "kind": "allow", "reason": "trusted_actions"},
@@ -132,15 +132,18 @@ pub(crate) fn proven_execution(identity: &IdentityKey, request_id: &str) -> Exec
     }
 }
 
+/// One proven execution begun in a fresh store in `dir` (closed again).
+pub(crate) fn begun_proven(dir: &tempfile::TempDir) -> (IdentityKey, Execution) {
+    let key = identity("openphone.memory.save", "p1", "k1");
+    let execution = proven_execution(&key, "r1");
+    open(dir).begin_execution(&execution).unwrap();
+    (key, execution)
+}
+
 #[test]
 fn an_execution_with_a_policy_proof_reads_back_whole_and_its_outcome_carries_it() {
     let dir = temp();
-    let key = identity("openphone.memory.save", "p1", "k1");
-    let execution = proven_execution(&key, "r1");
-    {
-        let store = open(&dir);
-        store.begin_execution(&execution).unwrap();
-    }
+    let (key, execution) = begun_proven(&dir);
     // Found and listed after a reopen (what start-up settles) with its proof.
     let store = open(&dir);
     assert_eq!(store.find_execution(&key).unwrap(), Some(execution.clone()));

@@ -5,8 +5,8 @@
 use openphone_store::StoreError;
 use pretty_assertions::assert_eq;
 
-use super::executions::proven_execution;
-use super::support::{data_dir, identity, open, temp};
+use super::executions::begun_proven;
+use super::support::{data_dir, open, temp};
 
 fn raw(dir: &tempfile::TempDir) -> rusqlite::Connection {
     rusqlite::Connection::open(data_dir(dir).join("openphone.db")).unwrap()
@@ -29,12 +29,7 @@ fn stored_row(dir: &tempfile::TempDir) -> (serde_json::Value, Option<Vec<u8>>) {
 #[test]
 fn an_executing_record_names_its_proof_instead_of_carrying_it() {
     let dir = temp();
-    let key = identity("openphone.memory.save", "p1", "k1");
-    let execution = proven_execution(&key, "r1");
-    {
-        let store = open(&dir);
-        store.begin_execution(&execution).unwrap();
-    }
+    let (key, execution) = begun_proven(&dir);
     let (attempt_json, proof_key) = stored_row(&dir);
     assert!(attempt_json.get("policy_proof").is_none_or(|p| p.is_null()));
     let proof_key = proof_key.expect("the row names the proof");
@@ -58,12 +53,7 @@ fn an_executing_record_names_its_proof_instead_of_carrying_it() {
 fn an_executing_record_written_with_its_proof_inside_still_reads() {
     // Rows written before schema 15 carry the proof in `attempt_json` and no key.
     let dir = temp();
-    let key = identity("openphone.memory.save", "p1", "k1");
-    let execution = proven_execution(&key, "r1");
-    {
-        let store = open(&dir);
-        store.begin_execution(&execution).unwrap();
-    }
+    let (key, execution) = begun_proven(&dir);
     let whole = serde_json::to_string(&execution.attempt).unwrap();
     raw(&dir)
         .execute(
@@ -77,12 +67,7 @@ fn an_executing_record_written_with_its_proof_inside_still_reads() {
 #[test]
 fn an_executing_record_whose_named_proof_is_missing_or_doubled_is_corrupt() {
     let dir = temp();
-    let key = identity("openphone.memory.save", "p1", "k1");
-    let execution = proven_execution(&key, "r1");
-    {
-        let store = open(&dir);
-        store.begin_execution(&execution).unwrap();
-    }
+    let (key, execution) = begun_proven(&dir);
     let (_, proof_key) = stored_row(&dir);
     // A key no proof is interned under: refused, never read as an attempt without a proof.
     raw(&dir)

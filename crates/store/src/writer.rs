@@ -223,47 +223,47 @@ impl Syncer {
 }
 
 impl Writer {
-    /// Starts the writer thread on `conn` (migrated and configured).
+    /// Starts the writer thread on `conn` (migrated and configured). When a thread cannot be
+    /// started, those already started are stopped again (dropping the half-built writer).
     pub(crate) fn start(mut conn: Connection) -> std::io::Result<Writer> {
         // Room for every statement the writes use, prepared once.
         conn.set_prepared_statement_cache_capacity(64);
+        let mut writer = Writer {
+            queue: None,
+            thread: None,
+            syncer: None,
+            checkpointer: None,
+            counters: Arc::new(Counters::default()),
+            checkpoints: Arc::new(CheckpointCounters::default()),
+        };
+        // An in-memory database has no log: nothing to checkpoint, nor to sync (its relaxed
+        // writes are durable writes).
+        if let Some(db) = conn.path().filter(|p| !p.is_empty()).map(PathBuf::from) {
+            writer.checkpointer = Some(crate::checkpointer::start(
+                &db,
+                &mut conn,
+                &writer.checkpoints,
+            )?);
+            let syncer = Arc::new(Syncer {
+                wal: PathBuf::from(format!("{}-wal", db.display())),
+                state: Mutex::new(SyncState::default()),
+                wake: Condvar::new(),
+            });
+            let (serving, counting) = (Arc::clone(&syncer), Arc::clone(&writer.counters));
+            let thread = std::thread::Builder::new()
+                .name("openphone-store-syncer".into())
+                .spawn(move || serving.serve(&counting))?;
+            writer.syncer = Some((syncer, thread));
+        }
         let (queue, jobs) = mpsc::channel::<Job>();
-        let counters = Arc::new(Counters::default());
-        let checkpoints = Arc::new(CheckpointCounters::default());
-        // An in-memory database has no log to checkpoint.
-        let checkpointer = match conn.path().filter(|p| !p.is_empty()).map(PathBuf::from) {
-            Some(db) => Some(crate::checkpointer::start(&db, &mut conn, &checkpoints)?),
-            None => None,
-        };
-        // An in-memory database has no WAL file to sync: relaxed writes are durable writes.
-        let syncer = match conn.path().filter(|p| !p.is_empty()) {
-            Some(db) => {
-                let syncer = Arc::new(Syncer {
-                    wal: PathBuf::from(format!("{db}-wal")),
-                    state: Mutex::new(SyncState::default()),
-                    wake: Condvar::new(),
-                });
-                let (serving, counting) = (Arc::clone(&syncer), Arc::clone(&counters));
-                let thread = std::thread::Builder::new()
-                    .name("openphone-store-syncer".into())
-                    .spawn(move || serving.serve(&counting))?;
-                Some((syncer, thread))
-            }
-            None => None,
-        };
-        let counting = Arc::clone(&counters);
-        let syncing = syncer.as_ref().map(|(s, _)| Arc::clone(s));
+        let counting = Arc::clone(&writer.counters);
+        let syncing = writer.syncer.as_ref().map(|(s, _)| Arc::clone(s));
         let thread = std::thread::Builder::new()
             .name("openphone-store-writer".into())
             .spawn(move || serve(conn, &jobs, &counting, syncing.as_deref()))?;
-        Ok(Writer {
-            queue: Some(queue),
-            thread: Some(thread),
-            syncer,
-            checkpointer,
-            counters,
-            checkpoints,
-        })
+        writer.queue = Some(queue);
+        writer.thread = Some(thread);
+        Ok(writer)
     }
 
     /// What has been committed so far.

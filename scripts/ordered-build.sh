@@ -73,6 +73,8 @@ import bisect, re, subprocess, sys
 callgrind, binary, out = sys.argv[1:]
 objects, current, last, addresses = {}, None, 0, set()
 for line in open(callgrind, encoding="utf-8", errors="replace"):
+    # Without its newline: a bare `ob=(7)` must not read as naming object 7 "".
+    line = line.rstrip("\n")
     if line.startswith(("ob=", "cob=")):
         m = re.match(r"c?ob=\((\d+)\)(?:\s+(.*))?", line)
         if m.group(2) is not None:

@@ -8,13 +8,13 @@
 //! commit of the run (issue 34).
 //!
 //! Here the writer's connection reports each commit's log size (its WAL hook, which replaces
-//! SQLite's automatic checkpoint), and at [`CHECKPOINT_AT`] pages it wakes this thread, which
-//! runs a `PASSIVE` checkpoint on a connection of its own: SQLite's locks let it copy what is
-//! committed while the writer goes on appending, and the writer restarts the log at its next
-//! transaction once everything was copied. Should this thread ever fall behind (a reader
-//! holding an old snapshot keeps a checkpoint from completing, and so the log from
-//! restarting), the writer checkpoints inline as before at [`INLINE_CHECKPOINT_AT`] pages, so
-//! the log stays bounded.
+//! SQLite's automatic checkpoint), and at [`CHECKPOINT_AT`] pages (then once per
+//! [`CHECKPOINT_AT`] more, [`Mark`]) it wakes this thread, which runs a `PASSIVE` checkpoint on
+//! a connection of its own: SQLite's locks let it copy what is committed while the writer goes
+//! on appending, and the writer restarts the log at its next transaction once everything was
+//! copied. A checkpoint that cannot complete — under a steady load the writer appends while it
+//! copies, or a reader holds an old snapshot — leaves the log growing; the writer then
+//! checkpoints inline as before at [`INLINE_CHECKPOINT_AT`] pages, so the log stays bounded.
 //!
 //! Nothing about durability changes: a checkpoint only copies committed, already-synced (or
 //! syncer-bound) frames, with its own fsyncs, and SQLite never restarts the log over frames

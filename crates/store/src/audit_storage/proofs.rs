@@ -4,10 +4,11 @@
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
+use rusqlite::OptionalExtension;
 use serde_json::Value;
 
 use super::encoding::{hex32, to_hex};
-use crate::error::{Result, StoreError};
+use crate::error::{Result, SqlContext, StoreError};
 
 /// How many checked proofs the process keeps (a daemon sees a handful: one per distinct
 /// combination of caller, tool class and configuration).
@@ -96,8 +97,6 @@ pub(crate) fn load_interned(
     conn: &rusqlite::Connection,
     key: [u8; 32],
 ) -> Result<std::result::Result<Value, String>> {
-    use crate::error::SqlContext;
-    use rusqlite::OptionalExtension;
     let hex = to_hex(&key);
     let text: Option<String> = conn
         .prepare_cached("SELECT proof FROM audit_proofs WHERE digest = ?1")

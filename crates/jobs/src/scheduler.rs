@@ -31,12 +31,12 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use openphone_clock::Clock;
 use openphone_store::{ClaimRequest, JobQuota, Store};
-use tokio::sync::{Notify, broadcast};
+use tokio::sync::{Notify, broadcast, mpsc};
 
 use crate::error::JobsError;
 use crate::limits::{
@@ -177,8 +177,11 @@ impl SchedulerConfig {
     }
 }
 
-/// Something the scheduler did, for the notifier, the audit and tests (a broadcast: a slow
-/// receiver loses the oldest events, never blocks the scheduler).
+/// Something the scheduler did, for the notifier, the audit and tests. Two ways to receive
+/// them: [`Scheduler::subscribe`] (a broadcast: a slow receiver loses the oldest events) and
+/// [`Scheduler::subscribe_all`] (every event, queued without bound: for the consumer that
+/// acts on them — posts reviews, writes audit records and artifacts, delivers results).
+/// Neither blocks the scheduler.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SchedulerEvent {
     /// A job was created.
@@ -372,6 +375,8 @@ struct Inner {
     /// A runner ended.
     run_ended: Notify,
     events: broadcast::Sender<SchedulerEvent>,
+    /// The receivers that must see every event ([`Scheduler::subscribe_all`]).
+    lossless: Mutex<Vec<mpsc::UnboundedSender<SchedulerEvent>>>,
 }
 
 #[derive(Default)]
@@ -412,6 +417,7 @@ impl Scheduler {
                 rescheduled: Notify::new(),
                 run_ended: Notify::new(),
                 events,
+                lossless: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -428,9 +434,25 @@ impl Scheduler {
         &self.inner.config
     }
 
-    /// Receives the scheduler's events from now on.
+    /// Receives the scheduler's events from now on; a receiver more than 1,024 events behind
+    /// loses the oldest (`RecvError::Lagged`). For watching (tests, live views).
     pub fn subscribe(&self) -> broadcast::Receiver<SchedulerEvent> {
         self.inner.events.subscribe()
+    }
+
+    /// Receives every one of the scheduler's events from now on, in order, however far
+    /// behind the receiver is: they queue until it takes them (memory grows with the
+    /// backlog; a burst of 10,000 job creations queues 10,000 events). For the consumer whose
+    /// work an event names — a review's notification, an audit record, a result's delivery —
+    /// which a dropped event would lose. A dropped receiver is forgotten at the next event.
+    pub fn subscribe_all(&self) -> mpsc::UnboundedReceiver<SchedulerEvent> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.inner
+            .lossless
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(tx);
+        rx
     }
 
     /// The daemon-start trigger: repairs at once every running job claimed by anyone else (a

@@ -24,7 +24,7 @@ use openphone_store::{AuditEntry, AuditKind, Store};
 
 use crate::config::JobsConfig;
 use serde_json::{Value, json};
-use tokio::sync::{broadcast, watch};
+use tokio::sync::{broadcast, mpsc, watch};
 use tokio::task::JoinHandle;
 
 /// How often undelivered results are posted again.
@@ -108,7 +108,9 @@ pub fn start(
         Arc::clone(bridge),
         registry,
     )));
-    let events = scheduler.subscribe();
+    // Every event: a dropped one would lose a review's notification, an audit record, a
+    // result's delivery or a job's artifacts.
+    let events = scheduler.subscribe_all();
     let taps = bridge.device_events();
     let replies = tokio::spawn(origin::replies(
         scheduler.clone(),
@@ -215,7 +217,7 @@ struct Glue {
 impl Glue {
     async fn listen(
         self: Arc<Self>,
-        mut events: broadcast::Receiver<SchedulerEvent>,
+        mut events: mpsc::UnboundedReceiver<SchedulerEvent>,
         mut shutdown: watch::Receiver<bool>,
     ) {
         loop {
@@ -224,11 +226,9 @@ impl Glue {
                 () = crate::shutdown::stopped(&mut shutdown) => return,
             };
             match event {
-                Ok(event) => self.handle(event).await,
-                Err(broadcast::error::RecvError::Lagged(n)) => {
-                    tracing::warn!(missed = n, "jobs: the event loop fell behind the scheduler");
-                }
-                Err(broadcast::error::RecvError::Closed) => return,
+                Some(event) => self.handle(event).await,
+                // The scheduler is gone.
+                None => return,
             }
         }
     }

@@ -23,6 +23,11 @@ impl Inner {
     }
 
     pub(super) fn emit(&self, event: SchedulerEvent) {
+        {
+            let mut lossless = self.lossless.lock().unwrap_or_else(PoisonError::into_inner);
+            // A receiver that is gone is forgotten.
+            lossless.retain(|tx| tx.send(event.clone()).is_ok());
+        }
         // No receiver is not an error.
         let _ = self.events.send(event);
     }

@@ -422,3 +422,52 @@ async fn a_fleet_scheduler_looks_again_within_its_poll_interval_for_jobs_others_
         Some(T0 + 2 * SEC + MIN_WAKE_DELAY_MS)
     );
 }
+
+/// Issue 34: the daemon's event loop took the scheduler's events from the 1,024-event
+/// broadcast; 10,000 jobs created in six seconds left it 5,913 events behind, and those were
+/// dropped with a warning — with them, job artifacts, audit records and (for reviews) the
+/// notification that asks the user. `subscribe_all` queues every event, however far behind.
+#[tokio::test]
+async fn a_burst_of_more_events_than_the_broadcast_holds_still_reaches_subscribe_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(Store::open(dir.path().join("data")).unwrap());
+    let mut config = SchedulerConfig::new("burst");
+    config.max_jobs = 2_000;
+    let sched = Scheduler::new(
+        Arc::clone(&store),
+        Arc::new(openphone_clock::ManualClock::new(T0)),
+        config,
+        Runners::builtin(),
+    );
+    let mut watched = sched.subscribe();
+    let mut all = sched.subscribe_all();
+    let mut created = Vec::new();
+    for n in 0..1_100 {
+        let request = openphone_jobs::JobRequest::from_json(&json!({
+            "title": format!("job {n}"), "type": "system_event", "next_run_at": T0 + DAY
+        }))
+        .unwrap();
+        created.push(sched.create(&request, None).unwrap().job.id);
+    }
+    // The broadcast kept only the newest 1,024: its receiver learns it missed the rest.
+    assert!(matches!(
+        watched.try_recv(),
+        Err(tokio::sync::broadcast::error::TryRecvError::Lagged(76))
+    ));
+    // The lossless receiver has every one, in order.
+    let mut seen = Vec::new();
+    while let Ok(event) = all.try_recv() {
+        match event {
+            SchedulerEvent::Created { job } => seen.push(job.id),
+            other => panic!("only creations happened, got {other:?}"),
+        }
+    }
+    assert_eq!(seen, created);
+    // A receiver dropped is forgotten; the scheduler goes on.
+    drop(all);
+    let request = openphone_jobs::JobRequest::from_json(&json!({
+        "title": "after", "type": "system_event", "next_run_at": T0 + DAY
+    }))
+    .unwrap();
+    sched.create(&request, None).unwrap();
+}

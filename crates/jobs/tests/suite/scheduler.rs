@@ -463,11 +463,21 @@ async fn a_burst_of_more_events_than_the_broadcast_holds_still_reaches_subscribe
         }
     }
     assert_eq!(seen, created);
-    // A receiver dropped is forgotten; the scheduler goes on.
+    // A receiver dropped does not stop the scheduler, and one subscribed later gets the
+    // events from then on.
     drop(all);
+    let mut later = sched.subscribe_all();
     let request = openphone_jobs::JobRequest::from_json(&json!({
         "title": "after", "type": "system_event", "next_run_at": T0 + DAY
     }))
     .unwrap();
-    sched.create(&request, None).unwrap();
+    let after = sched.create(&request, None).unwrap().job.id;
+    assert!(matches!(
+        later.try_recv(),
+        Ok(SchedulerEvent::Created { job }) if job.id == after
+    ));
+    assert!(
+        later.try_recv().is_err(),
+        "nothing from before it subscribed"
+    );
 }

@@ -2,12 +2,18 @@
 # Re-measures the performance figures of issue 13 in one run, with the references measured in
 # the same run so the ratios mean something on any machine (docs/benchmarks.md).
 #
-# It builds (release) and starts four servers on loopback ports:
+# It builds (release) and starts nine servers on loopback ports:
 #   - the daemon (`openphone serve`) in a fresh data directory, with a runtime `bench` and
 #     `[limits] rate_per_sec`/`rate_burst` raised to 1000000 so the limiter is out of the way;
 #   - the null server (bench/null-server, mode `ws`): the WebSocket wire ceiling, answering
 #     `device.status` and `screen.get` with the daemon's captured answers (bench/fixtures);
 #   - the null MCP server (the same binary, mode `mcp`): the MCP wire ceiling, both eras;
+#   - the same null servers with `--durable-log` (and the WebSocket one again `--pipelined`):
+#     each tool call answered only once a record of it is fsynced into a file on the data
+#     directory's disk — the durable ceiling, what any server keeping a private read's
+#     promise can reach here; and with `--durable-sqlite`: the record a row committed into a
+#     SQLite database in WAL mode with synchronous = FULL — the store ceiling, what any server
+#     keeping that promise with the daemon's kind of store can reach;
 #   - the TypeScript MCP SDK server (bench/ts-sdk-server, `npm ci`): the typical MCP server;
 # then runs `openphone bench` against each, and the in-process bridge, probes the fsync time
 # of the data directory's disk (mode `fsync`), prints a table with the ratios, the targets,
@@ -16,7 +22,7 @@
 #
 # Usage: bench/run.sh [SECONDS | --short]
 #   SECONDS             measured seconds per benchmark (default $BENCH_SECS or 10)
-#   --short             the CI set: 1 s measured after 1 s of warm-up each (about 30 s of
+#   --short             the CI set: 1 s measured after 1 s of warm-up each (about 50 s of
 #                       load after the build); it prints the same table, and never fails on a
 #                       target (a shared machine is too noisy for thresholds)
 #   BENCH_WARMUP        warm-up seconds before each measurement (default 2; 1 with --short)
@@ -105,7 +111,7 @@ rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo nul
 
 token="$(bench_config "$work")"
 
-log "starting the daemon, the null servers (WebSocket, MCP) and the TypeScript SDK server"
+log "starting the daemon, the null servers (WebSocket, MCP; plain and durable) and the TypeScript SDK server"
 "$openphone" serve --data-dir "$work/data" --listen 127.0.0.1:0 --config "$work/openphone.toml" \
     >"$work/daemon.log" 2>&1 &
 daemon_pid=$!
@@ -116,6 +122,25 @@ pids+=("$null_pid")
 "$null_server" mcp --token "$token" >"$work/null-mcp.log" 2>&1 &
 null_mcp_pid=$!
 pids+=("$null_mcp_pid")
+# The durable ceilings: their logs on the data directory's disk, one file each.
+"$null_server" --token "$token" --durable-log "$work/durable-ws.log" >"$work/durable.log" 2>&1 &
+durable_pid=$!
+pids+=("$durable_pid")
+"$null_server" --token "$token" --durable-log "$work/durable-ws-pipelined.log" --pipelined \
+    >"$work/durable-pipelined.log" 2>&1 &
+durable_pipelined_pid=$!
+pids+=("$durable_pipelined_pid")
+"$null_server" mcp --token "$token" --durable-log "$work/durable-mcp.log" \
+    >"$work/durable-mcp.log.out" 2>&1 &
+durable_mcp_pid=$!
+pids+=("$durable_mcp_pid")
+"$null_server" --token "$token" --durable-sqlite "$work/store-ws.db" >"$work/store.log" 2>&1 &
+store_pid=$!
+pids+=("$store_pid")
+"$null_server" mcp --token "$token" --durable-sqlite "$work/store-mcp.db" \
+    >"$work/store-mcp.log" 2>&1 &
+store_mcp_pid=$!
+pids+=("$store_mcp_pid")
 "$node_bin" "$here/ts-sdk-server/server.mjs" >"$work/ts.log" 2>&1 &
 ts_pid=$!
 pids+=("$ts_pid")
@@ -125,6 +150,11 @@ ws_url="$(endpoint_field "$work/data" url)"
 mcp_url="$(endpoint_field "$work/data" mcp_url)"
 null_url="$(listening "$work/null.log" "the null server")"
 null_mcp_url="$(listening "$work/null-mcp.log" "the null MCP server")"
+durable_url="$(listening "$work/durable.log" "the durable null server")"
+durable_pipelined_url="$(listening "$work/durable-pipelined.log" "the pipelined durable null server")"
+durable_mcp_url="$(listening "$work/durable-mcp.log.out" "the durable null MCP server")"
+store_url="$(listening "$work/store.log" "the SQLite-durable null server")"
+store_mcp_url="$(listening "$work/store-mcp.log" "the SQLite-durable null MCP server")"
 ts_url="$(listening "$work/ts.log" "the TypeScript SDK server")"
 sleep 1
 idle_rss="$(rss_kib "$daemon_pid")"
@@ -171,6 +201,12 @@ measure ws-status-daemon invoke --url "$ws_url" --token "$token" --pid "$daemon_
     --connections "$connections" "${status_args[@]}"
 measure ws-status-null invoke --url "$null_url" --token "$token" --pid "$null_pid" \
     --connections "$connections" "${status_args[@]}"
+measure ws-status-durable invoke --url "$durable_url" --token "$token" --pid "$durable_pid" \
+    --connections "$connections" "${status_args[@]}"
+measure ws-status-durable-pipelined invoke --url "$durable_pipelined_url" --token "$token" \
+    --pid "$durable_pipelined_pid" --connections "$connections" "${status_args[@]}"
+measure ws-status-store invoke --url "$store_url" --token "$token" --pid "$store_pid" \
+    --connections "$connections" "${status_args[@]}"
 measure ws-screen-daemon invoke --url "$ws_url" --token "$token" --pid "$daemon_pid" \
     --connections "$connections" "${screen_args[@]}"
 measure ws-screen-null invoke --url "$null_url" --token "$token" --pid "$null_pid" \
@@ -183,6 +219,14 @@ measure mcp-2025-ts mcp --url "$ts_url" --pid "$ts_pid" --era 2025-11-25 "${mcp_
 measure mcp-2025-null mcp --url "$null_mcp_url" --token "$token" --pid "$null_mcp_pid" \
     --era 2025-11-25 "${mcp_args[@]}"
 measure mcp-2026-null mcp --url "$null_mcp_url" --token "$token" --pid "$null_mcp_pid" \
+    --era 2026-07-28 "${mcp_args[@]}"
+measure mcp-2025-durable mcp --url "$durable_mcp_url" --token "$token" --pid "$durable_mcp_pid" \
+    --era 2025-11-25 "${mcp_args[@]}"
+measure mcp-2026-durable mcp --url "$durable_mcp_url" --token "$token" --pid "$durable_mcp_pid" \
+    --era 2026-07-28 "${mcp_args[@]}"
+measure mcp-2025-store mcp --url "$store_mcp_url" --token "$token" --pid "$store_mcp_pid" \
+    --era 2025-11-25 "${mcp_args[@]}"
+measure mcp-2026-store mcp --url "$store_mcp_url" --token "$token" --pid "$store_mcp_pid" \
     --era 2026-07-28 "${mcp_args[@]}"
 # The disk's part of every durable call: WAL-like commits (3 frames + fsync) in the data
 # directory's file system, one after the other; then again with every core kept awake, as

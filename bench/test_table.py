@@ -90,6 +90,58 @@ class TableTest(unittest.TestCase):
         self.assertAlmostEqual(ceilings["targets"]["mcp-2025"]["most"], 2.4)
         self.assertFalse(ceilings["targets"]["mcp-2025"]["reachable"])
 
+    def test_the_durable_floor_binds_when_it_is_the_lowest(self):
+        text, ceilings = self.run_table({
+            "ws-status-daemon": report(12000, 60000),
+            "ws-status-null": report(90000, 400000),
+            # The better of the two durable runs counts: 20,000/s = 22.2 % of null.
+            "ws-status-durable": report(20000, 100000),
+            "ws-status-durable-pipelined": report(18000, 90000),
+            "fsync-awake": probe(0.15),
+            "mcp-2025-daemon": report(6000, 30000),
+            "mcp-2025-ts": report(5000, 25000),
+            "mcp-2025-null": report(50000, 250000),
+            "mcp-2025-durable": report(14000, 70000),
+        })
+        row = ceilings["rows"]["ws-status"]
+        self.assertAlmostEqual(row["binding_calls_per_sec"], 20000)
+        self.assertTrue(row["binding"].startswith("durable: null server + a fsynced record"),
+                        row["binding"])
+        self.assertAlmostEqual(row["share"], 0.6)
+        self.assertIn("| 60% of durable |", text)
+        self.assertAlmostEqual(ceilings["targets"]["ws-status"]["most"], 20000 / 90000)
+        self.assertFalse(ceilings["targets"]["ws-status"]["reachable"])
+        self.assertIn("a server that only fsyncs a record per call 22.2%", text)
+        # MCP: 14,000 / 5,000 = 2.8× TS at most, below the 3× target.
+        self.assertAlmostEqual(ceilings["targets"]["mcp-2025"]["most"], 2.8)
+        self.assertFalse(ceilings["targets"]["mcp-2025"]["reachable"])
+        self.assertIn("durable: null MCP + a fsynced record per call 14,000/s = 2.80× TS", text)
+
+    def test_the_store_floor_binds_below_the_file_floor(self):
+        text, ceilings = self.run_table({
+            "ws-status-daemon": report(12000, 60000),
+            "ws-status-null": report(80000, 400000),
+            "ws-status-durable": report(18000, 90000),
+            "ws-status-store": report(16000, 80000),
+            "fsync": probe(0.15),
+            "mcp-2026-daemon": report(5000, 25000),
+            "mcp-2025-ts": report(5000, 25000),
+            "mcp-2026-null": report(50000, 250000),
+            "mcp-2026-durable": report(17000, 85000),
+            "mcp-2026-store": report(16000, 80000),
+        })
+        row = ceilings["rows"]["ws-status"]
+        self.assertAlmostEqual(row["binding_calls_per_sec"], 16000)
+        self.assertTrue(row["binding"].startswith("store: null server + a SQLite row"),
+                        row["binding"])
+        self.assertIn("| 75% of store |", text)
+        self.assertIn("one that only commits a SQLite row per call 20.0%", text)
+        self.assertFalse(ceilings["targets"]["ws-status"]["reachable"])
+        # 16,000 / 5,000 = 3.2× TS: the MCP target stays within reach of a SQLite server.
+        self.assertAlmostEqual(ceilings["targets"]["mcp-2026"]["most"], 3.2)
+        self.assertTrue(ceilings["targets"]["mcp-2026"]["reachable"])
+        self.assertIn("store: null MCP + a SQLite row per call 16,000/s = 3.20× TS", text)
+
     def test_missing_reports_are_named_not_fatal(self):
         text, ceilings = self.run_table({})
         self.assertIn("failed (see ws-status-daemon.err)", text)

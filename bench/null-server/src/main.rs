@@ -18,14 +18,20 @@
 //! screenshot), so the frames have the daemon's shape and size.
 //!
 //! Usage:
-//!   openphone-null-server [ws] --token TOKEN [--listen 127.0.0.1:0]
-//!   openphone-null-server mcp [--token TOKEN] [--listen 127.0.0.1:0]
+//!   openphone-null-server [ws] --token TOKEN [--listen 127.0.0.1:0] [--durable-log FILE [--pipelined] | --durable-sqlite FILE]
+//!   openphone-null-server mcp [--token TOKEN] [--listen 127.0.0.1:0] [--durable-log FILE [--pipelined] | --durable-sqlite FILE]
 //!   openphone-null-server fsync --dir DIR [--secs 2] [--frames 3] [--awake 0]
+//! Either server takes `--durable-log FILE` (or `--durable-sqlite FILE`): then every tool
+//! call's answer waits until a record of it is appended to FILE (or inserted into the SQLite
+//! database FILE) and fsynced, by one group-commit thread (`durable.rs`) — the floor of a
+//! durable answer on this machine.
+//!
 //! The servers print one line, `listening on <url>`, once they accept connections, and stop
 //! on SIGINT or SIGTERM. The probe prints one JSON object.
 
 use std::process::ExitCode;
 
+mod durable;
 mod fsync;
 mod mcp;
 mod ws;
@@ -37,8 +43,9 @@ pub(crate) const DEVICE_STATUS: &str = include_str!("../../fixtures/device-statu
 /// from the simulated phone.
 pub(crate) const SCREEN_GET: &str = include_str!("../../fixtures/screen-get.json");
 
-const USAGE: &str = "usage: openphone-null-server [ws] --token TOKEN [--listen ADDR:PORT]
-       openphone-null-server mcp [--token TOKEN] [--listen ADDR:PORT]
+const USAGE: &str =
+    "usage: openphone-null-server [ws] --token TOKEN [--listen ADDR:PORT] [--durable-log FILE [--pipelined] | --durable-sqlite FILE]
+       openphone-null-server mcp [--token TOKEN] [--listen ADDR:PORT] [--durable-log FILE [--pipelined] | --durable-sqlite FILE]
        openphone-null-server fsync --dir DIR [--secs SECONDS] [--frames N] [--awake THREADS]";
 
 /// What to run.
@@ -47,10 +54,12 @@ enum Mode {
     Ws {
         listen: String,
         token: String,
+        durable: Option<durable::Spec>,
     },
     Mcp {
         listen: String,
         token: Option<String>,
+        durable: Option<durable::Spec>,
     },
     Fsync(fsync::Probe),
 }
@@ -65,6 +74,9 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Mode, String> {
     let mut listen = "127.0.0.1:0".to_owned();
     let mut token = None;
     let mut dir = None;
+    let mut durable = None;
+    let mut pipelined = false;
+    let mut sqlite = None;
     let mut secs = 2.0_f64;
     let mut frames = 3_usize;
     let mut awake = 0_usize;
@@ -74,6 +86,13 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Mode, String> {
             (_, "-h" | "--help") => return Err(USAGE.to_owned()),
             ("ws" | "mcp", "--listen") => listen = value("--listen")?,
             ("ws" | "mcp", "--token") => token = Some(value("--token")?),
+            ("ws" | "mcp", "--durable-log") => {
+                durable = Some(std::path::PathBuf::from(value("--durable-log")?));
+            }
+            ("ws" | "mcp", "--pipelined") => pipelined = true,
+            ("ws" | "mcp", "--durable-sqlite") => {
+                sqlite = Some(std::path::PathBuf::from(value("--durable-sqlite")?));
+            }
             ("fsync", "--dir") => dir = Some(value("--dir")?),
             ("fsync", "--secs") => {
                 let v = value("--secs")?;
@@ -113,8 +132,33 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Mode, String> {
     {
         return Err("--token must be non-empty and without whitespace".to_owned());
     }
+    if pipelined && durable.is_none() {
+        return Err("--pipelined needs --durable-log".to_owned());
+    }
+    let durable = match (durable, sqlite) {
+        (Some(_), Some(_)) => {
+            return Err("--durable-log and --durable-sqlite exclude each other".to_owned());
+        }
+        (Some(path), None) => Some(durable::Spec {
+            path,
+            kind: if pipelined {
+                durable::Kind::FilePipelined
+            } else {
+                durable::Kind::File
+            },
+        }),
+        (None, Some(path)) => Some(durable::Spec {
+            path,
+            kind: durable::Kind::Sqlite,
+        }),
+        (None, None) => None,
+    };
     match mode.as_str() {
-        "mcp" => Ok(Mode::Mcp { listen, token }),
+        "mcp" => Ok(Mode::Mcp {
+            listen,
+            token,
+            durable,
+        }),
         "fsync" => {
             let dir = dir.ok_or(format!("fsync needs --dir; {USAGE}"))?;
             Ok(Mode::Fsync(fsync::Probe {
@@ -126,7 +170,11 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Mode, String> {
         }
         _ => {
             let token = token.ok_or(format!("--token is required; {USAGE}"))?;
-            Ok(Mode::Ws { listen, token })
+            Ok(Mode::Ws {
+                listen,
+                token,
+                durable,
+            })
         }
     }
 }
@@ -163,8 +211,16 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async move {
         match mode {
-            Mode::Ws { listen, token } => ws::run(&listen, token).await,
-            Mode::Mcp { listen, token } => mcp::run(&listen, token).await,
+            Mode::Ws {
+                listen,
+                token,
+                durable,
+            } => ws::run(&listen, token, durable.as_ref()).await,
+            Mode::Mcp {
+                listen,
+                token,
+                durable,
+            } => mcp::run(&listen, token, durable.as_ref()).await,
             Mode::Fsync(_) => Ok(()),
         }
     });
@@ -225,8 +281,64 @@ mod tests {
             parse(&["--token", "t"]).unwrap(),
             Mode::Ws {
                 listen: "127.0.0.1:0".to_owned(),
-                token: "t".to_owned()
+                token: "t".to_owned(),
+                durable: None
             }
+        );
+        assert_eq!(
+            parse(&["--token", "t", "--durable-log", "/tmp/x"]).unwrap(),
+            Mode::Ws {
+                listen: "127.0.0.1:0".to_owned(),
+                token: "t".to_owned(),
+                durable: Some(durable::Spec {
+                    path: "/tmp/x".into(),
+                    kind: durable::Kind::File
+                })
+            }
+        );
+        assert_eq!(
+            parse(&["--token", "t", "--durable-log", "/tmp/x", "--pipelined"]).unwrap(),
+            Mode::Ws {
+                listen: "127.0.0.1:0".to_owned(),
+                token: "t".to_owned(),
+                durable: Some(durable::Spec {
+                    path: "/tmp/x".into(),
+                    kind: durable::Kind::FilePipelined
+                })
+            }
+        );
+        assert_eq!(
+            parse(&["--token", "t", "--durable-sqlite", "/tmp/x.db"]).unwrap(),
+            Mode::Ws {
+                listen: "127.0.0.1:0".to_owned(),
+                token: "t".to_owned(),
+                durable: Some(durable::Spec {
+                    path: "/tmp/x.db".into(),
+                    kind: durable::Kind::Sqlite
+                })
+            }
+        );
+        assert!(
+            parse(&[
+                "--token",
+                "t",
+                "--durable-sqlite",
+                "a",
+                "--durable-log",
+                "b"
+            ])
+            .unwrap_err()
+            .contains("exclude each other")
+        );
+        assert!(
+            parse(&["--token", "t", "--pipelined"])
+                .unwrap_err()
+                .contains("--pipelined needs --durable-log")
+        );
+        assert!(
+            parse(&["--token", "t", "--durable-log"])
+                .unwrap_err()
+                .contains("--durable-log needs a value")
         );
         assert!(parse(&["ws"]).unwrap_err().contains("--token is required"));
         assert!(
@@ -242,8 +354,14 @@ mod tests {
             parse(&["mcp", "--listen", "127.0.0.1:9"]).unwrap(),
             Mode::Mcp {
                 listen: "127.0.0.1:9".to_owned(),
-                token: None
+                token: None,
+                durable: None
             }
+        );
+        assert!(
+            parse(&["fsync", "--dir", "x", "--durable-log", "y"])
+                .unwrap_err()
+                .contains("unknown argument")
         );
         assert!(
             parse(&["mcp", "--dir", "x"])

@@ -84,6 +84,8 @@ pub(crate) struct Shared {
     counter: AtomicU64,
     /// Makes this process's ids differ from another's.
     salt: u32,
+    /// With `--durable-log`: where each tool call's record goes before its answer.
+    pub(crate) durable: Option<crate::durable::Log>,
 }
 
 /// The daemon's one-line text for a structured result: `Done. key: {N fields}, … The full
@@ -133,6 +135,7 @@ impl Shared {
             initialize: initialize.to_string(),
             sessions: Mutex::new(HashSet::new()),
             counter: AtomicU64::new(0),
+            durable: None,
             salt: std::process::id() ^ 0x5eed_0000,
         })
     }
@@ -155,6 +158,8 @@ pub(crate) struct Reply {
     pub(crate) event_stream: bool,
     pub(crate) session: Option<String>,
     pub(crate) body: String,
+    /// A tool call's result: what `--durable-log` records before it leaves.
+    pub(crate) record: bool,
 }
 
 impl Reply {
@@ -164,6 +169,7 @@ impl Reply {
             event_stream: false,
             session: None,
             body,
+            record: false,
         }
     }
 
@@ -175,6 +181,7 @@ impl Reply {
             event_stream: true,
             session: None,
             body: format!("data: \nid: 0/0\nretry: 3000\n\ndata: {message}\nid: 1/0\n\n"),
+            record: false,
         }
     }
 
@@ -267,11 +274,13 @@ pub(crate) fn answer(
                 },
                 tool.middle,
             );
-            if stateless {
+            let mut reply = if stateless {
                 Reply::json(200, message)
             } else {
                 Reply::event(&message)
-            }
+            };
+            reply.record = true;
+            reply
         }
         "ping" => Reply::json(
             200,
@@ -314,6 +323,13 @@ async fn handle(
             Err(_) => rpc_error(413, None, -32600, "the body is too large or broken"),
         }
     };
+    let reply = match (&shared.durable, reply.record) {
+        (Some(log), true) => match log.append(reply.body.as_bytes()).await {
+            Ok(()) => reply,
+            Err(e) => rpc_error(500, None, -32603, &e),
+        },
+        _ => reply,
+    };
     let has_body = !reply.body.is_empty();
     let mut response = Response::new(Full::new(Bytes::from(reply.body)));
     *response.status_mut() = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::OK);
@@ -336,8 +352,14 @@ async fn handle(
 }
 
 /// Serves MCP on `listen` until SIGINT or SIGTERM.
-pub(crate) async fn run(listen: &str, token: Option<String>) -> Result<(), String> {
-    let shared = Arc::new(Shared::new(token)?);
+pub(crate) async fn run(
+    listen: &str,
+    token: Option<String>,
+    durable: Option<&crate::durable::Spec>,
+) -> Result<(), String> {
+    let mut shared = Shared::new(token)?;
+    shared.durable = durable.map(crate::durable::Log::start).transpose()?;
+    let shared = Arc::new(shared);
     let listener = crate::bind(listen, "http", PATH).await?;
     tokio::select! {
         () = serve(listener, shared) => Ok(()),

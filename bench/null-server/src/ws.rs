@@ -37,10 +37,16 @@ struct Shared {
     hello: String,
     /// Numbers the `openphone_task_id` of each answer.
     tasks: AtomicU64,
+    /// With `--durable-log`: where each tool call's record goes before its answer.
+    durable: Option<crate::durable::Log>,
 }
 
 /// Serves WebSocket connections on `listen` until SIGINT or SIGTERM.
-pub(crate) async fn run(listen: &str, token: String) -> Result<(), String> {
+pub(crate) async fn run(
+    listen: &str,
+    token: String,
+    durable: Option<&crate::durable::Spec>,
+) -> Result<(), String> {
     let device_status = crate::compact(crate::DEVICE_STATUS, "device-status")?;
     let screen_get = crate::compact(crate::SCREEN_GET, "screen-get")?;
     let hello = json!({
@@ -62,6 +68,7 @@ pub(crate) async fn run(listen: &str, token: String) -> Result<(), String> {
         screen_get: screen_get.to_string(),
         hello: hello.to_string(),
         tasks: AtomicU64::new(0),
+        durable: durable.map(crate::durable::Log::start).transpose()?,
     });
     let listener = crate::bind(listen, "ws", PATH).await?;
     let stopped = crate::stopped();
@@ -132,7 +139,14 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) {
             Ok(Message::Close(_)) | Err(_) => break,
             Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_)) => continue,
         };
-        let (answer, close) = conn.answer(text.as_str());
+        let (answer, close, record) = conn.answer(text.as_str());
+        let answer = match (&shared.durable, record) {
+            (Some(log), true) => match log.append(answer.as_bytes()).await {
+                Ok(()) => answer,
+                Err(e) => error(&Value::Null, -32603, &e, "internal_error"),
+            },
+            _ => answer,
+        };
         if ws.send(Message::text(answer)).await.is_err() {
             break;
         }
@@ -152,8 +166,15 @@ struct Connection<'a> {
 }
 
 impl Connection<'_> {
-    /// The answer to one text frame, and whether to close the connection after it.
-    fn answer(&mut self, text: &str) -> (String, bool) {
+    /// The answer to one text frame, whether to close the connection after it, and whether
+    /// it is a tool call's result (what `--durable-log` records before it leaves).
+    fn answer(&mut self, text: &str) -> (String, bool, bool) {
+        let (answer, close) = self.reply(text);
+        let record = !close && answer.contains(r#""openphone_task_id""#);
+        (answer, close, record)
+    }
+
+    fn reply(&mut self, text: &str) -> (String, bool) {
         let Ok(request) = serde_json::from_str::<Value>(text) else {
             return (
                 error(&Value::Null, -32700, "not JSON", "parse_error"),

@@ -5,12 +5,13 @@
 //! (catch-up runs §6.6, discarded late reports §8, failed deliveries §4).
 
 mod origin;
+mod taps;
 
 use std::path::Path;
 use std::sync::Arc;
 
 use openphone_core::{Audience, RuntimeManager, ToolBridge};
-use openphone_device::{DeviceEvent, SystemNotification};
+use openphone_device::SystemNotification;
 use openphone_jobs::AgentJobExt;
 use openphone_jobs::delivery::{self, Announcement, completion_body, failure_body};
 use openphone_jobs::{
@@ -24,7 +25,7 @@ use openphone_store::{AuditEntry, AuditKind, Store};
 
 use crate::config::JobsConfig;
 use serde_json::{Value, json};
-use tokio::sync::{broadcast, mpsc, watch};
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 /// How often undelivered results are posted again.
@@ -128,7 +129,7 @@ pub fn start(
     let retry = tokio::spawn(Arc::clone(&glue).retry_deliveries(shutdown.clone()));
     let mut tasks = Vec::new();
     if let Some(taps) = taps {
-        tasks.push(tokio::spawn(review_taps(
+        tasks.push(tokio::spawn(taps::review_taps(
             scheduler.clone(),
             taps,
             shutdown.clone(),
@@ -148,50 +149,6 @@ pub fn start(
     tasks.push(retry);
     tasks.push(replies);
     tasks
-}
-
-/// The Approve and Deny buttons of a review's notification on the phone (§9.4): a tap
-/// carries only the review id and the decision; the first one wins (§9.5). Only the phone's
-/// own notification actions arrive here — no agent can press them.
-async fn review_taps(
-    scheduler: Scheduler,
-    mut taps: broadcast::Receiver<DeviceEvent>,
-    mut shutdown: watch::Receiver<bool>,
-) {
-    loop {
-        let event = tokio::select! {
-            event = taps.recv() => event,
-            () = crate::shutdown::stopped(&mut shutdown) => return,
-        };
-        let (key, action) = match event {
-            Ok(DeviceEvent::NotificationAction { key, action, .. }) => (key, action),
-            Ok(_) => continue,
-            Err(broadcast::error::RecvError::Lagged(n)) => {
-                tracing::warn!(missed = n, "jobs: the phone's events came faster than read");
-                continue;
-            }
-            Err(broadcast::error::RecvError::Closed) => return,
-        };
-        let Some(confirmation_id) = delivery::review_of_key(&key) else {
-            continue;
-        };
-        let approve = match action.as_str() {
-            "approve" => true,
-            "deny" => false,
-            other => {
-                tracing::warn!(action = other, "jobs: an unknown review action was tapped");
-                continue;
-            }
-        };
-        match scheduler.resolve_review(confirmation_id, approve).await {
-            Ok(answer) => tracing::info!(
-                confirmation_id,
-                code = answer.code.as_str(),
-                "jobs: a review was decided on the phone"
-            ),
-            Err(e) => tracing::warn!(confirmation_id, error = %e, "jobs: a review tap failed"),
-        }
-    }
 }
 
 /// The answer of `jobs.review`.

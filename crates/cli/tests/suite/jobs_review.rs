@@ -173,3 +173,108 @@ async fn a_background_job_parks_a_send_for_review_and_after_approval_sends_it_on
     let (code, out, _) = cli(&["audit", "verify"], &data);
     assert_eq!(code, 0, "{out}");
 }
+
+/// The phone's side of a review (§9.4): the review's notification has Approve and Deny, and
+/// a tap on Deny (the simulated phone's `sim inject action`) decides it — the parked send never
+/// runs, the job goes on with the refusal. The tapped notification leaves the shade (a second
+/// tap finds nothing to press), and a later approval from the CLI changes nothing.
+/// Until now only `jobs approve|deny` had an end-to-end test; the taps are read by their own
+/// task, queued in order and resolved one after the other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tap_on_the_review_notifications_deny_decides_it_and_a_later_approval_changes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let fake = FakeModel::start().await;
+    fake.push(Script::tool_call(
+        "messages_send",
+        json!({"to": "+49 151 2345 6789", "body": "Tapped away, sorry",
+               "reason": "tell Alice the user is running late"}),
+    ));
+    fake.push(Script::text("The user chose not to send it."));
+    let _daemon = serve(&data, &fake_model_config(tmp.path(), &fake));
+
+    let (code, made, err) = jobs_json(
+        &[
+            "create",
+            "--title",
+            "Tell Alice",
+            "--prompt",
+            "Tell Alice I'm late",
+        ],
+        &data,
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    let id = made["job"]["id"].as_i64().unwrap().to_string();
+    let (code, _, _) = jobs_json(&["wake"], &data).await;
+    assert_eq!(code, 0);
+    let parked = until_status(&data, &id, "awaiting_review").await;
+    let cid = parked["job"]["pending_confirmation_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let key = format!("review-{cid}");
+
+    // The review's notification is in the phone's shade under that key.
+    let mut shade = String::new();
+    for _ in 0..100 {
+        let (code, out, err) = cli(
+            &[
+                "tools",
+                "invoke",
+                "openphone.notifications.list",
+                r#"{"reason": "find the review's notification"}"#,
+                "--json",
+            ],
+            &data,
+        );
+        assert_eq!(code, 0, "{err}");
+        shade = out;
+        if shade.contains(&key) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(shade.contains(&key), "no notification keyed {key}: {shade}");
+
+    // Deny on the phone; the notification is gone after the tap, so Approve finds nothing.
+    let (code, out, err) = cli(
+        &["sim", "inject", "action", "--key", &key, "--action", "deny"],
+        &data,
+    );
+    assert_eq!(code, 0, "{out} {err}");
+    let (code, out, err) = cli(
+        &[
+            "sim", "inject", "action", "--key", &key, "--action", "approve",
+        ],
+        &data,
+    );
+    assert_ne!(code, 0, "{out} {err}");
+    assert!(err.contains("no notification matches"), "{out} {err}");
+    let mut resolved = Value::Null;
+    for _ in 0..100 {
+        resolved = jobs_json(&["show", &id], &data).await.1;
+        if resolved["job"]["status"] != "awaiting_review" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_ne!(resolved["job"]["status"], "awaiting_review", "{resolved}");
+    let (code, again, _) = jobs_json(&["approve", &cid], &data).await;
+    assert_eq!(code, 1);
+    assert_eq!(
+        again["code"], "background.review_already_resolved",
+        "{again}"
+    );
+    assert_eq!(
+        messages_with(&data, "Tapped away, sorry"),
+        0,
+        "denied on the phone: never sent"
+    );
+    let (_, audit, _) = cli(&["audit", "export", "--format", "jsonl"], &data);
+    let resolutions: Vec<&str> = audit
+        .lines()
+        .filter(|l| l.contains("assistant.background_job.review_resolved"))
+        .collect();
+    assert_eq!(resolutions.len(), 1, "one resolution: {resolutions:?}");
+}

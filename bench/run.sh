@@ -10,10 +10,9 @@
 #   - the null MCP server (the same binary, mode `mcp`): the MCP wire ceiling, both eras;
 #   - the same null servers with `--durable-log` (and the WebSocket one again `--pipelined`):
 #     each tool call answered only once a record of it is fsynced into a file on the data
-#     directory's disk — the durable ceiling, what any server keeping a private read's
-#     promise can reach here; and with `--durable-sqlite`: the record a row committed into a
-#     SQLite database in WAL mode with synchronous = FULL — the store ceiling, what any server
-#     keeping that promise with the daemon's kind of store can reach;
+#     directory's disk, and with `--durable-sqlite`: the record a row committed into a SQLite
+#     database in WAL mode with synchronous = FULL — the durable ceiling (the best of them),
+#     what a server doing nothing but keeping a private read's promise reaches here;
 #   - the TypeScript MCP SDK server (bench/ts-sdk-server, `npm ci`): the typical MCP server;
 # then runs `openphone bench` against each, and the in-process bridge, probes the fsync time
 # of the data directory's disk (mode `fsync`), prints a table with the ratios, the targets,

@@ -47,19 +47,33 @@ fn messages_with(data: &Path, text: &str) -> usize {
         .count()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_background_job_parks_a_send_for_review_and_after_approval_sends_it_once_and_delivers() {
+/// A daemon whose background job has parked a send of `body` for review: the scripted model
+/// asks to send it, then reports `report` on the run after the review.
+struct Parked {
+    tmp: tempfile::TempDir,
+    data: std::path::PathBuf,
+    _fake: FakeModel,
+    _daemon: super::harness::Serve,
+    /// The job's id.
+    id: String,
+    /// The review's id (`job-confirm-…`).
+    cid: String,
+    /// `jobs show` of the parked job.
+    shown: Value,
+}
+
+async fn park_a_send(body: &str, report: &str) -> Parked {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     let fake = FakeModel::start().await;
     // First run: the model wants to send. Second run (after the review): it reports.
     fake.push(Script::tool_call(
         "messages_send",
-        json!({"to": "+49 151 2345 6789", "body": "Running late, sorry",
+        json!({"to": "+49 151 2345 6789", "body": body,
                "reason": "tell Alice the user is running late"}),
     ));
-    fake.push(Script::text("Alice now knows you are running late."));
-    let _daemon = serve(&data, &fake_model_config(tmp.path(), &fake));
+    fake.push(Script::text(report));
+    let daemon = serve(&data, &fake_model_config(tmp.path(), &fake));
 
     let (code, made, err) = jobs_json(
         &[
@@ -77,19 +91,43 @@ async fn a_background_job_parks_a_send_for_review_and_after_approval_sends_it_on
     let (code, woke, _) = jobs_json(&["wake"], &data).await;
     assert_eq!(code, 0);
     assert_eq!(woke["claimed"][0].to_string(), id, "{woke}");
-
-    // Parked: nothing was sent; the review names the exact call.
-    let parked = until_status(&data, &id, "awaiting_review").await;
-    let review = &parked["job"]["pending_tool_request_json"];
-    assert_eq!(review["tool"], "messages_send", "{parked}");
-    assert_eq!(review["params"]["body"], "Running late, sorry");
-    let cid = parked["job"]["pending_confirmation_id"]
+    let shown = until_status(&data, &id, "awaiting_review").await;
+    let cid = shown["job"]["pending_confirmation_id"]
         .as_str()
         .unwrap()
         .to_owned();
     assert!(cid.starts_with("job-confirm-"), "{cid}");
-    assert_eq!(messages_with(&data, "Running late, sorry"), 0);
-    let (_, waiting, _) = jobs_json(&["list", "--status", "awaiting_review"], &data).await;
+    Parked {
+        tmp,
+        data,
+        _fake: fake,
+        _daemon: daemon,
+        id,
+        cid,
+        shown,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_background_job_parks_a_send_for_review_and_after_approval_sends_it_once_and_delivers() {
+    let parked = park_a_send(
+        "Running late, sorry",
+        "Alice now knows you are running late.",
+    )
+    .await;
+    let tmp = &parked.tmp;
+    let (data, id, cid) = (
+        parked.data.as_path(),
+        parked.id.as_str(),
+        parked.cid.as_str(),
+    );
+
+    // Parked: nothing was sent; the review names the exact call.
+    let review = &parked.shown["job"]["pending_tool_request_json"];
+    assert_eq!(review["tool"], "messages_send", "{}", parked.shown);
+    assert_eq!(review["params"]["body"], "Running late, sorry");
+    assert_eq!(messages_with(data, "Running late, sorry"), 0);
+    let (_, waiting, _) = jobs_json(&["list", "--status", "awaiting_review"], data).await;
     assert_eq!(waiting["count"], 1, "{waiting}");
 
     // The stored record checks out offline; a tampered copy does not; junk is unreadable.
@@ -111,24 +149,24 @@ async fn a_background_job_parks_a_send_for_review_and_after_approval_sends_it_on
     assert_eq!(code, 2);
 
     // Approve from the CLI: the stored call runs once; a second tap changes nothing.
-    let (code, answer, err) = jobs_json(&["approve", &cid], &data).await;
+    let (code, answer, err) = jobs_json(&["approve", cid], data).await;
     assert_eq!(code, 0, "{err}");
     assert_eq!(answer["code"], "background.review_resolved", "{answer}");
     assert_eq!(answer["result_status"], "ok", "{answer}");
-    let (code, again, _) = jobs_json(&["deny", &cid], &data).await;
+    let (code, again, _) = jobs_json(&["deny", cid], data).await;
     assert_eq!(code, 1);
     assert_eq!(
         again["code"], "background.review_already_resolved",
         "{again}"
     );
-    assert_eq!(messages_with(&data, "Running late, sorry"), 1);
+    assert_eq!(messages_with(data, "Running late, sorry"), 1);
 
     // The job runs again with the outcome, completes and delivers.
-    let (code, _, _) = jobs_json(&["wake"], &data).await;
+    let (code, _, _) = jobs_json(&["wake"], data).await;
     assert_eq!(code, 0);
-    let done = until_status(&data, &id, "completed").await;
+    let done = until_status(data, id, "completed").await;
     assert_eq!(
-        messages_with(&data, "Running late, sorry"),
+        messages_with(data, "Running late, sorry"),
         1,
         "sent exactly once"
     );
@@ -141,7 +179,7 @@ async fn a_background_job_parks_a_send_for_review_and_after_approval_sends_it_on
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
-        delivered = jobs_json(&["show", &id], &data).await.1;
+        delivered = jobs_json(&["show", id], data).await.1;
     }
     assert_eq!(delivered["delivery_state"], "sent", "{delivered}");
     let (code, shade, err) = cli(
@@ -152,7 +190,7 @@ async fn a_background_job_parks_a_send_for_review_and_after_approval_sends_it_on
             r#"{"reason": "see the job's notification"}"#,
             "--json",
         ],
-        &data,
+        data,
     );
     assert_eq!(code, 0, "{err}");
     assert!(
@@ -161,7 +199,7 @@ async fn a_background_job_parks_a_send_for_review_and_after_approval_sends_it_on
     );
 
     // The audit log holds the review's resolution (digests only) and the reviewed send.
-    let (_, audit, _) = cli(&["audit", "export", "--format", "jsonl"], &data);
+    let (_, audit, _) = cli(&["audit", "export", "--format", "jsonl"], data);
     assert!(
         audit.contains("assistant.background_job.review_resolved"),
         "{audit}"
@@ -170,7 +208,7 @@ async fn a_background_job_parks_a_send_for_review_and_after_approval_sends_it_on
         !audit.contains("Running late, sorry"),
         "no raw params in the audit"
     );
-    let (code, out, _) = cli(&["audit", "verify"], &data);
+    let (code, out, _) = cli(&["audit", "verify"], data);
     assert_eq!(code, 0, "{out}");
 }
 
@@ -182,37 +220,12 @@ async fn a_background_job_parks_a_send_for_review_and_after_approval_sends_it_on
 /// task, queued in order and resolved one after the other.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tap_on_the_review_notifications_deny_decides_it_and_a_later_approval_changes_nothing() {
-    let tmp = tempfile::tempdir().unwrap();
-    let data = tmp.path().join("data");
-    let fake = FakeModel::start().await;
-    fake.push(Script::tool_call(
-        "messages_send",
-        json!({"to": "+49 151 2345 6789", "body": "Tapped away, sorry",
-               "reason": "tell Alice the user is running late"}),
-    ));
-    fake.push(Script::text("The user chose not to send it."));
-    let _daemon = serve(&data, &fake_model_config(tmp.path(), &fake));
-
-    let (code, made, err) = jobs_json(
-        &[
-            "create",
-            "--title",
-            "Tell Alice",
-            "--prompt",
-            "Tell Alice I'm late",
-        ],
-        &data,
-    )
-    .await;
-    assert_eq!(code, 0, "{err}");
-    let id = made["job"]["id"].as_i64().unwrap().to_string();
-    let (code, _, _) = jobs_json(&["wake"], &data).await;
-    assert_eq!(code, 0);
-    let parked = until_status(&data, &id, "awaiting_review").await;
-    let cid = parked["job"]["pending_confirmation_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let parked = park_a_send("Tapped away, sorry", "The user chose not to send it.").await;
+    let (data, id, cid) = (
+        parked.data.as_path(),
+        parked.id.as_str(),
+        parked.cid.as_str(),
+    );
     let key = format!("review-{cid}");
 
     // The review's notification is in the phone's shade under that key.
@@ -226,7 +239,7 @@ async fn a_tap_on_the_review_notifications_deny_decides_it_and_a_later_approval_
                 r#"{"reason": "find the review's notification"}"#,
                 "--json",
             ],
-            &data,
+            data,
         );
         assert_eq!(code, 0, "{err}");
         shade = out;
@@ -240,38 +253,38 @@ async fn a_tap_on_the_review_notifications_deny_decides_it_and_a_later_approval_
     // Deny on the phone; the notification is gone after the tap, so Approve finds nothing.
     let (code, out, err) = cli(
         &["sim", "inject", "action", "--key", &key, "--action", "deny"],
-        &data,
+        data,
     );
     assert_eq!(code, 0, "{out} {err}");
     let (code, out, err) = cli(
         &[
             "sim", "inject", "action", "--key", &key, "--action", "approve",
         ],
-        &data,
+        data,
     );
     assert_ne!(code, 0, "{out} {err}");
     assert!(err.contains("no notification matches"), "{out} {err}");
     let mut resolved = Value::Null;
     for _ in 0..100 {
-        resolved = jobs_json(&["show", &id], &data).await.1;
+        resolved = jobs_json(&["show", id], data).await.1;
         if resolved["job"]["status"] != "awaiting_review" {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_ne!(resolved["job"]["status"], "awaiting_review", "{resolved}");
-    let (code, again, _) = jobs_json(&["approve", &cid], &data).await;
+    let (code, again, _) = jobs_json(&["approve", cid], data).await;
     assert_eq!(code, 1);
     assert_eq!(
         again["code"], "background.review_already_resolved",
         "{again}"
     );
     assert_eq!(
-        messages_with(&data, "Tapped away, sorry"),
+        messages_with(data, "Tapped away, sorry"),
         0,
         "denied on the phone: never sent"
     );
-    let (_, audit, _) = cli(&["audit", "export", "--format", "jsonl"], &data);
+    let (_, audit, _) = cli(&["audit", "export", "--format", "jsonl"], data);
     let resolutions: Vec<&str> = audit
         .lines()
         .filter(|l| l.contains("assistant.background_job.review_resolved"))

@@ -35,8 +35,9 @@ import sys
 
 NAMES = ["ws-status-daemon", "ws-status-null", "ws-screen-daemon", "ws-screen-null",
          "mcp-2025-daemon", "mcp-2026-daemon", "mcp-2025-ts", "mcp-2025-null", "mcp-2026-null",
-         "ws-status-durable", "ws-status-durable-pipelined", "mcp-2025-durable",
-         "mcp-2026-durable", "ws-status-store", "mcp-2025-store", "mcp-2026-store", "bridge-read", "bridge-mutation", "fsync", "fsync-awake"]
+         "ws-status-durable", "ws-status-durable-pipelined", "ws-status-store",
+         "mcp-2025-durable", "mcp-2026-durable", "mcp-2025-store", "mcp-2026-store",
+         "bridge-read", "bridge-mutation", "fsync", "fsync-awake"]
 
 
 def load(out, name):
@@ -118,7 +119,8 @@ def main(argv):
         """The durable ceiling: the best of the durable null server's runs `names`."""
         got = [(rate(n), n) for n in names if rate(n)]
         if not got:
-            return None, f"{kind}: {label} failed (see {names[0]}.err)"
+            errs = ", ".join(n + ".err" for n in names)
+            return None, f"{kind}: {label} failed (see {errs})"
         s, best = max(got)
         q = ratio(best, over) if over else None
         times = f" = {q:.2f}× TS" if q else ""

@@ -70,8 +70,8 @@ impl Log {
     /// Opens the log `spec` names and starts its writer thread.
     pub(crate) fn start(spec: &Spec) -> Result<Log, String> {
         match spec.kind {
-            Kind::File => Log::open(&spec.path, false),
-            Kind::FilePipelined => Log::open(&spec.path, true),
+            Kind::File => Log::open(&spec.path, false, SIZE),
+            Kind::FilePipelined => Log::open(&spec.path, true, SIZE),
             Kind::Sqlite => Log::open_sqlite(&spec.path),
         }
     }
@@ -99,9 +99,9 @@ impl Log {
         Ok(Log { queue })
     }
 
-    /// Creates (or truncates) `path`, writes it full of zeros, fsyncs it and starts the
-    /// writer thread on it (and, `pipelined`, the syncer thread).
-    fn open(path: &Path, pipelined: bool) -> Result<Log, String> {
+    /// Creates (or truncates) `path`, writes `size` bytes of zeros into it, fsyncs it and
+    /// starts the writer thread on it (and, `pipelined`, the syncer thread).
+    fn open(path: &Path, pipelined: bool, size: u64) -> Result<Log, String> {
         let cannot =
             |e: std::io::Error| format!("cannot open the durable log {}: {e}", path.display());
         let mut file = OpenOptions::new()
@@ -111,8 +111,11 @@ impl Log {
             .open(path)
             .map_err(cannot)?;
         let zeros = vec![0_u8; 1024 * 1024];
-        for _ in 0..SIZE / 1024 / 1024 {
-            file.write_all(&zeros).map_err(cannot)?;
+        let mut left = size;
+        while left > 0 {
+            let n = left.min(zeros.len() as u64);
+            file.write_all(&zeros[..n as usize]).map_err(cannot)?;
+            left -= n;
         }
         file.sync_all().map_err(cannot)?;
         let (queue, records) = mpsc::channel::<Pending>();
@@ -130,7 +133,7 @@ impl Log {
         };
         std::thread::Builder::new()
             .name("null-durable-log".into())
-            .spawn(move || serve(file, &records, syncer.as_deref()))
+            .spawn(move || serve(file, size, &records, syncer.as_deref()))
             .map_err(|e| format!("cannot start the durable log's thread: {e}"))?;
         Ok(Log { queue })
     }
@@ -188,35 +191,65 @@ fn insert_all(conn: &rusqlite::Connection, batch: &[Pending]) -> rusqlite::Resul
 type Waiter = oneshot::Sender<Result<(), String>>;
 
 /// The syncer of the pipelined log: the waiters of the batches written since its last fsync
-/// began.
+/// began, whether an fsync is under way, and whether the writer has stopped.
 #[derive(Default)]
 struct Syncer {
-    written: Mutex<Vec<Waiter>>,
+    state: Mutex<SyncState>,
     wake: Condvar,
 }
 
+#[derive(Default)]
+struct SyncState {
+    handed: Vec<Waiter>,
+    syncing: bool,
+    closed: bool,
+}
+
 impl Syncer {
-    /// A batch was written: its waiters wait for the next fsync that begins after now.
-    fn hand(&self, waiters: &mut Vec<Waiter>) {
-        self.written
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .append(waiters);
-        self.wake.notify_one();
+    fn state(&self) -> std::sync::MutexGuard<'_, SyncState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Forever (the process ends it): takes every waiter handed so far, fsyncs, releases them.
+    /// A batch was written: its waiters wait for the next fsync that begins after now.
+    fn hand(&self, waiters: &mut Vec<Waiter>) {
+        self.state().handed.append(waiters);
+        self.wake.notify_all();
+    }
+
+    /// Waits until every batch handed over is fsynced: before the writer wraps around to the
+    /// start of the file, so that it never overwrites a record whose fsync is still to come.
+    fn wait_synced(&self) {
+        let mut state = self.state();
+        while !state.handed.is_empty() || state.syncing {
+            state = self
+                .wake
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
+    /// The writer stopped: the syncer fsyncs what is left and ends.
+    fn close(&self) {
+        self.state().closed = true;
+        self.wake.notify_all();
+    }
+
+    /// Until closed: takes every waiter handed so far, fsyncs, releases them.
     fn serve(&self, file: &File) {
         loop {
             let waiters = {
-                let mut written = self.written.lock().unwrap_or_else(PoisonError::into_inner);
-                while written.is_empty() {
-                    written = self
+                let mut state = self.state();
+                while state.handed.is_empty() && !state.closed {
+                    state = self
                         .wake
-                        .wait(written)
+                        .wait(state)
                         .unwrap_or_else(PoisonError::into_inner);
                 }
-                std::mem::take(&mut *written)
+                if state.handed.is_empty() {
+                    return;
+                }
+                state.syncing = true;
+                std::mem::take(&mut state.handed)
             };
             let outcome = file
                 .sync_data()
@@ -224,13 +257,16 @@ impl Syncer {
             for done in waiters {
                 let _ = done.send(outcome.clone());
             }
+            self.state().syncing = false;
+            self.wake.notify_all();
         }
     }
 }
 
 /// The writer thread: takes the first record and every one queued behind it, appends them
 /// with one write, then fsyncs and answers each — or, pipelined, hands them to the syncer.
-fn serve(mut file: File, records: &mpsc::Receiver<Pending>, syncer: Option<&Syncer>) {
+/// The records overwrite the file's `size` bytes from the start, wrapping around.
+fn serve(mut file: File, size: u64, records: &mpsc::Receiver<Pending>, syncer: Option<&Syncer>) {
     let mut buf = Vec::with_capacity(64 * 1024);
     let mut at = 0_u64;
     let mut waiting = Vec::with_capacity(MAX_BATCH);
@@ -249,8 +285,11 @@ fn serve(mut file: File, records: &mpsc::Receiver<Pending>, syncer: Option<&Sync
         }
         // Back to the start when the batch would run past the end (a batch larger than the
         // file grows it: the fsync then commits the new size too).
-        if at + buf.len() as u64 > SIZE {
+        if at + buf.len() as u64 > size {
             at = 0;
+            if let Some(syncer) = syncer {
+                syncer.wait_synced();
+            }
         }
         let written = file
             .seek(SeekFrom::Start(at))
@@ -267,6 +306,9 @@ fn serve(mut file: File, records: &mpsc::Receiver<Pending>, syncer: Option<&Sync
             let _ = done.send(outcome.clone());
         }
     }
+    if let Some(syncer) = syncer {
+        syncer.close();
+    }
 }
 
 #[cfg(test)]
@@ -277,6 +319,34 @@ mod tests {
     async fn every_answered_record_is_in_the_file_in_full() {
         for pipelined in [false, true] {
             every_record_in_full(pipelined).await;
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_full_ring_wraps_to_its_start_and_keeps_its_size() {
+        for pipelined in [false, true] {
+            let dir = std::env::temp_dir().join(format!(
+                "null-durable-ring-{}-{pipelined}",
+                std::process::id()
+            ));
+            std::fs::create_dir_all(&dir).unwrap();
+            let path = dir.join("log");
+            let log = Log::open(&path, pipelined, 64).unwrap();
+            // 22 bytes each with the newline: two fit in 64 bytes, the third starts again at 0.
+            for i in 1..=3 {
+                log.append(format!("record {i} padded to 25").as_bytes())
+                    .await
+                    .unwrap();
+            }
+            let bytes = std::fs::read(&path).unwrap();
+            assert_eq!(bytes.len(), 64, "the file keeps its size");
+            assert!(
+                bytes.starts_with(b"record 3 padded to 25\nrecord 2"),
+                "{bytes:?}"
+            );
+            // The writer stops when the log is dropped; the syncer with it.
+            drop(log);
+            std::fs::remove_dir_all(&dir).unwrap();
         }
     }
 
@@ -326,7 +396,7 @@ mod tests {
             std::env::temp_dir().join(format!("null-durable-{}-{pipelined}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("log");
-        let log = std::sync::Arc::new(Log::open(&path, pipelined).unwrap());
+        let log = std::sync::Arc::new(Log::open(&path, pipelined, SIZE).unwrap());
         let mut tasks = Vec::new();
         for i in 0..64 {
             let log = std::sync::Arc::clone(&log);
@@ -348,7 +418,7 @@ mod tests {
 
     #[test]
     fn a_log_that_cannot_be_created_is_a_clear_error() {
-        let err = Log::open(Path::new("/nonexistent-dir/for/sure/log"), false)
+        let err = Log::open(Path::new("/nonexistent-dir/for/sure/log"), false, SIZE)
             .err()
             .unwrap();
         assert!(err.contains("cannot open the durable log"), "{err}");

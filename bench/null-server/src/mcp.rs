@@ -158,8 +158,9 @@ pub(crate) struct Reply {
     pub(crate) event_stream: bool,
     pub(crate) session: Option<String>,
     pub(crate) body: String,
-    /// A tool call's result: what `--durable-log` records before it leaves.
-    pub(crate) record: bool,
+    /// For a tool call's result (what `--durable-log` records before it leaves): the call's
+    /// JSON-RPC id, as its text.
+    pub(crate) record: Option<String>,
 }
 
 impl Reply {
@@ -169,7 +170,7 @@ impl Reply {
             event_stream: false,
             session: None,
             body,
-            record: false,
+            record: None,
         }
     }
 
@@ -181,7 +182,7 @@ impl Reply {
             event_stream: true,
             session: None,
             body: format!("data: \nid: 0/0\nretry: 3000\n\ndata: {message}\nid: 1/0\n\n"),
-            record: false,
+            record: None,
         }
     }
 
@@ -279,7 +280,7 @@ pub(crate) fn answer(
             } else {
                 Reply::event(&message)
             };
-            reply.record = true;
+            reply.record = Some(id.get().to_owned());
             reply
         }
         "ping" => Reply::json(
@@ -323,10 +324,13 @@ async fn handle(
             Err(_) => rpc_error(413, None, -32600, "the body is too large or broken"),
         }
     };
-    let reply = match (&shared.durable, reply.record) {
-        (Some(log), true) => match log.append(reply.body.as_bytes()).await {
+    let reply = match (&shared.durable, &reply.record) {
+        (Some(log), Some(id)) => match log.append(reply.body.as_bytes()).await {
             Ok(()) => reply,
-            Err(e) => rpc_error(500, None, -32603, &e),
+            Err(e) => {
+                let id = RawValue::from_string(id.clone()).ok();
+                rpc_error(500, id.as_deref(), -32603, &e)
+            }
         },
         _ => reply,
     };

@@ -250,3 +250,22 @@ fn keep_alive_requests_over_loopback_get_length_delimited_answers() {
         }
     });
 }
+
+#[test]
+fn only_a_tool_calls_answer_is_recorded_and_it_carries_the_calls_id() {
+    let shared = shared();
+    let init = post(&shared, None, None, INITIALIZE);
+    assert_eq!(init.record, None, "initialize is not a tool call");
+    let session = init.session.clone().unwrap();
+    let answered = post(
+        &shared,
+        Some(&session),
+        None,
+        &call(7, "openphone_device_status", false),
+    );
+    assert_eq!(answered.record.as_deref(), Some("7"));
+    let stateless = post(&shared, None, Some(PER_REQUEST), &call(8, "x", true));
+    assert_eq!(stateless.record.as_deref(), Some("8"));
+    let refused = post(&shared, None, None, &call(9, "x", false));
+    assert_eq!((refused.status, refused.record), (400, None));
+}

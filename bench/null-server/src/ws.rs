@@ -120,6 +120,7 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) {
         shared: &shared,
         bearer_ok,
         said_hello: false,
+        tool_call: None,
     };
     while let Some(frame) = ws.next().await {
         let text = match frame {
@@ -141,9 +142,9 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) {
         };
         let (answer, close, record) = conn.answer(text.as_str());
         let answer = match (&shared.durable, record) {
-            (Some(log), true) => match log.append(answer.as_bytes()).await {
+            (Some(log), Some(id)) => match log.append(answer.as_bytes()).await {
                 Ok(()) => answer,
-                Err(e) => error(&Value::Null, -32603, &e, "internal_error"),
+                Err(e) => error(&id, -32603, &e, "internal_error"),
             },
             _ => answer,
         };
@@ -163,15 +164,17 @@ struct Connection<'a> {
     /// The upgrade carried the right bearer token.
     bearer_ok: bool,
     said_hello: bool,
+    /// The JSON-RPC id of the tool result [`Connection::reply`] just made, if it made one.
+    tool_call: Option<Value>,
 }
 
 impl Connection<'_> {
-    /// The answer to one text frame, whether to close the connection after it, and whether
-    /// it is a tool call's result (what `--durable-log` records before it leaves).
-    fn answer(&mut self, text: &str) -> (String, bool, bool) {
+    /// The answer to one text frame, whether to close the connection after it, and — when it
+    /// is a tool call's result, what `--durable-log` records before it leaves — the call's
+    /// JSON-RPC id.
+    fn answer(&mut self, text: &str) -> (String, bool, Option<Value>) {
         let (answer, close) = self.reply(text);
-        let record = !close && answer.contains(r#""openphone_task_id""#);
-        (answer, close, record)
+        (answer, close, self.tool_call.take())
     }
 
     fn reply(&mut self, text: &str) -> (String, bool) {
@@ -228,7 +231,9 @@ impl Connection<'_> {
                     .get("tool")
                     .and_then(Value::as_str)
                     .unwrap_or_default();
-                (self.tool_result(&id, request_id, tool), false)
+                let result = self.tool_result(&id, request_id, tool);
+                self.tool_call = Some(id);
+                (result, false)
             }
             other => (
                 error(
@@ -265,4 +270,42 @@ fn error(id: &Value, code: i64, message: &str, data_code: &str) -> String {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message,
            "data": {"code": data_code}}})
     .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shared() -> Shared {
+        Shared {
+            bearer: "Bearer t".to_owned(),
+            token: "t".to_owned(),
+            device_status: "{}".to_owned(),
+            screen_get: "{}".to_owned(),
+            hello: "{}".to_owned(),
+            tasks: AtomicU64::new(0),
+            durable: None,
+        }
+    }
+
+    #[test]
+    fn only_a_tool_result_names_its_call_for_the_durable_log() {
+        let shared = shared();
+        let mut conn = Connection {
+            shared: &shared,
+            bearer_ok: true,
+            said_hello: false,
+            tool_call: None,
+        };
+        let hello = r#"{"jsonrpc":"2.0","id":1,"method":"hello","params":{}}"#;
+        let (_, close, record) = conn.answer(hello);
+        assert_eq!((close, record), (false, None), "hello is not recorded");
+        let invoke = r#"{"jsonrpc":"2.0","id":"a","method":"tools.invoke","params":{"request_id":"r","tool":"openphone.device.status"}}"#;
+        let (answer, _, record) = conn.answer(invoke);
+        assert_eq!(record, Some(Value::String("a".to_owned())));
+        assert!(answer.contains(r#""status":"ok""#), "{answer}");
+        let broken = r#"{"jsonrpc":"2.0","id":2,"method":"tools.invoke","params":{}}"#;
+        let (answer, _, record) = conn.answer(broken);
+        assert_eq!(record, None, "an error is not recorded: {answer}");
+    }
 }

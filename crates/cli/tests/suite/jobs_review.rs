@@ -250,20 +250,12 @@ async fn a_tap_on_the_review_notifications_deny_decides_it_and_a_later_approval_
     }
     assert!(shade.contains(&key), "no notification keyed {key}: {shade}");
 
-    // Deny on the phone; the notification is gone after the tap, so Approve finds nothing.
+    // Deny on the phone: the review is decided and its notification leaves the shade.
     let (code, out, err) = cli(
         &["sim", "inject", "action", "--key", &key, "--action", "deny"],
         data,
     );
     assert_eq!(code, 0, "{out} {err}");
-    let (code, out, err) = cli(
-        &[
-            "sim", "inject", "action", "--key", &key, "--action", "approve",
-        ],
-        data,
-    );
-    assert_ne!(code, 0, "{out} {err}");
-    assert!(err.contains("no notification matches"), "{out} {err}");
     let mut resolved = Value::Null;
     for _ in 0..100 {
         resolved = jobs_json(&["show", id], data).await.1;
@@ -273,6 +265,35 @@ async fn a_tap_on_the_review_notifications_deny_decides_it_and_a_later_approval_
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_ne!(resolved["job"]["status"], "awaiting_review", "{resolved}");
+    let mut gone = false;
+    for _ in 0..100 {
+        let (code, out, err) = cli(
+            &[
+                "tools",
+                "invoke",
+                "openphone.notifications.list",
+                r#"{"reason": "see the review's notification go"}"#,
+                "--json",
+            ],
+            data,
+        );
+        assert_eq!(code, 0, "{err}");
+        if !out.contains(&key) {
+            gone = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(gone, "the decided review's notification stays in the shade");
+    // So a second tap finds nothing to press.
+    let (code, out, err) = cli(
+        &[
+            "sim", "inject", "action", "--key", &key, "--action", "approve",
+        ],
+        data,
+    );
+    assert_ne!(code, 0, "{out} {err}");
+    assert!(err.contains("no notification matches"), "{out} {err}");
     let (code, again, _) = jobs_json(&["approve", cid], data).await;
     assert_eq!(code, 1);
     assert_eq!(
@@ -285,9 +306,15 @@ async fn a_tap_on_the_review_notifications_deny_decides_it_and_a_later_approval_
         "denied on the phone: never sent"
     );
     let (_, audit, _) = cli(&["audit", "export", "--format", "jsonl"], data);
-    let resolutions: Vec<&str> = audit
+    let resolutions: Vec<Value> = audit
         .lines()
         .filter(|l| l.contains("assistant.background_job.review_resolved"))
+        .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert_eq!(resolutions.len(), 1, "one resolution: {resolutions:?}");
+    assert_eq!(
+        resolutions[0]["confirmation"], "denied",
+        "the tap's decision: {}",
+        resolutions[0]
+    );
 }

@@ -2,6 +2,8 @@
 //! review's notification. One task reads the phone's event broadcast and queues each tap; the
 //! other resolves them in order through the scheduler.
 
+use std::time::Duration;
+
 use openphone_device::DeviceEvent;
 use openphone_jobs::Scheduler;
 use openphone_jobs::delivery;
@@ -15,20 +17,47 @@ use tokio::sync::{broadcast, mpsc, watch};
 /// waiting for the store), and this one resolves the queued taps one after the other, in the
 /// order they were tapped. The broadcast keeps a bounded number of events for a slow reader;
 /// a reader that waited for each resolution (a store write and its fsync) could fall that far
-/// behind while the phone's other events kept coming, and lose a tap (issue 34's note). On
-/// shutdown the reader stops and the taps already queued are still resolved.
+/// behind while the phone's other events kept coming, and lose a tap (issue 34's note).
+///
+/// On shutdown the reader stops at once; the taps already queued are still resolved for at
+/// most [`DRAIN_AFTER_SHUTDOWN`], one whole resolution at a time (one under way is never cut
+/// off). A tap left then is not lost work: its review stays pending in the store, to be
+/// decided after the restart, and the log says so.
 pub(super) async fn review_taps(
     scheduler: Scheduler,
     taps: broadcast::Receiver<DeviceEvent>,
     shutdown: watch::Receiver<bool>,
 ) {
     let (queue, mut decisions) = mpsc::unbounded_channel();
-    let reader = tokio::spawn(read_taps(taps, queue, shutdown));
-    while let Some(Tap {
-        confirmation_id,
-        approve,
-    }) = decisions.recv().await
-    {
+    let reader = tokio::spawn(read_taps(taps, queue, shutdown.clone()));
+    let mut stop = shutdown;
+    let deadline = async move {
+        crate::shutdown::stopped(&mut stop).await;
+        tokio::time::sleep(DRAIN_AFTER_SHUTDOWN).await;
+    };
+    tokio::pin!(deadline);
+    loop {
+        let tap = tokio::select! {
+            biased;
+            tap = decisions.recv() => tap,
+            () = &mut deadline => {
+                if !decisions.is_empty() {
+                    tracing::warn!(
+                        left = decisions.len(),
+                        "jobs: the daemon stopped before every review tapped on the phone was \
+                         resolved; those reviews stay pending"
+                    );
+                }
+                break;
+            }
+        };
+        let Some(Tap {
+            confirmation_id,
+            approve,
+        }) = tap
+        else {
+            break;
+        };
         match scheduler.resolve_review(&confirmation_id, approve).await {
             Ok(answer) => tracing::info!(
                 confirmation_id,
@@ -38,8 +67,13 @@ pub(super) async fn review_taps(
             Err(e) => tracing::warn!(confirmation_id, error = %e, "jobs: a review tap failed"),
         }
     }
-    let _ = reader.await;
+    if let Err(e) = reader.await {
+        tracing::warn!(error = %e, "jobs: the reader of the phone's review taps failed");
+    }
 }
+
+/// How long, once the daemon is told to stop, the taps already queued may still be resolved.
+const DRAIN_AFTER_SHUTDOWN: Duration = Duration::from_secs(2);
 
 /// A review's button tapped on the phone.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -47,6 +47,22 @@ fn messages_with(data: &Path, text: &str) -> usize {
         .count()
 }
 
+/// The phone's notification shade (`notifications.list`), as the CLI prints it in JSON.
+fn shade(data: &Path) -> String {
+    let (code, out, err) = cli(
+        &[
+            "tools",
+            "invoke",
+            "openphone.notifications.list",
+            r#"{"reason": "look at the phone's notifications"}"#,
+            "--json",
+        ],
+        data,
+    );
+    assert_eq!(code, 0, "{err}");
+    out
+}
+
 /// A daemon whose background job has parked a send of `body` for review: the scripted model
 /// asks to send it, then reports `report` on the run after the review.
 struct Parked {
@@ -182,20 +198,10 @@ async fn a_background_job_parks_a_send_for_review_and_after_approval_sends_it_on
         delivered = jobs_json(&["show", id], data).await.1;
     }
     assert_eq!(delivered["delivery_state"], "sent", "{delivered}");
-    let (code, shade, err) = cli(
-        &[
-            "tools",
-            "invoke",
-            "openphone.notifications.list",
-            r#"{"reason": "see the job's notification"}"#,
-            "--json",
-        ],
-        data,
-    );
-    assert_eq!(code, 0, "{err}");
+    let shown = shade(data);
     assert!(
-        shade.contains("Alice now knows you are running late."),
-        "the summary is the notification body: {shade}"
+        shown.contains("Alice now knows you are running late."),
+        "the summary is the notification body: {shown}"
     );
 
     // The audit log holds the review's resolution (digests only) and the reviewed send.
@@ -229,26 +235,15 @@ async fn a_tap_on_the_review_notifications_deny_decides_it_and_a_later_approval_
     let key = format!("review-{cid}");
 
     // The review's notification is in the phone's shade under that key.
-    let mut shade = String::new();
+    let mut shown = String::new();
     for _ in 0..100 {
-        let (code, out, err) = cli(
-            &[
-                "tools",
-                "invoke",
-                "openphone.notifications.list",
-                r#"{"reason": "find the review's notification"}"#,
-                "--json",
-            ],
-            data,
-        );
-        assert_eq!(code, 0, "{err}");
-        shade = out;
-        if shade.contains(&key) {
+        shown = shade(data);
+        if shown.contains(&key) {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert!(shade.contains(&key), "no notification keyed {key}: {shade}");
+    assert!(shown.contains(&key), "no notification keyed {key}: {shown}");
 
     // Deny on the phone: the review is decided and its notification leaves the shade.
     let (code, out, err) = cli(
@@ -267,18 +262,7 @@ async fn a_tap_on_the_review_notifications_deny_decides_it_and_a_later_approval_
     assert_ne!(resolved["job"]["status"], "awaiting_review", "{resolved}");
     let mut gone = false;
     for _ in 0..100 {
-        let (code, out, err) = cli(
-            &[
-                "tools",
-                "invoke",
-                "openphone.notifications.list",
-                r#"{"reason": "see the review's notification go"}"#,
-                "--json",
-            ],
-            data,
-        );
-        assert_eq!(code, 0, "{err}");
-        if !out.contains(&key) {
+        if !shade(data).contains(&key) {
             gone = true;
             break;
         }

@@ -121,16 +121,16 @@ pids+=("$null_pid")
 "$null_server" mcp --token "$token" >"$work/null-mcp.log" 2>&1 &
 null_mcp_pid=$!
 pids+=("$null_mcp_pid")
-# The durable ceilings: their logs on the data directory's disk, one file each.
-"$null_server" --token "$token" --durable-log "$work/durable-ws.log" >"$work/durable.log" 2>&1 &
+# The durable ceilings: their records on the data directory's disk, one file each.
+"$null_server" --token "$token" --durable-log "$work/durable-ws.records" >"$work/durable.log" 2>&1 &
 durable_pid=$!
 pids+=("$durable_pid")
-"$null_server" --token "$token" --durable-log "$work/durable-ws-pipelined.log" --pipelined \
+"$null_server" --token "$token" --durable-log "$work/durable-ws-pipelined.records" --pipelined \
     >"$work/durable-pipelined.log" 2>&1 &
 durable_pipelined_pid=$!
 pids+=("$durable_pipelined_pid")
-"$null_server" mcp --token "$token" --durable-log "$work/durable-mcp.log" \
-    >"$work/durable-mcp.log.out" 2>&1 &
+"$null_server" mcp --token "$token" --durable-log "$work/durable-mcp.records" \
+    >"$work/durable-mcp.log" 2>&1 &
 durable_mcp_pid=$!
 pids+=("$durable_mcp_pid")
 "$null_server" --token "$token" --durable-sqlite "$work/store-ws.db" >"$work/store.log" 2>&1 &
@@ -151,7 +151,7 @@ null_url="$(listening "$work/null.log" "the null server")"
 null_mcp_url="$(listening "$work/null-mcp.log" "the null MCP server")"
 durable_url="$(listening "$work/durable.log" "the durable null server")"
 durable_pipelined_url="$(listening "$work/durable-pipelined.log" "the pipelined durable null server")"
-durable_mcp_url="$(listening "$work/durable-mcp.log.out" "the durable null MCP server")"
+durable_mcp_url="$(listening "$work/durable-mcp.log" "the durable null MCP server")"
 store_url="$(listening "$work/store.log" "the SQLite-durable null server")"
 store_mcp_url="$(listening "$work/store-mcp.log" "the SQLite-durable null MCP server")"
 ts_url="$(listening "$work/ts.log" "the TypeScript SDK server")"

@@ -115,16 +115,16 @@ def main(argv):
         times = f" = {q:.2f}× TS" if q else ""
         return s, f"wire: {label} {s:,.0f}/s{times}"
 
-    def durable(names, label, over=None, kind="durable"):
+    def durable(names, label, over=None):
         """The durable ceiling: the best of the durable null server's runs `names`."""
         got = [(rate(n), n) for n in names if rate(n)]
         if not got:
             errs = ", ".join(n + ".err" for n in names)
-            return None, f"{kind}: {label} failed (see {errs})"
+            return None, f"durable: {label} failed (see {errs})"
         s, best = max(got)
         q = ratio(best, over) if over else None
         times = f" = {q:.2f}× TS" if q else ""
-        return s, f"{kind}: {label} {s:,.0f}/s{times}"
+        return s, f"durable: {label} {s:,.0f}/s{times}"
 
     def client(*names):
         """The client ceiling: cores over the lowest client CPU per call of `names`."""

@@ -59,21 +59,33 @@ pub(crate) enum Kind {
 pub(crate) struct Spec {
     pub(crate) path: PathBuf,
     pub(crate) kind: Kind,
+    /// `--work-us`: CPU time (µs) spent per call before its record is queued; 0 for none.
+    pub(crate) work_us: u32,
 }
 
 /// The handle of the writer thread: [`Log::append`] resolves once the record is fsynced.
 pub(crate) struct Log {
     queue: mpsc::Sender<Pending>,
+    /// Done on the caller's task before each record is queued (`--work-us`).
+    work: crate::work::Work,
 }
 
 impl Log {
     /// Opens the log `spec` names and starts its writer thread.
     pub(crate) fn start(spec: &Spec) -> Result<Log, String> {
-        match spec.kind {
+        let mut log = match spec.kind {
             Kind::File => Log::open(&spec.path, false, SIZE),
             Kind::FilePipelined => Log::open(&spec.path, true, SIZE),
             Kind::Sqlite => Log::open_sqlite(&spec.path),
+        }?;
+        log.work = crate::work::Work::calibrated(spec.work_us);
+        if spec.work_us > 0 {
+            eprintln!(
+                "work per call: {} µs ({} iterations, calibrated)",
+                spec.work_us, log.work.iterations
+            );
         }
+        Ok(log)
     }
 
     /// Creates (or replaces) the SQLite database `path` and starts the writer thread on it.
@@ -96,7 +108,10 @@ impl Log {
             .name("null-durable-db".into())
             .spawn(move || serve_sqlite(&conn, &records))
             .map_err(|e| format!("cannot start the durable database's thread: {e}"))?;
-        Ok(Log { queue })
+        Ok(Log {
+            queue,
+            work: crate::work::Work::default(),
+        })
     }
 
     /// Creates (or truncates) `path`, writes `size` bytes of zeros into it, fsyncs it and
@@ -135,11 +150,15 @@ impl Log {
             .name("null-durable-log".into())
             .spawn(move || serve(file, size, &records, syncer.as_deref()))
             .map_err(|e| format!("cannot start the durable log's thread: {e}"))?;
-        Ok(Log { queue })
+        Ok(Log {
+            queue,
+            work: crate::work::Work::default(),
+        })
     }
 
     /// Appends `record` (and a newline) and returns once it is fsynced.
     pub(crate) async fn append(&self, record: &[u8]) -> Result<(), String> {
+        self.work.spend();
         let (done, wait) = oneshot::channel();
         let mut line = Vec::with_capacity(record.len() + 1);
         line.extend_from_slice(record);
@@ -358,6 +377,7 @@ mod tests {
         let spec = Spec {
             path: path.clone(),
             kind: Kind::Sqlite,
+            work_us: 3,
         };
         let log = Arc::new(Log::start(&spec).unwrap());
         let mut tasks = Vec::new();

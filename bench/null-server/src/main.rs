@@ -18,13 +18,14 @@
 //! screenshot), so the frames have the daemon's shape and size.
 //!
 //! Usage:
-//!   openphone-null-server [ws] --token TOKEN [--listen 127.0.0.1:0] [--durable-log FILE [--pipelined] | --durable-sqlite FILE]
-//!   openphone-null-server mcp [--token TOKEN] [--listen 127.0.0.1:0] [--durable-log FILE [--pipelined] | --durable-sqlite FILE]
+//!   openphone-null-server [ws] --token TOKEN [--listen 127.0.0.1:0] [--durable-log FILE [--pipelined] | --durable-sqlite FILE] [--work-us N]
+//!   openphone-null-server mcp [--token TOKEN] [--listen 127.0.0.1:0] [--durable-log FILE [--pipelined] | --durable-sqlite FILE] [--work-us N]
 //!   openphone-null-server fsync --dir DIR [--secs 2] [--frames 3] [--awake 0]
 //! Either server takes `--durable-log FILE` (or `--durable-sqlite FILE`): then every tool
 //! call's answer waits until a record of it is appended to FILE (or inserted into the SQLite
 //! database FILE) and fsynced, by one group-commit thread (`durable.rs`) — the floor of a
-//! durable answer on this machine.
+//! durable answer on this machine. `--work-us N` (with either) adds about N µs of CPU work
+//! per call before the record is queued (`work.rs`): how the floor falls as a server does more.
 //!
 //! The servers print one line, `listening on <url>`, once they accept connections, and stop
 //! on SIGINT or SIGTERM. The probe prints one JSON object.
@@ -34,6 +35,7 @@ use std::process::ExitCode;
 mod durable;
 mod fsync;
 mod mcp;
+mod work;
 mod ws;
 
 /// The daemon's `openphone.device.status` result, captured once from the simulated phone.
@@ -44,8 +46,8 @@ pub(crate) const DEVICE_STATUS: &str = include_str!("../../fixtures/device-statu
 pub(crate) const SCREEN_GET: &str = include_str!("../../fixtures/screen-get.json");
 
 const USAGE: &str =
-    "usage: openphone-null-server [ws] --token TOKEN [--listen ADDR:PORT] [--durable-log FILE [--pipelined] | --durable-sqlite FILE]
-       openphone-null-server mcp [--token TOKEN] [--listen ADDR:PORT] [--durable-log FILE [--pipelined] | --durable-sqlite FILE]
+    "usage: openphone-null-server [ws] --token TOKEN [--listen ADDR:PORT] [--durable-log FILE [--pipelined] | --durable-sqlite FILE] [--work-us N]
+       openphone-null-server mcp [--token TOKEN] [--listen ADDR:PORT] [--durable-log FILE [--pipelined] | --durable-sqlite FILE] [--work-us N]
        openphone-null-server fsync --dir DIR [--secs SECONDS] [--frames N] [--awake THREADS]";
 
 /// What to run.
@@ -77,6 +79,7 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Mode, String> {
     let mut durable = None;
     let mut pipelined = false;
     let mut sqlite = None;
+    let mut work_us = None;
     let mut secs = 2.0_f64;
     let mut frames = 3_usize;
     let mut awake = 0_usize;
@@ -92,6 +95,15 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Mode, String> {
             ("ws" | "mcp", "--pipelined") => pipelined = true,
             ("ws" | "mcp", "--durable-sqlite") => {
                 sqlite = Some(std::path::PathBuf::from(value("--durable-sqlite")?));
+            }
+            ("ws" | "mcp", "--work-us") => {
+                let v = value("--work-us")?;
+                work_us = Some(v.parse().ok().filter(|n| *n <= work::MAX_WORK_US).ok_or(
+                    format!(
+                        "--work-us must be a whole number of µs from 0 to {}, not {v:?}",
+                        work::MAX_WORK_US
+                    ),
+                )?);
             }
             ("fsync", "--dir") => dir = Some(value("--dir")?),
             ("fsync", "--secs") => {
@@ -135,6 +147,10 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Mode, String> {
     if pipelined && durable.is_none() {
         return Err("--pipelined needs --durable-log".to_owned());
     }
+    if work_us.is_some() && durable.is_none() && sqlite.is_none() {
+        return Err("--work-us needs --durable-log or --durable-sqlite".to_owned());
+    }
+    let work_us = work_us.unwrap_or(0);
     let durable = match (durable, sqlite) {
         (Some(_), Some(_)) => {
             return Err("--durable-log and --durable-sqlite exclude each other".to_owned());
@@ -146,10 +162,12 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Mode, String> {
             } else {
                 durable::Kind::File
             },
+            work_us,
         }),
         (None, Some(path)) => Some(durable::Spec {
             path,
             kind: durable::Kind::Sqlite,
+            work_us,
         }),
         (None, None) => None,
     };
@@ -292,7 +310,8 @@ mod tests {
                 token: "t".to_owned(),
                 durable: Some(durable::Spec {
                     path: "/tmp/x".into(),
-                    kind: durable::Kind::File
+                    kind: durable::Kind::File,
+                    work_us: 0
                 })
             }
         );
@@ -303,18 +322,28 @@ mod tests {
                 token: "t".to_owned(),
                 durable: Some(durable::Spec {
                     path: "/tmp/x".into(),
-                    kind: durable::Kind::FilePipelined
+                    kind: durable::Kind::FilePipelined,
+                    work_us: 0
                 })
             }
         );
         assert_eq!(
-            parse(&["--token", "t", "--durable-sqlite", "/tmp/x.db"]).unwrap(),
+            parse(&[
+                "--token",
+                "t",
+                "--durable-sqlite",
+                "/tmp/x.db",
+                "--work-us",
+                "20"
+            ])
+            .unwrap(),
             Mode::Ws {
                 listen: "127.0.0.1:0".to_owned(),
                 token: "t".to_owned(),
                 durable: Some(durable::Spec {
                     path: "/tmp/x.db".into(),
-                    kind: durable::Kind::Sqlite
+                    kind: durable::Kind::Sqlite,
+                    work_us: 20
                 })
             }
         );
@@ -345,6 +374,35 @@ mod tests {
             parse(&["--token", "a b"])
                 .unwrap_err()
                 .contains("whitespace")
+        );
+    }
+
+    #[test]
+    fn the_work_per_call_needs_a_durable_log_and_a_number_in_range() {
+        let work = |args: &[&str]| parse(args).unwrap_err();
+        assert!(
+            work(&["--token", "t", "--work-us", "10"])
+                .contains("--work-us needs --durable-log or --durable-sqlite")
+        );
+        for bad in ["-1", "10001", "ten", ""] {
+            let err = work(&["--token", "t", "--durable-log", "/tmp/x", "--work-us", bad]);
+            assert!(
+                err.contains("--work-us must be a whole number"),
+                "{bad}: {err}"
+            );
+        }
+        assert!(work(&["fsync", "--dir", "x", "--work-us", "1"]).contains("unknown argument"));
+        assert_eq!(
+            parse(&["mcp", "--durable-log", "/tmp/x", "--work-us", "10000"]).unwrap(),
+            Mode::Mcp {
+                listen: "127.0.0.1:0".to_owned(),
+                token: None,
+                durable: Some(durable::Spec {
+                    path: "/tmp/x".into(),
+                    kind: durable::Kind::File,
+                    work_us: 10_000
+                })
+            }
         );
     }
 

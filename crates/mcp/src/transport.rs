@@ -131,11 +131,11 @@ pub fn http_service(backend: Arc<McpBackend>, options: HttpOptions) -> McpHttpSe
         .with_max_request_body_bytes(MAX_HTTP_BODY_BYTES)
         .with_cancellation_token(options.shutdown);
     McpHttpService {
-        inner: StreamableHttpService::new(
+        inner: Arc::new(StreamableHttpService::new(
             move || Ok(PhoneMcp::new(Arc::clone(&backend), None)),
             Arc::new(McpSessions::default()),
             config,
-        ),
+        )),
     }
 }
 
@@ -146,7 +146,9 @@ pub type HttpResponse = http::Response<BoxBody<Bytes, Infallible>>;
 /// a key twice can be flagged before rmcp parses it (`strict.rs`).
 #[derive(Clone)]
 pub struct McpHttpService {
-    inner: StreamableHttpService<PhoneMcp, McpSessions>,
+    /// Shared, not cloned per request: rmcp's service clones its whole configuration (the
+    /// allowed hosts' and origins' strings) with itself, ~14 k instructions a request.
+    inner: Arc<StreamableHttpService<PhoneMcp, McpSessions>>,
 }
 
 impl std::fmt::Debug for McpHttpService {
@@ -170,7 +172,7 @@ where
     }
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
-        let inner = self.inner.clone();
+        let inner = Arc::clone(&self.inner);
         Box::pin(async move {
             let (mut parts, body) = request.into_parts();
             let body = match read_body(body, MAX_HTTP_BODY_BYTES).await {

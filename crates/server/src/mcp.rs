@@ -84,8 +84,9 @@ pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
         .filter(|t| !t.is_empty())
 }
 
-/// The `/mcp` guard: Host → Origin → token → size → rate, then the principal is attached to
-/// the request for the MCP handler.
+/// The `/mcp` guard: Host → Origin → token → size → rate, then the connection is counted as
+/// authenticated in the MCP class (503 when the class is full) and the principal is attached
+/// to the request for the MCP handler.
 pub async fn guard(State(state): State<Arc<AppState>>, mut req: Request, next: Next) -> Response {
     let Some(mcp) = &state.mcp else {
         return refuse(
@@ -146,6 +147,14 @@ pub async fn guard(State(state): State<Arc<AppState>>, mut req: Request, next: N
             response.headers_mut().insert(header::RETRY_AFTER, v);
         }
         return response;
+    }
+    // Admitted: the connection is authenticated (the front door stops counting it as
+    // unauthenticated and lifts its deadline), unless its class has no room left.
+    let counted_as = format!("runtime:{}", principal.caller.runtime);
+    if let Some(ticket) = req.extensions().get::<Arc<crate::front::Ticket>>()
+        && !ticket.authenticated_as(crate::front::Class::Mcp, &counted_as)
+    {
+        return crate::routes::too_many();
     }
     req.extensions_mut().insert(Arc::new(principal));
     next.run(req).await

@@ -28,24 +28,8 @@ pub fn local_router(state: Arc<AppState>) -> Router {
         .with_state(state)
 }
 
-/// A request that passed the `/mcp` guard authenticated its connection (the front door stops
-/// counting it as unauthenticated and lifts its deadline).
-async fn mark_authenticated(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
-    let principal = req
-        .extensions()
-        .get::<Arc<openphone_mcp::McpPrincipal>>()
-        .map(|p| format!("runtime:{}", p.caller.runtime));
-    if let (Some(ticket), Some(principal)) =
-        (req.extensions().get::<Arc<Ticket>>(), principal.as_deref())
-        && !ticket.authenticated_as(crate::front::Class::Mcp, principal)
-    {
-        return too_many();
-    }
-    next.run(req).await
-}
-
 /// 503 for an authenticated connection whose class has no room left.
-fn too_many() -> Response {
+pub(crate) fn too_many() -> Response {
     (
         StatusCode::SERVICE_UNAVAILABLE,
         [(header::CONNECTION, "close")],
@@ -70,14 +54,11 @@ pub fn router(state: Arc<AppState>) -> Router {
                 shutdown: mcp.shutdown.clone(),
             },
         );
-        // The guard is the outer layer: only requests it lets through are marked.
-        let guarded = Router::new()
-            .route_service("/mcp", service)
-            .layer(axum::middleware::from_fn(mark_authenticated))
-            .layer(axum::middleware::from_fn_with_state(
-                state.clone(),
-                crate::mcp::guard,
-            ));
+        // The guard admits a request and marks its connection authenticated (one layer: each
+        // `from_fn` layer clones its inner service per request).
+        let guarded = Router::new().route_service("/mcp", service).layer(
+            axum::middleware::from_fn_with_state(state.clone(), crate::mcp::guard),
+        );
         router = router.merge(guarded).route(
             "/confirmations/{id}",
             get(crate::mcp::approval_page).post(crate::mcp::approval_form),

@@ -533,3 +533,72 @@ async fn one_runtime_token_cannot_take_every_place_of_its_class() {
     assert_eq!(again.hello().await["runtime"], "hermes");
     d.daemon.shutdown().await;
 }
+
+/// Sends one `/mcp` POST (a handshake-era `initialize`) on `stream`, which stays open, and
+/// returns the answer's HTTP status.
+async fn mcp_initialize_status(stream: &mut TcpStream, addr: &str, token: &str) -> u16 {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "host", "version": "1"}}})
+    .to_string();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\
+         Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n") {
+        let n = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut byte))
+            .await
+            .expect("no answer within 10 s")
+            .unwrap();
+        assert_eq!(n, 1, "closed before the status line: {head:?}");
+        head.push(byte[0]);
+    }
+    let line = String::from_utf8(head).unwrap();
+    line.split(' ').nth(1).unwrap().parse().unwrap()
+}
+
+/// The `/mcp` guard counts an admitted connection in the MCP class under its token's runtime
+/// (issue 34 moved that into the guard, from a layer of its own): a third connection of one
+/// MCP token is answered 503 while two are held, and its place comes back when one closes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_mcp_token_cannot_take_every_place_of_its_class() {
+    let d = start(config(
+        "[limits]\nmax_connections = 32\nmax_unauthenticated = 4\nreserved_per_class = 2\n\
+         max_connections_per_principal = 2\n",
+    ))
+    .await;
+    let addr = host_port(&d.url());
+    let token = std::fs::read_to_string(d.dir.path().join("mcp.token")).unwrap();
+    let token = token.trim();
+    let mut held = Vec::new();
+    for _ in 0..2 {
+        let mut stream = TcpStream::connect(&addr).await.unwrap();
+        assert_eq!(mcp_initialize_status(&mut stream, &addr, token).await, 200);
+        held.push(stream);
+    }
+    let mut third = TcpStream::connect(&addr).await.unwrap();
+    assert_eq!(mcp_initialize_status(&mut third, &addr, token).await, 503);
+    drop(third);
+    // A runtime's WebSocket is another principal: it still gets in.
+    let mut rt = connect(&d.url(), Some(RUNTIME_TOKEN)).await.unwrap();
+    assert_eq!(rt.hello().await["runtime"], "hermes");
+    // A closed connection frees its place (the close is noticed asynchronously).
+    drop(held.pop());
+    let mut status = 0;
+    for _ in 0..100 {
+        let mut again = TcpStream::connect(&addr).await.unwrap();
+        status = mcp_initialize_status(&mut again, &addr, token).await;
+        if status == 200 {
+            held.push(again);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(status, 200, "the freed place was never given back");
+    d.daemon.shutdown().await;
+}

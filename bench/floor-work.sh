@@ -96,10 +96,6 @@ start() {
 }
 
 log "starting the servers ($kind floors with ${works[*]} µs of work per call)"
-"$openphone" serve --data-dir "$work/data" --listen 127.0.0.1:0 --config "$work/openphone.toml" \
-    >"$work/daemon.log" 2>&1 &
-daemon_pid=$!
-pids+=("$daemon_pid")
 "$node_bin" "$here/ts-sdk-server/server.mjs" >"$work/ts.log" 2>&1 &
 pids+=("$!")
 server[ts]="$(listening "$work/ts.log") $!"
@@ -109,6 +105,11 @@ for w in "${works[@]}"; do
     start "floor-ws-$w" "$null_server" --token "$token" "$floor_option" "$work/ws-$w.records" --work-us "$w"
     start "floor-mcp-$w" "$null_server" mcp --token "$token" "$floor_option" "$work/mcp-$w.records" --work-us "$w"
 done
+# The daemon last: the null servers calibrate their work at start, best on a quiet machine.
+"$openphone" serve --data-dir "$work/data" --listen 127.0.0.1:0 --config "$work/openphone.toml" \
+    >"$work/daemon.log" 2>&1 &
+daemon_pid=$!
+pids+=("$daemon_pid")
 wait_endpoint "$work/data" "$work/daemon.log" 300 "$daemon_pid" || exit 2
 server[daemon-ws]="$(endpoint_field "$work/data" url) $daemon_pid"
 server[daemon-mcp]="$(endpoint_field "$work/data" mcp_url) $daemon_pid"

@@ -58,3 +58,34 @@ with_workdir() {
     trap 'if [ -n "$daemon_pid" ]; then kill "$daemon_pid" 2>/dev/null || true; wait "$daemon_pid" 2>/dev/null || true; fi; rm -rf "$work"' EXIT
     trap 'exit 130' INT TERM
 }
+
+# with_servers_workdir ROOT NAME: makes the directory `work` under $BENCH_DIR (default
+# ROOT/target) and the array `pids`; at exit every process in `pids` is stopped and `work`
+# removed. For the scripts that start several servers (run.sh, floor-work.sh).
+with_servers_workdir() {
+    mkdir -p "$1/target"
+    work="$(mktemp -d "${BENCH_DIR:-$1/target}/$2.XXXXXX")"
+    pids=()
+    trap stop_servers EXIT
+    trap 'exit 130' INT TERM
+}
+
+stop_servers() {
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+    rm -rf "$work"
+}
+
+# listening FILE WHAT: waits up to 30 s until FILE holds a line `listening on URL` (what the
+# null servers and the TypeScript SDK server print) and prints URL; else prints FILE and fails.
+listening() {
+    local file="$1" what="$2" url=""
+    for _ in $(seq 300); do
+        url="$(sed -n 's/^listening on //p' "$file" 2>/dev/null | head -n1)"
+        [ -n "$url" ] && { echo "$url"; return; }
+        sleep 0.1
+    done
+    echo "$what did not start:" >&2
+    cat "$file" >&2
+    exit 2
+}

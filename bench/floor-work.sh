@@ -62,27 +62,8 @@ cargo build --release --locked --quiet --manifest-path bench/null-server/Cargo.t
 null_server="$root/bench/null-server/target/release/openphone-null-server"
 
 out="$root/target/bench-results"
-mkdir -p "$out" "$root/target"
-work="$(mktemp -d "${BENCH_DIR:-$root/target}/floor-work.XXXXXX")"
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-    rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-# Waits until `file` holds a line `listening on URL`; prints URL.
-listening() {
-    local file="$1" url=""
-    for _ in $(seq 300); do
-        url="$(sed -n 's/^listening on //p' "$file" 2>/dev/null | head -n1)"
-        [ -n "$url" ] && { echo "$url"; return; }
-        sleep 0.1
-    done
-    log "$file: the server did not start:"; cat "$file" >&2; exit 2
-}
+mkdir -p "$out"
+with_servers_workdir "$root" floor-work
 
 token="$(bench_config "$work")"
 # name → "url pid"
@@ -92,13 +73,13 @@ start() {
     shift
     "$@" >"$work/$name.log" 2>&1 &
     pids+=("$!")
-    server[$name]="$(listening "$work/$name.log") $!"
+    server[$name]="$(listening "$work/$name.log" "$name") $!"
 }
 
 log "starting the servers ($kind floors with ${works[*]} µs of work per call)"
 "$node_bin" "$here/ts-sdk-server/server.mjs" >"$work/ts.log" 2>&1 &
 pids+=("$!")
-server[ts]="$(listening "$work/ts.log") $!"
+server[ts]="$(listening "$work/ts.log" "the TypeScript SDK server") $!"
 start null-ws "$null_server" --token "$token"
 start null-mcp "$null_server" mcp --token "$token"
 for w in "${works[@]}"; do

@@ -84,27 +84,7 @@ cargo build --release --locked --quiet --manifest-path bench/null-server/Cargo.t
 (cd bench/ts-sdk-server && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
 null_server="$root/bench/null-server/target/release/openphone-null-server"
 
-mkdir -p "$root/target"
-work="$(mktemp -d "${BENCH_DIR:-$root/target}/bench-run.XXXXXX")"
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-    rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-# Waits until `file` holds a line `listening on URL`; prints URL.
-listening() {
-    local file="$1" what="$2" url=""
-    for _ in $(seq 300); do
-        url="$(sed -n 's/^listening on //p' "$file" 2>/dev/null | head -n1)"
-        [ -n "$url" ] && { echo "$url"; return; }
-        sleep 0.1
-    done
-    log "$what did not start:"; cat "$file" >&2; exit 2
-}
+with_servers_workdir "$root" bench-run
 
 rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo null; }
 

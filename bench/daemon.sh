@@ -76,13 +76,15 @@ stop_servers() {
     rm -rf "$work"
 }
 
-# listening FILE WHAT: waits up to 30 s until FILE holds a line `listening on URL` (what the
-# null servers and the TypeScript SDK server print) and prints URL; else prints FILE and fails.
+# listening FILE WHAT [PID]: waits up to 30 s until FILE holds a line `listening on URL` (what
+# the null servers and the TypeScript SDK server print) and prints URL; else — or at once when
+# the process PID has ended — prints FILE and fails.
 listening() {
-    local file="$1" what="$2" url=""
+    local file="$1" what="$2" pid="${3:-}" url=""
     for _ in $(seq 300); do
         url="$(sed -n 's/^listening on //p' "$file" 2>/dev/null | head -n1)"
         [ -n "$url" ] && { echo "$url"; return; }
+        if [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null; then break; fi
         sleep 0.1
     done
     echo "$what did not start:" >&2

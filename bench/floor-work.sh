@@ -72,14 +72,16 @@ start() {
     local name="$1"
     shift
     "$@" >"$work/$name.log" 2>&1 &
-    pids+=("$!")
-    server[$name]="$(listening "$work/$name.log" "$name") $!"
+    local pid=$!
+    pids+=("$pid")
+    server[$name]="$(listening "$work/$name.log" "$name" "$pid") $pid"
 }
 
 log "starting the servers ($kind floors with ${works[*]} µs of work per call)"
 "$node_bin" "$here/ts-sdk-server/server.mjs" >"$work/ts.log" 2>&1 &
-pids+=("$!")
-server[ts]="$(listening "$work/ts.log" "the TypeScript SDK server") $!"
+ts_pid=$!
+pids+=("$ts_pid")
+server[ts]="$(listening "$work/ts.log" "the TypeScript SDK server" "$ts_pid") $ts_pid"
 start null-ws "$null_server" --token "$token"
 start null-mcp "$null_server" mcp --token "$token"
 for w in "${works[@]}"; do

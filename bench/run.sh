@@ -127,14 +127,14 @@ pids+=("$ts_pid")
 wait_endpoint "$work/data" "$work/daemon.log" 300 "$daemon_pid" || exit 2
 ws_url="$(endpoint_field "$work/data" url)"
 mcp_url="$(endpoint_field "$work/data" mcp_url)"
-null_url="$(listening "$work/null.log" "the null server")"
-null_mcp_url="$(listening "$work/null-mcp.log" "the null MCP server")"
-durable_url="$(listening "$work/durable.log" "the durable null server")"
-durable_pipelined_url="$(listening "$work/durable-pipelined.log" "the pipelined durable null server")"
-durable_mcp_url="$(listening "$work/durable-mcp.log" "the durable null MCP server")"
-store_url="$(listening "$work/store.log" "the SQLite-durable null server")"
-store_mcp_url="$(listening "$work/store-mcp.log" "the SQLite-durable null MCP server")"
-ts_url="$(listening "$work/ts.log" "the TypeScript SDK server")"
+null_url="$(listening "$work/null.log" "the null server" "$null_pid")"
+null_mcp_url="$(listening "$work/null-mcp.log" "the null MCP server" "$null_mcp_pid")"
+durable_url="$(listening "$work/durable.log" "the durable null server" "$durable_pid")"
+durable_pipelined_url="$(listening "$work/durable-pipelined.log" "the pipelined durable null server" "$durable_pipelined_pid")"
+durable_mcp_url="$(listening "$work/durable-mcp.log" "the durable null MCP server" "$durable_mcp_pid")"
+store_url="$(listening "$work/store.log" "the SQLite-durable null server" "$store_pid")"
+store_mcp_url="$(listening "$work/store-mcp.log" "the SQLite-durable null MCP server" "$store_mcp_pid")"
+ts_url="$(listening "$work/ts.log" "the TypeScript SDK server" "$ts_pid")"
 sleep 1
 idle_rss="$(rss_kib "$daemon_pid")"
 db_size() { du -cb "$work/data"/openphone.db* 2>/dev/null | tail -n1 | cut -f1; }

@@ -78,17 +78,18 @@ start() {
 }
 
 log "starting the servers ($kind floors with ${works[*]} µs of work per call)"
-"$node_bin" "$here/ts-sdk-server/server.mjs" >"$work/ts.log" 2>&1 &
-ts_pid=$!
-pids+=("$ts_pid")
-server[ts]="$(listening "$work/ts.log" "the TypeScript SDK server" "$ts_pid") $ts_pid"
 start null-ws "$null_server" --token "$token"
 start null-mcp "$null_server" mcp --token "$token"
 for w in "${works[@]}"; do
     start "floor-ws-$w" "$null_server" --token "$token" "$floor_option" "$work/ws-$w.records" --work-us "$w"
     start "floor-mcp-$w" "$null_server" mcp --token "$token" "$floor_option" "$work/mcp-$w.records" --work-us "$w"
 done
-# The daemon last: the null servers calibrate their work at start, best on a quiet machine.
+# The TypeScript SDK server and the daemon after them: the null servers calibrate their work at
+# start, best on a quiet machine (the other core busy slows the calibrating one).
+"$node_bin" "$here/ts-sdk-server/server.mjs" >"$work/ts.log" 2>&1 &
+ts_pid=$!
+pids+=("$ts_pid")
+server[ts]="$(listening "$work/ts.log" "the TypeScript SDK server" "$ts_pid") $ts_pid"
 "$openphone" serve --data-dir "$work/data" --listen 127.0.0.1:0 --config "$work/openphone.toml" \
     >"$work/daemon.log" 2>&1 &
 daemon_pid=$!

@@ -150,9 +150,9 @@ pub async fn guard(State(state): State<Arc<AppState>>, mut req: Request, next: N
     }
     // Admitted: the connection is authenticated (the front door stops counting it as
     // unauthenticated and lifts its deadline), unless its class has no room left.
-    let counted_as = format!("runtime:{}", principal.caller.runtime);
+    // Counted under the principal's bucket key, `runtime:<id>`, as the WebSocket counts it.
     if let Some(ticket) = req.extensions().get::<Arc<crate::front::Ticket>>()
-        && !ticket.authenticated_as(crate::front::Class::Mcp, &counted_as)
+        && !ticket.authenticated_as(crate::front::Class::Mcp, &bucket)
     {
         return crate::routes::too_many();
     }

@@ -602,3 +602,32 @@ async fn one_mcp_token_cannot_take_every_place_of_its_class() {
     assert_eq!(status, 200, "the freed place was never given back");
     d.daemon.shutdown().await;
 }
+
+/// A `/mcp` request the guard refuses (here: a wrong token, 401) does not count its connection
+/// as authenticated: it stays a stranger and is closed at the hello deadline, while an admitted
+/// one (the right token) is not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_mcp_request_leaves_its_connection_unauthenticated() {
+    let d = start(config("[limits]\nhello_timeout_ms = 1500\n")).await;
+    let addr = host_port(&d.url());
+    let token = std::fs::read_to_string(d.dir.path().join("mcp.token")).unwrap();
+    let mut admitted = TcpStream::connect(&addr).await.unwrap();
+    assert_eq!(
+        mcp_initialize_status(&mut admitted, &addr, token.trim()).await,
+        200
+    );
+    let mut refused = TcpStream::connect(&addr).await.unwrap();
+    assert_eq!(
+        mcp_initialize_status(&mut refused, &addr, "not-the-mcp-token").await,
+        401
+    );
+    assert!(
+        closed_within(&mut refused, 100, || None).await,
+        "the refused request's connection outlived the hello deadline"
+    );
+    assert!(
+        !closed_within(&mut admitted, 10, || None).await,
+        "the admitted connection was closed at the hello deadline"
+    );
+    d.daemon.shutdown().await;
+}

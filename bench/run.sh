@@ -13,7 +13,8 @@
 #     directory's disk, and with `--durable-sqlite`: the record a row committed into a SQLite
 #     database in WAL mode with synchronous = FULL — the durable ceiling (the best of them),
 #     what a server doing nothing but keeping a private read's promise reaches here;
-#   - the TypeScript MCP SDK server (bench/ts-sdk-server, `npm ci`): the typical MCP server;
+#   - the TypeScript MCP SDK server (bench/ts-sdk-server, `npm ci`): the typical MCP server,
+#     measured twice (the table takes the mean: it is the noisiest reference);
 # then runs `openphone bench` against each, and the in-process bridge, probes the fsync time
 # of the data directory's disk (mode `fsync`), prints a table with the ratios, the targets,
 # each row's ceiling measured in the same run and the daemon's share of it, and stops
@@ -207,6 +208,9 @@ measure mcp-2025-store mcp --url "$store_mcp_url" --token "$token" --pid "$store
     --era 2025-11-25 "${mcp_args[@]}"
 measure mcp-2026-store mcp --url "$store_mcp_url" --token "$token" --pid "$store_mcp_pid" \
     --era 2026-07-28 "${mcp_args[@]}"
+# The TS SDK reference again: the table takes the mean of its two runs (the noisiest
+# reference, CPU-bound, moves with the machine's load).
+measure mcp-2025-ts-again mcp --url "$ts_url" --pid "$ts_pid" --era 2025-11-25 "${mcp_args[@]}"
 # The disk's part of every durable call: WAL-like commits (3 frames + fsync) in the data
 # directory's file system, one after the other; then again with every core kept awake, as
 # during a benchmark (on an idle virtual CPU an fsync waits for a timer tick, ~4 ms here).

@@ -34,7 +34,8 @@ import os
 import sys
 
 NAMES = ["ws-status-daemon", "ws-status-null", "ws-screen-daemon", "ws-screen-null",
-         "mcp-2025-daemon", "mcp-2026-daemon", "mcp-2025-ts", "mcp-2025-null", "mcp-2026-null",
+         "mcp-2025-daemon", "mcp-2026-daemon", "mcp-2025-ts", "mcp-2025-ts-again",
+         "mcp-2025-null", "mcp-2026-null",
          "ws-status-durable", "ws-status-durable-pipelined", "ws-status-store",
          "mcp-2025-durable", "mcp-2026-durable", "mcp-2025-store", "mcp-2026-store",
          "bridge-read", "bridge-mutation", "fsync", "fsync-awake"]
@@ -46,6 +47,24 @@ def load(out, name):
             return json.load(f)
     except (OSError, ValueError):
         return None
+
+
+def both_runs(first, again):
+    """The TS SDK reference, measured twice (before the daemon's MCP rows and after the MCP
+    ceilings): one report whose rate is the mean of the two, its p50 the mean and its p99 the
+    worse, both rates kept (`runs`) for the table. A missing run leaves the other as it is."""
+    if not first or not again:
+        return first or again
+    merged = dict(first)
+    merged["calls_per_sec"] = (first["calls_per_sec"] + again["calls_per_sec"]) / 2
+    merged["p50_ms"] = (first["p50_ms"] + again["p50_ms"]) / 2
+    merged["p99_ms"] = max(first["p99_ms"], again["p99_ms"])
+    errors = dict(first.get("errors") or {})
+    for kind, n in (again.get("errors") or {}).items():
+        errors[kind] = errors.get(kind, 0) + n
+    merged["errors"] = errors
+    merged["runs"] = [first["calls_per_sec"], again["calls_per_sec"]]
+    return merged
 
 
 def cpu_per_call(r, cpu, name):
@@ -64,6 +83,8 @@ def main(argv):
     connections = int(os.environ.get("BENCH_CONNECTIONS", "8"))
     concurrency = int(os.environ.get("BENCH_CONCURRENCY", "64"))
     r = {n: load(out, n) for n in NAMES}
+    # The TS SDK server is CPU-bound and the noisiest reference: its two runs' mean counts.
+    r["mcp-2025-ts"] = both_runs(r["mcp-2025-ts"], r["mcp-2025-ts-again"])
     cpu = {n: load(out, n + ".cpu") for n in NAMES}
     cores = os.cpu_count() or 1
 
@@ -73,6 +94,10 @@ def main(argv):
             return f"failed (see {name}.err)"
         errs = sum(x["errors"].values())
         text = f"{x['calls_per_sec']:,.0f} calls/s, p50 {x['p50_ms']:.2f} ms, p99 {x['p99_ms']:.2f} ms"
+        if x.get("runs"):
+            a, b = x["runs"]
+            text = (f"{x['calls_per_sec']:,.0f} calls/s (the mean of two runs, {a:,.0f} and "
+                    f"{b:,.0f}), p50 {x['p50_ms']:.2f} ms, p99 {x['p99_ms']:.2f} ms (the worse)")
         if errs:
             text += f", {errs} errors {x['errors']}"
         return text

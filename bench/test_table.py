@@ -90,6 +90,29 @@ class TableTest(unittest.TestCase):
         self.assertAlmostEqual(ceilings["targets"]["mcp-2025"]["most"], 2.4)
         self.assertFalse(ceilings["targets"]["mcp-2025"]["reachable"])
 
+    def test_the_ts_reference_is_the_mean_of_its_two_runs(self):
+        text, ceilings = self.run_table({
+            "mcp-2025-daemon": report(6000, 30000, p99=2.0),
+            "mcp-2025-ts": report(4000, 20000, p99=8.0),
+            "mcp-2025-ts-again": report(6000, 30000, p99=11.0),
+            "mcp-2025-null": report(50000, 250000),
+            "fsync-awake": probe(0.1),
+        })
+        # (4,000 + 6,000) / 2 = 5,000/s: the daemon is 1.20× TS, the null server 10×.
+        self.assertIn("| 1.20× TS |", text)
+        self.assertIn("the null MCP server does 10.00× TS", text)
+        self.assertIn("5,000 calls/s (the mean of two runs, 4,000 and 6,000)", text)
+        self.assertIn("p99 11.00 ms (the worse)", text)
+        self.assertAlmostEqual(ceilings["targets"]["mcp-2025"]["most"], 10.0)
+
+    def test_one_ts_run_alone_is_the_reference(self):
+        text, _ = self.run_table({
+            "mcp-2025-daemon": report(6000, 30000),
+            "mcp-2025-ts-again": report(3000, 15000),
+        })
+        self.assertIn("| 2.00× TS |", text)
+        self.assertNotIn("the mean of two runs", text)
+
     def test_the_durable_floor_binds_when_it_is_the_lowest(self):
         text, ceilings = self.run_table({
             "ws-status-daemon": report(12000, 60000),

@@ -91,3 +91,21 @@ listening() {
     cat "$file" >&2
     exit 2
 }
+
+# find_node ROOT: sets `node_bin` to the Node 24 of tests/conformance/install.sh
+# (ROOT/.cache/node24) when installed, else `node`; fails when there is none.
+find_node() {
+    node_bin=node
+    if [ -x "$1/.cache/node24/shim/node" ]; then
+        node_bin="$1/.cache/node24/shim/node"
+    fi
+    command -v "$node_bin" >/dev/null || { echo "node is needed for the TypeScript SDK server" >&2; exit 2; }
+}
+
+# build_references ROOT: builds the null server (release) and installs the TypeScript SDK
+# server's packages; sets `null_server` to the null server's binary.
+build_references() {
+    cargo build --release --locked --quiet --manifest-path "$1/bench/null-server/Cargo.toml"
+    (cd "$1/bench/ts-sdk-server" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+    null_server="$1/bench/null-server/target/release/openphone-null-server"
+}

@@ -50,16 +50,12 @@ case "$kind" in
     *) log "FLOOR_KIND is log or sqlite, not '$kind'"; exit 2 ;;
 esac
 
-node_bin=node
-[ -x "$root/.cache/node24/shim/node" ] && node_bin="$root/.cache/node24/shim/node"
-command -v "$node_bin" >/dev/null || { log "node is needed for the TypeScript SDK server"; exit 2; }
+find_node "$root"
 command -v python3 >/dev/null || { log "python3 is needed for the table"; exit 2; }
 
 openphone="$(release_binary "$root")"
 log "building (release): the null server, the TypeScript SDK server"
-cargo build --release --locked --quiet --manifest-path bench/null-server/Cargo.toml
-(cd bench/ts-sdk-server && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
-null_server="$root/bench/null-server/target/release/openphone-null-server"
+build_references "$root"
 
 out="$root/target/bench-results"
 mkdir -p "$out"

@@ -63,11 +63,7 @@ out="$root/target/bench-results"
 
 log() { printf '[bench] %s\n' "$*" >&2; }
 
-node_bin=node
-if [ -x "$root/.cache/node24/shim/node" ]; then
-    node_bin="$root/.cache/node24/shim/node"
-fi
-command -v "$node_bin" >/dev/null || { log "node is needed for the TypeScript SDK server"; exit 2; }
+find_node "$root"
 command -v python3 >/dev/null || { log "python3 is needed for the table"; exit 2; }
 
 if [ -n "${OPENPHONE_BIN:-}" ]; then
@@ -81,9 +77,7 @@ else
         *) openphone="$root/target/$profile/openphone" ;;
     esac
 fi
-cargo build --release --locked --quiet --manifest-path bench/null-server/Cargo.toml
-(cd bench/ts-sdk-server && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
-null_server="$root/bench/null-server/target/release/openphone-null-server"
+build_references "$root"
 
 with_servers_workdir "$root" bench-run
 

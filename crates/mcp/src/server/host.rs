@@ -27,8 +27,8 @@ impl Call<'_> {
             .get("summary")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        let declared = self.context.client_info().map(|i| i.name);
-        let client = super::tool_call::client_name(&self.caller().runtime, declared.as_deref());
+        let declared = self.site.client.as_ref().map(|i| i.name.as_str());
+        let client = super::tool_call::client_name(&self.caller().runtime, declared);
         format!("OpenPhone: allow {client} to do this on your phone? {summary}")
     }
 
@@ -47,16 +47,19 @@ impl Call<'_> {
             requested_schema: ElicitationSchema::new(BTreeMap::new()),
         };
         let timeout = self.backend.settings.elicitation_timeout;
-        let ask = self
-            .context
-            .peer
-            .create_elicitation_with_timeout(params, Some(timeout));
+        let Some(peer) = &self.site.peer else {
+            // No peer to ask (the direct path, whose era never elicits mid-call): the
+            // operator surfaces decide, as when a host gives no answer.
+            let ended = self.wait(first, progress, local_deadline).await;
+            return self.after_wait(first, confirmation_id, ended).await;
+        };
+        let ask = peer.create_elicitation_with_timeout(params, Some(timeout));
         tokio::pin!(ask);
         // An operator may decide meanwhile; the request's cancellation token ends that wait.
         let operator = self
             .backend
             .bridge
-            .wait_for_final(first, self.context.ct.cancelled());
+            .wait_for_final(first, self.site.ct.cancelled());
         tokio::pin!(operator);
         let answer = tokio::select! {
             waited = &mut operator => {

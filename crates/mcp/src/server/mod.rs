@@ -29,6 +29,7 @@
 
 mod host;
 mod seal;
+mod site;
 mod slots;
 mod status;
 mod strategy;
@@ -57,6 +58,7 @@ use crate::identity::SUPPORTED_PROTOCOL_VERSIONS;
 use crate::sync::lock;
 
 pub use seal::StateSeal;
+use site::Site;
 pub use slots::MAX_IN_FLIGHT_PER_CLIENT;
 use slots::{ConnectionSlots, KeyedSlots, Slot};
 use tool_call::{Call, audited_caller, fresh_request_id};
@@ -327,20 +329,47 @@ impl PhoneMcp {
     /// A place for one more call of this client (`slots.rs`): the connection's or the HTTP
     /// session's own; for a 2026-07-28 request over HTTP (a handler of its own), the one of
     /// its runtime and declared client.
-    fn slot(
-        &self,
-        backend: &McpBackend,
-        principal: &McpPrincipal,
-        ctx: &RequestContext<RoleServer>,
-        client: Option<&Implementation>,
-    ) -> Option<Slot> {
-        let per_request = self.principal.is_none() && era(ctx) == strategy::Era::Stateless;
+    fn slot(&self, backend: &McpBackend, principal: &McpPrincipal, site: &Site) -> Option<Slot> {
+        let per_request = self.principal.is_none() && site.era() == strategy::Era::Stateless;
         if !per_request {
             return self.slots.take();
         }
         backend
             .clients
-            .take(&client_key(&principal.caller.runtime, client))
+            .take(&client_key(&principal.caller.runtime, site.client.as_ref()))
+    }
+
+    /// Answers one `tools/call` of `principal` at `site` (rmcp's request, or the direct
+    /// path's).
+    async fn answer(
+        &self,
+        backend: &McpBackend,
+        principal: &McpPrincipal,
+        site: &Site,
+        request: CallToolRequestParams,
+    ) -> Result<CallToolResponse, McpError> {
+        let _tracked = self.track(&site.id);
+        let call = Call {
+            handler: self,
+            backend,
+            caller: audited_caller(&principal.caller, site.client.as_ref()),
+            confirming_host: principal.confirming_host,
+            site,
+            started_ms: backend.now_ms(),
+        };
+        let Some(_slot) = self.slot(backend, principal, site) else {
+            return Ok(call.refuse(
+                ErrorCode::RateLimited,
+                &format!(
+                    "at most {MAX_IN_FLIGHT_PER_CLIENT} MCP calls may be in flight per client; \
+                     wait for one to finish"
+                ),
+            ));
+        };
+        // Boxed: rmcp spawns each request's handler as a task, and a call's future (~12 KB:
+        // every stage down to the store) embedded in it is copied whole at the spawn and at
+        // each hand-off (issue 34).
+        Box::pin(call.run(request)).await
     }
 
     fn track(&self, id: &RequestId) -> InFlight {
@@ -369,19 +398,6 @@ fn client_key(runtime: &str, client: Option<&Implementation>) -> String {
         key.truncate(cut);
     }
     key
-}
-
-/// The protocol era of a request: 2026-07-28 and later carry their version in `_meta`.
-fn era(ctx: &RequestContext<RoleServer>) -> strategy::Era {
-    let modern = ctx
-        .meta
-        .protocol_version()
-        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
-    if modern {
-        strategy::Era::Stateless
-    } else {
-        strategy::Era::Handshake
-    }
 }
 
 fn no_principal() -> McpError {
@@ -539,30 +555,8 @@ impl ServerHandler for PhoneMcp {
             }
             Backend::Daemon(backend) => {
                 let principal = self.principal(&context)?;
-                let _tracked = self.track(&context.id);
-                // Read once: in the 2026-07-28 era it is parsed from the request's `_meta`.
-                let client = context.client_info();
-                let call = Call {
-                    handler: self,
-                    backend,
-                    caller: audited_caller(&principal.caller, client.as_ref()),
-                    confirming_host: principal.confirming_host,
-                    context: &context,
-                    started_ms: backend.now_ms(),
-                };
-                let Some(_slot) = self.slot(backend, &principal, &context, client.as_ref()) else {
-                    return Ok(call.refuse(
-                        ErrorCode::RateLimited,
-                        &format!(
-                            "at most {MAX_IN_FLIGHT_PER_CLIENT} MCP calls may be in flight per \
-                             client; wait for one to finish"
-                        ),
-                    ));
-                };
-                // Boxed: rmcp spawns each request's handler as a task, and a call's future
-                // (~12 KB: every stage down to the store) embedded in it is copied whole at the
-                // spawn and at each hand-off (issue 34).
-                Box::pin(call.run(request)).await
+                self.answer(backend, &principal, &Site::of_context(context), request)
+                    .await
             }
         }
     }

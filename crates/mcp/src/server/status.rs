@@ -87,7 +87,7 @@ impl Call<'_> {
         let stop = async {
             tokio::select! {
                 () = deadline => {}
-                () = self.context.ct.cancelled() => {}
+                () = self.site.ct.cancelled() => {}
             }
         };
         let waited = self.backend.bridge.wait_for_final(&first, stop).await;

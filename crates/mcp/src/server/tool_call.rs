@@ -12,13 +12,13 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ElicitRequestParams, ProgressNotificationParam,
     ProgressToken,
 };
-use rmcp::service::{ElicitationMode, RequestContext, RoleServer};
 use serde_json::Value;
 
+use super::site::Site;
 use super::strategy::{ElicitationModes, Era, Strategy, StrategyInputs, choose};
 use super::{
     MAX_IDEMPOTENCY_KEY_LEN, META_AUTONOMY, META_DEVICE_ID, META_IDEMPOTENCY_KEY, McpBackend,
-    PhoneMcp, era,
+    PhoneMcp,
 };
 use crate::strict::META_DUPLICATE_KEY;
 
@@ -41,8 +41,8 @@ pub(super) struct Call<'a> {
     pub(super) caller: Caller,
     /// `trust_client_confirmation` of the runtime.
     pub(super) confirming_host: bool,
-    /// The request: its `_meta`, cancellation token and peer.
-    pub(super) context: &'a RequestContext<RoleServer>,
+    /// The request: its id, `_meta`, cancellation token, client and peer.
+    pub(super) site: &'a Site,
     /// Start of the call on the bridge's clock (ms): a confirmation created since is this
     /// call's own.
     pub(super) started_ms: i64,
@@ -129,7 +129,7 @@ impl Call<'_> {
     ) -> Result<CallToolResponse, McpError> {
         // The transport read the raw text and found a key given twice (`strict.rs`): the
         // parsed arguments kept only one of the values, so nothing here can be trusted.
-        let duplicate = self.context.meta.0.get(META_DUPLICATE_KEY).or_else(|| {
+        let duplicate = self.site.meta.0.get(META_DUPLICATE_KEY).or_else(|| {
             request
                 .meta
                 .as_ref()
@@ -171,7 +171,7 @@ impl Call<'_> {
         };
         let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
         // rmcp moves the request's `_meta` into the context before the handler runs.
-        let meta = &self.context.meta;
+        let meta = &self.site.meta;
         let meta_str = |key: &str| -> Result<Option<String>, String> {
             match meta
                 .0
@@ -233,9 +233,9 @@ impl Call<'_> {
             idempotency_key: key,
             timeout_ms: Some(self.backend.settings.confirmation_timeout_ms),
         };
-        let progress = self.context.meta.get_progress_token();
+        let progress = self.site.meta.get_progress_token();
         let bridge = &self.backend.bridge;
-        if self.context.ct.is_cancelled() {
+        if self.site.ct.is_cancelled() {
             return Ok(self.shape_owned(cancelled_result(&self.caller().runtime)));
         }
         // The whole local wait, counted from the invoke: what a confirming host's prompt
@@ -249,7 +249,7 @@ impl Call<'_> {
         let Some(confirmation_id) = waiting_on(&first) else {
             return Ok(self.shape_owned(first));
         };
-        if self.context.ct.is_cancelled() && self.explicitly_cancelled().await {
+        if self.site.ct.is_cancelled() && self.explicitly_cancelled().await {
             return Ok(self
                 .after_wait(&first, &confirmation_id, WaitEnd::Cancelled)
                 .await);
@@ -281,24 +281,20 @@ impl Call<'_> {
         command: &openphone_protocol::Command,
         first: &ToolResult,
     ) -> StrategyInputs {
-        let era = era(self.context);
+        let era = self.site.era();
         let elicitation = match era {
             // Form mode: declared, or no mode named at all (the older shape).
+            // rmcp requires them in this era's `_meta`, as the direct path does.
             Era::Stateless => self
-                .context
+                .site
+                .meta
                 .client_capabilities()
                 .and_then(|c| c.elicitation)
                 .map_or_else(ElicitationModes::default, |e| ElicitationModes {
                     form: e.form.is_some() || e.url.is_none(),
                     url: e.url.is_some(),
                 }),
-            Era::Handshake => {
-                let modes = self.context.peer.supported_elicitation_modes();
-                ElicitationModes {
-                    form: modes.contains(&ElicitationMode::Form),
-                    url: modes.contains(&ElicitationMode::Url),
-                }
-            }
+            Era::Handshake => self.site.session_elicitation(),
         };
         StrategyInputs {
             era,
@@ -397,7 +393,7 @@ impl Call<'_> {
         progress: &Option<ProgressToken>,
         deadline: impl Future<Output = ()>,
     ) -> WaitEnd {
-        let ct = &self.context.ct;
+        let ct = &self.site.ct;
         // What ends the local wait: its deadline, or the request's cancellation token (an
         // explicit cancel, a closed connection, a shutdown).
         let stop = async {
@@ -431,7 +427,7 @@ impl Call<'_> {
         match waited {
             Waited::Final(result) => WaitEnd::Final(result),
             Waited::Stopped(_) => {
-                if self.context.ct.is_cancelled() && self.explicitly_cancelled().await {
+                if self.site.ct.is_cancelled() && self.explicitly_cancelled().await {
                     WaitEnd::Cancelled
                 } else {
                     WaitEnd::StillPending
@@ -450,27 +446,29 @@ impl Call<'_> {
         // `notifications/cancelled` trips the token just before the handler records it; a
         // closing connection trips it too, and then the transport closes.
         for _ in 0..50 {
-            if self.handler.was_cancelled(&self.context.id) {
+            if self.handler.was_cancelled(&self.site.id) {
                 return true;
             }
-            if self.context.peer.is_transport_closed() {
+            if self.site.transport_closed() {
                 return false;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        if self.handler.was_cancelled(&self.context.id) {
+        if self.handler.was_cancelled(&self.site.id) {
             return true;
         }
         // On a socket connection that is still open only a cancel trips the token. Over HTTP a
         // dropped response stream (how a 2026-07-28 client gives up) may just be a lost
         // connection: the confirmation stays for the user and the keyed retry.
-        self.handler.principal.is_some() && !self.context.peer.is_transport_closed()
+        self.handler.principal.is_some() && !self.site.transport_closed()
     }
 
     pub(super) async fn notify(&self, progress: &Option<ProgressToken>, step: f64, message: &str) {
-        let Some(token) = progress else { return };
+        let (Some(token), Some(peer)) = (progress, &self.site.peer) else {
+            return;
+        };
         let param = ProgressNotificationParam::new(token.clone(), step).with_message(message);
-        if let Err(e) = self.context.peer.notify_progress(param).await {
+        if let Err(e) = peer.notify_progress(param).await {
             tracing::debug!(error = %e, "progress notification not delivered");
         }
     }
@@ -498,7 +496,7 @@ impl Call<'_> {
             url: format!("{base}{confirmation_id}"),
             elicitation_id: confirmation_id.to_owned(),
         };
-        let peer = self.context.peer.clone();
+        let peer = self.site.peer.clone()?;
         let timeout = self.backend.settings.local_confirmation_wait;
         Some(tokio::spawn(async move {
             if let Err(e) = peer

@@ -73,6 +73,7 @@
 
 mod call;
 mod catalogue;
+mod direct;
 mod identity;
 mod names;
 mod result;
@@ -103,9 +104,10 @@ pub use result::{
 };
 
 pub use server::{
-    CONFIRM_INPUT, GENERIC_CLIENT_NAMES, LIST_TTL_MS, MAX_IDEMPOTENCY_KEY_LEN, META_AUTONOMY,
-    META_DEVICE_ID, META_IDEMPOTENCY_KEY, McpBackend, McpPrincipal, McpSettings, PhoneMcp,
-    SOURCE_ELICITATION, SOURCE_INPUT_RESPONSE, StateSeal, client_name,
+    CONFIRM_INPUT, GENERIC_CLIENT_NAMES, LIST_TTL_MS, MAX_IDEMPOTENCY_KEY_LEN,
+    MAX_IN_FLIGHT_PER_CLIENT, META_AUTONOMY, META_DEVICE_ID, META_IDEMPOTENCY_KEY, McpBackend,
+    McpPrincipal, McpSettings, PhoneMcp, SOURCE_ELICITATION, SOURCE_INPUT_RESPONSE, StateSeal,
+    client_name,
 };
 pub use sessions::{
     HTTP_SESSION_IDLE, MAX_HTTP_SESSIONS, MAX_HTTP_SESSIONS_PER_PRINCIPAL, McpSessions,

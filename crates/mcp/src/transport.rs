@@ -32,6 +32,7 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::io::{AsyncRead, AsyncWrite};
 pub use tokio_util::sync::CancellationToken;
 
+use crate::direct::Direct;
 use crate::server::{McpBackend, McpPrincipal, PhoneMcp};
 use crate::sessions::McpSessions;
 use crate::strict::{flagged, pump};
@@ -105,6 +106,9 @@ pub struct HttpOptions {
     pub extra_allowed_origins: Vec<String>,
     /// Cancelled when the daemon stops: every session ends.
     pub shutdown: CancellationToken,
+    /// Answer a plain 2026-07-28 `tools/call` on the direct path (`direct.rs`) instead of
+    /// through rmcp's per-request service. On in the daemon; off only to compare the two.
+    pub direct_calls: bool,
 }
 
 /// The loopback origins every `/mcp` accepts (any port).
@@ -129,8 +133,12 @@ pub fn http_service(backend: Arc<McpBackend>, options: HttpOptions) -> McpHttpSe
         .with_allowed_origins(origins)
         .with_sse_keep_alive(Some(Duration::from_secs(15)))
         .with_max_request_body_bytes(MAX_HTTP_BODY_BYTES)
-        .with_cancellation_token(options.shutdown);
+        .with_cancellation_token(options.shutdown.clone());
+    let direct = options
+        .direct_calls
+        .then(|| Arc::new(Direct::new(Arc::clone(&backend), options.shutdown.clone())));
     McpHttpService {
+        direct,
         inner: Arc::new(StreamableHttpService::new(
             move || Ok(PhoneMcp::new(Arc::clone(&backend), None)),
             Arc::new(McpSessions::default()),
@@ -149,6 +157,16 @@ pub struct McpHttpService {
     /// Shared, not cloned per request: rmcp's service clones its whole configuration (the
     /// allowed hosts' and origins' strings) with itself: ~26 k instructions a request.
     inner: Arc<StreamableHttpService<PhoneMcp, McpSessions>>,
+    /// The direct path for a plain 2026-07-28 `tools/call` (`direct.rs`); `None` when off.
+    direct: Option<Arc<Direct>>,
+}
+
+impl McpHttpService {
+    /// How many `tools/call`s this service answered on the direct path (`direct.rs`) rather
+    /// than through rmcp: for tests and diagnostics.
+    pub fn direct_answers(&self) -> u64 {
+        self.direct.as_ref().map_or(0, |d| d.answered())
+    }
 }
 
 impl std::fmt::Debug for McpHttpService {
@@ -173,6 +191,7 @@ where
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
         let inner = Arc::clone(&self.inner);
+        let direct = self.direct.clone();
         Box::pin(async move {
             let (mut parts, body) = request.into_parts();
             let body = match read_body(body, MAX_HTTP_BODY_BYTES).await {
@@ -181,6 +200,20 @@ where
             };
             let post = parts.method == http::Method::POST;
             let body = match std::str::from_utf8(&body).ok().and_then(flagged) {
+                None if post => {
+                    if let Some(direct) = &direct
+                        && let Some(answer) = direct
+                            .answer(
+                                &parts.headers,
+                                parts.extensions.get::<Arc<McpPrincipal>>(),
+                                &body,
+                            )
+                            .await
+                    {
+                        return Ok(answer);
+                    }
+                    body
+                }
                 Some(text) => {
                     parts.headers.insert(
                         http::header::CONTENT_LENGTH,

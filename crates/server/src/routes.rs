@@ -52,6 +52,7 @@ pub fn router(state: Arc<AppState>) -> Router {
             openphone_mcp::HttpOptions {
                 extra_allowed_origins: mcp.extra_origins.clone(),
                 shutdown: mcp.shutdown.clone(),
+                direct_calls: true,
             },
         );
         // The guard admits a request and marks its connection authenticated (one layer: each

@@ -52,13 +52,14 @@ use rmcp::model::{
 use rmcp::model::{CancelledNotificationParam, ReadResourceRequestParams, ReadResourceResponse};
 use rmcp::service::{NotificationContext, RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler};
+use serde_json::Value;
 
 use crate::catalogue::ToolTable;
 use crate::identity::SUPPORTED_PROTOCOL_VERSIONS;
 use crate::sync::lock;
 
 pub use seal::StateSeal;
-use site::Site;
+pub(crate) use site::Site;
 pub use slots::MAX_IN_FLIGHT_PER_CLIENT;
 use slots::{ConnectionSlots, KeyedSlots, Slot};
 use tool_call::{Call, audited_caller, fresh_request_id};
@@ -164,6 +165,23 @@ impl McpBackend {
             shutting_down: std::sync::atomic::AtomicBool::new(false),
             clients: KeyedSlots::default(),
         }
+    }
+
+    /// The exposed tools whose input schema asks for no `Mcp-Param-*` header (no
+    /// `x-mcp-header` anywhere in it): those the direct path may answer (`direct.rs`).
+    pub(crate) fn plain_tools(&self) -> HashSet<String> {
+        self.table
+            .tool_names()
+            .filter(|name| {
+                self.table.tool(name).is_some_and(|tool| {
+                    !tool
+                        .input_schema
+                        .iter()
+                        .any(|(key, value)| key == "x-mcp-header" || names_header(value))
+                })
+            })
+            .map(str::to_owned)
+            .collect()
     }
 
     /// Marks the daemon as stopping: requests interrupted from now on keep their pending
@@ -398,6 +416,29 @@ fn client_key(runtime: &str, client: Option<&Implementation>) -> String {
         key.truncate(cut);
     }
     key
+}
+
+/// Whether `schema` holds an `x-mcp-header` key at any depth.
+fn names_header(schema: &Value) -> bool {
+    match schema {
+        Value::Object(map) => map
+            .iter()
+            .any(|(key, value)| key == "x-mcp-header" || names_header(value)),
+        Value::Array(items) => items.iter().any(names_header),
+        _ => false,
+    }
+}
+
+/// Answers a `tools/call` the direct path took (`direct.rs`): the same handler code as under
+/// rmcp, in a handler of its own as rmcp gives each 2026-07-28 request.
+pub(crate) async fn answer_direct(
+    backend: Arc<McpBackend>,
+    principal: Arc<McpPrincipal>,
+    site: Site,
+    request: CallToolRequestParams,
+) -> Result<CallToolResponse, McpError> {
+    let handler = PhoneMcp::new(Arc::clone(&backend), None);
+    handler.answer(&backend, &principal, &site, request).await
 }
 
 fn no_principal() -> McpError {

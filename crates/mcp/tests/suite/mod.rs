@@ -1,5 +1,6 @@
 mod calls;
 mod catalogue;
+mod direct;
 mod identity;
 mod names;
 mod results;

@@ -1,0 +1,405 @@
+//! The direct path of `/mcp` (`direct.rs`): a plain 2026-07-28 `tools/call` answered without
+//! rmcp's per-request service gets the answer rmcp gives, and everything else still goes to
+//! rmcp. Two services over one backend — the direct path on and off — answer the same
+//! requests; their answers are compared with the ids each call draws masked.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use openphone_clock::ManualClock;
+use openphone_core::{BridgeConfig, EventBus, ToolBridge};
+use openphone_device::SimPhone;
+use openphone_mcp::{
+    CancellationToken, HttpOptions, MAX_IN_FLIGHT_PER_CLIENT, McpBackend, McpHttpService,
+    McpPrincipal, McpSettings, ToolTable, http_service,
+};
+use openphone_policy::{Caller, ExposureGrants, ToolPolicy, Transport};
+use openphone_store::Store;
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+use tower_service::Service;
+
+use super::registry;
+
+struct Pair {
+    _dirs: [tempfile::TempDir; 2],
+    _clocks: [ManualClock; 2],
+    /// The bridge behind `direct` and `rmcp_same`.
+    bridge: Arc<ToolBridge>,
+    /// The direct path on.
+    direct: McpHttpService,
+    /// Off, over a second backend in the same state as the first: each case runs on both.
+    rmcp: McpHttpService,
+    /// Off, over the first backend.
+    rmcp_same: McpHttpService,
+    principal: Arc<McpPrincipal>,
+}
+
+/// A fresh bridge (its own data directory, the simulated phone at the demo's start) and an MCP
+/// backend over it.
+fn backend(
+    wait: Duration,
+) -> (
+    tempfile::TempDir,
+    ManualClock,
+    Arc<ToolBridge>,
+    Arc<McpBackend>,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let (phone, clock) = SimPhone::demo().unwrap();
+    let store = Arc::new(Store::open(dir.path()).unwrap());
+    let events = Arc::new(EventBus::new(registry(), 256));
+    let bridge = Arc::new(ToolBridge::new(
+        registry(),
+        store,
+        Arc::new(phone),
+        Arc::new(clock.clone()),
+        events,
+        BridgeConfig::default(),
+    ));
+    let settings = McpSettings {
+        local_confirmation_wait: wait,
+        ..McpSettings::default()
+    };
+    let backend = Arc::new(McpBackend::new(
+        Arc::clone(&bridge),
+        ToolTable::new(registry()).unwrap(),
+        ToolPolicy::default(),
+        settings,
+        None,
+    ));
+    (dir, clock, bridge, backend)
+}
+
+fn service(backend: &Arc<McpBackend>, direct_calls: bool) -> McpHttpService {
+    http_service(
+        Arc::clone(backend),
+        HttpOptions {
+            extra_allowed_origins: Vec::new(),
+            shutdown: CancellationToken::new(),
+            direct_calls,
+        },
+    )
+}
+
+/// `wait`: how long a call waits for the user before it answers `pending`.
+fn pair(wait: Duration) -> Pair {
+    let (dir_a, clock_a, bridge, a) = backend(wait);
+    let (dir_b, clock_b, _, b) = backend(wait);
+    let mut caller = Caller::remote("hermes", Transport::Mcp, "token:hermes");
+    caller.grants = ExposureGrants::ALL;
+    Pair {
+        _dirs: [dir_a, dir_b],
+        _clocks: [clock_a, clock_b],
+        bridge,
+        direct: service(&a, true),
+        rmcp: service(&b, false),
+        rmcp_same: service(&a, false),
+        principal: Arc::new(McpPrincipal {
+            caller,
+            confirming_host: false,
+        }),
+    }
+}
+
+/// A 2026-07-28 `tools/call` as a client sends it; `tweak` changes the request before it goes.
+fn request(
+    principal: &Arc<McpPrincipal>,
+    name: &str,
+    arguments: Value,
+    meta: Value,
+    tweak: impl FnOnce(&mut http::request::Builder),
+) -> http::Request<Full<Bytes>> {
+    let mut full_meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "pair-test", "version": "1"},
+    });
+    for (k, v) in meta.as_object().unwrap() {
+        full_meta[k] = v.clone();
+    }
+    let body = json!({
+        "jsonrpc": "2.0",
+        "id": 41,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": arguments, "_meta": full_meta},
+    });
+    let mut builder = http::Request::builder()
+        .method("POST")
+        .uri("/mcp")
+        .header("host", "127.0.0.1:7777")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", name);
+    tweak(&mut builder);
+    let mut request = builder
+        .body(Full::new(Bytes::from(body.to_string())))
+        .unwrap();
+    request.extensions_mut().insert(Arc::clone(principal));
+    request
+}
+
+/// Status, content type and JSON body of `service`'s answer.
+async fn send(
+    service: &McpHttpService,
+    request: http::Request<Full<Bytes>>,
+) -> (u16, String, Value) {
+    let response = service.clone().call(request).await.unwrap();
+    let status = response.status().as_u16();
+    let kind = response
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    let text = String::from_utf8(body.to_vec()).unwrap();
+    let json = if kind.starts_with("application/json") {
+        serde_json::from_str(&text).unwrap()
+    } else {
+        // An SSE answer: its one JSON-RPC message.
+        let data = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .map(str::trim)
+            .find(|d| d.starts_with('{'))
+            .unwrap_or_else(|| panic!("no message in {text}"));
+        serde_json::from_str(data).unwrap()
+    };
+    (status, kind, json)
+}
+
+/// `value` with every id a call draws (request, confirmation, audit ids: UUID-shaped or
+/// `mcp-` prefixed) replaced by a placeholder, in strings and in the text of JSON texts.
+fn masked(value: &Value) -> Value {
+    match value {
+        Value::String(s) => {
+            if let Ok(inner) = serde_json::from_str::<Value>(s)
+                && (inner.is_object() || inner.is_array())
+            {
+                return Value::String(masked(&inner).to_string());
+            }
+            Value::String(mask_ids(s))
+        }
+        Value::Array(items) => Value::Array(items.iter().map(masked).collect()),
+        Value::Object(map) => {
+            Value::Object(map.iter().map(|(k, v)| (k.clone(), masked(v))).collect())
+        }
+        other => other.clone(),
+    }
+}
+
+/// `text` with every UUID in it replaced by `<id>`.
+fn mask_ids(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if i + 36 <= bytes.len() && is_uuid(&bytes[i..i + 36]) {
+            out.push_str("<id>");
+            i += 36;
+        } else {
+            let ch = text[i..].chars().next().unwrap();
+            out.push(ch);
+            i += ch.len_utf8();
+        }
+    }
+    out
+}
+
+fn is_uuid(b: &[u8]) -> bool {
+    b.iter().enumerate().all(|(i, c)| match i {
+        8 | 13 | 18 | 23 => *c == b'-',
+        _ => c.is_ascii_hexdigit(),
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_modern_call_gets_the_answer_rmcp_gives() {
+    let p = pair(Duration::from_millis(200));
+    let cases = [
+        // Reads.
+        ("openphone_device_status", json!({"reason": "r"}), json!({})),
+        ("openphone_screen_get", json!({"reason": "r"}), json!({})),
+        // No reason; arguments the manifest refuses.
+        ("openphone_device_status", json!({}), json!({})),
+        ("openphone_device_status", json!({"reason": 5}), json!({})),
+        // A mutation: it waits for the user, then answers pending.
+        (
+            "openphone_clipboard_set",
+            json!({"text": "hello", "reason": "r"}),
+            json!({}),
+        ),
+        // The caller's own keys in `_meta`: a bad one, and a phone that is not there.
+        (
+            "openphone_device_status",
+            json!({"reason": "r"}),
+            json!({"dev.openphone/idempotencyKey": ""}),
+        ),
+        (
+            "openphone_device_status",
+            json!({"reason": "r"}),
+            json!({"openphone/device_id": "no-such-phone"}),
+        ),
+    ];
+    let mut outcomes = Vec::new();
+    let mut errors = Vec::new();
+    for (n, (name, arguments, meta)) in cases.iter().enumerate() {
+        let before = p.direct.direct_answers();
+        let direct = send(
+            &p.direct,
+            request(&p.principal, name, arguments.clone(), meta.clone(), |_| {}),
+        )
+        .await;
+        assert_eq!(p.direct.direct_answers(), before + 1, "case {n}: not taken");
+        let rmcp = send(
+            &p.rmcp,
+            request(&p.principal, name, arguments.clone(), meta.clone(), |_| {}),
+        )
+        .await;
+        assert_eq!(p.rmcp.direct_answers(), 0);
+        assert_eq!(direct.0, rmcp.0, "case {n}: status");
+        assert_eq!(direct.1, rmcp.1, "case {n}: content type");
+        assert_eq!(masked(&direct.2), masked(&rmcp.2), "case {n}: answer");
+        assert_eq!(direct.2["id"], json!(41), "case {n}");
+        outcomes.push(direct.2["result"]["structuredContent"]["outcome"].clone());
+        errors.push(direct.2["result"]["isError"] == json!(true));
+    }
+    // The cases reach the tool, the manifest's checks and the wait for the user.
+    assert_eq!(errors, [false, false, true, true, false, true, true]);
+    assert_eq!(outcomes[4], json!("pending"), "{outcomes:?}");
+    // A keyed call answered on one path is the same call on the other: replayed, not run again.
+    let keyed = json!({"dev.openphone/idempotencyKey": "same-key"});
+    let first = send(
+        &p.direct,
+        request(
+            &p.principal,
+            "openphone_device_status",
+            json!({"reason": "r"}),
+            keyed.clone(),
+            |_| {},
+        ),
+    )
+    .await;
+    let again = send(
+        &p.rmcp_same,
+        request(
+            &p.principal,
+            "openphone_device_status",
+            json!({"reason": "r"}),
+            keyed,
+            |_| {},
+        ),
+    )
+    .await;
+    assert_eq!(
+        first.2, again.2,
+        "the replay is byte for byte the first answer"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn everything_but_the_plain_case_still_goes_to_rmcp() {
+    let p = pair(Duration::from_millis(200));
+    let status = "openphone_device_status";
+    let taken = |tweak: fn(&mut http::request::Builder), meta: Value| {
+        let request = request(&p.principal, status, json!({"reason": "r"}), meta, tweak);
+        let service = p.direct.clone();
+        async move {
+            let before = service.direct_answers();
+            let answer = send(&service, request).await;
+            (service.direct_answers() > before, answer)
+        }
+    };
+    // A progress token: the call may stream, rmcp serves it.
+    let (direct, answer) = taken(|_| {}, json!({"progressToken": "p1"})).await;
+    assert!(!direct);
+    assert_eq!(answer.0, 200);
+    assert_eq!(answer.2["result"]["isError"], json!(false), "{}", answer.2);
+    // A browser's request: rmcp checks its Origin again.
+    let (direct, answer) = taken(
+        |b| {
+            let taken = std::mem::take(b);
+            *b = taken.header("origin", "http://127.0.0.1:7777");
+        },
+        json!({}),
+    )
+    .await;
+    assert!(!direct);
+    assert_eq!(answer.0, 200, "{}", answer.2);
+    // Headers that contradict the body: rmcp's refusal, untouched.
+    let (direct, answer) = taken(
+        |b| {
+            let taken = std::mem::take(b);
+            *b = taken.header("mcp-name", "openphone_screen_get");
+        },
+        json!({}),
+    )
+    .await;
+    assert!(!direct);
+    assert_eq!(answer.0, 400, "{}", answer.2);
+    // A request without a principal (no guard in front): rmcp's answer too.
+    let mut bare = request(&p.principal, status, json!({}), json!({}), |_| {});
+    bare.extensions_mut().clear();
+    let before = p.direct.direct_answers();
+    let _ = send(&p.direct, bare).await;
+    assert_eq!(p.direct.direct_answers(), before);
+}
+
+/// A client that goes away while its call waits for the user does not withdraw the request,
+/// and its call does not keep waiting unseen: the call's token is cancelled, its wait ends and
+/// its place among the client's calls in flight comes back; the confirmation stays pending for
+/// the user and the keyed retry — as when rmcp's response stream is dropped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_direct_call_ends_its_wait_and_leaves_its_confirmation_pending() {
+    // A long local wait: only the drop ends it.
+    let p = pair(Duration::from_secs(60));
+    let mut waiting = Vec::new();
+    for n in 0..MAX_IN_FLIGHT_PER_CLIENT {
+        let call = request(
+            &p.principal,
+            "openphone_clipboard_set",
+            json!({"text": format!("text {n}"), "reason": "r"}),
+            json!({"dev.openphone/idempotencyKey": format!("drop-{n}")}),
+            |_| {},
+        );
+        let mut service = p.direct.clone();
+        waiting.push(tokio::spawn(async move {
+            tokio::time::timeout(Duration::from_millis(500), service.call(call))
+                .await
+                .is_err()
+        }));
+    }
+    for call in waiting {
+        assert!(call.await.unwrap(), "each call waits for the user");
+    }
+    assert_eq!(p.direct.direct_answers(), MAX_IN_FLIGHT_PER_CLIENT as u64);
+    // Every place is free again: had the dropped calls kept waiting, this one would be refused
+    // (`rate_limited`).
+    let after = send(
+        &p.direct,
+        request(
+            &p.principal,
+            "openphone_device_status",
+            json!({"reason": "r"}),
+            json!({}),
+            |_| {},
+        ),
+    )
+    .await;
+    assert_eq!(
+        after.2["result"]["_meta"]["dev.openphone/toolResult"]["status"],
+        json!("ok"),
+        "{}",
+        after.2
+    );
+    let pending = p.bridge.pending_confirmations(None).unwrap();
+    assert_eq!(
+        pending.len(),
+        MAX_IN_FLIGHT_PER_CLIENT,
+        "none withdrawn: {pending:?}"
+    );
+}

@@ -1,30 +1,39 @@
-//! The direct path of `/mcp` (issue 34): a plain 2026-07-28 `tools/call` answered without
-//! rmcp's per-request service (its untagged parse, a service spawned per request, its header
-//! validator re-serialising the message, its answer channel) — about a quarter of such a
-//! call's CPU.
+//! The direct path of `/mcp` (issue 34): a plain `tools/call` answered without rmcp's
+//! service machinery — for a 2026-07-28 request its per-request service (an untagged parse, a
+//! service spawned per request, a header validator re-serialising the message, an answer
+//! channel); for a handshake-era session its session worker, service loop and SSE answer —
+//! about a quarter of such a call's CPU.
 //!
 //! **Only the plain case is taken; everything else goes to rmcp unchanged**, so every refusal
 //! and every rarer shape keeps rmcp's answer. [`recognize`] takes a request only when all of
 //! this holds, and each check is one rmcp would pass:
 //!
-//! - `POST` without `Mcp-Session-Id` or `Origin` (a browser's request keeps rmcp's second
-//!   `Origin` check) and with a loopback `Host` (the guard checked it first);
-//! - `Content-Type: application/json`; `Accept` naming `application/json` and
-//!   `text/event-stream` with no weights or quotes to interpret;
-//! - exactly one `MCP-Protocol-Version`, `2026-07-28`; exactly one `Mcp-Method: tools/call`;
-//!   exactly one `Mcp-Name`, the tool's name as is (not Base64); no `Mcp-Param-*` header, and
-//!   a tool whose input schema asks for none (no `x-mcp-header` in it);
+//! - `POST` without `Origin` (a browser's request keeps rmcp's second `Origin` check), with a
+//!   loopback `Host` (the guard checked it first), `Content-Type: application/json`, an
+//!   `Accept` naming `application/json` and `text/event-stream` with no weights or quotes to
+//!   interpret, and no `Mcp-Param-*` header;
 //! - a body that is one JSON-RPC request object with only `jsonrpc: "2.0"`, an integer or
 //!   string `id`, `method: "tools/call"` and `params`, whose keys are only `name` (an exposed
-//!   tool's name), `arguments` (an object or null) and `_meta`; no key given twice (`strict.rs`
-//!   flags those, and rmcp's path refuses them);
-//! - `_meta` carrying `protocolVersion` equal to the header, `clientCapabilities`, a readable
-//!   `clientInfo` if any, and no `progressToken` (a call reporting progress streams: rmcp).
+//!   tool's name, its input schema asking for no `Mcp-Param-*` header), `arguments` (an
+//!   object or null) and `_meta`, which holds no `progressToken` (a call reporting progress
+//!   streams); no key given twice (`strict.rs` flags those, and rmcp's path refuses them);
+//! - **2026-07-28**: no `Mcp-Session-Id`; exactly one `MCP-Protocol-Version`, `2026-07-28`;
+//!   exactly one `Mcp-Method: tools/call` and one `Mcp-Name`, the tool's name as is (not
+//!   Base64); `_meta` carrying `protocolVersion` equal to the header, `clientCapabilities`,
+//!   and a readable `clientInfo` if any;
+//! - **handshake era**: exactly one `Mcp-Session-Id` of a session the direct path may serve
+//!   ([`McpSessions::plain_session`]: open, initialized, its client declaring no elicitation,
+//!   opened by this request's runtime), exactly one `MCP-Protocol-Version` equal to the
+//!   version the session negotiated, no `Mcp-Method` or `Mcp-Name`, and no
+//!   `io.modelcontextprotocol/` key in `_meta`.
 //!
 //! The call then runs exactly as under rmcp — the same handler code ([`crate::server`]'s
-//! `answer`), in a task of its own so a client that goes away cannot stop a device action
-//! half-way (its token is cancelled instead, as rmcp's is) — and its answer is rmcp's own
-//! message type serialised, with rmcp's status for this era.
+//! `answer`; on a session, through a clone of the session's own handler, so its calls in
+//! flight, its place count and an explicit `notifications/cancelled` are shared) — in a task
+//! of its own, so a client that goes away cannot stop a device action half-way (its token is
+//! cancelled instead). The answer is rmcp's own message type serialised, as
+//! `application/json` (a session's POST may be answered either way; rmcp answers it as a
+//! one-message event stream): rmcp's status for the 2026-07-28 era, 200 on a session.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -44,18 +53,22 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::server::{McpBackend, McpPrincipal, Site, answer_direct};
+use crate::server::{McpBackend, McpPrincipal, Site, answer_direct, answer_in_session};
+use crate::sessions::McpSessions;
 use crate::transport::HttpResponse;
 
 /// The `_meta` key of a progress token.
 const PROGRESS_TOKEN: &str = "progressToken";
 /// The `_meta` key of the client's declared identity in the 2026-07-28 era.
 const CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+/// The prefix of the `_meta` keys MCP itself defines.
+const MCP_META_PREFIX: &str = "io.modelcontextprotocol/";
 
 /// What the direct path needs: the backend, the daemon's shutdown token, and the tools it may
 /// answer (their input schemas ask for no `Mcp-Param-*` header).
 pub(crate) struct Direct {
     backend: Arc<McpBackend>,
+    sessions: Arc<McpSessions>,
     shutdown: CancellationToken,
     tools: HashSet<String>,
     /// Calls answered here (`McpHttpService::direct_answers`).
@@ -63,10 +76,15 @@ pub(crate) struct Direct {
 }
 
 impl Direct {
-    pub(crate) fn new(backend: Arc<McpBackend>, shutdown: CancellationToken) -> Direct {
+    pub(crate) fn new(
+        backend: Arc<McpBackend>,
+        sessions: Arc<McpSessions>,
+        shutdown: CancellationToken,
+    ) -> Direct {
         let tools = backend.plain_tools();
         Direct {
             backend,
+            sessions,
             shutdown,
             tools,
             answered: AtomicU64::new(0),
@@ -78,7 +96,7 @@ impl Direct {
         self.answered.load(Ordering::Relaxed)
     }
 
-    /// The answer to `body` sent with `headers`, when it is a plain 2026-07-28 `tools/call`
+    /// The answer to `body` sent with `headers`, when it is a plain `tools/call`
     /// ([`recognize`]); `None` hands the request to rmcp.
     pub(crate) async fn answer(
         &self,
@@ -88,27 +106,54 @@ impl Direct {
     ) -> Option<HttpResponse> {
         let principal = Arc::clone(principal?);
         let plain = recognize(headers, body, |name| self.tools.contains(name))?;
-        self.answered.fetch_add(1, Ordering::Relaxed);
         let id = plain.id.clone();
         let ct = self.shutdown.child_token();
-        let site = Site {
-            id: plain.id,
-            client: plain.meta.client_info(),
-            meta: plain.meta,
-            ct: ct.clone(),
-            peer: None,
-        };
         let backend = Arc::clone(&self.backend);
-        let capabilities = site.meta.client_capabilities();
-        // Its own task, as under rmcp: a dropped request cancels the call's token (the guard
-        // below) but never drops the call half-way.
-        let task = tokio::spawn(answer_direct(backend, principal, site, plain.params));
+        let (task, capabilities, session) = match plain.session {
+            None => {
+                let site = Site {
+                    id: plain.id,
+                    client: plain.meta.client_info(),
+                    meta: plain.meta,
+                    ct: ct.clone(),
+                    peer: None,
+                };
+                let capabilities = site.meta.client_capabilities();
+                let task = tokio::spawn(answer_direct(backend, principal, site, plain.params));
+                (task, capabilities, false)
+            }
+            Some(asked) => {
+                let session = self.sessions.plain_session(&asked.id).await?;
+                if session.version.as_str() != asked.version
+                    || !session.handler.serves(&principal.caller.runtime)
+                {
+                    return None;
+                }
+                let site = Site {
+                    id: plain.id,
+                    client: Some(session.client),
+                    meta: plain.meta,
+                    ct: ct.clone(),
+                    peer: None,
+                };
+                let task = tokio::spawn(answer_in_session(
+                    session.handler,
+                    backend,
+                    principal,
+                    site,
+                    plain.params,
+                ));
+                (task, None, true)
+            }
+        };
+        self.answered.fetch_add(1, Ordering::Relaxed);
+        // A dropped request cancels the call's token (this guard) but never drops the call
+        // half-way: it runs in its own task, as under rmcp.
         let cancel_if_dropped = ct.drop_guard();
         let outcome = task.await;
         cancel_if_dropped.disarm();
         let message = match outcome {
-            Ok(Ok(response)) => message_of(response, capabilities.as_ref(), id),
-            Ok(Err(error)) => ServerJsonRpcMessage::error(error, Some(id)),
+            Ok(outcome) => message_of(outcome, capabilities.as_ref(), !session, id),
             Err(e) => {
                 tracing::error!(error = %e, "direct mcp call task failed");
                 ServerJsonRpcMessage::error(
@@ -117,34 +162,64 @@ impl Direct {
                 )
             }
         };
-        Some(respond(&message))
+        // A session keeps rmcp's status for its era: 200, the error in the message.
+        let status = if session {
+            StatusCode::OK
+        } else {
+            status_of(&message)
+        };
+        Some(respond(&message, status))
     }
 }
 
-/// rmcp's answer for a handler's `tools/call` response: a task handle only for a client that
-/// declared tasks (never made here; kept as rmcp has it).
+/// rmcp's answer for a handler's `tools/call` outcome, shaped as its handler layer shapes it
+/// for the era (`modern`: 2026-07-28): a task handle only for a client that declared tasks
+/// (never made here; kept as rmcp has it); `input_required` only in the 2026-07-28 era; the
+/// 2026-07-28 era's cache hints filled in, the older era's `resultType: "complete"` left out;
+/// a missing resource `INVALID_PARAMS` in the 2026-07-28 era.
 fn message_of(
-    response: CallToolResponse,
+    outcome: Result<CallToolResponse, McpError>,
     capabilities: Option<&ClientCapabilities>,
+    modern: bool,
     id: RequestId,
 ) -> ServerJsonRpcMessage {
-    if matches!(response, CallToolResponse::Task(_))
-        && !capabilities.is_some_and(ClientCapabilities::supports_tasks)
-    {
-        return ServerJsonRpcMessage::error(
-            McpError::missing_required_client_capability(
+    let shaped = outcome.and_then(|response| {
+        if matches!(response, CallToolResponse::Task(_))
+            && !capabilities.is_some_and(ClientCapabilities::supports_tasks)
+        {
+            return Err(McpError::missing_required_client_capability(
                 ClientCapabilities::builder().enable_tasks().build(),
-            ),
-            Some(id),
-        );
+            ));
+        }
+        let mut result = ServerResult::from(response);
+        if matches!(result, ServerResult::InputRequiredResult(_)) && !modern {
+            return Err(McpError::invalid_request(
+                "InputRequiredResult requires negotiated protocol version 2026-07-28 or newer",
+                None,
+            ));
+        }
+        if modern {
+            result.fill_missing_cache_hints();
+        } else {
+            result.strip_result_type_for_legacy_peer();
+        }
+        Ok(result)
+    });
+    match shaped {
+        Ok(result) => ServerJsonRpcMessage::response(result, id),
+        Err(mut error) => {
+            if modern && error.code == ErrorCode::RESOURCE_NOT_FOUND {
+                error.code = ErrorCode::INVALID_PARAMS;
+            }
+            ServerJsonRpcMessage::error(error, Some(id))
+        }
     }
-    ServerJsonRpcMessage::response(ServerResult::from(response), id)
 }
 
-/// The HTTP answer for `message`, with rmcp's status for a 2026-07-28 request.
-fn respond(message: &ServerJsonRpcMessage) -> HttpResponse {
+/// The HTTP answer for `message` with `status`.
+fn respond(message: &ServerJsonRpcMessage, status: StatusCode) -> HttpResponse {
     let (status, body) = match serde_json::to_vec(message) {
-        Ok(body) => (status_of(message), body),
+        Ok(body) => (status, body),
         Err(e) => {
             tracing::error!(error = %e, "direct mcp answer could not be serialised");
             (
@@ -178,13 +253,21 @@ fn status_of(message: &ServerJsonRpcMessage) -> StatusCode {
     }
 }
 
-/// A plain 2026-07-28 `tools/call`, taken apart as rmcp would: `_meta` moved out of the
-/// params.
+/// A plain `tools/call`, taken apart as rmcp would: `_meta` moved out of the params.
 #[derive(Debug)]
 pub(crate) struct Plain {
     pub(crate) id: RequestId,
     pub(crate) meta: RequestMetaObject,
     pub(crate) params: CallToolRequestParams,
+    /// The handshake-era session it names; `None` for a 2026-07-28 request.
+    pub(crate) session: Option<Asked>,
+}
+
+/// The session a handshake-era request names, and the version its header states.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Asked {
+    pub(crate) id: String,
+    pub(crate) version: String,
 }
 
 #[derive(Deserialize)]
@@ -202,31 +285,45 @@ struct Params {
     name: String,
     #[serde(default)]
     arguments: Option<Map<String, Value>>,
-    #[serde(rename = "_meta")]
-    meta: Map<String, Value>,
+    #[serde(rename = "_meta", default)]
+    meta: Option<Map<String, Value>>,
 }
 
-/// The request, when it is a plain 2026-07-28 `tools/call` of a tool `answerable` names (see
-/// the module's list); `None` otherwise.
+/// The request, when it is a plain `tools/call` of a tool `answerable` names (see the
+/// module's list; whether a named session may be served is [`McpSessions::plain_session`]'s to
+/// say); `None` otherwise.
 pub(crate) fn recognize(
     headers: &HeaderMap,
     body: &[u8],
     answerable: impl Fn(&str) -> bool,
 ) -> Option<Plain> {
-    let version = ProtocolVersion::V_2026_07_28;
-    if headers.contains_key("mcp-session-id")
-        || headers.contains_key(ORIGIN)
+    if headers.contains_key(ORIGIN)
         || !loopback_host(headers)
         || !is_json(headers)
         || !accepts_both(headers)
-        || sole(headers, "mcp-protocol-version")? != version.as_str()
-        || sole(headers, "mcp-method")? != "tools/call"
         || headers
             .keys()
             .any(|name| name.as_str().starts_with("mcp-param-"))
     {
         return None;
     }
+    let version = sole(headers, "mcp-protocol-version")?;
+    let session = if headers.contains_key("mcp-session-id") {
+        if headers.contains_key("mcp-method") || headers.contains_key("mcp-name") {
+            return None;
+        }
+        Some(Asked {
+            id: sole(headers, "mcp-session-id")?.to_owned(),
+            version: version.to_owned(),
+        })
+    } else {
+        if version != ProtocolVersion::V_2026_07_28.as_str()
+            || sole(headers, "mcp-method")? != "tools/call"
+        {
+            return None;
+        }
+        None
+    };
     let envelope: Envelope = serde_json::from_slice(body).ok()?;
     if envelope.jsonrpc != "2.0" || envelope.method != "tools/call" {
         return None;
@@ -237,21 +334,31 @@ pub(crate) fn recognize(
         _ => return None,
     };
     let params = envelope.params;
-    // The header names the tool as is: a Base64 form (or any other) is rmcp's to decode.
-    if sole(headers, "mcp-name")? != params.name || !answerable(&params.name) {
+    if !answerable(&params.name) {
         return None;
     }
-    if params.meta.contains_key(PROGRESS_TOKEN) {
+    let meta = params.meta.unwrap_or_default();
+    if meta.contains_key(PROGRESS_TOKEN) {
         return None;
     }
-    let meta = RequestMetaObject(MetaObject(params.meta));
-    let declared = meta.protocol_version()?;
-    if declared != version
-        || meta.client_capabilities().is_none()
-        || !meta.missing_required_keys(&version).is_empty()
-        || (meta.0.0.contains_key(CLIENT_INFO) && meta.client_info().is_none())
-    {
-        return None;
+    let meta = RequestMetaObject(MetaObject(meta));
+    if session.is_some() {
+        // The session's `initialize` speaks for the client: nothing of the 2026-07-28 era's
+        // own in `_meta`.
+        if meta.0.0.keys().any(|k| k.starts_with(MCP_META_PREFIX)) {
+            return None;
+        }
+    } else {
+        // The header names the tool as is: a Base64 form (or any other) is rmcp's to decode.
+        let modern = ProtocolVersion::V_2026_07_28;
+        if sole(headers, "mcp-name")? != params.name
+            || meta.protocol_version()? != modern
+            || meta.client_capabilities().is_none()
+            || !meta.missing_required_keys(&modern).is_empty()
+            || (meta.0.0.contains_key(CLIENT_INFO) && meta.client_info().is_none())
+        {
+            return None;
+        }
     }
     let mut call = CallToolRequestParams::new(params.name);
     call.arguments = params.arguments;
@@ -259,6 +366,7 @@ pub(crate) fn recognize(
         id,
         meta,
         params: call,
+        session,
     })
 }
 
@@ -503,6 +611,77 @@ mod tests {
             1,
         );
         assert!(recognize(&headers(&PLAIN_HEADERS), twice.as_bytes(), |_| true).is_none());
+    }
+
+    const SESSION_HEADERS: [(&str, &str); 5] = [
+        ("host", "localhost:7777"),
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+        ("mcp-protocol-version", "2025-11-25"),
+        ("mcp-session-id", "s-1"),
+    ];
+
+    fn session_body() -> Value {
+        json!({
+            "jsonrpc": "2.0",
+            "id": "c-1",
+            "method": "tools/call",
+            "params": {
+                "name": "openphone_device_status",
+                "arguments": {"reason": "r"},
+                "_meta": {"dev.openphone/idempotencyKey": "k2"}
+            }
+        })
+    }
+
+    #[test]
+    fn a_plain_session_call_names_its_session_and_version() {
+        let plain = take(&SESSION_HEADERS, &session_body()).expect("taken");
+        assert_eq!(
+            plain.session,
+            Some(Asked {
+                id: "s-1".into(),
+                version: "2025-11-25".into(),
+            })
+        );
+        assert_eq!(plain.id, NumberOrString::String("c-1".into()));
+        assert_eq!(plain.meta.0.0["dev.openphone/idempotencyKey"], "k2");
+        // No `_meta` at all is the plain case too.
+        let mut body = session_body();
+        body["params"].as_object_mut().unwrap().remove("_meta");
+        assert!(take(&SESSION_HEADERS, &body).is_some());
+        // A modern request names no session.
+        assert_eq!(take(&PLAIN_HEADERS, &plain_body()).unwrap().session, None);
+    }
+
+    #[test]
+    fn a_session_call_beyond_the_plain_case_goes_to_rmcp() {
+        let body = session_body();
+        let added = |name: &str, value: &str| {
+            let mut pairs = SESSION_HEADERS.to_vec();
+            pairs.push((name, value));
+            take(&pairs, &body).is_some()
+        };
+        assert!(!added("mcp-session-id", "s-2"));
+        assert!(!added("mcp-protocol-version", "2025-11-25"));
+        assert!(!added("mcp-method", "tools/call"));
+        assert!(!added("mcp-name", "openphone_device_status"));
+        assert!(!added("origin", "http://localhost:7777"));
+        let without: Vec<_> = SESSION_HEADERS
+            .iter()
+            .copied()
+            .filter(|(n, _)| *n != "mcp-protocol-version")
+            .collect();
+        assert!(take(&without, &body).is_none(), "the version is stated");
+        let meta = |key: &str| {
+            let mut body = session_body();
+            body["params"]["_meta"][key] = json!("x");
+            take(&SESSION_HEADERS, &body).is_some()
+        };
+        assert!(!meta("progressToken"));
+        assert!(!meta("io.modelcontextprotocol/protocolVersion"));
+        assert!(!meta("io.modelcontextprotocol/clientInfo"));
+        assert!(meta("dev.openphone/autonomy"));
     }
 
     #[test]

@@ -16,11 +16,17 @@
 //! confirmation stays for the user and the keyed retry).
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+use openphone_clock::Stopwatch;
+
 use futures_util::Stream;
-use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientNotification, ClientRequest, Implementation, ProtocolVersion,
+    ServerJsonRpcMessage, ServerResult,
+};
 use rmcp::transport::WorkerTransport;
 use rmcp::transport::streamable_http_server::session::local::{
     LocalSessionManager, LocalSessionManagerError, LocalSessionWorker, SessionConfig,
@@ -29,6 +35,7 @@ use rmcp::transport::streamable_http_server::session::{
     EventStore, RestoreOutcome, ServerSseMessage, SessionId, SessionManager,
 };
 
+use crate::server::PhoneMcp;
 use crate::sync::lock;
 
 /// The most handshake-era HTTP sessions kept at once, all principals together.
@@ -37,14 +44,64 @@ pub const MAX_HTTP_SESSIONS: usize = 256;
 pub const MAX_HTTP_SESSIONS_PER_PRINCIPAL: usize = 64;
 
 tokio::task_local! {
-    /// The principal whose request is being handled (its key), for `create_session`.
-    static CREATOR: String;
+    /// The request being handled, for `create_session`.
+    static CREATOR: Creating;
+}
+
+/// What `create_session` learns of the request that opens a session: the principal's key, and
+/// the handler rmcp made for it (offered by the service's factory just before).
+struct Creating {
+    owner: String,
+    handler: Mutex<Option<PhoneMcp>>,
 }
 
 /// Runs `f` (the handling of one `/mcp` request) as the principal `key`: a session it creates
 /// belongs to that principal. A session created outside any scope belongs to `""`.
 pub async fn creating_as<F: std::future::Future>(key: String, f: F) -> F::Output {
-    CREATOR.scope(key, f).await
+    let creating = Creating {
+        owner: key,
+        handler: Mutex::new(None),
+    };
+    CREATOR.scope(creating, f).await
+}
+
+/// Offers `handler`, just made by the service's factory, to the session the request being
+/// handled may open (`initialize`): the direct path answers that session's calls through a
+/// clone of it, sharing its calls in flight, its explicit cancels and its owner.
+pub(crate) fn offer_handler(handler: &PhoneMcp) {
+    let _ = CREATOR.try_with(|c| *lock(&c.handler) = Some(handler.clone()));
+}
+
+/// A handshake-era session as the direct path sees it (`direct.rs`).
+#[derive(Debug)]
+struct Link {
+    /// The session's handler (a clone sharing its state).
+    handler: PhoneMcp,
+    /// What its `initialize` declared and negotiated, once answered.
+    declared: OnceLock<Declared>,
+    /// `notifications/initialized` has come.
+    initialized: AtomicBool,
+    /// When rmcp's session worker last saw a message of this session.
+    seen: Mutex<Stopwatch>,
+}
+
+/// What a session's `initialize` said.
+#[derive(Debug, Clone)]
+struct Declared {
+    version: ProtocolVersion,
+    client: Implementation,
+    /// The client declared elicitation (any mode): its calls may be asked mid-call.
+    elicits: bool,
+}
+
+/// A session whose plain calls the direct path may answer.
+pub(crate) struct PlainSession {
+    /// The session's handler (a clone sharing its state).
+    pub(crate) handler: PhoneMcp,
+    /// The negotiated protocol version.
+    pub(crate) version: ProtocolVersion,
+    /// The client's `clientInfo`.
+    pub(crate) client: Implementation,
 }
 
 /// Why a session could not be opened or used.
@@ -71,6 +128,10 @@ pub struct McpSessions {
     capacity: usize,
     per_principal: usize,
     recency: Mutex<Recency>,
+    /// rmcp's worker closes a session after this long without a message.
+    idle: Duration,
+    /// The sessions the direct path may serve, by id (`direct.rs`).
+    links: Mutex<HashMap<SessionId, Arc<Link>>>,
 }
 
 /// The open sessions, their owners and the order in which they were last used.
@@ -166,7 +227,59 @@ impl McpSessions {
             capacity,
             per_principal: per_principal.clamp(1, capacity),
             recency: Mutex::default(),
+            idle,
+            links: Mutex::default(),
         }
+    }
+
+    /// The session `id` when the direct path may answer its plain calls: open, its
+    /// `initialize` answered and `notifications/initialized` come, its client declaring no
+    /// elicitation (such a call may be asked mid-call: rmcp's). The session counts as used
+    /// (its recency), and rmcp's worker — which sees none of the direct calls — is told of
+    /// it at least every tenth of the idle time, so a session in use is never closed as idle.
+    pub(crate) async fn plain_session(&self, id: &str) -> Option<PlainSession> {
+        let id: SessionId = id.to_owned().into();
+        let link = lock(&self.links).get(&id).cloned()?;
+        let declared = link.declared.get()?;
+        if declared.elicits || !link.initialized.load(Ordering::Acquire) {
+            return None;
+        }
+        let due = {
+            let mut seen = lock(&link.seen);
+            let due = seen.elapsed() >= self.idle / 10;
+            if due {
+                *seen = Stopwatch::start();
+            }
+            due
+        };
+        if due {
+            // An event for a stream that does not exist: the worker drops nothing and starts
+            // its idle time again (rmcp's worker restarts it on every event).
+            let sessions = self.inner.sessions.read().await;
+            let handle = sessions.get(&id)?;
+            handle.close_request_wise_channel(u64::MAX).await.ok()?;
+        } else if !self.inner.has_session(&id).await.ok()? {
+            return None;
+        }
+        self.touch(&id);
+        Some(PlainSession {
+            handler: link.handler.clone(),
+            version: declared.version.clone(),
+            client: declared.client.clone(),
+        })
+    }
+
+    /// Records that rmcp's worker is seeing a message of session `id`.
+    fn seen(&self, id: &SessionId) -> Option<Arc<Link>> {
+        let link = lock(&self.links).get(id).cloned()?;
+        *lock(&link.seen) = Stopwatch::start();
+        Some(link)
+    }
+
+    /// Forgets the links of sessions rmcp no longer holds (closed, or idle past their time).
+    async fn prune_links(&self) {
+        let open = self.inner.sessions.read().await;
+        lock(&self.links).retain(|id, _| open.contains_key(id));
     }
 
     /// How many sessions are open (never more than the capacity once a creation returns).
@@ -201,6 +314,7 @@ impl McpSessions {
             victims
         };
         for id in victims {
+            lock(&self.links).remove(&id);
             tracing::info!(
                 per_principal = self.per_principal,
                 "closing a principal's own least recently used MCP session to make room"
@@ -215,7 +329,7 @@ impl McpSessions {
 
 /// The principal of the request being handled (`""` outside [`creating_as`]).
 fn creator() -> String {
-    CREATOR.try_with(Clone::clone).unwrap_or_default()
+    CREATOR.try_with(|c| c.owner.clone()).unwrap_or_default()
 }
 
 impl SessionManager for McpSessions {
@@ -224,9 +338,20 @@ impl SessionManager for McpSessions {
 
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
         let owner = creator();
+        let handler = CREATOR.try_with(|c| lock(&c.handler).take()).ok().flatten();
         self.make_room(&owner).await?;
+        self.prune_links().await;
         let (id, transport) = self.inner.create_session().await?;
         lock(&self.recency).add(&id, &owner);
+        if let Some(handler) = handler {
+            let link = Link {
+                handler,
+                declared: OnceLock::new(),
+                initialized: AtomicBool::new(false),
+                seen: Mutex::new(Stopwatch::start()),
+            };
+            lock(&self.links).insert(id.clone(), Arc::new(link));
+        }
         Ok((id, transport))
     }
 
@@ -236,7 +361,29 @@ impl SessionManager for McpSessions {
         message: ClientJsonRpcMessage,
     ) -> Result<ServerJsonRpcMessage, Self::Error> {
         self.touch(id);
-        Ok(self.inner.initialize_session(id, message).await?)
+        let asked = match &message {
+            ClientJsonRpcMessage::Request(request) => match &request.request {
+                ClientRequest::InitializeRequest(init) => Some((
+                    init.params.client_info.clone(),
+                    init.params.capabilities.elicitation.is_some(),
+                )),
+                _ => None,
+            },
+            _ => None,
+        };
+        let answer = self.inner.initialize_session(id, message).await?;
+        if let (Some((client, elicits)), ServerJsonRpcMessage::Response(response)) =
+            (asked, &answer)
+            && let ServerResult::InitializeResult(result) = &response.result
+            && let Some(link) = self.seen(id)
+        {
+            let _ = link.declared.set(Declared {
+                version: result.protocol_version.clone(),
+                client,
+                elicits,
+            });
+        }
+        Ok(answer)
     }
 
     async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
@@ -245,6 +392,7 @@ impl SessionManager for McpSessions {
 
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
         lock(&self.recency).forget(id);
+        lock(&self.links).remove(id);
         Ok(self.inner.close_session(id).await?)
     }
 
@@ -254,6 +402,7 @@ impl SessionManager for McpSessions {
         message: ClientJsonRpcMessage,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         self.touch(id);
+        self.seen(id);
         Ok(self.inner.create_stream(id, message).await?)
     }
 
@@ -263,7 +412,17 @@ impl SessionManager for McpSessions {
         message: ClientJsonRpcMessage,
     ) -> Result<(), Self::Error> {
         self.touch(id);
-        Ok(self.inner.accept_message(id, message).await?)
+        let initialized = matches!(
+            &message,
+            ClientJsonRpcMessage::Notification(n)
+                if matches!(n.notification, ClientNotification::InitializedNotification(_))
+        );
+        let link = self.seen(id);
+        self.inner.accept_message(id, message).await?;
+        if initialized && let Some(link) = link {
+            link.initialized.store(true, Ordering::Release);
+        }
+        Ok(())
     }
 
     async fn create_standalone_stream(
@@ -271,6 +430,7 @@ impl SessionManager for McpSessions {
         id: &SessionId,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         self.touch(id);
+        self.seen(id);
         Ok(self.inner.create_standalone_stream(id).await?)
     }
 
@@ -280,6 +440,7 @@ impl SessionManager for McpSessions {
         last_event_id: String,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         self.touch(id);
+        self.seen(id);
         Ok(self.inner.resume(id, last_event_id).await?)
     }
 

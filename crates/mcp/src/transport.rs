@@ -34,7 +34,7 @@ pub use tokio_util::sync::CancellationToken;
 
 use crate::direct::Direct;
 use crate::server::{McpBackend, McpPrincipal, PhoneMcp};
-use crate::sessions::McpSessions;
+use crate::sessions::{MAX_HTTP_SESSIONS, MAX_HTTP_SESSIONS_PER_PRINCIPAL, McpSessions};
 use crate::strict::{flagged, pump};
 
 /// Largest accepted HTTP request body (`mcp.md` §10: 1 MiB).
@@ -106,9 +106,12 @@ pub struct HttpOptions {
     pub extra_allowed_origins: Vec<String>,
     /// Cancelled when the daemon stops: every session ends.
     pub shutdown: CancellationToken,
-    /// Answer a plain 2026-07-28 `tools/call` on the direct path (`direct.rs`) instead of
-    /// through rmcp's per-request service. On in the daemon; off only to compare the two.
+    /// Answer a plain `tools/call` on the direct path (`direct.rs`) instead of through rmcp's
+    /// service. On in the daemon; off only to compare the two.
     pub direct_calls: bool,
+    /// A handshake-era session is closed after this long without a message
+    /// ([`HTTP_SESSION_IDLE`](crate::HTTP_SESSION_IDLE) in the daemon).
+    pub session_idle: Duration,
 }
 
 /// The loopback origins every `/mcp` accepts (any port).
@@ -134,14 +137,28 @@ pub fn http_service(backend: Arc<McpBackend>, options: HttpOptions) -> McpHttpSe
         .with_sse_keep_alive(Some(Duration::from_secs(15)))
         .with_max_request_body_bytes(MAX_HTTP_BODY_BYTES)
         .with_cancellation_token(options.shutdown.clone());
-    let direct = options
-        .direct_calls
-        .then(|| Arc::new(Direct::new(Arc::clone(&backend), options.shutdown.clone())));
+    let sessions = Arc::new(McpSessions::new(
+        MAX_HTTP_SESSIONS,
+        MAX_HTTP_SESSIONS_PER_PRINCIPAL,
+        options.session_idle,
+    ));
+    let direct = options.direct_calls.then(|| {
+        Arc::new(Direct::new(
+            Arc::clone(&backend),
+            Arc::clone(&sessions),
+            options.shutdown.clone(),
+        ))
+    });
     McpHttpService {
         direct,
         inner: Arc::new(StreamableHttpService::new(
-            move || Ok(PhoneMcp::new(Arc::clone(&backend), None)),
-            Arc::new(McpSessions::default()),
+            move || {
+                let handler = PhoneMcp::new(Arc::clone(&backend), None);
+                // The session this request may open serves its direct calls through it.
+                crate::sessions::offer_handler(&handler);
+                Ok(handler)
+            },
+            sessions,
             config,
         )),
     }

@@ -53,6 +53,7 @@ pub fn router(state: Arc<AppState>) -> Router {
                 extra_allowed_origins: mcp.extra_origins.clone(),
                 shutdown: mcp.shutdown.clone(),
                 direct_calls: true,
+                session_idle: openphone_mcp::HTTP_SESSION_IDLE,
             },
         );
         // The guard admits a request and marks its connection authenticated (one layer: each

@@ -36,7 +36,7 @@ mod strategy;
 mod tool_call;
 
 use std::borrow::Cow;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -53,6 +53,7 @@ use rmcp::model::{CancelledNotificationParam, ReadResourceRequestParams, ReadRes
 use rmcp::service::{NotificationContext, RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler};
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 use crate::catalogue::ToolTable;
 use crate::identity::SUPPORTED_PROTOCOL_VERSIONS;
@@ -257,6 +258,9 @@ pub struct PhoneMcp {
 struct Calls {
     inflight: HashSet<RequestId>,
     cancelled: HashSet<RequestId>,
+    /// The tokens of this session's calls on the direct path, which rmcp does not know:
+    /// an explicit cancel trips them here (`on_cancelled`).
+    direct: HashMap<RequestId, CancellationToken>,
 }
 
 /// Removes a call from the connection's bookkeeping when it ends.
@@ -270,6 +274,7 @@ impl Drop for InFlight {
         let mut calls = lock(&self.calls);
         calls.inflight.remove(&self.id);
         calls.cancelled.remove(&self.id);
+        calls.direct.remove(&self.id);
     }
 }
 
@@ -390,6 +395,14 @@ impl PhoneMcp {
         Box::pin(call.run(request)).await
     }
 
+    /// Whether this HTTP session's handler serves `runtime` (the runtime whose token opened
+    /// it; `false` before its `initialize`).
+    pub(crate) fn serves(&self, runtime: &str) -> bool {
+        self.session_owner
+            .get()
+            .is_some_and(|owner| owner == runtime)
+    }
+
     fn track(&self, id: &RequestId) -> InFlight {
         self.lock_calls().inflight.insert(id.clone());
         InFlight {
@@ -438,6 +451,25 @@ pub(crate) async fn answer_direct(
     request: CallToolRequestParams,
 ) -> Result<CallToolResponse, McpError> {
     let handler = PhoneMcp::new(Arc::clone(&backend), None);
+    handler.answer(&backend, &principal, &site, request).await
+}
+
+/// Answers a `tools/call` the direct path took on a handshake-era session (`direct.rs`) with
+/// `handler`, a clone of the session's own: its calls in flight, its place count and its
+/// explicit cancels are the session's. An explicit cancel (`notifications/cancelled`, which
+/// rmcp hands the session's handler) trips the call's token as rmcp would trip its own.
+pub(crate) async fn answer_in_session(
+    handler: PhoneMcp,
+    backend: Arc<McpBackend>,
+    principal: Arc<McpPrincipal>,
+    site: Site,
+    request: CallToolRequestParams,
+) -> Result<CallToolResponse, McpError> {
+    // Recorded before the call is, so a cancel that finds the call finds its token too.
+    handler
+        .lock_calls()
+        .direct
+        .insert(site.id.clone(), site.ct.clone());
     handler.answer(&backend, &principal, &site, request).await
 }
 
@@ -574,6 +606,9 @@ impl ServerHandler for PhoneMcp {
             let mut calls = self.lock_calls();
             // Only calls still running matter; anything else is forgotten at once.
             if calls.inflight.contains(&id) {
+                if let Some(token) = calls.direct.get(&id) {
+                    token.cancel();
+                }
                 calls.cancelled.insert(id);
             }
         }

@@ -12,8 +12,8 @@ use openphone_clock::ManualClock;
 use openphone_core::{BridgeConfig, EventBus, ToolBridge};
 use openphone_device::SimPhone;
 use openphone_mcp::{
-    CancellationToken, HttpOptions, MAX_IN_FLIGHT_PER_CLIENT, McpBackend, McpHttpService,
-    McpPrincipal, McpSettings, ToolTable, http_service,
+    CancellationToken, HTTP_SESSION_IDLE, HttpOptions, MAX_IN_FLIGHT_PER_CLIENT, McpBackend,
+    McpHttpService, McpPrincipal, McpSettings, ToolTable, http_service,
 };
 use openphone_policy::{Caller, ExposureGrants, ToolPolicy, Transport};
 use openphone_store::Store;
@@ -74,12 +74,17 @@ fn backend(
 }
 
 fn service(backend: &Arc<McpBackend>, direct_calls: bool) -> McpHttpService {
+    service_idle(backend, direct_calls, HTTP_SESSION_IDLE)
+}
+
+fn service_idle(backend: &Arc<McpBackend>, direct_calls: bool, idle: Duration) -> McpHttpService {
     http_service(
         Arc::clone(backend),
         HttpOptions {
             extra_allowed_origins: Vec::new(),
             shutdown: CancellationToken::new(),
             direct_calls,
+            session_idle: idle,
         },
     )
 }
@@ -401,5 +406,330 @@ async fn a_dropped_direct_call_ends_its_wait_and_leaves_its_confirmation_pending
         pending.len(),
         MAX_IN_FLIGHT_PER_CLIENT,
         "none withdrawn: {pending:?}"
+    );
+}
+
+/// A handshake-era POST on `session` (none: `initialize`) carrying `body`.
+fn session_post(
+    principal: &Arc<McpPrincipal>,
+    session: Option<&str>,
+    body: &Value,
+) -> http::Request<Full<Bytes>> {
+    let mut builder = http::Request::builder()
+        .method("POST")
+        .uri("/mcp")
+        .header("host", "localhost:7777")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-11-25");
+    if let Some(id) = session {
+        builder = builder.header("mcp-session-id", id);
+    }
+    let mut request = builder
+        .body(Full::new(Bytes::from(body.to_string())))
+        .unwrap();
+    request.extensions_mut().insert(Arc::clone(principal));
+    request
+}
+
+/// Opens a 2025-11-25 session on `service` (`initialize`, then `notifications/initialized`)
+/// for a client declaring `capabilities`; its id.
+async fn open_session(
+    service: &McpHttpService,
+    principal: &Arc<McpPrincipal>,
+    capabilities: Value,
+) -> String {
+    let init = json!({
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": capabilities,
+            "clientInfo": {"name": "session-test", "version": "2"},
+        },
+    });
+    let response = service
+        .clone()
+        .call(session_post(principal, None, &init))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let id = response.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let _ = response.into_body().collect().await.unwrap();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let response = service
+        .clone()
+        .call(session_post(principal, Some(&id), &initialized))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 202);
+    id
+}
+
+fn session_call(
+    principal: &Arc<McpPrincipal>,
+    session: &str,
+    id: u64,
+    name: &str,
+    arguments: Value,
+    meta: Value,
+) -> http::Request<Full<Bytes>> {
+    let body = json!({
+        "jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": name, "arguments": arguments, "_meta": meta},
+    });
+    session_post(principal, Some(session), &body)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_session_call_gets_the_answer_rmcp_gives() {
+    let p = pair(Duration::from_millis(200));
+    let on = open_session(&p.direct, &p.principal, json!({})).await;
+    let off = open_session(&p.rmcp, &p.principal, json!({})).await;
+    let cases = [
+        ("openphone_device_status", json!({"reason": "r"}), json!({})),
+        ("openphone_screen_get", json!({"reason": "r"}), json!({})),
+        ("openphone_device_status", json!({}), json!({})),
+        ("openphone_device_status", json!({"reason": 5}), json!({})),
+        (
+            "openphone_clipboard_set",
+            json!({"text": "hello", "reason": "r"}),
+            json!({}),
+        ),
+        (
+            "openphone_device_status",
+            json!({"reason": "r"}),
+            json!({"dev.openphone/idempotencyKey": ""}),
+        ),
+    ];
+    for (n, (name, arguments, meta)) in cases.iter().enumerate() {
+        let before = p.direct.direct_answers();
+        let call = |session: &str| {
+            session_call(
+                &p.principal,
+                session,
+                9,
+                name,
+                arguments.clone(),
+                meta.clone(),
+            )
+        };
+        let direct = send(&p.direct, call(&on)).await;
+        assert_eq!(p.direct.direct_answers(), before + 1, "case {n}: not taken");
+        let rmcp = send(&p.rmcp, call(&off)).await;
+        assert_eq!(p.rmcp.direct_answers(), 0);
+        assert_eq!((direct.0, rmcp.0), (200, 200), "case {n}");
+        // rmcp answers a session's POST as an event stream, the direct path as JSON: both
+        // are the client's to read (it accepts both), and the message is the same.
+        assert_eq!(direct.1, "application/json");
+        assert!(rmcp.1.starts_with("text/event-stream"), "{}", rmcp.1);
+        assert_eq!(masked(&direct.2), masked(&rmcp.2), "case {n}: answer");
+        assert_eq!(direct.2["id"], json!(9));
+    }
+    // The audit names the session's client, as under rmcp.
+    let audit = p.bridge.audit_page(0, 10_000).unwrap();
+    let caller = serde_json::to_string(&audit.last().unwrap().entry.caller).unwrap();
+    assert!(caller.contains("client:session-test"), "{caller}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_call_that_is_not_plain_goes_to_rmcp() {
+    let p = pair(Duration::from_millis(200));
+    // A client that may be asked mid-call: its calls stay rmcp's.
+    let elicits = open_session(&p.direct, &p.principal, json!({"elicitation": {}})).await;
+    let reply = send(
+        &p.direct,
+        session_call(
+            &p.principal,
+            &elicits,
+            3,
+            "openphone_device_status",
+            json!({"reason": "r"}),
+            json!({}),
+        ),
+    )
+    .await;
+    assert_eq!(p.direct.direct_answers(), 0);
+    assert_eq!(reply.2["result"]["isError"], json!(false), "{}", reply.2);
+    // Another runtime's token on a session: rmcp's refusal, untouched.
+    let plain = open_session(&p.direct, &p.principal, json!({})).await;
+    let mut other = Caller::remote("openclaw", Transport::Mcp, "token:openclaw");
+    other.grants = ExposureGrants::ALL;
+    let other = Arc::new(McpPrincipal {
+        caller: other,
+        confirming_host: false,
+    });
+    let reply = send(
+        &p.direct,
+        session_call(
+            &other,
+            &plain,
+            4,
+            "openphone_device_status",
+            json!({"reason": "r"}),
+            json!({}),
+        ),
+    )
+    .await;
+    assert_eq!(p.direct.direct_answers(), 0);
+    assert!(
+        reply.2["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("another runtime")),
+        "{}",
+        reply.2
+    );
+    // A session that is not there: rmcp's 404.
+    let gone = send_status(
+        &p.direct,
+        session_call(
+            &p.principal,
+            "no-such-session",
+            5,
+            "openphone_device_status",
+            json!({"reason": "r"}),
+            json!({}),
+        ),
+    )
+    .await;
+    assert_eq!(gone, 404);
+    // The version the session did not negotiate: rmcp's.
+    let mut stale = session_call(
+        &p.principal,
+        &plain,
+        6,
+        "openphone_device_status",
+        json!({"reason": "r"}),
+        json!({}),
+    );
+    stale.headers_mut().insert(
+        "mcp-protocol-version",
+        http::HeaderValue::from_static("2025-06-18"),
+    );
+    let _ = send_status(&p.direct, stale).await;
+    assert_eq!(p.direct.direct_answers(), 0);
+    // The plain call on the plain session is taken.
+    let reply = send(
+        &p.direct,
+        session_call(
+            &p.principal,
+            &plain,
+            7,
+            "openphone_device_status",
+            json!({"reason": "r"}),
+            json!({}),
+        ),
+    )
+    .await;
+    assert_eq!(p.direct.direct_answers(), 1);
+    assert_eq!(reply.2["result"]["isError"], json!(false), "{}", reply.2);
+}
+
+async fn send_status(service: &McpHttpService, request: http::Request<Full<Bytes>>) -> u16 {
+    let response = service.clone().call(request).await.unwrap();
+    let status = response.status().as_u16();
+    let _ = response.into_body().collect().await;
+    status
+}
+
+/// `notifications/cancelled` reaches a call on the direct path as it reaches one under rmcp:
+/// the request it was waiting on is withdrawn, so it never runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_explicit_cancel_withdraws_a_direct_session_call() {
+    let p = pair(Duration::from_secs(60));
+    let session = open_session(&p.direct, &p.principal, json!({})).await;
+    let call = session_call(
+        &p.principal,
+        &session,
+        21,
+        "openphone_clipboard_set",
+        json!({"text": "never", "reason": "r"}),
+        json!({}),
+    );
+    let service = p.direct.clone();
+    let waiting = tokio::spawn(async move { send(&service, call).await });
+    // The call waits for the user.
+    for _ in 0..100 {
+        if !p.bridge.pending_confirmations(None).unwrap().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(p.bridge.pending_confirmations(None).unwrap().len(), 1);
+    assert_eq!(p.direct.direct_answers(), 1);
+    let cancel = json!({
+        "jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 21, "reason": "changed my mind"},
+    });
+    assert_eq!(
+        send_status(
+            &p.direct,
+            session_post(&p.principal, Some(&session), &cancel)
+        )
+        .await,
+        202
+    );
+    let answer = tokio::time::timeout(Duration::from_secs(10), waiting)
+        .await
+        .expect("the cancel ends the wait")
+        .unwrap();
+    assert!(
+        p.bridge.pending_confirmations(None).unwrap().is_empty(),
+        "withdrawn"
+    );
+    let text = answer.2.to_string();
+    assert!(
+        text.contains("cancel") || text.contains("withdrawn"),
+        "{text}"
+    );
+}
+
+/// rmcp's session worker sees none of the direct calls; the session must not be closed as idle
+/// while they come.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_in_use_on_the_direct_path_is_not_closed_as_idle() {
+    let (_dir, _clock, _bridge, backend) = backend(Duration::from_millis(200));
+    let mut caller = Caller::remote("hermes", Transport::Mcp, "token:hermes");
+    caller.grants = ExposureGrants::ALL;
+    let principal = Arc::new(McpPrincipal {
+        caller,
+        confirming_host: false,
+    });
+    let idle = Duration::from_millis(600);
+    let service = service_idle(&backend, true, idle);
+    let used = open_session(&service, &principal, json!({})).await;
+    let unused = open_session(&service, &principal, json!({})).await;
+    // Direct calls only, for three idle times.
+    for n in 0..18 {
+        let reply = send(
+            &service,
+            session_call(
+                &principal,
+                &used,
+                n,
+                "openphone_device_status",
+                json!({"reason": "r"}),
+                json!({}),
+            ),
+        )
+        .await;
+        assert_eq!(reply.2["result"]["isError"], json!(false), "{}", reply.2);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(service.direct_answers(), 18);
+    let list = |session: &str| {
+        session_post(
+            &principal,
+            Some(session),
+            &json!({"jsonrpc": "2.0", "id": 99, "method": "tools/list"}),
+        )
+    };
+    assert_eq!(send_status(&service, list(&used)).await, 200, "kept open");
+    assert_eq!(
+        send_status(&service, list(&unused)).await,
+        404,
+        "closed as idle"
     );
 }

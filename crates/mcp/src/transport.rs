@@ -7,7 +7,9 @@
 //!
 //! Both transports read each message's raw text before rmcp parses it, to flag a `tools/call`
 //! holding a key twice (`strict.rs`): a stream through a line pump, an HTTP request by
-//! buffering its body (at most [`MAX_HTTP_BODY_BYTES`]) in [`McpHttpService`].
+//! buffering its body (at most [`MAX_HTTP_BODY_BYTES`]) in [`McpHttpService`]. A plain
+//! `tools/call` over HTTP is then answered on the direct path (`direct.rs`); everything else
+//! goes to rmcp.
 //!
 //! A POST answered as SSE (the handshake era) has its opening held back: rmcp starts such a
 //! stream with a priming event before the handler has run, so unheld, the headers and priming

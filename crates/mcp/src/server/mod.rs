@@ -24,8 +24,9 @@
 //!
 //! Modules: this one holds the handler and the shared backend; [`tool_call`] runs one
 //! `tools/call` (resolve → invoke → wait for the confirmation the chosen way), [`strategy`]
-//! chooses that way as a pure function, [`host`] holds the confirming-host paths and [`seal`]
-//! the `requestState` seal.
+//! chooses that way as a pure function, [`host`] holds the confirming-host paths, [`seal`]
+//! the `requestState` seal, and [`site`] what a call reads of its request (rmcp's context, or
+//! the direct path's own: `crate::direct`).
 
 mod host;
 mod seal;

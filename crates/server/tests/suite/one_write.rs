@@ -128,9 +128,18 @@ async fn a_handshake_era_sse_answer_arrives_in_one_read() {
         String::from_utf8_lossy(&bytes)
     );
 
-    for id in 1..=5 {
+    // A call asking for progress is rmcp's (an event stream, held); a plain one is the direct
+    // path's (JSON). Each leaves in one write.
+    for id in 1..=6 {
+        let streams = id % 2 == 1;
+        let meta = if streams {
+            json!({"progressToken": format!("p{id}")})
+        } else {
+            json!({})
+        };
         let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
-            "name": "openphone_device_status", "arguments": {"reason": "one read"}}});
+            "name": "openphone_device_status", "arguments": {"reason": "one read"},
+            "_meta": meta}});
         let bytes = one_read(&mut stream, &request(addr, token, Some(&session), &call)).await;
         let answer = complete(&bytes).unwrap_or_else(|| {
             panic!(
@@ -139,13 +148,18 @@ async fn a_handshake_era_sse_answer_arrives_in_one_read() {
             )
         });
         assert!(answer.head.starts_with("HTTP/1.1 200"), "{}", answer.head);
-        assert_eq!(answer.header("content-type"), Some("text/event-stream"));
         assert!(
             answer.header("transfer-encoding").is_none(),
             "{}",
             answer.head
         );
-        let messages = answer.messages();
+        let messages = if streams {
+            assert_eq!(answer.header("content-type"), Some("text/event-stream"));
+            answer.messages()
+        } else {
+            assert_eq!(answer.header("content-type"), Some("application/json"));
+            vec![serde_json::from_slice(&answer.body).unwrap()]
+        };
         assert_eq!(messages.len(), 1, "{messages:?}");
         assert_eq!(messages[0]["id"], json!(id));
         assert_eq!(

@@ -89,12 +89,20 @@ fn service_idle(backend: &Arc<McpBackend>, direct_calls: bool, idle: Duration) -
     )
 }
 
+/// The principal of runtime `id`'s token, granted every exposure class.
+fn runtime(id: &str) -> Arc<McpPrincipal> {
+    let mut caller = Caller::remote(id, Transport::Mcp, &format!("token:{id}"));
+    caller.grants = ExposureGrants::ALL;
+    Arc::new(McpPrincipal {
+        caller,
+        confirming_host: false,
+    })
+}
+
 /// `wait`: how long a call waits for the user before it answers `pending`.
 fn pair(wait: Duration) -> Pair {
     let (dir_a, clock_a, bridge, a) = backend(wait);
     let (dir_b, clock_b, _, b) = backend(wait);
-    let mut caller = Caller::remote("hermes", Transport::Mcp, "token:hermes");
-    caller.grants = ExposureGrants::ALL;
     Pair {
         _dirs: [dir_a, dir_b],
         _clocks: [clock_a, clock_b],
@@ -102,20 +110,17 @@ fn pair(wait: Duration) -> Pair {
         direct: service(&a, true),
         rmcp: service(&b, false),
         rmcp_same: service(&a, false),
-        principal: Arc::new(McpPrincipal {
-            caller,
-            confirming_host: false,
-        }),
+        principal: runtime("hermes"),
     }
 }
 
-/// A 2026-07-28 `tools/call` as a client sends it; `tweak` changes the request before it goes.
+/// A 2026-07-28 `tools/call` as a client sends it, with `extra` headers besides.
 fn request(
     principal: &Arc<McpPrincipal>,
     name: &str,
     arguments: Value,
     meta: Value,
-    tweak: impl FnOnce(&mut http::request::Builder),
+    extra: &[(&str, &str)],
 ) -> http::Request<Full<Bytes>> {
     let mut full_meta = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -131,16 +136,32 @@ fn request(
         "method": "tools/call",
         "params": {"name": name, "arguments": arguments, "_meta": full_meta},
     });
-    let mut builder = http::Request::builder()
-        .method("POST")
-        .uri("/mcp")
-        .header("host", "127.0.0.1:7777")
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
+    let mut builder = post("127.0.0.1:7777", "2026-07-28")
         .header("mcp-method", "tools/call")
         .header("mcp-name", name);
-    tweak(&mut builder);
+    for (header, value) in extra {
+        builder = builder.header(*header, *value);
+    }
+    with_body(builder, principal, &body)
+}
+
+/// A `POST /mcp` to `host` stating protocol `version`, as a client sends it.
+fn post(host: &str, version: &str) -> http::request::Builder {
+    http::Request::builder()
+        .method("POST")
+        .uri("/mcp")
+        .header("host", host)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", version)
+}
+
+/// The request `builder` makes with `body`, as `principal` (what the guard in front adds).
+fn with_body(
+    builder: http::request::Builder,
+    principal: &Arc<McpPrincipal>,
+    body: &Value,
+) -> http::Request<Full<Bytes>> {
     let mut request = builder
         .body(Full::new(Bytes::from(body.to_string())))
         .unwrap();
@@ -222,10 +243,11 @@ fn is_uuid(b: &[u8]) -> bool {
     })
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_plain_modern_call_gets_the_answer_rmcp_gives() {
-    let p = pair(Duration::from_millis(200));
-    let cases = [
+/// The calls both paths answer in the comparisons: reads, a refused shape, a mutation that
+/// waits for the user, and the caller's own `_meta` keys (a bad one, a phone that is not
+/// there). Tool, arguments, `_meta` (besides the era's own).
+fn cases() -> Vec<(&'static str, Value, Value)> {
+    vec![
         // Reads.
         ("openphone_device_status", json!({"reason": "r"}), json!({})),
         ("openphone_screen_get", json!({"reason": "r"}), json!({})),
@@ -249,20 +271,26 @@ async fn a_plain_modern_call_gets_the_answer_rmcp_gives() {
             json!({"reason": "r"}),
             json!({"openphone/device_id": "no-such-phone"}),
         ),
-    ];
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_modern_call_gets_the_answer_rmcp_gives() {
+    let p = pair(Duration::from_millis(200));
+    let cases = cases();
     let mut outcomes = Vec::new();
     let mut errors = Vec::new();
     for (n, (name, arguments, meta)) in cases.iter().enumerate() {
         let before = p.direct.direct_answers();
         let direct = send(
             &p.direct,
-            request(&p.principal, name, arguments.clone(), meta.clone(), |_| {}),
+            request(&p.principal, name, arguments.clone(), meta.clone(), &[]),
         )
         .await;
         assert_eq!(p.direct.direct_answers(), before + 1, "case {n}: not taken");
         let rmcp = send(
             &p.rmcp,
-            request(&p.principal, name, arguments.clone(), meta.clone(), |_| {}),
+            request(&p.principal, name, arguments.clone(), meta.clone(), &[]),
         )
         .await;
         assert_eq!(p.rmcp.direct_answers(), 0);
@@ -285,7 +313,7 @@ async fn a_plain_modern_call_gets_the_answer_rmcp_gives() {
             "openphone_device_status",
             json!({"reason": "r"}),
             keyed.clone(),
-            |_| {},
+            &[],
         ),
     )
     .await;
@@ -296,7 +324,7 @@ async fn a_plain_modern_call_gets_the_answer_rmcp_gives() {
             "openphone_device_status",
             json!({"reason": "r"}),
             keyed,
-            |_| {},
+            &[],
         ),
     )
     .await;
@@ -310,8 +338,8 @@ async fn a_plain_modern_call_gets_the_answer_rmcp_gives() {
 async fn everything_but_the_plain_case_still_goes_to_rmcp() {
     let p = pair(Duration::from_millis(200));
     let status = "openphone_device_status";
-    let taken = |tweak: fn(&mut http::request::Builder), meta: Value| {
-        let request = request(&p.principal, status, json!({"reason": "r"}), meta, tweak);
+    let taken = |extra: &'static [(&'static str, &'static str)], meta: Value| {
+        let request = request(&p.principal, status, json!({"reason": "r"}), meta, extra);
         let service = p.direct.clone();
         async move {
             let before = service.direct_answers();
@@ -320,34 +348,20 @@ async fn everything_but_the_plain_case_still_goes_to_rmcp() {
         }
     };
     // A progress token: the call may stream, rmcp serves it.
-    let (direct, answer) = taken(|_| {}, json!({"progressToken": "p1"})).await;
+    let (direct, answer) = taken(&[], json!({"progressToken": "p1"})).await;
     assert!(!direct);
     assert_eq!(answer.0, 200);
     assert_eq!(answer.2["result"]["isError"], json!(false), "{}", answer.2);
     // A browser's request: rmcp checks its Origin again.
-    let (direct, answer) = taken(
-        |b| {
-            let taken = std::mem::take(b);
-            *b = taken.header("origin", "http://127.0.0.1:7777");
-        },
-        json!({}),
-    )
-    .await;
+    let (direct, answer) = taken(&[("origin", "http://127.0.0.1:7777")], json!({})).await;
     assert!(!direct);
     assert_eq!(answer.0, 200, "{}", answer.2);
-    // Headers that contradict the body: rmcp's refusal, untouched.
-    let (direct, answer) = taken(
-        |b| {
-            let taken = std::mem::take(b);
-            *b = taken.header("mcp-name", "openphone_screen_get");
-        },
-        json!({}),
-    )
-    .await;
+    // A second Mcp-Name, contradicting the body: rmcp's refusal, untouched.
+    let (direct, answer) = taken(&[("mcp-name", "openphone_screen_get")], json!({})).await;
     assert!(!direct);
     assert_eq!(answer.0, 400, "{}", answer.2);
     // A request without a principal (no guard in front): rmcp's answer too.
-    let mut bare = request(&p.principal, status, json!({}), json!({}), |_| {});
+    let mut bare = request(&p.principal, status, json!({}), json!({}), &[]);
     bare.extensions_mut().clear();
     let before = p.direct.direct_answers();
     let _ = send(&p.direct, bare).await;
@@ -369,7 +383,7 @@ async fn a_dropped_direct_call_ends_its_wait_and_leaves_its_confirmation_pending
             "openphone_clipboard_set",
             json!({"text": format!("text {n}"), "reason": "r"}),
             json!({"dev.openphone/idempotencyKey": format!("drop-{n}")}),
-            |_| {},
+            &[],
         );
         let mut service = p.direct.clone();
         waiting.push(tokio::spawn(async move {
@@ -391,7 +405,7 @@ async fn a_dropped_direct_call_ends_its_wait_and_leaves_its_confirmation_pending
             "openphone_device_status",
             json!({"reason": "r"}),
             json!({}),
-            |_| {},
+            &[],
         ),
     )
     .await;
@@ -415,21 +429,11 @@ fn session_post(
     session: Option<&str>,
     body: &Value,
 ) -> http::Request<Full<Bytes>> {
-    let mut builder = http::Request::builder()
-        .method("POST")
-        .uri("/mcp")
-        .header("host", "localhost:7777")
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2025-11-25");
+    let mut builder = post("localhost:7777", "2025-11-25");
     if let Some(id) = session {
         builder = builder.header("mcp-session-id", id);
     }
-    let mut request = builder
-        .body(Full::new(Bytes::from(body.to_string())))
-        .unwrap();
-    request.extensions_mut().insert(Arc::clone(principal));
-    request
+    with_body(builder, principal, body)
 }
 
 /// Opens a 2025-11-25 session on `service` (`initialize`, then `notifications/initialized`)
@@ -468,6 +472,22 @@ async fn open_session(
     id
 }
 
+/// A plain `openphone_device_status` call on `session`.
+fn status_call(
+    principal: &Arc<McpPrincipal>,
+    session: &str,
+    id: u64,
+) -> http::Request<Full<Bytes>> {
+    session_call(
+        principal,
+        session,
+        id,
+        "openphone_device_status",
+        json!({"reason": "r"}),
+        json!({}),
+    )
+}
+
 fn session_call(
     principal: &Arc<McpPrincipal>,
     session: &str,
@@ -488,22 +508,7 @@ async fn a_plain_session_call_gets_the_answer_rmcp_gives() {
     let p = pair(Duration::from_millis(200));
     let on = open_session(&p.direct, &p.principal, json!({})).await;
     let off = open_session(&p.rmcp, &p.principal, json!({})).await;
-    let cases = [
-        ("openphone_device_status", json!({"reason": "r"}), json!({})),
-        ("openphone_screen_get", json!({"reason": "r"}), json!({})),
-        ("openphone_device_status", json!({}), json!({})),
-        ("openphone_device_status", json!({"reason": 5}), json!({})),
-        (
-            "openphone_clipboard_set",
-            json!({"text": "hello", "reason": "r"}),
-            json!({}),
-        ),
-        (
-            "openphone_device_status",
-            json!({"reason": "r"}),
-            json!({"dev.openphone/idempotencyKey": ""}),
-        ),
-    ];
+    let cases = cases();
     for (n, (name, arguments, meta)) in cases.iter().enumerate() {
         let before = p.direct.direct_answers();
         let call = |session: &str| {
@@ -539,40 +544,13 @@ async fn a_session_call_that_is_not_plain_goes_to_rmcp() {
     let p = pair(Duration::from_millis(200));
     // A client that may be asked mid-call: its calls stay rmcp's.
     let elicits = open_session(&p.direct, &p.principal, json!({"elicitation": {}})).await;
-    let reply = send(
-        &p.direct,
-        session_call(
-            &p.principal,
-            &elicits,
-            3,
-            "openphone_device_status",
-            json!({"reason": "r"}),
-            json!({}),
-        ),
-    )
-    .await;
+    let reply = send(&p.direct, status_call(&p.principal, &elicits, 3)).await;
     assert_eq!(p.direct.direct_answers(), 0);
     assert_eq!(reply.2["result"]["isError"], json!(false), "{}", reply.2);
     // Another runtime's token on a session: rmcp's refusal, untouched.
     let plain = open_session(&p.direct, &p.principal, json!({})).await;
-    let mut other = Caller::remote("openclaw", Transport::Mcp, "token:openclaw");
-    other.grants = ExposureGrants::ALL;
-    let other = Arc::new(McpPrincipal {
-        caller: other,
-        confirming_host: false,
-    });
-    let reply = send(
-        &p.direct,
-        session_call(
-            &other,
-            &plain,
-            4,
-            "openphone_device_status",
-            json!({"reason": "r"}),
-            json!({}),
-        ),
-    )
-    .await;
+    let other = runtime("openclaw");
+    let reply = send(&p.direct, status_call(&other, &plain, 4)).await;
     assert_eq!(p.direct.direct_answers(), 0);
     assert!(
         reply.2["error"]["message"]
@@ -582,28 +560,10 @@ async fn a_session_call_that_is_not_plain_goes_to_rmcp() {
         reply.2
     );
     // A session that is not there: rmcp's 404.
-    let gone = send_status(
-        &p.direct,
-        session_call(
-            &p.principal,
-            "no-such-session",
-            5,
-            "openphone_device_status",
-            json!({"reason": "r"}),
-            json!({}),
-        ),
-    )
-    .await;
+    let gone = send_status(&p.direct, status_call(&p.principal, "no-such-session", 5)).await;
     assert_eq!(gone, 404);
     // The version the session did not negotiate: rmcp's.
-    let mut stale = session_call(
-        &p.principal,
-        &plain,
-        6,
-        "openphone_device_status",
-        json!({"reason": "r"}),
-        json!({}),
-    );
+    let mut stale = status_call(&p.principal, &plain, 6);
     stale.headers_mut().insert(
         "mcp-protocol-version",
         http::HeaderValue::from_static("2025-06-18"),
@@ -611,18 +571,7 @@ async fn a_session_call_that_is_not_plain_goes_to_rmcp() {
     let _ = send_status(&p.direct, stale).await;
     assert_eq!(p.direct.direct_answers(), 0);
     // The plain call on the plain session is taken.
-    let reply = send(
-        &p.direct,
-        session_call(
-            &p.principal,
-            &plain,
-            7,
-            "openphone_device_status",
-            json!({"reason": "r"}),
-            json!({}),
-        ),
-    )
-    .await;
+    let reply = send(&p.direct, status_call(&p.principal, &plain, 7)).await;
     assert_eq!(p.direct.direct_answers(), 1);
     assert_eq!(reply.2["result"]["isError"], json!(false), "{}", reply.2);
 }
@@ -691,30 +640,14 @@ async fn an_explicit_cancel_withdraws_a_direct_session_call() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_in_use_on_the_direct_path_is_not_closed_as_idle() {
     let (_dir, _clock, _bridge, backend) = backend(Duration::from_millis(200));
-    let mut caller = Caller::remote("hermes", Transport::Mcp, "token:hermes");
-    caller.grants = ExposureGrants::ALL;
-    let principal = Arc::new(McpPrincipal {
-        caller,
-        confirming_host: false,
-    });
+    let principal = runtime("hermes");
     let idle = Duration::from_millis(600);
     let service = service_idle(&backend, true, idle);
     let used = open_session(&service, &principal, json!({})).await;
     let unused = open_session(&service, &principal, json!({})).await;
     // Direct calls only, for three idle times.
     for n in 0..18 {
-        let reply = send(
-            &service,
-            session_call(
-                &principal,
-                &used,
-                n,
-                "openphone_device_status",
-                json!({"reason": "r"}),
-                json!({}),
-            ),
-        )
-        .await;
+        let reply = send(&service, status_call(&principal, &used, n)).await;
         assert_eq!(reply.2["result"]["isError"], json!(false), "{}", reply.2);
         tokio::time::sleep(Duration::from_millis(100)).await;
     }

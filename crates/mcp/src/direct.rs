@@ -34,6 +34,12 @@
 //! cancelled instead). The answer is rmcp's own message type serialised, as
 //! `application/json` (a session's POST may be answered either way; rmcp answers it as a
 //! one-message event stream): rmcp's status for the 2026-07-28 era, 200 on a session.
+//!
+//! Where a session's direct call differs from rmcp's, knowingly: a JSON answer cannot be
+//! resumed (`Last-Event-ID`), so when its request is dropped the call stops waiting for the
+//! user at once instead of waiting on for a reader that cannot come (the confirmation stays
+//! pending either way, for the user and the keyed retry); and it stops waiting when its session
+//! closes (deleted, idle, evicted) or the daemon stops, as rmcp's calls do.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -107,7 +113,7 @@ impl Direct {
         let principal = Arc::clone(principal?);
         let plain = recognize(headers, body, |name| self.tools.contains(name))?;
         let id = plain.id.clone();
-        let ct = self.shutdown.child_token();
+        let mut ct = self.shutdown.child_token();
         let backend = Arc::clone(&self.backend);
         let (task, capabilities, session) = match plain.session {
             None => {
@@ -124,11 +130,15 @@ impl Direct {
             }
             Some(asked) => {
                 let session = self.sessions.plain_session(&asked.id).await?;
+                // A call whose id is already in flight on the session is rmcp's to sort out.
                 if session.version.as_str() != asked.version
                     || !session.handler.serves(&principal.caller.runtime)
+                    || session.handler.in_flight(&plain.id)
                 {
                     return None;
                 }
+                // Its wait also ends when the session closes, as rmcp's calls' do.
+                ct = session.closed.child_token();
                 let site = Site {
                     id: plain.id,
                     client: Some(session.client),
@@ -380,16 +390,27 @@ fn sole<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     value.to_str().ok()
 }
 
-/// `Host` names a loopback address (any port), as the guard requires.
+/// `Host` is one well-formed authority naming a loopback address (`name` or `name:port`, the
+/// port digits only), as the guard requires.
 fn loopback_host(headers: &HeaderMap) -> bool {
     let Some(host) = sole(headers, HOST.as_str()) else {
         return false;
     };
-    let name = match host.strip_prefix('[') {
-        Some(rest) => rest.split(']').next().unwrap_or_default(),
-        None => host.rsplit_once(':').map_or(host, |(name, _)| name),
+    let (name, rest) = match host.strip_prefix('[') {
+        Some(bracketed) => match bracketed.split_once(']') {
+            Some((name, rest)) => (name, rest),
+            None => return false,
+        },
+        None => match host.find(':') {
+            Some(colon) => (&host[..colon], &host[colon..]),
+            None => (host, ""),
+        },
     };
-    matches!(name, "localhost" | "127.0.0.1" | "::1")
+    let port_ok = rest.is_empty()
+        || rest.strip_prefix(':').is_some_and(|port| {
+            !port.is_empty() && port.len() <= 5 && port.bytes().all(|b| b.is_ascii_digit())
+        });
+    port_ok && matches!(name, "localhost" | "127.0.0.1" | "::1")
 }
 
 /// `Content-Type` is `application/json` (parameters allowed, as rmcp allows them).
@@ -525,6 +546,9 @@ mod tests {
         assert!(with("host", "[::1]:80"));
         assert!(!with("host", "example.com"));
         assert!(!with("host", "127.0.0.2:7777"));
+        assert!(!with("host", "[::1]x"));
+        assert!(!with("host", "127.0.0.1:abc"));
+        assert!(!with("host", "user@127.0.0.1"));
         assert!(with("content-type", "application/json; charset=utf-8"));
         assert!(!with("content-type", "text/plain"));
         assert!(with("accept", "text/event-stream,application/json"));

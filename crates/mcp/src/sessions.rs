@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use openphone_clock::Stopwatch;
+use tokio_util::sync::CancellationToken;
 
 use futures_util::Stream;
 use rmcp::model::{
@@ -83,6 +84,9 @@ struct Link {
     initialized: AtomicBool,
     /// When rmcp's session worker last saw a message of this session.
     seen: Mutex<Stopwatch>,
+    /// Cancelled when the session closes (or the daemon stops): its direct calls stop waiting,
+    /// as rmcp's service stops its own.
+    closed: CancellationToken,
 }
 
 /// What a session's `initialize` said.
@@ -102,6 +106,8 @@ pub(crate) struct PlainSession {
     pub(crate) version: ProtocolVersion,
     /// The client's `clientInfo`.
     pub(crate) client: Implementation,
+    /// Cancelled when the session closes or the daemon stops.
+    pub(crate) closed: CancellationToken,
 }
 
 /// Why a session could not be opened or used.
@@ -132,6 +138,8 @@ pub struct McpSessions {
     idle: Duration,
     /// The sessions the direct path may serve, by id (`direct.rs`).
     links: Mutex<HashMap<SessionId, Arc<Link>>>,
+    /// Cancelled when the daemon stops.
+    shutdown: CancellationToken,
 }
 
 /// The open sessions, their owners and the order in which they were last used.
@@ -229,6 +237,20 @@ impl McpSessions {
             recency: Mutex::default(),
             idle,
             links: Mutex::default(),
+            shutdown: CancellationToken::new(),
+        }
+    }
+
+    /// The same sessions, their direct calls stopped when `shutdown` is cancelled too.
+    pub fn with_shutdown(mut self, shutdown: CancellationToken) -> McpSessions {
+        self.shutdown = shutdown;
+        self
+    }
+
+    /// Forgets session `id`'s link, stopping its direct calls' waits.
+    fn unlink(&self, id: &SessionId) {
+        if let Some(link) = lock(&self.links).remove(id) {
+            link.closed.cancel();
         }
     }
 
@@ -244,6 +266,9 @@ impl McpSessions {
         if declared.elicits || !link.initialized.load(Ordering::Acquire) {
             return None;
         }
+        if !self.inner.has_session(&id).await.ok()? {
+            return None;
+        }
         let due = {
             let mut seen = lock(&link.seen);
             let due = seen.elapsed() >= self.idle / 10;
@@ -254,18 +279,21 @@ impl McpSessions {
         };
         if due {
             // An event for a stream that does not exist: the worker drops nothing and starts
-            // its idle time again (rmcp's worker restarts it on every event).
-            let sessions = self.inner.sessions.read().await;
-            let handle = sessions.get(&id)?;
-            handle.close_request_wise_channel(u64::MAX).await.ok()?;
-        } else if !self.inner.has_session(&id).await.ok()? {
-            return None;
+            // its idle time again (rmcp's worker restarts it on every event). Sent from a task
+            // of its own, so no call waits on a worker that is busy, and no lock is held.
+            let handle = self.inner.sessions.read().await.get(&id).cloned();
+            if let Some(handle) = handle {
+                tokio::spawn(async move {
+                    let _ = handle.close_request_wise_channel(u64::MAX).await;
+                });
+            }
         }
         self.touch(&id);
         Some(PlainSession {
             handler: link.handler.clone(),
             version: declared.version.clone(),
             client: declared.client.clone(),
+            closed: link.closed.clone(),
         })
     }
 
@@ -279,7 +307,13 @@ impl McpSessions {
     /// Forgets the links of sessions rmcp no longer holds (closed, or idle past their time).
     async fn prune_links(&self) {
         let open = self.inner.sessions.read().await;
-        lock(&self.links).retain(|id, _| open.contains_key(id));
+        lock(&self.links).retain(|id, link| {
+            let keep = open.contains_key(id);
+            if !keep {
+                link.closed.cancel();
+            }
+            keep
+        });
     }
 
     /// How many sessions are open (never more than the capacity once a creation returns).
@@ -314,7 +348,7 @@ impl McpSessions {
             victims
         };
         for id in victims {
-            lock(&self.links).remove(&id);
+            self.unlink(&id);
             tracing::info!(
                 per_principal = self.per_principal,
                 "closing a principal's own least recently used MCP session to make room"
@@ -349,6 +383,7 @@ impl SessionManager for McpSessions {
                 declared: OnceLock::new(),
                 initialized: AtomicBool::new(false),
                 seen: Mutex::new(Stopwatch::start()),
+                closed: self.shutdown.child_token(),
             };
             lock(&self.links).insert(id.clone(), Arc::new(link));
         }
@@ -392,7 +427,7 @@ impl SessionManager for McpSessions {
 
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
         lock(&self.recency).forget(id);
-        lock(&self.links).remove(id);
+        self.unlink(id);
         Ok(self.inner.close_session(id).await?)
     }
 

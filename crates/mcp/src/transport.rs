@@ -139,11 +139,14 @@ pub fn http_service(backend: Arc<McpBackend>, options: HttpOptions) -> McpHttpSe
         .with_sse_keep_alive(Some(Duration::from_secs(15)))
         .with_max_request_body_bytes(MAX_HTTP_BODY_BYTES)
         .with_cancellation_token(options.shutdown.clone());
-    let sessions = Arc::new(McpSessions::new(
-        MAX_HTTP_SESSIONS,
-        MAX_HTTP_SESSIONS_PER_PRINCIPAL,
-        options.session_idle,
-    ));
+    let sessions = Arc::new(
+        McpSessions::new(
+            MAX_HTTP_SESSIONS,
+            MAX_HTTP_SESSIONS_PER_PRINCIPAL,
+            options.session_idle,
+        )
+        .with_shutdown(options.shutdown.clone()),
+    );
     let direct = options.direct_calls.then(|| {
         Arc::new(Direct::new(
             Arc::clone(&backend),

@@ -396,6 +396,11 @@ impl PhoneMcp {
         Box::pin(call.run(request)).await
     }
 
+    /// Whether a call with JSON-RPC id `id` is in flight on this connection or session.
+    pub(crate) fn in_flight(&self, id: &RequestId) -> bool {
+        self.lock_calls().inflight.contains(id)
+    }
+
     /// Whether this HTTP session's handler serves `runtime` (the runtime whose token opened
     /// it; `false` before its `initialize`).
     pub(crate) fn serves(&self, runtime: &str) -> bool {

@@ -30,9 +30,15 @@ pub(crate) struct Site {
 impl Site {
     /// The site of a request rmcp hands the handler.
     pub(crate) fn of_context(context: RequestContext<RoleServer>) -> Site {
-        // Read before the context is taken apart: in the 2026-07-28 era it is parsed from the
-        // request's `_meta`, in the handshake era it is the session's `initialize`.
-        let client = context.client_info();
+        // Read before the context is taken apart: in the handshake era it is the session's
+        // `initialize`; in the 2026-07-28 era only the request's `_meta` speaks for the client
+        // (rmcp would fall back to a stand-in of its own, `rmcp`, for a request without
+        // `clientInfo`; the direct path reads `_meta` alone, and the two must count a client's
+        // calls under one key: `slots.rs`).
+        let client = match era_of(&context.meta) {
+            Era::Stateless => context.meta.client_info(),
+            Era::Handshake => context.client_info(),
+        };
         Site {
             id: context.id,
             meta: context.meta,

@@ -13,7 +13,7 @@ use openphone_core::{BridgeConfig, EventBus, ToolBridge};
 use openphone_device::SimPhone;
 use openphone_mcp::{
     CancellationToken, HTTP_SESSION_IDLE, HttpOptions, MAX_IN_FLIGHT_PER_CLIENT, McpBackend,
-    McpHttpService, McpPrincipal, McpSettings, ToolTable, http_service,
+    McpHttpService, McpPrincipal, McpSettings, StateSeal, ToolTable, http_service,
 };
 use openphone_policy::{Caller, ExposureGrants, ToolPolicy, Transport};
 use openphone_store::Store;
@@ -68,7 +68,8 @@ fn backend(
         ToolTable::new(registry()).unwrap(),
         ToolPolicy::default(),
         settings,
-        None,
+        // A `requestState` key: a confirming host is asked through `input_required`.
+        Some(StateSeal::new(&[7u8; 32]).unwrap()),
     ));
     (dir, clock, bridge, backend)
 }
@@ -216,9 +217,19 @@ fn masked(value: &Value) -> Value {
             Value::String(mask_ids(s))
         }
         Value::Array(items) => Value::Array(items.iter().map(masked).collect()),
-        Value::Object(map) => {
-            Value::Object(map.iter().map(|(k, v)| (k.clone(), masked(v))).collect())
-        }
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| {
+                    // A sealed state differs by its nonce each time.
+                    let v = if k == "requestState" {
+                        json!("<sealed>")
+                    } else {
+                        masked(v)
+                    };
+                    (k.clone(), v)
+                })
+                .collect(),
+        ),
         other => other.clone(),
     }
 }
@@ -814,4 +825,40 @@ async fn closing_a_session_ends_its_direct_calls_wait() {
         answer.2
     );
     assert_eq!(p.bridge.pending_confirmations(None).unwrap().len(), 1);
+}
+
+/// A confirming host (the user trusts its prompt) is asked through `input_required` on both
+/// paths alike: the direct path chooses the confirmation strategy from the same inputs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_confirming_host_is_asked_the_same_on_both_paths() {
+    let p = pair(Duration::from_millis(200));
+    let mut host = (*runtime("hermes")).clone();
+    host.confirming_host = true;
+    let host = Arc::new(host);
+    let form = json!({"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}});
+    let call = || {
+        request(
+            &host,
+            "openphone_clipboard_set",
+            json!({"text": "asked", "reason": "r"}),
+            form.clone(),
+            &[],
+        )
+    };
+    let direct = send(&p.direct, call()).await;
+    assert_eq!(p.direct.direct_answers(), 1);
+    let rmcp = send(&p.rmcp, call()).await;
+    assert_eq!((direct.0, direct.1.as_str()), (rmcp.0, rmcp.1.as_str()));
+    assert_eq!(masked(&direct.2), masked(&rmcp.2));
+    assert_eq!(
+        direct.2["result"]["resultType"],
+        json!("input_required"),
+        "{}",
+        direct.2
+    );
+    assert!(
+        direct.2["result"]["requestState"].is_string(),
+        "{}",
+        direct.2
+    );
 }

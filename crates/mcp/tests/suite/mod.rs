@@ -1,6 +1,8 @@
 mod calls;
 mod catalogue;
 mod direct;
+mod direct_sessions;
+mod direct_support;
 mod identity;
 mod names;
 mod results;

@@ -245,23 +245,36 @@ where
                 }
                 None => body,
             };
-            // A session this request opens belongs to its principal (`sessions.rs`).
-            let owner = parts
-                .extensions
-                .get::<Arc<McpPrincipal>>()
-                .map(|p| p.caller.principal.clone())
-                .unwrap_or_default();
-            let response = crate::sessions::creating_as(
-                owner,
-                inner.handle(http::Request::from_parts(parts, Full::new(body))),
-            )
-            .await;
-            Ok(if post && is_event_stream(&response) {
-                hold(response, SSE_HOLD).await
-            } else {
-                response
-            })
+            // Boxed apart: rmcp's future is large, and the plain calls' future need not carry
+            // (and move) it.
+            Ok(Box::pin(through_rmcp(inner, parts, body, post)).await)
         })
+    }
+}
+
+/// The answer rmcp's service gives the request `parts` with `body` (an SSE answer to a POST
+/// held back as [`hold`] says).
+async fn through_rmcp(
+    inner: Arc<StreamableHttpService<PhoneMcp, McpSessions>>,
+    parts: http::request::Parts,
+    body: Bytes,
+    post: bool,
+) -> HttpResponse {
+    // A session this request opens belongs to its principal (`sessions.rs`).
+    let owner = parts
+        .extensions
+        .get::<Arc<McpPrincipal>>()
+        .map(|p| p.caller.principal.clone())
+        .unwrap_or_default();
+    let response = crate::sessions::creating_as(
+        owner,
+        inner.handle(http::Request::from_parts(parts, Full::new(body))),
+    )
+    .await;
+    if post && is_event_stream(&response) {
+        hold(response, SSE_HOLD).await
+    } else {
+        response
     }
 }
 

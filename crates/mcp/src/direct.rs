@@ -113,10 +113,10 @@ impl Direct {
         let principal = Arc::clone(principal?);
         let plain = recognize(headers, body, |name| self.tools.contains(name))?;
         let id = plain.id.clone();
-        let mut ct = self.shutdown.child_token();
         let backend = Arc::clone(&self.backend);
-        let (task, capabilities, session) = match plain.session {
+        let (task, ct, capabilities, session) = match plain.session {
             None => {
+                let ct = self.shutdown.child_token();
                 let site = Site {
                     id: plain.id,
                     client: plain.meta.client_info(),
@@ -126,7 +126,7 @@ impl Direct {
                 };
                 let capabilities = site.meta.client_capabilities();
                 let task = tokio::spawn(answer_direct(backend, principal, site, plain.params));
-                (task, capabilities, false)
+                (task, ct, capabilities, false)
             }
             Some(asked) => {
                 let session = self.sessions.plain_session(&asked.id).await?;
@@ -137,8 +137,9 @@ impl Direct {
                 {
                     return None;
                 }
-                // Its wait also ends when the session closes, as rmcp's calls' do.
-                ct = session.closed.child_token();
+                // Its wait also ends when the session closes, as rmcp's calls' do (and when the
+                // daemon stops: the session's token is the shutdown's child).
+                let ct = session.closed.child_token();
                 let site = Site {
                     id: plain.id,
                     client: Some(session.client),
@@ -153,7 +154,7 @@ impl Direct {
                     site,
                     plain.params,
                 ));
-                (task, None, true)
+                (task, ct, None, true)
             }
         };
         self.answered.fetch_add(1, Ordering::Relaxed);

@@ -266,9 +266,8 @@ impl McpSessions {
         if declared.elicits || !link.initialized.load(Ordering::Acquire) {
             return None;
         }
-        if !self.inner.has_session(&id).await.ok()? {
-            return None;
-        }
+        // Open, and how to reach its worker (the read lock released at once).
+        let handle = self.inner.sessions.read().await.get(&id).cloned()?;
         let due = {
             let mut seen = lock(&link.seen);
             let due = seen.elapsed() >= self.idle / 10;
@@ -281,12 +280,9 @@ impl McpSessions {
             // An event for a stream that does not exist: the worker drops nothing and starts
             // its idle time again (rmcp's worker restarts it on every event). Sent from a task
             // of its own, so no call waits on a worker that is busy, and no lock is held.
-            let handle = self.inner.sessions.read().await.get(&id).cloned();
-            if let Some(handle) = handle {
-                tokio::spawn(async move {
-                    let _ = handle.close_request_wise_channel(u64::MAX).await;
-                });
-            }
+            tokio::spawn(async move {
+                let _ = handle.close_request_wise_channel(u64::MAX).await;
+            });
         }
         self.touch(&id);
         Some(PlainSession {

@@ -14,6 +14,11 @@
 //! without a message. A client whose session was closed gets 404 and, as MCP requires,
 //! initializes a new one; a call it had in flight loses its answer, not its request (a pending
 //! confirmation stays for the user and the keyed retry).
+//!
+//! For the direct path (`direct.rs`) each session is also linked to its handler (offered by the
+//! service's factory within the same request, [`offer_handler`]) with what its `initialize`
+//! declared; a session in use only by direct calls is kept from idling out, and its direct
+//! calls stop waiting when it closes.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -48,8 +48,9 @@ impl Call<'_> {
         };
         let timeout = self.backend.settings.elicitation_timeout;
         let Some(peer) = &self.site.peer else {
-            // No peer to ask (the direct path, whose era never elicits mid-call): the
-            // operator surfaces decide, as when a host gives no answer.
+            // No peer to ask (the direct path, which takes no call that could be asked
+            // mid-call; kept for safety): the operator surfaces decide, as when a host gives
+            // no answer.
             let ended = self.wait(first, progress, local_deadline).await;
             return self.after_wait(first, confirmation_id, ended).await;
         };

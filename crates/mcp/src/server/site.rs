@@ -3,9 +3,11 @@
 //! progress notifications and elicitations go to.
 //!
 //! Two paths build a [`Site`]: rmcp's handler, from its request context, and the direct path
-//! (`crate::direct`), which answers a plain 2026-07-28 `tools/call` without rmcp's service
-//! machinery. A direct call has no peer: it carries no progress token (such a call goes to
-//! rmcp), and its era asks a confirming host through `input_required`, never mid-call.
+//! (`crate::direct`), which answers a plain `tools/call` without rmcp's service machinery. A
+//! direct call has no peer, and needs none: it carries no progress token (such a call goes to
+//! rmcp), and nobody can be asked mid-call — a 2026-07-28 confirming host is asked through
+//! `input_required`, and a handshake-era session is taken only if its client declared no
+//! elicitation.
 
 use rmcp::model::{Implementation, ProtocolVersion, RequestId, RequestMetaObject};
 use rmcp::service::{ElicitationMode, Peer, RequestContext, RoleServer};

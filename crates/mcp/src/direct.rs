@@ -59,7 +59,9 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::server::{McpBackend, McpPrincipal, Site, answer_direct, answer_in_session};
+use crate::server::{
+    McpBackend, McpPrincipal, Site, StructuredText, answer_direct, answer_in_session,
+};
 use crate::sessions::McpSessions;
 use crate::transport::HttpResponse;
 
@@ -79,6 +81,9 @@ pub(crate) struct Direct {
     tools: HashSet<String>,
     /// Calls answered here (`McpHttpService::direct_answers`).
     answered: AtomicU64,
+    /// Of them, those whose result went into the answer as the phone's text
+    /// (`McpHttpService::direct_text_answers`).
+    as_text: AtomicU64,
 }
 
 impl Direct {
@@ -94,12 +99,18 @@ impl Direct {
             shutdown,
             tools,
             answered: AtomicU64::new(0),
+            as_text: AtomicU64::new(0),
         }
     }
 
     /// How many calls the direct path has answered.
     pub(crate) fn answered(&self) -> u64 {
         self.answered.load(Ordering::Relaxed)
+    }
+
+    /// How many of them carried their result as the phone's text.
+    pub(crate) fn answered_as_text(&self) -> u64 {
+        self.as_text.load(Ordering::Relaxed)
     }
 
     /// The answer to `body` sent with `headers`, when it is a plain `tools/call`
@@ -114,6 +125,7 @@ impl Direct {
         let plain = recognize(headers, body, |name| self.tools.contains(name))?;
         let id = plain.id.clone();
         let backend = Arc::clone(&self.backend);
+        let structured = StructuredText::default();
         let (task, ct, capabilities, session) = match plain.session {
             None => {
                 let ct = self.shutdown.child_token();
@@ -123,6 +135,7 @@ impl Direct {
                     meta: plain.meta,
                     ct: ct.clone(),
                     peer: None,
+                    structured_text: Some(structured.clone()),
                 };
                 let capabilities = site.meta.client_capabilities();
                 let task = tokio::spawn(answer_direct(backend, principal, site, plain.params));
@@ -146,6 +159,7 @@ impl Direct {
                     meta: plain.meta,
                     ct: ct.clone(),
                     peer: None,
+                    structured_text: Some(structured.clone()),
                 };
                 let task = tokio::spawn(answer_in_session(
                     session.handler,
@@ -179,7 +193,16 @@ impl Direct {
         } else {
             status_of(&message)
         };
-        Some(respond(&message, status))
+        // The text belongs to a success; an error made instead (the call's task failed) has
+        // no place for it.
+        let text = match &message {
+            ServerJsonRpcMessage::Response(_) => structured.get().map(|text| &**text),
+            _ => None,
+        };
+        if text.is_some() {
+            self.as_text.fetch_add(1, Ordering::Relaxed);
+        }
+        Some(respond(&message, status, text))
     }
 }
 
@@ -227,9 +250,19 @@ fn message_of(
     }
 }
 
-/// The HTTP answer for `message` with `status`.
-fn respond(message: &ServerJsonRpcMessage, status: StatusCode) -> HttpResponse {
-    let (status, body) = match serde_json::to_vec(message) {
+/// The HTTP answer for `message` with `status`; `structured`, the text of a read's result that
+/// `message` holds as `structuredContent: null` ([`StructuredText`]), goes in that place.
+fn respond(
+    message: &ServerJsonRpcMessage,
+    status: StatusCode,
+    structured: Option<&str>,
+) -> HttpResponse {
+    let written = serde_json::to_vec(message).map_err(|e| e.to_string());
+    let written = match structured {
+        Some(text) => written.and_then(|body| StructuredText::fill(body, text)),
+        None => written,
+    };
+    let (status, body) = match written {
         Ok(body) => (status, body),
         Err(e) => {
             tracing::error!(error = %e, "direct mcp answer could not be serialised");

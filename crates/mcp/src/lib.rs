@@ -83,6 +83,7 @@ mod status_tool;
 mod strict;
 mod sync;
 mod table_problem;
+mod text_summary;
 mod transport;
 
 pub use call::CallError;

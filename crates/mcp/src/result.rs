@@ -33,12 +33,30 @@ pub(crate) fn shape_owned(
     confirmations_tool: Option<&str>,
 ) -> CallToolResult {
     if result.status == ToolStatus::Ok {
+        // A result that exists only as text is read as a tree first: its summary lists its
+        // members. Its text came from a `Map` (`ObjectText`), so it parses.
+        if let Err(e) = result.materialize() {
+            tracing::error!(error = %e, "a tool result's text did not parse");
+        }
         let text = success_text(&result);
         let data = std::mem::take(&mut result.result);
         result.unseal();
         return success(&result, data, text);
     }
     not_ok(&result, confirmations_tool)
+}
+
+/// The answer to a success whose result exists only as JSON text (`ToolResult::ok_text`), with
+/// `structuredContent: null` in the place where the caller puts `text` (the direct path,
+/// `crate::direct`): the same answer as [`shape_owned`]'s once the text is in, its summary read
+/// off the text (`text_summary.rs`). `None` for any other result, or text that is not a JSON
+/// object.
+pub(crate) fn success_for_text(result: &ToolResult, text: &str) -> Option<CallToolResult> {
+    if result.status != ToolStatus::Ok {
+        return None;
+    }
+    let summary = crate::text_summary::summary_of_text(text, result.replayed)?;
+    Some(with_structured(summary, Value::Null).with_meta(Some(tool_result_meta(result, None))))
 }
 
 /// The text of a success: its summary, from the text the bridge kept when it sealed it.
@@ -125,9 +143,13 @@ pub fn policy_outcome(status: ToolStatus) -> Option<&'static str> {
 }
 
 /// Longest string value quoted whole in a result summary; longer ones are cut with `…`.
-const SUMMARY_STRING_CHARS: usize = 80;
+pub(crate) const SUMMARY_STRING_CHARS: usize = 80;
 /// Longest result summary (characters) before its remaining fields are only counted.
-const SUMMARY_MAX_CHARS: usize = 600;
+pub(crate) const SUMMARY_MAX_CHARS: usize = 600;
+
+/// How a summary of a replayed result begins.
+pub(crate) const REPLAYED: &str =
+    "Done earlier (this answers an identical earlier call; nothing ran again).";
 
 /// The text block of a successful result: a compact summary, because `structuredContent`
 /// carries the data (a second full copy doubled every answer: a screen read was 25,568
@@ -143,8 +165,6 @@ pub fn summary_text(result: &Map<String, Value>, replayed: bool) -> String {
 /// written to text once, for its audit digest: `ToolResult::seal`), so that its size is known
 /// without writing it again.
 fn summary(result: &Map<String, Value>, sealed: Option<&str>, replayed: bool) -> String {
-    const REPLAYED: &str =
-        "Done earlier (this answers an identical earlier call; nothing ran again).";
     let whole = match sealed {
         Some(text) => (text.len() <= SUMMARY_MAX_CHARS).then(|| text.to_owned()),
         None => json_within(result, SUMMARY_MAX_CHARS),
@@ -157,25 +177,22 @@ fn summary(result: &Map<String, Value>, sealed: Option<&str>, replayed: bool) ->
             whole
         };
     }
+    let members = result
+        .iter()
+        .map(|(key, value)| (key.as_str(), shown(value)));
+    summarized(members, replayed)
+}
+
+/// The summary of a result too long to be shown whole: its members, in order, as [`shown`]
+/// shows them, as many as fit.
+pub(crate) fn summarized<'a>(
+    members: impl Iterator<Item = (&'a str, String)>,
+    replayed: bool,
+) -> String {
     let mut parts: Vec<String> = Vec::new();
     let mut used = 0usize;
     let mut left_out = 0usize;
-    for (key, value) in result {
-        let shown = match value {
-            Value::Null => "null".to_owned(),
-            Value::Bool(b) => b.to_string(),
-            Value::Number(n) => n.to_string(),
-            Value::String(text) => {
-                let cut: String = text.chars().take(SUMMARY_STRING_CHARS).collect();
-                if cut.len() < text.len() {
-                    Value::String(format!("{cut}…")).to_string()
-                } else {
-                    Value::String(cut).to_string()
-                }
-            }
-            Value::Array(items) => format!("[{} items]", items.len()),
-            Value::Object(fields) => format!("{{{} fields}}", fields.len()),
-        };
+    for (key, shown) in members {
         let part = format!("{key}: {shown}");
         if used + part.len() > SUMMARY_MAX_CHARS {
             left_out += 1;
@@ -195,6 +212,36 @@ fn summary(result: &Map<String, Value>, sealed: Option<&str>, replayed: bool) ->
     }
     text.push_str(" The full result is the structured content.");
     text
+}
+
+/// How a summary shows one member's value: a scalar as JSON (a string cut at
+/// `SUMMARY_STRING_CHARS`), an array or object by its size.
+fn shown(value: &Value) -> String {
+    match value {
+        Value::Null => "null".to_owned(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::String(text) => shown_string(text),
+        Value::Array(items) => shown_items(items.len()),
+        Value::Object(fields) => shown_fields(fields.len()),
+    }
+}
+
+pub(crate) fn shown_string(text: &str) -> String {
+    let cut: String = text.chars().take(SUMMARY_STRING_CHARS).collect();
+    if cut.len() < text.len() {
+        Value::String(format!("{cut}…")).to_string()
+    } else {
+        Value::String(cut).to_string()
+    }
+}
+
+pub(crate) fn shown_items(count: usize) -> String {
+    format!("[{count} items]")
+}
+
+pub(crate) fn shown_fields(count: usize) -> String {
+    format!("{{{count} fields}}")
 }
 
 /// The compact JSON of `object` when it is at most `limit` bytes long; `None` for a longer one,

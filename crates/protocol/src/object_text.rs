@@ -38,6 +38,11 @@ impl ObjectText {
         &self.text
     }
 
+    /// The JSON text, shared (a copy of the handle, not of the text).
+    pub fn shared_text(&self) -> Arc<str> {
+        Arc::clone(&self.text)
+    }
+
     /// `sha256:<hex>` of the object's canonical JSON (`None` for `{}`, as for an empty result).
     pub(crate) fn digest(&self) -> Option<String> {
         if &*self.text == "{}" {

@@ -115,6 +115,15 @@ impl ToolResult {
         matches!(self.sealed.0, Kept::Only(_))
     }
 
+    /// The text of a result that exists only as text ([`ToolResult::ok_text`]), shared; `None`
+    /// for any other.
+    pub fn only_text(&self) -> Option<Arc<str>> {
+        match &self.sealed.0 {
+            Kept::Only(object) => Some(object.shared_text()),
+            _ => None,
+        }
+    }
+
     /// Builds `result` from its text, for a result made by [`ToolResult::ok_text`] (the text is
     /// kept as the sealed cache); nothing for any other.
     pub fn materialize(&mut self) -> serde_json::Result<()> {

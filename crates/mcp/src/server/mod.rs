@@ -61,7 +61,7 @@ use crate::identity::SUPPORTED_PROTOCOL_VERSIONS;
 use crate::sync::lock;
 
 pub use seal::StateSeal;
-pub(crate) use site::Site;
+pub(crate) use site::{Site, StructuredText};
 pub use slots::MAX_IN_FLIGHT_PER_CLIENT;
 use slots::{ConnectionSlots, KeyedSlots, Slot};
 use tool_call::{Call, audited_caller, fresh_request_id};

@@ -9,6 +9,8 @@
 //! `input_required`, and a handshake-era session is taken only if its client declared no
 //! elicitation.
 
+use std::sync::{Arc, OnceLock};
+
 use rmcp::model::{Implementation, ProtocolVersion, RequestId, RequestMetaObject};
 use rmcp::service::{ElicitationMode, Peer, RequestContext, RoleServer};
 use tokio_util::sync::CancellationToken;
@@ -27,6 +29,49 @@ pub(crate) struct Site {
     pub(crate) peer: Option<Peer<RoleServer>>,
     /// The client's declared identity (`clientInfo`), read once.
     pub(crate) client: Option<Implementation>,
+    /// On the direct path, where a successful read's `structuredContent` is left as the JSON
+    /// text the phone answered with ([`StructuredText`]); `None` under rmcp, whose answer
+    /// carries it as a tree.
+    pub(crate) structured_text: Option<StructuredText>,
+}
+
+/// The text of a direct call's `structuredContent`, handed from the call's task to the path
+/// that writes the answer. The call shapes its answer with `structuredContent: null` and puts
+/// the text here; the answer's bytes get the text in that place (`crate::direct`), so a read's
+/// result is never built as a tree, written and dropped only to reach the same bytes (issue
+/// 34).
+#[derive(Clone, Default)]
+pub(crate) struct StructuredText(Arc<OnceLock<Arc<str>>>);
+
+impl StructuredText {
+    /// Keeps `text`; false (and nothing kept) when a text was kept already.
+    pub(crate) fn put(&self, text: Arc<str>) -> bool {
+        self.0.set(text).is_ok()
+    }
+
+    /// The text kept, if any.
+    pub(crate) fn get(&self) -> Option<&Arc<str>> {
+        self.0.get()
+    }
+
+    /// `body`, an answer written with `structuredContent: null`, with `text` in place of that
+    /// `null`: the first `"structuredContent":null` in it, which is the result's own — every
+    /// string in `body` is escaped (a `"` inside one is written `\"`), and what comes before
+    /// the member are the envelope's `jsonrpc` and `id` and the result's `content` blocks. An
+    /// answer without the member is refused, never sent without the data.
+    pub(crate) fn fill(body: Vec<u8>, text: &str) -> Result<Vec<u8>, String> {
+        const HOLE: &[u8] = b"\"structuredContent\":null";
+        let at = body
+            .windows(HOLE.len())
+            .position(|window| window == HOLE)
+            .ok_or("the answer has no structuredContent for the result's text")?;
+        let value = at + HOLE.len() - b"null".len();
+        let mut out = Vec::with_capacity(body.len() + text.len());
+        out.extend_from_slice(&body[..value]);
+        out.extend_from_slice(text.as_bytes());
+        out.extend_from_slice(&body[at + HOLE.len()..]);
+        Ok(out)
+    }
 }
 
 impl Site {
@@ -47,6 +92,7 @@ impl Site {
             ct: context.ct,
             peer: Some(context.peer),
             client,
+            structured_text: None,
         }
     }
 
@@ -88,5 +134,71 @@ pub(crate) fn era_of(meta: &RequestMetaObject) -> Era {
         Era::Stateless
     } else {
         Era::Handshake
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use openphone_protocol::{ObjectText, ToolResult};
+    use rmcp::model::{RequestId, ServerJsonRpcMessage, ServerResult};
+    use serde_json::{Value, json};
+
+    use super::StructuredText;
+    use crate::result::{shape_owned, success_for_text};
+
+    fn written(result: rmcp::model::CallToolResult, modern: bool) -> Vec<u8> {
+        let mut result = ServerResult::CallToolResult(result);
+        if modern {
+            result.fill_missing_cache_hints();
+        } else {
+            result.strip_result_type_for_legacy_peer();
+        }
+        serde_json::to_vec(&ServerJsonRpcMessage::response(
+            result,
+            RequestId::Number(3),
+        ))
+        .unwrap()
+    }
+
+    /// The answer a read's text is written into is the answer its tree would have been, in
+    /// both eras, small or large, also when the result's own strings hold the placeholder's
+    /// bytes.
+    #[test]
+    fn a_result_left_as_text_answers_as_its_tree_would() {
+        let results = [
+            json!({"battery": 81, "charging": false, "model": "sim"}),
+            json!({"note": "\"structuredContent\":null", "nested": {"structuredContent": null}}),
+            json!({"text": "quote \" backslash \\ and é"}),
+            // Longer than a summary shows whole: the summary lists its members.
+            json!({"long": "x".repeat(700), "list": [1, 2], "object": {"a": {"b": 1}}}),
+        ];
+        for object in results {
+            let Value::Object(map) = object else {
+                unreachable!()
+            };
+            let text = ObjectText::write(&map).unwrap();
+            let only = ToolResult::ok_text("rt", "req-1", text.clone());
+            let tree = ToolResult::ok("rt", "req-1", map.clone());
+            for modern in [false, true] {
+                let shaped = success_for_text(&only, text.text()).expect("a small result");
+                let filled = StructuredText::fill(written(shaped, modern), text.text()).unwrap();
+                let expected = written(shape_owned(tree.clone(), None), modern);
+                let filled: Value = serde_json::from_slice(&filled).unwrap();
+                let expected: Value = serde_json::from_slice(&expected).unwrap();
+                assert_eq!(filled, expected, "{map:?}, modern {modern}");
+            }
+        }
+    }
+
+    /// An answer without the placeholder (an error) is refused rather than sent without the
+    /// result.
+    #[test]
+    fn an_answer_without_the_placeholder_is_refused() {
+        let body = br#"{"jsonrpc":"2.0","id":3,"error":{"code":-32603,"message":"x"}}"#.to_vec();
+        assert!(StructuredText::fill(body, "{}").is_err());
+        let slot = StructuredText::default();
+        assert!(slot.put("{\"a\":1}".into()));
+        assert!(!slot.put("{\"b\":2}".into()), "one text per call");
+        assert_eq!(slot.get().map(|t| &**t), Some("{\"a\":1}"));
     }
 }

@@ -112,12 +112,32 @@ impl Call<'_> {
 
     /// The MCP answer for a ToolBridge result.
     pub(super) fn shape(&self, result: &ToolResult) -> CallToolResponse {
+        if let Some(answer) = self.shape_text(result) {
+            return answer;
+        }
+        if result.is_text_only() {
+            // Its object is built from the text (`call_result` would read an empty one).
+            return self.shape_owned(result.clone());
+        }
         CallToolResponse::Complete(self.backend.table.call_result(result))
     }
 
     /// [`Call::shape`] of a result this call is done with (its data moves into the answer).
     pub(super) fn shape_owned(&self, result: ToolResult) -> CallToolResponse {
+        if let Some(answer) = self.shape_text(&result) {
+            return answer;
+        }
         CallToolResponse::Complete(self.backend.table.call_result_owned(result))
+    }
+
+    /// On the direct path, the answer to a success that exists only as text: its text goes
+    /// to the site ([`StructuredText`]), the answer keeps its place. `None` for every other
+    /// result, or a second one (the site keeps one text).
+    fn shape_text(&self, result: &ToolResult) -> Option<CallToolResponse> {
+        let slot = self.site.structured_text.as_ref()?;
+        let text = result.only_text()?;
+        let shaped = crate::result::success_for_text(result, &text)?;
+        slot.put(text).then_some(CallToolResponse::Complete(shaped))
     }
 
     /// A refusal before the bridge, under a fresh request id.
@@ -248,9 +268,12 @@ impl Call<'_> {
         let local_deadline = tokio::time::sleep(self.backend.settings.local_confirmation_wait);
         tokio::pin!(local_deadline);
         // Never dropped half-way: a device action that started is allowed to finish.
-        let first = bridge
-            .call(Invocation::mcp_host(self.caller(), tool_request).on_device(device))
-            .await;
+        let mut invocation = Invocation::mcp_host(self.caller(), tool_request).on_device(device);
+        if self.site.structured_text.is_some() {
+            // The direct path writes a read's result into the answer as the phone's text.
+            invocation = invocation.answered_as_text();
+        }
+        let first = bridge.call(invocation).await;
         let Some(confirmation_id) = waiting_on(&first) else {
             return Ok(self.shape_owned(first));
         };

@@ -42,6 +42,10 @@ async fn a_plain_modern_call_gets_the_answer_rmcp_gives() {
     }
     // The cases reach the tool, the manifest's checks and the wait for the user.
     assert_eq!(errors, [false, false, true, true, false, true, true]);
+    // The two reads carried the phone's text (`structuredContent` as the phone wrote it), and
+    // their answers above are the trees rmcp's path wrote.
+    assert_eq!(p.direct.direct_text_answers(), 2);
+    assert_eq!(p.rmcp.direct_text_answers(), 0);
     assert_eq!(outcomes[4], json!("pending"), "{outcomes:?}");
     // A keyed call answered on one path is the same call on the other: replayed, not run again.
     let keyed = json!({"dev.openphone/idempotencyKey": "same-key"});

@@ -259,7 +259,7 @@ fn respond(
 ) -> HttpResponse {
     let written = serde_json::to_vec(message).map_err(|e| e.to_string());
     let written = match structured {
-        Some(text) => written.and_then(|body| StructuredText::fill(body, text)),
+        Some(text) => written.map(|body| StructuredText::fill(body, text)),
         None => written,
     };
     let (status, body) = match written {

@@ -57,20 +57,21 @@ impl StructuredText {
     /// `body`, an answer written with `structuredContent: null`, with `text` in place of that
     /// `null`: the first `"structuredContent":null` in it, which is the result's own — every
     /// string in `body` is escaped (a `"` inside one is written `\"`), and what comes before
-    /// the member are the envelope's `jsonrpc` and `id` and the result's `content` blocks. An
-    /// answer without the member is refused, never sent without the data.
-    pub(crate) fn fill(body: Vec<u8>, text: &str) -> Result<Vec<u8>, String> {
+    /// the member are the envelope's `jsonrpc` and `id` and the result's `content` blocks.
+    /// An answer without that `null` did not take the text (its result is a tree, or it is an
+    /// error) and is left as it is: the `null` and the text are made together
+    /// ([`Call::shape_text`](super::tool_call)), so no answer can lose its data here.
+    pub(crate) fn fill(body: Vec<u8>, text: &str) -> Vec<u8> {
         const HOLE: &[u8] = b"\"structuredContent\":null";
-        let at = body
-            .windows(HOLE.len())
-            .position(|window| window == HOLE)
-            .ok_or("the answer has no structuredContent for the result's text")?;
+        let Some(at) = body.windows(HOLE.len()).position(|window| window == HOLE) else {
+            return body;
+        };
         let value = at + HOLE.len() - b"null".len();
         let mut out = Vec::with_capacity(body.len() + text.len());
         out.extend_from_slice(&body[..value]);
         out.extend_from_slice(text.as_bytes());
         out.extend_from_slice(&body[at + HOLE.len()..]);
-        Ok(out)
+        out
     }
 }
 
@@ -181,7 +182,7 @@ mod tests {
             let tree = ToolResult::ok("rt", "req-1", map.clone());
             for modern in [false, true] {
                 let shaped = success_for_text(&only, text.text()).expect("a small result");
-                let filled = StructuredText::fill(written(shaped, modern), text.text()).unwrap();
+                let filled = StructuredText::fill(written(shaped, modern), text.text());
                 let expected = written(shape_owned(tree.clone(), None), modern);
                 let filled: Value = serde_json::from_slice(&filled).unwrap();
                 let expected: Value = serde_json::from_slice(&expected).unwrap();
@@ -190,12 +191,15 @@ mod tests {
         }
     }
 
-    /// An answer without the placeholder (an error) is refused rather than sent without the
-    /// result.
+    /// An answer that did not take the text (an error, a result written as a tree) is left as
+    /// it is; a call keeps one text.
     #[test]
-    fn an_answer_without_the_placeholder_is_refused() {
-        let body = br#"{"jsonrpc":"2.0","id":3,"error":{"code":-32603,"message":"x"}}"#.to_vec();
-        assert!(StructuredText::fill(body, "{}").is_err());
+    fn an_answer_without_the_placeholder_is_left_as_it_is() {
+        let error = br#"{"jsonrpc":"2.0","id":3,"error":{"code":-32603,"message":"x"}}"#.to_vec();
+        assert_eq!(StructuredText::fill(error.clone(), "{}"), error);
+        let tree =
+            br#"{"jsonrpc":"2.0","id":3,"result":{"structuredContent":{"a":null}}}"#.to_vec();
+        assert_eq!(StructuredText::fill(tree.clone(), "{}"), tree);
         let slot = StructuredText::default();
         assert!(slot.put("{\"a\":1}".into()));
         assert!(!slot.put("{\"b\":2}".into()), "one text per call");

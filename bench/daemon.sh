@@ -1,5 +1,5 @@
-# Shared by bench/run.sh, bench/instructions.sh and bench/profile.sh (sourced, not run): the
-# daemon's benchmark configuration and waiting for it to start.
+# Shared by bench/run.sh, bench/instructions.sh, bench/profile.sh and bench/writes.sh (sourced,
+# not run): the daemon's benchmark configuration, starting it and waiting for it.
 
 # bench_config DIR: writes DIR/openphone.toml — a runtime `bench` with a fresh token and every
 # grant, the rate limiter raised out of the way — and prints the token.
@@ -31,6 +31,18 @@ wait_endpoint() {
     echo "the daemon did not start:" >&2
     cat "$2" >&2
     return 2
+}
+
+# start_daemon OPENPHONE: starts `OPENPHONE serve` on `work`/data with the configuration
+# bench_config wrote to `work`, waits for it (30 s at most) and sets daemon_pid, ws_url and
+# mcp_url; exits the script when it does not start.
+start_daemon() {
+    "$1" serve --data-dir "$work/data" --listen 127.0.0.1:0 --config "$work/openphone.toml" \
+        >"$work/daemon.log" 2>&1 &
+    daemon_pid=$!
+    wait_endpoint "$work/data" "$work/daemon.log" 300 "$daemon_pid" || exit 2
+    ws_url="$(endpoint_field "$work/data" url)"
+    mcp_url="$(endpoint_field "$work/data" mcp_url)"
 }
 
 # endpoint_field DATA_DIR NAME: one member of DATA_DIR/endpoint.json (url, mcp_url, …).

@@ -42,12 +42,7 @@ with_workdir "$root" bench-profile
 
 token="$(bench_config "$work")"
 
-"$openphone" serve --data-dir "$work/data" --listen 127.0.0.1:0 --config "$work/openphone.toml" \
-    >"$work/daemon.log" 2>&1 &
-daemon_pid=$!
-wait_endpoint "$work/data" "$work/daemon.log" 300 "$daemon_pid" || exit 2
-ws_url="$(endpoint_field "$work/data" url)"
-mcp_url="$(endpoint_field "$work/data" mcp_url)"
+start_daemon "$openphone"
 
 mcp_load() {
     "$openphone" bench mcp --url "$mcp_url" --token-file "$work/data/mcp.token" --era "$1" \

@@ -37,12 +37,7 @@ openphone="$(release_binary "$root")"
 with_workdir "$root" bench-writes
 token="$(bench_config "$work")"
 
-"$openphone" serve --data-dir "$work/data" --listen 127.0.0.1:0 --config "$work/openphone.toml" \
-    >"$work/daemon.log" 2>&1 &
-daemon_pid=$!
-wait_endpoint "$work/data" "$work/daemon.log" 300 "$daemon_pid" || exit 2
-ws_url="$(endpoint_field "$work/data" url)"
-mcp_url="$(endpoint_field "$work/data" mcp_url)"
+start_daemon "$openphone"
 ticks="$(getconf CLK_TCK)"
 
 # counters: "wchar syscw cpu-ticks" of the daemon now.

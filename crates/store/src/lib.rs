@@ -444,10 +444,6 @@ fn configure(conn: &Connection, read_only: bool) -> Result<()> {
         // it holds the pages of one job at most.
         conn.pragma_update(None, "temp_store", "MEMORY")
             .ctx("store.configure", "temp_store")?;
-        if std::env::var_os("OP_EXPERIMENT_NO_CKPT").is_some() {
-            conn.pragma_update(None, "wal_autocheckpoint", 0)
-                .ctx("store.configure", "wal_autocheckpoint")?;
-        }
     }
     conn.pragma_update(None, "foreign_keys", "ON")
         .ctx("store.configure", "foreign_keys")?;

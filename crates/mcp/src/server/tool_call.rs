@@ -29,8 +29,8 @@ const DECIDED_WAIT: Duration = Duration::from_secs(30);
 ///
 /// A UUIDv7: ids made later sort later (the `uuid` crate orders those of one process), so the
 /// audit's index on request ids grows at its end and a batch of records touches one or two of
-/// its pages. Random (v4) ids put every record on a page of its own: under load that was about
-/// 8 KiB more written to the log per call (`bench/writes.sh`).
+/// its pages. Random (v4) ids put every record on a page of its own: under load that was 4–8
+/// KB more written to the log per call, more as the index grew (`bench/writes.sh`).
 pub(super) fn fresh_request_id() -> String {
     format!("mcp-{}", uuid::Uuid::now_v7())
 }

@@ -33,14 +33,17 @@ wait_endpoint() {
     return 2
 }
 
-# start_daemon OPENPHONE: starts `OPENPHONE serve` on `work`/data with the configuration
-# bench_config wrote to `work`, waits for it (30 s at most) and sets daemon_pid, ws_url and
-# mcp_url; exits the script when it does not start.
+# start_daemon TENTHS COMMAND...: starts `COMMAND... serve` (the openphone binary, or a wrapper
+# and its arguments before it, as valgrind) on `work`/data with the configuration bench_config
+# wrote to `work`, waits up to TENTHS × 0.1 s for it and sets daemon_pid, ws_url and mcp_url;
+# exits the script when it does not start.
 start_daemon() {
-    "$1" serve --data-dir "$work/data" --listen 127.0.0.1:0 --config "$work/openphone.toml" \
+    local tenths="$1"
+    shift
+    "$@" serve --data-dir "$work/data" --listen 127.0.0.1:0 --config "$work/openphone.toml" \
         >"$work/daemon.log" 2>&1 &
     daemon_pid=$!
-    wait_endpoint "$work/data" "$work/daemon.log" 300 "$daemon_pid" || exit 2
+    wait_endpoint "$work/data" "$work/daemon.log" "$tenths" "$daemon_pid" || exit 2
     ws_url="$(endpoint_field "$work/data" url)"
     mcp_url="$(endpoint_field "$work/data" mcp_url)"
 }

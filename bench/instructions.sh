@@ -43,13 +43,7 @@ with_workdir "$root" bench-instr
 token="$(bench_config "$work")"
 
 log "starting the daemon under callgrind"
-valgrind --tool=callgrind --callgrind-out-file="$out/callgrind.out.%p" \
-    "$openphone" serve --data-dir "$work/data" --listen 127.0.0.1:0 --config "$work/openphone.toml" \
-    >"$work/daemon.log" 2>&1 &
-daemon_pid=$!
-wait_endpoint "$work/data" "$work/daemon.log" 1200 "$daemon_pid" || exit 2
-ws_url="$(endpoint_field "$work/data" url)"
-mcp_url="$(endpoint_field "$work/data" mcp_url)"
+start_daemon 1200 valgrind --tool=callgrind --callgrind-out-file="$out/callgrind.out.%p" "$openphone"
 
 # The total instructions (Ir) of the newest dump.
 last_ir() {

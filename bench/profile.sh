@@ -42,7 +42,7 @@ with_workdir "$root" bench-profile
 
 token="$(bench_config "$work")"
 
-start_daemon "$openphone"
+start_daemon 300 "$openphone"
 
 mcp_load() {
     "$openphone" bench mcp --url "$mcp_url" --token-file "$work/data/mcp.token" --era "$1" \

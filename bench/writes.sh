@@ -37,7 +37,7 @@ openphone="$(release_binary "$root")"
 with_workdir "$root" bench-writes
 token="$(bench_config "$work")"
 
-start_daemon "$openphone"
+start_daemon 300 "$openphone"
 ticks="$(getconf CLK_TCK)"
 
 # counters: "wchar syscw cpu-ticks" of the daemon now.

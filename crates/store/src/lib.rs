@@ -10,7 +10,9 @@
 //! [`StoreError::Locked`] naming that holder. The kernel drops the lock when the holding
 //! process dies, so a crash never leaves a stale lock. The database is
 //! `<data_dir>/openphone.db`, in WAL mode with `synchronous = FULL` (a committed transaction
-//! survives a process kill and a power cut), foreign keys on and a 5 s busy timeout.
+//! survives a process kill and a power cut), foreign keys on and a 5 s busy timeout. The
+//! bundled SQLite syncs with `fdatasync` (`.cargo/config.toml`: the data and the size that
+//! reads it back, not the inode's timestamps).
 //! [`Store::open_read_only`] opens the database without the lock and without migrating, for
 //! the offline `audit verify` / `audit export` while a daemon runs.
 //!
@@ -549,5 +551,19 @@ mod tests {
             .unwrap();
         // 2 = MEMORY (0 = the build's default, 1 = FILE).
         assert_eq!(mode, 2);
+    }
+
+    /// Pins the build flag that makes the bundled SQLite sync with `fdatasync`: without it the
+    /// amalgamation calls `fsync`, which on a journalling file system commits the journal for
+    /// the log's changed timestamps on most syncs (a third more journal commits under the
+    /// `bench/writes.sh` load on ext4, issue 34). libsqlite3-sys reads the same variable
+    /// when it compiles SQLite, and cargo rebuilds both when it changes.
+    #[test]
+    fn the_bundled_sqlite_is_built_to_sync_with_fdatasync() {
+        let flags = option_env!("LIBSQLITE3_FLAGS").unwrap_or_default();
+        assert!(
+            flags.split_whitespace().any(|f| f == "-DHAVE_FDATASYNC=1"),
+            "LIBSQLITE3_FLAGS is {flags:?}: .cargo/config.toml should set -DHAVE_FDATASYNC=1"
+        );
     }
 }

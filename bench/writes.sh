@@ -11,6 +11,8 @@
 #   ws-status   WebSocket tools.invoke openphone.device.status
 #   mcp-2025    MCP tools/call openphone_device_status, era 2025-11-25
 #   mcp-2026    MCP tools/call openphone_device_status, era 2026-07-28
+# A second table splits each path's CPU time and context switches per call by thread
+# (`bench/threads.py`: the tokio workers, the store's writer, syncer and checkpointer).
 # Bytes per call depend a little on how many calls a batch carries (one commit writes each page
 # it touched once), so on a busier machine they move a little; they do not move with the CPU's
 # speed as calls per second do.
@@ -58,9 +60,11 @@ measure() {
     "$openphone" bench "$@" --connections 8 --calls 1 --json >/dev/null 2>&1 || true
     local before after ok rate
     before="$(counters)"
+    python3 "$here/threads.py" snap "$daemon_pid" >"$work/$name.threads-before"
     "$openphone" bench "$@" --connections 8 --calls "$calls" --timeout 120 --json \
         >"$work/$name.json" 2>"$work/$name.err" || true
     after="$(counters)"
+    python3 "$here/threads.py" snap "$daemon_pid" >"$work/$name.threads-after"
     ok="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["ok"])' "$work/$name.json" 2>/dev/null || echo 0)"
     rate="$(python3 -c 'import json,sys; print(round(json.load(open(sys.argv[1]))["calls_per_sec"]))' "$work/$name.json" 2>/dev/null || echo '—')"
     rows+=("$name $ok $rate $before $after")
@@ -88,5 +92,15 @@ for row in "${rows[@]}"; do
             "$(awk -v a="$6" -v b="$9" -v n="$2" -v t="$ticks" 'BEGIN {printf "%.0f", (b - a) * 1e6 / t / n}')"
     else
         printf '| %s | failed | — | — | — | — |\n' "$1"
+    fi
+done
+
+echo
+echo "CPU and context switches per call, by thread (/proc/PID/task)"
+for row in "${rows[@]}"; do
+    set -- $row
+    if [ "$2" -gt 0 ] 2>/dev/null; then
+        echo
+        python3 "$here/threads.py" table "$work/$1.threads-before" "$work/$1.threads-after" "$2" "$1"
     fi
 done

@@ -167,7 +167,7 @@ pub(crate) fn start(
     let checkpointer = Arc::new(Checkpointer::default());
     let (serving, counting) = (Arc::clone(&checkpointer), Arc::clone(counters));
     let thread = std::thread::Builder::new()
-        .name("openphone-store-checkpointer".into())
+        .name("op-store-ckpt".into())
         .spawn(move || serving.serve(&conn, &counting))?;
     let (waking, counting) = (Arc::clone(&checkpointer), Arc::clone(counters));
     let mut mark = Mark::default();

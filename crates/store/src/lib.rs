@@ -553,6 +553,31 @@ mod tests {
         assert_eq!(mode, 2);
     }
 
+    /// The store's three threads keep names Linux shows whole (15 bytes), so `/proc`, `top -H`,
+    /// `perf` and `bench/writes.sh` tell the writer, the syncer and the checkpointer apart:
+    /// their `openphone-store-*` names all read `openphone-store` there.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_store_threads_names_stay_apart_in_proc() {
+        let names = || -> Vec<String> {
+            std::fs::read_dir("/proc/self/task")
+                .unwrap()
+                .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+                .map(|name| name.trim_end().to_owned())
+                .collect()
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(dir.path()).unwrap();
+        let running = names();
+        for name in ["op-store-writer", "op-store-syncer", "op-store-ckpt"] {
+            assert!(
+                running.iter().any(|n| n == name),
+                "{name} not in {running:?}"
+            );
+        }
+        drop(store);
+    }
+
     /// Pins the build flag that makes the bundled SQLite sync with `fdatasync`: without it the
     /// amalgamation calls `fsync`, which on a journalling file system commits the journal for
     /// the log's changed timestamps on most syncs (a third more journal commits under the

@@ -251,7 +251,7 @@ impl Writer {
             });
             let (serving, counting) = (Arc::clone(&syncer), Arc::clone(&writer.counters));
             let thread = std::thread::Builder::new()
-                .name("openphone-store-syncer".into())
+                .name("op-store-syncer".into())
                 .spawn(move || serving.serve(&counting))?;
             writer.syncer = Some((syncer, thread));
         }
@@ -259,7 +259,7 @@ impl Writer {
         let counting = Arc::clone(&writer.counters);
         let syncing = writer.syncer.as_ref().map(|(s, _)| Arc::clone(s));
         let thread = std::thread::Builder::new()
-            .name("openphone-store-writer".into())
+            .name("op-store-writer".into())
             .spawn(move || serve(conn, &jobs, &counting, syncing.as_deref()))?;
         writer.queue = Some(queue);
         writer.thread = Some(thread);

@@ -63,7 +63,9 @@ impl StructuredText {
     /// ([`Call::shape_text`](super::tool_call)), so no answer can lose its data here.
     pub(crate) fn fill(body: Vec<u8>, text: &str) -> Vec<u8> {
         const HOLE: &[u8] = b"\"structuredContent\":null";
-        let Some(at) = body.windows(HOLE.len()).position(|window| window == HOLE) else {
+        // memchr's substring search: comparing every window byte by byte took ~650 more
+        // instructions per answer (callgrind, issue 34).
+        let Some(at) = memchr::memmem::find(&body, HOLE) else {
             return body;
         };
         let value = at + HOLE.len() - b"null".len();

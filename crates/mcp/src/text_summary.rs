@@ -130,6 +130,8 @@ fn container(text: &[u8], at: usize) -> Option<(usize, usize)> {
                 }
             }
             b',' if depth == 1 => commas += 1,
+            // A byte, not an enum: every other byte (digits, letters of a literal, whitespace,
+            // a comma of a nested member) says nothing about this container's shape.
             _ => {}
         }
         i += 1;

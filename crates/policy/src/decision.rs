@@ -151,7 +151,7 @@ pub fn merge(proof: &[Verdict]) -> (Requirement, DecisionSource) {
                 Requirement::Deny {
                     code: *code,
                     policy_detail: *detail,
-                    reason: reason.clone(),
+                    reason: reason.to_string(),
                 },
                 DecisionSource::Policy { layer: *layer },
             ),
@@ -161,7 +161,7 @@ pub fn merge(proof: &[Verdict]) -> (Requirement, DecisionSource) {
                 Requirement::Deny {
                     code: ErrorCode::ToolNotGranted,
                     policy_detail: PolicyDetail::RuntimeRegistryDeny,
-                    reason: v.reason.clone(),
+                    reason: v.reason.to_string(),
                 },
                 DecisionSource::Policy { layer: v.layer },
             ),
@@ -194,7 +194,7 @@ pub fn merge(proof: &[Verdict]) -> (Requirement, DecisionSource) {
                         .collect();
                     let reason = asking
                         .iter()
-                        .map(|v| v.reason.as_str())
+                        .map(|v| &*v.reason)
                         .collect::<Vec<_>>()
                         .join("; ");
                     let layer = asking
@@ -235,7 +235,8 @@ pub fn satisfied_by_review(decision: Decision, confirmation_id: &str) -> Decisio
         kind: VerdictKind::Allow,
         reason: format!(
             "the user approved this exact request on background review `{confirmation_id}`"
-        ),
+        )
+        .into(),
         code: None,
         policy_detail: None,
         source: DecisionSource::BackgroundReview {

@@ -1,7 +1,7 @@
 //! The seven layers. Each is a pure function of the [`PolicyInput`]; none looks at another's
 //! verdict.
 
-use openphone_protocol::{ErrorCode, Executor};
+use openphone_protocol::{ErrorCode, Executor, Risk};
 
 use crate::autonomy::Autonomy;
 pub use crate::class::{is_mutating, is_risk_floor};
@@ -84,19 +84,26 @@ pub fn tool_policy(input: &PolicyInput<'_>) -> Verdict {
     let cmd = input.command;
     let runtime = input.caller.runtime.as_str();
     let per_runtime = input.tool_policy.for_runtime(runtime);
-    // (scope in "the … allow list", owner in "profile `x` of …", the list)
-    let lists: [(String, String, Option<&ToolList>); 2] = [
-        (
-            "global".to_owned(),
-            "the global tool policy".to_owned(),
-            Some(&input.tool_policy.global),
-        ),
-        (
-            format!("runtime `{runtime}`"),
-            format!("runtime `{runtime}`"),
-            per_runtime,
-        ),
+    // (global?, the list); `scope` and `owner` name a list in a reason (written only when
+    // one is given: an allowed call has a fixed reason).
+    let lists: [(bool, Option<&ToolList>); 2] = [
+        (true, Some(&input.tool_policy.global)),
+        (false, per_runtime),
     ];
+    let scope = |global: bool| -> String {
+        if global {
+            "global".to_owned()
+        } else {
+            format!("runtime `{runtime}`")
+        }
+    };
+    let owner = |global: bool| -> String {
+        if global {
+            "the global tool policy".to_owned()
+        } else {
+            format!("runtime `{runtime}`")
+        }
+    };
     let deny = |reason: String| {
         Verdict::deny(
             layer,
@@ -105,30 +112,36 @@ pub fn tool_policy(input: &PolicyInput<'_>) -> Verdict {
             reason,
         )
     };
-    for (scope, _, list) in &lists {
+    for (global, list) in &lists {
         if let Some(entry) = list.and_then(|l| l.denying_entry(cmd)) {
             return deny(format!(
-                "`{}` denied by {scope} deny entry `{entry}`",
-                cmd.name
+                "`{}` denied by {} deny entry `{entry}`",
+                cmd.name,
+                scope(*global)
             ));
         }
     }
     let mut profiles_used: Vec<String> = Vec::new();
-    for (scope, owner, list) in &lists {
+    for (global, list) in &lists {
         let Some(list) = list else { continue };
         match list.admission(cmd) {
             Admission::Unfiltered | Admission::Allowed(_) => {}
             Admission::InProfile(name) => {
-                profiles_used.push(format!("profile `{name}` of {owner}"));
+                profiles_used.push(format!("profile `{name}` of {}", owner(*global)));
             }
             Admission::NotInAllowList => {
-                return deny(format!("`{}` is not in the {scope} allow list", cmd.name));
+                return deny(format!(
+                    "`{}` is not in the {} allow list",
+                    cmd.name,
+                    scope(*global)
+                ));
             }
             Admission::NotInProfile(name) => {
                 return deny(format!(
-                    "`{}` is not in profile `{name}` of {owner} (add it with allow, or choose \
+                    "`{}` is not in profile `{name}` of {} (add it with allow, or choose \
                      another profile)",
-                    cmd.name
+                    cmd.name,
+                    owner(*global)
                 ));
             }
             Admission::UnknownProfile(name) => {
@@ -137,8 +150,9 @@ pub fn tool_policy(input: &PolicyInput<'_>) -> Verdict {
                     known: crate::profiles::known_profile_names(),
                 };
                 return deny(format!(
-                    "`{}` is refused: {owner} names an {unknown}",
-                    cmd.name
+                    "`{}` is refused: {} names an {unknown}",
+                    cmd.name,
+                    owner(*global)
                 ));
             }
         }
@@ -184,7 +198,7 @@ pub fn autonomy(input: &PolicyInput<'_>) -> Verdict {
     let layer = Layer::Autonomy;
     let mode = input.effective_autonomy();
     if !is_mutating(input.command) {
-        return Verdict::allow(layer, format!("read: runs in every mode (mode {mode})"));
+        return Verdict::allow(layer, read_in_mode(mode));
     }
     match mode {
         Autonomy::ObserveOnly => Verdict::deny(
@@ -221,6 +235,24 @@ pub fn autonomy(input: &PolicyInput<'_>) -> Verdict {
     }
 }
 
+/// The autonomy layer's reason for a read in `mode`.
+fn read_in_mode(mode: Autonomy) -> &'static str {
+    match mode {
+        Autonomy::ObserveOnly => "read: runs in every mode (mode observe_only)",
+        Autonomy::AskBeforeAction => "read: runs in every mode (mode ask_before_action)",
+        Autonomy::TrustedActions => "read: runs in every mode (mode trusted_actions)",
+    }
+}
+
+/// The risk floor's reason for a command of `risk` under it.
+fn below_risk_floor(risk: Risk) -> &'static str {
+    match risk {
+        Risk::Low => "below the risk floor (risk low)",
+        Risk::Medium => "below the risk floor (risk medium)",
+        Risk::High => "below the risk floor (risk high)",
+    }
+}
+
 /// L5 — risk floor: `confirmation: always` (high risk) confirms, one-shot, in every mode.
 pub fn risk_floor(input: &PolicyInput<'_>) -> Verdict {
     let layer = Layer::RiskFloor;
@@ -233,10 +265,7 @@ pub fn risk_floor(input: &PolicyInput<'_>) -> Verdict {
             ),
         )
     } else {
-        Verdict::allow(
-            layer,
-            format!("below the risk floor (risk {})", input.command.risk),
-        )
+        Verdict::allow(layer, below_risk_floor(input.command.risk))
     }
 }
 
@@ -300,7 +329,7 @@ pub fn standing_approvals(input: &PolicyInput<'_>) -> Verdict {
                 return Verdict {
                     layer,
                     kind: crate::verdict::VerdictKind::Allow,
-                    reason,
+                    reason: reason.into(),
                     code: None,
                     policy_detail: None,
                     source,
@@ -336,7 +365,7 @@ pub fn standing_approvals(input: &PolicyInput<'_>) -> Verdict {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use openphone_protocol::{Confirmation, Registry, Risk};
+    use openphone_protocol::{Confirmation, Registry};
 
     #[test]
     fn inconsistent_entries_fail_safe() {
@@ -353,6 +382,27 @@ mod tests {
         assert!(is_mutating(&cmd) && !is_risk_floor(&cmd));
         cmd.risk = Risk::High;
         assert!(is_risk_floor(&cmd));
+    }
+
+    /// The fixed reasons read as the formatted ones they replaced (a proof's text is kept).
+    #[test]
+    fn fixed_reasons_say_what_their_format_said() {
+        for mode in [
+            Autonomy::ObserveOnly,
+            Autonomy::AskBeforeAction,
+            Autonomy::TrustedActions,
+        ] {
+            assert_eq!(
+                read_in_mode(mode),
+                format!("read: runs in every mode (mode {mode})")
+            );
+        }
+        for risk in [Risk::Low, Risk::Medium, Risk::High] {
+            assert_eq!(
+                below_risk_floor(risk),
+                format!("below the risk floor (risk {risk})")
+            );
+        }
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The typed verdict of one layer.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use openphone_protocol::ErrorCode;
@@ -176,8 +177,9 @@ impl DecisionSource {
 pub struct Verdict {
     pub layer: Layer,
     pub kind: VerdictKind,
-    /// Why, in words a person understands.
-    pub reason: String,
+    /// Why, in words a person understands. Borrowed when fixed: most verdicts of an allowed
+    /// call have a fixed reason, and each one is built on every call.
+    pub reason: Cow<'static, str>,
     /// The error code of a denial.
     pub code: Option<ErrorCode>,
     /// The `details.policy` value of a denial.
@@ -187,17 +189,17 @@ pub struct Verdict {
 
 impl Verdict {
     /// No objection from `layer`.
-    pub fn allow(layer: Layer, reason: impl Into<String>) -> Verdict {
+    pub fn allow(layer: Layer, reason: impl Into<Cow<'static, str>>) -> Verdict {
         Verdict::plain(layer, VerdictKind::Allow, reason)
     }
 
     /// `layer` asks for a confirmation.
-    pub fn confirm(layer: Layer, reason: impl Into<String>) -> Verdict {
+    pub fn confirm(layer: Layer, reason: impl Into<Cow<'static, str>>) -> Verdict {
         Verdict::plain(layer, VerdictKind::Confirm, reason)
     }
 
     /// `layer` parks the request for review.
-    pub fn park(layer: Layer, reason: impl Into<String>) -> Verdict {
+    pub fn park(layer: Layer, reason: impl Into<Cow<'static, str>>) -> Verdict {
         Verdict::plain(layer, VerdictKind::Park, reason)
     }
 
@@ -206,7 +208,7 @@ impl Verdict {
         layer: Layer,
         code: ErrorCode,
         detail: PolicyDetail,
-        reason: impl Into<String>,
+        reason: impl Into<Cow<'static, str>>,
     ) -> Verdict {
         Verdict {
             layer,
@@ -218,7 +220,7 @@ impl Verdict {
         }
     }
 
-    fn plain(layer: Layer, kind: VerdictKind, reason: impl Into<String>) -> Verdict {
+    fn plain(layer: Layer, kind: VerdictKind, reason: impl Into<Cow<'static, str>>) -> Verdict {
         Verdict {
             layer,
             kind,

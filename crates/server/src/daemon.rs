@@ -20,7 +20,6 @@ use crate::auth::generate_token;
 use crate::config::{Config, ConfigError};
 use crate::principal::Credentials;
 use crate::rate::RateLimiter;
-use crate::routes::router;
 use crate::shutdown::stopped;
 use crate::state::AppState;
 
@@ -462,16 +461,16 @@ impl Daemon {
         })?;
         // The TCP port behind the front door's caps, and endpoint.sock beside it.
         let server = tokio::spawn({
-            use crate::front::serve::{Listener, serve};
+            use crate::front::serve::{App, Listener, serve};
             let tcp = serve(
                 state.clone(),
                 Listener::Tcp(listener),
-                router(state.clone()),
+                crate::routes::app(state.clone()),
             );
             let local = serve(
                 state.clone(),
                 Listener::Local(local),
-                crate::routes::local_router(state.clone()),
+                App::new(crate::routes::local_router(state.clone())),
             );
             async move {
                 tokio::join!(tcp, local);

@@ -87,15 +87,49 @@ pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
 /// The `/mcp` guard: Host → Origin → token → size → rate, then the connection is counted as
 /// authenticated in the MCP class (503 when the class is full) and the principal is attached
 /// to the request for the MCP handler.
-pub async fn guard(State(state): State<Arc<AppState>>, mut req: Request, next: Next) -> Response {
+pub async fn guard(State(state): State<Arc<AppState>>, req: Request, next: Next) -> Response {
+    match admit(&state, req) {
+        Ok(req) => next.run(req).await,
+        Err(refused) => *refused,
+    }
+}
+
+/// `POST /mcp` as the front door serves it without the router (`front::serve::connection`):
+/// the front door's hygiene, then [`guard`]'s checks, then the MCP service — what the
+/// router's `/mcp` route runs.
+pub(crate) async fn post(
+    state: Arc<AppState>,
+    mut service: openphone_mcp::McpHttpService,
+    req: Request,
+) -> Response {
+    let (req, hygiene) = match crate::front::serve::Hygiene::admit(&state, req) {
+        Ok(admitted) => admitted,
+        Err(refused) => return *refused,
+    };
+    let response = match admit(&state, req) {
+        Ok(req) => match tower_service::Service::call(&mut service, req).await {
+            Ok(answer) => answer.map(axum::body::Body::new),
+            Err(never) => match never {},
+        },
+        Err(refused) => *refused,
+    };
+    hygiene.finish(response)
+}
+
+/// [`guard`]'s checks: the request with its principal attached, or the refusal (boxed: it
+/// is rare, and large).
+fn admit(state: &AppState, mut req: Request) -> Result<Request, Box<Response>> {
     let Some(mcp) = &state.mcp else {
-        return refuse(
+        return Err(Box::new(refuse(
             StatusCode::NOT_FOUND,
             "MCP is disabled in this daemon's config",
-        );
+        )));
     };
     if *state.shutdown.borrow() {
-        return refuse(StatusCode::SERVICE_UNAVAILABLE, "shutting down");
+        return Err(Box::new(refuse(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "shutting down",
+        )));
     }
     let headers = req.headers();
     let host = headers
@@ -104,10 +138,10 @@ pub async fn guard(State(state): State<Arc<AppState>>, mut req: Request, next: N
         .unwrap_or_default();
     if !host_allowed(host) {
         tracing::warn!("mcp request with a foreign Host refused (403)");
-        return refuse(
+        return Err(Box::new(refuse(
             StatusCode::FORBIDDEN,
             "Forbidden: Host is not a loopback name",
-        );
+        )));
     }
     if let Some(origin) = headers.get(header::ORIGIN) {
         let ok = origin
@@ -115,7 +149,10 @@ pub async fn guard(State(state): State<Arc<AppState>>, mut req: Request, next: N
             .is_ok_and(|o| origin_allowed(o, &mcp.extra_origins));
         if !ok {
             tracing::warn!("mcp request with a foreign Origin refused (403)");
-            return refuse(StatusCode::FORBIDDEN, "Forbidden: Origin is not allowed");
+            return Err(Box::new(refuse(
+                StatusCode::FORBIDDEN,
+                "Forbidden: Origin is not allowed",
+            )));
         }
     }
     let principal = bearer(headers)
@@ -125,20 +162,25 @@ pub async fn guard(State(state): State<Arc<AppState>>, mut req: Request, next: N
             p.mcp_principal().map(|m| (m, key))
         });
     let Some((principal, bucket)) = principal else {
-        return (
-            StatusCode::UNAUTHORIZED,
-            [(header::WWW_AUTHENTICATE, "Bearer")],
-            "Unauthorized: send `Authorization: Bearer <token>` with an MCP runtime token \
+        return Err(Box::new(
+            (
+                StatusCode::UNAUTHORIZED,
+                [(header::WWW_AUTHENTICATE, "Bearer")],
+                "Unauthorized: send `Authorization: Bearer <token>` with an MCP runtime token \
              (`openphone mcp token` prints the default one)",
-        )
-            .into_response();
+            )
+                .into_response(),
+        ));
     };
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<usize>().ok());
     if declared.is_some_and(|n| n > MAX_HTTP_BODY_BYTES) {
-        return refuse(StatusCode::PAYLOAD_TOO_LARGE, "request body over 1 MiB");
+        return Err(Box::new(refuse(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "request body over 1 MiB",
+        )));
     }
     if let Err(retry_ms) = state.rate.take(&format!("mcp:{bucket}")) {
         let secs = retry_ms.div_ceil(1000).max(1);
@@ -146,7 +188,7 @@ pub async fn guard(State(state): State<Arc<AppState>>, mut req: Request, next: N
         if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
             response.headers_mut().insert(header::RETRY_AFTER, v);
         }
-        return response;
+        return Err(Box::new(response));
     }
     // Admitted: the connection is authenticated (the front door stops counting it as
     // unauthenticated and lifts its deadline), unless its class has no room left.
@@ -154,10 +196,10 @@ pub async fn guard(State(state): State<Arc<AppState>>, mut req: Request, next: N
     if let Some(ticket) = req.extensions().get::<Arc<crate::front::Ticket>>()
         && !ticket.authenticated_as(crate::front::Class::Mcp, &bucket)
     {
-        return crate::routes::too_many();
+        return Err(Box::new(crate::routes::too_many()));
     }
     req.extensions_mut().insert(Arc::new(principal));
-    next.run(req).await
+    Ok(req)
 }
 
 /// Largest accepted body of the approval page's form.

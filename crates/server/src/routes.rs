@@ -13,6 +13,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
+use crate::front::serve::App;
 use crate::front::{Door, Ticket, Unauthenticated};
 use crate::principal::Principal;
 use crate::state::AppState;
@@ -26,6 +27,16 @@ pub fn local_router(state: Arc<AppState>) -> Router {
         .route("/v1/runtime", get(upgrade))
         .route("/healthz", get(healthz))
         .with_state(state)
+}
+
+/// What the TCP port serves: [`router`], with `POST /mcp` sent straight to the MCP service
+/// (`front::serve::App`) when MCP is on.
+pub fn app(state: Arc<AppState>) -> App {
+    let (router, mcp) = router_and_mcp(state);
+    match mcp {
+        Some(mcp) => App::with_mcp(router, mcp),
+        None => App::new(router),
+    }
 }
 
 /// 503 for an authenticated connection whose class has no room left.
@@ -43,6 +54,12 @@ pub(crate) fn too_many() -> Response {
 /// `GET`/`POST /confirmations/{id}` (the read-only approval page; the parameters only with
 /// the operator token), and on a loopback address the web dashboard (`/`, `/ui/…`).
 pub fn router(state: Arc<AppState>) -> Router {
+    router_and_mcp(state).0
+}
+
+/// [`router`], and its `/mcp` service when MCP is on.
+fn router_and_mcp(state: Arc<AppState>) -> (Router, Option<openphone_mcp::McpHttpService>) {
+    let mut mcp_service = None;
     let mut router = Router::new()
         .route("/v1/runtime", get(upgrade))
         .route("/healthz", get(healthz));
@@ -56,6 +73,7 @@ pub fn router(state: Arc<AppState>) -> Router {
                 session_idle: openphone_mcp::HTTP_SESSION_IDLE,
             },
         );
+        mcp_service = Some(service.clone());
         // The guard admits a request and marks its connection authenticated (one layer: each
         // `from_fn` layer clones its inner service per request).
         let guarded = Router::new().route_service("/mcp", service).layer(
@@ -69,12 +87,13 @@ pub fn router(state: Arc<AppState>) -> Router {
     if state.dashboard.is_some() {
         router = router.merge(crate::dashboard::routes(state.clone()));
     }
-    router
+    let router = router
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             crate::front::serve::hygiene,
         ))
-        .with_state(state)
+        .with_state(state);
+    (router, mcp_service)
 }
 
 /// The body of `GET /healthz`.

@@ -55,7 +55,7 @@ pub fn explain(input: &PolicyInput<'_>, decision: &Decision) -> Explanation {
         .map(|v| LayerExplanation {
             layer: wire_layer(v.layer),
             verdict: wire_outcome(v.kind),
-            reason: v.reason.clone(),
+            reason: v.reason.to_string(),
             code: v.code,
         })
         .collect();

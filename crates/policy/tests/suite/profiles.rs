@@ -27,7 +27,7 @@ fn under(policy: &str, tool: &str) -> openphone_policy::Decision {
 fn l2(policy: &str, tool: &str) -> (VerdictKind, String) {
     let d = under(policy, tool);
     let v = d.verdict(Layer::ToolPolicy).unwrap();
-    (v.kind, v.reason.clone())
+    (v.kind, v.reason.to_string())
 }
 
 fn admitted(policy: &str, tool: &str) -> bool {

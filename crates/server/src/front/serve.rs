@@ -88,50 +88,108 @@ pub async fn hygiene(
     req: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
-    use axum::http::{StatusCode, header};
-    let ticket = req.extensions().get::<Arc<Ticket>>().cloned();
-    if req.headers().get_all(header::HOST).iter().count() > 1 {
-        if let Some(t) = &ticket {
-            t.linger();
-        }
-        return closing(
-            StatusCode::BAD_REQUEST,
-            "Bad Request: more than one Host header\n",
-        );
+    match Hygiene::admit(&state, req) {
+        Ok((req, hygiene)) => hygiene.finish(next.run(req).await),
+        Err(refused) => *refused,
     }
-    let timed_out = Arc::new(AtomicBool::new(false));
-    let req = if hyper::body::Body::is_end_stream(req.body()) {
-        req
-    } else {
+}
+
+/// What [`hygiene`] keeps of a request it let through, to finish its answer: the
+/// connection's ticket and whether the body's deadline passed. Also used by the direct route
+/// of `POST /mcp` ([`connection`]), which passes the same checks without the router.
+pub(crate) struct Hygiene {
+    ticket: Option<Arc<Ticket>>,
+    timed_out: Option<Arc<AtomicBool>>,
+}
+
+impl Hygiene {
+    /// The checks before the route: the request (its body under the read deadline), or the
+    /// refusal to answer (boxed: it is rare, and large).
+    pub(crate) fn admit(
+        state: &AppState,
+        req: axum::extract::Request,
+    ) -> Result<(axum::extract::Request, Hygiene), Box<axum::response::Response>> {
+        use axum::http::{StatusCode, header};
+        let ticket = req.extensions().get::<Arc<Ticket>>().cloned();
+        let mut hosts = req.headers().get_all(header::HOST).iter();
+        if hosts.next().is_some() && hosts.next().is_some() {
+            if let Some(t) = &ticket {
+                t.linger();
+            }
+            return Err(Box::new(closing(
+                StatusCode::BAD_REQUEST,
+                "Bad Request: more than one Host header\n",
+            )));
+        }
+        if hyper::body::Body::is_end_stream(req.body()) {
+            let timed_out = None;
+            return Ok((req, Hygiene { ticket, timed_out }));
+        }
+        let timed_out = Arc::new(AtomicBool::new(false));
         let (parts, body) = req.into_parts();
         let timed = TimedBody {
             inner: body,
             deadline: Box::pin(tokio::time::sleep(state.front.body_read_timeout)),
             timed_out: timed_out.clone(),
         };
-        axum::extract::Request::from_parts(parts, axum::body::Body::new(timed))
-    };
-    let mut response = next.run(req).await;
-    if timed_out.load(Ordering::SeqCst) {
-        tracing::debug!("a request body did not arrive in time; answered 408");
-        response = closing(
-            StatusCode::REQUEST_TIMEOUT,
-            "Request Timeout: the body did not arrive within [limits] body_read_timeout_ms\n",
-        );
+        let req = axum::extract::Request::from_parts(parts, axum::body::Body::new(timed));
+        let timed_out = Some(timed_out);
+        Ok((req, Hygiene { ticket, timed_out }))
     }
-    if matches!(
-        response.status(),
-        StatusCode::PAYLOAD_TOO_LARGE | StatusCode::REQUEST_TIMEOUT
-    ) {
-        response.headers_mut().insert(
-            header::CONNECTION,
-            axum::http::HeaderValue::from_static("close"),
-        );
-        if let Some(t) = &ticket {
-            t.linger();
+
+    /// The answer as it leaves: 408 when the body missed its deadline; a 413 or 408 closes
+    /// the connection (lingering).
+    pub(crate) fn finish(self, mut response: axum::response::Response) -> axum::response::Response {
+        use axum::http::{StatusCode, header};
+        if self
+            .timed_out
+            .as_ref()
+            .is_some_and(|t| t.load(Ordering::SeqCst))
+        {
+            tracing::debug!("a request body did not arrive in time; answered 408");
+            response = closing(
+                StatusCode::REQUEST_TIMEOUT,
+                "Request Timeout: the body did not arrive within [limits] body_read_timeout_ms\n",
+            );
+        }
+        if matches!(
+            response.status(),
+            StatusCode::PAYLOAD_TOO_LARGE | StatusCode::REQUEST_TIMEOUT
+        ) {
+            response.headers_mut().insert(
+                header::CONNECTION,
+                axum::http::HeaderValue::from_static("close"),
+            );
+            if let Some(t) = &self.ticket {
+                t.linger();
+            }
+        }
+        response
+    }
+}
+
+/// What a listener serves: its router and, on the TCP port with MCP on, the `/mcp` service,
+/// which `POST /mcp` reaches without the router (see [`connection`]).
+#[derive(Clone)]
+pub struct App {
+    router: Router,
+    mcp: Option<openphone_mcp::McpHttpService>,
+}
+
+impl App {
+    /// `router` alone: every request goes through it.
+    pub fn new(router: Router) -> App {
+        App { router, mcp: None }
+    }
+
+    /// `router`, with `POST /mcp` going straight to `mcp` behind the same checks
+    /// ([`crate::mcp::post`]); the router keeps `/mcp` for its other methods.
+    pub fn with_mcp(router: Router, mcp: openphone_mcp::McpHttpService) -> App {
+        App {
+            router,
+            mcp: Some(mcp),
         }
     }
-    response
 }
 
 /// A listener the front door serves.
@@ -181,7 +239,7 @@ impl Listener {
 
 /// Serves `listener` with `app` until shutdown, then lets open HTTP connections finish (at
 /// most 10 s). Upgraded WebSockets live on in their own tasks.
-pub async fn serve(state: Arc<AppState>, listener: Listener, app: Router) {
+pub async fn serve(state: Arc<AppState>, listener: Listener, app: App) {
     let mut stop = state.shutdown.clone();
     let mut tasks: JoinSet<()> = JoinSet::new();
     loop {
@@ -212,12 +270,30 @@ pub async fn serve(state: Arc<AppState>, listener: Listener, app: Router) {
 
 /// One HTTP/1.1 connection: the header read timeout, the ticket in every request, the
 /// deadline of an unauthenticated TCP connection, graceful shutdown.
-async fn connection(state: Arc<AppState>, io: Box<dyn Io>, ticket: Arc<Ticket>, app: Router) {
+///
+/// `POST /mcp` — every MCP call — skips the router: matching the path and the two
+/// middleware layers' clone of their inner service per request cost ~7 k instructions and ~20
+/// allocations a call. It passes the same checks ([`Hygiene`], then the guard), as functions.
+async fn connection(state: Arc<AppState>, io: Box<dyn Io>, ticket: Arc<Ticket>, app: App) {
+    use futures_util::future::Either;
     let for_requests = ticket.clone();
+    let for_mcp = state.clone();
+    let App { router, mcp } = app;
     let service = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
         req.extensions_mut().insert(for_requests.clone());
-        let mut app = app.clone();
-        tower_service::Service::call(&mut app, req)
+        match &mcp {
+            Some(mcp) if req.method() == axum::http::Method::POST && req.uri().path() == "/mcp" => {
+                let (state, mcp) = (for_mcp.clone(), mcp.clone());
+                let req = req.map(axum::body::Body::new);
+                Either::Left(async move {
+                    Ok::<_, std::convert::Infallible>(crate::mcp::post(state, mcp, req).await)
+                })
+            }
+            _ => {
+                let mut router = router.clone();
+                Either::Right(tower_service::Service::call(&mut router, req))
+            }
+        }
     });
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())

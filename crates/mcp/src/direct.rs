@@ -124,6 +124,7 @@ impl Direct {
         let principal = Arc::clone(principal?);
         let plain = recognize(headers, body, |name| self.tools.contains(name))?;
         let id = plain.id.clone();
+        let id_for_text = plain.id.clone();
         let backend = Arc::clone(&self.backend);
         let structured = StructuredText::default();
         let (task, ct, capabilities, session) = match plain.session {
@@ -193,16 +194,22 @@ impl Direct {
         } else {
             status_of(&message)
         };
-        // The text belongs to a success; an error made instead (the call's task failed) has
-        // no place for it.
-        let text = match &message {
-            ServerJsonRpcMessage::Response(_) => structured.get().map(|text| &**text),
+        // The kept answer belongs to the placeholder; any other message (an error made
+        // instead: the call's task failed) is written as it is.
+        let kept = match &message {
+            ServerJsonRpcMessage::Response(response) => match &response.result {
+                ServerResult::CallToolResult(r) if StructuredText::is_placeholder(r) => {
+                    structured.get()
+                }
+                _ => None,
+            },
             _ => None,
         };
-        if text.is_some() {
+        if let Some(answer) = kept {
             self.as_text.fetch_add(1, Ordering::Relaxed);
+            return Some(respond_with(answer.write(&id_for_text, !session), status));
         }
-        Some(respond(&message, status, text))
+        Some(respond(&message, status))
     }
 }
 
@@ -250,18 +257,13 @@ fn message_of(
     }
 }
 
-/// The HTTP answer for `message` with `status`; `structured`, the text of a read's result that
-/// `message` holds as `structuredContent: null` ([`StructuredText`]), goes in that place.
-fn respond(
-    message: &ServerJsonRpcMessage,
-    status: StatusCode,
-    structured: Option<&str>,
-) -> HttpResponse {
-    let written = serde_json::to_vec(message).map_err(|e| e.to_string());
-    let written = match structured {
-        Some(text) => written.map(|body| StructuredText::fill(body, text)),
-        None => written,
-    };
+/// The HTTP answer for `message` with `status`.
+fn respond(message: &ServerJsonRpcMessage, status: StatusCode) -> HttpResponse {
+    respond_with(serde_json::to_vec(message), status)
+}
+
+/// The HTTP answer with `written`'s bytes and `status` (500 when it could not be written).
+fn respond_with(written: serde_json::Result<Vec<u8>>, status: StatusCode) -> HttpResponse {
     let (status, body) = match written {
         Ok(body) => (status, body),
         Err(e) => {

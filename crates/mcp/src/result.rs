@@ -46,19 +46,6 @@ pub(crate) fn shape_owned(
     not_ok(&result, confirmations_tool)
 }
 
-/// The answer to a success whose result exists only as JSON text (`ToolResult::ok_text`), with
-/// `structuredContent: null` in the place where the caller puts `text` (the direct path,
-/// `crate::direct`): the same answer as [`shape_owned`]'s once the text is in, its summary read
-/// off the text (`text_summary.rs`). `None` for any other result, or text that is not a JSON
-/// object.
-pub(crate) fn success_for_text(result: &ToolResult, text: &str) -> Option<CallToolResult> {
-    if result.status != ToolStatus::Ok {
-        return None;
-    }
-    let summary = crate::text_summary::summary_of_text(text, result.replayed)?;
-    Some(with_structured(summary, Value::Null).with_meta(Some(tool_result_meta(result, None))))
-}
-
 /// The text of a success: its summary, from the text the bridge kept when it sealed it.
 fn success_text(result: &ToolResult) -> String {
     summary(&result.result, result.sealed_text(), result.replayed)

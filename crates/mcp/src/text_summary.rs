@@ -1,5 +1,5 @@
 //! The summary of a tool result read off its JSON text, for a result the direct path answers
-//! as text (`StructuredText`): the same summary `result.rs` makes of the result's tree, without
+//! as text (`TextAnswer`): the same summary `result.rs` makes of the result's tree, without
 //! building the tree. The text is walked once: a member's scalar is read as it is, an array's or
 //! object's members are counted by their commas at its own depth (strings skipped whole), never
 //! kept.

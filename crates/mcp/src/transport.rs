@@ -191,7 +191,7 @@ impl McpHttpService {
     }
 
     /// Of [`McpHttpService::direct_answers`], those whose result went into the answer as the
-    /// phone's JSON text (`StructuredText`), never built as a tree.
+    /// phone's JSON text (`TextAnswer`), never built as a tree.
     pub fn direct_text_answers(&self) -> u64 {
         self.direct.as_ref().map_or(0, |d| d.answered_as_text())
     }

@@ -11,7 +11,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use rmcp::model::{Implementation, ProtocolVersion, RequestId, RequestMetaObject};
+use rmcp::model::{CallToolResult, Implementation, ProtocolVersion, RequestId, RequestMetaObject};
 use rmcp::service::{ElicitationMode, Peer, RequestContext, RoleServer};
 use tokio_util::sync::CancellationToken;
 
@@ -35,45 +35,84 @@ pub(crate) struct Site {
     pub(crate) structured_text: Option<StructuredText>,
 }
 
-/// The text of a direct call's `structuredContent`, handed from the call's task to the path
-/// that writes the answer. The call shapes its answer with `structuredContent: null` and puts
-/// the text here; the answer's bytes get the text in that place (`crate::direct`), so a read's
-/// result is never built as a tree, written and dropped only to reach the same bytes (issue
-/// 34).
+/// A direct call's successful read, handed from the call's task to the path that writes the
+/// answer: the phone's JSON text (the answer's `structuredContent`, never built as a tree),
+/// its summary (the text block) and what the answer's `_meta` says. The call answers with a
+/// placeholder ([`StructuredText::placeholder`]) and puts this here; the direct path writes
+/// the answer's bytes from it ([`TextAnswer::write`]) — the bytes serde would write of the
+/// whole answer, without building it (issue 34).
+pub(crate) struct TextAnswer {
+    /// The phone's JSON text of the result (a compact object).
+    pub(crate) text: Arc<str>,
+    /// The text block: the result's summary.
+    pub(crate) summary: String,
+    pub(crate) request_id: String,
+    pub(crate) audit_id: String,
+    pub(crate) replayed: bool,
+}
+
+impl TextAnswer {
+    /// The JSON-RPC answer with id `id` carrying this result, as serde writes
+    /// `ServerJsonRpcMessage::response` of the result the tree path shapes
+    /// (`result::shape_owned`) with this text as its `structuredContent`: in the 2026-07-28
+    /// era (`modern`) with `resultType`, which the handshake era strips. The `_meta` members
+    /// are in serde_json's `Map` order (sorted keys). The tests below hold it to serde's bytes.
+    pub(crate) fn write(&self, id: &RequestId, modern: bool) -> serde_json::Result<Vec<u8>> {
+        let mut out = Vec::with_capacity(
+            200 + self.text.len()
+                + self.summary.len()
+                + self.request_id.len()
+                + self.audit_id.len(),
+        );
+        out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+        serde_json::to_writer(&mut out, id)?;
+        out.extend_from_slice(br#","result":{"#);
+        if modern {
+            out.extend_from_slice(br#""resultType":"complete","#);
+        }
+        out.extend_from_slice(br#""content":[{"type":"text","text":"#);
+        serde_json::to_writer(&mut out, &self.summary)?;
+        out.extend_from_slice(br#"}],"structuredContent":"#);
+        out.extend_from_slice(self.text.as_bytes());
+        out.extend_from_slice(br#","isError":false,"_meta":{""#);
+        out.extend_from_slice(crate::result::META_TOOL_RESULT.as_bytes());
+        out.extend_from_slice(br#"":{"audit_id":"#);
+        serde_json::to_writer(&mut out, &self.audit_id)?;
+        if self.replayed {
+            out.extend_from_slice(br#","replayed":true"#);
+        }
+        out.extend_from_slice(br#","request_id":"#);
+        serde_json::to_writer(&mut out, &self.request_id)?;
+        out.extend_from_slice(br#","status":"ok"}}}}"#);
+        Ok(out)
+    }
+}
+
+/// Where a direct call leaves its [`TextAnswer`]; `Site::structured_text`.
 #[derive(Clone, Default)]
-pub(crate) struct StructuredText(Arc<OnceLock<Arc<str>>>);
+pub(crate) struct StructuredText(Arc<OnceLock<TextAnswer>>);
 
 impl StructuredText {
-    /// Keeps `text`; false (and nothing kept) when a text was kept already.
-    pub(crate) fn put(&self, text: Arc<str>) -> bool {
-        self.0.set(text).is_ok()
+    /// Keeps `answer`; false (and nothing kept) when an answer was kept already.
+    pub(crate) fn put(&self, answer: TextAnswer) -> bool {
+        self.0.set(answer).is_ok()
     }
 
-    /// The text kept, if any.
-    pub(crate) fn get(&self) -> Option<&Arc<str>> {
+    /// The answer kept, if any.
+    pub(crate) fn get(&self) -> Option<&TextAnswer> {
         self.0.get()
     }
 
-    /// `body`, an answer written with `structuredContent: null`, with `text` in place of that
-    /// `null`: the first `"structuredContent":null` in it, which is the result's own — every
-    /// string in `body` is escaped (a `"` inside one is written `\"`), and what comes before
-    /// the member are the envelope's `jsonrpc` and `id` and the result's `content` blocks.
-    /// An answer without that `null` did not take the text (its result is a tree, or it is an
-    /// error) and is left as it is: the `null` and the text are made together
-    /// ([`Call::shape_text`](super::tool_call)), so no answer can lose its data here.
-    pub(crate) fn fill(body: Vec<u8>, text: &str) -> Vec<u8> {
-        const HOLE: &[u8] = b"\"structuredContent\":null";
-        // memchr's substring search: comparing every window byte by byte took ~650 more
-        // instructions per answer (callgrind, issue 34).
-        let Some(at) = memchr::memmem::find(&body, HOLE) else {
-            return body;
-        };
-        let value = at + HOLE.len() - b"null".len();
-        let mut out = Vec::with_capacity(body.len() + text.len());
-        out.extend_from_slice(&body[..value]);
-        out.extend_from_slice(text.as_bytes());
-        out.extend_from_slice(&body[at + HOLE.len()..]);
-        out
+    /// What a call answers when it kept a [`TextAnswer`]: a result no shaping makes (every
+    /// shaped result has a text block and `_meta`), so the writer can tell it from any other
+    /// answer the call may have given instead ([`StructuredText::is_placeholder`]).
+    pub(crate) fn placeholder() -> CallToolResult {
+        CallToolResult::success(Vec::new())
+    }
+
+    /// Whether `result` is [`StructuredText::placeholder`].
+    pub(crate) fn is_placeholder(result: &CallToolResult) -> bool {
+        result.content.is_empty() && result.structured_content.is_none() && result.meta.is_none()
     }
 }
 
@@ -144,67 +183,109 @@ pub(crate) fn era_of(meta: &RequestMetaObject) -> Era {
 mod tests {
     use openphone_protocol::{ObjectText, ToolResult};
     use rmcp::model::{RequestId, ServerJsonRpcMessage, ServerResult};
-    use serde_json::{Value, json};
+    use serde_json::{Map, Value, json};
 
-    use super::StructuredText;
-    use crate::result::{shape_owned, success_for_text};
+    use super::{StructuredText, TextAnswer};
+    use crate::result::shape_owned;
 
-    fn written(result: rmcp::model::CallToolResult, modern: bool) -> Vec<u8> {
+    fn written(result: rmcp::model::CallToolResult, modern: bool, id: &RequestId) -> Vec<u8> {
         let mut result = ServerResult::CallToolResult(result);
         if modern {
             result.fill_missing_cache_hints();
         } else {
             result.strip_result_type_for_legacy_peer();
         }
-        serde_json::to_vec(&ServerJsonRpcMessage::response(
-            result,
-            RequestId::Number(3),
-        ))
-        .unwrap()
+        serde_json::to_vec(&ServerJsonRpcMessage::response(result, id.clone())).unwrap()
     }
 
-    /// The answer a read's text is written into is the answer its tree would have been, in
-    /// both eras, small or large, also when the result's own strings hold the placeholder's
-    /// bytes.
+    fn answer_of(result: &ToolResult, text: &ObjectText) -> TextAnswer {
+        TextAnswer {
+            text: text.text().into(),
+            summary: crate::text_summary::summary_of_text(text.text(), result.replayed)
+                .expect("a compact object"),
+            request_id: result.request_id.clone(),
+            audit_id: result.audit_id.clone(),
+            replayed: result.replayed,
+        }
+    }
+
+    /// The answer written from a read's text is, byte for byte, the answer serde writes of the
+    /// tree the rmcp path shapes: both eras, both kinds of id, replayed or not, small results
+    /// and large ones, strings that need escaping (also in the ids), and strings holding what
+    /// looks like JSON.
     #[test]
-    fn a_result_left_as_text_answers_as_its_tree_would() {
+    fn a_result_left_as_text_answers_byte_for_byte_as_its_tree_would() {
         let results = [
             json!({"battery": 81, "charging": false, "model": "sim"}),
             json!({"note": "\"structuredContent\":null", "nested": {"structuredContent": null}}),
-            json!({"text": "quote \" backslash \\ and é"}),
+            json!({"text": "quote \" backslash \\ and é, a tab\t and \u{1}"}),
+            json!({}),
             // Longer than a summary shows whole: the summary lists its members.
-            json!({"long": "x".repeat(700), "list": [1, 2], "object": {"a": {"b": 1}}}),
+            json!({"long": "x".repeat(700), "list": [1, 2.5, -3], "object": {"a": {"b": 1}}}),
+        ];
+        let ids = [
+            RequestId::Number(3),
+            RequestId::Number(-9_007_199_254_740_991),
+            RequestId::String("a \"quoted\" id / é".into()),
         ];
         for object in results {
             let Value::Object(map) = object else {
                 unreachable!()
             };
             let text = ObjectText::write(&map).unwrap();
-            let only = ToolResult::ok_text("rt", "req-1", text.clone());
-            let tree = ToolResult::ok("rt", "req-1", map.clone());
-            for modern in [false, true] {
-                let shaped = success_for_text(&only, text.text()).expect("a small result");
-                let filled = StructuredText::fill(written(shaped, modern), text.text());
-                let expected = written(shape_owned(tree.clone(), None), modern);
-                let filled: Value = serde_json::from_slice(&filled).unwrap();
-                let expected: Value = serde_json::from_slice(&expected).unwrap();
-                assert_eq!(filled, expected, "{map:?}, modern {modern}");
+            for (request_id, audit_id, replayed) in [
+                ("req-1", "runtime:rt:req-1", false),
+                ("req \"2\"", "audit\\2", true),
+            ] {
+                let mut tree = ToolResult::ok("rt", request_id, map.clone());
+                tree.audit_id = audit_id.to_owned();
+                tree.replayed = replayed;
+                let answer = answer_of(&tree, &text);
+                for id in &ids {
+                    for modern in [false, true] {
+                        let expected = written(shape_owned(tree.clone(), None), modern, id);
+                        let ours = answer.write(id, modern).unwrap();
+                        assert_eq!(
+                            String::from_utf8(ours).unwrap(),
+                            String::from_utf8(expected).unwrap(),
+                            "{map:?}, id {id:?}, modern {modern}, replayed {replayed}"
+                        );
+                    }
+                }
             }
         }
     }
 
-    /// An answer that did not take the text (an error, a result written as a tree) is left as
-    /// it is; a call keeps one text.
+    /// The placeholder is told apart from every answer a shaping makes; a call keeps one
+    /// answer.
     #[test]
-    fn an_answer_without_the_placeholder_is_left_as_it_is() {
-        let error = br#"{"jsonrpc":"2.0","id":3,"error":{"code":-32603,"message":"x"}}"#.to_vec();
-        assert_eq!(StructuredText::fill(error.clone(), "{}"), error);
-        let tree =
-            br#"{"jsonrpc":"2.0","id":3,"result":{"structuredContent":{"a":null}}}"#.to_vec();
-        assert_eq!(StructuredText::fill(tree.clone(), "{}"), tree);
+    fn the_placeholder_is_no_shaped_answer_and_a_call_keeps_one_answer() {
+        assert!(StructuredText::is_placeholder(
+            &StructuredText::placeholder()
+        ));
+        let mut map = Map::new();
+        map.insert("a".into(), json!(1));
+        let shaped = [
+            shape_owned(ToolResult::ok("rt", "r", map.clone()), None),
+            shape_owned(ToolResult::ok("rt", "r", Map::new()), None),
+            shape_owned(
+                ToolResult::failure(
+                    "rt",
+                    "r",
+                    openphone_protocol::ErrorCode::ToolError,
+                    "failed",
+                ),
+                None,
+            ),
+        ];
+        for result in &shaped {
+            assert!(!StructuredText::is_placeholder(result), "{result:?}");
+        }
         let slot = StructuredText::default();
-        assert!(slot.put("{\"a\":1}".into()));
-        assert!(!slot.put("{\"b\":2}".into()), "one text per call");
-        assert_eq!(slot.get().map(|t| &**t), Some("{\"a\":1}"));
+        let text = ObjectText::write(&map).unwrap();
+        let ok = ToolResult::ok("rt", "r", map.clone());
+        assert!(slot.put(answer_of(&ok, &text)));
+        assert!(!slot.put(answer_of(&ok, &text)), "one answer per call");
+        assert_eq!(slot.get().map(|a| &*a.text), Some("{\"a\":1}"));
     }
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use openphone_core::{Invocation, Waited, waiting_on};
 use openphone_policy::Caller;
-use openphone_protocol::{Confirmation, ErrorCode, ToolRequest, ToolResult};
+use openphone_protocol::{Confirmation, ErrorCode, ToolRequest, ToolResult, ToolStatus};
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ElicitRequestParams, ProgressNotificationParam,
@@ -14,7 +14,7 @@ use rmcp::model::{
 };
 use serde_json::Value;
 
-use super::site::Site;
+use super::site::{Site, StructuredText, TextAnswer};
 use super::strategy::{ElicitationModes, Era, Strategy, StrategyInputs, choose};
 use super::{
     MAX_IDEMPOTENCY_KEY_LEN, META_AUTONOMY, META_DEVICE_ID, META_IDEMPOTENCY_KEY, McpBackend,
@@ -130,14 +130,25 @@ impl Call<'_> {
         CallToolResponse::Complete(self.backend.table.call_result_owned(result))
     }
 
-    /// On the direct path, the answer to a success that exists only as text: its text goes
-    /// to the site ([`StructuredText`]), the answer keeps its place. `None` for every other
-    /// result, or a second one (the site keeps one text).
+    /// On the direct path, the answer to a success that exists only as text: the answer goes
+    /// to the site ([`TextAnswer`]: its bytes are written from it), the call answers with the
+    /// placeholder. `None` for every other result, or a second one (the site keeps one).
     fn shape_text(&self, result: &ToolResult) -> Option<CallToolResponse> {
         let slot = self.site.structured_text.as_ref()?;
+        if result.status != ToolStatus::Ok {
+            return None;
+        }
         let text = result.only_text()?;
-        let shaped = crate::result::success_for_text(result, &text)?;
-        slot.put(text).then_some(CallToolResponse::Complete(shaped))
+        let summary = crate::text_summary::summary_of_text(&text, result.replayed)?;
+        let answer = TextAnswer {
+            text,
+            summary,
+            request_id: result.request_id.clone(),
+            audit_id: result.audit_id.clone(),
+            replayed: result.replayed,
+        };
+        slot.put(answer)
+            .then(|| CallToolResponse::Complete(StructuredText::placeholder()))
     }
 
     /// A refusal before the bridge, under a fresh request id.

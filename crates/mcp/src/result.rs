@@ -176,28 +176,35 @@ pub(crate) fn summarized<'a>(
     members: impl Iterator<Item = (&'a str, String)>,
     replayed: bool,
 ) -> String {
-    let mut parts: Vec<String> = Vec::new();
+    const END: &str = " The full result is the structured content.";
+    // Written straight into the text (a part per member, then their join, took two more
+    // allocations a member: issue 34).
+    let mut text = String::with_capacity(SUMMARY_MAX_CHARS + REPLAYED.len() + END.len() + 32);
+    text.push_str(if replayed { REPLAYED } else { "Done." });
     let mut used = 0usize;
     let mut left_out = 0usize;
+    let mut shown_any = false;
     for (key, shown) in members {
-        let part = format!("{key}: {shown}");
-        if used + part.len() > SUMMARY_MAX_CHARS {
+        // "key: shown"
+        let part = key.len() + 2 + shown.len();
+        if used + part > SUMMARY_MAX_CHARS {
             left_out += 1;
             continue;
         }
-        used += part.len() + 2;
-        parts.push(part);
+        used += part + 2;
+        text.push_str(if shown_any { ", " } else { " " });
+        text.push_str(key);
+        text.push_str(": ");
+        text.push_str(&shown);
+        shown_any = true;
     }
-    let mut text = String::from(if replayed { REPLAYED } else { "Done." });
-    if !parts.is_empty() {
-        text.push(' ');
-        text.push_str(&parts.join(", "));
+    if shown_any {
         if left_out > 0 {
             text.push_str(&format!(", and {left_out} more fields"));
         }
         text.push('.');
     }
-    text.push_str(" The full result is the structured content.");
+    text.push_str(END);
     text
 }
 
@@ -481,6 +488,70 @@ pub fn json_pointer(field: &str) -> String {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    /// The summary as it was written before it was written in place (a part per member,
+    /// joined): the reference the one-pass writer must match.
+    fn summarized_by_parts(members: &[(&str, String)], replayed: bool) -> String {
+        let mut parts: Vec<String> = Vec::new();
+        let mut used = 0usize;
+        let mut left_out = 0usize;
+        for (key, shown) in members {
+            let part = format!("{key}: {shown}");
+            if used + part.len() > SUMMARY_MAX_CHARS {
+                left_out += 1;
+                continue;
+            }
+            used += part.len() + 2;
+            parts.push(part);
+        }
+        let mut text = String::from(if replayed { REPLAYED } else { "Done." });
+        if !parts.is_empty() {
+            text.push(' ');
+            text.push_str(&parts.join(", "));
+            if left_out > 0 {
+                text.push_str(&format!(", and {left_out} more fields"));
+            }
+            text.push('.');
+        }
+        text.push_str(" The full result is the structured content.");
+        text
+    }
+
+    /// Written in one pass, the summary is the one the parts made: no members, members that
+    /// fit, members left out (also between shown ones), a member too long for any summary,
+    /// multi-byte text, replayed or not.
+    #[test]
+    fn the_summary_written_in_place_is_the_summary_made_of_parts() {
+        let long = "y".repeat(SUMMARY_MAX_CHARS);
+        let cases: Vec<Vec<(&str, String)>> = vec![
+            vec![],
+            vec![("a", "1".into())],
+            vec![("battery", "81".into()), ("model", "\"sim é\"".into())],
+            vec![("long", long.clone())],
+            vec![
+                ("a", "1".into()),
+                ("long", long.clone()),
+                ("b", "[3 items]".into()),
+            ],
+            (0..80)
+                .map(|i| {
+                    (
+                        ["k", "key", "a_longer_key"][i % 3],
+                        format!("{i:>width$}", width = i % 17),
+                    )
+                })
+                .collect(),
+        ];
+        for members in &cases {
+            for replayed in [false, true] {
+                assert_eq!(
+                    summarized(members.iter().map(|(k, v)| (*k, v.clone())), replayed),
+                    summarized_by_parts(members, replayed),
+                    "{members:?}, replayed {replayed}"
+                );
+            }
+        }
+    }
 
     /// A sealed result (its text kept by the bridge) is summarised as the same result unsealed,
     /// small or large, replayed or not.

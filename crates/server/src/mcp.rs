@@ -67,10 +67,9 @@ fn host_name(host: &str) -> Option<&str> {
 /// Whether a `Host` header names this machine's loopback.
 pub fn host_allowed(host: &str) -> bool {
     host_name(host.trim()).is_some_and(|name| {
-        matches!(
-            name.to_ascii_lowercase().as_str(),
-            "localhost" | "127.0.0.1" | "::1"
-        )
+        ["localhost", "127.0.0.1", "::1"]
+            .iter()
+            .any(|loopback| name.eq_ignore_ascii_case(loopback))
     })
 }
 
@@ -155,19 +154,14 @@ fn admit(state: &AppState, mut req: Request) -> Result<Request, Box<Response>> {
             )));
         }
     }
-    let principal = bearer(headers)
-        .and_then(|t| state.credentials.authenticate_any(t))
-        .and_then(|p| {
-            let key = p.bucket_key();
-            p.mcp_principal().map(|m| (m, key))
-        });
-    let Some((principal, bucket)) = principal else {
+    let Some(admission) = bearer(headers).and_then(|t| state.credentials.authenticate_mcp(t))
+    else {
         return Err(Box::new(
             (
                 StatusCode::UNAUTHORIZED,
                 [(header::WWW_AUTHENTICATE, "Bearer")],
                 "Unauthorized: send `Authorization: Bearer <token>` with an MCP runtime token \
-             (`openphone mcp token` prints the default one)",
+                 (`openphone mcp token` prints the default one)",
             )
                 .into_response(),
         ));
@@ -182,7 +176,7 @@ fn admit(state: &AppState, mut req: Request) -> Result<Request, Box<Response>> {
             "request body over 1 MiB",
         )));
     }
-    if let Err(retry_ms) = state.rate.take(&format!("mcp:{bucket}")) {
+    if let Err(retry_ms) = state.rate.take(&admission.rate_key) {
         let secs = retry_ms.div_ceil(1000).max(1);
         let mut response = refuse(StatusCode::TOO_MANY_REQUESTS, "rate limited: slow down");
         if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
@@ -194,11 +188,12 @@ fn admit(state: &AppState, mut req: Request) -> Result<Request, Box<Response>> {
     // unauthenticated and lifts its deadline), unless its class has no room left.
     // Counted under the principal's bucket key, `runtime:<id>`, as the WebSocket counts it.
     if let Some(ticket) = req.extensions().get::<Arc<crate::front::Ticket>>()
-        && !ticket.authenticated_as(crate::front::Class::Mcp, &bucket)
+        && !ticket.authenticated_as(crate::front::Class::Mcp, &admission.bucket)
     {
         return Err(Box::new(crate::routes::too_many()));
     }
-    req.extensions_mut().insert(Arc::new(principal));
+    req.extensions_mut()
+        .insert(Arc::clone(&admission.principal));
     Ok(req)
 }
 

@@ -7,6 +7,23 @@ use openphone_policy::{Caller, Role, Transport};
 use crate::auth::{OPERATOR_RUNTIME, token_eq};
 use crate::config::RuntimeCredential;
 
+/// The rate-limit bucket key of runtime credential `c`: `runtime:<id>`.
+fn runtime_bucket_key(c: &RuntimeCredential) -> String {
+    format!("runtime:{}", c.id)
+}
+
+/// The MCP principal of runtime credential `c` ([`Principal::mcp_principal`]).
+fn mcp_principal_of(c: &RuntimeCredential) -> openphone_mcp::McpPrincipal {
+    let mut caller = Caller::remote(&c.id, Transport::Mcp, &format!("token:{}", c.id));
+    caller.enabled = c.enabled;
+    caller.grants = c.grants;
+    caller.max_autonomy = c.max_autonomy;
+    openphone_mcp::McpPrincipal {
+        caller,
+        confirming_host: c.trust_client_confirmation,
+    }
+}
+
 /// An authenticated credential.
 #[derive(Debug, Clone)]
 pub enum Principal {
@@ -19,7 +36,7 @@ impl Principal {
     pub fn bucket_key(&self) -> String {
         match self {
             Principal::Operator => "operator".into(),
-            Principal::Runtime(c) => format!("runtime:{}", c.id),
+            Principal::Runtime(c) => runtime_bucket_key(c),
         }
     }
 
@@ -43,16 +60,7 @@ impl Principal {
     pub fn mcp_principal(&self) -> Option<openphone_mcp::McpPrincipal> {
         match self {
             Principal::Operator => None,
-            Principal::Runtime(c) => {
-                let mut caller = Caller::remote(&c.id, Transport::Mcp, &format!("token:{}", c.id));
-                caller.enabled = c.enabled;
-                caller.grants = c.grants;
-                caller.max_autonomy = c.max_autonomy;
-                Some(openphone_mcp::McpPrincipal {
-                    caller,
-                    confirming_host: c.trust_client_confirmation,
-                })
-            }
+            Principal::Runtime(c) => Some(mcp_principal_of(c)),
         }
     }
 
@@ -85,6 +93,21 @@ impl Principal {
 pub struct Credentials {
     operator_token: String,
     runtimes: Vec<RuntimeCredential>,
+    /// Beside each of `runtimes`, what `/mcp` admits it as ([`Credentials::authenticate_mcp`]).
+    mcp: Vec<McpAdmission>,
+}
+
+/// What the `/mcp` guard needs of a runtime credential, made once with the credentials rather
+/// than on every request (the principal, its class key and its rate bucket took eight
+/// allocations a call: issue 34).
+#[derive(Debug, Clone)]
+pub(crate) struct McpAdmission {
+    /// The credential's [`Principal::mcp_principal`].
+    pub(crate) principal: std::sync::Arc<openphone_mcp::McpPrincipal>,
+    /// [`Principal::bucket_key`]: the key its connections are counted under.
+    pub(crate) bucket: String,
+    /// The key of its MCP rate bucket: `mcp:` and the bucket key.
+    pub(crate) rate_key: String,
 }
 
 impl std::fmt::Debug for Credentials {
@@ -97,9 +120,21 @@ impl std::fmt::Debug for Credentials {
 
 impl Credentials {
     pub fn new(operator_token: String, runtimes: Vec<RuntimeCredential>) -> Self {
+        let mcp = runtimes
+            .iter()
+            .map(|credential| {
+                let bucket = runtime_bucket_key(credential);
+                McpAdmission {
+                    principal: std::sync::Arc::new(mcp_principal_of(credential)),
+                    rate_key: format!("mcp:{bucket}"),
+                    bucket,
+                }
+            })
+            .collect();
         Self {
             operator_token,
             runtimes,
+            mcp,
         }
     }
 
@@ -125,6 +160,24 @@ impl Credentials {
             }
         }
         found
+    }
+
+    /// What `/mcp` admits a presented token as: a runtime credential's [`McpAdmission`]
+    /// (MCP-only ones included); `None` for the operator's token (MCP callers are runtimes)
+    /// and for any other. The same answer as [`Credentials::authenticate_any`] followed by
+    /// [`Principal::mcp_principal`], compared in the same constant time.
+    pub(crate) fn authenticate_mcp(&self, presented: &str) -> Option<&McpAdmission> {
+        // `Some(None)`: the operator's token.
+        let mut found: Option<Option<&McpAdmission>> = None;
+        if token_eq(presented, &self.operator_token) {
+            found = Some(None);
+        }
+        for (rt, admission) in self.runtimes.iter().zip(&self.mcp) {
+            if token_eq(presented, &rt.token) && found.is_none() {
+                found = Some(Some(admission));
+            }
+        }
+        found.flatten()
     }
 }
 
@@ -158,5 +211,56 @@ mod tests {
         assert!(creds.authenticate("hermes-token-012345678").is_none());
         assert!(creds.authenticate("").is_none());
         assert!(!format!("{creds:?}").contains(&op));
+    }
+
+    /// `/mcp` admits a token as the credentials made once say, which is what authenticating
+    /// it on every request said: each runtime (MCP-only too) as its own principal, bucket and
+    /// rate key; the operator and unknown tokens not at all.
+    #[test]
+    fn the_mcp_admission_made_once_is_the_per_request_one() {
+        let op = generate_token().unwrap();
+        let runtime = |id: &str, mcp_only: bool| RuntimeCredential {
+            id: id.into(),
+            token: format!("{id}-token-0123456789"),
+            enabled: !mcp_only,
+            grants: openphone_policy::ExposureGrants::REMOTE_DEFAULT,
+            max_autonomy: openphone_policy::Autonomy::TrustedActions,
+            trust_client_confirmation: mcp_only,
+            mcp_only,
+        };
+        let creds = Credentials::new(
+            op.clone(),
+            vec![runtime("hermes", false), runtime("mcp", true)],
+        );
+        for token in [
+            op.as_str(),
+            "hermes-token-0123456789",
+            "mcp-token-0123456789",
+            "mcp-token-012345678",
+            "",
+        ] {
+            let slow = creds.authenticate_any(token).and_then(|p| {
+                let key = p.bucket_key();
+                p.mcp_principal().map(|m| (m, key))
+            });
+            let fast = creds.authenticate_mcp(token);
+            match (slow, fast) {
+                (None, None) => {}
+                (Some((principal, bucket)), Some(admission)) => {
+                    assert_eq!(principal.caller, admission.principal.caller, "{token}");
+                    assert_eq!(
+                        principal.confirming_host, admission.principal.confirming_host,
+                        "{token}"
+                    );
+                    assert_eq!(admission.bucket, bucket);
+                    assert_eq!(admission.rate_key, format!("mcp:{bucket}"));
+                }
+                (slow, fast) => panic!("{token}: {slow:?} against {fast:?}"),
+            }
+        }
+        assert!(
+            creds.authenticate_mcp(&op).is_none(),
+            "the operator is no MCP caller"
+        );
     }
 }

@@ -46,9 +46,19 @@ impl RateLimiter {
     /// nothing.
     fn take_at(&self, key: &str, now_ms: i64) -> Result<(), u64> {
         let mut buckets = lock(&self.buckets);
-        let (tokens, last) = buckets
-            .entry(key.to_owned())
-            .or_insert((self.burst, now_ms));
+        // Looked up before it is inserted: the key is copied only for a new bucket.
+        if let Some(bucket) = buckets.get_mut(key) {
+            return self.spend(bucket, now_ms);
+        }
+        let mut bucket = (self.burst, now_ms);
+        let taken = self.spend(&mut bucket, now_ms);
+        buckets.insert(key.to_owned(), bucket);
+        taken
+    }
+
+    /// Refills `bucket` (tokens, last refill) up to `now_ms` and takes one token from it.
+    fn spend(&self, bucket: &mut (f64, i64), now_ms: i64) -> Result<(), u64> {
+        let (tokens, last) = (&mut bucket.0, &mut bucket.1);
         let elapsed_secs = now_ms.saturating_sub(*last).max(0) as f64 / 1000.0;
         *tokens = (*tokens + elapsed_secs * self.per_sec).min(self.burst);
         *last = now_ms.max(*last);

@@ -409,6 +409,7 @@ fn serve(
 ) {
     // The connection starts with `synchronous = FULL` (open.rs).
     let mut full = true;
+    let mut ctl = Control::new(&conn);
     while let Ok(first) = jobs.recv() {
         let mut batch = Vec::with_capacity(16);
         batch.push(first);
@@ -437,13 +438,15 @@ fn serve(
             }
         }
         let relaxed = !full;
-        commit_batch(&conn, batch, counters);
+        commit_batch(&conn, &mut ctl, batch, counters);
         if relaxed && let Some(syncer) = syncer {
             counters.relaxed_batches.fetch_add(1, Ordering::Relaxed);
             syncer.mark_dirty();
         }
     }
-    // The queue is closed: closing the connection checkpoints the WAL.
+    // The queue is closed: closing the connection checkpoints the WAL (its statements go
+    // first).
+    drop(ctl);
     drop(conn);
 }
 
@@ -456,21 +459,26 @@ fn serve(
 /// inside one job's statement; the writer checks after every job that its transaction is
 /// still open, and when it is not, fails every job of it and begins again for the rest. A
 /// savepoint that cannot be undone fails the whole batch.
-fn commit_batch(conn: &Connection, batch: Vec<Job>, counters: &Counters) {
+fn commit_batch(conn: &Connection, ctl: &mut Control<'_>, batch: Vec<Job>, counters: &Counters) {
     let mut jobs = batch.into_iter();
     while jobs.len() > 0 {
-        run_transaction(conn, &mut jobs, counters);
+        run_transaction(conn, ctl, &mut jobs, counters);
     }
 }
 
 /// One transaction over the jobs `jobs` still holds (all of them, unless SQLite ends the
 /// transaction early: then the rest are left for the next one).
-fn run_transaction(conn: &Connection, jobs: &mut std::vec::IntoIter<Job>, counters: &Counters) {
+fn run_transaction(
+    conn: &Connection,
+    ctl: &mut Control<'_>,
+    jobs: &mut std::vec::IntoIter<Job>,
+    counters: &Counters,
+) {
     if !conn.is_autocommit() {
         // A transaction left open by an earlier failure: it is not ours to keep.
-        let _ = step(conn, "ROLLBACK");
+        let _ = ctl.step(Ctl::Rollback);
     }
-    if let Err(e) = step(conn, "BEGIN IMMEDIATE") {
+    if let Err(e) = ctl.step(Ctl::Begin) {
         let detail = format!("could not begin a transaction: {e}");
         for job in jobs.by_ref() {
             fail_unrun(job, &detail);
@@ -480,7 +488,7 @@ fn run_transaction(conn: &Connection, jobs: &mut std::vec::IntoIter<Job>, counte
     let mut kept: Vec<Deliver> = Vec::new();
     let mut failed: Vec<Deliver> = Vec::new();
     while let Some(job) = jobs.next() {
-        if let Err(e) = step(conn, "SAVEPOINT job") {
+        if let Err(e) = ctl.step(Ctl::Savepoint) {
             fail_unrun(job, &format!("could not open a savepoint: {e}"));
             continue;
         }
@@ -489,10 +497,10 @@ fn run_transaction(conn: &Connection, jobs: &mut std::vec::IntoIter<Job>, counte
             Ok(Ran {
                 keep: true,
                 deliver,
-            }) => match step(conn, "RELEASE job") {
+            }) => match ctl.step(Ctl::Release) {
                 Ok(()) => kept.push(deliver),
                 Err(_) => {
-                    undone = undo_savepoint(conn);
+                    undone = undo_savepoint(ctl);
                     failed.push(deliver);
                 }
             },
@@ -500,16 +508,16 @@ fn run_transaction(conn: &Connection, jobs: &mut std::vec::IntoIter<Job>, counte
                 keep: false,
                 deliver,
             }) => {
-                undone = undo_savepoint(conn);
+                undone = undo_savepoint(ctl);
                 failed.push(deliver);
             }
             // The job's reply was dropped while unwinding: its caller sees a lost write.
-            Err(_panic) => undone = undo_savepoint(conn),
+            Err(_panic) => undone = undo_savepoint(ctl),
         }
         if conn.is_autocommit() || !undone {
             // SQLite ended the transaction under us, or a failed job's changes cannot be
             // taken back: nothing of this transaction may be kept.
-            let _ = step(conn, "ROLLBACK");
+            let _ = ctl.step(Ctl::Rollback);
             let detail = if undone {
                 "the database rolled the transaction back (see the daemon's log)"
             } else {
@@ -526,7 +534,7 @@ fn run_transaction(conn: &Connection, jobs: &mut std::vec::IntoIter<Job>, counte
             return;
         }
     }
-    match step(conn, "COMMIT") {
+    match ctl.step(Ctl::Commit) {
         Ok(()) => {
             let committed = u64::try_from(kept.len()).unwrap_or(u64::MAX);
             if committed > 0 {
@@ -541,7 +549,7 @@ fn run_transaction(conn: &Connection, jobs: &mut std::vec::IntoIter<Job>, counte
             }
         }
         Err(e) => {
-            let _ = step(conn, "ROLLBACK");
+            let _ = ctl.step(Ctl::Rollback);
             let detail = format!("could not commit: {e}");
             for deliver in kept.into_iter().chain(failed) {
                 deliver(Some(&detail));
@@ -552,16 +560,62 @@ fn run_transaction(conn: &Connection, jobs: &mut std::vec::IntoIter<Job>, counte
 
 /// Rolls back to and releases the current savepoint; false when that failed (the job's
 /// changes may still be in the transaction).
-fn undo_savepoint(conn: &Connection) -> bool {
-    step(conn, "ROLLBACK TO job")
-        .and_then(|()| step(conn, "RELEASE job"))
+fn undo_savepoint(ctl: &mut Control<'_>) -> bool {
+    ctl.step(Ctl::RollbackTo)
+        .and_then(|()| ctl.step(Ctl::Release))
         .is_ok()
 }
 
-/// Runs one transaction-control statement, prepared once per connection (these run several
-/// times per batch; parsing them each time showed in profiles).
-fn step(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
-    conn.prepare_cached(sql)?.execute([]).map(|_| ())
+/// The transaction-control statements the writer runs around every batch and job.
+#[derive(Clone, Copy)]
+enum Ctl {
+    Begin,
+    Savepoint,
+    Release,
+    RollbackTo,
+    Rollback,
+    Commit,
+}
+
+impl Ctl {
+    fn sql(self) -> &'static str {
+        match self {
+            Ctl::Begin => "BEGIN IMMEDIATE",
+            Ctl::Savepoint => "SAVEPOINT job",
+            Ctl::Release => "RELEASE job",
+            Ctl::RollbackTo => "ROLLBACK TO job",
+            Ctl::Rollback => "ROLLBACK",
+            Ctl::Commit => "COMMIT",
+        }
+    }
+}
+
+/// The writer's transaction-control statements, each prepared on its first use and kept for
+/// the connection's life. They run several times per batch: parsing them each time showed in
+/// profiles, and even the statement cache's lookup copies the statement's text into a new key
+/// every time (rusqlite), ~4 allocations a call (issue 34).
+struct Control<'c> {
+    conn: &'c Connection,
+    prepared: [Option<rusqlite::Statement<'c>>; 6],
+}
+
+impl<'c> Control<'c> {
+    fn new(conn: &'c Connection) -> Control<'c> {
+        Control {
+            conn,
+            prepared: Default::default(),
+        }
+    }
+
+    /// Runs `which` (prepared now if it was not yet; a failure to prepare is its failure).
+    fn step(&mut self, which: Ctl) -> rusqlite::Result<()> {
+        let slot = &mut self.prepared[which as usize];
+        let statement = match slot {
+            Some(statement) => statement,
+            None => slot.insert(self.conn.prepare(which.sql())?),
+        };
+        statement.execute([]).map(|_| ())
+    }
 }
 
 /// Hands `job` a failure without running it.

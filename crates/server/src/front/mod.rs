@@ -31,9 +31,11 @@
 //! count of those left out, and never written to the audit log.
 //!
 //! Small answers leave at once: every accepted TCP socket has `TCP_NODELAY`, and on Linux it
-//! acknowledges what it has read as soon as it would wait for more ([`Tcp`]), so a client that
-//! writes a request's headers and body separately without `TCP_NODELAY` does not wait ~40 ms
-//! for our delayed ACK before its body may leave (issue 13).
+//! pushes out the ACK of what it has read when a wait for more lasts 5 ms with no
+//! answer written ([`Tcp`], `ACK_PUSH_DELAY`), so a client that writes a request's headers and
+//! body separately without `TCP_NODELAY` waits those 5 ms, not ~40 ms for our delayed
+//! ACK, before its body may leave (issue 13); a request answered sooner has its ACK carried by
+//! the answer (issue 34).
 
 use std::path::Path;
 use std::sync::Arc;

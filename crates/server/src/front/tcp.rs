@@ -1,6 +1,7 @@
 //! The accepted TCP socket: small answers leave at once, and an answer given before the
 //! request's body was read is not lost to a reset.
 
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,17 +12,25 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
 /// An accepted TCP connection: `TCP_NODELAY` (an answer's last segment never waits for the
-/// peer's ACK of the one before) and, where the OS has it, `TCP_QUICKACK` re-armed whenever a
-/// read that consumed data is followed by a wait for more. Linux otherwise delays the ACK of a
-/// request's first segment by up to 40 ms in the hope of sending it with the answer; a client
-/// that sent its headers alone without `TCP_NODELAY` cannot send its body until that ACK
-/// arrives, so every such request would stall for the delayed-ACK timer.
+/// peer's ACK of the one before) and, where the OS has it, `TCP_QUICKACK` re-armed when a read
+/// that consumed data is followed by a wait for more that lasts [`ACK_PUSH_DELAY`] with
+/// nothing written meanwhile. Linux otherwise delays the ACK of a request's first segment by up
+/// to 40 ms in the hope of sending it with the answer; a client that sent its headers alone
+/// without `TCP_NODELAY` cannot send its body until that ACK arrives, so every such request
+/// would stall for the delayed-ACK timer. The push waits a little first because the usual
+/// request is whole in one segment and answered within a millisecond or two: its answer
+/// carries the ACK, and pushing it at once cost a segment each way (4–9 µs of a call's CPU
+/// here, issue 34). Clients that send headers and body apart without `TCP_NODELAY` are rare
+/// (curl, Go and Python's anyio, which the `mcp` client uses, set it).
 #[derive(Debug)]
 pub struct Tcp {
     /// `None` only while [`Drop`] hands it to the lingering close.
     stream: Option<TcpStream>,
-    /// Data was read since the last acknowledgement was pushed out.
+    /// Data was read since the last acknowledgement was pushed out or an answer carried it.
     unacknowledged: bool,
+    /// Armed by a wait for more after a read: when it fires before anything is written, the
+    /// ACK is pushed out.
+    ack_timer: Option<Pin<Box<tokio::time::Sleep>>>,
     /// Set once the peer has sent anything (its ticket's: an idle connection is evicted first).
     heard: Option<Arc<AtomicBool>>,
     /// Set when the connection was answered before its request body was read (413, 408): the
@@ -38,6 +47,7 @@ impl Tcp {
         Tcp {
             stream: Some(stream),
             unacknowledged: false,
+            ack_timer: None,
             heard: None,
             linger: None,
         }
@@ -96,12 +106,40 @@ impl AsyncRead for Tcp {
                 }
             }
             Poll::Pending if this.unacknowledged => {
-                this.unacknowledged = false;
-                this.acknowledge();
+                // Polled with this task's waker: the timer wakes the task, which reads again.
+                let timer = this
+                    .ack_timer
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep(ACK_PUSH_DELAY)));
+                if timer.as_mut().poll(cx).is_ready() {
+                    this.acknowledged();
+                    this.acknowledge();
+                }
             }
             _ => {}
         }
         poll
+    }
+}
+
+/// How long a wait for more after a read may last, with nothing written, before the ACK of
+/// what was read is pushed out ([`Tcp`]): a client stalled on our delayed ACK waits this
+/// instead of ~40 ms. Longer than nearly every answer takes under load (p99 ~1.5 ms in
+/// `bench/run.sh`), so the timer rarely fires: at 1 ms it fired for the slower tenth of the
+/// calls, and the wake-ups cost what the push had.
+pub const ACK_PUSH_DELAY: Duration = Duration::from_millis(5);
+
+impl Tcp {
+    /// What was read is acknowledged (pushed out, or carried by an answer): no push is due.
+    fn acknowledged(&mut self) {
+        self.unacknowledged = false;
+        self.ack_timer = None;
+    }
+
+    /// Bytes were written: the segment carries the ACK of everything read so far.
+    fn wrote(&mut self, poll: &Poll<std::io::Result<usize>>) {
+        if self.unacknowledged && matches!(poll, Poll::Ready(Ok(n)) if *n > 0) {
+            self.acknowledged();
+        }
     }
 }
 
@@ -111,10 +149,13 @@ impl AsyncWrite for Tcp {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
-        match self.get_mut().io() {
+        let this = self.get_mut();
+        let poll = match this.io() {
             Ok(stream) => Pin::new(stream).poll_write(cx, buf),
             Err(e) => Poll::Ready(Err(e)),
-        }
+        };
+        this.wrote(&poll);
+        poll
     }
 
     fn poll_write_vectored(
@@ -122,10 +163,13 @@ impl AsyncWrite for Tcp {
         cx: &mut Context<'_>,
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
-        match self.get_mut().io() {
+        let this = self.get_mut();
+        let poll = match this.io() {
             Ok(stream) => Pin::new(stream).poll_write_vectored(cx, bufs),
             Err(e) => Poll::Ready(Err(e)),
-        }
+        };
+        this.wrote(&poll);
+        poll
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -193,12 +237,19 @@ mod tests {
     use super::*;
     use tokio::net::TcpListener;
 
-    /// The kernel reports `TCP_QUICKACK` as on unless the socket is in its delayed-ACK
-    /// ("ping-pong") mode: put into that mode, the wrapper must take it out once it has read
-    /// data and is about to wait for more.
+    /// One poll of `server`'s read: whether it waits (nothing to read).
+    async fn waits(server: &mut Tcp) -> bool {
+        let mut buf = [0u8; 64];
+        std::future::poll_fn(|cx| {
+            let mut rb = ReadBuf::new(&mut buf);
+            Poll::Ready(Pin::new(&mut *server).poll_read(cx, &mut rb).is_pending())
+        })
+        .await
+    }
+
+    /// A connection with a read in `server` and the socket in the delayed-ACK mode.
     #[cfg(any(target_os = "linux", target_os = "android"))]
-    #[tokio::test]
-    async fn a_read_followed_by_a_wait_pushes_the_ack_out() {
+    async fn read_in_pingpong() -> (TcpStream, Tcp) {
         use rustix::net::sockopt::{set_tcp_quickack, tcp_quickack};
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -208,31 +259,69 @@ mod tests {
         let (accepted, _) = listener.accept().await.unwrap();
         let mut server = Tcp::new(accepted);
         assert!(server.io().unwrap().nodelay().unwrap());
+        // The kernel reports `TCP_QUICKACK` as on unless the socket is in its delayed-ACK
+        // ("ping-pong") mode.
         set_tcp_quickack(server.io().unwrap(), false).unwrap();
         assert!(!tcp_quickack(server.io().unwrap()).unwrap());
-
         client.write_all(b"POST / HTTP/1.1\r\n").await.unwrap();
         let mut buf = [0u8; 64];
         let n = server.read(&mut buf).await.unwrap();
         assert_eq!(&buf[..n], b"POST / HTTP/1.1\r\n");
-        // Reading alone changes nothing; the wait for more does.
+        (client, server)
+    }
+
+    /// A read followed by a wait for more that lasts [`ACK_PUSH_DELAY`] takes the socket out
+    /// of its delayed-ACK mode (the ACK is pushed out): the timer wakes the reading task,
+    /// which reads again and pushes.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    #[tokio::test]
+    async fn a_read_followed_by_a_wait_pushes_the_ack_out() {
+        use rustix::net::sockopt::{set_tcp_quickack, tcp_quickack};
+        let (_client, mut server) = read_in_pingpong().await;
+        // Reading alone changes nothing, nor does the wait's start.
         assert!(!tcp_quickack(server.io().unwrap()).unwrap());
-        let waited = std::future::poll_fn(|cx| {
-            let mut rb = ReadBuf::new(&mut buf);
-            Poll::Ready(Pin::new(&mut server).poll_read(cx, &mut rb).is_pending())
-        })
-        .await;
-        assert!(waited);
+        assert!(waits(&mut server).await);
+        assert!(!tcp_quickack(server.io().unwrap()).unwrap());
+        assert!(server.ack_timer.is_some(), "a push is due after the delay");
+        // The wait goes on: the timer wakes this task, which reads again and pushes.
+        let mut buf = [0u8; 64];
+        tokio::time::timeout(
+            Duration::from_secs(10),
+            std::future::poll_fn(|cx| {
+                let mut rb = ReadBuf::new(&mut buf);
+                assert!(Pin::new(&mut server).poll_read(cx, &mut rb).is_pending());
+                if server.ack_timer.is_none() {
+                    Poll::Ready(())
+                } else {
+                    Poll::Pending
+                }
+            }),
+        )
+        .await
+        .expect("the timer woke the reading task, which pushed the ACK out");
         assert!(tcp_quickack(server.io().unwrap()).unwrap());
 
         // A second wait with nothing read in between does not touch the socket again.
         set_tcp_quickack(server.io().unwrap(), false).unwrap();
-        let waited = std::future::poll_fn(|cx| {
-            let mut rb = ReadBuf::new(&mut buf);
-            Poll::Ready(Pin::new(&mut server).poll_read(cx, &mut rb).is_pending())
-        })
-        .await;
-        assert!(waited);
+        assert!(waits(&mut server).await);
+        assert!(server.ack_timer.is_none(), "no push is due");
+        assert!(!tcp_quickack(server.io().unwrap()).unwrap());
+    }
+
+    /// An answer written before the delay passes carries the ACK: nothing is pushed, however
+    /// long the next wait lasts.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    #[tokio::test]
+    async fn an_answer_written_in_time_carries_the_ack() {
+        use rustix::net::sockopt::tcp_quickack;
+        use tokio::io::AsyncWriteExt;
+        let (_client, mut server) = read_in_pingpong().await;
+        assert!(waits(&mut server).await);
+        assert!(server.ack_timer.is_some(), "a push is due after the delay");
+        server.write_all(b"HTTP/1.1 200 OK\r\n\r\n").await.unwrap();
+        assert!(server.ack_timer.is_none(), "the answer carried the ACK");
+        tokio::time::sleep(ACK_PUSH_DELAY * 20).await;
+        assert!(waits(&mut server).await);
         assert!(!tcp_quickack(server.io().unwrap()).unwrap());
     }
 }

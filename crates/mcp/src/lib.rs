@@ -74,6 +74,7 @@
 mod call;
 mod catalogue;
 mod direct;
+mod finish;
 mod identity;
 mod names;
 mod result;

@@ -41,13 +41,8 @@ case "$path" in
     mcp-2025 | mcp-2026 | ws-status | ws-screen) ;;
     *) log "unknown path '$path' (mcp-2025, mcp-2026, ws-status, ws-screen)"; exit 2 ;;
 esac
-command -v valgrind >/dev/null || { log "valgrind is needed (apt-get install valgrind)"; exit 2; }
-command -v callgrind_control >/dev/null || { log "callgrind_control is needed (valgrind)"; exit 2; }
-
+callgrind_results "$root" allocs
 openphone="$(release_binary "$root")"
-out="$root/target/bench-results/allocs"
-mkdir -p "$out"
-find "$out" -name 'callgrind.out.*' -mmin +120 -delete 2>/dev/null || true
 with_workdir "$root" bench-allocs
 token="$(bench_config "$work")"
 

@@ -64,6 +64,18 @@ release_binary() {
     echo "$1/target/release/openphone"
 }
 
+# callgrind_results ROOT NAME: checks that valgrind's callgrind tools are installed (else exits
+# 2, saying so), then sets `out` to ROOT/target/bench-results/NAME, made if missing. Several runs
+# may share it: each reads only its own daemon's files, and callgrind files of runs older than
+# two hours go.
+callgrind_results() {
+    command -v valgrind >/dev/null || { echo "valgrind is needed (apt-get install valgrind)" >&2; exit 2; }
+    command -v callgrind_control >/dev/null || { echo "callgrind_control is needed (valgrind)" >&2; exit 2; }
+    out="$1/target/bench-results/$2"
+    mkdir -p "$out"
+    find "$out" -name 'callgrind.out.*' -mmin +120 -delete 2>/dev/null || true
+}
+
 # with_workdir ROOT NAME: makes the directory `work` under $BENCH_DIR (default ROOT/target);
 # at exit the daemon `daemon_pid` (when set) is stopped and `work` removed.
 with_workdir() {

@@ -29,15 +29,8 @@ cd "$root"
 
 calls="${1:-${BENCH_CALLS:-250}}"
 log() { printf '[instructions] %s\n' "$*" >&2; }
-command -v valgrind >/dev/null || { log "valgrind is needed (apt-get install valgrind)"; exit 2; }
-command -v callgrind_control >/dev/null || { log "callgrind_control is needed (valgrind)"; exit 2; }
-
+callgrind_results "$root" callgrind
 openphone="$(release_binary "$root")"
-out="$root/target/bench-results/callgrind"
-mkdir -p "$out"
-# Several runs may share the directory: each reads only its own daemon's files, and files of
-# runs older than two hours go.
-find "$out" -name 'callgrind.out.*' -mmin +120 -delete 2>/dev/null || true
 with_workdir "$root" bench-instr
 
 token="$(bench_config "$work")"

@@ -125,7 +125,6 @@ impl Direct {
         let principal = Arc::clone(principal?);
         let plain = recognize(headers, body, |name| self.tools.contains(name))?;
         let id = plain.id.clone();
-        let id_for_text = plain.id.clone();
         let backend = Arc::clone(&self.backend);
         let structured = StructuredText::default();
         let (task, ct, capabilities, session) = match plain.session {
@@ -179,6 +178,16 @@ impl Direct {
         let cancel_if_dropped = ct.drop_guard();
         let outcome = task.await;
         cancel_if_dropped.disarm();
+        // A read kept as text ([`TextAnswer`](crate::server::TextAnswer)): the call answered
+        // with the placeholder, and the answer's bytes are written from what it kept — a
+        // success, so 200 in either era, as `status_of` gives a response.
+        if let Ok(Ok(CallToolResponse::Complete(result))) = &outcome
+            && StructuredText::is_placeholder(result)
+            && let Some(answer) = structured.get()
+        {
+            self.as_text.fetch_add(1, Ordering::Relaxed);
+            return Some(respond_with(answer.write(&id, !session), StatusCode::OK));
+        }
         let message = match outcome {
             Ok(outcome) => message_of(outcome, capabilities.as_ref(), !session, id),
             Err(Panicked) => {
@@ -195,21 +204,6 @@ impl Direct {
         } else {
             status_of(&message)
         };
-        // The kept answer belongs to the placeholder; any other message (an error made
-        // instead: the call's task failed) is written as it is.
-        let kept = match &message {
-            ServerJsonRpcMessage::Response(response) => match &response.result {
-                ServerResult::CallToolResult(r) if StructuredText::is_placeholder(r) => {
-                    structured.get()
-                }
-                _ => None,
-            },
-            _ => None,
-        };
-        if let Some(answer) = kept {
-            self.as_text.fetch_add(1, Ordering::Relaxed);
-            return Some(respond_with(answer.write(&id_for_text, !session), status));
-        }
         Some(respond(&message, status))
     }
 }

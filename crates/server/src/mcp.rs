@@ -434,11 +434,8 @@ async fn socket_connection(state: Arc<AppState>, stream: tokio::net::UnixStream)
     };
     let principal = token
         .as_deref()
-        .and_then(|t| state.credentials.authenticate_any(t))
-        .and_then(|p| match &p {
-            Principal::Runtime(_) => p.mcp_principal(),
-            Principal::Operator => None,
-        });
+        .and_then(|t| state.credentials.authenticate_mcp(t))
+        .map(|admission| Arc::clone(&admission.principal));
     let Some(principal) = principal else {
         let answer = McpHelloReply::refused(
             "the hello carries no MCP runtime token \
@@ -458,7 +455,7 @@ async fn socket_connection(state: Arc<AppState>, stream: tokio::net::UnixStream)
     tracing::info!(runtime = %principal.caller.runtime, "mcp socket connection");
     openphone_mcp::serve_stream(
         mcp.backend.clone(),
-        Arc::new(principal),
+        principal,
         reader,
         write,
         mcp.shutdown.child_token(),

@@ -97,6 +97,13 @@ pub struct Credentials {
     mcp: Vec<McpAdmission>,
 }
 
+/// Whose a matched token is: the operator's, or the runtime credential at this index.
+#[derive(Clone, Copy)]
+enum Holder {
+    Operator,
+    Runtime(usize),
+}
+
 /// What the `/mcp` guard needs of a runtime credential, made once with the credentials rather
 /// than on every request (the principal, its class key and its rate bucket took eight
 /// allocations a call: issue 34).
@@ -150,34 +157,36 @@ impl Credentials {
     /// The credential a presented token belongs to, MCP-only ones included. Every candidate is
     /// compared, so the time taken does not reveal which one matched.
     pub fn authenticate_any(&self, presented: &str) -> Option<Principal> {
+        match self.holder(presented)? {
+            Holder::Operator => Some(Principal::Operator),
+            Holder::Runtime(i) => self.runtimes.get(i).cloned().map(Principal::Runtime),
+        }
+    }
+
+    /// What `/mcp` (and `mcp.sock`) admits a presented token as: a runtime credential's
+    /// [`McpAdmission`] (MCP-only ones included); `None` for the operator's token (MCP callers
+    /// are runtimes) and for any other. The same answer as [`Credentials::authenticate_any`]
+    /// followed by [`Principal::mcp_principal`], without copying the credential.
+    pub(crate) fn authenticate_mcp(&self, presented: &str) -> Option<&McpAdmission> {
+        match self.holder(presented)? {
+            Holder::Operator => None,
+            Holder::Runtime(i) => self.mcp.get(i),
+        }
+    }
+
+    /// Whose token `presented` is. Every candidate is compared, so the time taken does not
+    /// reveal which one matched (the first match counts).
+    fn holder(&self, presented: &str) -> Option<Holder> {
         let mut found = None;
         if token_eq(presented, &self.operator_token) {
-            found = Some(Principal::Operator);
+            found = Some(Holder::Operator);
         }
-        for rt in &self.runtimes {
+        for (i, rt) in self.runtimes.iter().enumerate() {
             if token_eq(presented, &rt.token) && found.is_none() {
-                found = Some(Principal::Runtime(rt.clone()));
+                found = Some(Holder::Runtime(i));
             }
         }
         found
-    }
-
-    /// What `/mcp` admits a presented token as: a runtime credential's [`McpAdmission`]
-    /// (MCP-only ones included); `None` for the operator's token (MCP callers are runtimes)
-    /// and for any other. The same answer as [`Credentials::authenticate_any`] followed by
-    /// [`Principal::mcp_principal`], compared in the same constant time.
-    pub(crate) fn authenticate_mcp(&self, presented: &str) -> Option<&McpAdmission> {
-        // `Some(None)`: the operator's token.
-        let mut found: Option<Option<&McpAdmission>> = None;
-        if token_eq(presented, &self.operator_token) {
-            found = Some(None);
-        }
-        for (rt, admission) in self.runtimes.iter().zip(&self.mcp) {
-            if token_eq(presented, &rt.token) && found.is_none() {
-                found = Some(Some(admission));
-            }
-        }
-        found.flatten()
     }
 }
 

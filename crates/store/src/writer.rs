@@ -438,7 +438,7 @@ fn serve(
             }
         }
         let relaxed = !full;
-        commit_batch(&conn, &mut ctl, batch, counters);
+        commit_batch(&mut ctl, batch, counters);
         if relaxed && let Some(syncer) = syncer {
             counters.relaxed_batches.fetch_add(1, Ordering::Relaxed);
             syncer.mark_dirty();
@@ -459,21 +459,17 @@ fn serve(
 /// inside one job's statement; the writer checks after every job that its transaction is
 /// still open, and when it is not, fails every job of it and begins again for the rest. A
 /// savepoint that cannot be undone fails the whole batch.
-fn commit_batch(conn: &Connection, ctl: &mut Control<'_>, batch: Vec<Job>, counters: &Counters) {
+fn commit_batch(ctl: &mut Control<'_>, batch: Vec<Job>, counters: &Counters) {
     let mut jobs = batch.into_iter();
     while jobs.len() > 0 {
-        run_transaction(conn, ctl, &mut jobs, counters);
+        run_transaction(ctl, &mut jobs, counters);
     }
 }
 
 /// One transaction over the jobs `jobs` still holds (all of them, unless SQLite ends the
 /// transaction early: then the rest are left for the next one).
-fn run_transaction(
-    conn: &Connection,
-    ctl: &mut Control<'_>,
-    jobs: &mut std::vec::IntoIter<Job>,
-    counters: &Counters,
-) {
+fn run_transaction(ctl: &mut Control<'_>, jobs: &mut std::vec::IntoIter<Job>, counters: &Counters) {
+    let conn = ctl.conn;
     if !conn.is_autocommit() {
         // A transaction left open by an earlier failure: it is not ours to keep.
         let _ = ctl.step(Ctl::Rollback);

@@ -169,7 +169,7 @@ impl Hygiene {
 }
 
 /// What a listener serves: its router and, on the TCP port with MCP on, the `/mcp` service,
-/// which `POST /mcp` reaches without the router (see [`connection`]).
+/// which `POST /mcp` reaches without the router (see `connection`).
 #[derive(Clone)]
 pub struct App {
     router: Router,
@@ -183,7 +183,7 @@ impl App {
     }
 
     /// `router`, with `POST /mcp` going straight to `mcp` behind the same checks
-    /// ([`crate::mcp::post`]); the router keeps `/mcp` for its other methods.
+    /// (`crate::mcp::post`); the router keeps `/mcp` for its other methods.
     pub fn with_mcp(router: Router, mcp: openphone_mcp::McpHttpService) -> App {
         App {
             router,

@@ -13,7 +13,7 @@ use tokio::net::TcpStream;
 
 /// An accepted TCP connection: `TCP_NODELAY` (an answer's last segment never waits for the
 /// peer's ACK of the one before) and, where the OS has it, `TCP_QUICKACK` re-armed when a read
-/// that consumed data is followed by a wait for more that lasts [`ACK_PUSH_DELAY`] with
+/// that consumed data is followed by a wait for more that lasts `ACK_PUSH_DELAY` (5 ms) with
 /// nothing written meanwhile. Linux otherwise delays the ACK of a request's first segment by up
 /// to 40 ms in the hope of sending it with the answer; a client that sent its headers alone
 /// without `TCP_NODELAY` cannot send its body until that ACK arrives, so every such request

@@ -173,8 +173,10 @@ impl Direct {
             }
         };
         self.answered.fetch_add(1, Ordering::Relaxed);
-        // A dropped request cancels the call's token (this guard, dropped first) but never
-        // drops the call half-way: the rest of it goes on in a task of its own ([`Finish`]).
+        // A dropped request cancels the call's token (this guard) but never drops the call
+        // half-way: the awaited `Finish`, a temporary of the await and so dropped before this
+        // guard, hands the rest of the call to a task of its own, which then sees the token
+        // cancelled (as a call spawned from the start did).
         let cancel_if_dropped = ct.drop_guard();
         let outcome = task.await;
         cancel_if_dropped.disarm();

@@ -12,10 +12,11 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
 /// An accepted TCP connection: `TCP_NODELAY` (an answer's last segment never waits for the
-/// peer's ACK of the one before) and, where the OS has it, `TCP_QUICKACK` re-armed when a read
-/// that consumed data is followed by a wait for more that lasts `ACK_PUSH_DELAY` (5 ms) with
-/// nothing written meanwhile. Linux otherwise delays the ACK of a request's first segment by up
-/// to 40 ms in the hope of sending it with the answer; a client that sent its headers alone
+/// peer's ACK of the one before) and, where the OS has it, `TCP_QUICKACK` re-armed once
+/// `ACK_PUSH_DELAY` (5 ms) has passed since the first wait for more after a read that consumed
+/// data, with nothing written meanwhile (a later read does not restart the delay: the push
+/// may come sooner after it, never later). Linux otherwise delays the ACK of a request's first
+/// segment by up to 40 ms in the hope of sending it with the answer; a client that sent its headers alone
 /// without `TCP_NODELAY` cannot send its body until that ACK arrives, so every such request
 /// would stall for the delayed-ACK timer. The push waits a little first because the usual
 /// request is whole in one segment and answered within a millisecond or two: its answer

@@ -16,9 +16,9 @@ use tokio::net::TcpStream;
 /// `ACK_PUSH_DELAY` (5 ms) has passed since the first wait for more after a read that consumed
 /// data, with nothing written meanwhile (a later read does not restart the delay: the push
 /// may come sooner after it, never later). Linux otherwise delays the ACK of a request's first
-/// segment by up to 40 ms in the hope of sending it with the answer; a client that sent its headers alone
-/// without `TCP_NODELAY` cannot send its body until that ACK arrives, so every such request
-/// would stall for the delayed-ACK timer. The push waits a little first because the usual
+/// segment by up to 40 ms in the hope of sending it with the answer; a client that sent its
+/// headers alone without `TCP_NODELAY` cannot send its body until that ACK arrives, so every
+/// such request would stall for the delayed-ACK timer. The push waits a little first because the usual
 /// request is whole in one segment and answered within a millisecond or two: its answer
 /// carries the ACK, and pushing it at once cost a segment each way (4–9 µs of a call's CPU
 /// here, issue 34). Clients that send headers and body apart without `TCP_NODELAY` are rare

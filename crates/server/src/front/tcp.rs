@@ -11,18 +11,18 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
-/// An accepted TCP connection: `TCP_NODELAY` (an answer's last segment never waits for the
-/// peer's ACK of the one before) and, where the OS has it, `TCP_QUICKACK` re-armed once
-/// `ACK_PUSH_DELAY` (5 ms) has passed since the first wait for more after a read that consumed
-/// data, with nothing written meanwhile (a later read does not restart the delay: the push
-/// may come sooner after it, never later). Linux otherwise delays the ACK of a request's first
-/// segment by up to 40 ms in the hope of sending it with the answer; a client that sent its
-/// headers alone without `TCP_NODELAY` cannot send its body until that ACK arrives, so every
-/// such request would stall for the delayed-ACK timer. The push waits a little first because the usual
-/// request is whole in one segment and answered within a millisecond or two: its answer
-/// carries the ACK, and pushing it at once cost a segment each way (4–9 µs of a call's CPU
-/// here, issue 34). Clients that send headers and body apart without `TCP_NODELAY` are rare
-/// (curl, Go and Python's anyio, which the `mcp` client uses, set it).
+/// An accepted TCP connection: `TCP_NODELAY` (an answer's last segment never waits for the peer's
+/// ACK of the one before) and, where the OS has it, `TCP_QUICKACK` re-armed once `ACK_PUSH_DELAY`
+/// (5 ms) has passed since the first wait for more after a read that consumed data, with nothing
+/// written meanwhile (a later read does not restart the delay: the push may come sooner after it,
+/// never later). Linux otherwise delays the ACK of a request's first segment by up to 40 ms in the
+/// hope of sending it with the answer; a client that sent its headers alone without `TCP_NODELAY`
+/// cannot send its body until that ACK arrives, so every such request would stall for the
+/// delayed-ACK timer. The push waits a little first because the usual request is whole in one
+/// segment and answered within a millisecond or two: its answer carries the ACK, and pushing it at
+/// once cost a segment each way (4–9 µs of a call's CPU here, issue 34). Clients that send headers
+/// and body apart without `TCP_NODELAY` are rare (curl, Go and Python's anyio, which the `mcp`
+/// client uses, set it).
 #[derive(Debug)]
 pub struct Tcp {
     /// `None` only while [`Drop`] hands it to the lingering close.

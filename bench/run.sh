@@ -227,5 +227,18 @@ wait "$daemon_pid" 2>/dev/null || true
 db_after="$(db_size)"
 
 log "done; reports in $out"
-BENCH_BINARY="$openphone" BENCH_CONNECTIONS="$connections" BENCH_CONCURRENCY="$concurrency" \
-    python3 "$here/table.py" "$out" "$idle_rss" "$db_before" "$db_after" "$secs" "$warmup"
+# How the idle CPUs wait: on a virtual machine whose idle vCPUs halt at once (haltpoll with
+# guest_halt_poll_ns 0), every wake-up is a VM exit, and the single-threaded TS SDK server pays
+# that more than the daemon does (docs/benchmarks.md, "Twelfth round"): named in the heading.
+idle_cpus() {
+    local driver polling
+    driver="$(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null)" || return 0
+    polling="$(cat /sys/module/haltpoll/parameters/guest_halt_poll_ns 2>/dev/null)" || polling=""
+    if [ "$driver" = haltpoll ] && [ -n "$polling" ]; then
+        echo "haltpoll, guest_halt_poll_ns $polling"
+    else
+        echo "$driver"
+    fi
+}
+BENCH_IDLE="$(idle_cpus)" BENCH_BINARY="$openphone" BENCH_CONNECTIONS="$connections" \
+    BENCH_CONCURRENCY="$concurrency" python3 "$here/table.py" "$out" "$idle_rss" "$db_before" "$db_after" "$secs" "$warmup"

@@ -4,7 +4,9 @@ measured in the same run with the daemon's share of it (docs/benchmarks.md).
 Usage: python3 bench/table.py OUT_DIR IDLE_RSS_KIB DB_BEFORE DB_AFTER SECS WARMUP
 Reads OUT_DIR/NAME.json (the `openphone bench … --json` reports and the fsync probes), prints
 the Markdown table and what each ceiling allows, and writes OUT_DIR/ceilings.json.
-Environment: BENCH_BINARY (named in the heading), BENCH_CONNECTIONS (8), BENCH_CONCURRENCY (64).
+Environment: BENCH_BINARY (named in the heading), BENCH_CONNECTIONS (8), BENCH_CONCURRENCY (64),
+BENCH_IDLE (how the machine's idle CPUs wait, named in the heading when set: on a virtual machine
+the reference servers' rates move with it more than the daemon's, docs/benchmarks.md).
 
 Four kinds of ceiling:
 - wire: a null server (bench/null-server) that answers the same requests with the daemon's
@@ -76,6 +78,17 @@ def cpu_per_call(r, cpu, name):
     client = c["client_cpu_s"] * 1e6 / n if c.get("client_cpu_s") is not None else None
     server = c["server_cpu_s"] * 1e6 / n if c.get("server_cpu_s") is not None else None
     return client, server
+
+
+def heading(secs, warmup):
+    """The line above the table: what was run, on what."""
+    line = (f"openphone benchmarks: {secs} s measured after {warmup} s of warm-up each, "
+            f"{os.cpu_count()} cores, client and servers on one machine, "
+            f"binary {os.environ.get('BENCH_BINARY', '?')}")
+    idle = os.environ.get("BENCH_IDLE", "").strip()
+    if idle:
+        line += f", idle CPUs: {idle}"
+    return line
 
 
 def main(argv):
@@ -241,9 +254,7 @@ def main(argv):
         pass
 
     print()
-    print(f"openphone benchmarks: {secs} s measured after {warmup} s of warm-up each, "
-          f"{os.cpu_count()} cores, client and servers on one machine, "
-          f"binary {os.environ.get('BENCH_BINARY', '?')}")
+    print(heading(secs, warmup))
     print()
     print("| path | openphone | reference (same run) | ratio | target | | ceiling (same run) | % of ceiling |")
     print("|---|---|---|---|---|---|---|---|")

@@ -167,6 +167,21 @@ class TableTest(unittest.TestCase):
         self.assertTrue(ceilings["targets"]["mcp-2026"]["reachable"])
         self.assertIn("durable: null MCP + a fsynced record per call 16,000/s = 3.20× TS", text)
 
+    def test_the_heading_names_the_idle_cpus_only_when_told(self):
+        old = os.environ.pop("BENCH_IDLE", None)
+        try:
+            self.assertNotIn("idle CPUs", table.heading(5, 2))
+            os.environ["BENCH_IDLE"] = "  "
+            self.assertNotIn("idle CPUs", table.heading(5, 2))
+            os.environ["BENCH_IDLE"] = "haltpoll, guest_halt_poll_ns 0"
+            line = table.heading(5, 2)
+            self.assertTrue(line.startswith("openphone benchmarks: 5 s measured after 2 s"), line)
+            self.assertTrue(line.endswith(", idle CPUs: haltpoll, guest_halt_poll_ns 0"), line)
+        finally:
+            os.environ.pop("BENCH_IDLE", None)
+            if old is not None:
+                os.environ["BENCH_IDLE"] = old
+
     def test_missing_reports_are_named_not_fatal(self):
         text, ceilings = self.run_table({})
         self.assertIn("durable: null server + a fsynced record per call failed (see "

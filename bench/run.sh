@@ -241,4 +241,5 @@ idle_cpus() {
     fi
 }
 BENCH_IDLE="$(idle_cpus)" BENCH_BINARY="$openphone" BENCH_CONNECTIONS="$connections" \
-    BENCH_CONCURRENCY="$concurrency" python3 "$here/table.py" "$out" "$idle_rss" "$db_before" "$db_after" "$secs" "$warmup"
+    BENCH_CONCURRENCY="$concurrency" \
+    python3 "$here/table.py" "$out" "$idle_rss" "$db_before" "$db_after" "$secs" "$warmup"

@@ -12,16 +12,28 @@
 //! [`CHECKPOINT_AT`] more, [`Mark`]) it wakes this thread, which runs a `PASSIVE` checkpoint on
 //! a connection of its own: SQLite's locks let it copy what is committed while the writer goes
 //! on appending, and the writer restarts the log at its next transaction once everything was
-//! copied. A checkpoint that cannot complete — under a steady load the writer appends while it
-//! copies, or a reader holds an old snapshot — leaves the log growing; the writer then
-//! checkpoints inline as before at [`INLINE_CHECKPOINT_AT`] pages, so the log stays bounded.
+//! copied.
+//!
+//! Under a steady load that never happens by itself: the writer commits while the thread
+//! copies, so a pass ends with the frames of those commits still to copy, and the next pass
+//! too. The log then grew to the backstop (64 MiB) and was rewritten in place from there, each
+//! of its pages once a second or so — and on this project's virtual machine touching a page
+//! left alone that long costs tens of microseconds (the host has reclaimed it), paid inside
+//! every commit's `pwrite`s (docs/benchmarks.md, "Thirteenth round"). So a pass that leaves
+//! such a tail asks the writer for it ([`Checkpointer::take_tail`]): between two batches, with
+//! its answers sent, the writer copies the few pages the pass left (the pages a commit touches
+//! are mostly the same few) with its own `PASSIVE` checkpoint, and its next transaction starts
+//! the log over. The log stays near [`CHECKPOINT_AT`] pages, rewritten every few tens of
+//! milliseconds. A checkpoint that still cannot complete — a reader holds an old snapshot —
+//! leaves the log growing; the writer then checkpoints inline at [`INLINE_CHECKPOINT_AT`]
+//! pages, so the log stays bounded.
 //!
 //! Nothing about durability changes: a checkpoint only copies committed, already-synced (or
 //! syncer-bound) frames, with its own fsyncs, and SQLite never restarts the log over frames
 //! a checkpoint has not synced into the database.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
@@ -86,6 +98,7 @@ impl Mark {
 pub(crate) struct CheckpointCounters {
     pub(crate) background: AtomicU64,
     pub(crate) inline: AtomicU64,
+    pub(crate) tail: AtomicU64,
 }
 
 #[derive(Debug, Default)]
@@ -99,6 +112,8 @@ struct State {
 pub(crate) struct Checkpointer {
     state: Mutex<State>,
     wake: Condvar,
+    /// A pass ended, maybe with frames committed during it left to copy: the writer's to copy.
+    tail: AtomicBool,
 }
 
 impl Checkpointer {
@@ -139,13 +154,56 @@ impl Checkpointer {
             // A busy checkpoint (another one running) or an I/O error leaves the log as it
             // is: the next commit past the mark asks again, and the writer's own checkpoint
             // at the backstop still bounds it.
-            if conn
-                .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
-                .is_ok()
-            {
+            if let Ok(pass) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| {
+                Ok(Pass {
+                    busy: row.get(0)?,
+                    log: row.get(1)?,
+                })
+            }) {
                 counters.background.fetch_add(1, Ordering::Relaxed);
+                if pass.left_a_tail() {
+                    self.tail.store(true, Ordering::Release);
+                }
             }
         }
+    }
+
+    /// Whether a pass left committed frames behind since the last call (the writer then
+    /// copies them: [`checkpoint_tail`]).
+    pub(crate) fn take_tail(&self) -> bool {
+        self.tail.load(Ordering::Acquire) && self.tail.swap(false, Ordering::AcqRel)
+    }
+}
+
+/// What `PRAGMA wal_checkpoint` reports: whether it was kept from running and the log's frames
+/// as it found them (its third column, the frames copied, is then all of them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Pass {
+    busy: i64,
+    log: i64,
+}
+
+impl Pass {
+    /// The pass ran over a log with frames in it. It reports the log as it found it, so it
+    /// cannot tell whether the writer committed more meanwhile (under load it always did): the
+    /// writer's checkpoint finds out, and costs nothing when there is nothing left to copy.
+    /// (`log` is -1 when the database is not in WAL mode.)
+    fn left_a_tail(self) -> bool {
+        self.busy == 0 && self.log > 0
+    }
+}
+
+/// The writer copies the frames the checkpointer's last pass left, between two batches and on
+/// its own connection (outside any transaction), so that its next transaction starts the log
+/// over. A failure leaves the log as it is (the next pass asks again; the backstop still bounds
+/// the log): it is no write's failure.
+pub(crate) fn checkpoint_tail(conn: &Connection, counters: &CheckpointCounters) {
+    if conn.is_autocommit()
+        && conn
+            .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+            .is_ok()
+    {
+        counters.tail.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -221,6 +279,49 @@ mod tests {
         assert_eq!(mark.after_commit(i32::MAX), AfterCommit::Inline);
         assert_eq!(mark.after_commit(2), AfterCommit::Nothing);
         assert_eq!(mark.after_commit(CHECKPOINT_AT + 1), AfterCommit::Wake);
+    }
+
+    /// The bug: under a steady stream of commits a pass of the checkpointer's never caught up
+    /// with the writer, so the log never started over and grew to the backstop (64 MiB), its
+    /// pages rewritten about once a second — slow to touch again on this project's virtual
+    /// machine. The writer now copies what each pass left, and the log stays near the mark.
+    #[test]
+    fn the_log_starts_over_under_a_steady_stream_of_commits() {
+        use crate::error::SqlContext;
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::SqliteStore::open(dir.path()).unwrap();
+        let value = "v".repeat(3000);
+        // Each write adds a row of its own page or so: ten marks' worth of log, written by
+        // four callers at once so that commits follow each other without a pause.
+        let writes_each = (10 * CHECKPOINT_AT / 4) as usize;
+        std::thread::scope(|scope| {
+            for caller in 0..4 {
+                let (store, value) = (&store, &value);
+                scope.spawn(move || {
+                    for n in 0..writes_each {
+                        let (key, value) = (format!("test.steady.{caller}.{n}"), value.clone());
+                        store
+                            .write("test.steady", "", move |conn| {
+                                conn.execute(
+                                    "INSERT INTO store_meta (key, value) VALUES (?1, ?2)",
+                                    [&key, &value],
+                                )
+                                .ctx("test.steady", "")
+                            })
+                            .unwrap();
+                    }
+                });
+            }
+        });
+        let stats = store.writer_stats();
+        let wal = dir.path().join(format!("{}-wal", crate::DB_FILE));
+        let frames = std::fs::metadata(&wal).unwrap().len() / (4096 + 24);
+        assert!(
+            frames <= 3 * CHECKPOINT_AT as u64,
+            "the log grew to {frames} frames, past three marks: {stats:?}"
+        );
+        assert!(stats.tail_checkpoints >= 1, "{stats:?}");
+        assert_eq!(stats.inline_checkpoints, 0, "{stats:?}");
     }
 
     /// A commit of ~1,300 pages crosses the mark: the thread checkpoints it, the writer does

@@ -108,6 +108,9 @@ pub struct WriterStats {
     pub background_checkpoints: u64,
     /// Checkpoints the writer made itself, the log past the checkpointer's backstop.
     pub inline_checkpoints: u64,
+    /// Checkpoints the writer made between two batches to copy what a pass of the
+    /// checkpointer's left, so that the log starts over (`checkpointer.rs`).
+    pub tail_checkpoints: u64,
 }
 
 #[derive(Debug, Default)]
@@ -258,9 +261,16 @@ impl Writer {
         let (queue, jobs) = mpsc::channel::<Job>();
         let counting = Arc::clone(&writer.counters);
         let syncing = writer.syncer.as_ref().map(|(s, _)| Arc::clone(s));
+        let tails = writer
+            .checkpointer
+            .as_ref()
+            .map(|(c, _)| (Arc::clone(c), Arc::clone(&writer.checkpoints)));
         let thread = std::thread::Builder::new()
             .name("op-store-writer".into())
-            .spawn(move || serve(conn, &jobs, &counting, syncing.as_deref()))?;
+            .spawn(move || {
+                let tails = tails.as_ref().map(|(c, n)| (&**c, &**n));
+                serve(conn, &jobs, &counting, syncing.as_deref(), tails);
+            })?;
         writer.queue = Some(queue);
         writer.thread = Some(thread);
         Ok(writer)
@@ -277,6 +287,7 @@ impl Writer {
             largest_batch: self.counters.largest_batch.load(Ordering::Relaxed),
             background_checkpoints: self.checkpoints.background.load(Ordering::Relaxed),
             inline_checkpoints: self.checkpoints.inline.load(Ordering::Relaxed),
+            tail_checkpoints: self.checkpoints.tail.load(Ordering::Relaxed),
         }
     }
 
@@ -406,6 +417,7 @@ fn serve(
     jobs: &mpsc::Receiver<Job>,
     counters: &Counters,
     syncer: Option<&Syncer>,
+    tails: Option<(&Checkpointer, &CheckpointCounters)>,
 ) {
     // The connection starts with `synchronous = FULL` (open.rs).
     let mut full = true;
@@ -442,6 +454,13 @@ fn serve(
         if relaxed && let Some(syncer) = syncer {
             counters.relaxed_batches.fetch_add(1, Ordering::Relaxed);
             syncer.mark_dirty();
+        }
+        // The batch's answers are out: the jobs queued meanwhile wait for the copy of what the
+        // checkpointer's pass left (a few pages and two fsyncs), once per pass.
+        if let Some((checkpointer, counting)) = tails
+            && checkpointer.take_tail()
+        {
+            crate::checkpointer::checkpoint_tail(&conn, counting);
         }
     }
     // The queue is closed: closing the connection checkpoints the WAL (its statements go

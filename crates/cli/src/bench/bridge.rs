@@ -189,11 +189,17 @@ pub fn bridge(opts: BridgeBench) -> Result<ExitCode> {
                 ("largest_commit", json!(writer.map(|w| w.largest_batch))),
                 (
                     "checkpoints",
-                    json!(writer.map(|w| w.background_checkpoints + w.inline_checkpoints)),
+                    json!(writer.map(|w| w.background_checkpoints
+                        + w.inline_checkpoints
+                        + w.tail_checkpoints)),
                 ),
                 (
                     "inline_checkpoints",
                     json!(writer.map(|w| w.inline_checkpoints)),
+                ),
+                (
+                    "tail_checkpoints",
+                    json!(writer.map(|w| w.tail_checkpoints)),
                 ),
             ],
             plan,

@@ -23,8 +23,8 @@
 //! such a tail asks the writer for it ([`Checkpointer::take_tail`]): between two batches, with
 //! its answers sent, the writer copies the few pages the pass left (the pages a commit touches
 //! are mostly the same few) with its own `PASSIVE` checkpoint, and its next transaction starts
-//! the log over. The log stays near [`CHECKPOINT_AT`] pages, rewritten every few tens of
-//! milliseconds. A checkpoint that still cannot complete — a reader holds an old snapshot —
+//! the log over. The log stays near [`CHECKPOINT_AT`] pages, each rewritten about every tenth
+//! of a second under load. A checkpoint that still cannot complete — a reader holds an old snapshot —
 //! leaves the log growing; the writer then checkpoints inline at [`INLINE_CHECKPOINT_AT`]
 //! pages, so the log stays bounded.
 //!
@@ -168,15 +168,15 @@ impl Checkpointer {
         }
     }
 
-    /// Whether a pass left committed frames behind since the last call (the writer then
-    /// copies them: [`checkpoint_tail`]).
+    /// Whether a pass ended since the last call, maybe leaving frames committed during it
+    /// (the writer then copies them: [`checkpoint_tail`]).
     pub(crate) fn take_tail(&self) -> bool {
         self.tail.load(Ordering::Acquire) && self.tail.swap(false, Ordering::AcqRel)
     }
 }
 
 /// What `PRAGMA wal_checkpoint` reports: whether it was kept from running and the log's frames
-/// as it found them (its third column, the frames copied, is then all of them).
+/// as it found them (its third column, the frames copied, counts none committed during it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Pass {
     busy: i64,

@@ -24,9 +24,9 @@
 //! its answers sent, the writer copies the few pages the pass left (the pages a commit touches
 //! are mostly the same few) with its own `PASSIVE` checkpoint, and its next transaction starts
 //! the log over. The log stays near [`CHECKPOINT_AT`] pages, each rewritten about every tenth
-//! of a second under load. A checkpoint that still cannot complete — a reader holds an old snapshot —
-//! leaves the log growing; the writer then checkpoints inline at [`INLINE_CHECKPOINT_AT`]
-//! pages, so the log stays bounded.
+//! of a second under load. A checkpoint that still cannot complete — a reader holds an old
+//! snapshot — leaves the log growing; the writer then checkpoints inline at
+//! [`INLINE_CHECKPOINT_AT`] pages, so the log stays bounded.
 //!
 //! Nothing about durability changes: a checkpoint only copies committed, already-synced (or
 //! syncer-bound) frames, with its own fsyncs, and SQLite never restarts the log over frames
@@ -154,14 +154,18 @@ impl Checkpointer {
             // A busy checkpoint (another one running) or an I/O error leaves the log as it
             // is: the next commit past the mark asks again, and the writer's own checkpoint
             // at the backstop still bounds it.
-            if let Ok(pass) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| {
-                Ok(Pass {
-                    busy: row.get(0)?,
-                    log: row.get(1)?,
+            //
+            // The pass reports the log as it found it (its busy flag, its frames, the frames
+            // copied), so it cannot tell whether the writer committed more meanwhile — under
+            // load it always did. A pass over a log with frames in it asks the writer to copy
+            // the rest; the writer's checkpoint costs nothing when nothing is left.
+            if let Ok(ran_over_frames) =
+                conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| {
+                    Ok(row.get::<_, i64>(0)? == 0 && row.get::<_, i64>(1)? > 0)
                 })
-            }) {
+            {
                 counters.background.fetch_add(1, Ordering::Relaxed);
-                if pass.left_a_tail() {
+                if ran_over_frames {
                     self.tail.store(true, Ordering::Release);
                 }
             }
@@ -172,24 +176,6 @@ impl Checkpointer {
     /// (the writer then copies them: [`checkpoint_tail`]).
     pub(crate) fn take_tail(&self) -> bool {
         self.tail.load(Ordering::Acquire) && self.tail.swap(false, Ordering::AcqRel)
-    }
-}
-
-/// What `PRAGMA wal_checkpoint` reports: whether it was kept from running and the log's frames
-/// as it found them (its third column, the frames copied, counts none committed during it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Pass {
-    busy: i64,
-    log: i64,
-}
-
-impl Pass {
-    /// The pass ran over a log with frames in it. It reports the log as it found it, so it
-    /// cannot tell whether the writer committed more meanwhile (under load it always did): the
-    /// writer's checkpoint finds out, and costs nothing when there is nothing left to copy.
-    /// (`log` is -1 when the database is not in WAL mode.)
-    fn left_a_tail(self) -> bool {
-        self.busy == 0 && self.log > 0
     }
 }
 

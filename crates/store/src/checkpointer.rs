@@ -18,8 +18,9 @@
 //! copies, so a pass ends with the frames of those commits still to copy, and the next pass
 //! too. The log then grew to the backstop (64 MiB) and was rewritten in place from there, each
 //! of its pages once a second or so — and on this project's virtual machine touching a page
-//! left alone that long costs tens of microseconds (the host has reclaimed it), paid inside
-//! every commit's `pwrite`s (docs/benchmarks.md, "Thirteenth round"). So a pass that leaves
+//! left alone that long can cost tens of microseconds (the host's doing: the guest sees no
+//! page fault), paid inside every commit's `pwrite`s (docs/benchmarks.md, "Thirteenth
+//! round"). So a pass that leaves
 //! such a tail asks the writer for it ([`Checkpointer::take_tail`]): between two batches, with
 //! its answers sent, the writer copies the few pages the pass left (the pages a commit touches
 //! are mostly the same few) with its own `PASSIVE` checkpoint, and its next transaction starts
@@ -153,12 +154,10 @@ impl Checkpointer {
             }
             // A busy checkpoint (another one running) or an I/O error leaves the log as it
             // is: the next commit past the mark asks again, and the writer's own checkpoint
-            // at the backstop still bounds it.
-            //
-            // The pass reports the log as it found it (its busy flag, its frames, the frames
-            // copied), so it cannot tell whether the writer committed more meanwhile — under
-            // load it always did. A pass over a log with frames in it asks the writer to copy
-            // the rest; the writer's checkpoint costs nothing when nothing is left.
+            // at the backstop still bounds it. A pass reports the log as it found it, so it
+            // cannot tell whether the writer committed more meanwhile (under load it always
+            // did): one over a log with frames in it asks the writer to copy the rest, which
+            // costs nothing when nothing is left.
             if let Ok(ran_over_frames) =
                 conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| {
                     Ok(row.get::<_, i64>(0)? == 0 && row.get::<_, i64>(1)? > 0)

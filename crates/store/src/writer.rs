@@ -456,7 +456,8 @@ fn serve(
             syncer.mark_dirty();
         }
         // The batch's answers are out: the jobs queued meanwhile wait for the copy of what the
-        // checkpointer's pass left (a few pages and two fsyncs), once per pass.
+        // checkpointer's pass over a long log left (a few pages and two fsyncs), once per
+        // `TAIL_AT` pages of log.
         if let Some((checkpointer, counting)) = tails
             && checkpointer.take_tail()
         {

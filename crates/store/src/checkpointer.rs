@@ -253,6 +253,26 @@ pub(crate) fn start(
 mod tests {
     use super::*;
 
+    /// Writes `key` = `value` into `store_meta`: one write of the group commit.
+    fn put(store: &crate::SqliteStore, key: String, value: String) {
+        use crate::error::SqlContext;
+        store
+            .write("test.put", "", move |conn| {
+                conn.execute(
+                    "INSERT INTO store_meta (key, value) VALUES (?1, ?2)",
+                    [&key, &value],
+                )
+                .ctx("test.put", "")
+            })
+            .unwrap();
+    }
+
+    /// The log's size in frames: the most it held, as SQLite reuses the file from its start.
+    fn log_frames(dir: &Path) -> u64 {
+        let wal = dir.join(format!("{}-wal", crate::DB_FILE));
+        std::fs::metadata(&wal).unwrap().len() / (4096 + 24)
+    }
+
     #[test]
     fn a_commit_wakes_the_checkpointer_once_per_mark_and_checkpoints_itself_at_the_backstop() {
         let mut mark = Mark::default();
@@ -283,7 +303,6 @@ mod tests {
     /// over near [`TAIL_AT`] pages.
     #[test]
     fn the_log_starts_over_under_a_steady_stream_of_commits() {
-        use crate::error::SqlContext;
         let dir = tempfile::tempdir().unwrap();
         let store = crate::SqliteStore::open(dir.path()).unwrap();
         let value = "v".repeat(3000);
@@ -295,23 +314,13 @@ mod tests {
                 let (store, value) = (&store, &value);
                 scope.spawn(move || {
                     for n in 0..writes_each {
-                        let (key, value) = (format!("test.steady.{caller}.{n}"), value.clone());
-                        store
-                            .write("test.steady", "", move |conn| {
-                                conn.execute(
-                                    "INSERT INTO store_meta (key, value) VALUES (?1, ?2)",
-                                    [&key, &value],
-                                )
-                                .ctx("test.steady", "")
-                            })
-                            .unwrap();
+                        put(store, format!("test.steady.{caller}.{n}"), value.clone());
                     }
                 });
             }
         });
         let stats = store.writer_stats();
-        let wal = dir.path().join(format!("{}-wal", crate::DB_FILE));
-        let frames = std::fs::metadata(&wal).unwrap().len() / (4096 + 24);
+        let frames = log_frames(dir.path());
         assert!(
             frames <= TAIL_AT as u64 + 2 * CHECKPOINT_AT as u64,
             "the log grew to {frames} frames, two marks past the tail's: {stats:?}"
@@ -326,26 +335,13 @@ mod tests {
     /// over a log shorter than [`TAIL_AT`] pages now leaves its tail to the next pass.
     #[test]
     fn the_writer_leaves_the_tail_of_a_short_log_to_the_checkpointer() {
-        use crate::error::SqlContext;
         let dir = tempfile::tempdir().unwrap();
         let store = crate::SqliteStore::open(dir.path()).unwrap();
         let value = "v".repeat(3000);
-        let write = |key: String| {
-            let value = value.clone();
-            store
-                .write("test.short", "", move |conn| {
-                    conn.execute(
-                        "INSERT INTO store_meta (key, value) VALUES (?1, ?2)",
-                        [&key, &value],
-                    )
-                    .ctx("test.short", "")
-                })
-                .unwrap();
-        };
         // One write at a time, each a commit of ~3.4 frames (the row's new page, its parent,
         // the database's header page...): 800 writes cross the mark and stay below the tail's.
         for n in 0..800 {
-            write(format!("test.short.{n}"));
+            put(&store, format!("test.short.{n}"), value.clone());
         }
         let waited = openphone_clock::Stopwatch::start();
         while store.writer_stats().background_checkpoints == 0 {
@@ -357,10 +353,9 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
         // A batch after the pass: where the writer would copy a tail it was asked for.
-        write("test.short.after".to_owned());
+        put(&store, "test.short.after".to_owned(), value);
         let stats = store.writer_stats();
-        let wal = dir.path().join(format!("{}-wal", crate::DB_FILE));
-        let frames = std::fs::metadata(&wal).unwrap().len() / (4096 + 24);
+        let frames = log_frames(dir.path());
         assert!(
             frames < TAIL_AT as u64,
             "the test meant a log under the tail's mark: {frames} frames"

@@ -267,6 +267,19 @@ mod tests {
             .unwrap();
     }
 
+    /// Waits (up to 30 s) until the checkpointer thread made a pass.
+    fn wait_for_a_pass(store: &crate::SqliteStore) {
+        let waited = openphone_clock::Stopwatch::start();
+        while store.writer_stats().background_checkpoints == 0 {
+            assert!(
+                waited.elapsed() < std::time::Duration::from_secs(30),
+                "no background checkpoint: {:?}",
+                store.writer_stats()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+
     /// The log's size in frames: the most it held, as SQLite reuses the file from its start.
     fn log_frames(dir: &Path) -> u64 {
         let wal = dir.join(format!("{}-wal", crate::DB_FILE));
@@ -343,15 +356,7 @@ mod tests {
         for n in 0..800 {
             put(&store, format!("test.short.{n}"), value.clone());
         }
-        let waited = openphone_clock::Stopwatch::start();
-        while store.writer_stats().background_checkpoints == 0 {
-            assert!(
-                waited.elapsed() < std::time::Duration::from_secs(30),
-                "no background checkpoint: {:?}",
-                store.writer_stats()
-            );
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
+        wait_for_a_pass(&store);
         // A batch after the pass: where the writer would copy a tail it was asked for.
         put(&store, "test.short.after".to_owned(), value);
         let stats = store.writer_stats();
@@ -381,15 +386,7 @@ mod tests {
                 .ctx("test.fill", "")
             })
             .unwrap();
-        let waited = openphone_clock::Stopwatch::start();
-        while store.writer_stats().background_checkpoints == 0 {
-            assert!(
-                waited.elapsed() < std::time::Duration::from_secs(30),
-                "no background checkpoint: {:?}",
-                store.writer_stats()
-            );
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
+        wait_for_a_pass(&store);
         assert_eq!(store.writer_stats().inline_checkpoints, 0);
         // Everything was copied back: the next transaction writes the log from its start.
         store

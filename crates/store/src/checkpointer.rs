@@ -20,11 +20,10 @@
 //! of its pages once a second or so — and on this project's virtual machine touching a page
 //! left alone that long can cost tens of microseconds (the host's doing: the guest sees no
 //! page fault), paid inside every commit's `pwrite`s (docs/benchmarks.md, "Thirteenth
-//! round"). So a pass that leaves
-//! such a tail, once the log holds [`TAIL_AT`] pages, asks the writer for it
-//! ([`Checkpointer::take_tail`]): between two batches, with its answers sent, the writer copies
-//! the few pages the pass left (the pages a commit touches are mostly the same few) with its
-//! own `PASSIVE` checkpoint, and its next transaction starts the log over. The log starts over
+//! round"). So a pass that leaves such a tail, once the log holds [`TAIL_AT`] pages, asks the
+//! writer for it ([`Checkpointer::take_tail`]): between two batches, with its answers sent,
+//! the writer copies the few pages the pass left (the pages a commit touches are mostly the
+//! same few) with its own `PASSIVE` checkpoint, and its next transaction starts the log over. The log starts over
 //! near [`TAIL_AT`] pages (16 MiB), each page rewritten about every quarter of a second under
 //! load. The writer's copy stalls the writes queued behind it — two fsyncs and the copied
 //! pages, 0.4–1.2 ms measured on this project's machine — so it is not made at every pass:
@@ -396,8 +395,8 @@ mod tests {
             })
             .unwrap();
         let side = Connection::open(dir.path().join(crate::DB_FILE)).unwrap();
-        // The writer may be copying the small write's frames right now (its tail checkpoint):
-        // a checkpoint that meets another one says busy and reports no log (-1), so ask again.
+        // A checkpoint that meets another one running (the thread's, or the writer's own)
+        // says busy and reports no log (-1): ask again.
         let waited = openphone_clock::Stopwatch::start();
         let log = loop {
             let (busy, log): (i64, i64) = side
